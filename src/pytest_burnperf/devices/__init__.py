@@ -1,0 +1,142 @@
+"""Device discovery: lazy, cached per registry, one module per library behind one protocol.
+
+A library is imported only when a requested backend name could be served by it: asking for ``cpu``
+probes numpy and torch, asking for ``cuda`` probes torch and cupy, and so on. Names resolve to
+:class:`Entry` objects: a device that is present, or a placeholder with the reason it is not.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..spec import KINDS, LIBRARY_KINDS
+from .base import Device, Probe
+
+__all__ = ["Device", "Entry", "Probe", "Registry", "matches"]
+
+_NOT_YET = "devices are not supported by this version of pytest-burnperf yet"
+
+
+def _probe_numpy() -> Probe:
+    from . import numpy_backend
+
+    return numpy_backend.probe()
+
+
+def _probe_torch() -> Probe:
+    from . import torch_backend
+
+    return torch_backend.probe()
+
+
+def _probe_unimplemented(library: str, module: str, extra: str, label: str) -> Callable[[], Probe]:
+    def probe() -> Probe:
+        kinds = LIBRARY_KINDS[library]
+        if importlib.util.find_spec(module) is None:
+            reason = f"{module} not installed (pip install pytest-burnperf[{extra}])"
+        else:
+            reason = f"{module} is installed, but {label} {_NOT_YET}"
+        return Probe(library, absent=dict.fromkeys(kinds, reason))
+
+    return probe
+
+
+PROBES: dict[str, Callable[[], Probe]] = {
+    "numpy": _probe_numpy,
+    "torch": _probe_torch,
+    "cupy": _probe_unimplemented("cupy", "cupy", "cupy", "cupy"),
+    "opencl": _probe_unimplemented("opencl", "pyopencl", "opencl", "OpenCL"),
+    "vulkan": _probe_unimplemented("vulkan", "wgpu", "vulkan", "Vulkan (wgpu)"),
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One parameter of a benchmark: a present device, or an absent one with its reason."""
+
+    id: str
+    kind: str
+    library: str
+    device: Device | None = None
+    reason: str | None = None
+
+
+def matches(name: str, entry: Entry) -> bool:
+    """Does the backend name (kind, library, id or id prefix such as ``torch-cuda``) pick ``entry``?"""
+    if name in (entry.kind, entry.library, entry.id):
+        return True
+    return entry.id.startswith(name) and entry.id[len(name) :].isdigit()
+
+
+def _placeholder_id(library: str, kind: str) -> str:
+    return kind if library == kind else f"{library}-{kind}"
+
+
+class Registry:
+    """Probes libraries on first need and remembers what it found."""
+
+    def __init__(self, probes: dict[str, Callable[[], Probe]] | None = None) -> None:
+        self._probes = dict(PROBES if probes is None else probes)
+        self._found: dict[str, Probe] = {}
+
+    def probe(self, library: str) -> Probe:
+        if library not in self._found:
+            try:
+                self._found[library] = self._probes[library]()
+            except Exception as exc:  # a library that breaks while probing: a reason, not a crash
+                kinds = LIBRARY_KINDS.get(library, ())
+                self._found[library] = Probe(
+                    library, absent=dict.fromkeys(kinds, f"{library} failed while probing: {exc}")
+                )
+        return self._found[library]
+
+    def probe_all(self) -> list[Probe]:
+        return [self.probe(lib) for lib in self._probes]
+
+    def _entries_for(self, library: str, kinds: Iterable[str]) -> list[Entry]:
+        p = self.probe(library)
+        out: list[Entry] = []
+        for kind in kinds:
+            devs = [d for d in p.devices if d.kind == kind]
+            if devs:
+                out.extend(Entry(d.id, d.kind, d.library, device=d) for d in devs)
+            else:
+                reason = p.absent.get(kind, f"{library} found no {kind} device")
+                out.append(Entry(_placeholder_id(library, kind), kind, library, reason=reason))
+        return out
+
+    def resolve(self, name: str) -> list[Entry]:
+        """Entries for one backend name; the name must already be checked by ``spec``."""
+        if name in KINDS:
+            out: list[Entry] = []
+            for library, kinds in LIBRARY_KINDS.items():
+                if name in kinds and library in self._probes:
+                    out.extend(self._entries_for(library, [name]))
+            return out
+        if name in LIBRARY_KINDS:
+            return self._entries_for(name, LIBRARY_KINDS[name])
+        library = name.split("-", 1)[0]
+        candidates = self._entries_for(library, LIBRARY_KINDS[library])
+        picked = [e for e in candidates if e.device is not None and matches(name, e)]
+        if picked:
+            return picked
+        absent = [e for e in candidates if e.device is None and name.startswith(e.id)]
+        reason = absent[0].reason if absent else None
+        found = ", ".join(e.id for e in candidates if e.device is not None) or "none"
+        return [
+            Entry(
+                name,
+                absent[0].kind if absent else "",
+                library,
+                reason=reason or f"no device {name} (present for {library}: {found})",
+            )
+        ]
+
+    def resolve_all(self, names: Iterable[str]) -> list[Entry]:
+        seen: dict[str, Entry] = {}
+        for name in names:
+            for e in self.resolve(name):
+                seen.setdefault(e.id, e)
+        return list(seen.values())

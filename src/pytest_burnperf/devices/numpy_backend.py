@@ -1,0 +1,98 @@
+"""numpy on the CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..machine import cpu_count, cpu_model
+from .base import Probe
+
+_NATIVE = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+
+
+class NumpyDevice:
+    library = "numpy"
+    kind = "cpu"
+    id = "numpy-cpu"
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self._np = np
+        self.name = cpu_model()
+        if int(np.__version__.split(".")[0]) >= 2:
+            self._xp: Any = np  # numpy 2 implements the array API itself: no wrapper overhead
+        else:  # pragma: no cover - numpy 1.x
+            import array_api_compat.numpy as compat
+
+            self._xp = compat
+        self._rng = np.random.default_rng(0)
+
+    @property
+    def xp(self) -> Any:
+        return self._xp
+
+    @property
+    def lib(self) -> Any:
+        return self._np
+
+    def unsupported(self, dtype: str) -> str | None:
+        if dtype == "bf16":
+            return "numpy has no bfloat16 dtype"
+        return None if dtype in _NATIVE else f"numpy has no dtype {dtype!r}"
+
+    def dtype(self, name: str) -> Any:
+        reason = self.unsupported(name)
+        if reason:
+            raise ValueError(f"{self.id}: {reason}")
+        return getattr(self._np, _NATIVE[name])
+
+    def reseed(self, seed: int) -> None:
+        self._rng = self._np.random.default_rng(seed)
+
+    def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+        dt = self.dtype(dtype)
+        if dtype.startswith("i"):
+            return self._rng.integers(0, 100, size=tuple(shape), dtype=dt)
+        if dtype in ("f32", "f64"):
+            return self._rng.standard_normal(size=tuple(shape), dtype=dt)
+        return self._rng.standard_normal(size=tuple(shape), dtype=self._np.float32).astype(dt)
+
+    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+        return self._np.zeros(tuple(shape), dtype=self.dtype(dtype))
+
+    def asarray(self, obj: Any, dtype: str | None = None) -> Any:
+        return self._np.asarray(obj, dtype=None if dtype is None else self.dtype(dtype))
+
+    def to_host(self, x: Any) -> Any:
+        return self._np.asarray(x)
+
+    def sync(self) -> None:
+        return None
+
+    def fingerprint(self) -> dict[str, Any]:
+        blas = "unknown"
+        try:
+            cfg = self._np.show_config(mode="dicts")
+            blas = str(cfg["Build Dependencies"]["blas"]["name"])
+        except Exception:  # older numpy or an unusual build: the BLAS name is a nicety
+            pass
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "library": self.library,
+            "name": self.name,
+            "cpus": cpu_count(),
+            "versions": {"numpy": self._np.__version__},
+            "blas": blas,
+        }
+
+
+def probe() -> Probe:
+    try:
+        return Probe("numpy", devices=[NumpyDevice()])
+    except ModuleNotFoundError:  # pragma: no cover - numpy is a dependency
+        return Probe("numpy", absent={"cpu": "numpy not installed"})
+    except Exception as exc:  # pragma: no cover - a broken install: say what it said
+        return Probe("numpy", absent={"cpu": f"numpy failed to import: {exc}"})

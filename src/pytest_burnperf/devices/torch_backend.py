@@ -1,0 +1,182 @@
+"""torch on the CPU, CUDA, ROCm (HIP builds) and Metal (MPS).
+
+Timing here is host wall time bracketed by ``device.sync()`` (``torch.cuda.synchronize`` /
+``torch.mps.synchronize``), so asynchronous kernels are inside the measured region.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..machine import cpu_count, cpu_model
+from .base import Probe
+
+_NATIVE = {
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "i32": "int32",
+    "i64": "int64",
+}
+
+
+class TorchDevice:
+    library = "torch"
+
+    def __init__(self, torch: Any, kind: str, index: int | None = None) -> None:
+        self._torch = torch
+        self.kind = kind
+        self.index = index
+        if kind == "cpu":
+            self._dev = torch.device("cpu")
+            self.id = "torch-cpu"
+            self.name = cpu_model()
+        elif kind == "metal":
+            self._dev = torch.device("mps")
+            self.id = "torch-metal"
+            self.name = "Apple GPU (MPS)"
+        else:  # cuda or rocm: torch calls both "cuda"
+            self._dev = torch.device("cuda", index or 0)
+            self.id = f"torch-{kind}{index or 0}"
+            self.name = str(torch.cuda.get_device_name(index or 0))
+        self._gen: Any = None
+        self._xp: Any = None
+
+    @property
+    def xp(self) -> Any:
+        if self._xp is None:
+            import array_api_compat.torch as compat
+
+            self._xp = compat
+        return self._xp
+
+    @property
+    def lib(self) -> Any:
+        return self._torch
+
+    @property
+    def torch_device(self) -> Any:
+        return self._dev
+
+    def unsupported(self, dtype: str) -> str | None:
+        if dtype not in _NATIVE:
+            return f"torch has no dtype {dtype!r}"
+        if self.kind == "metal" and dtype == "f64":
+            return "Metal (MPS) has no float64"
+        return None
+
+    def dtype(self, name: str) -> Any:
+        reason = self.unsupported(name)
+        if reason:
+            raise ValueError(f"{self.id}: {reason}")
+        return getattr(self._torch, _NATIVE[name])
+
+    def reseed(self, seed: int) -> None:
+        self._gen = self._torch.Generator(device=self._dev)
+        self._gen.manual_seed(seed)
+
+    def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+        if self._gen is None:
+            self.reseed(0)
+        dt = self.dtype(dtype)
+        if dtype.startswith("i"):
+            return self._torch.randint(
+                0, 100, tuple(shape), generator=self._gen, dtype=dt, device=self._dev
+            )
+        return self._torch.randn(tuple(shape), generator=self._gen, dtype=dt, device=self._dev)
+
+    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+        return self._torch.zeros(tuple(shape), dtype=self.dtype(dtype), device=self._dev)
+
+    def asarray(self, obj: Any, dtype: str | None = None) -> Any:
+        return self._torch.asarray(
+            obj, dtype=None if dtype is None else self.dtype(dtype), device=self._dev
+        )
+
+    def to_host(self, x: Any) -> Any:
+        t = x.detach().to("cpu")
+        if t.dtype == self._torch.bfloat16:
+            t = t.to(self._torch.float32)
+        return t.numpy()
+
+    def sync(self) -> None:
+        if self.kind in ("cuda", "rocm"):
+            self._torch.cuda.synchronize(self._dev)
+        elif self.kind == "metal":
+            self._torch.mps.synchronize()
+
+    def fingerprint(self) -> dict[str, Any]:
+        torch = self._torch
+        fp: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "library": self.library,
+            "name": self.name,
+            "versions": {"torch": str(torch.__version__)},
+        }
+        if self.kind == "cpu":
+            fp["cpus"] = cpu_count()
+            fp["threads"] = int(torch.get_num_threads())
+        elif self.kind in ("cuda", "rocm"):
+            props = torch.cuda.get_device_properties(self.index or 0)
+            fp["memory_bytes"] = int(props.total_memory)
+            fp["compute_units"] = int(props.multi_processor_count)
+            fp["capability"] = f"{props.major}.{props.minor}"
+            fp["versions"]["runtime"] = str(torch.version.hip or torch.version.cuda)
+        return fp
+
+
+def probe(torch: Any = None) -> Probe:
+    """Find torch's devices. ``torch`` may be passed in (tests use a fake module)."""
+    result = Probe("torch")
+    if torch is None:
+        try:
+            import torch as _torch
+        except ModuleNotFoundError:
+            for kind in ("cpu", "cuda", "rocm", "metal"):
+                result.absent[kind] = "torch not installed (pip install pytest-burnperf[torch])"
+            return result
+        except Exception as exc:  # a broken install: say what it said
+            for kind in ("cpu", "cuda", "rocm", "metal"):
+                result.absent[kind] = f"torch failed to import: {exc}"
+            return result
+        torch = _torch
+    version = str(torch.__version__)
+    result.devices.append(TorchDevice(torch, "cpu"))
+
+    hip = getattr(torch.version, "hip", None)
+    cuda = getattr(torch.version, "cuda", None)
+    if hip:
+        gpu_kind, other = "rocm", "cuda"
+        result.absent["cuda"] = f"torch {version} is a ROCm build; its GPUs are kind 'rocm'"
+    elif cuda:
+        gpu_kind, other = "cuda", "rocm"
+        result.absent["rocm"] = f"torch {version} is a CUDA build, not a ROCm (HIP) build"
+    else:
+        gpu_kind = other = ""
+        result.absent["cuda"] = f"torch {version} is built without CUDA (a CPU-only build)"
+        result.absent["rocm"] = f"torch {version} is built without ROCm (HIP)"
+    if gpu_kind:
+        try:
+            count = int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+        except Exception as exc:  # driver errors: report their text
+            count = 0
+            result.absent[gpu_kind] = f"torch could not query {gpu_kind.upper()} devices: {exc}"
+        else:
+            if count == 0:
+                name = "ROCm" if gpu_kind == "rocm" else "CUDA"
+                result.absent[gpu_kind] = (
+                    f"no {name} device found (torch.cuda.is_available() is False)"
+                )
+        for i in range(count):
+            result.devices.append(TorchDevice(torch, gpu_kind, i))
+    del other
+
+    mps = getattr(getattr(torch, "backends", None), "mps", None)
+    if mps is not None and mps.is_available():
+        result.devices.append(TorchDevice(torch, "metal"))
+    else:
+        result.absent["metal"] = "no Metal (MPS) device (torch.backends.mps.is_available() is False)"
+    return result

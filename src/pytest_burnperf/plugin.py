@@ -1,0 +1,691 @@
+"""The pytest glue: options, the ``perf`` marker, parametrisation, fixtures, reporting hooks.
+
+Everything heavy (devices, scipy, array libraries) is imported only inside a ``--perf`` run.
+Timing, statistics, storage and reports live in plain modules that the CLI and unit tests use
+without pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from . import spec as _spec
+from .spec import PerfSpec, Settings, SpecError
+
+if TYPE_CHECKING:
+    from .devices import Entry, Registry
+    from .results import Result
+    from .store import BaselineStore
+
+T = TypeVar("T")
+
+_WITHOUT_PERF = "perf benchmark: run with --perf (or set perf = true in the ini file)"
+
+
+# --------------------------------------------------------------------------------------------
+# options
+
+
+def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]:
+    def parse(value: str) -> T:
+        try:
+            return parser(value, option)
+        except SpecError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = option.lstrip("-").replace("-", "_")
+    return parse
+
+
+def _machine_arg(value: str, where: str) -> str:
+    from .machine import check_machine_id
+
+    return check_machine_id(value, where)
+
+
+_DEFAULTS = Settings()
+
+# (option, ini name, parser, help)
+_VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
+    (
+        "--perf-backends",
+        "perf_backends",
+        _spec.parse_backends,
+        "only run these backends: comma-separated kinds (cpu, cuda, ...), libraries (numpy, "
+        "torch, ...) or device ids (torch-cuda0). Default: every backend a benchmark asks for.",
+    ),
+    (
+        "--perf-dtypes",
+        "perf_dtypes",
+        _spec.parse_dtypes,
+        f"only run these dtypes, comma-separated ({', '.join(_spec.DTYPES)}). Default: every "
+        "dtype a benchmark asks for.",
+    ),
+    (
+        "--perf-baselines-dir",
+        "perf_baselines_dir",
+        lambda v, w: v,
+        "directory of baseline files, relative to the rootdir. Default: baselines",
+    ),
+    (
+        "--perf-machine",
+        "perf_machine",
+        _machine_arg,
+        "machine id that groups baselines. Default: derived from OS, architecture, CPU model and "
+        "CPU count, e.g. linux-x86_64-amd-epyc-7b13-2cpu",
+    ),
+    (
+        "--perf-alpha",
+        "perf_alpha",
+        _spec.parse_alpha,
+        f"significance level of the one-sided Mann-Whitney test. Default: {_DEFAULTS.alpha}",
+    ),
+    (
+        "--perf-threshold",
+        "perf_threshold",
+        _spec.parse_threshold,
+        "minimum slowdown of the median that fails a benchmark, as a fraction or percentage "
+        f"(0.05 or 5%%). Default: {_DEFAULTS.threshold}",
+    ),
+    (
+        "--perf-samples",
+        "perf_samples",
+        _spec.parse_samples,
+        f"timed samples per benchmark. Default: {_DEFAULTS.samples}",
+    ),
+    (
+        "--perf-warmup",
+        "perf_warmup",
+        _spec.parse_warmup,
+        f"warm-up time per benchmark in seconds (at least one call). Default: {_DEFAULTS.warmup}",
+    ),
+    (
+        "--perf-min-time",
+        "perf_min_time",
+        _spec.parse_min_time,
+        "shortest time of one sample in seconds; fast functions loop until they reach it. "
+        f"Default: {_DEFAULTS.min_time}",
+    ),
+    (
+        "--perf-json",
+        "perf_json",
+        lambda v, w: v,
+        "write every result, with raw samples, to this JSON file. Default: none",
+    ),
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("burnperf", "performance regression testing (pytest-burnperf)")
+    group.addoption(
+        "--perf",
+        action="store_true",
+        default=None,
+        help="run the benchmarks marked @pytest.mark.perf; without it they are skipped. "
+        "Default: off",
+    )
+    parser.addini("perf", type="bool", default=False, help="same as --perf. Default: false")
+    group.addoption(
+        "--update-baselines",
+        action="store_true",
+        default=None,
+        help="record the results of the benchmarks that ran and passed as their new baselines "
+        "(atomic writes; other baselines are kept). Default: off",
+    )
+    parser.addini(
+        "perf_update_baselines",
+        type="bool",
+        default=False,
+        help="same as --update-baselines (for a dedicated recording job). Default: false",
+    )
+    for option, ini, parse, text in _VALUE_OPTIONS:
+        group.addoption(
+            option,
+            dest=ini,
+            default=None,
+            type=_argtype(parse, option),
+            metavar=ini.removeprefix("perf_").upper(),
+            help=text,
+        )
+        parser.addini(ini, default="", help=f"same as {option}")
+
+
+# --------------------------------------------------------------------------------------------
+# session state
+
+
+@dataclass
+class Case:
+    """One parameter of a benchmark: a device entry and a dtype."""
+
+    entry: Entry | None
+    label: str
+    dtype: str
+    spec: PerfSpec
+    skip_reason: str | None = None
+
+
+@dataclass
+class PerfState:
+    enabled: bool
+    update: bool
+    base: Settings
+    cmdline: dict[str, Any]
+    backends_filter: tuple[str, ...] | None
+    dtypes_filter: tuple[str, ...] | None
+    baselines_root: Path
+    machine_id: str
+    json_path: Path | None
+    rootpath: Path
+    invocation: tuple[str, ...]
+    results: dict[str, Result] = field(default_factory=dict)
+    passed: set[str] = field(default_factory=set)
+    interrupted: bool = False
+    messages: list[str] = field(default_factory=list)
+    _registry: Registry | None = None
+    _store: BaselineStore | None = None
+    _git: dict[str, Any] | None = None
+
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            from .devices import Registry
+
+            self._registry = Registry()
+        return self._registry
+
+    @property
+    def store(self) -> BaselineStore:
+        if self._store is None:
+            from .store import BaselineStore
+
+            self._store = BaselineStore(self.baselines_root, self.machine_id)
+        return self._store
+
+    @property
+    def git(self) -> dict[str, Any]:
+        if self._git is None:
+            from .machine import git_state
+
+            self._git = git_state(self.rootpath)
+        return self._git
+
+    def settings_for(self, spec: PerfSpec) -> Settings:
+        return self.base.merged(spec.overrides).merged(self.cmdline)
+
+
+STATE = pytest.StashKey[PerfState]()
+
+
+def _ini_value(config: pytest.Config, ini: str, parse: Callable[[str, str], T]) -> T | None:
+    raw = config.getini(ini)
+    if raw in ("", None):
+        return None
+    where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
+    try:
+        return parse(str(raw), where)
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _xdist_workers(config: pytest.Config) -> object:
+    if hasattr(config, "workerinput"):
+        return "worker"
+    n = getattr(config.option, "numprocesses", None)
+    return n if n not in (None, 0, "0") else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=): "
+        "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
+    )
+    values: dict[str, Any] = {}
+    ini_values: dict[str, Any] = {}
+    for _option, ini, parse, _text in _VALUE_OPTIONS:
+        values[ini] = config.getoption(ini)
+        ini_values[ini] = _ini_value(config, ini, parse)
+
+    def pick(ini: str) -> Any:
+        return values[ini] if values[ini] is not None else ini_values[ini]
+
+    enabled = bool(config.getoption("perf") or config.getini("perf"))
+    update = bool(config.getoption("update_baselines") or config.getini("perf_update_baselines"))
+    if update and not enabled:
+        raise pytest.UsageError(
+            "--update-baselines records benchmark results, so it needs --perf as well: "
+            "pytest --perf --update-baselines"
+        )
+    if enabled and _xdist_workers(config) is not None:
+        raise pytest.UsageError(
+            f"pytest-burnperf: --perf cannot run under pytest-xdist (-n {_xdist_workers(config)}): "
+            "benchmarks running side by side time each other's interference. "
+            "Run the perf tests without -n (or with -n 0)."
+        )
+    settings_keys = ("samples", "warmup", "min_time", "alpha", "threshold")
+    base = _DEFAULTS.merged({k: ini_values[f"perf_{k}"] for k in settings_keys})
+    cmdline = {k: values[f"perf_{k}"] for k in settings_keys if values[f"perf_{k}"] is not None}
+    machine_id = pick("perf_machine")
+    if machine_id is None and enabled:
+        from .machine import default_machine_id
+
+        machine_id = default_machine_id()
+    baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
+    json_path = pick("perf_json")
+    config.stash[STATE] = PerfState(
+        enabled=enabled,
+        update=update,
+        base=base,
+        cmdline=cmdline,
+        backends_filter=pick("perf_backends"),
+        dtypes_filter=pick("perf_dtypes"),
+        baselines_root=baselines_dir
+        if baselines_dir.is_absolute()
+        else config.rootpath / baselines_dir,
+        machine_id=machine_id or "",
+        json_path=Path(json_path) if json_path else None,
+        rootpath=config.rootpath,
+        invocation=tuple(str(a) for a in config.invocation_params.args),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# collection
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("perf")
+    if marker is None:
+        return
+    test = metafunc.definition.nodeid
+    try:
+        spec = _spec.parse_marker(test, marker.args, marker.kwargs)
+    except SpecError as exc:
+        raise pytest.Collector.CollectError(str(exc)) from None
+    if "perf" not in metafunc.fixturenames:
+        raise pytest.Collector.CollectError(
+            f"{test}: is marked @pytest.mark.perf but does not use the `perf` fixture; "
+            "add a `perf` argument and call perf(fn, *args)"
+        )
+    state = metafunc.config.stash[STATE]
+    cases: list[Case] = []
+    if not state.enabled:
+        for name in spec.backends:
+            for dtype in spec.dtypes:
+                cases.append(Case(None, name, dtype, spec, skip_reason=_WITHOUT_PERF))
+    else:
+        for entry in state.registry.resolve_all(spec.backends):
+            for dtype in spec.dtypes:
+                reason = entry.reason
+                if reason is None and entry.device is not None:
+                    reason = entry.device.unsupported(dtype)
+                cases.append(Case(entry, entry.id, dtype, spec, skip_reason=reason))
+    argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
+    params = []
+    for case in cases:
+        values: list[Any] = [case]
+        if "device" in argnames:
+            values.append(case.entry.device if case.entry is not None else None)
+        if "dtype" in argnames:
+            values.append(case.dtype)
+        marks = [pytest.mark.skip(reason=case.skip_reason)] if case.skip_reason else []
+        params.append(pytest.param(*values, id=f"{case.label}-{case.dtype}", marks=marks))
+    metafunc.parametrize(argnames, params)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = config.stash[STATE]
+    if not state.enabled or (state.backends_filter is None and state.dtypes_filter is None):
+        return
+    from .devices import matches
+
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        case = _case_of(item)
+        if case is None:
+            keep.append(item)
+            continue
+        ok = True
+        if state.backends_filter is not None:
+            ok = case.entry is not None and any(
+                matches(name, case.entry) for name in state.backends_filter
+            )
+        if ok and state.dtypes_filter is not None:
+            ok = case.dtype in state.dtypes_filter
+        (keep if ok else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def _case_of(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    case = callspec.params.get("_burnperf_case")
+    return case if isinstance(case, Case) else None
+
+
+# --------------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture
+def _burnperf_case(request: pytest.FixtureRequest) -> Case:
+    pytest.fail(
+        f"{request.node.nodeid}: the perf, device and dtype fixtures need the test to be marked "
+        "@pytest.mark.perf(backends=[...], dtypes=[...])",
+        pytrace=False,
+    )
+
+
+@pytest.fixture
+def device(_burnperf_case: Case) -> Any:
+    """The device this benchmark runs on (see pytest_burnperf.devices.Device)."""
+    return _burnperf_case.entry.device if _burnperf_case.entry else None
+
+
+@pytest.fixture
+def dtype(_burnperf_case: Case) -> str:
+    """The dtype name of this benchmark, such as ``"f32"``."""
+    return _burnperf_case.dtype
+
+
+def _module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
+    try:
+        module = Path(os.path.relpath(item.path, rootpath)).as_posix()
+    except ValueError:  # another drive on Windows
+        module = item.path.name
+    if module.startswith("../"):
+        module = item.path.name
+    key = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    return module, key
+
+
+@pytest.fixture
+def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf:
+    """Time a function on this benchmark's device and judge it against the baseline.
+
+    ``perf(fn, *args, **kwargs)`` warms up, calibrates, samples, and returns ``fn``'s result;
+    ``perf.pedantic(fn, setup=..., rounds=..., iterations=..., warmup_rounds=...)`` gives each
+    round fresh inputs.
+    """
+    from .store import BaselineError
+
+    state = request.config.stash[STATE]
+    case = _burnperf_case
+    assert case.entry is not None and case.entry.device is not None
+    module, key = _module_and_key(request.node, state.rootpath)
+    try:
+        baseline = state.store.get(module, key)
+    except BaselineError as exc:
+        pytest.fail(
+            f"{request.node.nodeid}: {exc}. The file was left untouched; fix it, or delete it and "
+            "record new baselines with --update-baselines",
+            pytrace=False,
+        )
+    case.entry.device.reseed(0)
+    return Perf(state, request.node, case, module, key, baseline)
+
+
+class Perf:
+    """The ``perf`` fixture: call it once per test with the function to benchmark."""
+
+    def __init__(
+        self,
+        state: PerfState,
+        item: pytest.Item,
+        case: Case,
+        module: str,
+        key: str,
+        baseline: dict[str, Any] | None,
+    ) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self._case = case
+        self._module = module
+        self._key = key
+        self._baseline = baseline
+        self._used = False
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self.settings = state.settings_for(case.spec)
+
+    def _start(self, fn: object, what: str) -> None:
+        if self._used:
+            raise RuntimeError(
+                f"{self._item.nodeid}: {what} was called a second time; a benchmark times one "
+                "function once (split it into separate tests)"
+            )
+        if not callable(fn):
+            raise TypeError(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}")
+        self._used = True
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        from .timing import measure
+
+        self._start(fn, "perf()")
+        s = self.settings
+        result, sample = measure(
+            fn,
+            args,
+            kwargs,
+            samples=s.samples,
+            warmup=s.warmup,
+            min_time=s.min_time,
+            sync=self.device.sync,
+        )
+        self._judge(sample)
+        return result
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        setup: Callable[[], Any] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int = 0,
+    ) -> T:
+        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``.
+
+        ``setup`` may return ``(args, kwargs)`` for that round. ``rounds`` defaults to the
+        benchmark's ``samples`` setting.
+        """
+        from .timing import measure_pedantic
+
+        where = f"{self._item.nodeid}: perf.pedantic"
+        rounds = self.settings.samples if rounds is None else rounds
+        for name, value, low in (
+            ("rounds", rounds, 2),
+            ("iterations", iterations, 1),
+            ("warmup_rounds", warmup_rounds, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{where}({name}={value!r}): must be a whole number >= {low}")
+        if setup is not None and (args or kwargs):
+            raise ValueError(f"{where}: give either setup (returning args, kwargs) or args/kwargs")
+        if setup is not None and iterations > 1:
+            raise ValueError(
+                f"{where}: iterations={iterations} with a setup function would reuse one "
+                "round's inputs; use iterations=1"
+            )
+        self._start(fn, "perf.pedantic()")
+        result, sample = measure_pedantic(
+            fn,
+            args,
+            kwargs,
+            setup=setup,
+            rounds=rounds,
+            iterations=iterations,
+            warmup_rounds=warmup_rounds,
+            sync=self.device.sync,
+        )
+        self._judge(sample)
+        return result
+
+    def _judge(self, sample: Any) -> None:
+        from .compare import REGRESSED, Policy, failure_message, judge
+        from .results import Result
+
+        s = self.settings
+        policy = Policy(alpha=s.alpha, threshold=s.threshold)
+        base_values = None if self._baseline is None else self._baseline["samples"]
+        verdict = judge(base_values, sample.values, policy)
+        case = self._case
+        assert case.entry is not None
+        result = Result(
+            nodeid=self._item.nodeid,
+            module=self._module,
+            key=self._key,
+            benchmark=self._key.split("[", 1)[0],
+            device_id=case.entry.id,
+            kind=case.entry.kind,
+            library=case.entry.library,
+            dtype=case.dtype,
+            fingerprint=self.device.fingerprint(),
+            settings=s,
+            sample=sample,
+            verdict=verdict,
+            baseline=self._baseline,
+        )
+        self._state.results[self._item.nodeid] = result
+        if verdict.status == REGRESSED and not self._state.update:
+            pytest.fail(failure_message(self._key, verdict, policy), pytrace=False)
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+
+class _Recorder:
+    """Remembers which benchmarks passed their call, the only ones whose baselines may change."""
+
+    def __init__(self, state: PerfState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.passed and report.nodeid in self.state.results:
+            self.state.passed.add(report.nodeid)
+        elif report.failed:
+            self.state.passed.discard(report.nodeid)
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.state.interrupted = True
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = session.config.stash[STATE]
+    if state.enabled:
+        session.config.pluginmanager.register(_Recorder(state), "burnperf-recorder")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash[STATE]
+    if not state.enabled:
+        return
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        state.interrupted = True
+    from .machine import machine_info, now_utc
+
+    now = now_utc()
+    if state.update:
+        if state.interrupted:
+            state.messages.append(
+                "baselines NOT updated: the run was interrupted, so no baseline file was written"
+            )
+        else:
+            _write_baselines(state, now)
+    if state.json_path is not None:
+        from .report import json_document
+        from .store import atomic_write_text
+
+        doc = json_document(
+            list(state.results.values()),
+            machine=machine_info(state.machine_id),
+            created=now,
+            git=state.git,
+            settings={
+                "samples": state.base.merged(state.cmdline).samples,
+                "alpha": state.base.merged(state.cmdline).alpha,
+                "threshold": state.base.merged(state.cmdline).threshold,
+                "update_baselines": state.update,
+                "baselines": str(state.store.dir),
+            },
+        )
+        path = state.json_path if state.json_path.is_absolute() else Path.cwd() / state.json_path
+        atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        state.messages.append(f"results written to {state.json_path}")
+
+
+def _write_baselines(state: PerfState, now: str) -> None:
+    from .machine import machine_info
+    from .results import provenance
+
+    updates: dict[str, dict[str, dict[str, Any]]] = {}
+    for nodeid in sorted(state.passed):
+        r = state.results[nodeid]
+        libs = dict(r.fingerprint.get("versions", {}))
+        updates.setdefault(r.module, {})[r.key] = r.baseline_entry(provenance(state.git, libs, now))
+    if not updates:
+        state.messages.append("baselines not updated: no benchmark ran and passed")
+        return
+    written, errors = state.store.save(updates, machine_info(state.machine_id))
+    n = sum(len(updates[m]) for m in updates) - sum(
+        len(updates[m]) for m in updates if state.store.path_for(m) in {e.path for e in errors}
+    )
+    for err in errors:
+        state.messages.append(f"NOT updated, left untouched: {err}")
+    if written:
+        state.messages.append(
+            f"baselines updated: {n} benchmark(s) in {len(written)} file(s) under "
+            f"{_rel(state.store.dir, state.rootpath)}"
+        )
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash[STATE]
+    if not state.enabled:
+        return
+    from .compare import NO_BASELINE
+    from .report import counts_line, table
+
+    tr = terminalreporter
+    results = list(state.results.values())
+    tr.section("pytest-burnperf")
+    tr.write_line(
+        f"machine {state.machine_id}; baselines in {_rel(state.store.dir, state.rootpath)}"
+    )
+    if results:
+        for line in table(results):
+            tr.write_line(line)
+    tr.write_line(f"perf: {counts_line(results)}")
+    if any(r.verdict.status == NO_BASELINE for r in results) and not state.update:
+        args = [a for a in state.invocation if a not in ("--perf", "--update-baselines")]
+        tr.write_line(
+            "record baselines for this machine with: "
+            + shlex.join(["pytest", "--perf", "--update-baselines", *args])
+        )
+    for message in state.messages:
+        tr.write_line(message)

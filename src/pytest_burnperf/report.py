@@ -1,0 +1,89 @@
+"""Rendering results: the terminal table and the JSON document. No pytest here."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .compare import VERDICTS, format_time
+from .results import RESULTS_SCHEMA, RESULTS_VERSION, Result
+from .stats import summarize
+
+COLUMNS = (
+    "benchmark",
+    "backend",
+    "device",
+    "dtype",
+    "median",
+    "IQR %",
+    "baseline",
+    "change",
+    "p",
+    "verdict",
+)
+
+
+def _device_label(r: Result) -> str:
+    prefix = f"{r.library}-"
+    return r.device_id[len(prefix) :] if r.device_id.startswith(prefix) else r.device_id
+
+
+def row(r: Result) -> tuple[str, ...]:
+    s = summarize(r.sample.values)
+    v = r.verdict
+    p = v.p_value
+    return (
+        r.benchmark,
+        r.library,
+        _device_label(r),
+        r.dtype,
+        format_time(s.median),
+        "-" if math.isnan(s.iqr_pct) else f"{s.iqr_pct:.1f}",
+        "-" if v.baseline_median is None else format_time(v.baseline_median),
+        "-" if v.change_pct is None else f"{v.change_pct:+.1f}%",
+        "-" if p is None else f"{p:.2g}",
+        v.status,
+    )
+
+
+def table(results: Sequence[Result]) -> list[str]:
+    rows = [COLUMNS, *(row(r) for r in results)]
+    widths = [max(len(rw[i]) for rw in rows) for i in range(len(COLUMNS))]
+    right = {4, 5, 6, 7, 8}
+
+    def fmt(rw: Sequence[str]) -> str:
+        cells = [
+            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)
+        ]
+        return "  ".join(cells).rstrip()
+
+    lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)]
+    lines.extend(fmt(rw) for rw in rows[1:])
+    return lines
+
+
+def counts_line(results: Iterable[Result]) -> str:
+    counts = Counter(r.verdict.status for r in results)
+    parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
+    return ", ".join(parts) if parts else "no benchmark ran"
+
+
+def json_document(
+    results: Sequence[Result],
+    *,
+    machine: dict[str, Any],
+    created: str,
+    git: dict[str, Any],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "schema": RESULTS_SCHEMA,
+        "version": RESULTS_VERSION,
+        "created": created,
+        "machine": machine,
+        "git": git,
+        "settings": settings,
+        "results": [r.as_json() for r in results],
+    }

@@ -1,0 +1,103 @@
+"""One benchmark's outcome, and how it is written into baselines and the JSON report."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from typing import Any
+
+from . import __version__
+from .compare import Verdict
+from .spec import Settings
+from .stats import summarize
+from .timing import Sample
+
+RESULTS_SCHEMA = "pytest-burnperf-results"
+RESULTS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Result:
+    nodeid: str
+    module: str  # test file relative to the rootdir, '/'-separated
+    key: str  # test name with parameters, e.g. test_matmul[numpy-cpu-f32]
+    benchmark: str  # test name without parameters
+    device_id: str
+    kind: str
+    library: str
+    dtype: str
+    fingerprint: dict[str, Any]
+    settings: Settings
+    sample: Sample
+    verdict: Verdict
+    baseline: dict[str, Any] | None
+
+    def settings_dict(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "samples": s.samples,
+            "warmup": s.warmup,
+            "min_time": s.min_time,
+            "alpha": s.alpha,
+            "threshold": s.threshold,
+        }
+
+    def baseline_entry(self, recorded: dict[str, Any]) -> dict[str, Any]:
+        """What ``--update-baselines`` stores for this benchmark."""
+        return {
+            "samples": list(self.sample.values),
+            "stats": summarize(self.sample.values).as_dict(),
+            "loops": self.sample.loops,
+            "timer": self.sample.timer,
+            "mode": self.sample.mode,
+            "dtype": self.dtype,
+            "device": self.fingerprint,
+            "settings": {k: v for k, v in self.settings_dict().items() if k != "alpha"},
+            "recorded": recorded,
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        v = self.verdict
+        base = None
+        if self.baseline is not None:
+            base = {
+                "median": v.baseline_median,
+                "n": v.n_baseline,
+                "recorded": self.baseline.get("recorded"),
+            }
+        return {
+            "test": self.nodeid,
+            "module": self.module,
+            "name": self.key,
+            "benchmark": self.benchmark,
+            "backend": self.library,
+            "kind": self.kind,
+            "device": self.fingerprint,
+            "dtype": self.dtype,
+            "settings": self.settings_dict(),
+            "timer": self.sample.timer,
+            "mode": self.sample.mode,
+            "loops": self.sample.loops,
+            "warmup_calls": self.sample.warmup_calls,
+            "samples": list(self.sample.values),
+            "stats": summarize(self.sample.values).as_dict(),
+            "baseline": base,
+            "verdict": {
+                "status": v.status,
+                "ratio": v.ratio,
+                "change_pct": v.change_pct,
+                "p_slower": v.p_slower,
+                "p_faster": v.p_faster,
+                "reason": v.reason,
+            },
+        }
+
+
+def provenance(git: dict[str, Any], libraries: dict[str, str], date: str) -> dict[str, Any]:
+    return {
+        "date": date,
+        "git": git,
+        "python": platform.python_version(),
+        "pytest_burnperf": __version__,
+        "libraries": libraries,
+    }

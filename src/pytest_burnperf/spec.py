@@ -1,0 +1,229 @@
+"""Marker keywords and settings: validated, frozen, and with errors that name what is wrong.
+
+Nothing here imports pytest or an array library, so the CLI and unit tests use it directly.
+Every parser takes the raw value and a ``where`` string (``"--perf-alpha"``, ``"ini perf_alpha"``,
+``"test_matmul: @pytest.mark.perf(alpha=...)"``) and raises :class:`SpecError` with a message that
+names that place, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+#: Device kinds a benchmark may ask for.
+KINDS: tuple[str, ...] = ("cpu", "cuda", "rocm", "metal", "opencl", "vulkan")
+
+#: Array/device libraries and the kinds each can serve.
+LIBRARY_KINDS: dict[str, tuple[str, ...]] = {
+    "numpy": ("cpu",),
+    "torch": ("cpu", "cuda", "rocm", "metal"),
+    "cupy": ("cuda", "rocm"),
+    "opencl": ("opencl",),
+    "vulkan": ("vulkan",),
+}
+
+#: Dtype names a benchmark may ask for, with the size of one element in bytes.
+DTYPES: dict[str, int] = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8}
+
+#: Timers a sample can come from.
+TIMERS: tuple[str, ...] = ("host",)
+
+_DEVICE_ID = re.compile(r"^(?P<lib>[a-z]+)-(?P<rest>[a-z0-9][a-z0-9_.-]*)$")
+
+
+class SpecError(ValueError):
+    """A marker keyword, option or ini value that is not allowed. The message says why."""
+
+
+def allowed_backend_names() -> str:
+    libs = ", ".join(LIBRARY_KINDS)
+    return (
+        f"a device kind ({', '.join(KINDS)}), a library ({libs}), "
+        "or a device id such as numpy-cpu, torch-cpu, torch-cuda0 (see `burnperf devices`)"
+    )
+
+
+def check_backend_name(name: object, where: str) -> str:
+    """Return ``name`` if it is a kind, a library or a device id; raise SpecError otherwise."""
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{where}: backend {name!r} is not a name; expected {allowed_backend_names()}")
+    if name in KINDS or name in LIBRARY_KINDS:
+        return name
+    m = _DEVICE_ID.match(name)
+    if m:
+        lib, rest = m.group("lib"), m.group("rest")
+        if lib in ("opencl", "vulkan"):
+            return name
+        kinds = LIBRARY_KINDS.get(lib)
+        if kinds is not None:
+            kind = rest.rstrip("0123456789")
+            if kind in kinds:
+                return name
+    raise SpecError(f"{where}: unknown backend {name!r}; expected {allowed_backend_names()}")
+
+
+def check_dtype_name(name: object, where: str) -> str:
+    if isinstance(name, str) and name in DTYPES:
+        return name
+    raise SpecError(f"{where}: unknown dtype {name!r}; allowed: {', '.join(DTYPES)}")
+
+
+def _name_list(value: object, where: str, what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise SpecError(f"{where}: {what} must be a list of names, got {value!r}")
+    if not items or any(i == "" for i in items):
+        raise SpecError(f"{where}: {what} must name at least one entry and no empty ones, got {value!r}")
+    return tuple(items)
+
+
+def parse_backends(value: object, where: str) -> tuple[str, ...]:
+    names = _name_list(value, where, "backends")
+    return tuple(dict.fromkeys(check_backend_name(n, where) for n in names))
+
+
+def parse_dtypes(value: object, where: str) -> tuple[str, ...]:
+    names = _name_list(value, where, "dtypes")
+    return tuple(dict.fromkeys(check_dtype_name(n, where) for n in names))
+
+
+def _number(value: object, where: str, what: str) -> float:
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: {what} must be a number, got {value!r}")
+    if isinstance(value, (int, float)):
+        x = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            x = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
+        except ValueError:
+            raise SpecError(f"{where}: {what} must be a number, got {value!r}") from None
+    else:
+        raise SpecError(f"{where}: {what} must be a number, got {value!r}")
+    if not math.isfinite(x):
+        raise SpecError(f"{where}: {what} must be finite, got {value!r}")
+    return x
+
+
+def parse_alpha(value: object, where: str) -> float:
+    x = _number(value, where, "alpha")
+    if not 0.0 < x <= 0.5:
+        raise SpecError(f"{where}: alpha must be in (0, 0.5], got {value!r}")
+    return x
+
+
+def parse_threshold(value: object, where: str) -> float:
+    """Minimum slowdown that counts, as a fraction (``0.05``) or a percentage (``"5%"``)."""
+    x = _number(value, where, "threshold")
+    if not 0.0 <= x <= 10.0:
+        raise SpecError(
+            f"{where}: threshold must be a fraction in [0, 10] such as 0.05, or a percentage "
+            f"such as 5%, got {value!r}"
+        )
+    return x
+
+
+def parse_samples(value: object, where: str) -> int:
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: samples must be a whole number, got {value!r}")
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        n = int(value.strip())
+    else:
+        raise SpecError(f"{where}: samples must be a whole number, got {value!r}")
+    if not 2 <= n <= 100_000:
+        raise SpecError(f"{where}: samples must be between 2 and 100000, got {value!r}")
+    return n
+
+
+def parse_seconds(value: object, where: str, what: str, *, maximum: float = 3600.0) -> float:
+    x = _number(value, where, what)
+    if not 0.0 <= x <= maximum:
+        raise SpecError(f"{where}: {what} must be seconds in [0, {maximum:g}], got {value!r}")
+    return x
+
+
+def parse_warmup(value: object, where: str) -> float:
+    return parse_seconds(value, where, "warmup")
+
+
+def parse_min_time(value: object, where: str) -> float:
+    return parse_seconds(value, where, "min_time", maximum=60.0)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to time and how to judge. Defaults, then ini, then marker, then command line."""
+
+    samples: int = 20
+    warmup: float = 0.2
+    min_time: float = 0.005
+    alpha: float = 0.01
+    threshold: float = 0.05
+
+    def merged(self, overrides: Mapping[str, Any]) -> Settings:
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+#: Marker keywords that tune a single benchmark, with their parsers.
+SETTING_PARSERS = {
+    "samples": parse_samples,
+    "warmup": parse_warmup,
+    "min_time": parse_min_time,
+    "alpha": parse_alpha,
+    "threshold": parse_threshold,
+}
+
+MARKER_KEYWORDS: tuple[str, ...] = ("backends", "dtypes", *SETTING_PARSERS)
+
+DEFAULT_BACKENDS: tuple[str, ...] = ("cpu",)
+DEFAULT_DTYPES: tuple[str, ...] = ("f32",)
+
+
+@dataclass(frozen=True)
+class PerfSpec:
+    """What one ``@pytest.mark.perf`` asks for, checked."""
+
+    backends: tuple[str, ...] = DEFAULT_BACKENDS
+    dtypes: tuple[str, ...] = DEFAULT_DTYPES
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
+def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> PerfSpec:
+    """Turn the marker's arguments into a :class:`PerfSpec`; errors name ``test``."""
+    where = f"{test}: @pytest.mark.perf"
+    if args:
+        raise SpecError(
+            f"{where} takes keyword arguments only ({', '.join(MARKER_KEYWORDS)}), "
+            f"got positional {args!r}"
+        )
+    unknown = sorted(set(kwargs) - set(MARKER_KEYWORDS))
+    if unknown:
+        raise SpecError(
+            f"{where} got unknown keyword {', '.join(repr(u) for u in unknown)}; "
+            f"allowed: {', '.join(MARKER_KEYWORDS)}"
+        )
+    backends = (
+        parse_backends(kwargs["backends"], f"{where}(backends=...)")
+        if "backends" in kwargs
+        else DEFAULT_BACKENDS
+    )
+    dtypes = (
+        parse_dtypes(kwargs["dtypes"], f"{where}(dtypes=...)")
+        if "dtypes" in kwargs
+        else DEFAULT_DTYPES
+    )
+    overrides = {
+        key: parser(kwargs[key], f"{where}({key}=...)")
+        for key, parser in SETTING_PARSERS.items()
+        if key in kwargs
+    }
+    return PerfSpec(backends=backends, dtypes=dtypes, overrides=overrides)

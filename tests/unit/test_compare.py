@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import pytest
+
+from pytest_burnperf.compare import (
+    IMPROVED,
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    UNCHANGED,
+    Policy,
+    failure_message,
+    format_time,
+    judge,
+)
+
+BASE = [10.0 + 0.01 * i for i in range(20)]  # 10.00 .. 10.19, median 10.095
+
+
+def scaled(factor: float) -> list[float]:
+    return [v * factor for v in BASE]
+
+
+def test_clear_slowdown_regresses() -> None:
+    v = judge(BASE, scaled(1.15), Policy(alpha=0.01, threshold=0.05))
+    assert v.status == REGRESSED
+    assert v.ratio == pytest.approx(1.15)
+    assert v.p_slower is not None and v.p_slower < 1e-6
+    assert (v.n_baseline, v.n_current) == (20, 20)
+
+
+def test_significant_but_below_threshold_is_unchanged() -> None:
+    # +3% is detected by the test (no overlap at all) but is smaller than the 5% minimum effect
+    v = judge(BASE, scaled(1.03), Policy(alpha=0.01, threshold=0.05))
+    assert v.p_slower is not None and v.p_slower < 0.01
+    assert v.status == UNCHANGED
+
+
+def test_large_but_not_significant_is_unchanged() -> None:
+    base = [1.0, 5.0, 1.0, 5.0, 1.0, 5.0, 1.0, 5.0]
+    cur = [1.2, 5.0, 1.2, 5.0, 1.0, 5.0, 1.0, 5.5]
+    v = judge(base, cur, Policy(alpha=0.01, threshold=0.05))
+    assert v.status == UNCHANGED
+
+
+def test_speedup_is_improved_not_failed() -> None:
+    v = judge(BASE, scaled(0.8), Policy())
+    assert v.status == IMPROVED
+    assert v.change_pct == pytest.approx(-20.0)
+    assert v.p_value == v.p_faster
+
+
+def test_too_few_samples_is_inconclusive_not_unchanged() -> None:
+    v = judge([1.0, 1.0, 1.0], [2.0, 2.0, 2.0], Policy(alpha=0.01))
+    assert v.status == INCONCLUSIVE
+    assert "p=0.05 at best" in v.reason
+
+
+def test_no_baseline() -> None:
+    v = judge(None, BASE, Policy())
+    assert v.status == NO_BASELINE
+    assert v.ratio is None and v.p_value is None
+
+
+def test_failure_message_is_one_actionable_line() -> None:
+    base = [0.01230] * 10 + [0.01232] * 10
+    cur = [0.01411] * 10 + [0.01413] * 10
+    policy = Policy(alpha=0.01, threshold=0.05)
+    v = judge(base, cur, policy)
+    msg = failure_message("test_matmul[numpy-cpu-f32]", v, policy)
+    assert "\n" not in msg
+    assert msg.startswith("test_matmul[numpy-cpu-f32]: 12.31 ms -> 14.12 ms (+14.7%, p=")
+    assert msg.endswith("n=20/20) exceeds 5% threshold")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(2.5, "2.50 s"), (0.0123, "12.30 ms"), (4.2e-5, "42.00 us"), (5e-8, "50.0 ns")],
+)
+def test_format_time(seconds: float, text: str) -> None:
+    assert format_time(seconds) == text

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf import store
+from pytest_burnperf.store import BaselineError, BaselineStore
+
+
+def entry(*samples: float) -> dict:
+    return {"samples": list(samples), "dtype": "f32"}
+
+
+def test_save_then_load_roundtrip_and_stable_text(tmp_path: Path) -> None:
+    s = BaselineStore(tmp_path, "m1")
+    written, errors = s.save(
+        {"perf_tests/test_a.py": {"test_x[numpy-cpu-f32]": entry(0.1234567891, 0.2)}},
+        {"id": "m1"},
+    )
+    path = tmp_path / "m1" / "perf_tests" / "test_a.json"
+    assert written == [path] and errors == []
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == store.SCHEMA and doc["version"] == store.VERSION
+    assert doc["benchmarks"]["test_x[numpy-cpu-f32]"]["samples"] == [0.123457, 0.2]
+    fresh = BaselineStore(tmp_path, "m1")
+    assert fresh.get("perf_tests/test_a.py", "test_x[numpy-cpu-f32]") == {
+        "samples": [0.123457, 0.2],
+        "dtype": "f32",
+    }
+    assert fresh.get("perf_tests/test_a.py", "missing") is None
+    assert fresh.get("perf_tests/test_b.py", "missing") is None
+    # stable: saving the same content again gives the same bytes
+    before = path.read_bytes()
+    fresh.save({"perf_tests/test_a.py": {"test_x[numpy-cpu-f32]": entry(0.123457, 0.2)}}, {"id": "m1"})
+    assert path.read_bytes() == before
+
+
+def test_update_keeps_other_benchmarks(tmp_path: Path) -> None:
+    s = BaselineStore(tmp_path, "m")
+    s.save({"t.py": {"a": entry(1.0), "b": entry(2.0)}}, {})
+    s.save({"t.py": {"b": entry(3.0)}}, {})
+    bench = json.loads((tmp_path / "m" / "t.json").read_text())["benchmarks"]
+    assert bench == {"a": entry(1.0), "b": entry(3.0)}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{not json", "is not valid JSON (line 1, column 2"),
+        ("[]", "is not a pytest-burnperf baseline file"),
+        ('{"schema": "pytest-burnperf-baselines", "version": 99, "benchmarks": {}}',
+         "has schema version 99, this pytest-burnperf reads version 1 (written by a newer"),
+        ('{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": {"samples": [0]}}}',
+         "benchmark 'a' has a sample that is not a number > 0: 0"),
+    ],
+)
+def test_bad_files_are_reported_with_path_and_left_untouched(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "m" / "t.json"
+    path.parent.mkdir()
+    path.write_text(text)
+    s = BaselineStore(tmp_path, "m")
+    with pytest.raises(BaselineError) as info:
+        s.get("t.py", "a")
+    assert str(info.value) == f"baseline file {path}: {problem}" or problem in str(info.value)
+    assert str(path) in str(info.value)
+    written, errors = s.save({"t.py": {"a": entry(1.0)}}, {})
+    assert written == [] and [e.path for e in errors] == [path]
+    assert path.read_text() == text
+
+
+def test_failed_write_keeps_the_old_file_and_leaves_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = BaselineStore(tmp_path, "m")
+    s.save({"t.py": {"a": entry(1.0)}}, {})
+    path = tmp_path / "m" / "t.json"
+    before = path.read_bytes()
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(KeyboardInterrupt):
+        s.save({"t.py": {"a": entry(5.0)}}, {})
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["t.json"]

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import gc
+import itertools
+
+import pytest
+
+from pytest_burnperf.timing import Sample, calibrate_loops, measure, measure_pedantic
+
+
+class FakeClock:
+    """Each call of the benchmarked function advances time by ``cost`` ns."""
+
+    def __init__(self, cost: int) -> None:
+        self.now = 0
+        self.cost = cost
+
+    def __call__(self) -> int:
+        return self.now
+
+    def work(self) -> str:
+        self.now += self.cost
+        return "result"
+
+
+def test_calibration_reaches_min_time() -> None:
+    assert calibrate_loops(1e-6, 5e-3) == 5000
+    assert calibrate_loops(0.01, 5e-3) == 1
+    assert calibrate_loops(1e-6, 0.0) == 1
+
+
+def test_measure_with_fake_clock() -> None:
+    clock = FakeClock(cost=1000)  # 1 us per call
+    syncs = itertools.count()
+    result, sample = measure(
+        clock.work,
+        samples=7,
+        warmup=0.001,
+        min_time=0.0001,
+        sync=lambda: next(syncs),
+        clock=clock,
+    )
+    assert result == "result"
+    assert sample.loops == 100
+    assert sample.warmup_calls == 1000  # 1 ms of warm-up at 1 us a call
+    assert sample.values == (1e-6,) * 7
+    assert next(syncs) == 2 * (1000 + 7)  # before and after every warm-up call and every sample
+
+
+def test_measure_runs_at_least_one_warmup_call_and_restores_gc() -> None:
+    clock = FakeClock(cost=10_000_000)
+    assert gc.isenabled()
+    _, sample = measure(clock.work, samples=3, warmup=0.0, min_time=0.0, clock=clock)
+    assert sample.warmup_calls == 1 and sample.loops == 1
+    assert gc.isenabled()
+
+    def boom() -> None:
+        if not gc.isenabled():
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        measure(boom, samples=3, warmup=0.0, min_time=0.0)
+    assert gc.isenabled()
+
+
+def test_pedantic_calls_setup_every_round_untimed() -> None:
+    clock = FakeClock(cost=500)
+    seen: list[int] = []
+
+    def setup() -> tuple[tuple[int], dict[str, object]]:
+        clock.now += 10**9  # expensive setup must not be timed
+        seen.append(len(seen))
+        return (len(seen),), {}
+
+    def fn(x: int) -> int:
+        clock.work()
+        return x
+
+    result, sample = measure_pedantic(
+        fn, setup=setup, rounds=4, warmup_rounds=2, clock=clock
+    )
+    assert seen == [0, 1, 2, 3, 4, 5]
+    assert result == 6
+    assert sample.values == pytest.approx((5e-7,) * 4)
+    assert sample.mode == "pedantic"
+
+
+def test_sample_is_validated_and_immutable() -> None:
+    with pytest.raises(ValueError, match="> 0.0"):
+        Sample(values=(1.0, 0.0), loops=1, warmup_calls=0)
+    with pytest.raises(ValueError, match="loops"):
+        Sample(values=(1.0,), loops=0, warmup_calls=0)
+    s = Sample(values=(1.0,), loops=1, warmup_calls=0)
+    with pytest.raises(AttributeError):
+        s.loops = 2  # type: ignore[misc]
