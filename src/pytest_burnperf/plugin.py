@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -586,6 +586,22 @@ class _Recorder:
 
     def pytest_keyboard_interrupt(self) -> None:
         self.state.interrupted = True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.passed and _case_of(item) is not None:
+        state = item.config.stash[STATE]
+        if state.enabled and item.nodeid not in state.results:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{item.nodeid}: is marked @pytest.mark.perf but never called perf(fn, ...) "
+                "or perf.pedantic(fn, ...), so nothing was timed"
+            )
+    return report
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

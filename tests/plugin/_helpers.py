@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 #: Quick but still statistically usable settings for runs inside the tests.
-FAST = ("--perf-samples", "15", "--perf-warmup", "0.02", "--perf-min-time", "0.002")
+FAST = ("--perf-samples", "15", "--perf-warmup", "0.1", "--perf-min-time", "0.01")
 
 #: A benchmark whose work a test controls through an environment variable: the planted slowdown
 #: does ``BURNPERF_TEST_WORK`` times the work (real work, not sleeping).

@@ -1,0 +1,200 @@
+"""Every kind of bad input gets a clear message naming what is wrong, and nothing is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        (
+            "perf(backends=['numpy'], sample=3)",
+            "test_bad.py::test_x: @pytest.mark.perf got unknown keyword 'sample'; "
+            "allowed: backends, dtypes, samples, warmup, min_time, alpha, threshold",
+        ),
+        (
+            "perf(backends=['gpu'])",
+            "test_bad.py::test_x: @pytest.mark.perf(backends=...): unknown backend 'gpu'; "
+            "expected a device kind (cpu, cuda, rocm, metal, opencl, vulkan)*",
+        ),
+        (
+            "perf(dtypes=['float32'])",
+            "test_bad.py::test_x: @pytest.mark.perf(dtypes=...): unknown dtype 'float32'; "
+            "allowed: f16, bf16, f32, f64, i32, i64",
+        ),
+        (
+            "perf(threshold='big')",
+            "test_bad.py::test_x: @pytest.mark.perf(threshold=...): threshold must be a number, got 'big'",
+        ),
+    ],
+)
+@pytest.mark.parametrize("with_perf", [True, False])
+def test_bad_marker_is_a_collection_error_naming_the_test(
+    pytester: pytest.Pytester, marker: str, message: str, with_perf: bool
+) -> None:
+    pytester.makepyfile(
+        test_bad=f"""
+        import pytest
+
+        @pytest.mark.{marker}
+        def test_x(perf):
+            perf(sum, [1])
+
+        def test_fine():
+            pass
+        """
+    )
+    result = pytester.runpytest(*(["--perf"] if with_perf else []))
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting test_bad.py*", message])
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_marker_without_perf_fixture(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_x(device):
+            pass
+        """
+    )
+    result = pytester.runpytest("--perf")
+    result.stdout.fnmatch_lines(
+        ["test_bad.py::test_x: is marked @pytest.mark.perf but does not use the `perf` fixture*"]
+    )
+
+
+def test_perf_fixture_without_marker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="""
+        def test_x(perf):
+            perf(sum, [1])
+        """
+    )
+    result = pytester.runpytest("--perf")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*test_bad.py::test_x: the perf, device and dtype fixtures need the test to be marked*"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--perf-alpha", "abc"], "*argument --perf-alpha: --perf-alpha: alpha must be a number, got 'abc'"),
+        (["--perf-alpha", "0.9"], "*--perf-alpha: alpha must be in (0, 0.5], got '0.9'"),
+        (["--perf-samples", "1"], "*--perf-samples: samples must be between 2 and 100000, got '1'"),
+        (["--perf-samples", "ten"], "*--perf-samples: samples must be a whole number, got 'ten'"),
+        (["--perf-threshold=-5%"], "*--perf-threshold: threshold must be a fraction in [[]0, 10]*"),
+        (["--perf-warmup", "soon"], "*--perf-warmup: warmup must be a number, got 'soon'"),
+        (["--perf-backends", "gpu"], "*--perf-backends: unknown backend 'gpu'; expected*"),
+        (["--perf-dtypes", "f32,f8"], "*--perf-dtypes: unknown dtype 'f8'; allowed: f16, bf16*"),
+        (["--perf-machine", "../escape"], "*--perf-machine: machine id '../escape' is not allowed*"),
+        (["--update-baselines"], "*--update-baselines records benchmark results, so it needs --perf*"),
+    ],
+)
+def test_bad_option_values(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (result.stderr.lines and result.stderr or result.stdout).fnmatch_lines([message])
+
+
+def test_bad_ini_value_names_the_ini_option(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nperf_threshold = lots\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--perf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ini option perf_threshold in *tox.ini: threshold must be a number, got 'lots'"]
+    )
+
+
+BENCH_A = """
+import pytest
+
+@pytest.mark.perf(backends=["numpy"])
+def test_a(perf):
+    perf(sum, range(50))
+"""
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{ this is not json", "is not valid JSON (line 1, column 3*"),
+        (
+            json.dumps({"schema": "pytest-burnperf-baselines", "version": 7, "benchmarks": {}}),
+            "has schema version 7, this pytest-burnperf reads version 1 (written by a newer*",
+        ),
+    ],
+)
+def test_bad_baseline_file_errors_its_benchmarks_only_and_is_left_untouched(
+    pytester: pytest.Pytester, content: str, problem: str
+) -> None:
+    pytester.makepyfile(test_a=BENCH_A, test_b=BENCH_A.replace("test_a", "test_b"))
+    pytester.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=2)
+    (bad,) = Path(pytester.path, "baselines").rglob("test_a.json")
+    (good,) = Path(pytester.path, "baselines").rglob("test_b.json")
+    bad.write_text(content)
+    good_before = good.read_bytes()
+
+    for extra in ([], ["--update-baselines"]):
+        result = pytester.runpytest("--perf", *extra, *FAST)
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines(
+            [f"*test_a.py::test_a[[]numpy-cpu-f32[]]: baseline file {bad}: {problem}"]
+        )
+        result.stdout.no_fnmatch_line("*Traceback*")
+        assert bad.read_text() == content
+    assert good.read_bytes() != good_before  # the healthy file was updated by the second run
+
+
+def test_perf_refuses_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--perf", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--perf cannot run under pytest-xdist (-n 2)*Run the perf tests without -n (or with -n 0)*"]
+    )
+    # ordinary parallel runs are untouched, and -n 0 is fine with --perf
+    pytester.runpytest("-n", "0", "--perf").assert_outcomes(passed=1)
+
+
+def test_pedantic_argument_errors(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_p="""
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_rounds(perf):
+            perf.pedantic(sum, ([1],), rounds=1)
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_both(perf):
+            perf.pedantic(sum, ([1],), setup=lambda: None)
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_twice(perf):
+            perf(sum, [1])
+            perf(sum, [1])
+        """
+    )
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_p.py::test_rounds[[]numpy-cpu-f32[]]: perf.pedantic(rounds=1): must be a whole number >= 2",
+            "*test_p.py::test_both[[]numpy-cpu-f32[]]: perf.pedantic: give either setup*",
+            "*test_p.py::test_twice[[]numpy-cpu-f32[]]: perf() was called a second time*",
+        ]
+    )

@@ -1,0 +1,212 @@
+"""Record, re-run, planted slowdown and speed-up, interruption: the gate as a user meets it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST
+
+
+def baseline_files(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted((root / "baselines").rglob("*.json"))}
+
+
+def record(pytester: pytest.Pytester) -> dict[Path, bytes]:
+    result = pytester.runpytest("--perf", "--update-baselines", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["baselines updated: 2 benchmark(s) in 1 file(s) under baselines/*"])
+    files = baseline_files(pytester.path)
+    assert len(files) == 1
+    return files
+
+
+def test_update_then_rerun_slowdown_and_speedup(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = record(loop_project)
+    (path,) = files
+    doc = json.loads(path.read_text())
+    entry = doc["benchmarks"]["test_loop[numpy-cpu-f64]"]
+    assert len(entry["samples"]) == 15 and entry["device"]["id"] == "numpy-cpu"
+    assert path.name == "test_bench.json"
+
+    # unchanged code passes. On the shared 2-core CI machine, unchanged code moved by up to 15%
+    # between in-process runs, so these tests plant +50% against a 20% minimum effect.
+    again = loop_project.runpytest("--perf", "--perf-threshold", "20%", *FAST)
+    again.assert_outcomes(passed=2)
+    again.stdout.no_fnmatch_line("*regressed*")
+
+    # 50% more real work fails exactly that benchmark, with one line a person can act on
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")
+    slow = loop_project.runpytest("--perf", "--perf-threshold", "20%", *FAST)
+    slow.assert_outcomes(passed=1, failed=1)
+    slow.stdout.fnmatch_lines(
+        [
+            "test_loop[[]numpy-cpu-f64[]]: * -> * (+*%, p=*, n=15/15) exceeds 20% threshold",
+        ]
+    )
+    slow.stdout.fnmatch_lines(["test_loop *numpy *cpu *f64 * +*% * regressed"])
+    assert baseline_files(loop_project.path) == files  # judging never writes
+
+    # a speed-up passes and is reported as improved
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "0.6")
+    fast = loop_project.runpytest("--perf", "--perf-threshold", "20%", *FAST)
+    fast.assert_outcomes(passed=2)
+    fast.stdout.fnmatch_lines(["test_loop *numpy *cpu *f64 * -*% * improved"])
+
+
+def test_update_after_intentional_change_replaces_only_what_ran(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (path,) = record(loop_project)
+    before = json.loads(path.read_text())["benchmarks"]
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")
+    result = loop_project.runpytest("--perf", "--update-baselines", "-k", "test_loop", *FAST)
+    result.assert_outcomes(passed=1, deselected=1)  # a regression does not fail while recording
+    after = json.loads(path.read_text())["benchmarks"]
+    assert after["test_steady[numpy-cpu-f64]"] == before["test_steady[numpy-cpu-f64]"]
+    ratio = after["test_loop[numpy-cpu-f64]"]["stats"]["median"] / before[
+        "test_loop[numpy-cpu-f64]"
+    ]["stats"]["median"]
+    assert ratio > 1.2
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")
+    loop_project.runpytest("--perf", "--perf-threshold", "20%", *FAST).assert_outcomes(passed=2)
+
+
+def test_interrupted_update_leaves_baselines_byte_identical(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = record(loop_project)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "2.0")
+    # the interruption comes last, after both benchmarks of test_bench.py have new results
+    loop_project.makepyfile(
+        test_zz_interrupt="""
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_ctrl_c(perf):
+            perf(sum, range(100))
+            raise KeyboardInterrupt
+        """
+    )
+    result = loop_project.runpytest("--perf", "--update-baselines", *FAST, no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*baselines NOT updated: the run was interrupted*"])
+    assert baseline_files(loop_project.path) == files
+
+
+def test_a_benchmark_that_fails_after_timing_is_not_recorded(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_good(perf):
+            perf(sum, range(100))
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_wrong_result(perf):
+            assert perf(sum, range(100)) == 0
+        """
+    )
+    result = pytester.runpytest("--perf", "--update-baselines", *FAST)
+    result.assert_outcomes(passed=1, failed=1)
+    (path,) = baseline_files(pytester.path)
+    assert list(json.loads(path.read_text())["benchmarks"]) == ["test_good[numpy-cpu-f32]"]
+
+
+def test_too_few_samples_are_inconclusive(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"], samples=3)
+        def test_few(perf):
+            perf(sum, range(100))
+        """
+    )
+    pytester.runpytest("--perf", "--update-baselines", "--perf-warmup", "0").assert_outcomes(passed=1)
+    result = pytester.runpytest("--perf", "--perf-warmup", "0")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_few *numpy*inconclusive", "perf: 1 inconclusive"])
+
+
+def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pytester) -> None:
+    record(loop_project)
+    result = loop_project.runpytest("--perf", "--perf-json", "out/results.json", *FAST)
+    result.stdout.fnmatch_lines(["results written to out/results.json"])
+    doc = json.loads((loop_project.path / "out" / "results.json").read_text())
+    assert doc["schema"] == "pytest-burnperf-results" and doc["version"] == 1
+    assert doc["machine"]["cpus"] >= 1
+    assert doc["settings"]["samples"] == 15
+    by_name = {r["name"]: r for r in doc["results"]}
+    assert set(by_name) == {"test_loop[numpy-cpu-f64]", "test_steady[numpy-cpu-f64]"}
+    r = by_name["test_loop[numpy-cpu-f64]"]
+    assert r["test"] == "test_bench.py::test_loop[numpy-cpu-f64]"
+    assert (r["backend"], r["kind"], r["dtype"], r["timer"]) == ("numpy", "cpu", "f64", "host")
+    assert len(r["samples"]) == 15 and r["stats"]["n"] == 15
+    assert r["baseline"]["n"] == 15
+    assert r["verdict"]["status"] in {"unchanged", "improved", "regressed"}
+    assert set(r["verdict"]) == {"status", "ratio", "change_pct", "p_slower", "p_faster", "reason"}
+
+
+def test_ini_settings_and_marker_precedence(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        """
+        [pytest]
+        perf = true
+        perf_samples = 4
+        perf_warmup = 0
+        perf_min_time = 0
+        perf_baselines_dir = perf-baselines
+        perf_machine = ci-runner-a
+        """
+    )
+    pytester.makepyfile(
+        test_ini="""
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_ini(perf):
+            assert perf.settings.samples == 4
+            perf(sum, range(10))
+
+        @pytest.mark.perf(backends=["numpy"], samples=6)
+        def test_marker(perf):
+            assert perf.settings.samples == 6
+            perf(sum, range(10))
+        """
+    )
+    result = pytester.runpytest("--update-baselines")
+    result.assert_outcomes(passed=2)
+    assert (pytester.path / "perf-baselines" / "ci-runner-a" / "test_ini.json").is_file()
+    # the command line wins over marker and ini
+    pytester.makepyfile(
+        test_ini="""
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"], samples=6)
+        def test_marker(perf):
+            assert perf.settings.samples == 9
+            perf(sum, range(10))
+        """
+    )
+    pytester.runpytest("--perf-samples", "9").assert_outcomes(passed=1)
+
+
+def test_a_benchmark_that_never_calls_perf_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_forgot(perf):
+            pass
+        """
+    )
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_forgot[[]numpy-cpu-f32[]]: is marked @pytest.mark.perf but never called perf*"])
