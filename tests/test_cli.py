@@ -26,7 +26,10 @@ def results_file(path: Path, factor: float) -> Path:
     samples = [factor * (1.0 + 0.001 * i) for i in range(20)]
     path.write_text(
         json.dumps(
-            {"schema": "pytest-burnperf-results", "results": [{"test": "t.py::test_a", "samples": samples}]}
+            {
+                "schema": "pytest-burnperf-results",
+                "results": [{"test": "t.py::test_a", "samples": samples}],
+            }
         )
     )
     return path

@@ -74,7 +74,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         v = judge(old.get(test), new[test], policy)
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
         base = "-" if v.baseline_median is None else format_time(v.baseline_median)
-        print(f"{v.status:<12} {change:>8} {base:>10} -> {format_time(v.current_median):>10}  {test}")
+        print(
+            f"{v.status:<12} {change:>8} {base:>10} -> {format_time(v.current_median):>10}  {test}"
+        )
         if v.status == REGRESSED:
             regressed += 1
             print(f"  {failure_message(test, v, policy)}")
@@ -90,10 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser("compare", help="judge two --perf-json result files")
     cmp_.add_argument("old", type=Path, help="results recorded before the change")
     cmp_.add_argument("new", type=Path, help="results recorded after the change")
-    cmp_.add_argument("--alpha", type=_spec_type(parse_alpha, "--alpha"), default=0.01,
-                      help="significance level. Default: 0.01")
-    cmp_.add_argument("--threshold", type=_spec_type(parse_threshold, "--threshold"), default=0.05,
-                      help="minimum slowdown of the median (0.05 or 5%%). Default: 0.05")
+    cmp_.add_argument(
+        "--alpha",
+        type=_spec_type(parse_alpha, "--alpha"),
+        default=0.01,
+        help="significance level. Default: 0.01",
+    )
+    cmp_.add_argument(
+        "--threshold",
+        type=_spec_type(parse_threshold, "--threshold"),
+        default=0.05,
+        help="minimum slowdown of the median (0.05 or 5%%). Default: 0.05",
+    )
     cmp_.set_defaults(func=cmd_compare)
     return parser
 

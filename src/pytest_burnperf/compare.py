@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import stats
 
@@ -67,41 +67,45 @@ def format_time(seconds: float) -> str:
     return f"{seconds / 1e-9:.1f} ns"
 
 
-def judge(
-    baseline: Sequence[float] | None, current: Sequence[float], policy: Policy
-) -> Verdict:
+def judge(baseline: Sequence[float] | None, current: Sequence[float], policy: Policy) -> Verdict:
     cur = stats.summarize(current)
     if not baseline:
         return Verdict(NO_BASELINE, cur.median, n_current=cur.n, reason="no baseline recorded")
     base = stats.summarize(baseline)
     ratio = cur.median / base.median
-    common = {
-        "current_median": cur.median,
-        "baseline_median": base.median,
-        "ratio": ratio,
-        "n_baseline": base.n,
-        "n_current": cur.n,
-    }
+    verdict = Verdict(
+        UNCHANGED,
+        current_median=cur.median,
+        baseline_median=base.median,
+        ratio=ratio,
+        n_baseline=base.n,
+        n_current=cur.n,
+    )
     p_min = stats.min_attainable_p(cur.n, base.n)
     if p_min >= policy.alpha:
-        return Verdict(
-            INCONCLUSIVE,
-            **common,
+        return replace(
+            verdict,
+            status=INCONCLUSIVE,
             reason=(
                 f"n={base.n}/{cur.n} samples can reach p={p_min:.2g} at best, not below "
                 f"alpha={policy.alpha:g}; take more samples"
             ),
         )
-    p_slower = stats.mann_whitney_greater(current, baseline)
-    p_faster = stats.mann_whitney_greater(baseline, current)
-    tail = {"p_slower": p_slower, "p_faster": p_faster}
-    if p_slower < policy.alpha and ratio - 1.0 > policy.threshold:
-        return Verdict(REGRESSED, **common, **tail)
-    if p_faster < policy.alpha and 1.0 - ratio > policy.threshold / (1.0 + policy.threshold):
+    verdict = replace(
+        verdict,
+        p_slower=stats.mann_whitney_greater(current, baseline),
+        p_faster=stats.mann_whitney_greater(baseline, current),
+    )
+    assert verdict.p_slower is not None and verdict.p_faster is not None
+    if verdict.p_slower < policy.alpha and ratio - 1.0 > policy.threshold:
+        return replace(verdict, status=REGRESSED)
+    if verdict.p_faster < policy.alpha and 1.0 - ratio > policy.threshold / (
+        1.0 + policy.threshold
+    ):
         # Mirror of the slowdown rule: faster by more than the threshold in the other direction
         # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).
-        return Verdict(IMPROVED, **common, **tail)
-    return Verdict(UNCHANGED, **common, **tail)
+        return replace(verdict, status=IMPROVED)
+    return verdict
 
 
 def failure_message(test_id: str, verdict: Verdict, policy: Policy) -> str:

@@ -34,9 +34,11 @@ def cpu_model() -> str:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 key, _, value = line.partition(":")
-                if key.strip() in ("model name", "Model", "cpu model", "Hardware"):
-                    if value.strip():
-                        return value.strip()
+                if (
+                    key.strip() in ("model name", "Model", "cpu model", "Hardware")
+                    and value.strip()
+                ):
+                    return value.strip()
     except OSError:
         pass
     if sys.platform == "darwin":

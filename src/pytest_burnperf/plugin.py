@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
@@ -488,7 +488,7 @@ class Perf:
             sync=self.device.sync,
         )
         self._judge(sample)
-        return result
+        return cast(T, result)
 
     def pedantic(
         self,
@@ -536,7 +536,7 @@ class Perf:
             sync=self.device.sync,
         )
         self._judge(sample)
-        return result
+        return cast(T, result)
 
     def _judge(self, sample: Any) -> None:
         from .compare import REGRESSED, Policy, failure_message, judge

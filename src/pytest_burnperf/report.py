@@ -54,9 +54,7 @@ def table(results: Sequence[Result]) -> list[str]:
     right = {4, 5, 6, 7, 8}
 
     def fmt(rw: Sequence[str]) -> str:
-        cells = [
-            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)
-        ]
+        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)]
         return "  ".join(cells).rstrip()
 
     lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)]

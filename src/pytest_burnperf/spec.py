@@ -50,7 +50,9 @@ def allowed_backend_names() -> str:
 def check_backend_name(name: object, where: str) -> str:
     """Return ``name`` if it is a kind, a library or a device id; raise SpecError otherwise."""
     if not isinstance(name, str) or not name:
-        raise SpecError(f"{where}: backend {name!r} is not a name; expected {allowed_backend_names()}")
+        raise SpecError(
+            f"{where}: backend {name!r} is not a name; expected {allowed_backend_names()}"
+        )
     if name in KINDS or name in LIBRARY_KINDS:
         return name
     m = _DEVICE_ID.match(name)
@@ -80,7 +82,9 @@ def _name_list(value: object, where: str, what: str) -> tuple[str, ...]:
     else:
         raise SpecError(f"{where}: {what} must be a list of names, got {value!r}")
     if not items or any(i == "" for i in items):
-        raise SpecError(f"{where}: {what} must name at least one entry and no empty ones, got {value!r}")
+        raise SpecError(
+            f"{where}: {what} must name at least one entry and no empty ones, got {value!r}"
+        )
     return tuple(items)
 
 

@@ -17,6 +17,7 @@ naming the file; it is never rewritten by this module.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -65,10 +66,8 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
@@ -80,7 +79,9 @@ def _check_entry(path: Path, key: str, entry: object) -> None:
         raise BaselineError(path, f"benchmark {key!r} has no 'samples' list")
     for v in samples:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise BaselineError(path, f"benchmark {key!r} has a sample that is not a number > 0: {v!r}")
+            raise BaselineError(
+                path, f"benchmark {key!r} has a sample that is not a number > 0: {v!r}"
+            )
 
 
 def load_file(path: Path) -> dict[str, dict[str, Any]]:
@@ -98,7 +99,9 @@ def load_file(path: Path) -> dict[str, dict[str, Any]]:
             path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise BaselineError(path, f"is not a pytest-burnperf baseline file (no \"schema\": \"{SCHEMA}\")")
+        raise BaselineError(
+            path, f'is not a pytest-burnperf baseline file (no "schema": "{SCHEMA}")'
+        )
     version = doc.get("version")
     if version != VERSION:
         hint = (
@@ -107,7 +110,8 @@ def load_file(path: Path) -> dict[str, dict[str, Any]]:
             else "not a version this pytest-burnperf knows"
         )
         raise BaselineError(
-            path, f"has schema version {version!r}, this pytest-burnperf reads version {VERSION} ({hint})"
+            path,
+            f"has schema version {version!r}, this pytest-burnperf reads version {VERSION} ({hint})",
         )
     benchmarks = doc.get("benchmarks")
     if not isinstance(benchmarks, dict):

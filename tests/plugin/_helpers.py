@@ -7,7 +7,7 @@ FAST = ("--perf-samples", "15", "--perf-warmup", "0.1", "--perf-min-time", "0.01
 
 #: A benchmark whose work a test controls through an environment variable: the planted slowdown
 #: does ``BURNPERF_TEST_WORK`` times the work (real work, not sleeping).
-LOOP_MODULE = '''
+LOOP_MODULE = """
 import os
 import pytest
 
@@ -30,8 +30,7 @@ def test_loop(perf, device, dtype):
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
 def test_steady(perf):
     perf(work, 20000)
-'''
-
+"""
 
 
 def skip_reasons(result: object) -> dict[str, str]:

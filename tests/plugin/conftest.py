@@ -8,7 +8,6 @@ import scipy.stats  # noqa: F401
 
 from ._helpers import LOOP_MODULE
 
-
 # pytester's in-process runs restore sys.modules afterwards, and numpy or torch cannot be imported
 # twice in one process; importing them here, before any run, keeps them loaded across runs.
 if importlib.util.find_spec("torch") is not None:

@@ -89,7 +89,10 @@ def test_perf_fixture_without_marker(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--perf-alpha", "abc"], "*argument --perf-alpha: --perf-alpha: alpha must be a number, got 'abc'"),
+        (
+            ["--perf-alpha", "abc"],
+            "*argument --perf-alpha: --perf-alpha: alpha must be a number, got 'abc'",
+        ),
         (["--perf-alpha", "0.9"], "*--perf-alpha: alpha must be in (0, 0.5], got '0.9'"),
         (["--perf-samples", "1"], "*--perf-samples: samples must be between 2 and 100000, got '1'"),
         (["--perf-samples", "ten"], "*--perf-samples: samples must be a whole number, got 'ten'"),
@@ -97,15 +100,21 @@ def test_perf_fixture_without_marker(pytester: pytest.Pytester) -> None:
         (["--perf-warmup", "soon"], "*--perf-warmup: warmup must be a number, got 'soon'"),
         (["--perf-backends", "gpu"], "*--perf-backends: unknown backend 'gpu'; expected*"),
         (["--perf-dtypes", "f32,f8"], "*--perf-dtypes: unknown dtype 'f8'; allowed: f16, bf16*"),
-        (["--perf-machine", "../escape"], "*--perf-machine: machine id '../escape' is not allowed*"),
-        (["--update-baselines"], "*--update-baselines records benchmark results, so it needs --perf*"),
+        (
+            ["--perf-machine", "../escape"],
+            "*--perf-machine: machine id '../escape' is not allowed*",
+        ),
+        (
+            ["--update-baselines"],
+            "*--update-baselines records benchmark results, so it needs --perf*",
+        ),
     ],
 )
 def test_bad_option_values(pytester: pytest.Pytester, args: list[str], message: str) -> None:
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    (result.stderr.lines and result.stderr or result.stdout).fnmatch_lines([message])
+    ((result.stderr.lines and result.stderr) or result.stdout).fnmatch_lines([message])
 
 
 def test_bad_ini_value_names_the_ini_option(pytester: pytest.Pytester) -> None:
@@ -164,7 +173,9 @@ def test_perf_refuses_xdist(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--perf", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*--perf cannot run under pytest-xdist (-n 2)*Run the perf tests without -n (or with -n 0)*"]
+        [
+            "*--perf cannot run under pytest-xdist (-n 2)*Run the perf tests without -n (or with -n 0)*"
+        ]
     )
     # ordinary parallel runs are untouched, and -n 0 is fine with --perf
     pytester.runpytest("-n", "0", "--perf").assert_outcomes(passed=1)

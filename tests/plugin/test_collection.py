@@ -10,7 +10,7 @@ from ._helpers import FAST, skip_reasons
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
-MODULE = '''
+MODULE = """
 import pytest
 
 @pytest.mark.perf(backends=["cpu", "cuda", "opencl"], dtypes=["f32", "bf16"])
@@ -20,15 +20,13 @@ def test_mm(perf, device, dtype):
 
 def test_ordinary():
     assert 1 + 1 == 2
-'''
+"""
 
 
 def test_ids_and_skip_reasons_for_absent_devices_and_dtypes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(MODULE)
     result = pytester.runpytest("--perf", "-v", *FAST)
-    result.stdout.fnmatch_lines(
-        ["*::test_mm[[]numpy-cpu-f32] PASSED*", "*::test_ordinary PASSED*"]
-    )
+    result.stdout.fnmatch_lines(["*::test_mm[[]numpy-cpu-f32] PASSED*", "*::test_ordinary PASSED*"])
     reasons = skip_reasons(result)
     assert reasons["numpy-cpu-bf16"] == "numpy has no bfloat16 dtype"
     assert reasons["opencl-f32"].startswith("pyopencl ")
@@ -61,14 +59,16 @@ def test_k_selects_by_backend_and_dtype(pytester: pytest.Pytester) -> None:
 
 def test_backend_and_dtype_filters_deselect(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(MODULE)
-    result = pytester.runpytest("--perf", "-v", "--perf-backends", "numpy", "--perf-dtypes", "f32", *FAST)
+    result = pytester.runpytest(
+        "--perf", "-v", "--perf-backends", "numpy", "--perf-dtypes", "f32", *FAST
+    )
     result.assert_outcomes(passed=2, deselected=9)
     result.stdout.fnmatch_lines(["*test_mm[[]numpy-cpu-f32] PASSED*"])
 
 
 def test_pedantic_gives_fresh_inputs_each_round(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
-        '''
+        """
         import pytest
 
         calls = []
@@ -81,7 +81,7 @@ def test_pedantic_gives_fresh_inputs_each_round(pytester: pytest.Pytester) -> No
             out = perf.pedantic(device.xp.sort, setup=setup, rounds=6, warmup_rounds=2)
             assert len(calls) == 8
             assert (out[1:] >= out[:-1]).all()
-        '''
+        """
     )
     result = pytester.runpytest("--perf", *FAST)
     result.assert_outcomes(passed=1)

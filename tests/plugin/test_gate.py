@@ -17,7 +17,9 @@ def baseline_files(root: Path) -> dict[Path, bytes]:
 def record(pytester: pytest.Pytester) -> dict[Path, bytes]:
     result = pytester.runpytest("--perf", "--update-baselines", *FAST)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["baselines updated: 2 benchmark(s) in 1 file(s) under baselines/*"])
+    result.stdout.fnmatch_lines(
+        ["baselines updated: 2 benchmark(s) in 1 file(s) under baselines/*"]
+    )
     files = baseline_files(pytester.path)
     assert len(files) == 1
     return files
@@ -68,9 +70,10 @@ def test_update_after_intentional_change_replaces_only_what_ran(
     result.assert_outcomes(passed=1, deselected=1)  # a regression does not fail while recording
     after = json.loads(path.read_text())["benchmarks"]
     assert after["test_steady[numpy-cpu-f64]"] == before["test_steady[numpy-cpu-f64]"]
-    ratio = after["test_loop[numpy-cpu-f64]"]["stats"]["median"] / before[
-        "test_loop[numpy-cpu-f64]"
-    ]["stats"]["median"]
+    ratio = (
+        after["test_loop[numpy-cpu-f64]"]["stats"]["median"]
+        / before["test_loop[numpy-cpu-f64]"]["stats"]["median"]
+    )
     assert ratio > 1.2
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")
     loop_project.runpytest("--perf", "--perf-threshold", "20%", *FAST).assert_outcomes(passed=2)
@@ -128,7 +131,9 @@ def test_too_few_samples_are_inconclusive(pytester: pytest.Pytester) -> None:
             perf(sum, range(100))
         """
     )
-    pytester.runpytest("--perf", "--update-baselines", "--perf-warmup", "0").assert_outcomes(passed=1)
+    pytester.runpytest("--perf", "--update-baselines", "--perf-warmup", "0").assert_outcomes(
+        passed=1
+    )
     result = pytester.runpytest("--perf", "--perf-warmup", "0")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_few *numpy*inconclusive", "perf: 1 inconclusive"])
@@ -209,4 +214,6 @@ def test_a_benchmark_that_never_calls_perf_fails(pytester: pytest.Pytester) -> N
     )
     result = pytester.runpytest("--perf", *FAST)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*test_forgot[[]numpy-cpu-f32[]]: is marked @pytest.mark.perf but never called perf*"])
+    result.stdout.fnmatch_lines(
+        ["*test_forgot[[]numpy-cpu-f32[]]: is marked @pytest.mark.perf but never called perf*"]
+    )

@@ -5,8 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pytest_burnperf.devices import Entry, Probe, Registry, matches
-from pytest_burnperf.devices import numpy_backend, torch_backend
+from pytest_burnperf.devices import Entry, Probe, Registry, matches, numpy_backend, torch_backend
 
 
 class FakeDevice:
@@ -24,8 +23,11 @@ def fake_registry() -> tuple[Registry, list[str]]:
         probed.append("torch")
         return Probe(
             "torch",
-            devices=[FakeDevice("torch-cpu", "cpu", "torch"), FakeDevice("torch-cuda0", "cuda", "torch"),
-                     FakeDevice("torch-cuda1", "cuda", "torch")],
+            devices=[
+                FakeDevice("torch-cpu", "cpu", "torch"),
+                FakeDevice("torch-cuda0", "cuda", "torch"),
+                FakeDevice("torch-cuda1", "cuda", "torch"),
+            ],
             absent={"rocm": "not a ROCm build", "metal": "no MPS"},
         )
 
@@ -44,7 +46,9 @@ def test_kind_matches_every_library_serving_it_and_absent_ones_carry_reasons() -
     reg, probed = fake_registry()
     cuda = reg.resolve("cuda")
     assert [(e.id, e.reason) for e in cuda] == [
-        ("torch-cuda0", None), ("torch-cuda1", None), ("cupy-cuda", "cupy not installed"),
+        ("torch-cuda0", None),
+        ("torch-cuda1", None),
+        ("cupy-cuda", "cupy not installed"),
     ]
     assert probed == ["torch", "cupy"]  # numpy cannot serve cuda, so it was not probed
 
@@ -52,7 +56,11 @@ def test_kind_matches_every_library_serving_it_and_absent_ones_carry_reasons() -
 def test_library_id_and_prefix_names() -> None:
     reg, probed = fake_registry()
     assert [e.id for e in reg.resolve("torch")] == [
-        "torch-cpu", "torch-cuda0", "torch-cuda1", "torch-rocm", "torch-metal",
+        "torch-cpu",
+        "torch-cuda0",
+        "torch-cuda1",
+        "torch-rocm",
+        "torch-metal",
     ]
     assert [e.id for e in reg.resolve("torch-cuda")] == ["torch-cuda0", "torch-cuda1"]
     assert [e.id for e in reg.resolve("torch-cuda1")] == ["torch-cuda1"]

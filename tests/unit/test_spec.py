@@ -29,7 +29,10 @@ def test_marker_defaults_and_overrides() -> None:
         ({"sample": 3}, "unknown keyword 'sample'; allowed: backends, dtypes, samples"),
         ({"backends": ["gpu"]}, "unknown backend 'gpu'; expected a device kind (cpu, cuda"),
         ({"backends": ["torch-opencl"]}, "unknown backend 'torch-opencl'"),
-        ({"dtypes": ["float32"]}, "unknown dtype 'float32'; allowed: f16, bf16, f32, f64, i32, i64"),
+        (
+            {"dtypes": ["float32"]},
+            "unknown dtype 'float32'; allowed: f16, bf16, f32, f64, i32, i64",
+        ),
         ({"dtypes": []}, "dtypes must name at least one entry"),
         ({"samples": 1}, "samples must be between 2 and 100000"),
         ({"threshold": "lots"}, "threshold must be a number, got 'lots'"),

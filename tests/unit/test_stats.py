@@ -76,7 +76,9 @@ def test_mann_whitney_ties_use_corrected_normal_approximation() -> None:
     )
 
 
-@pytest.mark.parametrize(("n", "m", "expected"), [(3, 3, 1 / 20), (5, 5, 1 / 252), (2, 20, 1 / 231)])
+@pytest.mark.parametrize(
+    ("n", "m", "expected"), [(3, 3, 1 / 20), (5, 5, 1 / 252), (2, 20, 1 / 231)]
+)
 def test_min_attainable_p(n: int, m: int, expected: float) -> None:
     assert stats.min_attainable_p(n, m) == pytest.approx(expected)
     assert stats.min_attainable_p(0, 5) == 1.0

@@ -34,7 +34,9 @@ def test_save_then_load_roundtrip_and_stable_text(tmp_path: Path) -> None:
     assert fresh.get("perf_tests/test_b.py", "missing") is None
     # stable: saving the same content again gives the same bytes
     before = path.read_bytes()
-    fresh.save({"perf_tests/test_a.py": {"test_x[numpy-cpu-f32]": entry(0.123457, 0.2)}}, {"id": "m1"})
+    fresh.save(
+        {"perf_tests/test_a.py": {"test_x[numpy-cpu-f32]": entry(0.123457, 0.2)}}, {"id": "m1"}
+    )
     assert path.read_bytes() == before
 
 
@@ -51,10 +53,14 @@ def test_update_keeps_other_benchmarks(tmp_path: Path) -> None:
     [
         ("{not json", "is not valid JSON (line 1, column 2"),
         ("[]", "is not a pytest-burnperf baseline file"),
-        ('{"schema": "pytest-burnperf-baselines", "version": 99, "benchmarks": {}}',
-         "has schema version 99, this pytest-burnperf reads version 1 (written by a newer"),
-        ('{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": {"samples": [0]}}}',
-         "benchmark 'a' has a sample that is not a number > 0: 0"),
+        (
+            '{"schema": "pytest-burnperf-baselines", "version": 99, "benchmarks": {}}',
+            "has schema version 99, this pytest-burnperf reads version 1 (written by a newer",
+        ),
+        (
+            '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": {"samples": [0]}}}',
+            "benchmark 'a' has a sample that is not a number > 0: 0",
+        ),
     ],
 )
 def test_bad_files_are_reported_with_path_and_left_untouched(

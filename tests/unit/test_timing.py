@@ -76,9 +76,7 @@ def test_pedantic_calls_setup_every_round_untimed() -> None:
         clock.work()
         return x
 
-    result, sample = measure_pedantic(
-        fn, setup=setup, rounds=4, warmup_rounds=2, clock=clock
-    )
+    result, sample = measure_pedantic(fn, setup=setup, rounds=4, warmup_rounds=2, clock=clock)
     assert seen == [0, 1, 2, 3, 4, 5]
     assert result == 6
     assert sample.values == pytest.approx((5e-7,) * 4)
@@ -86,7 +84,7 @@ def test_pedantic_calls_setup_every_round_untimed() -> None:
 
 
 def test_sample_is_validated_and_immutable() -> None:
-    with pytest.raises(ValueError, match="> 0.0"):
+    with pytest.raises(ValueError, match=r"> 0\.0"):
         Sample(values=(1.0, 0.0), loops=1, warmup_calls=0)
     with pytest.raises(ValueError, match="loops"):
         Sample(values=(1.0,), loops=0, warmup_calls=0)

@@ -178,5 +178,7 @@ def probe(torch: Any = None) -> Probe:
     if mps is not None and mps.is_available():
         result.devices.append(TorchDevice(torch, "metal"))
     else:
-        result.absent["metal"] = "no Metal (MPS) device (torch.backends.mps.is_available() is False)"
+        result.absent["metal"] = (
+            "no Metal (MPS) device (torch.backends.mps.is_available() is False)"
+        )
     return result

@@ -1,0 +1,55 @@
+"""Sessions: ``tests`` (the test suite), ``lint`` (ruff + mypy), ``perf`` (the shipped benchmarks).
+
+Every session that needs torch installs the pinned CPU wheel first, so pip never resolves a
+multi-GB CUDA build for the ``torch>=2.3`` extra. Override the pin with BURNPERF_TORCH_SPEC.
+``nox -s perf -- -k matmul`` forwards arguments to pytest.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+
+TORCH = os.environ.get("BURNPERF_TORCH_SPEC", "torch==2.13.0")
+LINT_TOOLS = ("ruff==0.17.5", "mypy==2.4.1")
+
+
+def install(session: nox.Session, extras: str) -> None:
+    session.install(TORCH)
+    session.install("-e", f".[{extras}]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
+    install(session, "torch,dev")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint and format check) and mypy --strict on src/."""
+    install(session, "torch,dev")
+    session.install(*LINT_TOOLS)
+    paths = ("src", "tests", "perf_tests", "conftest.py", "noxfile.py")
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
+    session.run("mypy")
+
+
+@nox.session
+def perf(session: nox.Session) -> None:
+    """The shipped benchmarks on every device found, judged against baselines/."""
+    install(session, "torch")
+    session.run(
+        "pytest",
+        "--perf",
+        "perf_tests",
+        "--perf-json",
+        "perf-results.json",
+        *session.posargs,
+    )
