@@ -3,33 +3,40 @@
 from __future__ import annotations
 
 #: Quick but still statistically usable settings for runs inside the tests.
-FAST = ("--perf-samples", "15", "--perf-warmup", "0.1", "--perf-min-time", "0.01")
+FAST = ("--perf-samples", "15", "--perf-warmup", "0.05", "--perf-min-time", "0.002")
 
-#: A benchmark whose work a test controls through an environment variable: the planted slowdown
-#: does ``BURNPERF_TEST_WORK`` times the work (real work, not sleeping).
+#: Benchmarks whose duration a test controls through an environment variable. They busy-wait on
+#: ``time.perf_counter`` (the CPU spins; nothing sleeps), so a call lasts a set time whatever the
+#: machine's speed of the moment: these tests check the plugin's logic (record, compare, fail the
+#: right test) and must not flake on a shared machine, where real CPU work moved by up to 20%
+#: between back-to-back runs. How well the gate does on real work belongs to a validation harness,
+#: not to unit tests. ``BURNPERF_TEST_WORK`` scales test_loop's duration (1.3 = 30% slower).
 LOOP_MODULE = """
 import os
+import time
+
 import pytest
 
 
-def work(n):
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    n = 0
+    while time.perf_counter() < end:
+        n += 1
+    return n
 
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
 def test_loop(perf, device, dtype):
     if os.environ.get("BURNPERF_TEST_INTERRUPT"):
         raise KeyboardInterrupt
-    n = int(float(os.environ.get("BURNPERF_TEST_WORK", "1.0")) * 20000)
-    assert perf(work, n) == work(n)
+    seconds = 200e-6 * float(os.environ.get("BURNPERF_TEST_WORK", "1.0"))
+    assert perf(spin, seconds) > 0
 
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
 def test_steady(perf):
-    perf(work, 20000)
+    perf(spin, 200e-6)
 """
 
 
