@@ -7,10 +7,11 @@ collector is off while timing and back to its previous state afterwards, even on
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,18 @@ class Sample:
 
 def _noop() -> None:
     return None
+
+
+@contextlib.contextmanager
+def gc_off() -> Iterator[None]:
+    """Garbage collector off inside, back to its previous state afterwards, even on error."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def calibrate_loops(per_call_s: float, min_time_s: float) -> int:
@@ -86,9 +99,7 @@ def measure(
     loops = calibrate_loops(best, min_time)
 
     values: list[float] = []
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_off():
         for _ in range(samples):
             sync()
             t0 = clock()
@@ -97,9 +108,6 @@ def measure(
             sync()
             t1 = clock()
             values.append(max(t1 - t0, 1) * NS / loops)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     return result, Sample(values=tuple(values), loops=loops, warmup_calls=calls, mode="auto")
 
 
@@ -139,15 +147,8 @@ def measure_pedantic(
 
     for _ in range(warmup_rounds):
         one_round(False)
-    values: list[float] = []
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(rounds):
-            values.append(one_round(True))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with gc_off():
+        values = [one_round(True) for _ in range(rounds)]
     return result, Sample(
         values=tuple(values), loops=iterations, warmup_calls=warmup_rounds, mode="pedantic"
     )
