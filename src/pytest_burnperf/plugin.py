@@ -643,9 +643,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 "baselines": str(state.store.dir),
             },
         )
-        path = state.json_path if state.json_path.is_absolute() else Path.cwd() / state.json_path
-        atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        state.messages.append(f"results written to {state.json_path}")
+        path = session.config.invocation_params.dir / state.json_path
+        try:
+            atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        except OSError as exc:
+            state.messages.append(f"--perf-json: could not write {path}: {exc.strerror or exc}")
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        else:
+            state.messages.append(f"results written to {state.json_path}")
 
 
 def _write_baselines(state: PerfState, now: str) -> None:

@@ -209,3 +209,12 @@ def test_pedantic_argument_errors(pytester: pytest.Pytester) -> None:
             "*test_p.py::test_twice[[]numpy-cpu-f32[]]: perf() was called a second time*",
         ]
     )
+
+
+def test_unwritable_json_path_is_reported(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_a=BENCH_A)
+    (pytester.path / "taken").write_text("a file, not a folder")
+    result = pytester.runpytest("--perf", "--perf-json", "taken/results.json", *FAST)
+    result.stdout.fnmatch_lines(["--perf-json: could not write *taken/results.json: *"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    assert result.ret != 0
