@@ -624,8 +624,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.messages.append(
                 "baselines NOT updated: the run was interrupted, so no baseline file was written"
             )
-        else:
-            _write_baselines(state, now)
+        elif not _write_baselines(state, now) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if state.json_path is not None:
         from .report import json_document
         from .store import atomic_write_text
@@ -653,7 +653,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.messages.append(f"results written to {state.json_path}")
 
 
-def _write_baselines(state: PerfState, now: str) -> None:
+def _write_baselines(state: PerfState, now: str) -> bool:
+    """Write the new baselines; False if some file could not be read or written."""
     from .machine import machine_info
     from .results import provenance
 
@@ -664,7 +665,7 @@ def _write_baselines(state: PerfState, now: str) -> None:
         updates.setdefault(r.module, {})[r.key] = r.baseline_entry(provenance(state.git, libs, now))
     if not updates:
         state.messages.append("baselines not updated: no benchmark ran and passed")
-        return
+        return True
     written, errors = state.store.save(updates, machine_info(state.machine_id))
     n = sum(len(updates[m]) for m in updates) - sum(
         len(updates[m]) for m in updates if state.store.path_for(m) in {e.path for e in errors}
@@ -676,6 +677,7 @@ def _write_baselines(state: PerfState, now: str) -> None:
             f"baselines updated: {n} benchmark(s) in {len(written)} file(s) under "
             f"{_rel(state.store.dir, state.rootpath)}"
         )
+    return not errors
 
 
 def _rel(path: Path, root: Path) -> str:

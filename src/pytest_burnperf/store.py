@@ -158,7 +158,7 @@ class BaselineStore:
         """Merge ``updates`` ({module: {key: entry}}) into the files and write each atomically.
 
         Benchmarks that are not in ``updates`` are kept as they are. A file that could not be read
-        is left untouched and returned among the errors.
+        or written is left untouched and returned among the errors.
         """
         written: list[Path] = []
         errors: list[BaselineError] = []
@@ -177,7 +177,11 @@ class BaselineStore:
                 "machine": dict(machine),
                 "benchmarks": benchmarks,
             }
-            atomic_write_text(path, dumps(doc))
+            try:
+                atomic_write_text(path, dumps(doc))
+            except OSError as exc:  # disk full, no permission: the old file stays as it was
+                errors.append(BaselineError(path, f"could not be written ({exc.strerror or exc})"))
+                continue
             self._cache[path] = json.loads(dumps(doc))["benchmarks"]
             written.append(path)
         return written, errors

@@ -127,10 +127,12 @@ def test_bad_ini_value_names_the_ini_option(pytester: pytest.Pytester) -> None:
     )
 
 
+# threshold=10 (+1000%): these tests are about baseline files, not the gate, so timing noise
+# between runs must not fail them
 BENCH_A = """
 import pytest
 
-@pytest.mark.perf(backends=["numpy"])
+@pytest.mark.perf(backends=["numpy"], threshold=10)
 def test_a(perf):
     perf(sum, range(50))
 """
@@ -218,3 +220,23 @@ def test_unwritable_json_path_is_reported(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["--perf-json: could not write *taken/results.json: *"])
     result.stdout.no_fnmatch_line("*Traceback*")
     assert result.ret != 0
+
+
+def test_baselines_that_cannot_be_saved_fail_the_run_with_the_path(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    pytester.makepyfile(test_a=BENCH_A)
+
+    def no_space(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", no_space)
+    result = pytester.runpytest("--perf", "--update-baselines", *FAST)
+    result.stdout.fnmatch_lines(
+        ["NOT updated, left untouched: baseline file *test_a.json: could not be written (No space*"]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert not list(pytester.path.rglob("*.json"))

@@ -95,3 +95,24 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temp(
         s.save({"t.py": {"a": entry(5.0)}}, {})
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == ["t.json"]
+
+
+def test_a_file_that_cannot_be_written_is_reported_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = BaselineStore(tmp_path, "m")
+    s.save({"t.py": {"a": entry(1.0)}}, {})
+    path = tmp_path / "m" / "t.json"
+    before = path.read_bytes()
+
+    def no_space(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", no_space)
+    written, errors = s.save({"t.py": {"a": entry(5.0)}}, {})
+    assert written == []
+    assert [str(e) for e in errors] == [
+        f"baseline file {path}: could not be written (No space left on device)"
+    ]
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["t.json"]
