@@ -3,6 +3,11 @@
 Every session that needs torch installs the pinned CPU wheel first, so pip never resolves a
 multi-GB CUDA build for the ``torch>=2.3`` extra. Override the pin with BURNPERF_TORCH_SPEC.
 ``nox -s perf -- -k matmul`` forwards arguments to pytest.
+
+The ``opencl`` and ``vulkan`` extras (pyopencl, wgpu) are installed everywhere; they find devices
+only where a driver is present (on a CPU-only Debian machine: ``apt-get install pocl-opencl-icd
+ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1``, which ``.ci/run`` does). cupy is not
+installed here: without a GPU it has nothing to run, and its CUDA paths are tested with fakes.
 """
 
 from __future__ import annotations
@@ -26,14 +31,14 @@ def install(session: nox.Session, extras: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
-    install(session, "torch,dev")
+    install(session, "torch,opencl,vulkan,dev")
     session.run("pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check) and mypy --strict on src/."""
-    install(session, "torch,dev")
+    install(session, "torch,opencl,vulkan,dev")
     session.install(*LINT_TOOLS)
     paths = ("src", "tests", "perf_tests", "conftest.py", "noxfile.py")
     session.run("ruff", "check", *paths)
@@ -44,7 +49,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def perf(session: nox.Session) -> None:
     """The shipped benchmarks on every device found, judged against baselines/."""
-    install(session, "torch")
+    install(session, "torch,opencl,vulkan")
     session.run(
         "pytest",
         "--perf",

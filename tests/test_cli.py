@@ -8,20 +8,6 @@ import pytest
 from pytest_burnperf.cli import main
 
 
-def test_devices_lists_numpy_and_reasons(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["devices"]) == 0
-    out = capsys.readouterr().out
-    assert "numpy-cpu" in out
-    assert "not available:" in out and "opencl opencl:" in out
-
-
-def test_devices_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["devices", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert any(d["id"] == "numpy-cpu" for d in doc["devices"])
-    assert "opencl" in doc["absent"]
-
-
 def results_file(path: Path, factor: float) -> Path:
     samples = [factor * (1.0 + 0.001 * i) for i in range(20)]
     path.write_text(

@@ -28,26 +28,65 @@ def _spec_type(parser: Any, name: str) -> Any:
     return convert
 
 
+def device_info(device: Any) -> dict[str, Any]:
+    """What ``burnperf devices`` shows for one device: its fingerprint, dtypes and clock."""
+    from .spec import DTYPES
+
+    info = dict(device.fingerprint())
+    info["dtypes"] = [d for d in DTYPES if device.unsupported(d) is None]
+    info["unsupported_dtypes"] = {
+        d: reason for d in DTYPES if (reason := device.unsupported(d)) is not None
+    }
+    try:
+        timer = device.timer()
+    except Exception as exc:  # a driver that cannot make events: say so, keep listing
+        info["clock"] = f"host (device clock failed: {exc})"
+    else:
+        label = getattr(timer, "label", type(timer).__name__)
+        info["clock"] = "host (wall time around sync)" if timer is None else f"device ({label})"
+    return info
+
+
+def _gib(n: object) -> str:
+    return f"{int(n) / 2**30:.1f} GiB" if isinstance(n, int) and n > 0 else "-"
+
+
 def cmd_devices(args: argparse.Namespace) -> int:
     from .devices import Registry
 
     probes = Registry().probe_all()
+    infos = [device_info(d) for p in probes for d in p.devices]
+    absent = {p.library: p.absent for p in probes if p.absent}
     if args.json:
-        doc = {
-            "devices": [d.fingerprint() for p in probes for d in p.devices],
-            "absent": {p.library: p.absent for p in probes if p.absent},
-        }
-        print(json.dumps(doc, indent=1, sort_keys=True))
+        print(json.dumps({"devices": infos, "absent": absent}, indent=1, sort_keys=True))
         return 0
-    print(f"{'id':<16} {'kind':<8} {'library':<8} name")
-    for p in probes:
-        for d in p.devices:
-            print(f"{d.id:<16} {d.kind:<8} {d.library:<8} {d.name}")
+    for info in infos:
+        memory = info.get("memory_bytes", info.get("host_memory_bytes"))
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(info.get("versions", {}).items()))
+        print(f"{info['id']}  ({info['kind']}, {info['library']})")
+        print(f"  model:         {info['name']}")
+        print(f"  memory:        {_gib(memory)}")
+        units = info.get("compute_units", info.get("cpus"))
+        print(f"  compute units: {units if units is not None else '-'}")
+        for key, label in (
+            ("capability", "capability"),
+            ("threads", "threads"),
+            ("blas", "BLAS"),
+            ("driver", "driver"),
+            ("runtime", "runtime"),
+        ):
+            if info.get(key) not in (None, ""):
+                print(f"  {label + ':':<14} {info[key]}")
+        print(f"  versions:      {versions or '-'}")
+        print(f"  clock:         {info['clock']}")
+        print(f"  dtypes:        {', '.join(info['dtypes']) or '-'}")
+    if not infos:
+        print("no devices found")
     print()
     print("not available:")
-    for p in probes:
-        for kind, reason in p.absent.items():
-            print(f"  {p.library} {kind}: {reason}")
+    for library, kinds in absent.items():
+        for kind, reason in kinds.items():
+            print(f"  {library} {kind}: {reason}")
     return 0
 
 

@@ -8,7 +8,8 @@ A benchmark *regressed* when both hold:
 
 *Improved* is the mirror image (faster with ``p < alpha`` and by more than ``threshold``); it is
 reported, never failed. When the sample sizes cannot reach ``alpha`` at all, the verdict is
-*inconclusive*, not *unchanged*.
+*inconclusive*, not *unchanged*. A baseline measured on another device model, with another clock
+or another cache regime is *incomparable*: reported with the reason, never failed.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ IMPROVED = "improved"
 UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
 NO_BASELINE = "no-baseline"
+INCOMPARABLE = "incomparable"
 
-VERDICTS = (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE, NO_BASELINE)
+VERDICTS = (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE, INCOMPARABLE, NO_BASELINE)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class Verdict:
     n_baseline: int = 0
     n_current: int = 0
     reason: str = ""
+    #: Differences that do not stop the comparison but a reader should know (library versions...).
+    notes: tuple[str, ...] = ()
 
     @property
     def change_pct(self) -> float | None:
@@ -106,6 +110,20 @@ def judge(baseline: Sequence[float] | None, current: Sequence[float], policy: Po
         # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).
         return replace(verdict, status=IMPROVED)
     return verdict
+
+
+def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: str) -> Verdict:
+    """The verdict when a baseline exists but was measured on something else: never a failure."""
+    cur = stats.summarize(current)
+    base = stats.summarize(baseline) if baseline else None
+    return Verdict(
+        INCOMPARABLE,
+        cur.median,
+        baseline_median=None if base is None else base.median,
+        n_baseline=0 if base is None else base.n,
+        n_current=cur.n,
+        reason=reason,
+    )
 
 
 def failure_message(test_id: str, verdict: Verdict, policy: Policy) -> str:

@@ -14,8 +14,10 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 _NOISE = re.compile(r"\((r|tm)\)|\bcpu\b|\bprocessor\b|\b\d+-core\b|@.*$", re.IGNORECASE)
@@ -55,6 +57,14 @@ def cpu_model() -> str:
         except (OSError, subprocess.SubprocessError):
             pass
     return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def memory_bytes() -> int | None:
+    """Physical memory of this machine, where the OS tells."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def cpu_count() -> int:
@@ -111,3 +121,62 @@ def git_state(root: Path) -> dict[str, object]:
 
 def now_utc() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+#: Fingerprint keys that identify the hardware (and how it is driven). A baseline whose value for
+#: one of these differs from this run's was measured on something else and is never compared.
+IDENTITY_KEYS: tuple[str, ...] = (
+    "kind",
+    "library",
+    "name",
+    "vendor",
+    "platform",
+    "memory_bytes",
+    "compute_units",
+    "capability",
+    "cpus",
+    "threads",
+)
+
+#: Fingerprint keys for software around the device: a difference is compared and noted.
+SOFTWARE_KEYS: tuple[str, ...] = ("driver", "runtime", "blas")
+
+
+def _label(fp: Mapping[str, Any]) -> str:
+    name = fp.get("name") or fp.get("id") or "an unnamed device"
+    return f"{name} ({fp['id']})" if fp.get("id") and fp.get("id") != name else str(name)
+
+
+def comparability(
+    baseline_fp: Mapping[str, Any] | None, current_fp: Mapping[str, Any]
+) -> tuple[str | None, tuple[str, ...]]:
+    """``(why not comparable or None, notes)`` for a baseline's device fingerprint and this run's.
+
+    Keys present on only one side (say, a fingerprint written by an older version) are not held
+    against the baseline; only values that are known on both sides and differ count.
+    """
+    if not isinstance(baseline_fp, Mapping):
+        return None, ()
+    diffs = [
+        f"{key} {baseline_fp[key]!r} -> {current_fp[key]!r}"
+        for key in IDENTITY_KEYS
+        if key in baseline_fp and key in current_fp and baseline_fp[key] != current_fp[key]
+    ]
+    if diffs:
+        return (
+            f"baseline from {_label(baseline_fp)}, this run is on {_label(current_fp)} "
+            f"({'; '.join(diffs)}): not compared; record a baseline for this device with "
+            "--update-baselines",
+            (),
+        )
+    notes: list[str] = []
+    for key in SOFTWARE_KEYS:
+        old, new = baseline_fp.get(key), current_fp.get(key)
+        if old is not None and new is not None and old != new:
+            notes.append(f"{key} {old} -> {new} since the baseline")
+    old_v, new_v = baseline_fp.get("versions"), current_fp.get("versions")
+    if isinstance(old_v, Mapping) and isinstance(new_v, Mapping):
+        for lib in sorted(set(old_v) & set(new_v)):
+            if old_v[lib] != new_v[lib]:
+                notes.append(f"{lib} {old_v[lib]} -> {new_v[lib]} since the baseline")
+    return None, tuple(notes)

@@ -12,7 +12,7 @@ import json
 import os
 import shlex
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -114,6 +114,14 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         _spec.parse_min_time,
         "shortest time of one sample in seconds; fast functions loop until they reach it. "
         f"Default: {_DEFAULTS.min_time}",
+    ),
+    (
+        "--perf-timer",
+        "perf_timer",
+        _spec.parse_timer,
+        "clock that gates: 'device' (the device's own events: CUDA/HIP/MPS events, OpenCL "
+        "profiling, Vulkan timestamps; the host clock where a device has none) or 'host' (wall "
+        f"time bracketed by device.sync()). Default: {_DEFAULTS.timer}",
     ),
     (
         "--perf-json",
@@ -247,7 +255,8 @@ def _xdist_workers(config: pytest.Config) -> object:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=): "
+        "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=, "
+        "timer='device'|'host', flush_l2=False): "
         "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
     )
     values: dict[str, Any] = {}
@@ -272,7 +281,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "benchmarks running side by side time each other's interference. "
             "Run the perf tests without -n (or with -n 0)."
         )
-    settings_keys = ("samples", "warmup", "min_time", "alpha", "threshold")
+    settings_keys = ("samples", "warmup", "min_time", "alpha", "threshold", "timer")
     base = _DEFAULTS.merged({k: ini_values[f"perf_{k}"] for k in settings_keys})
     cmdline = {k: values[f"perf_{k}"] for k in settings_keys if values[f"perf_{k}"] is not None}
     machine_id = pick("perf_machine")
@@ -473,11 +482,19 @@ class Perf:
             raise TypeError(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}")
         self._used = True
 
+    def _clock(self) -> tuple[Any, Callable[[], None] | None]:
+        """The timer this benchmark's settings pick on this device, and the L2 flush (or None)."""
+        s = self.settings
+        timer = self.device.timer() if s.timer == "device" else None
+        flush = self.device.l2_flusher() if s.flush_l2 else None
+        return timer, flush
+
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         from .timing import measure
 
         self._start(fn, "perf()")
         s = self.settings
+        timer, flush = self._clock()
         result, sample = measure(
             fn,
             args,
@@ -486,6 +503,9 @@ class Perf:
             warmup=s.warmup,
             min_time=s.min_time,
             sync=self.device.sync,
+            timer=timer,
+            flush=flush,
+            meter=self.device.peak_memory,
         )
         self._judge(sample)
         return cast(T, result)
@@ -525,6 +545,7 @@ class Perf:
                 "round's inputs; use iterations=1"
             )
         self._start(fn, "perf.pedantic()")
+        timer, flush = self._clock()
         result, sample = measure_pedantic(
             fn,
             args,
@@ -534,18 +555,36 @@ class Perf:
             iterations=iterations,
             warmup_rounds=warmup_rounds,
             sync=self.device.sync,
+            timer=timer,
+            flush=flush,
+            meter=self.device.peak_memory,
         )
         self._judge(sample)
         return cast(T, result)
 
     def _judge(self, sample: Any) -> None:
-        from .compare import REGRESSED, Policy, failure_message, judge
+        from .compare import REGRESSED, Policy, failure_message, judge, not_comparable
+        from .machine import comparability
         from .results import Result
 
         s = self.settings
         policy = Policy(alpha=s.alpha, threshold=s.threshold)
-        base_values = None if self._baseline is None else self._baseline["samples"]
-        verdict = judge(base_values, sample.values, policy)
+        fingerprint = self.device.fingerprint()
+        base = self._baseline
+        base_values = None if base is None else base["samples"]
+        blocker, notes = (
+            (None, ()) if base is None else comparability(base.get("device"), fingerprint)
+        )
+        if base is not None and blocker is None:
+            blocker = _regime_difference(base, sample)
+        if base_values is not None and blocker is not None:
+            verdict = not_comparable(sample.values, base_values, blocker)
+        else:
+            verdict = replace(judge(base_values, sample.values, policy), notes=notes)
+        if s.flush_l2 and not sample.l2_flush:
+            verdict = replace(
+                verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
+            )
         case = self._case
         assert case.entry is not None
         result = Result(
@@ -557,15 +596,34 @@ class Perf:
             kind=case.entry.kind,
             library=case.entry.library,
             dtype=case.dtype,
-            fingerprint=self.device.fingerprint(),
+            fingerprint=fingerprint,
             settings=s,
             sample=sample,
             verdict=verdict,
-            baseline=self._baseline,
+            baseline=base,
         )
         self._state.results[self._item.nodeid] = result
         if verdict.status == REGRESSED and not self._state.update:
             pytest.fail(failure_message(self._key, verdict, policy), pytrace=False)
+
+
+def _regime_difference(baseline: dict[str, Any], sample: Any) -> str | None:
+    """Why a baseline measured with another clock or cache regime cannot be compared, or None."""
+    old_timer = baseline.get("timer", "host")
+    if old_timer != sample.timer:
+        return (
+            f"baseline timed with the {old_timer} clock, this run with the {sample.timer} clock: "
+            "not compared; record a new baseline with --update-baselines, or set timer="
+            f"{old_timer!r} on the marker (or --perf-timer {old_timer})"
+        )
+    old_flush = bool(baseline.get("l2_flush", False))
+    if old_flush != sample.l2_flush:
+        state = {True: "with", False: "without"}
+        return (
+            f"baseline measured {state[old_flush]} an L2 flush before each sample, this run "
+            f"{state[sample.l2_flush]}: not compared; record a new baseline with --update-baselines"
+        )
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -692,7 +750,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not state.enabled:
         return
     from .compare import NO_BASELINE
-    from .report import counts_line, table
+    from .report import counts_line, notes, table
 
     tr = terminalreporter
     results = list(state.results.values())
@@ -702,6 +760,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     )
     if results:
         for line in table(results):
+            tr.write_line(line)
+        for line in notes(results):
             tr.write_line(line)
     tr.write_line(f"perf: {counts_line(results)}")
     if any(r.verdict.status == NO_BASELINE for r in results) and not state.update:

@@ -16,13 +16,24 @@ COLUMNS = (
     "backend",
     "device",
     "dtype",
+    "clock",
     "median",
     "IQR %",
     "baseline",
     "change",
     "p",
+    "peak mem",
     "verdict",
 )
+
+
+def format_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def _device_label(r: Result) -> str:
@@ -39,11 +50,13 @@ def row(r: Result) -> tuple[str, ...]:
         r.library,
         _device_label(r),
         r.dtype,
+        r.sample.timer + ("+flush" if r.sample.l2_flush else ""),
         format_time(s.median),
         "-" if math.isnan(s.iqr_pct) else f"{s.iqr_pct:.1f}",
         "-" if v.baseline_median is None else format_time(v.baseline_median),
         "-" if v.change_pct is None else f"{v.change_pct:+.1f}%",
         "-" if p is None else f"{p:.2g}",
+        format_bytes(r.peak_memory),
         v.status,
     )
 
@@ -51,7 +64,7 @@ def row(r: Result) -> tuple[str, ...]:
 def table(results: Sequence[Result]) -> list[str]:
     rows = [COLUMNS, *(row(r) for r in results)]
     widths = [max(len(rw[i]) for rw in rows) for i in range(len(COLUMNS))]
-    right = {4, 5, 6, 7, 8}
+    right = {5, 6, 7, 8, 9, 10}
 
     def fmt(rw: Sequence[str]) -> str:
         cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)]
@@ -59,6 +72,27 @@ def table(results: Sequence[Result]) -> list[str]:
 
     lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)]
     lines.extend(fmt(rw) for rw in rows[1:])
+    return lines
+
+
+def notes(results: Sequence[Result]) -> list[str]:
+    """One line per reason or note a reader should see under the table."""
+    lines: list[str] = []
+    for r in results:
+        v = r.verdict
+        if v.reason and v.status not in ("no-baseline",):
+            lines.append(f"{r.key}: {v.status}: {v.reason}")
+        if v.notes:
+            lines.append(f"{r.key}: note: {'; '.join(v.notes)}")
+        if r.sample.host_values is not None:
+            host = summarize(r.sample.host_values).median
+            dev = summarize(r.sample.values).median
+            if dev < 0.01 * host:
+                lines.append(
+                    f"{r.key}: device time ({format_time(dev)}) is under 1% of host time "
+                    f"({format_time(host)}): does the benchmark queue its work on the device "
+                    "(device.queue / device.kernel)?"
+                )
     return lines
 
 

@@ -32,6 +32,11 @@ class Result:
     verdict: Verdict
     baseline: dict[str, Any] | None
 
+    @property
+    def peak_memory(self) -> int | None:
+        """Bytes one call of the benchmark allocated at its peak, where the device can tell."""
+        return self.sample.peak_memory
+
     def settings_dict(self) -> dict[str, Any]:
         s = self.settings
         return {
@@ -40,6 +45,8 @@ class Result:
             "min_time": s.min_time,
             "alpha": s.alpha,
             "threshold": s.threshold,
+            "timer": s.timer,
+            "flush_l2": s.flush_l2,
         }
 
     def baseline_entry(self, recorded: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +56,9 @@ class Result:
             "stats": summarize(self.sample.values).as_dict(),
             "loops": self.sample.loops,
             "timer": self.sample.timer,
+            "l2_flush": self.sample.l2_flush,
             "mode": self.sample.mode,
+            "peak_memory_bytes": self.peak_memory,
             "dtype": self.dtype,
             "device": self.fingerprint,
             "settings": {k: v for k, v in self.settings_dict().items() if k != "alpha"},
@@ -76,11 +85,16 @@ class Result:
             "dtype": self.dtype,
             "settings": self.settings_dict(),
             "timer": self.sample.timer,
+            "l2_flush": self.sample.l2_flush,
             "mode": self.sample.mode,
             "loops": self.sample.loops,
             "warmup_calls": self.sample.warmup_calls,
             "samples": list(self.sample.values),
             "stats": summarize(self.sample.values).as_dict(),
+            "host_samples": None
+            if self.sample.host_values is None
+            else list(self.sample.host_values),
+            "peak_memory_bytes": self.peak_memory,
             "baseline": base,
             "verdict": {
                 "status": v.status,
@@ -89,6 +103,7 @@ class Result:
                 "p_slower": v.p_slower,
                 "p_faster": v.p_faster,
                 "reason": v.reason,
+                "notes": list(v.notes),
             },
         }
 

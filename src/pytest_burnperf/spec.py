@@ -29,8 +29,10 @@ LIBRARY_KINDS: dict[str, tuple[str, ...]] = {
 #: Dtype names a benchmark may ask for, with the size of one element in bytes.
 DTYPES: dict[str, int] = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8}
 
-#: Timers a sample can come from.
-TIMERS: tuple[str, ...] = ("host",)
+#: Clocks a sample can come from. ``device``: the device's own events (CUDA/HIP/MPS events, OpenCL
+#: profiling, Vulkan timestamp queries) where it has them, else the host clock; ``host``: wall time
+#: on the host, bracketed by ``device.sync()``.
+TIMERS: tuple[str, ...] = ("device", "host")
 
 _DEVICE_ID = re.compile(r"^(?P<lib>[a-z]+)-(?P<rest>[a-z0-9][a-z0-9_.-]*)$")
 
@@ -163,6 +165,24 @@ def parse_min_time(value: object, where: str) -> float:
     return parse_seconds(value, where, "min_time", maximum=60.0)
 
 
+def parse_timer(value: object, where: str) -> str:
+    if isinstance(value, str) and value.strip() in TIMERS:
+        return value.strip()
+    raise SpecError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {value!r}")
+
+
+def parse_flag(value: object, where: str, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise SpecError(f"{where}: {what} must be True or False, got {value!r}")
+
+
+def parse_flush_l2(value: object, where: str) -> bool:
+    return parse_flag(value, where, "flush_l2")
+
+
 @dataclass(frozen=True)
 class Settings:
     """How to time and how to judge. Defaults, then ini, then marker, then command line."""
@@ -172,6 +192,8 @@ class Settings:
     min_time: float = 0.005
     alpha: float = 0.01
     threshold: float = 0.05
+    timer: str = "device"
+    flush_l2: bool = False
 
     def merged(self, overrides: Mapping[str, Any]) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -184,6 +206,8 @@ SETTING_PARSERS = {
     "min_time": parse_min_time,
     "alpha": parse_alpha,
     "threshold": parse_threshold,
+    "timer": parse_timer,
+    "flush_l2": parse_flush_l2,
 }
 
 MARKER_KEYWORDS: tuple[str, ...] = ("backends", "dtypes", *SETTING_PARSERS)

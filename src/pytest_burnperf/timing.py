@@ -1,8 +1,20 @@
 """Warm-up, loop calibration and sampling. Plain Python: no pytest, no array library.
 
 A sample value is the time of one call of the benchmarked function, in seconds: the elapsed time of
-``loops`` back-to-back calls, bracketed by ``sync()`` on both sides, divided by ``loops``. The garbage
-collector is off while timing and back to its previous state afterwards, even on error.
+``loops`` back-to-back calls, divided by ``loops``, as measured by a :class:`Timer`:
+
+* :class:`HostTimer`: host wall time bracketed by ``sync()`` on both sides (every device has it);
+* a device timer (``device.timer()``): the device's own clock, from events recorded on its queue
+  before and after the calls (CUDA/HIP events, MPS events, OpenCL profiling markers, Vulkan
+  timestamp queries). Device timers also report the host wall time of the same span, kept as
+  ``Sample.host_values`` so both clocks can be read side by side.
+
+Warm-up runs the function (at least once) before anything is timed, so one-time costs such as
+kernel compilation, pipeline creation, lazy initialisation and library handles never land in a
+sample. With ``flush`` (an L2-cache flush), every sample is a single call preceded by an untimed
+flush. With ``meter`` (a device's peak-memory meter), one untimed warm-up call, never the first,
+runs under the meter. The garbage collector is off while timing and back to its previous state
+afterwards.
 """
 
 from __future__ import annotations
@@ -13,7 +25,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 NS = 1e-9
 
@@ -31,15 +43,65 @@ class Sample:
     timer: str = "host"
     mode: str = "auto"
     meta: tuple[tuple[str, Any], ...] = field(default=())
+    #: With a device timer: the host wall time of each sample (same span, includes the sync).
+    host_values: tuple[float, ...] | None = None
+    #: Each sample was one call after an L2-cache flush.
+    l2_flush: bool = False
+    #: Peak bytes one call allocated on the device (measured on an untimed warm-up call), if known.
+    peak_memory: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.values) < 1:
             raise ValueError("a Sample needs at least one value")
-        for v in self.values:
-            if not isinstance(v, float) or not math.isfinite(v) or v <= 0.0:
-                raise ValueError(f"Sample values must be finite numbers > 0.0, got {v!r}")
+        for series in (self.values, self.host_values or ()):
+            for v in series:
+                if not isinstance(v, float) or not math.isfinite(v) or v <= 0.0:
+                    raise ValueError(f"Sample values must be finite numbers > 0.0, got {v!r}")
+        if self.host_values is not None and len(self.host_values) != len(self.values):
+            raise ValueError("Sample host_values must have one value per sample")
         if self.loops < 1:
             raise ValueError(f"Sample loops must be >= 1, got {self.loops!r}")
+        if self.timer not in ("host", "device"):
+            raise ValueError(f"Sample timer must be 'host' or 'device', got {self.timer!r}")
+
+
+@runtime_checkable
+class Timer(Protocol):
+    """Measures the span between ``start()`` and ``stop()`` of the work queued in between."""
+
+    name: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> float:
+        """Wait for the queued work to finish; the elapsed time in seconds (>= 0)."""
+
+
+#: Runs a call once and returns the peak bytes it allocated (None where it cannot tell).
+Meter = Callable[[Callable[[], Any]], "int | None"]
+
+
+class HostTimer:
+    """Host wall time, with ``sync()`` before the start and before the stop."""
+
+    name = "host"
+
+    def __init__(
+        self,
+        sync: Callable[[], Any] | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
+        self._sync = sync or _noop
+        self._clock = clock
+        self._t0 = 0
+
+    def start(self) -> None:
+        self._sync()
+        self._t0 = self._clock()
+
+    def stop(self) -> float:
+        self._sync()
+        return (self._clock() - self._t0) * NS
 
 
 def _noop() -> None:
@@ -65,6 +127,23 @@ def calibrate_loops(per_call_s: float, min_time_s: float) -> int:
     return max(1, math.ceil(min_time_s / max(per_call_s, 1e-9)))
 
 
+class _Clocks:
+    """Runs one timed span on ``timer``; with a device timer also keeps the host time."""
+
+    def __init__(self, timer: Timer, clock: Callable[[], int]) -> None:
+        self.timer = timer
+        self.clock = clock
+        self.dual = timer.name != "host"
+
+    def span(self, body: Callable[[], None]) -> tuple[float, float]:
+        h0 = self.clock()
+        self.timer.start()
+        body()
+        elapsed = self.timer.stop()
+        h1 = self.clock()
+        return max(elapsed, NS), max(h1 - h0, 1) * NS
+
+
 def measure(
     fn: Callable[..., Any],
     args: Sequence[Any] = (),
@@ -75,40 +154,71 @@ def measure(
     min_time: float,
     sync: Callable[[], Any] = _noop,
     clock: Callable[[], int] = time.perf_counter_ns,
+    timer: Timer | None = None,
+    flush: Callable[[], Any] | None = None,
+    meter: Meter | None = None,
 ) -> tuple[Any, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
+    ``timer`` defaults to a :class:`HostTimer` around ``sync``. With ``flush``, each sample is
+    one call, after an untimed ``flush(); sync()``. With ``meter``, the second warm-up call runs
+    under it (there are then at least two) and is left out of the calibration.
     Returns the result of the last call and the :class:`Sample`.
     """
     kw = kwargs or {}
+    clocks = _Clocks(timer or HostTimer(sync, clock), clock)
+    result: Any = None
+
+    def call_once() -> None:
+        nonlocal result
+        result = fn(*args, **kw)
+
+    def before() -> None:
+        if flush is not None:
+            flush()
+            sync()
+
     # Warm-up: at least one call; also the source of the per-call estimate for calibration.
     deadline = clock() + int(warmup / NS)
     calls = 0
     best = math.inf
-    result: Any = None
+    peak: int | None = None
+    least = 1 if meter is None else 2
     while True:
-        sync()
-        t0 = clock()
-        result = fn(*args, **kw)
-        sync()
-        t1 = clock()
+        before()
+        if meter is not None and calls == 1:
+            peak = meter(call_once)
+        else:
+            elapsed, _ = clocks.span(call_once)
+            best = min(best, elapsed)
         calls += 1
-        best = min(best, (t1 - t0) * NS)
-        if t1 >= deadline or calls >= MAX_WARMUP_CALLS:
+        if calls >= least and (clock() >= deadline or calls >= MAX_WARMUP_CALLS):
             break
-    loops = calibrate_loops(best, min_time)
+    loops = 1 if flush is not None else calibrate_loops(best, min_time)
+
+    def call_loops() -> None:
+        nonlocal result
+        for _ in range(loops):
+            result = fn(*args, **kw)
 
     values: list[float] = []
+    host: list[float] = []
     with gc_off():
         for _ in range(samples):
-            sync()
-            t0 = clock()
-            for _ in range(loops):
-                result = fn(*args, **kw)
-            sync()
-            t1 = clock()
-            values.append(max(t1 - t0, 1) * NS / loops)
-    return result, Sample(values=tuple(values), loops=loops, warmup_calls=calls, mode="auto")
+            before()
+            elapsed, wall = clocks.span(call_loops)
+            values.append(elapsed / loops)
+            host.append(wall / loops)
+    return result, Sample(
+        values=tuple(values),
+        loops=loops,
+        warmup_calls=calls,
+        timer=clocks.timer.name,
+        mode="auto",
+        host_values=tuple(host) if clocks.dual else None,
+        l2_flush=flush is not None,
+        peak_memory=peak,
+    )
 
 
 def measure_pedantic(
@@ -122,33 +232,55 @@ def measure_pedantic(
     warmup_rounds: int = 0,
     sync: Callable[[], Any] = _noop,
     clock: Callable[[], int] = time.perf_counter_ns,
+    timer: Timer | None = None,
+    flush: Callable[[], Any] | None = None,
+    meter: Meter | None = None,
 ) -> tuple[Any, Sample]:
     """pytest-benchmark's ``pedantic`` shape: fresh inputs from ``setup`` for every round.
 
     ``setup`` (untimed) may return ``(args, kwargs)``, which then replace ``args``/``kwargs`` for
     that round. Each round times ``iterations`` calls; ``warmup_rounds`` rounds run untimed first.
+    ``flush`` (untimed) runs before each round, after ``setup``. ``meter`` measures the last
+    warm-up round (so with ``warmup_rounds=0`` there is no peak memory: pedantic never adds calls).
     """
+    clocks = _Clocks(timer or HostTimer(sync, clock), clock)
     result: Any = None
 
-    def one_round(timed: bool) -> float:
-        nonlocal result
+    peak: int | None = None
+
+    def one_round(metered: bool = False) -> tuple[float, float]:
+        nonlocal result, peak
         a, k = tuple(args), dict(kwargs or {})
         if setup is not None:
             prepared = setup()
             if prepared is not None:
                 a, k = tuple(prepared[0]), dict(prepared[1])
-        sync()
-        t0 = clock()
-        for _ in range(iterations):
-            result = fn(*a, **k)
-        sync()
-        t1 = clock()
-        return max(t1 - t0, 1) * NS / iterations if timed else 0.0
+        if flush is not None:
+            flush()
+            sync()
 
-    for _ in range(warmup_rounds):
-        one_round(False)
+        def body() -> None:
+            nonlocal result
+            for _ in range(iterations):
+                result = fn(*a, **k)
+
+        if metered and meter is not None:
+            peak = meter(body)
+            return 0.0, 0.0
+        elapsed, wall = clocks.span(body)
+        return elapsed / iterations, wall / iterations
+
+    for i in range(warmup_rounds):
+        one_round(metered=i == warmup_rounds - 1)
     with gc_off():
-        values = [one_round(True) for _ in range(rounds)]
+        pairs = [one_round() for _ in range(rounds)]
     return result, Sample(
-        values=tuple(values), loops=iterations, warmup_calls=warmup_rounds, mode="pedantic"
+        values=tuple(p[0] for p in pairs),
+        loops=iterations,
+        warmup_calls=warmup_rounds,
+        timer=clocks.timer.name,
+        mode="pedantic",
+        host_values=tuple(p[1] for p in pairs) if clocks.dual else None,
+        l2_flush=flush is not None,
+        peak_memory=peak,
     )

@@ -13,6 +13,15 @@ from ._helpers import LOOP_MODULE
 if importlib.util.find_spec("torch") is not None:
     import array_api_compat.torch  # noqa: F401
     import torch  # noqa: F401
+# The same holds for the native OpenCL and wgpu bindings (and their submodules the backends use).
+if importlib.util.find_spec("pyopencl") is not None:
+    import pyopencl
+    import pyopencl.array  # noqa: F401
+if importlib.util.find_spec("wgpu") is not None:
+    import wgpu
+    import wgpu.backends.wgpu_native.extras  # noqa: F401
+if importlib.util.find_spec("cupy") is not None:
+    import cupy  # noqa: F401
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ import importlib.util
 
 import pytest
 
+from pytest_burnperf import devices
+
 from ._helpers import FAST, skip_reasons
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -23,15 +25,27 @@ def test_ordinary():
 """
 
 
-def test_ids_and_skip_reasons_for_absent_devices_and_dtypes(pytester: pytest.Pytester) -> None:
+NO_PYOPENCL = "pyopencl not installed (pip install pytest-burnperf[opencl])"
+
+
+def test_ids_and_skip_reasons_for_absent_devices_and_dtypes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OpenCL may be present here (CI installs PoCL): make it absent so this test sees a skip.
+    monkeypatch.setitem(
+        devices.PROBES, "opencl", lambda: devices.Probe("opencl", absent={"opencl": NO_PYOPENCL})
+    )
     pytester.makepyfile(MODULE)
     result = pytester.runpytest("--perf", "-v", *FAST)
     result.stdout.fnmatch_lines(["*::test_mm[[]numpy-cpu-f32] PASSED*", "*::test_ordinary PASSED*"])
     reasons = skip_reasons(result)
     assert reasons["numpy-cpu-bf16"] == "numpy has no bfloat16 dtype"
-    assert reasons["opencl-f32"].startswith("pyopencl ")
+    assert reasons["opencl-f32"] == NO_PYOPENCL
     if importlib.util.find_spec("cupy") is None:
         assert reasons["cupy-cuda-f32"] == "cupy not installed (pip install pytest-burnperf[cupy])"
+    else:  # installed without a GPU: the CUDA runtime's own words
+        assert reasons["cupy-cuda-f32"].startswith("cupy ")
+        assert "no CUDA device" in reasons["cupy-cuda-f32"]
     if HAS_TORCH:
         result.stdout.fnmatch_lines(
             ["*::test_mm[[]torch-cpu-f32] PASSED*", "*::test_mm[[]torch-cpu-bf16] PASSED*"]
@@ -94,8 +108,9 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
         [
             "*pytest-burnperf*",
             "machine *; baselines in baselines/*",
-            "benchmark  backend  device  dtype  *median  IQR %  baseline  change  p  verdict",
-            "test_mm    numpy    cpu     f32  * -  -  no-baseline",
+            "benchmark  backend  device  dtype  clock  *median  IQR %  baseline  change  p  "
+            "peak mem  verdict",
+            "test_mm    numpy    cpu     f32    host  * -  -  * KiB  no-baseline",
             "perf: 1 no-baseline",
             "record baselines for this machine with: "
             "pytest --perf --update-baselines -k 'numpy and f32' --perf-samples 15 *",

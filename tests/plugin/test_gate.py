@@ -154,7 +154,17 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
     assert len(r["samples"]) == 15 and r["stats"]["n"] == 15
     assert r["baseline"]["n"] == 15
     assert r["verdict"]["status"] in {"unchanged", "improved", "regressed"}
-    assert set(r["verdict"]) == {"status", "ratio", "change_pct", "p_slower", "p_faster", "reason"}
+    assert set(r["verdict"]) == {
+        "status",
+        "ratio",
+        "change_pct",
+        "p_slower",
+        "p_faster",
+        "reason",
+        "notes",
+    }
+    assert r["host_samples"] is None and r["l2_flush"] is False
+    assert isinstance(r["peak_memory_bytes"], int)
 
 
 def test_ini_settings_and_marker_precedence(pytester: pytest.Pytester) -> None:

@@ -7,16 +7,13 @@ probes numpy and torch, asking for ``cuda`` probes torch and cupy, and so on. Na
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..spec import KINDS, LIBRARY_KINDS
-from .base import Device, Probe
+from .base import Device, DeviceBase, Probe
 
-__all__ = ["Device", "Entry", "Probe", "Registry", "matches"]
-
-_NOT_YET = "devices are not supported by this version of pytest-burnperf yet"
+__all__ = ["Device", "DeviceBase", "Entry", "Probe", "Registry", "matches"]
 
 
 def _probe_numpy() -> Probe:
@@ -31,24 +28,30 @@ def _probe_torch() -> Probe:
     return torch_backend.probe()
 
 
-def _probe_unimplemented(library: str, module: str, extra: str, label: str) -> Callable[[], Probe]:
-    def probe() -> Probe:
-        kinds = LIBRARY_KINDS[library]
-        if importlib.util.find_spec(module) is None:
-            reason = f"{module} not installed (pip install pytest-burnperf[{extra}])"
-        else:
-            reason = f"{module} is installed, but {label} {_NOT_YET}"
-        return Probe(library, absent=dict.fromkeys(kinds, reason))
+def _probe_cupy() -> Probe:
+    from . import cupy_backend
 
-    return probe
+    return cupy_backend.probe()
+
+
+def _probe_opencl() -> Probe:
+    from . import opencl_backend
+
+    return opencl_backend.probe()
+
+
+def _probe_vulkan() -> Probe:
+    from . import vulkan_backend
+
+    return vulkan_backend.probe()
 
 
 PROBES: dict[str, Callable[[], Probe]] = {
     "numpy": _probe_numpy,
     "torch": _probe_torch,
-    "cupy": _probe_unimplemented("cupy", "cupy", "cupy", "cupy"),
-    "opencl": _probe_unimplemented("opencl", "pyopencl", "opencl", "OpenCL"),
-    "vulkan": _probe_unimplemented("vulkan", "wgpu", "vulkan", "Vulkan (wgpu)"),
+    "cupy": _probe_cupy,
+    "opencl": _probe_opencl,
+    "vulkan": _probe_vulkan,
 }
 
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import re
+import tracemalloc
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..timing import Timer
 
 
 @runtime_checkable
@@ -49,7 +55,121 @@ class Device(Protocol):
         """Restart the generator behind :meth:`random` (done before every benchmark)."""
 
     def fingerprint(self) -> dict[str, Any]:
-        """What identifies this device and its software, for results and baselines."""
+        """What identifies this device and its software, for results and baselines.
+
+        Keys listed in ``machine.IDENTITY_KEYS`` (name, memory, compute units, ...) decide whether
+        a baseline is comparable; ``versions``, ``driver``, ``runtime`` and ``blas`` are noted.
+        """
+
+    def timer(self) -> Timer | None:
+        """The device's own clock (events on its queue), or None where only the host clock exists."""
+
+    def l2_flusher(self) -> Callable[[], None] | None:
+        """A function that evicts the device's L2 cache, or None where there is none."""
+
+    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+        """Run ``call`` once; the peak memory it allocated on this device in bytes, or None."""
+
+
+class EventTimer:
+    """Elapsed time between two timing events recorded on a stream (CUDA, HIP or MPS events)."""
+
+    name = "device"
+
+    def __init__(
+        self, make_event: Callable[[], Any], stream: Any = None, label: str = "device events"
+    ) -> None:
+        self.label = label
+        self._e0 = make_event()
+        self._e1 = make_event()
+        self._stream = stream
+
+    def _record(self, event: Any) -> None:
+        if self._stream is None:
+            event.record()
+        else:
+            event.record(self._stream)
+
+    def start(self) -> None:
+        self._record(self._e0)
+
+    def stop(self) -> float:
+        self._record(self._e1)
+        self._e1.synchronize()
+        return float(self._e0.elapsed_time(self._e1)) * 1e-3  # events report milliseconds
+
+
+class DeviceBase:
+    """Defaults for what a device may lack: no device clock, no L2 flush, no memory meter."""
+
+    id: str
+
+    @property
+    def xp(self) -> Any:
+        raise AttributeError(
+            f"{self.id} has no array namespace (device.xp); write the benchmark with this "
+            "device's own API (see the README section on OpenCL and Vulkan benchmarks)"
+        )
+
+    def timer(self) -> Timer | None:
+        return None
+
+    def l2_flusher(self) -> Callable[[], None] | None:
+        return None
+
+    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+        call()
+        return None
+
+
+def tracemalloc_peak(call: Callable[[], Any]) -> int:
+    """Peak bytes traced by ``tracemalloc`` while ``call`` runs (numpy reports its buffers)."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        call()
+        return max(0, tracemalloc.get_traced_memory()[1] - before)
+    finally:
+        if started:
+            tracemalloc.stop()
+
+
+_STATUS = "/proc/self/status"
+
+
+def _status_bytes(field_name: str) -> int | None:
+    try:
+        with open(_STATUS, encoding="ascii", errors="replace") as fh:
+            m = re.search(rf"^{field_name}:\s+(\d+) kB", fh.read(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(m.group(1)) * 1024 if m else None
+
+
+def rss_peak(call: Callable[[], Any]) -> int | None:
+    """Growth of the process's resident-set high-water mark while ``call`` runs (Linux only).
+
+    Resets the mark through ``/proc/self/clear_refs`` first; None where that is not possible.
+    For libraries whose allocations ``tracemalloc`` does not see (torch on the CPU).
+    """
+    try:
+        fd = os.open("/proc/self/clear_refs", os.O_WRONLY)
+        try:
+            os.write(fd, b"5")
+        finally:
+            os.close(fd)
+    except OSError:
+        call()
+        return None
+    before = _status_bytes("VmRSS")
+    call()
+    after = _status_bytes("VmHWM")
+    if before is None or after is None:
+        return None
+    return max(0, after - before)
 
 
 @dataclass

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..machine import cpu_count, cpu_model
-from .base import Probe
+from ..machine import cpu_count, cpu_model, memory_bytes
+from .base import DeviceBase, Probe, tracemalloc_peak
 
 _NATIVE = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
 
 
-class NumpyDevice:
+class NumpyDevice(DeviceBase):
     library = "numpy"
     kind = "cpu"
     id = "numpy-cpu"
@@ -71,6 +71,9 @@ class NumpyDevice:
     def sync(self) -> None:
         return None
 
+    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+        return tracemalloc_peak(call)  # numpy reports its buffers to tracemalloc
+
     def fingerprint(self) -> dict[str, Any]:
         blas = "unknown"
         try:
@@ -84,6 +87,7 @@ class NumpyDevice:
             "library": self.library,
             "name": self.name,
             "cpus": cpu_count(),
+            "host_memory_bytes": memory_bytes(),
             "versions": {"numpy": self._np.__version__},
             "blas": blas,
         }

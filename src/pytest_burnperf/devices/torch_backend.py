@@ -1,16 +1,23 @@
 """torch on the CPU, CUDA, ROCm (HIP builds) and Metal (MPS).
 
-Timing here is host wall time bracketed by ``device.sync()`` (``torch.cuda.synchronize`` /
-``torch.mps.synchronize``), so asynchronous kernels are inside the measured region.
+Device clock: CUDA/HIP events recorded on the device's current stream (``torch.cuda.Event``), MPS
+events on Metal (``torch.mps.event.Event``); the host clock brackets the work with
+``torch.cuda.synchronize`` / ``torch.mps.synchronize``. The L2 flush (CUDA/HIP) zeroes a buffer of
+at least twice the L2 size (256 MiB at least, as triton's ``do_bench`` does). Peak memory comes
+from the caching allocator's statistics on CUDA/HIP, from the growth of the MPS driver allocation
+after emptying the cache on Metal, and from the resident-set high-water mark on the CPU.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..machine import cpu_count, cpu_model
-from .base import Probe
+from ..machine import cpu_count, cpu_model, memory_bytes
+from .base import DeviceBase, EventTimer, Probe, rss_peak
+
+_FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
 _NATIVE = {
     "f16": "float16",
@@ -22,7 +29,7 @@ _NATIVE = {
 }
 
 
-class TorchDevice:
+class TorchDevice(DeviceBase):
     library = "torch"
 
     def __init__(self, torch: Any, kind: str, index: int | None = None) -> None:
@@ -107,6 +114,49 @@ class TorchDevice:
         elif self.kind == "metal":
             self._torch.mps.synchronize()
 
+    def timer(self) -> EventTimer | None:
+        torch = self._torch
+        if self.kind in ("cuda", "rocm"):
+            return EventTimer(
+                lambda: torch.cuda.Event(enable_timing=True),
+                torch.cuda.current_stream(self._dev),
+                label="HIP events" if self.kind == "rocm" else "CUDA events",
+            )
+        if self.kind == "metal":
+            return EventTimer(lambda: torch.mps.event.Event(enable_timing=True), label="MPS events")
+        return None
+
+    def l2_flusher(self) -> Callable[[], None] | None:
+        if self.kind not in ("cuda", "rocm"):
+            return None
+        torch = self._torch
+        props = torch.cuda.get_device_properties(self.index or 0)
+        size = max(_FLUSH_MIN_BYTES, 2 * int(getattr(props, "L2_cache_size", 0) or 0))
+        buf = torch.empty(size, dtype=torch.int8, device=self._dev)
+
+        def flush() -> None:
+            buf.zero_()
+
+        return flush
+
+    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+        torch = self._torch
+        if self.kind in ("cuda", "rocm"):
+            self.sync()
+            torch.cuda.reset_peak_memory_stats(self._dev)
+            before = int(torch.cuda.memory_allocated(self._dev))
+            call()
+            self.sync()
+            return max(0, int(torch.cuda.max_memory_allocated(self._dev)) - before)
+        if self.kind == "metal":
+            self.sync()
+            torch.mps.empty_cache()
+            before = int(torch.mps.driver_allocated_memory())
+            call()
+            self.sync()
+            return max(0, int(torch.mps.driver_allocated_memory()) - before)
+        return rss_peak(call)
+
     def fingerprint(self) -> dict[str, Any]:
         torch = self._torch
         fp: dict[str, Any] = {
@@ -119,13 +169,30 @@ class TorchDevice:
         if self.kind == "cpu":
             fp["cpus"] = cpu_count()
             fp["threads"] = int(torch.get_num_threads())
+            fp["host_memory_bytes"] = memory_bytes()
+            fp["blas"] = _torch_blas(torch)
         elif self.kind in ("cuda", "rocm"):
             props = torch.cuda.get_device_properties(self.index or 0)
             fp["memory_bytes"] = int(props.total_memory)
             fp["compute_units"] = int(props.multi_processor_count)
-            fp["capability"] = f"{props.major}.{props.minor}"
-            fp["versions"]["runtime"] = str(torch.version.hip or torch.version.cuda)
+            if self.kind == "cuda":
+                fp["capability"] = f"{props.major}.{props.minor}"
+            else:
+                fp["capability"] = str(
+                    getattr(props, "gcnArchName", f"{props.major}.{props.minor}")
+                )
+            fp["runtime"] = (
+                f"HIP {torch.version.hip}" if self.kind == "rocm" else f"CUDA {torch.version.cuda}"
+            )
         return fp
+
+
+def _torch_blas(torch: Any) -> str:
+    try:
+        m = re.search(r"BLAS_INFO=(\w+)", str(torch.__config__.show()))
+    except Exception:  # a fake or unusual build: the BLAS name is a nicety
+        return "unknown"
+    return m.group(1) if m else "unknown"
 
 
 def probe(torch: Any = None) -> Probe:

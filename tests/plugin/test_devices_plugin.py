@@ -1,0 +1,144 @@
+"""Device clocks and comparability as a user meets them: one benchmark on every device kind here,
+baselines from another device or another clock, and --perf-timer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .._devices import present
+from ._helpers import FAST
+from .test_gate import record
+
+MULTI = '''
+import numpy as np
+import pytest
+
+CL = "__kernel void add(__global const float* a, __global const float* b, __global float* c)"
+CL += " { size_t i = get_global_id(0); c[i] = a[i] + b[i]; }"
+WGSL = """
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&c)) { c[gid.x] = a[gid.x] + b[gid.x]; }
+}
+"""
+N = 1 << 14
+
+@pytest.mark.perf(backends=["cpu", "opencl", "vulkan"], dtypes=["f32"])
+def test_add(perf, device, dtype):
+    a, b = device.random((N,), dtype), device.random((N,), dtype)
+    c = device.zeros((N,), dtype)
+    if device.kind == "opencl":
+        k = device.kernel(CL, "add")
+        perf(lambda: k(device.queue, (N,), None, a.data, b.data, c.data))
+    elif device.kind == "vulkan":
+        k = device.kernel(WGSL)
+        perf(lambda: k(a, b, c, workgroups=N // 64))
+    else:
+        c = perf(device.xp.add, a, b)
+    device.sync()
+    np.testing.assert_allclose(device.to_host(c), device.to_host(a) + device.to_host(b))
+'''
+
+
+def test_one_benchmark_on_every_kind_here_with_each_devices_clock(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_multi=MULTI)
+    result = pytester.runpytest("--perf", "--update-baselines", "-rs", *FAST)
+    result.assert_outcomes(
+        passed=1 + present("torch") + present("opencl") + present("vulkan"),
+        skipped=(not present("opencl")) + (not present("vulkan")) + (not present("torch")),
+    )
+    # judged on each: a second run compares with the baselines just recorded (threshold 1000%,
+    # so machine noise cannot fail it; the gate itself is tested with controlled workloads)
+    again = pytester.runpytest("--perf", "--perf-threshold", "10", "--perf-json", "r.json", *FAST)
+    again.assert_outcomes(passed=result.parseoutcomes()["passed"])
+    doc = json.loads(Path(pytester.path, "r.json").read_text())
+    by_kind = {r["kind"] + "/" + r["backend"]: r for r in doc["results"]}
+    assert by_kind["cpu/numpy"]["timer"] == "host" and by_kind["cpu/numpy"]["host_samples"] is None
+    for kind in ("opencl", "vulkan"):
+        if present(kind):
+            r = by_kind[f"{kind}/{kind}"]
+            assert r["timer"] == "device", kind
+            assert len(r["host_samples"]) == len(r["samples"]) == 15
+            assert r["verdict"]["status"] in {"unchanged", "improved", "inconclusive"}
+            assert r["device"]["driver"]
+    for r in doc["results"]:
+        assert r["baseline"] is not None and r["verdict"]["status"] != "incomparable"
+
+
+def test_host_clock_on_request_and_a_baseline_from_another_clock_is_not_compared(
+    pytester: pytest.Pytester,
+) -> None:
+    if not present("opencl"):
+        pytest.skip("no OpenCL device here")
+    pytester.makepyfile(test_multi=MULTI)
+    pytester.runpytest("--perf", "--update-baselines", "--perf-backends", "opencl", *FAST)
+    host = pytester.runpytest("--perf", "--perf-backends", "opencl", "--perf-timer", "host", *FAST)
+    host.assert_outcomes(passed=1)
+    host.stdout.fnmatch_lines(
+        [
+            "test_add *opencl *f32 *host *incomparable",
+            "test_add[[]opencl-*-f32[]]: incomparable: baseline timed with the device clock, this "
+            "run with the host clock: not compared; *--perf-timer device*",
+        ]
+    )
+
+
+def test_baseline_from_another_device_model_is_reported_and_never_fails(
+    loop_project: pytest.Pytester,
+) -> None:
+    files = record(loop_project)
+    (path,) = files
+    doc = json.loads(path.read_text())
+    for entry in doc["benchmarks"].values():
+        entry["device"]["name"] = "Some Other CPU"
+        entry["samples"] = [s / 10 for s in entry["samples"]]  # "10x faster" elsewhere
+    path.write_text(json.dumps(doc))
+    result = loop_project.runpytest("--perf", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_loop *numpy *cpu *f64 *incomparable",
+            "test_loop[[]numpy-cpu-f64[]]: incomparable: baseline from Some Other CPU (numpy-cpu), "
+            "this run is on * (name 'Some Other CPU' -> *): not compared; *",
+            "perf: 2 incomparable",
+        ]
+    )
+
+
+def test_library_version_change_is_compared_and_noted(loop_project: pytest.Pytester) -> None:
+    (path,) = record(loop_project)
+    doc = json.loads(path.read_text())
+    for entry in doc["benchmarks"].values():
+        entry["device"]["versions"]["numpy"] = "1.0.0"
+    path.write_text(json.dumps(doc))
+    result = loop_project.runpytest("--perf", "--perf-threshold", "10", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["test_loop[[]numpy-cpu-f64[]]: note: numpy 1.0.0 -> * since the baseline"]
+    )
+    result.stdout.no_fnmatch_line("*incomparable*")
+
+
+def test_flush_l2_on_a_device_without_one_is_noted_and_recorded(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"], flush_l2=True)
+        def test_x(perf, device):
+            perf(device.xp.ones, 100)
+        """
+    )
+    result = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_x[[]numpy-cpu-f32[]]: *flush_l2: numpy-cpu has no L2 flush"])
+    (r,) = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    assert r["l2_flush"] is False and r["settings"]["flush_l2"] is True

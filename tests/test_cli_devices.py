@@ -1,0 +1,86 @@
+"""``burnperf devices``: what a user reads first on a new runner."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_burnperf import devices
+from pytest_burnperf.cli import main
+from pytest_burnperf.spec import LIBRARY_KINDS
+
+
+class FakeGPU(devices.DeviceBase):
+    id, kind, library, name = "torch-cuda0", "cuda", "torch", "Fake GPU 80GB"
+
+    def unsupported(self, dtype: str) -> str | None:
+        return "no f64 here" if dtype == "f64" else None
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "library": self.library,
+            "name": self.name,
+            "memory_bytes": 80 * 2**30,
+            "compute_units": 132,
+            "capability": "9.0",
+            "runtime": "CUDA 12.9",
+            "versions": {"torch": "2.13.0"},
+        }
+
+
+@pytest.fixture
+def fake_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes = {
+        "torch": lambda: devices.Probe("torch", devices=[FakeGPU()], absent={"rocm": "CUDA build"}),
+        "opencl": lambda: devices.Probe("opencl", absent={"opencl": "pyopencl not installed"}),
+    }
+    monkeypatch.setattr(devices, "PROBES", fakes)
+
+
+def test_devices_table_shows_model_memory_units_versions_clock_and_dtypes(
+    fake_probes: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    for line in (
+        "torch-cuda0  (cuda, torch)",
+        "  model:         Fake GPU 80GB",
+        "  memory:        80.0 GiB",
+        "  compute units: 132",
+        "  capability:    9.0",
+        "  runtime:       CUDA 12.9",
+        "  versions:      torch 2.13.0",
+        "  clock:         host (wall time around sync)",
+        "  dtypes:        f16, bf16, f32, i32, i64",
+        "  torch rocm: CUDA build",
+        "  opencl opencl: pyopencl not installed",
+    ):
+        assert line in out.splitlines(), line
+
+
+def test_devices_json(fake_probes: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["devices", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (gpu,) = doc["devices"]
+    assert gpu["id"] == "torch-cuda0" and gpu["compute_units"] == 132
+    assert gpu["unsupported_dtypes"] == {"f64": "no f64 here"}
+    assert doc["absent"] == {
+        "torch": {"rocm": "CUDA build"},
+        "opencl": {"opencl": "pyopencl not installed"},
+    }
+
+
+def test_devices_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever is installed here is either listed or explained, never a crash."""
+    assert main(["devices", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ids = {d["id"] for d in doc["devices"]}
+    assert "numpy-cpu" in ids
+    for library, kinds in LIBRARY_KINDS.items():
+        for kind in kinds:
+            found = any(d["library"] == library and d["kind"] == kind for d in doc["devices"])
+            assert found or kind in doc["absent"].get(library, {}), (library, kind)

@@ -1,0 +1,108 @@
+"""Device clocks, L2 flushes and the memory meter inside the sampling loops (fake time)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_burnperf.timing import HostTimer, Sample, Timer, measure, measure_pedantic
+
+
+class Machine:
+    """A fake device: host time advances by ``host_ns`` per call; the device clock counts only
+    ``device_ns`` per call (the work), as device events do."""
+
+    def __init__(self, host_ns: int, device_ns: int) -> None:
+        self.now = 0
+        self.host_ns = host_ns
+        self.device_ns = device_ns
+        self.device_work = 0
+        self.log: list[str] = []
+
+    def clock(self) -> int:
+        return self.now
+
+    def work(self) -> str:
+        self.now += self.host_ns
+        self.device_work += self.device_ns
+        self.log.append("call")
+        return "out"
+
+    def flush(self) -> None:
+        self.log.append("flush")
+
+    def meter(self, call: object) -> int:
+        self.log.append("meter")
+        call()  # type: ignore[operator]
+        return 4096
+
+
+class DeviceClock:
+    name = "device"
+
+    def __init__(self, machine: Machine) -> None:
+        self.m = machine
+        self.started = 0
+
+    def start(self) -> None:
+        self.started = self.m.device_work
+
+    def stop(self) -> float:
+        return (self.m.device_work - self.started) * 1e-9
+
+
+def test_device_timer_gates_and_host_time_is_kept_alongside() -> None:
+    m = Machine(host_ns=3000, device_ns=1000)  # launch-bound: host 3 us, device 1 us a call
+    timer = DeviceClock(m)
+    assert isinstance(timer, Timer)
+    _, sample = measure(m.work, samples=5, warmup=0.0, min_time=1e-5, clock=m.clock, timer=timer)
+    assert sample.timer == "device"
+    assert sample.loops == 10  # calibrated on the gating clock: 10 x 1 us reaches 10 us
+    assert sample.values == pytest.approx((1e-6,) * 5)
+    assert sample.host_values == pytest.approx((3e-6,) * 5)
+
+
+def test_host_timer_has_no_second_series() -> None:
+    m = Machine(host_ns=2000, device_ns=0)
+    _, sample = measure(m.work, samples=3, warmup=0.0, min_time=0.0, clock=m.clock)
+    assert sample.timer == "host" and sample.host_values is None
+    assert HostTimer().name == "host"
+
+
+def test_l2_flush_makes_every_sample_one_call_after_an_untimed_flush() -> None:
+    m = Machine(host_ns=1000, device_ns=1000)
+    _, sample = measure(m.work, samples=4, warmup=0.0, min_time=1.0, clock=m.clock, flush=m.flush)
+    assert sample.loops == 1 and sample.l2_flush  # min_time would ask for a million loops
+    assert m.log == ["flush", "call"] * 5  # one warm-up call and four samples
+
+
+def test_meter_runs_on_the_second_warmup_call_untimed() -> None:
+    m = Machine(host_ns=1000, device_ns=1000)
+    _, sample = measure(m.work, samples=2, warmup=0.0, min_time=1e-5, clock=m.clock, meter=m.meter)
+    assert m.log[:3] == [
+        "call",
+        "meter",
+        "call",
+    ]  # the first call (compiles, caches) is not metered
+    assert sample.peak_memory == 4096 and sample.warmup_calls == 2
+    assert sample.loops == 10
+
+
+def test_pedantic_meters_the_last_warmup_round_and_never_adds_rounds() -> None:
+    m = Machine(host_ns=1000, device_ns=1000)
+    _, sample = measure_pedantic(
+        m.work, rounds=3, warmup_rounds=2, clock=m.clock, meter=m.meter, flush=m.flush
+    )
+    assert m.log == ["flush", "call", "flush", "meter", "call"] + ["flush", "call"] * 3
+    assert sample.peak_memory == 4096 and sample.l2_flush and len(sample.values) == 3
+    m.log.clear()
+    _, sample = measure_pedantic(m.work, rounds=3, clock=m.clock, meter=m.meter)
+    assert m.log == ["call"] * 3 and sample.peak_memory is None
+
+
+def test_sample_checks_its_second_series_and_timer() -> None:
+    with pytest.raises(ValueError, match="one value per sample"):
+        Sample(values=(1.0, 2.0), loops=1, warmup_calls=1, host_values=(1.0,))
+    with pytest.raises(ValueError, match=r"> 0\.0"):
+        Sample(values=(1.0,), loops=1, warmup_calls=1, host_values=(0.0,))
+    with pytest.raises(ValueError, match="timer must be"):
+        Sample(values=(1.0,), loops=1, warmup_calls=1, timer="wall")
