@@ -48,12 +48,14 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def perf(session: nox.Session) -> None:
-    """The shipped benchmarks on every device found, judged against baselines/."""
+    """The shipped benchmarks on every device found, in 3 process rounds, judged against baselines/."""
     install(session, "torch,opencl,vulkan")
     session.run(
         "pytest",
         "--perf",
         "perf_tests",
+        "--perf-rounds",
+        "3",
         "--perf-json",
         "perf-results.json",
         *session.posargs,

@@ -15,6 +15,7 @@ or another cache regime is *incomparable*: reported with the reason, never faile
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -34,6 +35,12 @@ VERDICTS = (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE, INCOMPARABLE, NO_BASEL
 class Policy:
     alpha: float = 0.01
     threshold: float = 0.05
+    #: Comparisons in the session: ``alpha`` is the family-wise rate over all of them (Bonferroni).
+    comparisons: int = 1
+
+    @property
+    def alpha_each(self) -> float:
+        return stats.bonferroni(self.alpha, self.comparisons)
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,11 @@ class Verdict:
     status: str
     current_median: float
     baseline_median: float | None = None
+    #: Hodges-Lehmann estimate of current/baseline on log-times, and its 95% interval (widened by
+    #: the between-run noise when there are several runs).
     ratio: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
     p_slower: float | None = None
     p_faster: float | None = None
     n_baseline: int = 0
@@ -49,6 +60,16 @@ class Verdict:
     reason: str = ""
     #: Differences that do not stop the comparison but a reader should know (library versions...).
     notes: tuple[str, ...] = ()
+    runs_baseline: int = 0
+    runs_current: int = 0
+    #: Per-comparison significance level after the family-wise correction.
+    alpha_each: float | None = None
+    #: Between-run spread of log-medians (None with one run on each side: unknown).
+    run_spread: float | None = None
+    #: The slowdown that counts: the larger of the threshold and the noise floor.
+    effect: float | None = None
+    #: Smallest slowdown this comparison detects with 90% probability.
+    min_detectable: float | None = None
 
     @property
     def change_pct(self) -> float | None:
@@ -56,10 +77,15 @@ class Verdict:
 
     @property
     def p_value(self) -> float | None:
-        """The p-value of the direction the medians moved in (what a reader wants to see)."""
+        """The p-value of the direction the ratio moved in (what a reader wants to see)."""
         if self.ratio is None:
             return None
         return self.p_slower if self.ratio >= 1.0 else self.p_faster
+
+    @property
+    def noisy(self) -> bool:
+        """The noise floor, not the threshold, sets the minimum effect."""
+        return self.effect is not None and self.reason.startswith("noisy")
 
 
 def format_time(seconds: float) -> str:
@@ -71,44 +97,129 @@ def format_time(seconds: float) -> str:
     return f"{seconds / 1e-9:.1f} ns"
 
 
-def judge(baseline: Sequence[float] | None, current: Sequence[float], policy: Policy) -> Verdict:
-    cur = stats.summarize(current)
-    if not baseline:
-        return Verdict(NO_BASELINE, cur.median, n_current=cur.n, reason="no baseline recorded")
-    base = stats.summarize(baseline)
-    ratio = cur.median / base.median
+Runs = Sequence[Sequence[float]]
+
+
+def as_runs(values: Sequence[float] | Runs | None) -> list[list[float]]:
+    """Samples grouped by the process that took them; a flat list is one run."""
+    if not values:
+        return []
+    out: list[list[float]] = []
+    flat: list[float] = []
+    for item in values:
+        if isinstance(item, (int, float)):
+            flat.append(float(item))
+        elif len(item):
+            out.append([float(v) for v in item])
+    return [flat] if flat else out
+
+
+def _within_se(runs: list[list[float]]) -> float:
+    """Standard error of a log-median from the spread inside the runs (asymptotic, 1.2533 sd/√n)."""
+    logs = [math.log(v) for r in runs for v in r]
+    if len(logs) < 2:
+        return 0.0
+    return 1.2533 * statistics.stdev(logs) / math.sqrt(len(logs))
+
+
+def judge(
+    baseline: Sequence[float] | Runs | None,
+    current: Sequence[float] | Runs,
+    policy: Policy,
+) -> Verdict:
+    """Judge ``current`` against ``baseline``; each is a flat sample or a list of runs."""
+    cur_runs = as_runs(current)
+    cur_all = [v for r in cur_runs for v in r]
+    cur = stats.summarize(cur_all)
+    base_runs = as_runs(baseline)
+    if not base_runs:
+        return Verdict(
+            NO_BASELINE,
+            cur.median,
+            n_current=cur.n,
+            runs_current=len(cur_runs),
+            reason="no baseline recorded",
+        )
+    base_all = [v for r in base_runs for v in r]
+    base = stats.summarize(base_all)
+    k, m = len(base_runs), len(cur_runs)
+    alpha = policy.alpha_each
     verdict = Verdict(
         UNCHANGED,
         current_median=cur.median,
         baseline_median=base.median,
-        ratio=ratio,
         n_baseline=base.n,
         n_current=cur.n,
+        runs_baseline=k,
+        runs_current=m,
+        alpha_each=alpha,
     )
     p_min = stats.min_attainable_p(cur.n, base.n)
-    if p_min >= policy.alpha:
+    if p_min >= alpha:
+        ratio = cur.median / base.median
+        return replace(
+            verdict,
+            ratio=ratio,
+            status=INCONCLUSIVE,
+            reason=(
+                f"n={base.n}/{cur.n} samples can reach p={p_min:.2g} at best, not below "
+                f"alpha={alpha:.2g}; take more samples"
+            ),
+        )
+    est = stats.hodges_lehmann_ratio(cur_all, base_all)
+    spread = stats.pooled_run_spread(base_runs, cur_runs)
+    low, high = est.low, est.high
+    floor = 0.0
+    if spread is not None:
+        floor = stats.noise_floor(spread, k, m, alpha)
+        half = math.exp(statistics.NormalDist().inv_cdf(0.975) * spread * math.sqrt(1 / k + 1 / m))
+        low, high = low / half, high * half
+    effect = max(policy.threshold, floor)
+    se = (
+        spread
+        if spread is not None
+        else _within_se(base_runs + cur_runs) * math.sqrt(k * m / (k + m))
+    )
+    verdict = replace(
+        verdict,
+        ratio=est.ratio,
+        ratio_low=low,
+        ratio_high=high,
+        run_spread=spread,
+        effect=effect,
+        min_detectable=stats.min_detectable(effect, se, k, m),
+        p_slower=stats.mann_whitney_greater(cur_all, base_all),
+        p_faster=stats.mann_whitney_greater(base_all, cur_all),
+    )
+    notes: list[str] = []
+    if floor > policy.threshold:
+        notes.append(
+            f"noisy: runs of this benchmark move by {100 * spread:.1f}% (sd of run medians), "  # type: ignore[operator]
+            f"so it gates only above +{100 * effect:.1f}%"
+        )
+    if k == 1 or m == 1:
+        notes.append(
+            f"{k} baseline run(s) vs {m} current run(s): between-process noise is unknown, so this "
+            "verdict is less reliable (record and run with --perf-rounds 3)"
+        )
+    verdict = replace(verdict, notes=tuple(notes))
+    assert verdict.p_slower is not None and verdict.p_faster is not None
+    if verdict.p_slower < alpha and est.ratio - 1.0 > effect:
+        return replace(verdict, status=REGRESSED)
+    if verdict.p_faster < alpha and 1.0 - est.ratio > effect / (1.0 + effect):
+        # Mirror of the slowdown rule: faster by more than the threshold in the other direction
+        # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).
+        return replace(verdict, status=IMPROVED)
+    if high > 1.0 + effect and est.ratio >= 1.0:
         return replace(
             verdict,
             status=INCONCLUSIVE,
             reason=(
-                f"n={base.n}/{cur.n} samples can reach p={p_min:.2g} at best, not below "
-                f"alpha={policy.alpha:g}; take more samples"
+                f"the 95% interval of the change reaches {100 * (high - 1):+.1f}%, above the "
+                f"+{100 * effect:.1f}% minimum effect, without a significant slowdown; more samples "
+                "or rounds would decide"
             ),
         )
-    verdict = replace(
-        verdict,
-        p_slower=stats.mann_whitney_greater(current, baseline),
-        p_faster=stats.mann_whitney_greater(baseline, current),
-    )
-    assert verdict.p_slower is not None and verdict.p_faster is not None
-    if verdict.p_slower < policy.alpha and ratio - 1.0 > policy.threshold:
-        return replace(verdict, status=REGRESSED)
-    if verdict.p_faster < policy.alpha and 1.0 - ratio > policy.threshold / (
-        1.0 + policy.threshold
-    ):
-        # Mirror of the slowdown rule: faster by more than the threshold in the other direction
-        # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).
-        return replace(verdict, status=IMPROVED)
     return verdict
 
 
@@ -126,12 +237,25 @@ def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: 
     )
 
 
+def format_ratio(v: Verdict) -> str:
+    """``+14.7% [+14.5%, +14.9%]``: the change with its 95% interval."""
+    if v.ratio is None:
+        return "-"
+    text = f"{100 * (v.ratio - 1):+.1f}%"
+    if v.ratio_low is not None and v.ratio_high is not None:
+        text += f" [{100 * (v.ratio_low - 1):+.1f}%, {100 * (v.ratio_high - 1):+.1f}%]"
+    return text
+
+
 def failure_message(test_id: str, verdict: Verdict, policy: Policy) -> str:
     """The one line a person reads when a benchmark regressed."""
-    assert verdict.baseline_median is not None and verdict.change_pct is not None
+    assert verdict.baseline_median is not None and verdict.ratio is not None
     p = verdict.p_slower if verdict.p_slower is not None else math.nan
+    effect = verdict.effect if verdict.effect is not None else policy.threshold
+    what = "threshold" if effect <= policy.threshold else "noise floor"
+    runs = f", runs={verdict.runs_baseline}/{verdict.runs_current}"
     return (
         f"{test_id}: {format_time(verdict.baseline_median)} -> "
-        f"{format_time(verdict.current_median)} ({verdict.change_pct:+.1f}%, p={p:.2g}, "
-        f"n={verdict.n_baseline}/{verdict.n_current}) exceeds {policy.threshold * 100:g}% threshold"
+        f"{format_time(verdict.current_median)} ({format_ratio(verdict)}, p={p:.2g}, "
+        f"n={verdict.n_baseline}/{verdict.n_current}{runs}) exceeds {effect * 100:.3g}% {what}"
     )

@@ -124,6 +124,22 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         f"time bracketed by device.sync()). Default: {_DEFAULTS.timer}",
     ),
     (
+        "--perf-rounds",
+        "perf_rounds",
+        _spec.parse_rounds,
+        "measure every selected benchmark in this many processes (this one and N-1 fresh ones, "
+        "run one after another before the tests) and pool their samples; with "
+        "--update-baselines the baseline keeps every run, so it carries the between-process "
+        "noise the gate needs. Default: 1",
+    ),
+    (
+        "--perf-threads",
+        "perf_threads",
+        _spec.parse_threads,
+        "host threads for CPU benchmarks (BLAS/OpenMP pools and torch's), recorded in the "
+        f"fingerprint; 0 = the libraries' default. Default: {_DEFAULTS.threads}",
+    ),
+    (
         "--perf-json",
         "perf_json",
         lambda v, w: v,
@@ -154,6 +170,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
         default=False,
         help="same as --update-baselines (for a dedicated recording job). Default: false",
+    )
+    group.addoption(
+        "--perf-strict",
+        action="store_true",
+        default=None,
+        help="also fail benchmarks whose verdict is inconclusive or that have no baseline. "
+        "Default: off (only regressed fails)",
+    )
+    parser.addini("perf_strict", type="bool", default=False, help="same as --perf-strict")
+    group.addoption(
+        "--perf-worker-out", dest="perf_worker_out", default=None, help=argparse.SUPPRESS
     )
     for option, ini, parse, text in _VALUE_OPTIONS:
         group.addoption(
@@ -195,6 +222,15 @@ class PerfState:
     json_path: Path | None
     rootpath: Path
     invocation: tuple[str, ...]
+    rounds: int = 1
+    strict: bool = False
+    #: In a worker process (one extra round): where to write its raw samples.
+    worker_out: Path | None = None
+    #: Perf comparisons in this session (for the family-wise correction).
+    comparisons: int = 1
+    #: Raw samples of the extra rounds, per node id: one list of values per worker process.
+    worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
+    worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: dict[str, Result] = field(default_factory=dict)
     passed: set[str] = field(default_factory=set)
     interrupted: bool = False
@@ -281,7 +317,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "benchmarks running side by side time each other's interference. "
             "Run the perf tests without -n (or with -n 0)."
         )
-    settings_keys = ("samples", "warmup", "min_time", "alpha", "threshold", "timer")
+    settings_keys = ("samples", "warmup", "min_time", "alpha", "threshold", "timer", "threads")
     base = _DEFAULTS.merged({k: ini_values[f"perf_{k}"] for k in settings_keys})
     cmdline = {k: values[f"perf_{k}"] for k in settings_keys if values[f"perf_{k}"] is not None}
     machine_id = pick("perf_machine")
@@ -291,6 +327,9 @@ def pytest_configure(config: pytest.Config) -> None:
         machine_id = default_machine_id()
     baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
     json_path = pick("perf_json")
+    worker_out = config.getoption("perf_worker_out")
+    if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
+        update, json_path = False, None
     config.stash[STATE] = PerfState(
         enabled=enabled,
         update=update,
@@ -305,6 +344,9 @@ def pytest_configure(config: pytest.Config) -> None:
         json_path=Path(json_path) if json_path else None,
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
+        rounds=1 if worker_out else (pick("perf_rounds") or 1),
+        strict=bool(config.getoption("perf_strict") or config.getini("perf_strict")),
+        worker_out=Path(worker_out) if worker_out else None,
     )
 
 
@@ -352,9 +394,66 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(argnames, params)
 
 
+def _runnable(item: pytest.Item) -> bool:
+    case = _case_of(item)
+    return case is not None and case.skip_reason is None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[STATE]
-    if not state.enabled or (state.backends_filter is None and state.dtypes_filter is None):
+    if state.enabled:
+        _filter_items(config, state, items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
+    state = session.config.stash[STATE]
+    if not state.enabled:
+        return
+    runnable = [item for item in session.items if _runnable(item)]
+    state.comparisons = max(1, len(runnable))
+    if state.rounds > 1 and runnable and not session.config.option.collectonly:
+        _run_rounds(session, state)
+
+
+def _run_rounds(session: pytest.Session, state: PerfState) -> None:
+    """Rounds 1..N-1: the same pytest command in fresh processes, one after another."""
+    import subprocess
+    import sys
+    import tempfile
+
+    config = session.config
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    args = [a for a in state.invocation if a not in ("--update-baselines", "--perf-strict")]
+    with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
+        for r in range(1, state.rounds):
+            out = Path(tmp, f"round{r}.json")
+            if tr is not None:
+                tr.write_line(
+                    f"pytest-burnperf: round {r}/{state.rounds - 1} in a fresh process ..."
+                )
+            cmd = [sys.executable, "-m", "pytest", *args, "-q", "--perf-worker-out", str(out)]
+            proc = subprocess.run(
+                cmd,
+                cwd=config.invocation_params.dir,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if not out.exists():
+                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+                state.messages.append(
+                    f"round {r} in a fresh process failed (exit {proc.returncode}); its samples "
+                    f"are missing from the verdicts:\n{tail}"
+                )
+                continue
+            doc = json.loads(out.read_text(encoding="utf-8"))
+            for nodeid, rec in doc.items():
+                state.worker_runs.setdefault(nodeid, []).append(list(rec["values"]))
+
+
+def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
+    if state.backends_filter is None and state.dtypes_filter is None:
         return
     from .devices import matches
 
@@ -494,20 +593,22 @@ class Perf:
 
         self._start(fn, "perf()")
         s = self.settings
-        timer, flush = self._clock()
-        result, sample = measure(
-            fn,
-            args,
-            kwargs,
-            samples=s.samples,
-            warmup=s.warmup,
-            min_time=s.min_time,
-            sync=self.device.sync,
-            timer=timer,
-            flush=flush,
-            meter=self.device.peak_memory,
-        )
-        self._judge(sample)
+        with self.device.threads(s.threads):
+            timer, flush = self._clock()
+            result, sample = measure(
+                fn,
+                args,
+                kwargs,
+                samples=s.samples,
+                warmup=s.warmup,
+                min_time=s.min_time,
+                sync=self.device.sync,
+                timer=timer,
+                flush=flush,
+                meter=self.device.peak_memory,
+            )
+            fingerprint = self.device.fingerprint()
+        self._judge(sample, fingerprint)
         return cast(T, result)
 
     def pedantic(
@@ -545,42 +646,58 @@ class Perf:
                 "round's inputs; use iterations=1"
             )
         self._start(fn, "perf.pedantic()")
-        timer, flush = self._clock()
-        result, sample = measure_pedantic(
-            fn,
-            args,
-            kwargs,
-            setup=setup,
-            rounds=rounds,
-            iterations=iterations,
-            warmup_rounds=warmup_rounds,
-            sync=self.device.sync,
-            timer=timer,
-            flush=flush,
-            meter=self.device.peak_memory,
-        )
-        self._judge(sample)
+        with self.device.threads(self.settings.threads):
+            timer, flush = self._clock()
+            result, sample = measure_pedantic(
+                fn,
+                args,
+                kwargs,
+                setup=setup,
+                rounds=rounds,
+                iterations=iterations,
+                warmup_rounds=warmup_rounds,
+                sync=self.device.sync,
+                timer=timer,
+                flush=flush,
+                meter=self.device.peak_memory,
+            )
+            fingerprint = self.device.fingerprint()
+        self._judge(sample, fingerprint)
         return cast(T, result)
 
-    def _judge(self, sample: Any) -> None:
-        from .compare import REGRESSED, Policy, failure_message, judge, not_comparable
+    def _judge(self, sample: Any, fingerprint: dict[str, Any]) -> None:
+        from .compare import (
+            INCONCLUSIVE,
+            NO_BASELINE,
+            REGRESSED,
+            Policy,
+            failure_message,
+            judge,
+            not_comparable,
+        )
         from .machine import comparability
         from .results import Result
 
+        state = self._state
+        if state.worker_out is not None:  # an extra round: keep the samples for the parent
+            state.worker_samples[self._item.nodeid] = {"values": list(sample.values)}
+            return
         s = self.settings
-        policy = Policy(alpha=s.alpha, threshold=s.threshold)
-        fingerprint = self.device.fingerprint()
+        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+        runs = [*state.worker_runs.get(self._item.nodeid, []), list(sample.values)]
         base = self._baseline
-        base_values = None if base is None else base["samples"]
-        blocker, notes = (
-            (None, ()) if base is None else comparability(base.get("device"), fingerprint)
-        )
-        if base is not None and blocker is None:
-            blocker = _regime_difference(base, sample)
-        if base_values is not None and blocker is not None:
-            verdict = not_comparable(sample.values, base_values, blocker)
+        base_runs = None if base is None else (base.get("runs") or [base["samples"]])
+        blocker: str | None = None
+        notes: tuple[str, ...] = ()
+        if base is not None:
+            blocker, notes = comparability(base.get("device"), fingerprint)
+            blocker = blocker or _regime_difference(base, sample)
+        if base_runs is not None and blocker is not None:
+            pooled = [v for run in runs for v in run]
+            verdict = not_comparable(pooled, [v for r in base_runs for v in r], blocker)
         else:
-            verdict = replace(judge(base_values, sample.values, policy), notes=notes)
+            verdict = judge(base_runs, runs, policy)
+            verdict = replace(verdict, notes=(*notes, *verdict.notes))
         if s.flush_l2 and not sample.l2_flush:
             verdict = replace(
                 verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
@@ -601,10 +718,18 @@ class Perf:
             sample=sample,
             verdict=verdict,
             baseline=base,
+            runs=tuple(tuple(r) for r in runs),
         )
-        self._state.results[self._item.nodeid] = result
-        if verdict.status == REGRESSED and not self._state.update:
+        state.results[self._item.nodeid] = result
+        if state.update:
+            return
+        if verdict.status == REGRESSED:
             pytest.fail(failure_message(self._key, verdict, policy), pytrace=False)
+        if state.strict and verdict.status in (INCONCLUSIVE, NO_BASELINE):
+            pytest.fail(
+                f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
+                pytrace=False,
+            )
 
 
 def _regime_difference(baseline: dict[str, Any], sample: Any) -> str | None:
@@ -671,6 +796,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash[STATE]
     if not state.enabled:
+        return
+    if state.worker_out is not None:
+        from .store import atomic_write_text
+
+        atomic_write_text(state.worker_out, json.dumps(state.worker_samples))
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.interrupted = True
@@ -747,7 +877,7 @@ def _rel(path: Path, root: Path) -> str:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash[STATE]
-    if not state.enabled:
+    if not state.enabled or state.worker_out is not None:
         return
     from .compare import NO_BASELINE
     from .report import counts_line, notes, table
@@ -755,8 +885,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr = terminalreporter
     results = list(state.results.values())
     tr.section("pytest-burnperf")
+    base = state.base.merged(state.cmdline)
     tr.write_line(
-        f"machine {state.machine_id}; baselines in {_rel(state.store.dir, state.rootpath)}"
+        f"machine {state.machine_id}; baselines in {_rel(state.store.dir, state.rootpath)}; "
+        f"{state.rounds} process round(s); alpha {base.alpha:g} family-wise over "
+        f"{state.comparisons} comparison(s)"
     )
     if results:
         for line in table(results):

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .compare import VERDICTS, format_time
+from .compare import VERDICTS, format_ratio, format_time
 from .results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from .stats import summarize
 
@@ -20,8 +20,9 @@ COLUMNS = (
     "median",
     "IQR %",
     "baseline",
-    "change",
+    "change [95% CI]",
     "p",
+    "detects",
     "peak mem",
     "verdict",
 )
@@ -54,8 +55,9 @@ def row(r: Result) -> tuple[str, ...]:
         format_time(s.median),
         "-" if math.isnan(s.iqr_pct) else f"{s.iqr_pct:.1f}",
         "-" if v.baseline_median is None else format_time(v.baseline_median),
-        "-" if v.change_pct is None else f"{v.change_pct:+.1f}%",
+        format_ratio(v),
         "-" if p is None else f"{p:.2g}",
+        "-" if v.min_detectable is None else f"+{100 * v.min_detectable:.1f}%",
         format_bytes(r.peak_memory),
         v.status,
     )
@@ -64,7 +66,7 @@ def row(r: Result) -> tuple[str, ...]:
 def table(results: Sequence[Result]) -> list[str]:
     rows = [COLUMNS, *(row(r) for r in results)]
     widths = [max(len(rw[i]) for rw in rows) for i in range(len(COLUMNS))]
-    right = {5, 6, 7, 8, 9, 10}
+    right = {5, 6, 7, 8, 9, 10, 11}
 
     def fmt(rw: Sequence[str]) -> str:
         cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)]

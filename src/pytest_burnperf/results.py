@@ -31,6 +31,8 @@ class Result:
     sample: Sample
     verdict: Verdict
     baseline: dict[str, Any] | None
+    #: Samples per process round (the last one is this process's).
+    runs: tuple[tuple[float, ...], ...] = ()
 
     @property
     def peak_memory(self) -> int | None:
@@ -47,13 +49,17 @@ class Result:
             "threshold": s.threshold,
             "timer": s.timer,
             "flush_l2": s.flush_l2,
+            "threads": s.threads,
         }
 
     def baseline_entry(self, recorded: dict[str, Any]) -> dict[str, Any]:
         """What ``--update-baselines`` stores for this benchmark."""
+        runs = [list(r) for r in self.runs] or [list(self.sample.values)]
+        pooled = [v for r in runs for v in r]
         return {
-            "samples": list(self.sample.values),
-            "stats": summarize(self.sample.values).as_dict(),
+            "samples": pooled,
+            "runs": runs,
+            "stats": summarize(pooled).as_dict(),
             "loops": self.sample.loops,
             "timer": self.sample.timer,
             "l2_flush": self.sample.l2_flush,
@@ -91,6 +97,7 @@ class Result:
             "warmup_calls": self.sample.warmup_calls,
             "samples": list(self.sample.values),
             "stats": summarize(self.sample.values).as_dict(),
+            "runs": [list(r) for r in self.runs],
             "host_samples": None
             if self.sample.host_values is None
             else list(self.sample.host_values),
@@ -102,6 +109,12 @@ class Result:
                 "change_pct": v.change_pct,
                 "p_slower": v.p_slower,
                 "p_faster": v.p_faster,
+                "ratio_ci95": None if v.ratio_low is None else [v.ratio_low, v.ratio_high],
+                "alpha_each": v.alpha_each,
+                "run_spread": v.run_spread,
+                "min_effect": v.effect,
+                "min_detectable_slowdown": v.min_detectable,
+                "runs": [v.runs_baseline, v.runs_current],
                 "reason": v.reason,
                 "notes": list(v.notes),
             },

@@ -179,6 +179,35 @@ def parse_flag(value: object, where: str, what: str) -> bool:
     raise SpecError(f"{where}: {what} must be True or False, got {value!r}")
 
 
+def parse_threads(value: object, where: str) -> int:
+    """Threads for CPU benchmarks: a whole number >= 1, or 0 for the libraries' own default."""
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: threads must be a whole number, got {value!r}")
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        n = int(value.strip())
+    else:
+        raise SpecError(
+            f"{where}: threads must be a whole number (0 = the libraries' default), got {value!r}"
+        )
+    if not 0 <= n <= 4096:
+        raise SpecError(f"{where}: threads must be between 0 and 4096, got {value!r}")
+    return n
+
+
+def parse_rounds(value: object, where: str) -> int:
+    """Fresh processes that each measure every benchmark (1 = this process only)."""
+    if isinstance(value, bool) or not (
+        isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())
+    ):
+        raise SpecError(f"{where}: rounds must be a whole number, got {value!r}")
+    n = int(value)
+    if not 1 <= n <= 50:
+        raise SpecError(f"{where}: rounds must be between 1 and 50, got {value!r}")
+    return n
+
+
 def parse_flush_l2(value: object, where: str) -> bool:
     return parse_flag(value, where, "flush_l2")
 
@@ -194,6 +223,7 @@ class Settings:
     threshold: float = 0.05
     timer: str = "device"
     flush_l2: bool = False
+    threads: int = 1
 
     def merged(self, overrides: Mapping[str, Any]) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -208,6 +238,7 @@ SETTING_PARSERS = {
     "threshold": parse_threshold,
     "timer": parse_timer,
     "flush_l2": parse_flush_l2,
+    "threads": parse_threads,
 }
 
 MARKER_KEYWORDS: tuple[str, ...] = ("backends", "dtypes", *SETTING_PARSERS)

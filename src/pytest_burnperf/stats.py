@@ -92,3 +92,79 @@ def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> float:
         return 1.0
     res = mannwhitneyu(list(x), list(y), alternative="greater", method="auto")
     return float(res.pvalue)
+
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """Hodges-Lehmann estimate of current/baseline on log-times, with a confidence interval."""
+
+    ratio: float
+    low: float
+    high: float
+    level: float
+
+
+def _normal_quantile(p: float) -> float:
+    return statistics.NormalDist().inv_cdf(p)
+
+
+def hodges_lehmann_ratio(
+    current: Sequence[float], baseline: Sequence[float], level: float = 0.95
+) -> RatioEstimate:
+    """Ratio estimate from the median of all pairwise differences of log-times (the shift that
+    Mann-Whitney tests for), with the distribution-free interval that inverts the two-sided test
+    (Moses; normal approximation of the U distribution for the order-statistic index).
+    """
+    x = [math.log(v) for v in current]
+    y = [math.log(v) for v in baseline]
+    n, m = len(x), len(y)
+    if n < 1 or m < 1:
+        raise ValueError("hodges_lehmann_ratio needs two non-empty samples")
+    diffs = sorted(a - b for a in x for b in y)
+    nm = len(diffs)
+    center = statistics.median(diffs)
+    z = _normal_quantile(0.5 + level / 2.0)
+    k = math.floor(nm / 2.0 - z * math.sqrt(nm * (n + m + 1) / 12.0))
+    k = max(0, min(k, (nm - 1) // 2))
+    return RatioEstimate(math.exp(center), math.exp(diffs[k]), math.exp(diffs[nm - 1 - k]), level)
+
+
+def log_run_spread(runs: Sequence[Sequence[float]]) -> tuple[float, int] | None:
+    """Between-run standard deviation of the log of each run's median, and its degrees of freedom.
+
+    ``None`` with fewer than two runs: one process says nothing about how much the next one moves.
+    """
+    meds = [math.log(statistics.median(r)) for r in runs if len(r) > 0]
+    if len(meds) < 2:
+        return None
+    return statistics.stdev(meds), len(meds) - 1
+
+
+def pooled_run_spread(*sides: Sequence[Sequence[float]]) -> float | None:
+    """Between-run spread pooled over both sides (each side around its own mean), or None."""
+    num = 0.0
+    dof = 0
+    for runs in sides:
+        s = log_run_spread(runs)
+        if s is not None:
+            num += s[0] ** 2 * s[1]
+            dof += s[1]
+    return math.sqrt(num / dof) if dof else None
+
+
+def noise_floor(spread: float, k: int, m: int, alpha: float) -> float:
+    """Slowdown that between-run noise alone exceeds with probability ``alpha`` (one-sided),
+    comparing the pooled medians of ``k`` baseline runs with ``m`` current runs."""
+    return math.exp(_normal_quantile(1.0 - alpha) * spread * math.sqrt(1.0 / k + 1.0 / m)) - 1.0
+
+
+def min_detectable(effect: float, spread: float, k: int, m: int, power: float = 0.9) -> float:
+    """Smallest slowdown whose estimate clears ``effect`` with probability ``power``."""
+    return (1.0 + effect) * math.exp(
+        _normal_quantile(power) * spread * math.sqrt(1.0 / k + 1.0 / m)
+    ) - 1.0
+
+
+def bonferroni(alpha: float, comparisons: int) -> float:
+    """Per-comparison level that keeps the family-wise false-alarm rate at ``alpha``."""
+    return alpha / max(1, comparisons)

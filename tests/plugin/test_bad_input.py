@@ -16,7 +16,7 @@ from ._helpers import FAST
         (
             "perf(backends=['numpy'], sample=3)",
             "test_bad.py::test_x: @pytest.mark.perf got unknown keyword 'sample'; "
-            "allowed: backends, dtypes, samples, warmup, min_time, alpha, threshold, timer, flush_l2",
+            "allowed: backends, dtypes, samples, warmup, min_time, alpha, threshold, timer, flush_l2, threads",
         ),
         (
             "perf(backends=['gpu'])",

@@ -122,7 +122,7 @@ def test_library_version_change_is_compared_and_noted(loop_project: pytest.Pytes
     result = loop_project.runpytest("--perf", "--perf-threshold", "10", *FAST)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["test_loop[[]numpy-cpu-f64[]]: note: numpy 1.0.0 -> * since the baseline"]
+        ["test_loop[[]numpy-cpu-f64[]]: note: numpy 1.0.0 -> * since the baseline*"]
     )
     result.stdout.no_fnmatch_line("*incomparable*")
 

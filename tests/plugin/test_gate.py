@@ -46,7 +46,8 @@ def test_update_then_rerun_slowdown_and_speedup(
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(
         [
-            "test_loop[[]numpy-cpu-f64[]]: * -> * (+*%, p=*, n=15/15) exceeds 5% threshold",
+            "test_loop[[]numpy-cpu-f64[]]: * -> * (+*% [[]+*%, +*%[]], p=*, n=15/15, runs=1/1) "
+            "exceeds 5% threshold",
         ]
     )
     slow.stdout.fnmatch_lines(["test_loop *numpy *cpu *f64 * +*% * regressed"])
@@ -160,9 +161,17 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
         "change_pct",
         "p_slower",
         "p_faster",
+        "ratio_ci95",
+        "alpha_each",
+        "run_spread",
+        "min_effect",
+        "min_detectable_slowdown",
+        "runs",
         "reason",
         "notes",
     }
+    assert r["verdict"]["alpha_each"] == 0.005  # 0.01 family-wise over two comparisons
+    assert r["runs"] == [r["samples"]]
     assert r["host_samples"] is None and r["l2_flush"] is False
     assert isinstance(r["peak_memory_bytes"], int)
 

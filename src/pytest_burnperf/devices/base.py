@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -64,6 +65,9 @@ class Device(Protocol):
     def timer(self) -> Timer | None:
         """The device's own clock (events on its queue), or None where only the host clock exists."""
 
+    def threads(self, n: int) -> contextlib.AbstractContextManager[None]:
+        """Host threads for the body (CPU devices; 0 = the libraries' default)."""
+
     def l2_flusher(self) -> Callable[[], None] | None:
         """A function that evicts the device's L2 cache, or None where there is none."""
 
@@ -100,9 +104,15 @@ class EventTimer:
 
 
 class DeviceBase:
-    """Defaults for what a device may lack: no device clock, no L2 flush, no memory meter."""
+    """Defaults for what a device may lack: no device clock, no L2 flush, no memory meter, no
+    host thread pool to pin."""
 
     id: str
+
+    @contextlib.contextmanager
+    def threads(self, n: int) -> Iterator[None]:
+        """Run the body with ``n`` host threads (0: the libraries' default); GPUs ignore it."""
+        yield
 
     @property
     def xp(self) -> Any:
@@ -120,6 +130,33 @@ class DeviceBase:
     def peak_memory(self, call: Callable[[], Any]) -> int | None:
         call()
         return None
+
+
+def blas_threads() -> int | None:
+    """Threads of the BLAS/OpenMP pools loaded in this process (the smallest, if they differ)."""
+    from threadpoolctl import threadpool_info
+
+    counts = [int(i["num_threads"]) for i in threadpool_info() if i.get("num_threads")]
+    return min(counts) if counts else None
+
+
+@contextlib.contextmanager
+def cpu_threads(n: int, torch: Any = None) -> Iterator[None]:
+    """Limit BLAS/OpenMP pools (threadpoolctl) and torch's intra-op pool to ``n`` threads."""
+    if n == 0:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    old = int(torch.get_num_threads()) if torch is not None else None
+    with threadpool_limits(limits=n):
+        if torch is not None:
+            torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            if torch is not None and old is not None:
+                torch.set_num_threads(old)
 
 
 def tracemalloc_peak(call: Callable[[], Any]) -> int:

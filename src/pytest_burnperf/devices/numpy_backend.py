@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import DeviceBase, Probe, tracemalloc_peak
+from .base import DeviceBase, Probe, blas_threads, cpu_threads, tracemalloc_peak
 
 _NATIVE = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
 
@@ -71,6 +72,11 @@ class NumpyDevice(DeviceBase):
     def sync(self) -> None:
         return None
 
+    @contextlib.contextmanager
+    def threads(self, n: int) -> Iterator[None]:
+        with cpu_threads(n):
+            yield
+
     def peak_memory(self, call: Callable[[], Any]) -> int | None:
         return tracemalloc_peak(call)  # numpy reports its buffers to tracemalloc
 
@@ -87,6 +93,7 @@ class NumpyDevice(DeviceBase):
             "library": self.library,
             "name": self.name,
             "cpus": cpu_count(),
+            "threads": blas_threads(),
             "host_memory_bytes": memory_bytes(),
             "versions": {"numpy": self._np.__version__},
             "blas": blas,

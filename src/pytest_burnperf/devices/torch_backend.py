@@ -10,12 +10,13 @@ after emptying the cache on Metal, and from the resident-set high-water mark on 
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import DeviceBase, EventTimer, Probe, rss_peak
+from .base import DeviceBase, EventTimer, Probe, cpu_threads, rss_peak
 
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
@@ -113,6 +114,14 @@ class TorchDevice(DeviceBase):
             self._torch.cuda.synchronize(self._dev)
         elif self.kind == "metal":
             self._torch.mps.synchronize()
+
+    @contextlib.contextmanager
+    def threads(self, n: int) -> Iterator[None]:
+        if self.kind != "cpu":
+            yield
+            return
+        with cpu_threads(n, self._torch):
+            yield
 
     def timer(self) -> EventTimer | None:
         torch = self._torch

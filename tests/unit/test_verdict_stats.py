@@ -1,0 +1,109 @@
+"""Hodges-Lehmann ratio and interval, between-run noise, noise floor, family-wise correction:
+each against an independent computation."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+from scipy.stats import mannwhitneyu, norm
+
+from pytest_burnperf import stats
+from pytest_burnperf.compare import INCONCLUSIVE, REGRESSED, UNCHANGED, Policy, judge
+
+
+def test_hodges_lehmann_point_estimate_is_the_median_pairwise_log_difference() -> None:
+    x, y = [2.0, 4.0, 8.0], [1.0, 2.0]
+    diffs = sorted(math.log(a) - math.log(b) for a in x for b in y)  # log 1,2,2,4,4,8 (base e)
+    est = stats.hodges_lehmann_ratio(x, y)
+    assert est.ratio == pytest.approx(math.exp(statistics.median(diffs)))
+    assert est.ratio == pytest.approx(2.0 * math.sqrt(2.0))  # median of 2, 2, 4, 4 ... = sqrt(8)
+
+
+def test_hodges_lehmann_interval_inverts_the_two_sided_mann_whitney_test() -> None:
+    rng = random.Random(7)
+    y = [rng.lognormvariate(0.0, 0.05) for _ in range(20)]
+    x = [rng.lognormvariate(0.1, 0.05) for _ in range(20)]
+    est = stats.hodges_lehmann_ratio(x, y, level=0.95)
+    lx = [math.log(v) for v in x]
+    ly = [math.log(v) for v in y]
+
+    def accepted(shift: float) -> bool:  # the shift is inside the 95% interval
+        res = mannwhitneyu(
+            [a - shift for a in lx],
+            ly,
+            alternative="two-sided",
+            method="asymptotic",
+            use_continuity=False,
+        )
+        return float(res.pvalue) >= 0.05
+
+    grid = [i / 20000 for i in range(0, 4000)]  # 0 .. 0.2 in log units
+    inside = [s for s in grid if accepted(s)]
+    assert math.log(est.low) == pytest.approx(min(inside), abs=2e-3)
+    assert math.log(est.high) == pytest.approx(max(inside), abs=2e-3)
+    assert est.low < est.ratio < est.high
+
+
+def test_run_spread_and_pooling() -> None:
+    runs = [[1.0, 1.0, 1.0], [1.1, 1.1, 1.1], [0.9, 0.9, 0.9]]
+    spread, dof = stats.log_run_spread(runs)  # type: ignore[misc]
+    assert dof == 2
+    assert spread == pytest.approx(statistics.stdev([0.0, math.log(1.1), math.log(0.9)]))
+    assert stats.log_run_spread([[1.0, 2.0]]) is None
+    other = [[2.0], [2.0 * 1.05]]
+    pooled = stats.pooled_run_spread(runs, other)
+    s2 = statistics.variance([math.log(2.0), math.log(2.1)])
+    assert pooled == pytest.approx(math.sqrt((spread**2 * 2 + s2 * 1) / 3))
+    assert stats.pooled_run_spread([[1.0]], [[2.0]]) is None
+
+
+def test_noise_floor_min_detectable_and_bonferroni_reference_values() -> None:
+    # z(0.999) * 0.02 * sqrt(1/3 + 1/3)
+    expected = math.exp(norm.ppf(0.999) * 0.02 * math.sqrt(2 / 3)) - 1
+    assert stats.noise_floor(0.02, 3, 3, 0.001) == pytest.approx(expected)
+    assert stats.min_detectable(0.05, 0.02, 3, 3, power=0.9) == pytest.approx(
+        1.05 * math.exp(norm.ppf(0.9) * 0.02 * math.sqrt(2 / 3)) - 1
+    )
+    assert stats.bonferroni(0.01, 24) == pytest.approx(0.01 / 24)
+    assert Policy(alpha=0.01, comparisons=4).alpha_each == pytest.approx(0.0025)
+
+
+def runs_of(level: float, wobble: list[float], n: int = 20) -> list[list[float]]:
+    return [[level * w * (1 + 0.001 * i) for i in range(n)] for w in wobble]
+
+
+def test_noisy_runs_raise_the_minimum_effect_and_say_so() -> None:
+    base = runs_of(1.0, [1.0, 1.10, 0.92])  # runs differ by ~9%
+    cur = runs_of(1.08, [1.0, 1.09, 0.93])  # +8%: above 5%, inside this benchmark's noise
+    v = judge(base, cur, Policy(alpha=0.01, threshold=0.05))
+    assert v.status != REGRESSED
+    assert v.effect is not None and v.effect > 0.15
+    assert v.notes[0].startswith("noisy: runs of this benchmark move by ")
+    assert "gates only above +" in v.notes[0]
+
+
+def test_quiet_runs_gate_at_the_threshold_and_catch_a_clear_slowdown() -> None:
+    base = runs_of(1.0, [1.0, 1.004, 0.997])
+    v = judge(
+        base, runs_of(1.2, [1.0, 1.003, 0.998]), Policy(alpha=0.01, threshold=0.05, comparisons=30)
+    )
+    assert v.status == REGRESSED and v.effect == pytest.approx(0.05)
+    assert v.min_detectable is not None and v.min_detectable < 0.07
+    same = judge(base, runs_of(1.0, [1.002, 0.999, 1.001]), Policy(comparisons=30))
+    assert same.status == UNCHANGED and same.notes == ()
+
+
+def test_single_runs_are_flagged_as_less_reliable() -> None:
+    v = judge([1.0 + 0.001 * i for i in range(20)], [1.0 + 0.001 * i for i in range(20)], Policy())
+    assert v.runs_baseline == v.runs_current == 1
+    assert any("between-process noise is unknown" in n for n in v.notes)
+
+
+def test_family_wise_alpha_can_make_a_small_sample_inconclusive() -> None:
+    # 5 vs 5 samples reach p = 1/252 = 0.004 at best: enough for one comparison, not for ten
+    base, cur = [1.0, 1.01, 1.02, 1.03, 1.04], [2.0, 2.01, 2.02, 2.03, 2.04]
+    assert judge(base, cur, Policy(alpha=0.01)).status == REGRESSED
+    assert judge(base, cur, Policy(alpha=0.01, comparisons=10)).status == INCONCLUSIVE
