@@ -148,37 +148,36 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
 )
 
 
+# (option, ini name, help, ini help)
+_FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "--perf",
+        "perf",
+        "run the benchmarks marked @pytest.mark.perf; without it they are skipped. Default: off",
+        "same as --perf. Default: false",
+    ),
+    (
+        "--update-baselines",
+        "perf_update_baselines",
+        "record the results of the benchmarks that ran and passed as their new baselines "
+        "(atomic writes; other baselines are kept). Default: off",
+        "same as --update-baselines (for a dedicated recording job). Default: false",
+    ),
+    (
+        "--perf-strict",
+        "perf_strict",
+        "also fail benchmarks whose verdict is inconclusive or that have no baseline. "
+        "Default: off (only regressed fails)",
+        "same as --perf-strict. Default: false",
+    ),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("burnperf", "performance regression testing (pytest-burnperf)")
-    group.addoption(
-        "--perf",
-        action="store_true",
-        default=None,
-        help="run the benchmarks marked @pytest.mark.perf; without it they are skipped. "
-        "Default: off",
-    )
-    parser.addini("perf", type="bool", default=False, help="same as --perf. Default: false")
-    group.addoption(
-        "--update-baselines",
-        action="store_true",
-        default=None,
-        help="record the results of the benchmarks that ran and passed as their new baselines "
-        "(atomic writes; other baselines are kept). Default: off",
-    )
-    parser.addini(
-        "perf_update_baselines",
-        type="bool",
-        default=False,
-        help="same as --update-baselines (for a dedicated recording job). Default: false",
-    )
-    group.addoption(
-        "--perf-strict",
-        action="store_true",
-        default=None,
-        help="also fail benchmarks whose verdict is inconclusive or that have no baseline. "
-        "Default: off (only regressed fails)",
-    )
-    parser.addini("perf_strict", type="bool", default=False, help="same as --perf-strict")
+    for option, ini, text, ini_text in _FLAG_OPTIONS:
+        group.addoption(option, action="store_true", default=None, help=text)
+        parser.addini(ini, type="bool", default=False, help=ini_text)
     group.addoption(
         "--perf-worker-out", dest="perf_worker_out", default=None, help=argparse.SUPPRESS
     )
@@ -593,15 +592,21 @@ class Perf:
 
         self._start(fn, "perf()")
         s = self.settings
-        with self.device.threads(s.threads):
+        return cast(
+            T,
+            self._measure(
+                measure, fn, args, kwargs, samples=s.samples, warmup=s.warmup, min_time=s.min_time
+            ),
+        )
+
+    def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
+        clock, L2 flush and memory meter; judge the sample; return the function's result."""
+        with self.device.threads(self.settings.threads):
             timer, flush = self._clock()
-            result, sample = measure(
-                fn,
-                args,
-                kwargs,
-                samples=s.samples,
-                warmup=s.warmup,
-                min_time=s.min_time,
+            result, sample = sampler(
+                *args,
+                **kwargs,
                 sync=self.device.sync,
                 timer=timer,
                 flush=flush,
@@ -609,7 +614,7 @@ class Perf:
             )
             fingerprint = self.device.fingerprint()
         self._judge(sample, fingerprint)
-        return cast(T, result)
+        return result
 
     def pedantic(
         self,
@@ -646,23 +651,16 @@ class Perf:
                 "round's inputs; use iterations=1"
             )
         self._start(fn, "perf.pedantic()")
-        with self.device.threads(self.settings.threads):
-            timer, flush = self._clock()
-            result, sample = measure_pedantic(
-                fn,
-                args,
-                kwargs,
-                setup=setup,
-                rounds=rounds,
-                iterations=iterations,
-                warmup_rounds=warmup_rounds,
-                sync=self.device.sync,
-                timer=timer,
-                flush=flush,
-                meter=self.device.peak_memory,
-            )
-            fingerprint = self.device.fingerprint()
-        self._judge(sample, fingerprint)
+        result = self._measure(
+            measure_pedantic,
+            fn,
+            args,
+            kwargs,
+            setup=setup,
+            rounds=rounds,
+            iterations=iterations,
+            warmup_rounds=warmup_rounds,
+        )
         return cast(T, result)
 
     def _judge(self, sample: Any, fingerprint: dict[str, Any]) -> None:

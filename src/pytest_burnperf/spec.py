@@ -136,18 +136,20 @@ def parse_threshold(value: object, where: str) -> float:
     return x
 
 
-def parse_samples(value: object, where: str) -> int:
-    if isinstance(value, bool):
-        raise SpecError(f"{where}: samples must be a whole number, got {value!r}")
-    if isinstance(value, int):
-        n = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        n = int(value.strip())
-    else:
-        raise SpecError(f"{where}: samples must be a whole number, got {value!r}")
-    if not 2 <= n <= 100_000:
-        raise SpecError(f"{where}: samples must be between 2 and 100000, got {value!r}")
+def _whole_number(value: object, where: str, what: str, low: int, high: int, hint: str = "") -> int:
+    """A whole number in [low, high] from an int or a string of digits; SpecError otherwise."""
+    if isinstance(value, bool) or not (
+        isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())
+    ):
+        raise SpecError(f"{where}: {what} must be a whole number{hint}, got {value!r}")
+    n = int(value)
+    if not low <= n <= high:
+        raise SpecError(f"{where}: {what} must be between {low} and {high}, got {value!r}")
     return n
+
+
+def parse_samples(value: object, where: str) -> int:
+    return _whole_number(value, where, "samples", 2, 100_000)
 
 
 def parse_seconds(value: object, where: str, what: str, *, maximum: float = 3600.0) -> float:
@@ -181,31 +183,12 @@ def parse_flag(value: object, where: str, what: str) -> bool:
 
 def parse_threads(value: object, where: str) -> int:
     """Threads for CPU benchmarks: a whole number >= 1, or 0 for the libraries' own default."""
-    if isinstance(value, bool):
-        raise SpecError(f"{where}: threads must be a whole number, got {value!r}")
-    if isinstance(value, int):
-        n = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        n = int(value.strip())
-    else:
-        raise SpecError(
-            f"{where}: threads must be a whole number (0 = the libraries' default), got {value!r}"
-        )
-    if not 0 <= n <= 4096:
-        raise SpecError(f"{where}: threads must be between 0 and 4096, got {value!r}")
-    return n
+    return _whole_number(value, where, "threads", 0, 4096, " (0 = the libraries' default)")
 
 
 def parse_rounds(value: object, where: str) -> int:
     """Fresh processes that each measure every benchmark (1 = this process only)."""
-    if isinstance(value, bool) or not (
-        isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())
-    ):
-        raise SpecError(f"{where}: rounds must be a whole number, got {value!r}")
-    n = int(value)
-    if not 1 <= n <= 50:
-        raise SpecError(f"{where}: rounds must be between 1 and 50, got {value!r}")
-    return n
+    return _whole_number(value, where, "rounds", 1, 50)
 
 
 def parse_flush_l2(value: object, where: str) -> bool:

@@ -9,7 +9,9 @@ Format history (``"version"``):
 
 * 1 -- first format: ``schema``, ``version``, ``machine`` and ``benchmarks``; each benchmark holds
   ``samples`` (seconds per call), ``stats``, ``loops``, ``timer``, ``dtype``, ``device`` and
-  ``recorded`` (date, git commit, Python and library versions).
+  ``recorded`` (date, git commit, Python and library versions). Added later within version 1,
+  all optional so older files stay valid: ``runs`` (the samples of each process round; ``samples``
+  is then all of them pooled), ``l2_flush``, ``peak_memory_bytes``.
 
 A file that is not valid JSON, or has another schema or version, raises :class:`BaselineError`
 naming the file; it is never rewritten by this module.
@@ -77,7 +79,12 @@ def _check_entry(path: Path, key: str, entry: object) -> None:
     samples = entry.get("samples")
     if not isinstance(samples, list) or not samples:
         raise BaselineError(path, f"benchmark {key!r} has no 'samples' list")
-    for v in samples:
+    runs = entry.get("runs")
+    if runs is not None and (
+        not isinstance(runs, list) or not runs or not all(isinstance(r, list) and r for r in runs)
+    ):
+        raise BaselineError(path, f"benchmark {key!r} has 'runs' that is not a list of samples")
+    for v in [*samples, *(v for r in runs or () for v in r)]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise BaselineError(
                 path, f"benchmark {key!r} has a sample that is not a number > 0: {v!r}"

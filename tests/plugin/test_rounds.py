@@ -91,3 +91,22 @@ def test_bad_rounds_and_threads_are_usage_errors(pytester: pytest.Pytester) -> N
     result.stderr.fnmatch_lines(["*--perf-rounds: rounds must be between 1 and 50, got '0'"])
     result = pytester.runpytest("--perf", "--perf-threads", "many")
     result.stderr.fnmatch_lines(["*--perf-threads: threads must be a whole number*got 'many'"])
+
+
+def test_a_round_that_crashes_is_reported_and_the_run_goes_on(
+    loop_project: pytest.Pytester,
+) -> None:
+    # only the fresh processes see --perf-worker-out on their command line
+    loop_project.makeconftest(
+        """
+        import sys
+
+        if any(a == "--perf-worker-out" for a in sys.argv):
+            raise SystemExit("round process refused to start")
+        """
+    )
+    result = loop_project.runpytest("--perf", "--perf-rounds", "2", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["round 1 in a fresh process failed (exit *); its samples are missing from the verdicts:*"]
+    )

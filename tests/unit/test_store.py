@@ -61,6 +61,16 @@ def test_update_keeps_other_benchmarks(tmp_path: Path) -> None:
             '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": {"samples": [0]}}}',
             "benchmark 'a' has a sample that is not a number > 0: 0",
         ),
+        (
+            '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": '
+            '{"samples": [1.0], "runs": [1.0]}}}',
+            "benchmark 'a' has 'runs' that is not a list of samples",
+        ),
+        (
+            '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": '
+            '{"samples": [1.0], "runs": [[1.0], [-2.0]]}}}',
+            "benchmark 'a' has a sample that is not a number > 0: -2.0",
+        ),
     ],
 )
 def test_bad_files_are_reported_with_path_and_left_untouched(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import tracemalloc
@@ -108,6 +109,8 @@ class DeviceBase:
     host thread pool to pin."""
 
     id: str
+    #: The ``array_api_compat`` sub-package that wraps this device's library, if any.
+    compat: str | None = None
 
     @contextlib.contextmanager
     def threads(self, n: int) -> Iterator[None]:
@@ -116,6 +119,8 @@ class DeviceBase:
 
     @property
     def xp(self) -> Any:
+        if self.compat is not None:  # imported on first use, then a sys.modules lookup
+            return importlib.import_module(f"array_api_compat.{self.compat}")
         raise AttributeError(
             f"{self.id} has no array namespace (device.xp); write the benchmark with this "
             "device's own API (see the README section on OpenCL and Vulkan benchmarks)"
@@ -130,6 +135,59 @@ class DeviceBase:
     def peak_memory(self, call: Callable[[], Any]) -> int | None:
         call()
         return None
+
+
+#: numpy (and cupy) dtype names for the dtype names of ``spec.DTYPES`` they have.
+NUMPY_DTYPE_NAMES = {
+    "f16": "float16",
+    "f32": "float32",
+    "f64": "float64",
+    "i32": "int32",
+    "i64": "int64",
+}
+
+
+def fill_random(rng: Any, shape: Sequence[int], dtype: str, dt: Any, f32: Any) -> Any:
+    """What every device's ``random()`` holds: standard normal floats (drawn in float32 for the
+    dtypes a generator cannot draw directly), integers uniform in [0, 100). ``rng`` is a numpy or
+    cupy ``Generator``, ``dt`` the target dtype, ``f32`` that library's float32."""
+    if dtype.startswith("i"):
+        return rng.integers(0, 100, size=tuple(shape), dtype=dt)
+    if dtype in ("f32", "f64"):
+        return rng.standard_normal(size=tuple(shape), dtype=dt)
+    return rng.standard_normal(size=tuple(shape), dtype=f32).astype(dt)
+
+
+class HostData:
+    """Dtypes, seeding and random inputs for devices whose data numpy makes on the host and
+    copies over (OpenCL, Vulkan). Subclasses define ``unsupported``."""
+
+    id: str
+    _rng: Any = None
+
+    def unsupported(self, dtype: str) -> str | None:
+        raise NotImplementedError
+
+    def dtype(self, name: str) -> Any:
+        import numpy as np
+
+        reason = self.unsupported(name)
+        if reason:
+            raise ValueError(f"{self.id}: {reason}")
+        return np.dtype(NUMPY_DTYPE_NAMES[name])
+
+    def reseed(self, seed: int) -> None:
+        import numpy as np
+
+        self._rng = np.random.default_rng(seed)
+
+    def host_random(self, shape: Sequence[int], dtype: str) -> Any:
+        """Seeded numpy values for ``random()``, in ``dtype``."""
+        import numpy as np
+
+        if self._rng is None:
+            self.reseed(0)
+        return fill_random(self._rng, shape, dtype, self.dtype(dtype), np.float32)
 
 
 def blas_threads() -> int | None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import DeviceBase, EventTimer, Probe
+from .base import NUMPY_DTYPE_NAMES, DeviceBase, EventTimer, Probe, fill_random
 
-_NATIVE = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
 
@@ -29,6 +28,7 @@ def _version(code: int) -> str:
 
 class CupyDevice(DeviceBase):
     library = "cupy"
+    compat = "cupy"
 
     def __init__(self, cupy: Any, kind: str, index: int) -> None:
         self._cp = cupy
@@ -39,15 +39,6 @@ class CupyDevice(DeviceBase):
         self.name = _text(self._props["name"])
         self._dev = cupy.cuda.Device(index)
         self._rng: Any = None
-        self._xp: Any = None
-
-    @property
-    def xp(self) -> Any:
-        if self._xp is None:
-            import array_api_compat.cupy as compat
-
-            self._xp = compat
-        return self._xp
 
     @property
     def lib(self) -> Any:
@@ -56,13 +47,13 @@ class CupyDevice(DeviceBase):
     def unsupported(self, dtype: str) -> str | None:
         if dtype == "bf16":
             return "cupy has no bfloat16 dtype"
-        return None if dtype in _NATIVE else f"cupy has no dtype {dtype!r}"
+        return None if dtype in NUMPY_DTYPE_NAMES else f"cupy has no dtype {dtype!r}"
 
     def dtype(self, name: str) -> Any:
         reason = self.unsupported(name)
         if reason:
             raise ValueError(f"{self.id}: {reason}")
-        return getattr(self._cp, _NATIVE[name])
+        return getattr(self._cp, NUMPY_DTYPE_NAMES[name])
 
     def reseed(self, seed: int) -> None:
         with self._dev:
@@ -71,13 +62,8 @@ class CupyDevice(DeviceBase):
     def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
         if self._rng is None:
             self.reseed(0)
-        dt = self.dtype(dtype)
         with self._dev:
-            if dtype.startswith("i"):
-                return self._rng.integers(0, 100, size=tuple(shape), dtype=dt)
-            if dtype in ("f32", "f64"):
-                return self._rng.standard_normal(size=tuple(shape), dtype=dt)
-            return self._rng.standard_normal(size=tuple(shape), dtype=self._cp.float32).astype(dt)
+            return fill_random(self._rng, shape, dtype, self.dtype(dtype), self._cp.float32)
 
     def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
         with self._dev:

@@ -7,9 +7,15 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import DeviceBase, Probe, blas_threads, cpu_threads, tracemalloc_peak
-
-_NATIVE = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+from .base import (
+    NUMPY_DTYPE_NAMES,
+    DeviceBase,
+    Probe,
+    blas_threads,
+    cpu_threads,
+    fill_random,
+    tracemalloc_peak,
+)
 
 
 class NumpyDevice(DeviceBase):
@@ -41,24 +47,19 @@ class NumpyDevice(DeviceBase):
     def unsupported(self, dtype: str) -> str | None:
         if dtype == "bf16":
             return "numpy has no bfloat16 dtype"
-        return None if dtype in _NATIVE else f"numpy has no dtype {dtype!r}"
+        return None if dtype in NUMPY_DTYPE_NAMES else f"numpy has no dtype {dtype!r}"
 
     def dtype(self, name: str) -> Any:
         reason = self.unsupported(name)
         if reason:
             raise ValueError(f"{self.id}: {reason}")
-        return getattr(self._np, _NATIVE[name])
+        return getattr(self._np, NUMPY_DTYPE_NAMES[name])
 
     def reseed(self, seed: int) -> None:
         self._rng = self._np.random.default_rng(seed)
 
     def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
-        dt = self.dtype(dtype)
-        if dtype.startswith("i"):
-            return self._rng.integers(0, 100, size=tuple(shape), dtype=dt)
-        if dtype in ("f32", "f64"):
-            return self._rng.standard_normal(size=tuple(shape), dtype=dt)
-        return self._rng.standard_normal(size=tuple(shape), dtype=self._np.float32).astype(dt)
+        return fill_random(self._rng, shape, dtype, self.dtype(dtype), self._np.float32)
 
     def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
         return self._np.zeros(tuple(shape), dtype=self.dtype(dtype))

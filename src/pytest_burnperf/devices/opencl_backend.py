@@ -16,9 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import DeviceBase, Probe
-
-_NATIVE = {"f16": "float16", "f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
+from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe
 
 #: Short names for well-known platforms, for readable device ids.
 _PLATFORM_SLUGS = (
@@ -68,7 +66,7 @@ class MarkerTimer:
         return max(0, int(e1.profile.end) - int(self._e0.profile.end)) * 1e-9
 
 
-class OpenCLDevice(DeviceBase):
+class OpenCLDevice(HostData, DeviceBase):
     library = "opencl"
     kind = "opencl"
 
@@ -83,7 +81,6 @@ class OpenCLDevice(DeviceBase):
         self._queue: Any = None
         self._programs: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._kernels: dict[tuple[str, str, tuple[str, ...]], Any] = {}
-        self._rng: Any = None
 
     # what a benchmark uses ------------------------------------------------------------------
 
@@ -127,7 +124,7 @@ class OpenCLDevice(DeviceBase):
     # the common device surface ------------------------------------------------------------------
 
     def unsupported(self, dtype: str) -> str | None:
-        if dtype not in _NATIVE:
+        if dtype not in NUMPY_DTYPE_NAMES:
             return f"OpenCL has no {dtype} buffers in pyopencl"
         if dtype == "f64" and not int(getattr(self._dev, "double_fp_config", 0) or 0):
             return f"{self.name} has no double precision (no cl_khr_fp64)"
@@ -135,33 +132,10 @@ class OpenCLDevice(DeviceBase):
             return f"{self.name} has no half precision (no cl_khr_fp16)"
         return None
 
-    def dtype(self, name: str) -> Any:
-        import numpy as np
-
-        reason = self.unsupported(name)
-        if reason:
-            raise ValueError(f"{self.id}: {reason}")
-        return np.dtype(_NATIVE[name])
-
-    def reseed(self, seed: int) -> None:
-        import numpy as np
-
-        self._rng = np.random.default_rng(seed)
-
-    def _host_random(self, shape: Sequence[int], dtype: str) -> Any:
-        import numpy as np
-
-        if self._rng is None:
-            self.reseed(0)
-        dt = self.dtype(dtype)
-        if dtype.startswith("i"):
-            return self._rng.integers(0, 100, size=tuple(shape), dtype=dt)
-        return self._rng.standard_normal(size=tuple(shape), dtype=np.float32).astype(dt)
-
     def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
         from pyopencl import array as cla
 
-        return cla.to_device(self.queue, self._host_random(shape, dtype))
+        return cla.to_device(self.queue, self.host_random(shape, dtype))
 
     def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
         from pyopencl import array as cla

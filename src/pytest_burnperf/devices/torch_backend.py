@@ -32,6 +32,7 @@ _NATIVE = {
 
 class TorchDevice(DeviceBase):
     library = "torch"
+    compat = "torch"
 
     def __init__(self, torch: Any, kind: str, index: int | None = None) -> None:
         self._torch = torch
@@ -50,15 +51,6 @@ class TorchDevice(DeviceBase):
             self.id = f"torch-{kind}{index or 0}"
             self.name = str(torch.cuda.get_device_name(index or 0))
         self._gen: Any = None
-        self._xp: Any = None
-
-    @property
-    def xp(self) -> Any:
-        if self._xp is None:
-            import array_api_compat.torch as compat
-
-            self._xp = compat
-        return self._xp
 
     @property
     def lib(self) -> Any:

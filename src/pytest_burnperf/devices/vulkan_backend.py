@@ -22,9 +22,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import DeviceBase, Probe
+from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe
 
-_NATIVE = {"f16": "float16", "f32": "float32", "i32": "int32"}
+#: dtype names with a WGSL type (f16 also needs the adapter's shader-f16 feature).
+_WGSL = ("f16", "f32", "i32")
 _TIMESTAMPS = ("timestamp-query", "timestamp-query-inside-encoders")
 
 
@@ -130,7 +131,7 @@ class Kernel:
         gpu.queue.submit([enc.finish()])
 
 
-class VulkanDevice(DeviceBase):
+class VulkanDevice(HostData, DeviceBase):
     library = "vulkan"
     kind = "vulkan"
 
@@ -144,7 +145,6 @@ class VulkanDevice(DeviceBase):
         self._gpu: Any = None
         self._kernels: dict[tuple[str, str], Kernel] = {}
         self._sync_buffer: Any = None
-        self._rng: Any = None
 
     @property
     def lib(self) -> Any:
@@ -177,22 +177,9 @@ class VulkanDevice(DeviceBase):
     def unsupported(self, dtype: str) -> str | None:
         if dtype == "f16":
             return None if "shader-f16" in self._features else f"{self.name} has no shader-f16"
-        if dtype not in _NATIVE:
+        if dtype not in _WGSL:
             return f"WGSL compute shaders (wgpu) have no {dtype} type; use f32, i32 or f16"
         return None
-
-    def dtype(self, name: str) -> Any:
-        import numpy as np
-
-        reason = self.unsupported(name)
-        if reason:
-            raise ValueError(f"{self.id}: {reason}")
-        return np.dtype(_NATIVE[name])
-
-    def reseed(self, seed: int) -> None:
-        import numpy as np
-
-        self._rng = np.random.default_rng(seed)
 
     def _buffer(self, host: Any) -> VulkanArray:
         usage = self._wgpu.BufferUsage
@@ -203,16 +190,7 @@ class VulkanDevice(DeviceBase):
         return VulkanArray(buf, tuple(host.shape), host.dtype)
 
     def random(self, shape: Sequence[int], dtype: str = "f32") -> VulkanArray:
-        import numpy as np
-
-        if self._rng is None:
-            self.reseed(0)
-        dt = self.dtype(dtype)
-        if dtype.startswith("i"):
-            host = self._rng.integers(0, 100, size=tuple(shape), dtype=dt)
-        else:
-            host = self._rng.standard_normal(size=tuple(shape), dtype=np.float32).astype(dt)
-        return self._buffer(host)
+        return self._buffer(self.host_random(shape, dtype))
 
     def zeros(self, shape: Sequence[int], dtype: str = "f32") -> VulkanArray:
         import numpy as np
@@ -227,7 +205,7 @@ class VulkanDevice(DeviceBase):
         host = np.ascontiguousarray(
             np.asarray(obj, dtype=None if dtype is None else self.dtype(dtype))
         )
-        if host.dtype not in [np.dtype(v) for v in _NATIVE.values()]:
+        if host.dtype not in [np.dtype(NUMPY_DTYPE_NAMES[n]) for n in _WGSL]:
             raise ValueError(f"{self.id}: no WGSL type for dtype {host.dtype}; use f32, i32 or f16")
         return self._buffer(host)
 
