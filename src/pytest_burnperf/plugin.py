@@ -116,6 +116,21 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         f"Default: {_DEFAULTS.min_time}",
     ),
     (
+        "--perf-max-samples",
+        "perf_max_samples",
+        _spec.parse_max_samples,
+        "adaptive sampling cap: after --perf-samples, keep sampling in batches while the median "
+        "of this process is not known to +-1/4 of the threshold, up to this many samples "
+        f"(at or below --perf-samples: off). Default: {_DEFAULTS.max_samples}",
+    ),
+    (
+        "--perf-max-time",
+        "perf_max_time",
+        _spec.parse_max_time,
+        "adaptive sampling time budget per benchmark and process, in seconds of sampling "
+        f"(the first --perf-samples samples are always taken). Default: {_DEFAULTS.max_time}",
+    ),
+    (
         "--perf-timer",
         "perf_timer",
         _spec.parse_timer,
@@ -291,7 +306,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=, "
-        "timer='device'|'host', flush_l2=False): "
+        "timer='device'|'host', flush_l2=False, threads=1, max_samples=, max_time=): "
         "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
     )
     values: dict[str, Any] = {}
@@ -316,7 +331,17 @@ def pytest_configure(config: pytest.Config) -> None:
             "benchmarks running side by side time each other's interference. "
             "Run the perf tests without -n (or with -n 0)."
         )
-    settings_keys = ("samples", "warmup", "min_time", "alpha", "threshold", "timer", "threads")
+    settings_keys = (
+        "samples",
+        "warmup",
+        "min_time",
+        "alpha",
+        "threshold",
+        "timer",
+        "threads",
+        "max_samples",
+        "max_time",
+    )
     base = _DEFAULTS.merged({k: ini_values[f"perf_{k}"] for k in settings_keys})
     cmdline = {k: values[f"perf_{k}"] for k in settings_keys if values[f"perf_{k}"] is not None}
     machine_id = pick("perf_machine")
@@ -588,14 +613,25 @@ class Perf:
         return timer, flush
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        from .stats import median_halfwidth, precision_goal
         from .timing import measure
 
         self._start(fn, "perf()")
         s = self.settings
+        goal = precision_goal(s.threshold)
         return cast(
             T,
             self._measure(
-                measure, fn, args, kwargs, samples=s.samples, warmup=s.warmup, min_time=s.min_time
+                measure,
+                fn,
+                args,
+                kwargs,
+                samples=s.samples,
+                warmup=s.warmup,
+                min_time=s.min_time,
+                precise=lambda values: median_halfwidth(values) <= goal,
+                max_samples=s.max_samples,
+                max_time=s.max_time,
             ),
         )
 

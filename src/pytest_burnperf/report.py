@@ -86,6 +86,9 @@ def notes(results: Sequence[Result]) -> list[str]:
             lines.append(f"{r.key}: {v.status}: {v.reason}")
         if v.notes:
             lines.append(f"{r.key}: note: {'; '.join(v.notes)}")
+        sampling = r.sampling_note()
+        if sampling:
+            lines.append(f"{r.key}: note: {sampling}")
         if r.sample.host_values is not None:
             host = summarize(r.sample.host_values).median
             dev = summarize(r.sample.values).median

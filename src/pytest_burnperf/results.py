@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import platform
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from . import __version__
 from .compare import Verdict
 from .spec import Settings
-from .stats import summarize
+from .stats import median_halfwidth, precision_goal, summarize
 from .timing import Sample
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
@@ -50,6 +51,8 @@ class Result:
             "timer": s.timer,
             "flush_l2": s.flush_l2,
             "threads": s.threads,
+            "max_samples": s.max_samples,
+            "max_time": s.max_time,
         }
 
     def baseline_entry(self, recorded: dict[str, Any]) -> dict[str, Any]:
@@ -70,6 +73,33 @@ class Result:
             "settings": {k: v for k, v in self.settings_dict().items() if k != "alpha"},
             "recorded": recorded,
         }
+
+    def sampling(self) -> dict[str, Any]:
+        """How this process's sampling ended: why it stopped, how many samples, how precise."""
+        half = median_halfwidth(self.sample.values)
+        return {
+            "stopped": self.sample.stopped,
+            "n": len(self.sample.values),
+            "median_ci95_halfwidth": half if math.isfinite(half) else None,
+            "goal_halfwidth": precision_goal(self.settings.threshold),
+        }
+
+    def sampling_note(self) -> str | None:
+        """A line for the report when adaptive sampling ran out of samples or time."""
+        info = self.sampling()
+        if info["stopped"] not in ("cap", "budget"):
+            return None
+        why = (
+            f"the {info['n']}-sample cap (max_samples)"
+            if info["stopped"] == "cap"
+            else f"the {self.settings.max_time:g} s budget (max_time), at {info['n']} samples"
+        )
+        half = info["median_ci95_halfwidth"]
+        known = "unknown" if half is None else f"+-{100 * math.expm1(half):.1f}%"
+        return (
+            f"sampling stopped at {why} with this process's median known to {known} "
+            f"(goal +-{100 * math.expm1(info['goal_halfwidth']):.1f}%)"
+        )
 
     def as_json(self) -> dict[str, Any]:
         v = self.verdict
@@ -95,6 +125,7 @@ class Result:
             "mode": self.sample.mode,
             "loops": self.sample.loops,
             "warmup_calls": self.sample.warmup_calls,
+            "sampling": self.sampling(),
             "samples": list(self.sample.values),
             "stats": summarize(self.sample.values).as_dict(),
             "runs": [list(r) for r in self.runs],

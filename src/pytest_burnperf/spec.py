@@ -195,6 +195,16 @@ def parse_flush_l2(value: object, where: str) -> bool:
     return parse_flag(value, where, "flush_l2")
 
 
+def parse_max_samples(value: object, where: str) -> int:
+    """Cap of adaptive sampling (samples per process); at or below ``samples`` it is off."""
+    return _whole_number(value, where, "max_samples", 2, 100_000)
+
+
+def parse_max_time(value: object, where: str) -> float:
+    """Time budget of adaptive sampling in one process, in seconds (0 = no extra samples)."""
+    return parse_seconds(value, where, "max_time")
+
+
 @dataclass(frozen=True)
 class Settings:
     """How to time and how to judge. Defaults, then ini, then marker, then command line."""
@@ -207,6 +217,10 @@ class Settings:
     timer: str = "device"
     flush_l2: bool = False
     threads: int = 1
+    #: Adaptive sampling: after ``samples``, more samples in batches while this process's median
+    #: is not yet known to +-threshold/4, up to ``max_samples`` and ``max_time`` seconds of sampling.
+    max_samples: int = 200
+    max_time: float = 1.0
 
     def merged(self, overrides: Mapping[str, Any]) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -222,6 +236,8 @@ SETTING_PARSERS = {
     "timer": parse_timer,
     "flush_l2": parse_flush_l2,
     "threads": parse_threads,
+    "max_samples": parse_max_samples,
+    "max_time": parse_max_time,
 }
 
 MARKER_KEYWORDS: tuple[str, ...] = ("backends", "dtypes", *SETTING_PARSERS)

@@ -168,3 +168,46 @@ def min_detectable(effect: float, spread: float, k: int, m: int, power: float = 
 def bonferroni(alpha: float, comparisons: int) -> float:
     """Per-comparison level that keeps the family-wise false-alarm rate at ``alpha``."""
     return alpha / max(1, comparisons)
+
+
+def median_order_index(n: int, level: float = 0.95) -> int | None:
+    """0-based index ``j`` such that ``[x[j], x[n-1-j]]`` of ``n`` sorted values covers the median
+    with probability >= ``level`` (exact binomial, distribution-free); None when ``n`` is too small.
+
+    For n=20 at 95% this is j=5: the 6th and 15th values, coverage 95.9% (the textbook table).
+    """
+    if n < 1:
+        return None
+    tail = (1.0 - level) / 2.0
+    cdf = 0.0
+    j = -1
+    for i in range(n // 2 + 1):
+        cdf += math.exp(
+            math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2)
+        )
+        if cdf > tail:
+            break
+        j = i
+    return None if j < 0 else j
+
+
+def median_halfwidth(values: Sequence[float], level: float = 0.95) -> float:
+    """Half the width of the distribution-free ``level`` interval of the median, on log-times
+    (0.0125 = the median is known to about +-1.25%); infinite when there are too few values."""
+    n = len(values)
+    j = median_order_index(n, level)
+    if j is None:
+        return math.inf
+    xs = sorted(values)
+    return (math.log(xs[n - 1 - j]) - math.log(xs[j])) / 2.0
+
+
+#: Adaptive sampling goal as a share of the threshold: with each side's median known to +-1/4 of
+#: the threshold, the ratio's interval is about +-0.35 threshold wide, narrow enough to tell
+#: "unchanged" from "slower by more than the threshold" except right at the boundary.
+PRECISION_SHARE = 0.25
+
+
+def precision_goal(threshold: float) -> float:
+    """Target half-width (log units) of one process's median for a given threshold."""
+    return PRECISION_SHARE * math.log1p(threshold)

@@ -32,6 +32,13 @@ NS = 1e-9
 #: Warm-up never runs more calls than this, however fast the function is.
 MAX_WARMUP_CALLS = 1_000_000
 
+#: Adaptive sampling adds samples this many at a time, then checks the precision again.
+BATCH = 10
+
+#: Why sampling stopped: a fixed count (no adaptive sampling), the precision goal was reached,
+#: the sample cap, or the time budget.
+STOPS = ("fixed", "precise", "cap", "budget")
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -49,6 +56,8 @@ class Sample:
     l2_flush: bool = False
     #: Peak bytes one call allocated on the device (measured on an untimed warm-up call), if known.
     peak_memory: int | None = None
+    #: Why sampling stopped (one of STOPS).
+    stopped: str = "fixed"
 
     def __post_init__(self) -> None:
         if len(self.values) < 1:
@@ -63,6 +72,8 @@ class Sample:
             raise ValueError(f"Sample loops must be >= 1, got {self.loops!r}")
         if self.timer not in ("host", "device"):
             raise ValueError(f"Sample timer must be 'host' or 'device', got {self.timer!r}")
+        if self.stopped not in STOPS:
+            raise ValueError(f"Sample stopped must be one of {STOPS}, got {self.stopped!r}")
 
 
 @runtime_checkable
@@ -157,12 +168,21 @@ def measure(
     timer: Timer | None = None,
     flush: Callable[[], Any] | None = None,
     meter: Meter | None = None,
+    precise: Callable[[Sequence[float]], bool] | None = None,
+    max_samples: int = 0,
+    max_time: float = 0.0,
 ) -> tuple[Any, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
     ``timer`` defaults to a :class:`HostTimer` around ``sync``. With ``flush``, each sample is
     one call, after an untimed ``flush(); sync()``. With ``meter``, the second warm-up call runs
     under it (there are then at least two) and is left out of the calibration.
+
+    Adaptive sampling: with ``precise`` (a test of the values so far), sampling goes on in
+    batches of :data:`BATCH` while ``precise(values)`` is false, until ``max_samples`` values or
+    ``max_time`` seconds since the first sample (host clock). The test must look at the
+    precision of the values only, never at how they compare with a baseline: stopping when a
+    p-value crosses alpha would inflate false alarms.
     Returns the result of the last call and the :class:`Sample`.
     """
     kw = kwargs or {}
@@ -203,12 +223,31 @@ def measure(
 
     values: list[float] = []
     host: list[float] = []
-    with gc_off():
-        for _ in range(samples):
+
+    def take(count: int) -> None:
+        for _ in range(count):
             before()
             elapsed, wall = clocks.span(call_loops)
             values.append(elapsed / loops)
             host.append(wall / loops)
+
+    stopped = "fixed"
+    with gc_off():
+        started = clock()
+        take(samples)
+        if precise is not None and max_samples > samples:
+            budget_end = started + int(max_time / NS)
+            while True:
+                if precise(values):
+                    stopped = "precise"
+                    break
+                if len(values) >= max_samples:
+                    stopped = "cap"
+                    break
+                if clock() >= budget_end:
+                    stopped = "budget"
+                    break
+                take(min(BATCH, max_samples - len(values)))
     return result, Sample(
         values=tuple(values),
         loops=loops,
@@ -218,6 +257,7 @@ def measure(
         host_values=tuple(host) if clocks.dual else None,
         l2_flush=flush is not None,
         peak_memory=peak,
+        stopped=stopped,
     )
 
 

@@ -126,7 +126,7 @@ def test_too_few_samples_are_inconclusive(pytester: pytest.Pytester) -> None:
         """
         import pytest
 
-        @pytest.mark.perf(backends=["numpy"], samples=3)
+        @pytest.mark.perf(backends=["numpy"], samples=3, max_samples=3)
         def test_few(perf):
             perf(sum, range(100))
         """

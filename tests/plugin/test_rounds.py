@@ -59,7 +59,8 @@ def test_strict_fails_no_baseline_and_default_does_not(loop_project: pytest.Pyte
 
 
 def test_inconclusive_when_samples_are_too_few(loop_project: pytest.Pytester) -> None:
-    few = ("--perf-samples", "3", "--perf-warmup", "0.01", "--perf-min-time", "0.001")
+    few = ["--perf-samples", "3", "--perf-max-samples", "3", "--perf-warmup", "0.01"]
+    few += ["--perf-min-time", "0.001"]
     loop_project.runpytest("--perf", "--update-baselines", *few).assert_outcomes(passed=2)
     result = loop_project.runpytest("--perf", *few)
     result.assert_outcomes(passed=2)

@@ -1,0 +1,125 @@
+"""Adaptive sampling, the noise floor and single- vs multi-run baselines, as a user meets them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST
+
+SPIN = """
+import pathlib
+import random
+import time
+
+import pytest
+
+
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+"""
+
+ADAPTIVE_MODULE = (
+    SPIN
+    + """
+rng = random.Random(0)
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_steady(perf):
+    perf(spin, 200e-6)
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_noisy(perf):
+    perf(lambda: spin(200e-6 * (1.0 + rng.random())))
+"""
+)
+
+# Every process that imports this module takes the next number from a counter file: even
+# processes run at one speed level, odd ones 25% slower, like the workloads that sit at one of
+# two levels for a whole process.
+JUMPY_MODULE = (
+    SPIN
+    + """
+COUNTER = pathlib.Path(__file__).with_name("processes.txt")
+N = int(COUNTER.read_text()) if COUNTER.exists() else 0
+COUNTER.write_text(str(N + 1))
+LEVEL = 1.0 if N % 2 == 0 else 1.25
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_jumpy(perf):
+    perf(spin, 200e-6 * LEVEL)
+"""
+)
+
+
+def _results(project: pytest.Pytester) -> dict[str, dict[str, object]]:
+    doc = json.loads(Path(project.path, "r.json").read_text())
+    return {r["name"].split("[")[0]: r for r in doc["results"]}
+
+
+def test_adaptive_sampling_stops_early_on_a_clear_case_and_extends_on_a_noisy_one(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_bench=ADAPTIVE_MODULE)
+    opts = ("--perf-max-samples", "60", "--perf-max-time", "30", "--perf-json", "r.json")
+    result = pytester.runpytest("--perf", *FAST, *opts)
+    result.assert_outcomes(passed=2)
+    res = _results(pytester)
+    steady, noisy = res["test_steady"]["sampling"], res["test_noisy"]["sampling"]
+    assert steady["stopped"] == "precise" and steady["n"] == 15  # type: ignore[index]
+    assert noisy["stopped"] == "cap" and noisy["n"] == 60  # type: ignore[index]
+    assert noisy["median_ci95_halfwidth"] > noisy["goal_halfwidth"]  # type: ignore[index]
+    result.stdout.fnmatch_lines(
+        [
+            "test_noisy*: note: sampling stopped at the 60-sample cap (max_samples) with this "
+            "process's median known to +-*% (goal +-1.2%)"
+        ]
+    )
+
+
+def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_bench=JUMPY_MODULE)
+    opts = ("--perf-rounds", "3", "--perf-json", "r.json", *FAST)
+    pytester.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=1)
+    # Baseline runs at levels (1.0, 1.25, 1.0); this session's at (1.25, 1.0, 1.25).
+    result = pytester.runpytest("--perf", *opts)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_jumpy*: note: noisy: runs of this benchmark move by *% (sd of run medians), "
+            "so it gates only above +*%*"
+        ]
+    )
+    verdict = _results(pytester)["test_jumpy"]["verdict"]
+    assert verdict["status"] != "regressed"  # type: ignore[index]
+    assert verdict["min_effect"] > 0.2 and verdict["runs"] == [3, 3]  # type: ignore[index]
+
+
+def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytest.Pytester) -> None:
+    loop_project.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=2)
+    two = loop_project.runpytest("--perf", "--perf-rounds", "2", "--perf-json", "r.json", *FAST)
+    two.assert_outcomes(passed=2)
+    two.stdout.fnmatch_lines(
+        [
+            "test_loop*: note: *1 baseline run(s) vs 2 current run(s): between-process noise is "
+            "unknown, so this verdict is less reliable*"
+        ]
+    )
+    assert _results(loop_project)["test_loop"]["verdict"]["runs"] == [1, 2]  # type: ignore[index]
+
+    opts = ("--perf-rounds", "2", "--perf-json", "r.json", *FAST)
+    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    multi = loop_project.runpytest("--perf", *opts)
+    multi.assert_outcomes(passed=2)
+    assert "between-process noise is unknown" not in multi.stdout.str()
+    verdict = _results(loop_project)["test_loop"]["verdict"]
+    assert verdict["runs"] == [2, 2] and verdict["run_spread"] is not None  # type: ignore[index]
