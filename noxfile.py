@@ -1,4 +1,5 @@
-"""Sessions: ``tests`` (the test suite), ``lint`` (ruff + mypy), ``perf`` (the shipped benchmarks).
+"""Sessions: ``tests`` (the test suite), ``lint`` (ruff + mypy), ``perf`` (the shipped benchmarks),
+``validate`` (the validation harness behind docs/validation.md; about 35 minutes on 2 cores).
 
 Every session that needs torch installs the pinned CPU wheel first, so pip never resolves a
 multi-GB CUDA build for the ``torch>=2.3`` extra. Override the pin with BURNPERF_TORCH_SPEC.
@@ -40,7 +41,7 @@ def lint(session: nox.Session) -> None:
     """ruff (lint and format check) and mypy --strict on src/."""
     install(session, "torch,opencl,vulkan,dev")
     session.install(*LINT_TOOLS)
-    paths = ("src", "tests", "perf_tests", "conftest.py", "noxfile.py")
+    paths = ("src", "tests", "perf_tests", "validation", "conftest.py", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
     session.run("mypy")
@@ -58,5 +59,26 @@ def perf(session: nox.Session) -> None:
         "3",
         "--perf-json",
         "perf-results.json",
+        *session.posargs,
+    )
+
+
+@nox.session
+def validate(session: nox.Session) -> None:
+    """False-alarm and detection rates of the gate, and pytest-benchmark's rule side by side.
+
+    Runs 20 A/A and 15 planted-regression sessions (each: the shipped CPU suite and nine synthetic
+    workloads at the CI settings, then the synthetic workloads under pytest-benchmark) and writes
+    docs/validation.md and docs/validation.json. Run it on an otherwise idle machine.
+    ``nox -s validate -- --aa-sessions 5 --planted-sessions 5`` for a shorter run.
+    """
+    install(session, "torch,validate")
+    session.run(
+        "python",
+        "validation/run.py",
+        "--out",
+        "docs/validation.md",
+        "--command",
+        "nox -s validate",
         *session.posargs,
     )

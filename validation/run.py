@@ -1,0 +1,526 @@
+"""Validation harness: how often the gate cries wolf, and how often it catches a real slowdown.
+
+Measures the gate the way a user meets it, in separate pytest processes:
+
+1. record baselines (``--update-baselines`` at the CI settings, ``--perf-rounds 3``) for the
+   shipped CPU benchmarks and nine synthetic workloads (pure Python, numpy and BLAS at about
+   0.1 ms, 1 ms and 20 ms), and one saved pytest-benchmark run of the synthetic workloads;
+2. A/A: fresh sessions of unchanged code;
+3. planted: sessions in which each synthetic workload does 5%, 10%, 20% or 50% more work, or 10%
+   less (rotated over the workloads from session to session, set through
+   ``BURNPERF_VALIDATE_KNOBS``; nothing sleeps), interleaved with the A/A sessions;
+4. every session's synthetic workloads also run under pytest-benchmark's defaults and are judged
+   by its ``--benchmark-compare-fail`` rules ``median:5%`` and ``mean:5%`` against the saved run;
+5. wall time of both.
+
+Writes a Markdown report (``--out``) and the raw per-session verdicts as JSON next to it.
+Run it on a quiet machine with nothing else running: ``nox -s validate`` or
+``python validation/run.py --out docs/validation.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SIZES = (1.05, 1.10, 1.20, 1.50, 0.90)
+#: CI settings of the shipped suite (``nox -s perf``); everything else is the plugin's default.
+OURS_CI = ("--perf", "--perf-rounds", "3", "--perf-backends", "cpu")
+SHIPPED = "perf_tests"
+SYNTH_PERF = "test_synthetic_perf.py"
+SYNTH_BENCH = "test_synthetic_bench.py"
+MDS_GATE = 0.07
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ------------------------------------------------------------------------------------------
+# running sessions
+
+
+class Harness:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.sessions: list[dict[str, Any]] = []
+        self.timing: list[float] = []
+
+    def setup(self) -> None:
+        if self.work.exists():
+            shutil.rmtree(self.work)
+        self.work.mkdir(parents=True)
+        shutil.copytree(REPO / SHIPPED, self.work / SHIPPED)
+        for f in (HERE / "synthetic").glob("*.py"):
+            shutil.copy(f, self.work / f.name)
+        (self.work / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+
+    def _pytest(self, args: list[str], knobs: dict[str, float]) -> tuple[int, float, str]:
+        env = dict(os.environ, BURNPERF_VALIDATE_KNOBS=json.dumps(knobs))
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", *args],
+            cwd=self.work,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return proc.returncode, time.perf_counter() - t0, proc.stdout + proc.stderr
+
+    def ours(self, tag: str, knobs: dict[str, float], *, update: bool = False) -> dict[str, Any]:
+        out = self.work / f"ours-{tag}.json"
+        args = ["-p", "no:benchmark", *OURS_CI, "--perf-json", str(out), "-q", SHIPPED, SYNTH_PERF]
+        if update:
+            args.append("--update-baselines")
+        rc, wall, text = self._pytest(args, knobs)
+        if not out.exists():
+            raise SystemExit(
+                f"burnperf session {tag} wrote no results (exit {rc}):\n{text[-3000:]}"
+            )
+        doc = json.loads(out.read_text())
+        verdicts = {}
+        for r in doc["results"]:
+            v = r["verdict"]
+            verdicts[f"{r['module']}::{r['name']}"] = {
+                "status": v["status"],
+                "ratio": v["ratio"],
+                "median": r["stats"]["median"],
+                "mds": v["min_detectable_slowdown"],
+                "effect": v["min_effect"],
+                "n": [len(run) for run in r["runs"]],
+            }
+        return {"rc": rc, "wall": wall, "verdicts": verdicts}
+
+    def bench(self, tag: str, knobs: dict[str, float], *, save: bool = False) -> dict[str, Any]:
+        out = self.work / f"bench-{tag}.json"
+        storage = f"file://{self.work / '.benchmarks'}"
+        args = ["-p", "no:burnperf", "-q", SYNTH_BENCH, f"--benchmark-json={out}"]
+        args.append(f"--benchmark-storage={storage}")
+        if save:
+            args.append("--benchmark-save=base")
+        else:
+            args += ["--benchmark-compare=0001", "--benchmark-compare-fail=median:5%"]
+        rc, wall, text = self._pytest(args, knobs)
+        if not out.exists():
+            raise SystemExit(
+                f"pytest-benchmark session {tag} wrote no JSON (exit {rc}):\n{text[-3000:]}"
+            )
+        doc = json.loads(out.read_text())
+        stats = {
+            b["name"]: {"median": b["stats"]["median"], "mean": b["stats"]["mean"]}
+            for b in doc["benchmarks"]
+        }
+        return {"rc": rc, "wall": wall, "stats": stats}
+
+
+def _bench_key(name: str) -> str:
+    return name.split("[", 1)[1].rstrip("]")
+
+
+def _ours_synthetic(key: str) -> str | None:
+    """'test_synthetic_perf.py::test_synthetic[numpy-1ms-numpy-cpu-f64]' -> 'numpy-1ms'."""
+    if not key.startswith(SYNTH_PERF):
+        return None
+    inside = key.split("[", 1)[1].rstrip("]")
+    return inside.removeprefix("numpy-cpu-f64-").removesuffix("-numpy-cpu-f64")
+
+
+def planted_knobs(i: int, names: list[str]) -> dict[str, float]:
+    return {name: SIZES[(i + j) % len(SIZES)] for j, name in enumerate(names)}
+
+
+# ------------------------------------------------------------------------------------------
+# statistics of the outcomes
+
+
+def cp(k: int, n: int) -> str:
+    """``k/n = p% [low%, high%]`` with the exact (Clopper-Pearson) 95% interval."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return "-"
+    ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+    return f"{k}/{n} = {100 * k / n:.1f}% [{100 * ci.low:.1f}%, {100 * ci.high:.1f}%]"
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}%"
+
+
+def ms(x: float) -> str:
+    return f"{1e3 * x:.3g} ms"
+
+
+def bench_fails(cur: dict[str, float], base: dict[str, float], field: str) -> bool:
+    """pytest-benchmark's PercentageRegressionCheck: (current - base) / base > 5%."""
+    return (cur[field] - base[field]) / base[field] * 100.0 > 5.0
+
+
+def analyse(h: Harness, base_bench: dict[str, Any]) -> dict[str, Any]:
+    aa = [s for s in h.sessions if s["kind"] == "aa"]
+    planted = [s for s in h.sessions if s["kind"] == "planted"]
+    base_stats = base_bench["stats"]
+
+    # A/A, per benchmark (shipped benchmarks are unchanged in planted sessions too)
+    per: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"status": Counter(), "mds": [], "med": []}
+    )
+    for s in h.sessions:
+        for key, v in s["ours"]["verdicts"].items():
+            syn = _ours_synthetic(key)
+            if s["kind"] == "planted" and syn is not None:
+                continue
+            p = per[key]
+            p["status"][v["status"]] += 1
+            if v["mds"] is not None:
+                p["mds"].append(v["mds"])
+            p["med"].append(v["median"])
+    bench_per: dict[str, Counter[str]] = defaultdict(Counter)
+    for s in aa:
+        for name, st in s["bench"]["stats"].items():
+            w = _bench_key(name)
+            bench_per[w]["n"] += 1
+            bench_per[w]["median"] += bench_fails(st, base_stats[name], "median")
+            bench_per[w]["mean"] += bench_fails(st, base_stats[name], "mean")
+
+    mds = {k: statistics.median(p["mds"]) if p["mds"] else None for k, p in per.items()}
+    # per session
+    ours_session_fail = sum(
+        any(v["status"] == "regressed" for v in s["ours"]["verdicts"].values()) for s in aa
+    )
+    ours_session_fail_syn = sum(
+        any(
+            v["status"] == "regressed" and _ours_synthetic(k) is not None
+            for k, v in s["ours"]["verdicts"].items()
+        )
+        for s in aa
+    )
+    bench_session = {
+        field: sum(
+            any(bench_fails(st, base_stats[n], field) for n, st in s["bench"]["stats"].items())
+            for s in aa
+        )
+        for field in ("median", "mean")
+    }
+    bench_rc_fail = sum(s["bench"]["rc"] != 0 for s in aa)
+
+    # planted
+    det: dict[float, dict[str, Any]] = {
+        size: {
+            "ours": [0, 0],
+            "ours_gate": [0, 0],
+            "improved": 0,
+            "bench_median": [0, 0],
+            "bench_mean": [0, 0],
+            "ratios": [],
+        }
+        for size in SIZES
+    }
+    for s in planted:
+        knobs = s["knobs"]
+        for key, v in s["ours"]["verdicts"].items():
+            syn = _ours_synthetic(key)
+            if syn is None:
+                continue
+            d = det[knobs[syn]]
+            hit = v["status"] == "regressed"
+            d["ours"][0] += hit
+            d["ours"][1] += 1
+            if mds.get(key) is not None and mds[key] <= MDS_GATE:
+                d["ours_gate"][0] += hit
+                d["ours_gate"][1] += 1
+            d["improved"] += v["status"] == "improved"
+            base_med = statistics.median(per[key]["med"])
+            d["ratios"].append(v["median"] / base_med)
+        for name, st in s["bench"]["stats"].items():
+            d = det[knobs[_bench_key(name)]]
+            for field in ("median", "mean"):
+                d[f"bench_{field}"][0] += bench_fails(st, base_stats[name], field)
+                d[f"bench_{field}"][1] += 1
+
+    return {
+        "per": per,
+        "mds": mds,
+        "bench_per": bench_per,
+        "aa_sessions": len(aa),
+        "planted_sessions": len(planted),
+        "ours_session_fail": ours_session_fail,
+        "ours_session_fail_syn": ours_session_fail_syn,
+        "bench_session": bench_session,
+        "bench_rc_fail": bench_rc_fail,
+        "det": det,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# report
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numpy
+
+    try:
+        import torch
+
+        tv = torch.__version__
+    except ImportError:
+        tv = "not installed"
+    import pytest_benchmark
+
+    return (
+        f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; "
+        f"Python {platform.python_version()}, numpy {numpy.__version__}, torch {tv}, "
+        f"pytest-benchmark {pytest_benchmark.__version__}"
+    )
+
+
+def report(
+    h: Harness, a: dict[str, Any], args: argparse.Namespace, started: str, where: str
+) -> str:
+    per, mds, det = a["per"], a["mds"], a["det"]
+    L: list[str] = []
+    L.append("# Validation: false alarms, detection and wall time")
+    L.append("")
+    L.append(
+        "Produced by the harness in `validation/run.py` (`nox -s validate`), which runs every "
+        "session as separate pytest processes, the way a user runs them. Figures are from one "
+        "harness run; re-run it to check them on your machine."
+    )
+    L.append("")
+    L.append(f"- Date: {started} (UTC)")
+    L.append(f"- Machine: {where}")
+    L.append(f"- Command: `{args.command}`")
+    L.append(
+        f"- burnperf at the CI settings: `pytest {' '.join(OURS_CI)}` (20 samples, adaptive up to "
+        "200 samples or 1 s per process, 1 thread, alpha 0.01 family-wise over the session, 5% "
+        "threshold); baselines recorded once with the same settings and `--update-baselines`."
+    )
+    L.append(
+        "- pytest-benchmark at its defaults (min 5 rounds, 1 s max time, calibration, no "
+        "warm-up), one BLAS thread, one saved run as the baseline, judged by "
+        "`--benchmark-compare-fail=median:5%` and `mean:5%`."
+    )
+    L.append(
+        f"- {a['aa_sessions']} A/A sessions and {a['planted_sessions']} planted sessions, "
+        "interleaved. A/A sessions run the shipped CPU suite plus the synthetic workloads; "
+        "planted sessions run the same, with each synthetic workload doing "
+        "+5/+10/+20/+50% or -10% work (rotated); the shipped benchmarks stay unchanged there "
+        "and count as A/A comparisons."
+    )
+    L.append("")
+    L.append("## A/A: unchanged code")
+    L.append("")
+    total_k = sum(p["status"]["regressed"] for p in per.values())
+    total_n = sum(sum(p["status"].values()) for p in per.values())
+    syn_bench_n = sum(c["n"] for c in a["bench_per"].values())
+    L.append("| rule | per-benchmark false alarms | per-session false fails |")
+    L.append("|---|---|---|")
+    L.append(
+        f"| burnperf (shipped + synthetic) | {cp(total_k, total_n)} | "
+        f"{cp(a['ours_session_fail'], a['aa_sessions'])} |"
+    )
+    syn_k = sum(p["status"]["regressed"] for k, p in per.items() if _ours_synthetic(k))
+    syn_n = sum(sum(p["status"].values()) for k, p in per.items() if _ours_synthetic(k))
+    L.append(
+        f"| burnperf (synthetic only) | {cp(syn_k, syn_n)} | "
+        f"{cp(a['ours_session_fail_syn'], a['aa_sessions'])} |"
+    )
+    for field in ("median", "mean"):
+        k = sum(c[field] for c in a["bench_per"].values())
+        L.append(
+            f"| pytest-benchmark `{field}:5%` (synthetic) | {cp(k, syn_bench_n)} | "
+            f"{cp(a['bench_session'][field], a['aa_sessions'])} |"
+        )
+    L.append("")
+    L.append(
+        f"pytest-benchmark's own exit status (run with `--benchmark-compare-fail=median:5%`) "
+        f"failed {a['bench_rc_fail']}/{a['aa_sessions']} A/A sessions."
+    )
+    L.append("")
+    L.append("Per benchmark (burnperf verdicts over all sessions where the code was unchanged):")
+    L.append("")
+    L.append(
+        "| benchmark | median | min. detectable slowdown (median) | regressed | improved | "
+        "inconclusive | unchanged | pytest-benchmark median:5% / mean:5% fails |"
+    )
+    L.append("|---|---|---|---|---|---|---|---|")
+    for key in sorted(per):
+        p = per[key]
+        st = p["status"]
+        syn = _ours_synthetic(key)
+        bp = a["bench_per"].get(syn) if syn else None
+        bcol = f"{bp['median']}/{bp['n']} / {bp['mean']}/{bp['n']}" if bp else "-"
+        L.append(
+            f"| `{key}` | {ms(statistics.median(p['med']))} | {pct(mds[key])} | "
+            f"{st['regressed']} | {st['improved']} | {st['inconclusive']} | {st['unchanged']} | "
+            f"{bcol} |"
+        )
+    vals = [v for k, v in mds.items() if v is not None and not _ours_synthetic(k)]
+    L.append("")
+    if vals:
+        L.append(
+            f"Median minimum detectable slowdown over the shipped CPU suite: "
+            f"{pct(statistics.median(vals))} ({len(vals)} benchmarks)."
+        )
+    L.append("")
+    L.append("## Planted regressions and speed-ups (synthetic workloads)")
+    L.append("")
+    L.append(
+        "Detection = the benchmark's test failed (burnperf: verdict `regressed`; "
+        "pytest-benchmark: the rule's percentage exceeded). 'Gateable' = benchmarks whose "
+        f"median reported minimum detectable slowdown is <= {100 * MDS_GATE:.0f}%."
+    )
+    L.append("")
+    L.append(
+        "| planted work | measured change (median) | burnperf, all | burnperf, gateable | "
+        "pytest-benchmark median:5% | pytest-benchmark mean:5% |"
+    )
+    L.append("|---|---|---|---|---|---|")
+    for size in SIZES:
+        d = det[size]
+        change = pct(statistics.median(d["ratios"]) - 1) if d["ratios"] else "-"
+        label = f"{100 * (size - 1):+.0f}%"
+        L.append(
+            f"| {label} | {change} | {cp(*d['ours'])} | {cp(*d['ours_gate'])} | "
+            f"{cp(*d['bench_median'])} | {cp(*d['bench_mean'])} |"
+        )
+    d = det[0.90]
+    L.append("")
+    L.append(
+        f"With 10% less work, burnperf reported `improved` for {d['improved']}/{d['ours'][1]} "
+        f"and failed {d['ours'][0]}."
+    )
+    L.append("")
+    L.append("## Wall time")
+    L.append("")
+    ours_full = [s["ours"]["wall"] for s in h.sessions]
+    bench_w = [s["bench"]["wall"] for s in h.sessions]
+    n_full = len(next(iter(h.sessions))["ours"]["verdicts"])
+    L.append("| run | benchmarks | session wall time (median) | per benchmark |")
+    L.append("|---|---|---|---|")
+    L.append(
+        f"| burnperf, CI settings (3 process rounds), shipped + synthetic | {n_full} | "
+        f"{statistics.median(ours_full):.1f} s | {statistics.median(ours_full) / n_full:.2f} s |"
+    )
+    if h.timing:
+        syn_w = statistics.median(h.timing)
+        L.append(
+            f"| burnperf, CI settings, synthetic only | 9 | {syn_w:.1f} s | {syn_w / 9:.2f} s |"
+        )
+    bw = statistics.median(bench_w)
+    L.append(f"| pytest-benchmark defaults, synthetic only | 9 | {bw:.1f} s | {bw / 9:.2f} s |")
+    L.append("")
+    return "\n".join(L) + "\n"
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--aa-sessions", type=int, default=20)
+    ap.add_argument("--planted-sessions", type=int, default=15)
+    ap.add_argument("--timing-sessions", type=int, default=3)
+    ap.add_argument(
+        "--work", type=Path, default=None, help="scratch directory (default: a temp dir)"
+    )
+    ap.add_argument("--out", type=Path, default=None, help="Markdown report to write")
+    ap.add_argument("--command", default="nox -s validate", help="command named in the report")
+    ap.add_argument(
+        "--from-json",
+        type=Path,
+        default=None,
+        help="re-render the report from the raw JSON of an earlier run instead of measuring",
+    )
+    args = ap.parse_args(argv)
+    if args.from_json is not None:
+        raw = json.loads(args.from_json.read_text())
+        h = Harness(Path("."))
+        h.sessions, h.timing = raw["sessions"], raw["timing"]
+        text = report(h, analyse(h, raw["baseline_bench"]), args, raw["started"], raw["machine"])
+        print(text)
+        if args.out:
+            args.out.write_text(text)
+        return 0
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    work = args.work or Path(tempfile.mkdtemp(prefix="burnperf-validate-"))
+    h = Harness(work)
+    h.setup()
+    sys.path.insert(0, str(HERE / "synthetic"))
+    from workloads import NAMES  # type: ignore[import-not-found]
+
+    names = list(NAMES)
+    log(f"work directory {work}; recording baselines")
+    rec = h.ours("record", {}, update=True)
+    log(f"burnperf baselines recorded in {rec['wall']:.0f} s (exit {rec['rc']})")
+    base_bench = h.bench("record", {}, save=True)
+    log(f"pytest-benchmark run saved in {base_bench['wall']:.0f} s")
+
+    schedule: list[tuple[str, int]] = []
+    a_i = p_i = 0
+    while a_i < args.aa_sessions or p_i < args.planted_sessions:
+        if a_i < args.aa_sessions:
+            schedule.append(("aa", a_i))
+            a_i += 1
+        if p_i < args.planted_sessions:
+            schedule.append(("planted", p_i))
+            p_i += 1
+    for n, (kind, i) in enumerate(schedule, 1):
+        knobs = {} if kind == "aa" else planted_knobs(i, names)
+        tag = f"{kind}{i}"
+        ours = h.ours(tag, knobs)
+        bench = h.bench(tag, knobs)
+        h.sessions.append({"kind": kind, "i": i, "knobs": knobs, "ours": ours, "bench": bench})
+        statuses = Counter(v["status"] for v in ours["verdicts"].values())
+        log(
+            f"session {n}/{len(schedule)} {tag}: burnperf {dict(statuses)} in {ours['wall']:.0f} s;"
+            f" pytest-benchmark exit {bench['rc']} in {bench['wall']:.0f} s"
+        )
+    for i in range(args.timing_sessions):
+        env_args = ["-p", "no:benchmark", *OURS_CI, "-q", SYNTH_PERF]
+        _rc, wall, _ = h._pytest(env_args, {})
+        h.timing.append(wall)
+        log(f"timing run {i + 1}: burnperf on the synthetic workloads alone, {wall:.0f} s")
+
+    raw = {
+        "started": started,
+        "machine": machine(),
+        "baseline_bench": base_bench,
+        "sessions": h.sessions,
+        "timing": h.timing,
+    }
+    if args.out:
+        args.out.with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
+    text = report(h, analyse(h, base_bench), args, started, raw["machine"])
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+        log(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
