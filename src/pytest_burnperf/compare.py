@@ -64,8 +64,10 @@ class Verdict:
     runs_current: int = 0
     #: Per-comparison significance level after the family-wise correction.
     alpha_each: float | None = None
-    #: Between-run spread of log-medians (None with one run on each side: unknown).
+    #: Between-run spread of log-medians (None with one run on each side: unknown), and the upper
+    #: 80% confidence bound of it that the noise floor, the interval and ``min_detectable`` use.
     run_spread: float | None = None
+    run_spread_upper: float | None = None
     #: The slowdown that counts: the larger of the threshold and the noise floor.
     effect: float | None = None
     #: Smallest slowdown this comparison detects with 90% probability.
@@ -167,7 +169,9 @@ def judge(
             ),
         )
     est = stats.hodges_lehmann_ratio(cur_all, base_all)
-    spread = stats.pooled_run_spread(base_runs, cur_runs)
+    pooled = stats.pooled_run_spread_dof(base_runs, cur_runs)
+    point = None if pooled is None else pooled[0]
+    spread = None if pooled is None else stats.spread_upper(*pooled)
     low, high = est.low, est.high
     floor = 0.0
     if spread is not None:
@@ -185,7 +189,8 @@ def judge(
         ratio=est.ratio,
         ratio_low=low,
         ratio_high=high,
-        run_spread=spread,
+        run_spread=point,
+        run_spread_upper=spread,
         effect=effect,
         min_detectable=stats.min_detectable(effect, se, k, m),
         p_slower=stats.mann_whitney_greater(cur_all, base_all),
@@ -193,9 +198,10 @@ def judge(
     )
     notes: list[str] = []
     if floor > policy.threshold:
+        assert point is not None and spread is not None
         notes.append(
-            f"noisy: runs of this benchmark move by {100 * spread:.1f}% (sd of run medians), "  # type: ignore[operator]
-            f"so it gates only above +{100 * effect:.1f}%"
+            f"noisy: runs of this benchmark move by {100 * point:.1f}% (sd of run medians; up to "
+            f"{100 * spread:.1f}% at 80% confidence), so it gates only above +{100 * effect:.1f}%"
         )
     if k == 1 or m == 1:
         notes.append(
@@ -206,6 +212,17 @@ def judge(
     assert verdict.p_slower is not None and verdict.p_faster is not None
     if verdict.p_slower < alpha and est.ratio - 1.0 > effect:
         return replace(verdict, status=REGRESSED)
+    if verdict.p_slower < alpha and est.ratio - 1.0 > policy.threshold:
+        # Slower by more than the threshold, but inside this benchmark's noise floor.
+        return replace(
+            verdict,
+            status=INCONCLUSIVE,
+            reason=(
+                f"{100 * (est.ratio - 1):+.1f}% is above the {100 * policy.threshold:g}% threshold "
+                f"but inside this benchmark's noise floor (+{100 * effect:.1f}%): not failed; more "
+                "rounds (--perf-rounds) narrow the floor"
+            ),
+        )
     if verdict.p_faster < alpha and 1.0 - est.ratio > effect / (1.0 + effect):
         # Mirror of the slowdown rule: faster by more than the threshold in the other direction
         # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).

@@ -143,6 +143,7 @@ class Result:
                 "ratio_ci95": None if v.ratio_low is None else [v.ratio_low, v.ratio_high],
                 "alpha_each": v.alpha_each,
                 "run_spread": v.run_spread,
+                "run_spread_upper80": v.run_spread_upper,
                 "min_effect": v.effect,
                 "min_detectable_slowdown": v.min_detectable,
                 "runs": [v.runs_baseline, v.runs_current],

@@ -140,8 +140,9 @@ def log_run_spread(runs: Sequence[Sequence[float]]) -> tuple[float, int] | None:
     return statistics.stdev(meds), len(meds) - 1
 
 
-def pooled_run_spread(*sides: Sequence[Sequence[float]]) -> float | None:
-    """Between-run spread pooled over both sides (each side around its own mean), or None."""
+def pooled_run_spread_dof(*sides: Sequence[Sequence[float]]) -> tuple[float, int] | None:
+    """Between-run spread pooled over both sides (each side around its own mean) and its degrees
+    of freedom, or None."""
     num = 0.0
     dof = 0
     for runs in sides:
@@ -149,7 +150,32 @@ def pooled_run_spread(*sides: Sequence[Sequence[float]]) -> float | None:
         if s is not None:
             num += s[0] ** 2 * s[1]
             dof += s[1]
-    return math.sqrt(num / dof) if dof else None
+    return (math.sqrt(num / dof), dof) if dof else None
+
+
+def pooled_run_spread(*sides: Sequence[Sequence[float]]) -> float | None:
+    """Between-run spread pooled over both sides, or None (see pooled_run_spread_dof)."""
+    got = pooled_run_spread_dof(*sides)
+    return None if got is None else got[0]
+
+
+#: Confidence of the upper bound on the between-run spread that the noise floor uses.
+SPREAD_CONFIDENCE = 0.8
+
+
+def spread_upper(spread: float, dof: int, level: float = SPREAD_CONFIDENCE) -> float:
+    """Upper ``level`` confidence bound of a standard deviation estimated with ``dof`` degrees of
+    freedom (chi-square): ``spread * sqrt(dof / chi2.ppf(1 - level, dof))``.
+
+    Three baseline and three current runs give 4 degrees of freedom, and such an estimate is often
+    half the true spread; a noise floor from the point estimate then lets between-process noise
+    through as false alarms. With 4 degrees of freedom the 80% bound is 1.56x the estimate.
+    """
+    from scipy.stats import chi2
+
+    if dof < 1:
+        raise ValueError(f"dof must be >= 1, got {dof!r}")
+    return spread * math.sqrt(dof / float(chi2.ppf(1.0 - level, dof)))
 
 
 def noise_floor(spread: float, k: int, m: int, alpha: float) -> float:

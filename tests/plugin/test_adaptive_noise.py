@@ -95,8 +95,8 @@ def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_jumpy*: note: noisy: runs of this benchmark move by *% (sd of run medians), "
-            "so it gates only above +*%*"
+            "test_jumpy*: note: noisy: runs of this benchmark move by *% (sd of run medians; up to "
+            "*% at 80% confidence), so it gates only above +*%*"
         ]
     )
     verdict = _results(pytester)["test_jumpy"]["verdict"]

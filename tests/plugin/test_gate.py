@@ -164,6 +164,7 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
         "ratio_ci95",
         "alpha_each",
         "run_spread",
+        "run_spread_upper80",
         "min_effect",
         "min_detectable_slowdown",
         "runs",

@@ -107,3 +107,26 @@ def test_family_wise_alpha_can_make_a_small_sample_inconclusive() -> None:
     base, cur = [1.0, 1.01, 1.02, 1.03, 1.04], [2.0, 2.01, 2.02, 2.03, 2.04]
     assert judge(base, cur, Policy(alpha=0.01)).status == REGRESSED
     assert judge(base, cur, Policy(alpha=0.01, comparisons=10)).status == INCONCLUSIVE
+
+
+def test_spread_upper_bound_reference_values() -> None:
+    # chi-square 20% quantile with 4 dof is 1.64878: the 80% upper bound is 1.5576x the estimate
+    assert stats.spread_upper(0.02, 4) == pytest.approx(0.02 * math.sqrt(4 / 1.64878), rel=1e-4)
+    assert stats.spread_upper(0.02, 4, level=0.5) == pytest.approx(
+        0.02 * math.sqrt(4 / 3.35669), rel=1e-4
+    )
+    assert stats.pooled_run_spread_dof([[1.0], [1.1], [0.9]], [[1.0]]) == pytest.approx(
+        (statistics.stdev([0.0, math.log(1.1), math.log(0.9)]), 2)
+    )
+    with pytest.raises(ValueError, match="dof must be >= 1"):
+        stats.spread_upper(0.02, 0)
+
+
+def test_a_slowdown_inside_the_noise_floor_is_inconclusive_not_failed() -> None:
+    base = runs_of(1.0, [1.0, 1.10, 0.92])
+    cur = runs_of(1.12, [1.0, 1.09, 0.93])  # +12%: significant, above 5%, inside the floor
+    v = judge(base, cur, Policy(alpha=0.01, threshold=0.05))
+    assert v.status == INCONCLUSIVE
+    assert "inside this benchmark's noise floor" in v.reason
+    assert v.run_spread is not None and v.run_spread_upper is not None
+    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.run_spread, 4))
