@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _suite import pick
 
-VECTOR = 1 << 20  # 4 MiB per f32 operand
-MATMUL = 128  # tiled OpenCL matmul, 16 x 16 tiles
-REDUCE = 1 << 20
+from pytest_burnperf.roofline import elementwise_work, matmul_work, reduction_work
+
+
+def _vector(perf_size):
+    return pick(perf_size, tiny=1024, small=1 << 20, medium=1 << 22, full=1 << 24)  # 4 MiB f32
+
+
+def _matmul(perf_size):
+    return pick(perf_size, tiny=16, small=128, medium=512, full=1024)  # 16 x 16 tiles
+
+
+def _reduce(perf_size):
+    return pick(perf_size, tiny=4096, small=1 << 20, medium=1 << 22, full=1 << 24)
+
 
 _CL_TYPES = {"f32": "float", "f64": "double", "i32": "int", "i64": "long"}
 _WGSL_TYPES = {"f32": "f32", "f16": "f16", "i32": "i32"}
@@ -51,7 +63,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 """
 
 
-def _vector_add_fn(device, dtype, a, b):
+def _vector_add_fn(device, dtype, a, b, n):
     """``fn(a, b)`` for this device and the preallocated output it writes.
 
     Every device writes into an output allocated before timing, so the benchmark measures the
@@ -60,21 +72,21 @@ def _vector_add_fn(device, dtype, a, b):
     """
     if device.kind == "opencl":
         kernel = device.kernel(_cl_prelude(dtype) + CL_VECTOR_ADD, "vector_add")
-        c = device.empty((VECTOR,), dtype)
+        c = device.empty((n,), dtype)
 
         def add(a, b):
-            kernel(device.queue, (VECTOR,), None, a.data, b.data, c.data)
+            kernel(device.queue, (n,), None, a.data, b.data, c.data)
 
         return add, c
     if device.kind == "vulkan":
         kernel = device.kernel(_wgsl_prelude(dtype) + WGSL_VECTOR_ADD)
-        c = device.zeros((VECTOR,), dtype)
+        c = device.zeros((n,), dtype)
 
         def add(a, b):
-            kernel(a, b, c, workgroups=VECTOR // 64)
+            kernel(a, b, c, workgroups=n // 64)
 
         return add, c
-    c = device.zeros((VECTOR,), dtype)
+    c = device.zeros((n,), dtype)
     lib = device.lib  # numpy and torch: add(a, b, out=c)
 
     def add(a, b):
@@ -84,11 +96,13 @@ def _vector_add_fn(device, dtype, a, b):
 
 
 @pytest.mark.perf(backends=["cpu", "opencl", "vulkan"], dtypes=["f32", "f64"])
-def test_vector_add(perf, device, dtype):
-    """c = a + b over 1M elements: memory-bound, the same on every device kind."""
-    a = device.random((VECTOR,), dtype)
-    b = device.random((VECTOR,), dtype)
-    fn, out = _vector_add_fn(device, dtype, a, b)
+def test_vector_add(perf, device, dtype, perf_size):
+    """c = a + b over 1M elements (small size): memory-bound, the same on every device kind."""
+    n = _vector(perf_size)
+    a = device.random((n,), dtype)
+    b = device.random((n,), dtype)
+    fn, out = _vector_add_fn(device, dtype, a, b, n)
+    perf.work(elementwise_work(n, dtype, inputs=2))
     perf(fn, a, b)
     device.sync()
     got = device.to_host(out)
@@ -118,9 +132,9 @@ __kernel void matmul(const int n, __global const T* A, __global const T* B, __gl
 
 
 @pytest.mark.perf(backends=["opencl"], dtypes=["f32", "f64"])
-def test_tiled_matmul(perf, device, dtype):
-    """128 x 128 matrix product with 16 x 16 tiles in local memory (compute-bound)."""
-    n = MATMUL
+def test_tiled_matmul(perf, device, dtype, perf_size):
+    """128 x 128 matrix product (small size) with 16 x 16 tiles in local memory (compute-bound)."""
+    n = _matmul(perf_size)
     a = device.random((n, n), dtype)
     b = device.random((n, n), dtype)
     c = device.empty((n, n), dtype)
@@ -129,6 +143,7 @@ def test_tiled_matmul(perf, device, dtype):
     def matmul():
         kernel(device.queue, (n, n), (16, 16), np.int32(n), a.data, b.data, c.data)
 
+    perf.work(matmul_work(n, n, n, dtype))
     perf(matmul)
     device.sync()
     expected = device.to_host(a).astype(np.float64) @ device.to_host(b).astype(np.float64)
@@ -173,9 +188,12 @@ SUM_GROUPS = 64
 
 
 @pytest.mark.perf(backends=["cpu", "vulkan"], dtypes=["f32"])
-def test_sum(perf, device, dtype):
-    """Sum of 1M elements: a two-pass workgroup tree reduction in WGSL, xp.sum on the CPU."""
-    x = device.random((REDUCE,), dtype)
+def test_sum(perf, device, dtype, perf_size):
+    """Sum of 1M elements (small size): a two-pass workgroup tree reduction in WGSL, xp.sum on the
+    CPU."""
+    n = _reduce(perf_size)
+    x = device.random((n,), dtype)
+    perf.work(reduction_work(n, dtype))
     if device.kind == "vulkan":
         kernel = device.kernel(WGSL_SUM)
         partial = device.zeros((SUM_GROUPS,), dtype)

@@ -24,6 +24,7 @@ from .spec import PerfSpec, Settings, SpecError
 if TYPE_CHECKING:
     from .devices import Entry, Registry
     from .results import Result
+    from .roofline import PeakCache, Peaks, Work
     from .store import BaselineStore
 
 T = TypeVar("T")
@@ -155,6 +156,14 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         f"fingerprint; 0 = the libraries' default. Default: {_DEFAULTS.threads}",
     ),
     (
+        "--perf-size",
+        "perf_size",
+        _spec.parse_size,
+        "size preset the benchmarks pick their shapes from (the perf_size fixture): tiny "
+        "(correctness runs), small, medium or full (GPU-sized). Baselines of each size other than "
+        f"small live in their own directory (<machine>-<size>). Default: {_spec.DEFAULT_SIZE}",
+    ),
+    (
         "--perf-json",
         "perf_json",
         lambda v, w: v,
@@ -177,6 +186,14 @@ _FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "record the results of the benchmarks that ran and passed as their new baselines "
         "(atomic writes; other baselines are kept). Default: off",
         "same as --update-baselines (for a dedicated recording job). Default: false",
+    ),
+    (
+        "--perf-recalibrate",
+        "perf_recalibrate",
+        "measure the devices' peak GFLOP/s and GB/s again instead of using the cached figures "
+        "(the cache is in $BURNPERF_CACHE_DIR, else $XDG_CACHE_HOME/pytest-burnperf). "
+        "Default: off",
+        "same as --perf-recalibrate. Default: false",
     ),
     (
         "--perf-strict",
@@ -238,6 +255,7 @@ class PerfState:
     invocation: tuple[str, ...]
     rounds: int = 1
     strict: bool = False
+    size: str = "small"
     #: In a worker process (one extra round): where to write its raw samples.
     worker_out: Path | None = None
     #: Perf comparisons in this session (for the family-wise correction).
@@ -249,6 +267,8 @@ class PerfState:
     passed: set[str] = field(default_factory=set)
     interrupted: bool = False
     messages: list[str] = field(default_factory=list)
+    recalibrate: bool = False
+    _peak_cache: PeakCache | None = None
     _registry: Registry | None = None
     _store: BaselineStore | None = None
     _git: dict[str, Any] | None = None
@@ -264,9 +284,13 @@ class PerfState:
     @property
     def store(self) -> BaselineStore:
         if self._store is None:
+            from .spec import DEFAULT_SIZE
             from .store import BaselineStore
 
-            self._store = BaselineStore(self.baselines_root, self.machine_id)
+            group = self.machine_id
+            if self.size != DEFAULT_SIZE:
+                group = f"{group}-{self.size}"
+            self._store = BaselineStore(self.baselines_root, group)
         return self._store
 
     @property
@@ -276,6 +300,24 @@ class PerfState:
 
             self._git = git_state(self.rootpath)
         return self._git
+
+    def peaks_for(self, device: Any, dtype: str, threads: int) -> Peaks:
+        """The device's measured peaks for ``dtype``: from the cache, else calibrated now."""
+        from .roofline import PeakCache, cache_path, calibrate
+
+        if self._peak_cache is None:
+            self._peak_cache = PeakCache(cache_path(), self.machine_id)
+        cache = self._peak_cache
+        name = str(device.fingerprint().get("name", device.id))
+        key = PeakCache.key(self.machine_id, device.id, name, dtype, threads)
+        peaks = None if self.recalibrate else cache.get(key)
+        if peaks is None:
+            with device.threads(threads):
+                peaks = calibrate(device, dtype)
+            cache.put(key, peaks)
+            self.messages.extend(cache.problems)
+            cache.problems.clear()
+        return peaks
 
     def settings_for(self, spec: PerfSpec) -> Settings:
         return self.base.merged(spec.overrides).merged(self.cmdline)
@@ -369,7 +411,9 @@ def pytest_configure(config: pytest.Config) -> None:
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
         rounds=1 if worker_out else (pick("perf_rounds") or 1),
+        size=pick("perf_size") or _spec.DEFAULT_SIZE,
         strict=bool(config.getoption("perf_strict") or config.getini("perf_strict")),
+        recalibrate=bool(config.getoption("perf_recalibrate") or config.getini("perf_recalibrate")),
         worker_out=Path(worker_out) if worker_out else None,
     )
 
@@ -529,6 +573,12 @@ def device(_burnperf_case: Case) -> Any:
 
 
 @pytest.fixture
+def perf_size(request: pytest.FixtureRequest) -> str:
+    """The run's size preset (``--perf-size``): ``tiny``, ``small``, ``medium`` or ``full``."""
+    return request.config.stash[STATE].size
+
+
+@pytest.fixture
 def dtype(_burnperf_case: Case) -> str:
     """The dtype name of this benchmark, such as ``"f32"``."""
     return _burnperf_case.dtype
@@ -591,9 +641,27 @@ class Perf:
         self._key = key
         self._baseline = baseline
         self._used = False
+        self._work: Work | None = None
         self.device = case.entry.device
         self.dtype = case.dtype
         self.settings = state.settings_for(case.spec)
+
+    def work(self, flops: float | Work | None = None, bytes: float | None = None) -> None:
+        """Declare what one call of the benchmarked function computes and moves: floating-point
+        operations and bytes read or written in memory (or a ``Work`` from the helpers in
+        ``pytest_burnperf.roofline``). The report then shows GFLOP/s, GB/s and % of peak."""
+        from .roofline import Work, WorkError
+
+        where = f"{self._item.nodeid}: perf.work"
+        if isinstance(flops, Work):
+            if bytes is not None:
+                pytest.fail(f"{where}: give a Work or flops=/bytes=, not both", pytrace=False)
+            self._work = flops
+            return
+        try:
+            self._work = Work(flops=flops, bytes=bytes)
+        except WorkError as exc:
+            pytest.fail(f"{where}: {exc}", pytrace=False)
 
     def _start(self, fn: object, what: str) -> None:
         if self._used:
@@ -753,6 +821,10 @@ class Perf:
             verdict=verdict,
             baseline=base,
             runs=tuple(tuple(r) for r in runs),
+            work=self._work,
+            peaks=None
+            if self._work is None
+            else state.peaks_for(self.device, case.dtype, s.threads),
         )
         state.results[self._item.nodeid] = result
         if state.update:
@@ -862,6 +934,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 "alpha": state.base.merged(state.cmdline).alpha,
                 "threshold": state.base.merged(state.cmdline).threshold,
                 "update_baselines": state.update,
+                "size": state.size,
                 "baselines": str(state.store.dir),
             },
         )
@@ -914,7 +987,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not state.enabled or state.worker_out is not None:
         return
     from .compare import NO_BASELINE
-    from .report import counts_line, notes, table
+    from .report import counts_line, notes, speedups, table
 
     tr = terminalreporter
     results = list(state.results.values())
@@ -922,13 +995,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     base = state.base.merged(state.cmdline)
     tr.write_line(
         f"machine {state.machine_id}; baselines in {_rel(state.store.dir, state.rootpath)}; "
-        f"{state.rounds} process round(s); alpha {base.alpha:g} family-wise over "
+        f"size {state.size}; {state.rounds} process round(s); alpha {base.alpha:g} family-wise over "
         f"{state.comparisons} comparison(s)"
     )
     if results:
         for line in table(results):
             tr.write_line(line)
         for line in notes(results):
+            tr.write_line(line)
+        for line in speedups(results):
             tr.write_line(line)
     tr.write_line(f"perf: {counts_line(results)}")
     if any(r.verdict.status == NO_BASELINE for r in results) and not state.update:

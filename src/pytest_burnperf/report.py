@@ -24,6 +24,8 @@ COLUMNS = (
     "p",
     "detects",
     "peak mem",
+    "arith",
+    "mem",
     "verdict",
 )
 
@@ -42,12 +44,24 @@ def _device_label(r: Result) -> str:
     return r.device_id[len(prefix) :] if r.device_id.startswith(prefix) else r.device_id
 
 
+def _roofline_cells(r: Result) -> tuple[str, str]:
+    """``41.2 GF/s 63%`` and ``12.1 GB/s 20%``: achieved rates and % of the device's peak."""
+    from .roofline import format_rate
+
+    got = r.roofline()
+    if got is None:
+        return "-", "-"
+    return format_rate(got.gflops, "GF/s", got.arith_pct), format_rate(
+        got.gbps, "GB/s", got.mem_pct
+    )
+
+
 def row(r: Result) -> tuple[str, ...]:
     s = summarize(r.sample.values)
     v = r.verdict
     p = v.p_value
     return (
-        r.benchmark,
+        r.label,
         r.library,
         _device_label(r),
         r.dtype,
@@ -59,6 +73,7 @@ def row(r: Result) -> tuple[str, ...]:
         "-" if p is None else f"{p:.2g}",
         "-" if v.min_detectable is None else f"+{100 * v.min_detectable:.1f}%",
         format_bytes(r.peak_memory),
+        *_roofline_cells(r),
         v.status,
     )
 
@@ -66,7 +81,7 @@ def row(r: Result) -> tuple[str, ...]:
 def table(results: Sequence[Result]) -> list[str]:
     rows = [COLUMNS, *(row(r) for r in results)]
     widths = [max(len(rw[i]) for rw in rows) for i in range(len(COLUMNS))]
-    right = {5, 6, 7, 8, 9, 10, 11}
+    right = {5, 6, 7, 8, 9, 10, 11, 12, 13}
 
     def fmt(rw: Sequence[str]) -> str:
         cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)]
@@ -98,6 +113,29 @@ def notes(results: Sequence[Result]) -> list[str]:
                     f"({format_time(host)}): does the benchmark queue its work on the device "
                     "(device.queue / device.kernel)?"
                 )
+    return lines
+
+
+def speedups(results: Sequence[Result]) -> list[str]:
+    """What compilation buys: one line per benchmark measured both ``eager`` and ``compiled``
+    (parameters of that name) on the same device and dtype, as burn's release tables show fusion."""
+    by_key = {(r.label, r.device_id, r.dtype): r for r in results}
+    lines: list[str] = []
+    for (label, device_id, dtype), eager in by_key.items():
+        if "eager" not in label:
+            continue
+        compiled = by_key.get((label.replace("eager", "compiled"), device_id, dtype))
+        if compiled is None:
+            continue
+        t_e = summarize(eager.sample.values).median
+        t_c = summarize(compiled.sample.values).median
+        name = label.replace("[eager]", "").replace("-eager", "").replace("eager-", "")
+        lines.append(
+            f"{name} on {device_id} {dtype}: eager "
+            f"{format_time(t_e)} -> compiled {format_time(t_c)} ({t_e / t_c:.2f}x)"
+        )
+    if lines:
+        lines.insert(0, "eager vs torch.compile (this process's medians):")
     return lines
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 import platform
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .compare import Verdict
 from .spec import Settings
 from .stats import median_halfwidth, precision_goal, summarize
 from .timing import Sample
+
+if TYPE_CHECKING:
+    from .roofline import Achieved, Peaks, Work
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
 RESULTS_VERSION = 1
@@ -34,6 +37,32 @@ class Result:
     baseline: dict[str, Any] | None
     #: Samples per process round (the last one is this process's).
     runs: tuple[tuple[float, ...], ...] = ()
+    #: What one call computes and moves (``perf.work``), and the device's measured peaks.
+    work: Work | None = None
+    peaks: Peaks | None = None
+
+    def roofline(self) -> Achieved | None:
+        """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
+        if self.work is None:
+            return None
+        from .roofline import achieved
+
+        return achieved(self.work, summarize(self.sample.values).median, self.peaks)
+
+    @property
+    def label(self) -> str:
+        """The benchmark with its own parameters, without the device and dtype (shown in their
+        columns): ``test_matmul[square]`` for ``test_matmul[numpy-cpu-f32-square]``."""
+        if "[" not in self.key:
+            return self.benchmark
+        inside = self.key[self.key.index("[") + 1 : -1]
+        case = f"{self.device_id}-{self.dtype}"
+        rest = (
+            "-".join(p for p in inside.replace(case, "", 1).split("-") if p)
+            if case in inside
+            else inside
+        )
+        return f"{self.benchmark}[{rest}]" if rest else self.benchmark
 
     @property
     def peak_memory(self) -> int | None:
@@ -101,6 +130,17 @@ class Result:
             f"(goal +-{100 * math.expm1(info['goal_halfwidth']):.1f}%)"
         )
 
+    def _roofline_json(self) -> dict[str, Any] | None:
+        got = self.roofline()
+        if got is None or self.work is None:
+            return None
+        return {
+            "flops": self.work.flops,
+            "bytes": self.work.bytes,
+            **got.as_dict(),
+            "peaks": None if self.peaks is None else self.peaks.as_dict(),
+        }
+
     def as_json(self) -> dict[str, Any]:
         v = self.verdict
         base = None
@@ -133,6 +173,7 @@ class Result:
             if self.sample.host_values is None
             else list(self.sample.host_values),
             "peak_memory_bytes": self.peak_memory,
+            "roofline": self._roofline_json(),
             "baseline": base,
             "verdict": {
                 "status": v.status,

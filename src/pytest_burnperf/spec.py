@@ -37,6 +37,13 @@ TIMERS: tuple[str, ...] = ("device", "host")
 _DEVICE_ID = re.compile(r"^(?P<lib>[a-z]+)-(?P<rest>[a-z0-9][a-z0-9_.-]*)$")
 
 
+#: Size presets of a run (``--perf-size``): benchmarks pick their shapes from it. ``tiny`` is for
+#: correctness runs (seconds for the whole suite), ``small`` the default (the shipped suite on a
+#: 2-core CPU in minutes), ``full`` GPU-sized shapes like burn-bench's.
+SIZES: tuple[str, ...] = ("tiny", "small", "medium", "full")
+DEFAULT_SIZE = "small"
+
+
 class SpecError(ValueError):
     """A marker keyword, option or ini value that is not allowed. The message says why."""
 
@@ -189,6 +196,12 @@ def parse_threads(value: object, where: str) -> int:
 def parse_rounds(value: object, where: str) -> int:
     """Fresh processes that each measure every benchmark (1 = this process only)."""
     return _whole_number(value, where, "rounds", 1, 50)
+
+
+def parse_size(value: object, where: str) -> str:
+    if isinstance(value, str) and value.strip() in SIZES:
+        return value.strip()
+    raise SpecError(f"{where}: size must be one of {', '.join(SIZES)}, got {value!r}")
 
 
 def parse_flush_l2(value: object, where: str) -> bool:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import numpy  # noqa: F401
 import pytest
@@ -22,6 +23,12 @@ if importlib.util.find_spec("wgpu") is not None:
     import wgpu.backends.wgpu_native.extras  # noqa: F401
 if importlib.util.find_spec("cupy") is not None:
     import cupy  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured device peaks go to a temporary cache, never the user's."""
+    monkeypatch.setenv("BURNPERF_CACHE_DIR", str(tmp_path / "burnperf-cache"))
 
 
 @pytest.fixture

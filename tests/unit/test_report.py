@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pytest_burnperf.compare import INCOMPARABLE, UNCHANGED, Verdict
-from pytest_burnperf.report import format_bytes, notes
+from pytest_burnperf.report import format_bytes, notes, row, speedups
 from pytest_burnperf.results import Result
+from pytest_burnperf.roofline import Peaks, Work
 from pytest_burnperf.spec import Settings
 from pytest_burnperf.timing import Sample
 
@@ -53,3 +56,35 @@ def test_reasons_and_notes_are_listed() -> None:
         "2.0 KiB",
         "3.0 MiB",
     ]
+
+
+def _torch_result(key: str, seconds: float, work: Work | None = None) -> Result:
+    base = result(Sample(values=(seconds,) * 3, loops=1, warmup_calls=1), Verdict(UNCHANGED, 1.0))
+    return replace(
+        base,
+        key=key,
+        benchmark=key.split("[")[0],
+        device_id="torch-cpu",
+        library="torch",
+        kind="cpu",
+        work=work,
+        peaks=Peaks(gflops=100.0, gbps=40.0, how="test"),
+    )
+
+
+def test_labels_speedups_and_roofline_cells() -> None:
+    eager = _torch_result("test_gelu[torch-cpu-f32-custom-forward-eager]", 4e-4)
+    compiled = _torch_result("test_gelu[torch-cpu-f32-custom-forward-compiled]", 2e-4)
+    plain = _torch_result("test_resnet_blocks[torch-cpu-f32-eager]", 1e-3)
+    plain_c = _torch_result("test_resnet_blocks[torch-cpu-f32-compiled]", 8e-4)
+    assert eager.label == "test_gelu[custom-forward-eager]"
+    assert speedups([eager, compiled, plain, plain_c]) == [
+        "eager vs torch.compile (this process's medians):",
+        "test_gelu[custom-forward] on torch-cpu f32: eager 400.00 us -> compiled 200.00 us (2.00x)",
+        "test_resnet_blocks on torch-cpu f32: eager 1.00 ms -> compiled 800.00 us (1.25x)",
+    ]
+    # 2e9 flops and 1e9 bytes in 0.05 s: 40 GF/s of 100 (40%), 20 GB/s of 40 (50%)
+    mm = _torch_result("test_mm[torch-cpu-f32]", 0.05, Work(flops=2e9, bytes=1e9))
+    cells = row(mm)
+    assert cells[0] == "test_mm" and cells[-3:] == ("40 GF/s 40%", "20 GB/s 50%", "unchanged")
+    assert row(eager)[-3:-1] == ("-", "-")
