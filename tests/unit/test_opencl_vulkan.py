@@ -85,6 +85,11 @@ def test_opencl_ids_per_platform_and_type_and_dtype_rules() -> None:
     assert pocl.unsupported("bf16") == "OpenCL has no bf16 buffers in pyopencl"
     fp = gpu0.fingerprint()
     assert (fp["platform"], fp["device_type"], fp["compute_units"]) == ("NVIDIA CUDA", "GPU", 8)
+    assert fp["memory_bytes"] == 2**30  # a GPU's memory is part of what it is
+    # a CPU device's memory is host memory that PoCL reports as a share of what is free: noted,
+    # never a reason to call a baseline incomparable
+    cpu_fp = pocl.fingerprint()
+    assert "memory_bytes" not in cpu_fp and cpu_fp["host_memory_bytes"] == 2**30
 
 
 def test_opencl_device_has_no_array_namespace_and_says_what_to_use() -> None:

@@ -167,6 +167,10 @@ class OpenCLDevice(HostData, DeviceBase):
 
     def fingerprint(self) -> dict[str, Any]:
         d, cl = self._dev, self._cl
+        # A CPU device's "global memory" is host memory, and drivers such as PoCL report a share of
+        # what is free at the moment (4.60 GB in one run, 4.80 GB in the next on the same machine):
+        # informative, not part of the device's identity.
+        memory_key = "host_memory_bytes" if _type_slug(cl, d) == "cpu" else "memory_bytes"
         return {
             "id": self.id,
             "kind": self.kind,
@@ -175,7 +179,7 @@ class OpenCLDevice(HostData, DeviceBase):
             "vendor": str(d.vendor).strip(),
             "platform": str(self._platform.name).strip(),
             "device_type": str(cl.device_type.to_string(d.type)),
-            "memory_bytes": int(d.global_mem_size),
+            memory_key: int(d.global_mem_size),
             "compute_units": int(d.max_compute_units),
             "clock_mhz": int(d.max_clock_frequency),
             "driver": str(d.driver_version).strip(),
