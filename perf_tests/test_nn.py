@@ -75,7 +75,8 @@ def test_conv2d(perf, device, dtype, perf_size, layer):
     flops = 2.0 * batch * cout * out_hw * out_hw * cin * k * k
     item = x.element_size()
     moved = (x.numel() + w.numel() + batch * cout * out_hw * out_hw) * item
-    perf.work(Work(flops=flops, bytes=float(moved)))
+    shape = f"{batch}x{cin}x{hw}x{hw} * {cout}x{cin}x{k}x{k}/{stride}"
+    perf.work(Work(flops=flops, bytes=float(moved), shape=shape))
     with torch.no_grad():
         out = perf(F.conv2d, x, w, stride=stride, padding=pad)
     ref = F.conv2d(x.double().cpu(), w.double().cpu(), stride=stride, padding=pad).numpy()
@@ -92,7 +93,8 @@ def test_max_pool2d(perf, device, dtype, perf_size, pool):
     batch, ch, hw = pick(perf_size, tiny=(1, 2, 8), small=(1, 32, 64), full=(32, 64, 112))
     x = device.random((batch, ch, hw, hw), dtype)
     out_hw = (hw + 2 * p - k) // s + 1
-    perf.work(Work(bytes=float((x.numel() + batch * ch * out_hw * out_hw) * x.element_size())))
+    moved = (x.numel() + batch * ch * out_hw * out_hw) * x.element_size()
+    perf.work(Work(bytes=float(moved), shape=f"{batch}x{ch}x{hw}x{hw}"))
     out = perf(F.max_pool2d, x, k, s, p)
     ref = F.max_pool2d(x.double().cpu(), k, s, p).numpy()
     check(device, dtype, out, ref)
@@ -186,7 +188,7 @@ def test_resnet_blocks(perf, device, dtype, perf_size, mode):
     x = device.random((batch, channels, hw, hw), dtype)
     run = _maybe_compile(model, mode, device)
     conv = 2.0 * batch * channels * hw * hw * channels * 9
-    perf.work(Work(flops=2 * blocks * conv))
+    perf.work(Work(flops=2 * blocks * conv, shape=f"{blocks} blocks, {batch}x{channels}x{hw}x{hw}"))
     with torch.no_grad():
         out = perf(run, x)
         ref = model.double().cpu()(x.double().cpu()).numpy()
@@ -212,6 +214,11 @@ def _encoder(torch, perf_size):
     return model, (batch, seq, hidden), float(flops)
 
 
+def _encoder_shape(model, shape):
+    batch, seq, hidden = shape
+    return f"{len(model.layers)} layers, {batch}x{seq}x{hidden}"
+
+
 @pytest.mark.perf(backends=BACKENDS, dtypes=DTYPES)
 @pytest.mark.parametrize("mode", MODES)
 def test_transformer_inference(perf, device, dtype, perf_size, mode):
@@ -223,7 +230,7 @@ def test_transformer_inference(perf, device, dtype, perf_size, mode):
     model = model.to(device.zeros((1,), dtype).device).eval()
     x = device.random(shape, dtype)
     run = _maybe_compile(model, mode, device)
-    perf.work(Work(flops=flops))
+    perf.work(Work(flops=flops, shape=_encoder_shape(model, shape)))
     with torch.no_grad():
         out = perf(run, x)
         ref = model.double().cpu()(x.double().cpu()).numpy()
@@ -250,7 +257,7 @@ def test_transformer_training_step(perf, device, dtype, perf_size):
         opt.step()
         return loss
 
-    perf.work(Work(flops=3 * flops))
+    perf.work(Work(flops=3 * flops, shape=_encoder_shape(model, shape)))
     first = float(perf(step).detach())
     assert math.isfinite(first)
     # the optimizer moves the weights, so the loss keeps changing from step to step
@@ -274,6 +281,9 @@ def test_autodiff_overhead(perf, device, dtype, perf_size):
         y.sum().backward()
         return x.grad
 
+    # each of the ops is about 2 flops per element forward and 4 backward; what the benchmark
+    # measures is the per-op overhead, which the low GFLOP/s makes visible
+    perf.work(Work(flops=6.0 * ops * 16, shape=f"{ops} ops x 16"))
     grad = perf(chain)
     xd = x.detach().double().cpu().requires_grad_(True)
     y = xd

@@ -127,7 +127,8 @@ def test_fused_epilogue(perf, device, dtype, perf_size):
     zero = device.zeros((1,), dtype)
     mm = matmul_work(s, s, s, dtype)
     epilogue = elementwise_work(s * s, dtype, inputs=1, flops_per_element=10)
-    perf.work(Work(flops=mm.flops + epilogue.flops, bytes=mm.bytes))  # type: ignore[operator]
+    flops = mm.flops + epilogue.flops  # type: ignore[operator]
+    perf.work(Work(flops=flops, bytes=mm.bytes, shape=f"{mm.shape} + bias"))
     out = perf(_fused_epilogue, device.xp, a, b, bias, zero)
     ha, hb, hbias = host64(device, a), host64(device, b), host64(device, bias)
     expected = _gelu_tanh(np, np.maximum(ha @ hb, 0.0) + hbias)
@@ -203,7 +204,8 @@ def test_random_normal(perf, device, dtype, perf_size):
     mt19937, cupy XORWOW), into a fresh array."""
     n = _elements(perf_size)
     fn = _normal_fn(device, dtype, n)
-    perf.work(Work(bytes=float(n * np.dtype(dtype.replace("f", "float")).itemsize)))  # written
+    written = n * np.dtype(dtype.replace("f", "float")).itemsize
+    perf.work(Work(bytes=float(written), shape=f"{n}"))
     out = perf(fn)
     h = host64(device, out)
     assert h.shape == (n,) and np.isfinite(h).all()
@@ -235,7 +237,8 @@ def test_transfer(perf, device, dtype, perf_size, direction):
     to_dev()
     device.sync()
     itemsize = host.itemsize
-    perf.work(Work(bytes=float(2 * n * itemsize)))  # read on one side, written on the other
+    # read on one side, written on the other
+    perf.work(Work(bytes=float(2 * n * itemsize), shape=f"{n}"))
     perf(to_dev if direction == "to-device" else to_host)
     device.sync()
     np.testing.assert_array_equal(np.asarray(device.to_host(dev)), host)

@@ -646,20 +646,30 @@ class Perf:
         self.dtype = case.dtype
         self.settings = state.settings_for(case.spec)
 
-    def work(self, flops: float | Work | None = None, bytes: float | None = None) -> None:
+    def work(
+        self,
+        flops: float | Work | None = None,
+        bytes: float | None = None,
+        shape: str | None = None,
+    ) -> None:
         """Declare what one call of the benchmarked function computes and moves: floating-point
         operations and bytes read or written in memory (or a ``Work`` from the helpers in
-        ``pytest_burnperf.roofline``). The report then shows GFLOP/s, GB/s and % of peak."""
+        ``pytest_burnperf.roofline``), and optionally the shape to show. The report then shows
+        the shape, GFLOP/s, GB/s and % of peak."""
         from .roofline import Work, WorkError
 
         where = f"{self._item.nodeid}: perf.work"
+        if shape is not None and not isinstance(shape, str):
+            pytest.fail(
+                f"{where}: shape must be a string such as '256x256', got {shape!r}", pytrace=False
+            )
         if isinstance(flops, Work):
             if bytes is not None:
                 pytest.fail(f"{where}: give a Work or flops=/bytes=, not both", pytrace=False)
-            self._work = flops
+            self._work = flops if shape is None else replace(flops, shape=shape)
             return
         try:
-            self._work = Work(flops=flops, bytes=bytes)
+            self._work = Work(flops=flops, bytes=bytes, shape=shape)
         except WorkError as exc:
             pytest.fail(f"{where}: {exc}", pytrace=False)
 

@@ -13,6 +13,7 @@ from .stats import summarize
 
 COLUMNS = (
     "benchmark",
+    "shape",
     "backend",
     "device",
     "dtype",
@@ -62,6 +63,7 @@ def row(r: Result) -> tuple[str, ...]:
     p = v.p_value
     return (
         r.label,
+        r.work.shape if r.work is not None and r.work.shape else "-",
         r.library,
         _device_label(r),
         r.dtype,
@@ -81,7 +83,7 @@ def row(r: Result) -> tuple[str, ...]:
 def table(results: Sequence[Result]) -> list[str]:
     rows = [COLUMNS, *(row(r) for r in results)]
     widths = [max(len(rw[i]) for rw in rows) for i in range(len(COLUMNS))]
-    right = {5, 6, 7, 8, 9, 10, 11, 12, 13}
+    right = {6, 7, 8, 9, 10, 11, 12, 13, 14}
 
     def fmt(rw: Sequence[str]) -> str:
         cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)]

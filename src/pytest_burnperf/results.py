@@ -137,6 +137,7 @@ class Result:
         return {
             "flops": self.work.flops,
             "bytes": self.work.bytes,
+            "shape": self.work.shape,
             **got.as_dict(),
             "peaks": None if self.peaks is None else self.peaks.as_dict(),
         }

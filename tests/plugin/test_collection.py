@@ -108,9 +108,10 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
         [
             "*pytest-burnperf*",
             "machine *; baselines in baselines/*",
-            "benchmark  backend  device  dtype  clock  *median  IQR %  baseline  change [[]95% CI[]]"
-            "  p  detects  peak mem  arith  mem  verdict",
-            "test_mm    numpy    cpu     f32    host  * -  *-  -  *-  * KiB      -    -  no-baseline",
+            "benchmark  shape  backend  device  dtype  clock  *median  IQR %  baseline  "
+            "change [[]95% CI[]]  p  detects  peak mem  arith  mem  verdict",
+            "test_mm    -      numpy    cpu     f32    host  * -  *-  -  *-  * KiB      -    -  "
+            "no-baseline",
             "perf: 1 no-baseline",
             "record baselines for this machine with: "
             "pytest --perf --update-baselines -k 'numpy and f32' --perf-samples 15 *",

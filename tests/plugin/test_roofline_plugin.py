@@ -44,8 +44,8 @@ def test_work_gives_rates_and_percent_of_the_measured_peak(
     result.stdout.fnmatch_lines(
         [
             "*test_bad_count*: perf.work: flops must be a finite number >= 0 per call, got -5",
-            "*benchmark*median*peak mem*arith*mem*verdict",
-            "test_mm *numpy*cpu*f64* GF/s *% * GB/s *% *no-baseline",
+            "*benchmark*shape*median*peak mem*arith*mem*verdict",
+            "test_mm *64x64 @ 64x64 *numpy*cpu*f64* GF/s *% * GB/s *% *no-baseline",
             "test_plain *numpy* - *- *no-baseline",
         ]
     )

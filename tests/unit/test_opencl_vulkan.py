@@ -222,3 +222,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     assert dev.to_host(dev.asarray([[1, 2], [3, 4]], "i32")).tolist() == [[1, 2], [3, 4]]
     with pytest.raises(TypeError, match="VulkanArray"):
         kernel(np.zeros(4), b, workgroups=1)
+
+
+@pytest.mark.parametrize("which", ["opencl", "vulkan"])
+def test_peak_calibration_kernels_run_on_the_real_devices(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    from pytest_burnperf.roofline import calibrate
+
+    dev = request.getfixturevalue("cl_device" if which == "opencl" else "vk_device")
+    peaks = calibrate(dev, "f32", repeats=2)
+    assert peaks.gflops is not None and peaks.gflops > 0
+    assert peaks.gbps is not None and peaks.gbps > 0
+    assert "FMA chains" in peaks.how and "copy 64 MiB" in peaks.how
+    if which == "vulkan":
+        assert calibrate(dev, "f64").how == f"{dev.id} does not run f64"

@@ -23,14 +23,20 @@ from pytest_burnperf.roofline import (
 
 def test_counts_by_hand() -> None:
     # 256^3 multiply-adds = 2 * 16,777,216 flops; three 256x256 f32 matrices = 786,432 bytes
-    assert matmul_work(256, 256, 256, "f32") == Work(flops=33_554_432.0, bytes=786_432.0)
+    assert matmul_work(256, 256, 256, "f32") == Work(
+        flops=33_554_432.0, bytes=786_432.0, shape="256x256 @ 256x256"
+    )
     # batched (8 x 64x32 @ 32x16) in f64: 2*64*16*32*8 flops; (64*32 + 32*16 + 64*16)*8*8 bytes
-    assert matmul_work(64, 16, 32, "f64", batch=8) == Work(flops=524_288.0, bytes=229_376.0)
+    assert matmul_work(64, 16, 32, "f64", batch=8) == Work(
+        flops=524_288.0, bytes=229_376.0, shape="8x64x32 @ 32x16"
+    )
     # c = a + b over 2^20 f32: 1 flop per element, two reads and one write of 4 bytes
-    assert elementwise_work(1 << 20, "f32", inputs=2) == Work(flops=1_048_576.0, bytes=12_582_912.0)
+    assert elementwise_work(1 << 20, "f32", inputs=2) == Work(
+        flops=1_048_576.0, bytes=12_582_912.0, shape="1048576"
+    )
     # sum over axis 0 of 1024x1024 f64: 1,048,576 adds, 8 MiB read + 8 KiB written
     assert reduction_work(1024 * 1024, "f64", outputs=1024) == Work(
-        flops=1_048_576.0, bytes=8_396_800.0
+        flops=1_048_576.0, bytes=8_396_800.0, shape="1048576 -> 1024"
     )
 
 
