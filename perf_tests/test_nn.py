@@ -238,9 +238,11 @@ def test_transformer_inference(perf, device, dtype, perf_size, mode):
 
 
 @pytest.mark.perf(backends=BACKENDS, dtypes=DTYPES)
-def test_transformer_training_step(perf, device, dtype, perf_size):
+@pytest.mark.parametrize("mode", MODES)
+def test_transformer_training_step(perf, device, dtype, perf_size, mode):
     """One training step of the encoder: forward, mean-squared loss, backward, AdamW step
-    (about 3x the forward's floating-point work)."""
+    (about 3x the forward's floating-point work); compiled: the model's forward and backward
+    through torch.compile, the optimizer step eager."""
     import torch
 
     torch.manual_seed(0)
@@ -249,10 +251,11 @@ def test_transformer_training_step(perf, device, dtype, perf_size):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x = device.random(shape, dtype)
     target = device.random(shape, dtype)
+    run = _maybe_compile(model, mode, device)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(model(x), target)
+        loss = torch.nn.functional.mse_loss(run(x), target)
         loss.backward()
         opt.step()
         return loss
