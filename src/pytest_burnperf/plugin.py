@@ -269,6 +269,8 @@ class PerfState:
     messages: list[str] = field(default_factory=list)
     recalibrate: bool = False
     _peak_cache: PeakCache | None = None
+    #: Peak-cache keys measured (or failed) in this run: --perf-recalibrate measures each once.
+    _checked: set[str] = field(default_factory=set)
     _registry: Registry | None = None
     _store: BaselineStore | None = None
     _git: dict[str, Any] | None = None
@@ -303,20 +305,32 @@ class PerfState:
 
     def peaks_for(self, device: Any, dtype: str, threads: int) -> Peaks:
         """The device's measured peaks for ``dtype``: from the cache, else calibrated now."""
-        from .roofline import PeakCache, cache_path, calibrate
+        from .roofline import PeakCache, Peaks, cache_path, calibrate
 
         if self._peak_cache is None:
             self._peak_cache = PeakCache(cache_path(), self.machine_id)
         cache = self._peak_cache
         name = str(device.fingerprint().get("name", device.id))
         key = PeakCache.key(self.machine_id, device.id, name, dtype, threads)
-        peaks = None if self.recalibrate else cache.get(key)
+        fresh = self.recalibrate and key not in self._checked
+        peaks = None if fresh else cache.get(key)
+        if peaks is None and key in self._checked:
+            return Peaks(None, None, "calibration failed earlier in this run")
         if peaks is None:
-            with device.threads(threads):
-                peaks = calibrate(device, dtype)
-            cache.put(key, peaks)
+            try:
+                with device.threads(threads):
+                    peaks = calibrate(device, dtype)
+            except Exception as exc:  # a driver that cannot run the calibration kernels
+                self._checked.add(key)
+                self.messages.append(
+                    f"peak calibration of {device.id} ({dtype}) failed, so its benchmarks show "
+                    f"no % of peak: {type(exc).__name__}: {exc}"
+                )
+                return Peaks(None, None, f"calibration failed: {type(exc).__name__}: {exc}")
+            cache.put(key, peaks)  # failures are never cached: the next run tries again
             self.messages.extend(cache.problems)
             cache.problems.clear()
+        self._checked.add(key)
         return peaks
 
     def settings_for(self, spec: PerfSpec) -> Settings:

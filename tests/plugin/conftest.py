@@ -7,6 +7,9 @@ import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
+# Loaded once here, so that a test that monkeypatches it patches the module its runs use.
+import pytest_burnperf.roofline  # noqa: F401
+
 from ._helpers import LOOP_MODULE
 
 # pytester's in-process runs restore sys.modules afterwards, and numpy or torch cannot be imported

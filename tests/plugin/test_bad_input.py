@@ -99,6 +99,12 @@ def test_perf_fixture_without_marker(pytester: pytest.Pytester) -> None:
         (["--perf-samples", "ten"], "*--perf-samples: samples must be a whole number, got 'ten'"),
         (["--perf-threshold=-5%"], "*--perf-threshold: threshold must be a fraction in [[]0, 10]*"),
         (["--perf-warmup", "soon"], "*--perf-warmup: warmup must be a number, got 'soon'"),
+        (["--perf-size", "huge"], "*--perf-size: size must be one of tiny, small, medium, full*"),
+        (
+            ["--perf-max-samples", "1"],
+            "*--perf-max-samples: max_samples must be between 2 and 100000, got '1'",
+        ),
+        (["--perf-max-time", "-1"], "*--perf-max-time: max_time must be seconds in [[]0, 3600]*"),
         (["--perf-backends", "gpu"], "*--perf-backends: unknown backend 'gpu'; expected*"),
         (["--perf-dtypes", "f32,f8"], "*--perf-dtypes: unknown dtype 'f8'; allowed: f16, bf16*"),
         (
