@@ -90,7 +90,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_results(path: Path) -> dict[str, list[float]]:
+def _load_results(path: Path) -> dict[str, list[list[float]]]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -99,7 +99,8 @@ def _load_results(path: Path) -> dict[str, list[float]]:
         raise SystemExit(f"burnperf compare: {path} is not valid JSON ({exc.msg})") from None
     if not isinstance(doc, dict) or doc.get("schema") != "pytest-burnperf-results":
         raise SystemExit(f"burnperf compare: {path} is not a pytest-burnperf --perf-json file")
-    return {r["test"]: r["samples"] for r in doc.get("results", [])}
+    # each process round's samples where the file has them, so the between-process spread counts
+    return {r["test"]: r.get("runs") or [r["samples"]] for r in doc.get("results", [])}
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

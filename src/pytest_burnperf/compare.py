@@ -37,6 +37,9 @@ class Policy:
     threshold: float = 0.05
     #: Comparisons in the session: ``alpha`` is the family-wise rate over all of them (Bonferroni).
     comparisons: int = 1
+    #: Between-process spread assumed before the runs are seen (None: none, the old behaviour of
+    #: treating unmeasured between-process noise as zero).
+    prior: stats.NoisePrior | None = stats.DEFAULT_PRIOR
 
     @property
     def alpha_each(self) -> float:
@@ -64,10 +67,13 @@ class Verdict:
     runs_current: int = 0
     #: Per-comparison significance level after the family-wise correction.
     alpha_each: float | None = None
-    #: Between-run spread of log-medians (None with one run on each side: unknown), and the upper
-    #: 80% confidence bound of it that the noise floor, the interval and ``min_detectable`` use.
+    #: Between-run spread of log-medians the runs show (None with one run on each side), and the
+    #: upper 80% confidence bound of it (of the prior's where the runs show none), which the noise
+    #: floor, the interval and ``min_detectable`` use.
     run_spread: float | None = None
     run_spread_upper: float | None = None
+    #: Where ``run_spread_upper`` comes from: "runs", "prior" or "" (neither).
+    spread_source: str = ""
     #: The slowdown that counts: the larger of the threshold and the noise floor.
     effect: float | None = None
     #: Smallest slowdown this comparison detects with 90% probability.
@@ -169,9 +175,11 @@ def judge(
             ),
         )
     est = stats.hodges_lehmann_ratio(cur_all, base_all)
-    pooled = stats.pooled_run_spread_dof(base_runs, cur_runs)
-    point = None if pooled is None else pooled[0]
-    spread = None if pooled is None else stats.spread_upper(*pooled)
+    observed = stats.pooled_run_spread_dof(base_runs, cur_runs)
+    combined = stats.spread_or_prior(observed, policy.prior)
+    point = None if observed is None else observed[0]
+    spread = None if combined is None else stats.spread_upper(*combined)
+    source = _spread_source(observed, policy.prior)
     low, high = est.low, est.high
     floor = 0.0
     if spread is not None:
@@ -191,6 +199,7 @@ def judge(
         ratio_high=high,
         run_spread=point,
         run_spread_upper=spread,
+        spread_source=source,
         effect=effect,
         min_detectable=stats.min_detectable(effect, se, k, m),
         p_slower=stats.mann_whitney_greater(cur_all, base_all),
@@ -198,12 +207,23 @@ def judge(
     )
     notes: list[str] = []
     if floor > policy.threshold:
-        assert point is not None and spread is not None
-        notes.append(
-            f"noisy: runs of this benchmark move by {100 * point:.1f}% (sd of run medians; up to "
-            f"{100 * spread:.1f}% at 80% confidence), so it gates only above +{100 * effect:.1f}%"
-        )
-    if k == 1 or m == 1:
+        assert spread is not None
+        if point is not None:
+            notes.append(
+                f"noisy: runs of this benchmark move by {100 * point:.1f}% (sd of run medians; "
+                f"up to {100 * spread:.1f}% at 80% confidence), so it gates only above "
+                f"+{100 * effect:.1f}%"
+            )
+        else:
+            assert policy.prior is not None
+            notes.append(
+                f"{k} baseline run vs {m} current run: between-process noise is not measured, so "
+                f"the prior is assumed ({100 * policy.prior.spread:.1f}%, "
+                f"{policy.prior.source}; up to {100 * spread:.1f}% at 80% confidence) and it "
+                f"gates only above +{100 * effect:.1f}%; record the baseline with "
+                "--perf-rounds 3 to see further"
+            )
+    elif observed is None and policy.prior is None:
         notes.append(
             f"{k} baseline run(s) vs {m} current run(s): between-process noise is unknown, so this "
             "verdict is less reliable (record and run with --perf-rounds 3)"
@@ -238,6 +258,12 @@ def judge(
             ),
         )
     return verdict
+
+
+def _spread_source(observed: tuple[float, int] | None, prior: stats.NoisePrior | None) -> str:
+    if observed is not None:
+        return "runs"
+    return "prior" if prior is not None else ""
 
 
 def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: str) -> Verdict:

@@ -1,9 +1,11 @@
 """Which machine we are on, as a stable human-readable id, and where a result came from.
 
 The machine id groups baselines: results are only compared with baselines recorded under the same id.
-It is built from the operating system, the architecture, the CPU model and the number of CPUs, so two
-machines of the same class (say, two CI runners of one type) share it, and it reads like
-``linux-x86_64-amd-epyc-7b13-2cpu``. ``--perf-machine`` / ini ``perf_machine`` override it.
+It is built from the operating system, the architecture, the CPU model, the number of CPUs and the
+hardware class (instruction-set level and CPU family/model, see ``hardware.py``), so two machines of
+the same class (say, two CI runners of one type) share it, and it reads like
+``linux-x86-64-amd-epyc-2cpu-x86-64-v3-f25m1``. ``--perf-machine`` / ini ``perf_machine`` override
+it; the device fingerprints still have to match (``comparability.py``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,8 @@ import platform
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 _NOISE = re.compile(r"\((r|tm)\)|\bcpu\b|\bprocessor\b|\b\d+-core\b|@.*$", re.IGNORECASE)
@@ -73,9 +73,20 @@ def cpu_count() -> int:
     return os.cpu_count() or 1
 
 
-def default_machine_id() -> str:
+def legacy_machine_id() -> str:
+    """The machine id of pytest-burnperf before the hardware class was part of it (OS,
+    architecture, CPU model name, CPU count): where older baselines live."""
     model = slug(_NOISE.sub(" ", cpu_model())) or "cpu"
     return f"{slug(platform.system()) or 'os'}-{slug(platform.machine()) or 'arch'}-{model}-{cpu_count()}cpu"
+
+
+def default_machine_id() -> str:
+    """``<os>-<arch>-<CPU model>-<N>cpu-<hardware class>``, e.g.
+    ``linux-x86-64-amd-epyc-2cpu-x86-64-v3-f25m1``: machines behind the same CPU name but with
+    another instruction-set level or micro-architecture get their own baselines directory."""
+    from .hardware import hardware_class
+
+    return f"{legacy_machine_id()}-{slug(hardware_class())}"
 
 
 def check_machine_id(value: str, where: str) -> str:
@@ -90,12 +101,16 @@ def check_machine_id(value: str, where: str) -> str:
 
 
 def machine_info(machine_id: str) -> dict[str, object]:
+    from .hardware import cpu_identity, hardware_class
+
     return {
         "id": machine_id,
         "system": platform.system(),
         "arch": platform.machine(),
         "cpu": cpu_model(),
         "cpus": cpu_count(),
+        "hardware_class": hardware_class(),
+        "cpu_identity": cpu_identity(),
     }
 
 
@@ -121,62 +136,3 @@ def git_state(root: Path) -> dict[str, object]:
 
 def now_utc() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-
-
-#: Fingerprint keys that identify the hardware (and how it is driven). A baseline whose value for
-#: one of these differs from this run's was measured on something else and is never compared.
-IDENTITY_KEYS: tuple[str, ...] = (
-    "kind",
-    "library",
-    "name",
-    "vendor",
-    "platform",
-    "memory_bytes",
-    "compute_units",
-    "capability",
-    "cpus",
-    "threads",
-)
-
-#: Fingerprint keys for software around the device: a difference is compared and noted.
-SOFTWARE_KEYS: tuple[str, ...] = ("driver", "runtime", "blas")
-
-
-def _label(fp: Mapping[str, Any]) -> str:
-    name = fp.get("name") or fp.get("id") or "an unnamed device"
-    return f"{name} ({fp['id']})" if fp.get("id") and fp.get("id") != name else str(name)
-
-
-def comparability(
-    baseline_fp: Mapping[str, Any] | None, current_fp: Mapping[str, Any]
-) -> tuple[str | None, tuple[str, ...]]:
-    """``(why not comparable or None, notes)`` for a baseline's device fingerprint and this run's.
-
-    Keys present on only one side (say, a fingerprint written by an older version) are not held
-    against the baseline; only values that are known on both sides and differ count.
-    """
-    if not isinstance(baseline_fp, Mapping):
-        return None, ()
-    diffs = [
-        f"{key} {baseline_fp[key]!r} -> {current_fp[key]!r}"
-        for key in IDENTITY_KEYS
-        if key in baseline_fp and key in current_fp and baseline_fp[key] != current_fp[key]
-    ]
-    if diffs:
-        return (
-            f"baseline from {_label(baseline_fp)}, this run is on {_label(current_fp)} "
-            f"({'; '.join(diffs)}): not compared; record a baseline for this device with "
-            "--update-baselines",
-            (),
-        )
-    notes: list[str] = []
-    for key in SOFTWARE_KEYS:
-        old, new = baseline_fp.get(key), current_fp.get(key)
-        if old is not None and new is not None and old != new:
-            notes.append(f"{key} {old} -> {new} since the baseline")
-    old_v, new_v = baseline_fp.get("versions"), current_fp.get("versions")
-    if isinstance(old_v, Mapping) and isinstance(new_v, Mapping):
-        for lib in sorted(set(old_v) & set(new_v)):
-            if old_v[lib] != new_v[lib]:
-                notes.append(f"{lib} {old_v[lib]} -> {new_v[lib]} since the baseline")
-    return None, tuple(notes)

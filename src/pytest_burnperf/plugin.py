@@ -22,7 +22,9 @@ from . import spec as _spec
 from .spec import PerfSpec, Settings, SpecError
 
 if TYPE_CHECKING:
+    from .assess import HostEvidence
     from .devices import Entry, Registry
+    from .hoststate import Window
     from .results import Result
     from .roofline import PeakCache, Peaks, Work
     from .store import BaselineStore
@@ -30,6 +32,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _WITHOUT_PERF = "perf benchmark: run with --perf (or set perf = true in the ini file)"
+
+#: Process rounds of --update-baselines when --perf-rounds is not given: a baseline is recorded once
+#: and judged against many times, and three processes show its between-process spread.
+DEFAULT_UPDATE_ROUNDS = 3
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,7 +152,7 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "measure every selected benchmark in this many processes (this one and N-1 fresh ones, "
         "run one after another before the tests) and pool their samples; with "
         "--update-baselines the baseline keeps every run, so it carries the between-process "
-        "noise the gate needs. Default: 1",
+        "noise the gate needs. Default: 3 with --update-baselines, else 1",
     ),
     (
         "--perf-threads",
@@ -263,6 +269,12 @@ class PerfState:
     #: Raw samples of the extra rounds, per node id: one list of values per worker process.
     worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
     worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Host windows (hoststate.Window as dicts) and reference probes of the extra rounds, per node.
+    worker_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    worker_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: This process's reference probe per device id, and its host parts (shared by devices).
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _host_probe: dict[str, float] | None = None
     results: dict[str, Result] = field(default_factory=dict)
     passed: set[str] = field(default_factory=set)
     interrupted: bool = False
@@ -273,6 +285,9 @@ class PerfState:
     _checked: set[str] = field(default_factory=set)
     _registry: Registry | None = None
     _store: BaselineStore | None = None
+    _legacy_store: BaselineStore | None = None
+    #: The machine id came from --perf-machine or the ini file, not from this host.
+    machine_explicit: bool = False
     _git: dict[str, Any] | None = None
 
     @property
@@ -294,6 +309,25 @@ class PerfState:
                 group = f"{group}-{self.size}"
             self._store = BaselineStore(self.baselines_root, group)
         return self._store
+
+    @property
+    def legacy_store(self) -> BaselineStore | None:
+        """Where baselines of this machine lived before the machine id named the hardware class
+        (None when --perf-machine chose the id): found there, they are reported, not compared."""
+        if self.machine_explicit:
+            return None
+        if self._legacy_store is None:
+            from .machine import legacy_machine_id
+            from .spec import DEFAULT_SIZE
+            from .store import BaselineStore
+
+            group = legacy_machine_id()
+            if self.size != DEFAULT_SIZE:
+                group = f"{group}-{self.size}"
+            if group == self.store.machine_id:
+                return None
+            self._legacy_store = BaselineStore(self.baselines_root, group)
+        return self._legacy_store
 
     @property
     def git(self) -> dict[str, Any]:
@@ -332,6 +366,23 @@ class PerfState:
             cache.problems.clear()
         self._checked.add(key)
         return peaks
+
+    def probe_for(self, device: Any) -> dict[str, Any] | None:
+        """The reference probe of ``device`` in this process, measured on first use."""
+        from . import probe
+
+        if device.id not in self.probes:
+            try:
+                if self._host_probe is None:
+                    self._host_probe = probe.host_parts()
+                self.probes[device.id] = probe.measure(device, self._host_probe)
+            except Exception as exc:  # a device that cannot run the probe: no probe, say why
+                self.messages.append(
+                    f"reference probe on {device.id} failed, so its verdicts cannot tell a slower "
+                    f"host from slower code: {type(exc).__name__}: {exc}"
+                )
+                self.probes[device.id] = {}
+        return self.probes[device.id] or None
 
     def settings_for(self, spec: PerfSpec) -> Settings:
         return self.base.merged(spec.overrides).merged(self.cmdline)
@@ -421,10 +472,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if baselines_dir.is_absolute()
         else config.rootpath / baselines_dir,
         machine_id=machine_id or "",
+        machine_explicit=pick("perf_machine") is not None,
         json_path=Path(json_path) if json_path else None,
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
-        rounds=1 if worker_out else (pick("perf_rounds") or 1),
+        rounds=1 if worker_out else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
         size=pick("perf_size") or _spec.DEFAULT_SIZE,
         strict=bool(config.getoption("perf_strict") or config.getini("perf_strict")),
         recalibrate=bool(config.getoption("perf_recalibrate") or config.getini("perf_recalibrate")),
@@ -532,6 +584,8 @@ def _run_rounds(session: pytest.Session, state: PerfState) -> None:
             doc = json.loads(out.read_text(encoding="utf-8"))
             for nodeid, rec in doc.items():
                 state.worker_runs.setdefault(nodeid, []).append(list(rec["values"]))
+                state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
+                state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
@@ -623,8 +677,12 @@ def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf:
     case = _burnperf_case
     assert case.entry is not None and case.entry.device is not None
     module, key = _module_and_key(request.node, state.rootpath)
+    legacy = False
     try:
         baseline = state.store.get(module, key)
+        if baseline is None and state.legacy_store is not None:
+            baseline = state.legacy_store.get(module, key)
+            legacy = baseline is not None
     except BaselineError as exc:
         pytest.fail(
             f"{request.node.nodeid}: {exc}. The file was left untouched; fix it, or delete it and "
@@ -632,7 +690,7 @@ def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf:
             pytrace=False,
         )
     case.entry.device.reseed(0)
-    return Perf(state, request.node, case, module, key, baseline)
+    return Perf(state, request.node, case, module, key, baseline, legacy)
 
 
 class Perf:
@@ -646,6 +704,7 @@ class Perf:
         module: str,
         key: str,
         baseline: dict[str, Any] | None,
+        legacy: bool = False,
     ) -> None:
         assert case.entry is not None and case.entry.device is not None
         self._state = state
@@ -654,6 +713,8 @@ class Perf:
         self._module = module
         self._key = key
         self._baseline = baseline
+        #: The baseline comes from the directory of the machine id before hardware classes.
+        self._legacy = legacy
         self._used = False
         self._work: Work | None = None
         self.device = case.entry.device
@@ -729,9 +790,17 @@ class Perf:
 
     def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
-        clock, L2 flush and memory meter; judge the sample; return the function's result."""
+        clock, L2 flush and memory meter, watching the host; judge the sample; return the
+        function's result."""
+        import time
+
+        from . import hoststate
+
+        probe = self._state.probe_for(self.device)
+        single = self.device.kind == "cpu" and self.settings.threads == 1
         with self.device.threads(self.settings.threads):
             timer, flush = self._clock()
+            before = hoststate.snapshot()
             result, sample = sampler(
                 *args,
                 **kwargs,
@@ -739,9 +808,13 @@ class Perf:
                 timer=timer,
                 flush=flush,
                 meter=self.device.peak_memory,
+                cpu_clock=time.process_time_ns,
+            )
+            host = hoststate.window(
+                before, hoststate.snapshot(), sample.cpu_share if single else None
             )
             fingerprint = self.device.fingerprint()
-        self._judge(sample, fingerprint)
+        self._judge(sample, fingerprint, host, probe)
         return result
 
     def pedantic(
@@ -791,39 +864,40 @@ class Perf:
         )
         return cast(T, result)
 
-    def _judge(self, sample: Any, fingerprint: dict[str, Any]) -> None:
-        from .compare import (
-            INCONCLUSIVE,
-            NO_BASELINE,
-            REGRESSED,
-            Policy,
-            failure_message,
-            judge,
-            not_comparable,
-        )
-        from .machine import comparability
+    def _judge(
+        self,
+        sample: Any,
+        fingerprint: dict[str, Any],
+        host: Window,
+        probe: dict[str, Any] | None,
+    ) -> None:
+        from .assess import assess
+        from .compare import INCONCLUSIVE, NO_BASELINE, REGRESSED, Policy, failure_message
         from .results import Result
 
         state = self._state
+        node = self._item.nodeid
         if state.worker_out is not None:  # an extra round: keep the samples for the parent
-            state.worker_samples[self._item.nodeid] = {"values": list(sample.values)}
+            state.worker_samples[node] = {
+                "values": list(sample.values),
+                "host": host.as_dict(),
+                "probe": probe,
+            }
             return
         s = self.settings
         policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
-        runs = [*state.worker_runs.get(self._item.nodeid, []), list(sample.values)]
-        base = self._baseline
-        base_runs = None if base is None else (base.get("runs") or [base["samples"]])
-        blocker: str | None = None
-        notes: tuple[str, ...] = ()
-        if base is not None:
-            blocker, notes = comparability(base.get("device"), fingerprint)
-            blocker = blocker or _regime_difference(base, sample)
-        if base_runs is not None and blocker is not None:
-            pooled = [v for run in runs for v in run]
-            verdict = not_comparable(pooled, [v for r in base_runs for v in r], blocker)
-        else:
-            verdict = judge(base_runs, runs, policy)
-            verdict = replace(verdict, notes=(*notes, *verdict.notes))
+        runs = [*state.worker_runs.get(node, []), list(sample.values)]
+        evidence = _host_evidence(state, node, host, probe, self._baseline)
+        verdict = assess(
+            self._baseline,
+            runs,
+            fingerprint=fingerprint,
+            timer=sample.timer,
+            l2_flush=sample.l2_flush,
+            policy=policy,
+            legacy=self._legacy,
+            host=evidence,
+        )
         if s.flush_l2 and not sample.l2_flush:
             verdict = replace(
                 verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
@@ -831,7 +905,7 @@ class Perf:
         case = self._case
         assert case.entry is not None
         result = Result(
-            nodeid=self._item.nodeid,
+            nodeid=node,
             module=self._module,
             key=self._key,
             benchmark=self._key.split("[", 1)[0],
@@ -843,14 +917,16 @@ class Perf:
             settings=s,
             sample=sample,
             verdict=verdict,
-            baseline=base,
+            baseline=self._baseline,
             runs=tuple(tuple(r) for r in runs),
             work=self._work,
             peaks=None
             if self._work is None
             else state.peaks_for(self.device, case.dtype, s.threads),
+            host=tuple(evidence.windows),
+            probe=evidence.probe,
         )
-        state.results[self._item.nodeid] = result
+        state.results[node] = result
         if state.update:
             return
         if verdict.status == REGRESSED:
@@ -862,23 +938,39 @@ class Perf:
             )
 
 
-def _regime_difference(baseline: dict[str, Any], sample: Any) -> str | None:
-    """Why a baseline measured with another clock or cache regime cannot be compared, or None."""
-    old_timer = baseline.get("timer", "host")
-    if old_timer != sample.timer:
-        return (
-            f"baseline timed with the {old_timer} clock, this run with the {sample.timer} clock: "
-            "not compared; record a new baseline with --update-baselines, or set timer="
-            f"{old_timer!r} on the marker (or --perf-timer {old_timer})"
-        )
-    old_flush = bool(baseline.get("l2_flush", False))
-    if old_flush != sample.l2_flush:
-        state = {True: "with", False: "without"}
-        return (
-            f"baseline measured {state[old_flush]} an L2 flush before each sample, this run "
-            f"{state[sample.l2_flush]}: not compared; record a new baseline with --update-baselines"
-        )
-    return None
+def _host_evidence(
+    state: PerfState,
+    node: str,
+    host: Window,
+    probe: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+) -> HostEvidence:
+    """This benchmark's host windows and probe over all rounds, and the baseline's."""
+    from . import probe as _probe
+    from .assess import HostEvidence
+    from .hoststate import Window
+
+    windows = [
+        w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None
+    ]
+    windows.append(host)
+    probes = [p for p in state.worker_probes.get(node, []) if p]
+    if probe:
+        probes.append(probe)
+    old_windows: list[Window] = []
+    old_probe = None
+    if baseline is not None:
+        for d in baseline.get("host") or ():
+            w = Window.from_dict(d) if isinstance(d, dict) else None
+            if w is not None:
+                old_windows.append(w)
+        old_probe = baseline.get("host_probe")
+    return HostEvidence(
+        windows=tuple(windows),
+        baseline_windows=tuple(old_windows),
+        probe=_probe.pooled(probes),
+        baseline_probe=old_probe if isinstance(old_probe, dict) else None,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -915,6 +1007,19 @@ def pytest_runtest_makereport(
                 "or perf.pedantic(fn, ...), so nothing was timed"
             )
     return report
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash[STATE]
+    if not state.enabled or state.worker_out is not None:
+        return None
+    from .hardware import cpu_identity, describe
+
+    return [
+        f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
+        f"burnperf: baselines {_rel(state.store.dir, state.rootpath)}, {state.rounds} process "
+        f"round(s), size {state.size}",
+    ]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -1010,18 +1115,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE]
     if not state.enabled or state.worker_out is not None:
         return
+    from .comparability import LEGACY
     from .compare import NO_BASELINE
-    from .report import counts_line, notes, speedups, table
+    from .report import counts_line, header, notes, speedups, table
 
     tr = terminalreporter
     results = list(state.results.values())
     tr.section("pytest-burnperf")
     base = state.base.merged(state.cmdline)
-    tr.write_line(
-        f"machine {state.machine_id}; baselines in {_rel(state.store.dir, state.rootpath)}; "
-        f"size {state.size}; {state.rounds} process round(s); alpha {base.alpha:g} family-wise over "
-        f"{state.comparisons} comparison(s)"
-    )
+    for line in header(
+        results,
+        machine_id=state.machine_id,
+        baselines=_rel(state.store.dir, state.rootpath),
+        size=state.size,
+        rounds=state.rounds,
+        threshold=base.threshold,
+        alpha=base.alpha,
+        comparisons=state.comparisons,
+    ):
+        tr.write_line(line)
     if results:
         for line in table(results):
             tr.write_line(line)
@@ -1030,11 +1142,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for line in speedups(results):
             tr.write_line(line)
     tr.write_line(f"perf: {counts_line(results)}")
-    if any(r.verdict.status == NO_BASELINE for r in results) and not state.update:
-        args = [a for a in state.invocation if a not in ("--perf", "--update-baselines")]
+    args = [a for a in state.invocation if a not in ("--perf", "--update-baselines")]
+    record = shlex.join(["pytest", "--perf", "--update-baselines", *args])
+    legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
+    if legacy and not state.update:
         tr.write_line(
-            "record baselines for this machine with: "
-            + shlex.join(["pytest", "--perf", "--update-baselines", *args])
+            f"{len(legacy)} baseline(s) were recorded before pytest-burnperf recorded the hardware "
+            "class, so they were not compared; re-record them on this machine with: " + record
         )
+    elif any(r.verdict.status == NO_BASELINE for r in results) and not state.update:
+        tr.write_line("record baselines for this machine with: " + record)
     for message in state.messages:
         tr.write_line(message)

@@ -141,6 +141,50 @@ def speedups(results: Sequence[Result]) -> list[str]:
     return lines
 
 
+def probe_summary(results: Sequence[Result]) -> str:
+    """The header's reference-probe part: how this host compares with the baselines' hosts."""
+    from .probe import describe, differs, host_ratio
+
+    ratios = []
+    for r in results:
+        old = (r.baseline or {}).get("host_probe")
+        got = host_ratio(old if isinstance(old, dict) else None, r.probe)
+        if got is not None:
+            ratios.append(got)
+    if not ratios:
+        return "reference probe: no baseline to compare with"
+    ratios.sort(key=lambda g: g[0])
+    mid = ratios[len(ratios) // 2]
+    if not differs(mid[0]):
+        return f"reference probe within {100 * abs(mid[0] - 1):.0f}% of the baselines' host"
+    return describe(*mid).replace("this host", "reference probe: this host", 1)
+
+
+def header(
+    results: Sequence[Result],
+    *,
+    machine_id: str,
+    baselines: str,
+    size: str,
+    rounds: int,
+    threshold: float,
+    alpha: float,
+    comparisons: int,
+) -> list[str]:
+    """The lines above the table: hardware class, host state, probe, and the gate's settings."""
+    from .hardware import cpu_identity, describe
+    from .hoststate import summary
+
+    windows = [w for r in results for w in r.host]
+    cpus = int(cpu_identity().get("logical") or 1)
+    return [
+        f"machine {machine_id}: {describe(cpu_identity())}",
+        f"{summary(windows, cpus)}; {probe_summary(results)}",
+        f"baselines in {baselines}; size {size}; {rounds} process round(s); threshold "
+        f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
+    ]
+
+
 def counts_line(results: Iterable[Result]) -> str:
     counts = Counter(r.verdict.status for r in results)
     parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]

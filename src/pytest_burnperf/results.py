@@ -14,6 +14,7 @@ from .stats import median_halfwidth, precision_goal, summarize
 from .timing import Sample
 
 if TYPE_CHECKING:
+    from .hoststate import Window
     from .roofline import Achieved, Peaks, Work
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
@@ -40,6 +41,9 @@ class Result:
     #: What one call computes and moves (``perf.work``), and the device's measured peaks.
     work: Work | None = None
     peaks: Peaks | None = None
+    #: Host state during each process round (this process last), and the reference probe.
+    host: tuple[Window, ...] = ()
+    probe: dict[str, Any] | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -101,6 +105,8 @@ class Result:
             "device": self.fingerprint,
             "settings": {k: v for k, v in self.settings_dict().items() if k != "alpha"},
             "recorded": recorded,
+            "host": [w.as_dict() for w in self.host],
+            "host_probe": self.probe,
         }
 
     def sampling(self) -> dict[str, Any]:
@@ -129,6 +135,14 @@ class Result:
             f"sampling stopped at {why} with this process's median known to {known} "
             f"(goal +-{100 * math.expm1(info['goal_halfwidth']):.1f}%)"
         )
+
+    def host_disturbed(self) -> str | None:
+        """Why the host was not quiet during one of this benchmark's rounds, or None."""
+        for w in self.host:
+            why = w.disturbed()
+            if why:
+                return why
+        return None
 
     def _roofline_json(self) -> dict[str, Any] | None:
         got = self.roofline()
@@ -174,6 +188,10 @@ class Result:
             if self.sample.host_values is None
             else list(self.sample.host_values),
             "peak_memory_bytes": self.peak_memory,
+            "cpu_share": None if self.sample.cpu_share is None else list(self.sample.cpu_share),
+            "host": [w.as_dict() for w in self.host],
+            "host_disturbed": self.host_disturbed(),
+            "host_probe": self.probe,
             "roofline": self._roofline_json(),
             "baseline": base,
             "verdict": {
@@ -186,6 +204,7 @@ class Result:
                 "alpha_each": v.alpha_each,
                 "run_spread": v.run_spread,
                 "run_spread_upper80": v.run_spread_upper,
+                "spread_source": v.spread_source,
                 "min_effect": v.effect,
                 "min_detectable_slowdown": v.min_detectable,
                 "runs": [v.runs_baseline, v.runs_current],

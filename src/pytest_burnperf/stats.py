@@ -159,6 +159,39 @@ def pooled_run_spread(*sides: Sequence[Sequence[float]]) -> float | None:
     return None if got is None else got[0]
 
 
+@dataclass(frozen=True)
+class NoisePrior:
+    """What is assumed about a benchmark's between-process spread when neither side has more
+    than one process run, so nothing about it was measured: a spread (sd of log run medians)
+    worth ``dof`` degrees of freedom. Its upper confidence bound then sets the noise floor, as a
+    measured spread's does, instead of treating the unknown noise as zero.
+    """
+
+    spread: float
+    dof: int
+    source: str = "default"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.spread) and self.spread >= 0.0) or self.dof < 1:
+            raise ValueError(f"a NoisePrior needs spread >= 0 and dof >= 1, got {self!r}")
+
+
+#: The default prior: 3% between-process spread, worth 2 degrees of freedom (its 80% upper bound
+#: is 6.4%). 3% is the median between-process spread over the 27 workloads of the validation
+#: harness in 16 fresh processes on the 2-core CI machine (docs/validation.md, "Between-process
+#: noise"; ``python validation/noise.py``).
+DEFAULT_PRIOR = NoisePrior(0.03, 2, "default, the median measured over typical workloads")
+
+
+def spread_or_prior(
+    observed: tuple[float, int] | None, prior: NoisePrior | None
+) -> tuple[float, int] | None:
+    """The measured ``(spread, dof)`` where the runs show one, else the prior's, else None."""
+    if observed is not None:
+        return observed
+    return None if prior is None else (prior.spread, prior.dof)
+
+
 #: Confidence of the upper bound on the between-run spread that the noise floor uses.
 SPREAD_CONFIDENCE = 0.8
 

@@ -58,6 +58,9 @@ class Sample:
     peak_memory: int | None = None
     #: Why sampling stopped (one of STOPS).
     stopped: str = "fixed"
+    #: Per sample: this process's CPU time over the sample's host wall time (with ``cpu_clock``);
+    #: under 0.9 for a single-threaded CPU benchmark means it was descheduled (``hoststate``).
+    cpu_share: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.values) < 1:
@@ -139,20 +142,33 @@ def calibrate_loops(per_call_s: float, min_time_s: float) -> int:
 
 
 class _Clocks:
-    """Runs one timed span on ``timer``; with a device timer also keeps the host time."""
+    """Runs one timed span on ``timer``; with a device timer also keeps the host time, and with
+    ``cpu_clock`` (process CPU time) the share of a CPU the process got during each span."""
 
-    def __init__(self, timer: Timer, clock: Callable[[], int]) -> None:
+    def __init__(
+        self, timer: Timer, clock: Callable[[], int], cpu_clock: Callable[[], int] | None = None
+    ) -> None:
         self.timer = timer
         self.clock = clock
+        self.cpu_clock = cpu_clock
         self.dual = timer.name != "host"
+        self.shares: list[float] = []
 
     def span(self, body: Callable[[], None]) -> tuple[float, float]:
+        c0 = self.cpu_clock() if self.cpu_clock is not None else 0
         h0 = self.clock()
         self.timer.start()
         body()
         elapsed = self.timer.stop()
         h1 = self.clock()
-        return max(elapsed, NS), max(h1 - h0, 1) * NS
+        wall = max(h1 - h0, 1)
+        if self.cpu_clock is not None:
+            self.shares.append((self.cpu_clock() - c0) / wall)
+        return max(elapsed, NS), wall * NS
+
+    def sample_shares(self, first: int) -> tuple[float, ...] | None:
+        """CPU shares of the spans from index ``first`` on (the samples), or None."""
+        return None if self.cpu_clock is None else tuple(self.shares[first:])
 
 
 def measure(
@@ -171,6 +187,7 @@ def measure(
     precise: Callable[[Sequence[float]], bool] | None = None,
     max_samples: int = 0,
     max_time: float = 0.0,
+    cpu_clock: Callable[[], int] | None = None,
 ) -> tuple[Any, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
@@ -183,10 +200,11 @@ def measure(
     ``max_time`` seconds since the first sample (host clock). The test must look at the
     precision of the values only, never at how they compare with a baseline: stopping when a
     p-value crosses alpha would inflate false alarms.
+    ``cpu_clock`` (``time.process_time_ns``) adds the CPU share of each sample (``cpu_share``).
     Returns the result of the last call and the :class:`Sample`.
     """
     kw = kwargs or {}
-    clocks = _Clocks(timer or HostTimer(sync, clock), clock)
+    clocks = _Clocks(timer or HostTimer(sync, clock), clock, cpu_clock)
     result: Any = None
 
     def call_once() -> None:
@@ -232,6 +250,7 @@ def measure(
             host.append(wall / loops)
 
     stopped = "fixed"
+    first_sample = len(clocks.shares)
     with gc_off():
         started = clock()
         take(samples)
@@ -258,6 +277,7 @@ def measure(
         l2_flush=flush is not None,
         peak_memory=peak,
         stopped=stopped,
+        cpu_share=clocks.sample_shares(first_sample),
     )
 
 
@@ -275,6 +295,7 @@ def measure_pedantic(
     timer: Timer | None = None,
     flush: Callable[[], Any] | None = None,
     meter: Meter | None = None,
+    cpu_clock: Callable[[], int] | None = None,
 ) -> tuple[Any, Sample]:
     """pytest-benchmark's ``pedantic`` shape: fresh inputs from ``setup`` for every round.
 
@@ -283,7 +304,7 @@ def measure_pedantic(
     ``flush`` (untimed) runs before each round, after ``setup``. ``meter`` measures the last
     warm-up round (so with ``warmup_rounds=0`` there is no peak memory: pedantic never adds calls).
     """
-    clocks = _Clocks(timer or HostTimer(sync, clock), clock)
+    clocks = _Clocks(timer or HostTimer(sync, clock), clock, cpu_clock)
     result: Any = None
 
     peak: int | None = None
@@ -312,6 +333,7 @@ def measure_pedantic(
 
     for i in range(warmup_rounds):
         one_round(metered=i == warmup_rounds - 1)
+    first_sample = len(clocks.shares)
     with gc_off():
         pairs = [one_round() for _ in range(rounds)]
     return result, Sample(
@@ -323,4 +345,5 @@ def measure_pedantic(
         host_values=tuple(p[1] for p in pairs) if clocks.dual else None,
         l2_flush=flush is not None,
         peak_memory=peak,
+        cpu_share=clocks.sample_shares(first_sample),
     )

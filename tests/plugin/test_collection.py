@@ -107,7 +107,7 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "*pytest-burnperf*",
-            "machine *; baselines in baselines/*",
+            "baselines in baselines/*",
             "benchmark  shape  backend  device  dtype  clock  *median  IQR %  baseline  "
             "change [[]95% CI[]]  p  detects  peak mem  arith  mem  verdict",
             "test_mm    -      numpy    cpu     f32    host  * -  *-  -  *-  * KiB      -    -  "

@@ -32,7 +32,9 @@ def test_update_then_rerun_slowdown_and_speedup(
     (path,) = files
     doc = json.loads(path.read_text())
     entry = doc["benchmarks"]["test_loop[numpy-cpu-f64]"]
-    assert len(entry["samples"]) == 15 and entry["device"]["id"] == "numpy-cpu"
+    # --update-baselines records 3 process rounds by default (15 samples each at FAST)
+    assert [len(r) for r in entry["runs"]] == [15, 15, 15] and len(entry["samples"]) == 45
+    assert entry["device"]["id"] == "numpy-cpu"
     assert path.name == "test_bench.json"
 
     # unchanged code passes at the default 5% threshold
@@ -46,7 +48,7 @@ def test_update_then_rerun_slowdown_and_speedup(
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(
         [
-            "test_loop[[]numpy-cpu-f64[]]: * -> * (+*% [[]+*%, +*%[]], p=*, n=15/15, runs=1/1) "
+            "test_loop[[]numpy-cpu-f64[]]: * -> * (+*% [[]+*%, +*%[]], p=*, n=45/15, runs=3/1) "
             "exceeds 5% threshold",
         ]
     )
@@ -131,9 +133,8 @@ def test_too_few_samples_are_inconclusive(pytester: pytest.Pytester) -> None:
             perf(sum, range(100))
         """
     )
-    pytester.runpytest("--perf", "--update-baselines", "--perf-warmup", "0").assert_outcomes(
-        passed=1
-    )
+    record = ("--perf", "--update-baselines", "--perf-rounds", "1", "--perf-warmup", "0")
+    pytester.runpytest(*record).assert_outcomes(passed=1)
     result = pytester.runpytest("--perf", "--perf-warmup", "0")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_few *numpy*inconclusive", "perf: 1 inconclusive"])
@@ -153,7 +154,7 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
     assert r["test"] == "test_bench.py::test_loop[numpy-cpu-f64]"
     assert (r["backend"], r["kind"], r["dtype"], r["timer"]) == ("numpy", "cpu", "f64", "host")
     assert len(r["samples"]) == 15 and r["stats"]["n"] == 15
-    assert r["baseline"]["n"] == 15
+    assert r["baseline"]["n"] == 45  # three process rounds recorded
     assert r["verdict"]["status"] in {"unchanged", "improved", "regressed"}
     assert set(r["verdict"]) == {
         "status",
@@ -165,6 +166,7 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
         "alpha_each",
         "run_spread",
         "run_spread_upper80",
+        "spread_source",
         "min_effect",
         "min_detectable_slowdown",
         "runs",

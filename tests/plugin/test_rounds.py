@@ -28,7 +28,7 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
 
     again = loop_project.runpytest("--perf", *opts)
     again.assert_outcomes(passed=2)
-    again.stdout.fnmatch_lines([f"machine *; {rounds} process round(s); *"])
+    again.stdout.fnmatch_lines([f"baselines in *; {rounds} process round(s); *"])
 
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")  # the extra rounds inherit the environment
     slow = loop_project.runpytest("--perf", *opts)
@@ -39,7 +39,7 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
         ]
     )
     if rounds == 1:
-        slow.stdout.fnmatch_lines(["*between-process noise is unknown*"])
+        slow.stdout.fnmatch_lines(["*between-process noise is not measured, so the prior*"])
 
 
 def test_results_json_keeps_every_round(loop_project: pytest.Pytester) -> None:
@@ -61,7 +61,8 @@ def test_strict_fails_no_baseline_and_default_does_not(loop_project: pytest.Pyte
 def test_inconclusive_when_samples_are_too_few(loop_project: pytest.Pytester) -> None:
     few = ["--perf-samples", "3", "--perf-max-samples", "3", "--perf-warmup", "0.01"]
     few += ["--perf-min-time", "0.001"]
-    loop_project.runpytest("--perf", "--update-baselines", *few).assert_outcomes(passed=2)
+    update = ("--perf", "--update-baselines", "--perf-rounds", "1")
+    loop_project.runpytest(*update, *few).assert_outcomes(passed=2)
     result = loop_project.runpytest("--perf", *few)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*n=3/3 samples can reach p=0.05 at best, not below alpha=0.005*"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_burnperf.compare import INCOMPARABLE, not_comparable
-from pytest_burnperf.machine import comparability
+from pytest_burnperf.comparability import comparability
 
 H200: dict[str, Any] = {
     "id": "torch-cuda0",

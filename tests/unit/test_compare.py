@@ -16,13 +16,17 @@ from pytest_burnperf.compare import (
 
 BASE = [10.0 + 0.01 * i for i in range(20)]  # 10.00 .. 10.19, median 10.095
 
+#: These tests check the within-process statistics: one run on each side, and no prior for the
+#: between-process noise nobody measured (tests/unit/test_verdict_stats.py covers the prior).
+NO_PRIOR = Policy(alpha=0.01, threshold=0.05, prior=None)
+
 
 def scaled(factor: float) -> list[float]:
     return [v * factor for v in BASE]
 
 
 def test_clear_slowdown_regresses() -> None:
-    v = judge(BASE, scaled(1.15), Policy(alpha=0.01, threshold=0.05))
+    v = judge(BASE, scaled(1.15), NO_PRIOR)
     assert v.status == REGRESSED
     assert v.ratio == pytest.approx(1.15)
     assert v.p_slower is not None and v.p_slower < 1e-6
@@ -31,7 +35,7 @@ def test_clear_slowdown_regresses() -> None:
 
 def test_significant_but_below_threshold_is_unchanged() -> None:
     # +3% is detected by the test (no overlap at all) but is smaller than the 5% minimum effect
-    v = judge(BASE, scaled(1.03), Policy(alpha=0.01, threshold=0.05))
+    v = judge(BASE, scaled(1.03), NO_PRIOR)
     assert v.p_slower is not None and v.p_slower < 0.01
     assert v.status == UNCHANGED
 
@@ -68,7 +72,7 @@ def test_no_baseline() -> None:
 def test_failure_message_is_one_actionable_line() -> None:
     base = [0.01230] * 10 + [0.01232] * 10
     cur = [0.01411] * 10 + [0.01413] * 10
-    policy = Policy(alpha=0.01, threshold=0.05)
+    policy = NO_PRIOR
     v = judge(base, cur, policy)
     msg = failure_message("test_matmul[numpy-cpu-f32]", v, policy)
     assert "\n" not in msg

@@ -96,10 +96,47 @@ def test_quiet_runs_gate_at_the_threshold_and_catch_a_clear_slowdown() -> None:
     assert same.status == UNCHANGED and same.notes == ()
 
 
-def test_single_runs_are_flagged_as_less_reliable() -> None:
-    v = judge([1.0 + 0.001 * i for i in range(20)], [1.0 + 0.001 * i for i in range(20)], Policy())
+def test_single_runs_without_a_prior_are_flagged_as_less_reliable() -> None:
+    same = [1.0 + 0.001 * i for i in range(20)]
+    v = judge(same, same, Policy(prior=None))
     assert v.runs_baseline == v.runs_current == 1
     assert any("between-process noise is unknown" in n for n in v.notes)
+    assert v.spread_source == ""
+
+
+def test_one_run_a_side_uses_the_prior_not_zero_noise() -> None:
+    """Two single processes: a steady +15% (far beyond the within-process noise) is what
+    between-process noise of 3% does now and then, so with the default prior it is inconclusive,
+    and the floor and the detectable slowdown say how far this comparison can see."""
+    base = [1.0 + 0.0001 * i for i in range(20)]
+    policy = Policy(alpha=0.01, threshold=0.05)
+    v = judge(base, [x * 1.15 for x in base], policy)
+    prior = stats.DEFAULT_PRIOR
+    upper = stats.spread_upper(prior.spread, prior.dof)
+    assert v.spread_source == "prior" and v.run_spread is None
+    assert v.run_spread_upper == pytest.approx(upper)
+    assert v.effect == pytest.approx(stats.noise_floor(upper, 1, 1, 0.01))
+    assert v.status == INCONCLUSIVE and "inside this benchmark's noise floor" in v.reason
+    assert any("the prior is assumed (3.0%" in n for n in v.notes)
+    assert v.min_detectable is not None and v.min_detectable > v.effect
+    # far beyond what the prior allows: still a regression
+    assert judge(base, [x * 1.6 for x in base], policy).status == REGRESSED
+    # without a prior the same +15% would fail: the behaviour this replaces
+    assert judge(base, [x * 1.15 for x in base], Policy(prior=None)).status == REGRESSED
+
+
+def test_the_benchmarks_own_runs_take_precedence_over_the_prior() -> None:
+    base = [[1.0, 1.001, 0.999], [1.01, 1.011, 1.009], [0.995, 0.996, 0.994]]
+    v = judge(base, [[1.0, 1.001, 1.002]], Policy())
+    assert v.spread_source == "runs" and v.run_spread is not None
+    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.run_spread, 2))
+
+
+def test_noise_prior_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="NoisePrior"):
+        stats.NoisePrior(-0.01, 2)
+    with pytest.raises(ValueError, match="NoisePrior"):
+        stats.NoisePrior(0.01, 0)
 
 
 def test_family_wise_alpha_can_make_a_small_sample_inconclusive() -> None:

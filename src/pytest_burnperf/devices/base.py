@@ -59,8 +59,11 @@ class Device(Protocol):
     def fingerprint(self) -> dict[str, Any]:
         """What identifies this device and its software, for results and baselines.
 
-        Keys listed in ``machine.IDENTITY_KEYS`` (name, memory, compute units, ...) decide whether
-        a baseline is comparable; ``versions``, ``driver``, ``runtime`` and ``blas`` are noted.
+        ``comparability.py`` decides from it whether a baseline is comparable: ``identity`` (the
+        version of these rules), the keys of ``comparability.IDENTITY_KEYS`` (name, memory,
+        compute units, ...), and for devices that run on the host CPU its ``cpu`` identity and the
+        ``dispatch`` each library chose; ``versions``, ``driver``, ``runtime`` and ``blas`` are
+        noted.
         """
 
     def timer(self) -> Timer | None:
@@ -188,6 +191,19 @@ class HostData:
         if self._rng is None:
             self.reseed(0)
         return fill_random(self._rng, shape, dtype, self.dtype(dtype), np.float32)
+
+
+def identity(*, host_cpu: bool, dispatch: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """The hardware-identity part of a fingerprint: its version, and for a device that computes
+    on the host CPU (numpy, torch-cpu, PoCL, llvmpipe) the CPU's identity and the code paths the
+    libraries dispatch to there."""
+    from ..hardware import IDENTITY_VERSION, cpu_identity
+
+    out: dict[str, Any] = {"identity": IDENTITY_VERSION}
+    if host_cpu:
+        out["cpu"] = cpu_identity()
+        out["dispatch"] = {k: v for k, v in (dispatch or {}).items() if v is not None}
+    return out
 
 
 def blas_threads() -> int | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import NUMPY_DTYPE_NAMES, DeviceBase, EventTimer, Probe, fill_random
+from .base import NUMPY_DTYPE_NAMES, DeviceBase, EventTimer, Probe, fill_random, identity
 
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
@@ -123,6 +123,7 @@ class CupyDevice(DeviceBase):
             "driver": _version(int(rt.driverGetVersion())),
             "runtime": f"{'HIP' if hip else 'CUDA'} {_version(int(rt.runtimeGetVersion()))}",
             "versions": {"cupy": str(cp.__version__)},
+            **identity(host_cpu=False),
         }
 
 

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..hardware import blas_core, numpy_dispatch
 from ..machine import cpu_count, cpu_model, memory_bytes
 from .base import (
     NUMPY_DTYPE_NAMES,
@@ -14,6 +15,7 @@ from .base import (
     blas_threads,
     cpu_threads,
     fill_random,
+    identity,
     tracemalloc_peak,
 )
 
@@ -98,6 +100,10 @@ class NumpyDevice(DeviceBase):
             "host_memory_bytes": memory_bytes(),
             "versions": {"numpy": self._np.__version__},
             "blas": blas,
+            **identity(
+                host_cpu=True,
+                dispatch={"numpy": numpy_dispatch(self._np), "blas": blas_core()},
+            ),
         }
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe
+from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
 
 #: Short names for well-known platforms, for readable device ids.
 _PLATFORM_SLUGS = (
@@ -185,6 +185,7 @@ class OpenCLDevice(HostData, DeviceBase):
             "driver": str(d.driver_version).strip(),
             "runtime": str(d.version).strip(),
             "versions": {"pyopencl": str(cl.VERSION_TEXT)},
+            **identity(host_cpu=_type_slug(cl, d) == "cpu"),
         }
 
 

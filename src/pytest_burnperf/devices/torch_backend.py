@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import DeviceBase, EventTimer, Probe, cpu_threads, rss_peak
+from .base import DeviceBase, EventTimer, Probe, cpu_threads, identity, rss_peak
 
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
@@ -172,7 +172,10 @@ class TorchDevice(DeviceBase):
             fp["threads"] = int(torch.get_num_threads())
             fp["host_memory_bytes"] = memory_bytes()
             fp["blas"] = _torch_blas(torch)
-        elif self.kind in ("cuda", "rocm"):
+            fp.update(identity(host_cpu=True, dispatch={"torch": _torch_capability(torch)}))
+        else:
+            fp.update(identity(host_cpu=False))
+        if self.kind in ("cuda", "rocm"):
             props = torch.cuda.get_device_properties(self.index or 0)
             fp["memory_bytes"] = int(props.total_memory)
             fp["compute_units"] = int(props.multi_processor_count)
@@ -186,6 +189,14 @@ class TorchDevice(DeviceBase):
                 f"HIP {torch.version.hip}" if self.kind == "rocm" else f"CUDA {torch.version.cuda}"
             )
         return fp
+
+
+def _torch_capability(torch: Any) -> str | None:
+    """The CPU kernels ATen dispatches to here (``AVX2``, ``AVX512``, ``DEFAULT``...)."""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # an old torch or a fake module: not known
+        return None
 
 
 def _torch_blas(torch: Any) -> str:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe
+from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
 
 #: dtype names with a WGSL type (f16 also needs the adapter's shader-f16 feature).
 _WGSL = ("f16", "f32", "i32")
@@ -248,6 +248,7 @@ class VulkanDevice(HostData, DeviceBase):
                 "wgpu": str(self._wgpu.__version__),
                 "wgpu-native": ".".join(str(v) for v in lib_version_info),
             },
+            **identity(host_cpu=str(info.get("adapter_type", "")).lower() == "cpu"),
         }
 
 

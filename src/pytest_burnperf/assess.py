@@ -1,0 +1,162 @@
+"""Verdict assembly: a benchmark's runs, its baseline entry and what is known about the host, in;
+one :class:`~pytest_burnperf.compare.Verdict`, out. No pytest here.
+
+Order of the questions:
+
+1. Is there a baseline? A legacy one (recorded before the hardware identity existed) is never
+   compared (``comparability.legacy_reason``).
+2. May it be compared at all (``comparability.blocker``: hardware class, dispatch, clock, flush)?
+3. The statistics (``compare.judge``): Mann-Whitney, Hodges-Lehmann, the noise floor with its prior.
+4. Could the host explain the outcome? A round measured on a disturbed host (``hoststate``), or a
+   host that runs the reference probe slower or faster than the baseline's host (``probe``), turns
+   a verdict it could explain into ``inconclusive`` with the reason: never a failure blamed on the
+   code, never a silent pass through a floor the busy host raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import probe as _probe
+from .comparability import blocker, legacy_reason
+from .compare import (
+    IMPROVED,
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Policy,
+    Verdict,
+    judge,
+    not_comparable,
+)
+from .hoststate import Window
+
+
+@dataclass(frozen=True)
+class HostEvidence:
+    """What the session knows about the host for one benchmark."""
+
+    #: Host windows of this run's rounds (one per process) and of the baseline's.
+    windows: Sequence[Window] = ()
+    baseline_windows: Sequence[Window] = ()
+    #: This run's reference probe of the device, and the baseline's.
+    probe: Mapping[str, Any] | None = None
+    baseline_probe: Mapping[str, Any] | None = None
+
+    def disturbed(self) -> str | None:
+        """Why this run's host was not quiet in some round, or None."""
+        reasons = [(i, w.disturbed()) for i, w in enumerate(self.windows)]
+        bad = [(i, why) for i, why in reasons if why]
+        if not bad:
+            return None
+        if len(self.windows) == 1:
+            return f"host busy while it ran: {bad[0][1]}"
+        rounds = ", ".join(str(i + 1) for i, _ in bad)
+        return f"host busy in round(s) {rounds} of {len(self.windows)}: {bad[0][1]}"
+
+    def baseline_disturbed(self) -> str | None:
+        reasons = [w.disturbed() for w in self.baseline_windows]
+        bad = [why for why in reasons if why]
+        return f"the baseline was recorded on a busy host ({bad[0]})" if bad else None
+
+    def probe_ratio(self) -> tuple[float, dict[str, float]] | None:
+        return _probe.host_ratio(self.baseline_probe, self.probe)
+
+
+def baseline_runs(entry: Mapping[str, Any]) -> list[list[float]]:
+    runs = entry.get("runs") or [entry["samples"]]
+    return [list(r) for r in runs]
+
+
+def _change(v: Verdict) -> str:
+    return "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
+
+
+def explain_by_host(verdict: Verdict, why: str, policy: Policy) -> Verdict:
+    """A disturbed host: a slowdown it could have caused, or a floor it raised, is inconclusive."""
+    if verdict.status == REGRESSED:
+        return replace(
+            verdict,
+            status=INCONCLUSIVE,
+            reason=(
+                f"{why}; the {_change(verdict)} change may be the host's, not the code's: not "
+                "failed (--perf-strict fails it); run again on a quiet host"
+            ),
+        )
+    raised = verdict.effect is not None and verdict.effect > policy.threshold
+    if verdict.status == UNCHANGED and raised:
+        assert verdict.effect is not None
+        return replace(
+            verdict,
+            status=INCONCLUSIVE,
+            reason=(
+                f"{why}; with this noise it sees only slowdowns above +{100 * verdict.effect:.1f}%, "
+                "so 'unchanged' would claim too much; run again on a quiet host"
+            ),
+        )
+    return replace(verdict, notes=(*verdict.notes, why))
+
+
+def explain_by_probe(
+    verdict: Verdict, ratio: float, parts: Mapping[str, float], policy: Policy
+) -> Verdict:
+    """A host that runs the probe slower (faster) than the baseline's: a slowdown (speed-up)
+    within what that explains is inconclusive; anything else keeps its verdict with a note."""
+    text = _probe.describe(ratio, parts)
+    effect = verdict.effect if verdict.effect is not None else policy.threshold
+    r = verdict.ratio
+    if r is not None and ratio > 1 and verdict.status == REGRESSED and r <= ratio * (1 + effect):
+        return replace(
+            verdict,
+            status=INCONCLUSIVE,
+            reason=f"{text}, which explains the {_change(verdict)} change: not failed",
+        )
+    if r is not None and ratio < 1 and verdict.status == IMPROVED and r >= ratio / (1 + effect):
+        return replace(
+            verdict,
+            status=INCONCLUSIVE,
+            reason=f"{text}, which explains the {_change(verdict)} change",
+        )
+    if ratio < 1 and verdict.status == UNCHANGED:
+        text += f"; a slowdown of the code up to {100 * (1 / ratio - 1):.0f}% may be hidden"
+    return replace(verdict, notes=(*verdict.notes, text))
+
+
+def assess(
+    baseline: Mapping[str, Any] | None,
+    runs: Sequence[Sequence[float]],
+    *,
+    fingerprint: Mapping[str, Any],
+    timer: str,
+    l2_flush: bool,
+    policy: Policy,
+    legacy: bool = False,
+    host: HostEvidence | None = None,
+) -> Verdict:
+    """The verdict of one benchmark: its process ``runs`` (this process last) against
+    ``baseline`` (an entry of a baseline file, or None)."""
+    pooled = [v for r in runs for v in r]
+    if baseline is not None and legacy:
+        return not_comparable(pooled, baseline.get("samples") or [], legacy_reason())
+    if baseline is not None:
+        why, notes = blocker(baseline, fingerprint, timer, l2_flush)
+        if why is not None:
+            return not_comparable(pooled, [v for r in baseline_runs(baseline) for v in r], why)
+        verdict = judge(baseline_runs(baseline), [list(r) for r in runs], policy)
+        verdict = replace(verdict, notes=(*notes, *verdict.notes))
+    else:
+        verdict = judge(None, [list(r) for r in runs], policy)
+    if host is None or baseline is None:
+        return verdict
+    busy = host.disturbed()
+    if busy is not None:
+        verdict = explain_by_host(verdict, busy, policy)
+    old_busy = host.baseline_disturbed()
+    if old_busy is not None:
+        verdict = replace(verdict, notes=(*verdict.notes, old_busy))
+    probed = host.probe_ratio()
+    if probed is not None and _probe.differs(probed[0]):
+        verdict = explain_by_probe(verdict, probed[0], probed[1], policy)
+    return verdict

@@ -1,0 +1,171 @@
+"""Whether a baseline may be compared with this run at all: the one place that decides it.
+
+A baseline is compared only when it was measured on the same class of hardware, driven the same
+way, with the same clock and cache regime. Everything else about it is *noted*. The rules:
+
+* **Identity version.** Device fingerprints carry ``identity`` (``hardware.IDENTITY_VERSION``).
+  A baseline from before the hardware identity existed cannot tell an AVX-512 CPU from an AVX2
+  one behind the same model name, so it is reported as such and never compared.
+* **Device identity** (``IDENTITY_KEYS``): kind, library, model name, vendor, platform, memory,
+  compute units, capability, CPU count, threads.
+* **CPU identity** (``hardware.CPU_MUST_MATCH``): vendor, family, model and x86-64 level (or Arm
+  vector extension). Stepping, microcode, SIMD features beyond the level, caches, cores, SMT and
+  the hypervisor are noted.
+* **Dispatch** (``dispatch``): the code path each library picked at run time (numpy's SIMD target,
+  torch's CPU capability, OpenBLAS's core type) must match.
+* **Regime**: the clock (device events vs host wall time) and the L2 flush must match.
+* **Software** (driver, runtime, BLAS, library versions) is noted: a version change is what a
+  regression test is for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .hardware import CPU_MUST_MATCH, CPU_NOTED, IDENTITY_VERSION
+
+#: Fingerprint keys that identify the hardware (and how it is driven). A baseline whose value for
+#: one of these differs from this run's was measured on something else and is never compared.
+IDENTITY_KEYS: tuple[str, ...] = (
+    "kind",
+    "library",
+    "name",
+    "vendor",
+    "platform",
+    "memory_bytes",
+    "compute_units",
+    "capability",
+    "cpus",
+    "threads",
+)
+
+#: Fingerprint keys for software around the device: a difference is compared and noted.
+SOFTWARE_KEYS: tuple[str, ...] = ("driver", "runtime", "blas")
+
+#: Start of the reason given for a baseline recorded before the hardware identity existed.
+LEGACY = "baseline recorded without the hardware identity"
+
+
+def _label(fp: Mapping[str, Any]) -> str:
+    name = fp.get("name") or fp.get("id") or "an unnamed device"
+    return f"{name} ({fp['id']})" if fp.get("id") and fp.get("id") != name else str(name)
+
+
+def _identity_version(fp: Mapping[str, Any]) -> int:
+    v = fp.get("identity")
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def legacy_reason() -> str:
+    return (
+        f"{LEGACY} (an older pytest-burnperf could not tell an AVX-512 CPU from an AVX2 one "
+        "behind the same name): not compared; re-record it on this machine with "
+        "--update-baselines"
+    )
+
+
+def _cpu_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    diffs: list[str] = []
+    for key in CPU_MUST_MATCH:
+        if key in old and key in new and old[key] != new[key]:
+            diffs.append(f"CPU {key} {old[key]!r} -> {new[key]!r}")
+    return diffs
+
+
+def _cpu_notes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    notes: list[str] = []
+    for key in CPU_NOTED:
+        a, b = old.get(key), new.get(key)
+        if a is None or b is None or a == b:
+            continue
+        if key == "features" and isinstance(a, list) and isinstance(b, list):
+            gone, added = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+            text = ", ".join([*(f"-{f}" for f in gone), *(f"+{f}" for f in added)])
+            notes.append(f"CPU features {text} since the baseline")
+        else:
+            notes.append(f"CPU {key} {a} -> {b} since the baseline")
+    return notes
+
+
+def _dispatch_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    return [
+        f"baseline CPU dispatches {lib} {old[lib]}, this CPU {new[lib]}"
+        for lib in sorted(set(old) & set(new))
+        if old[lib] is not None and new[lib] is not None and old[lib] != new[lib]
+    ]
+
+
+def comparability(
+    baseline_fp: Mapping[str, Any] | None, current_fp: Mapping[str, Any]
+) -> tuple[str | None, tuple[str, ...]]:
+    """``(why not comparable or None, notes)`` for a baseline's device fingerprint and this run's.
+
+    Keys present on only one side are not held against the baseline (a device that cannot tell its
+    memory, say); only values known on both sides that differ count, except the identity version.
+    """
+    if not isinstance(baseline_fp, Mapping):
+        return None, ()
+    if _identity_version(baseline_fp) < _identity_version(current_fp):
+        return legacy_reason(), ()
+    diffs = [
+        f"{key} {baseline_fp[key]!r} -> {current_fp[key]!r}"
+        for key in IDENTITY_KEYS
+        if key in baseline_fp and key in current_fp and baseline_fp[key] != current_fp[key]
+    ]
+    old_cpu, new_cpu = baseline_fp.get("cpu"), current_fp.get("cpu")
+    cpu_ok = isinstance(old_cpu, Mapping) and isinstance(new_cpu, Mapping)
+    if cpu_ok:
+        assert isinstance(old_cpu, Mapping) and isinstance(new_cpu, Mapping)
+        diffs += _cpu_differences(old_cpu, new_cpu)
+    old_d, new_d = baseline_fp.get("dispatch"), current_fp.get("dispatch")
+    if isinstance(old_d, Mapping) and isinstance(new_d, Mapping):
+        diffs += _dispatch_differences(old_d, new_d)
+    if diffs:
+        return (
+            f"baseline from {_label(baseline_fp)}, this run is on {_label(current_fp)} "
+            f"({'; '.join(diffs)}): not compared; record a baseline for this hardware with "
+            "--update-baselines",
+            (),
+        )
+    notes: list[str] = []
+    if cpu_ok:
+        assert isinstance(old_cpu, Mapping) and isinstance(new_cpu, Mapping)
+        notes += _cpu_notes(old_cpu, new_cpu)
+    for key in SOFTWARE_KEYS:
+        old, new = baseline_fp.get(key), current_fp.get(key)
+        if old is not None and new is not None and old != new:
+            notes.append(f"{key} {old} -> {new} since the baseline")
+    old_v, new_v = baseline_fp.get("versions"), current_fp.get("versions")
+    if isinstance(old_v, Mapping) and isinstance(new_v, Mapping):
+        for lib in sorted(set(old_v) & set(new_v)):
+            if old_v[lib] != new_v[lib]:
+                notes.append(f"{lib} {old_v[lib]} -> {new_v[lib]} since the baseline")
+    return None, tuple(notes)
+
+
+def regime_difference(baseline: Mapping[str, Any], timer: str, l2_flush: bool) -> str | None:
+    """Why a baseline measured with another clock or cache regime cannot be compared, or None."""
+    old_timer = baseline.get("timer", "host")
+    if old_timer != timer:
+        return (
+            f"baseline timed with the {old_timer} clock, this run with the {timer} clock: "
+            "not compared; record a new baseline with --update-baselines, or set timer="
+            f"{old_timer!r} on the marker (or --perf-timer {old_timer})"
+        )
+    old_flush = bool(baseline.get("l2_flush", False))
+    if old_flush != l2_flush:
+        state = {True: "with", False: "without"}
+        return (
+            f"baseline measured {state[old_flush]} an L2 flush before each sample, this run "
+            f"{state[l2_flush]}: not compared; record a new baseline with --update-baselines"
+        )
+    return None
+
+
+def blocker(
+    baseline: Mapping[str, Any], fingerprint: Mapping[str, Any], timer: str, l2_flush: bool
+) -> tuple[str | None, tuple[str, ...]]:
+    """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
+    why, notes = comparability(baseline.get("device"), fingerprint)
+    return why or regime_difference(baseline, timer, l2_flush), notes

@@ -1,0 +1,297 @@
+"""Was the host quiet while a benchmark ran? Cheap kernel counters read around each benchmark.
+
+A benchmark's samples are worth comparing only if the machine gave it what it gave the baseline.
+Around every benchmark the plugin reads (Linux; elsewhere each figure is simply unknown):
+
+* ``/proc/stat`` for the CPUs this process may run on: CPU time the whole machine spent busy and
+  stolen by the hypervisor. Minus this process's own CPU time, the busy time is what **other
+  processes** took: one competing CPU-bound process on a 2-CPU machine shows as about 1.0 CPU.
+* ``/proc/pressure/cpu`` (PSI): the share of time some runnable task waited for a CPU.
+* the cgroup's ``cpu.stat``: time the container was throttled by its CPU quota.
+* the CPU frequency governor and current/maximum clock, where cpufreq is exposed.
+
+Per sample, the timing loop also keeps the process's CPU time over the sample's wall time
+(``Sample.cpu_share``): a single-threaded CPU benchmark that got less than 90% of a CPU during a
+sample was descheduled, and that sample is flagged.
+
+:func:`Window.disturbed` turns these into one reason (or None); ``assess.py`` makes the verdicts
+such a host could explain ``inconclusive`` instead of failing the code or passing silently.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+#: /proc/stat counts in clock ticks (10 ms): over a shorter window one stray tick reads as half a
+#: CPU, so other processes' CPU time is judged only over windows at least this long (shorter
+#: benchmarks still have PSI, cgroup throttling and the per-sample CPU share).
+MIN_WINDOW_S = 0.25
+#: Another process counts as competing when it takes at least this many CPUs on average ...
+MIN_OTHERS_CPUS = 0.3
+#: ... and at least this share of the CPUs this process left free.
+OTHERS_SHARE = 0.25
+#: Hypervisor steal, PSI stall and cgroup throttling: disturbed at or above this share of the time.
+STEAL_SHARE = 0.05
+PRESSURE_SHARE = 0.10
+THROTTLE_SHARE = 0.05
+#: A sample in which a single-threaded CPU benchmark got less than this share of a CPU was
+#: descheduled; a benchmark with at least DESCHEDULED_SHARE of such samples was disturbed.
+CPU_SHARE_MIN = 0.90
+DESCHEDULED_SHARE = 0.10
+
+_PROC_STAT = "/proc/stat"
+_PSI = "/proc/pressure/cpu"
+_CGROUP_STAT = ("/sys/fs/cgroup/cpu.stat", "/sys/fs/cgroup/cpu/cpu.stat")
+_CPUFREQ = Path("/sys/devices/system/cpu")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Counters at one moment; ``None`` where this system does not expose them."""
+
+    wall: float
+    own_cpu: float
+    busy: float | None = None
+    steal: float | None = None
+    pressure_us: float | None = None
+    throttled_us: float | None = None
+    cpus: int = 1
+
+
+def _affinity() -> set[int] | None:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return None
+
+
+def parse_proc_stat(text: str, cpus: set[int] | None, hz: float) -> tuple[float, float, int]:
+    """(busy seconds, steal seconds, CPUs counted) from ``/proc/stat`` for ``cpus`` (all if None)."""
+    busy = steal = 0.0
+    counted = 0
+    for line in text.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *fields = line.split()
+        try:
+            index = int(name[3:])
+            values = [float(f) for f in fields]
+        except ValueError:
+            continue
+        if cpus is not None and index not in cpus:
+            continue
+        values += [0.0] * (8 - len(values))
+        user, nice, system, _idle, _iowait, irq, softirq, st = values[:8]
+        busy += user + nice + system + irq + softirq
+        steal += st
+        counted += 1
+    return busy / hz, steal / hz, counted
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read(1 << 16)
+    except OSError:
+        return None
+
+
+def _psi_total(text: str | None) -> float | None:
+    if not text:
+        return None
+    for line in text.splitlines():
+        if line.startswith("some "):
+            for part in line.split():
+                if part.startswith("total="):
+                    try:
+                        return float(part[6:])
+                    except ValueError:
+                        return None
+    return None
+
+
+def _throttled(text: str | None) -> float | None:
+    if not text:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "throttled_usec":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+        if key == "throttled_time":  # cgroup v1, nanoseconds
+            try:
+                return float(value) / 1000.0
+            except ValueError:
+                return None
+    return None
+
+
+def snapshot() -> Snapshot:
+    """Read the counters now (a few hundred microseconds)."""
+    wall = time.perf_counter()
+    own = time.process_time()
+    busy = steal = None
+    cpus = _affinity()
+    ncpu = len(cpus) if cpus else (os.cpu_count() or 1)
+    text = _read(_PROC_STAT)
+    if text:
+        hz = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+        busy, steal, counted = parse_proc_stat(text, cpus, hz)
+        if counted == 0:
+            busy = steal = None
+    throttled = None
+    for path in _CGROUP_STAT:
+        throttled = _throttled(_read(path))
+        if throttled is not None:
+            break
+    return Snapshot(
+        wall=wall,
+        own_cpu=own,
+        busy=busy,
+        steal=steal,
+        pressure_us=_psi_total(_read(_PSI)),
+        throttled_us=throttled,
+        cpus=ncpu,
+    )
+
+
+@dataclass(frozen=True)
+class Window:
+    """What happened on the host between two snapshots, as averages over the window."""
+
+    seconds: float
+    cpus: int
+    #: CPUs this process used on average (its own threads).
+    own_cpus: float
+    #: CPUs that other processes used on average (None: not measurable here).
+    others_cpus: float | None = None
+    #: Shares of the window: hypervisor steal (of all CPUs), CPU pressure, cgroup throttling.
+    steal_share: float | None = None
+    pressure_share: float | None = None
+    throttle_share: float | None = None
+    #: Samples in which a single-threaded benchmark got less than CPU_SHARE_MIN of a CPU.
+    descheduled: int = 0
+    samples: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> Window | None:
+        try:
+            return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
+        except TypeError:
+            return None
+
+    def disturbed(self) -> str | None:
+        """Why the host was not quiet during this window, or None."""
+        why: list[str] = []
+        if self.others_cpus is not None:
+            free = max(1.0, self.cpus - self.own_cpus)
+            if self.others_cpus >= max(MIN_OTHERS_CPUS, OTHERS_SHARE * free):
+                why.append(
+                    f"other processes used {self.others_cpus:.2f} of {self.cpus} CPUs"
+                )
+        if self.steal_share is not None and self.steal_share >= STEAL_SHARE:
+            why.append(f"the hypervisor stole {100 * self.steal_share:.0f}% of the CPU time")
+        if self.pressure_share is not None and self.pressure_share >= PRESSURE_SHARE:
+            why.append(
+                f"tasks waited for a CPU {100 * self.pressure_share:.0f}% of the time (PSI)"
+            )
+        if self.throttle_share is not None and self.throttle_share >= THROTTLE_SHARE:
+            why.append(
+                f"the cgroup's CPU quota throttled it {100 * self.throttle_share:.0f}% of the time"
+            )
+        if self.samples and self.descheduled >= max(1, DESCHEDULED_SHARE * self.samples):
+            why.append(
+                f"{self.descheduled} of {self.samples} samples ran with under "
+                f"{100 * CPU_SHARE_MIN:.0f}% of a CPU (descheduled)"
+            )
+        return "; ".join(why) or None
+
+
+def window(
+    before: Snapshot, after: Snapshot, cpu_share: Sequence[float] | None = None
+) -> Window:
+    """The :class:`Window` between two snapshots; ``cpu_share`` (per sample, for single-threaded
+    CPU benchmarks only) counts the descheduled samples."""
+    seconds = max(after.wall - before.wall, 1e-9)
+    own = max(0.0, after.own_cpu - before.own_cpu)
+    others = steal = None
+    if before.busy is not None and after.busy is not None and seconds >= MIN_WINDOW_S:
+        others = max(0.0, (after.busy - before.busy) - own) / seconds
+    if before.steal is not None and after.steal is not None:
+        steal = max(0.0, after.steal - before.steal) / (seconds * max(1, after.cpus))
+    pressure = throttle = None
+    if before.pressure_us is not None and after.pressure_us is not None:
+        pressure = max(0.0, after.pressure_us - before.pressure_us) * 1e-6 / seconds
+    if before.throttled_us is not None and after.throttled_us is not None:
+        throttle = max(0.0, after.throttled_us - before.throttled_us) * 1e-6 / seconds
+    shares = [s for s in (cpu_share or ()) if math.isfinite(s)]
+    return Window(
+        seconds=seconds,
+        cpus=after.cpus,
+        own_cpus=own / seconds,
+        others_cpus=others,
+        steal_share=steal,
+        pressure_share=pressure,
+        throttle_share=throttle,
+        descheduled=sum(1 for s in shares if s < CPU_SHARE_MIN),
+        samples=len(shares),
+    )
+
+
+def cpufreq() -> dict[str, Any] | None:
+    """Governor and current/maximum clock of CPU 0 where cpufreq is exposed (None elsewhere,
+    as on most VMs). Shown in the header; a clock well under its maximum hints at throttling."""
+    base = _CPUFREQ / "cpu0" / "cpufreq"
+    gov = _read(str(base / "scaling_governor"))
+    cur = _read(str(base / "scaling_cur_freq"))
+    top = _read(str(base / "cpuinfo_max_freq"))
+    if gov is None and cur is None:
+        return None
+    out: dict[str, Any] = {"governor": gov.strip() if gov else None}
+    for key, text in (("cur_khz", cur), ("max_khz", top)):
+        try:
+            out[key] = int(text.strip()) if text else None
+        except ValueError:
+            out[key] = None
+    return out
+
+
+def load_average() -> tuple[float, float, float] | None:
+    try:
+        return os.getloadavg()
+    except (AttributeError, OSError):  # pragma: no cover - not POSIX
+        return None
+
+
+def summary(windows: Sequence[Window], cpus: int) -> str:
+    """The header's host-state part: ``host quiet`` or what disturbed how many benchmarks."""
+    bad = [(w, w.disturbed()) for w in windows]
+    bad = [(w, why) for w, why in bad if why]
+    parts: list[str] = []
+    load = load_average()
+    if load is not None:
+        parts.append(f"load {load[0]:.2f} on {cpus} CPUs")
+    freq = cpufreq()
+    if freq and freq.get("governor"):
+        parts.append(f"governor {freq['governor']}")
+        if freq.get("cur_khz") and freq.get("max_khz"):
+            parts.append(f"clock {freq['cur_khz'] / 1e6:.2f}/{freq['max_khz'] / 1e6:.2f} GHz")
+    if not windows:
+        state = "host state not measured"
+    elif not bad:
+        state = "host quiet"
+    else:
+        worst = max(bad, key=lambda p: p[0].others_cpus or 0.0)
+        state = f"host BUSY during {len(bad)} of {len(windows)} benchmark(s) (worst: {worst[1]})"
+    return state + (f" ({', '.join(parts)})" if parts else "")
