@@ -37,3 +37,54 @@ def test_compare_bad_file(tmp_path: Path) -> None:
     bad.write_text("{")
     with pytest.raises(SystemExit, match=f"{bad} is not valid JSON"):
         main(["compare", str(bad), str(bad)])
+
+
+def test_machines_lists_classes_and_marks_this_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_burnperf.hardware import hardware_class
+    from pytest_burnperf.machine import default_machine_id, legacy_machine_id
+
+    def write(machine_dir: str, machine: dict[str, object]) -> None:
+        path = tmp_path / machine_dir / "perf_tests" / "test_x.json"
+        path.parent.mkdir(parents=True)
+        doc = {
+            "schema": "pytest-burnperf-baselines",
+            "version": 1,
+            "machine": machine,
+            "benchmarks": {"test_a[numpy-cpu-f32]": {}, "test_b[numpy-cpu-f32]": {}},
+        }
+        path.write_text(json.dumps(doc))
+
+    here = default_machine_id()
+    write(here, {"id": here, "hardware_class": hardware_class()})
+    write(
+        "linux-x86-64-amd-epyc-2cpu-x86-64-v4-f25m17",
+        {
+            "hardware_class": "x86-64-v4-f25m17",
+            "cpu_identity": {
+                "vendor": "AuthenticAMD",
+                "family": "25",
+                "model": "17",
+                "level": "x86-64-v4",
+                "features": ["avx512f"],
+                "logical": 2,
+            },
+        },
+    )
+    write(legacy_machine_id(), {"id": legacy_machine_id(), "cpu": "AMD EPYC"})
+    assert main(["machines", "--baselines", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"this host: {here}" in out
+    assert f" * {here}: 2 benchmark(s) in 1 file(s); class {hardware_class()}: this host's" in out
+    assert "x86-64-v4-f25m17: 2 benchmark(s) in 1 file(s); class x86-64-v4-f25m17: another" in out
+    assert "(AVX-512)" in out
+    assert (
+        f"{legacy_machine_id()}: 2 benchmark(s) in 1 file(s); recorded before the hardware" in out
+    )
+
+    assert main(["machines", "--baselines", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [m["this_host"] for m in doc["machines"]].count(True) == 1
+    assert main(["machines", "--baselines", str(tmp_path / "none")]) == 0
+    assert "no baselines for this host's class" in capsys.readouterr().out

@@ -4,6 +4,8 @@
   could serve but does not, why.
 * ``burnperf compare OLD.json NEW.json`` judges two ``--perf-json`` result files with the same gate the
   plugin uses, and exits 1 if any benchmark regressed.
+* ``burnperf machines [--baselines DIR] [--json]`` lists the hardware classes that have baselines
+  and says which one this host is.
 """
 
 from __future__ import annotations
@@ -123,6 +125,91 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if regressed else 0
 
 
+def machine_dirs(root: Path) -> list[dict[str, Any]]:
+    """One record per machine directory under a baselines directory: its id, hardware class and
+    CPU (from the files' ``machine`` section), how many files and benchmarks it holds."""
+    out: list[dict[str, Any]] = []
+    if not root.is_dir():
+        return out
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = sorted(d.rglob("*.json"))
+        info: dict[str, Any] = {}
+        benchmarks = 0
+        for f in files:
+            try:
+                doc = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("benchmarks"), dict):
+                benchmarks += len(doc["benchmarks"])
+                if not info and isinstance(doc.get("machine"), dict):
+                    info = doc["machine"]
+        if files:
+            out.append(
+                {
+                    "id": d.name,
+                    "hardware_class": info.get("hardware_class"),
+                    "cpu_identity": info.get("cpu_identity"),
+                    "cpu": info.get("cpu"),
+                    "files": len(files),
+                    "benchmarks": benchmarks,
+                }
+            )
+    return out
+
+
+def cmd_machines(args: argparse.Namespace) -> int:
+    from .hardware import cpu_identity, describe, hardware_class
+    from .machine import default_machine_id, legacy_machine_id
+
+    here = default_machine_id()
+    cls = hardware_class()
+    dirs = machine_dirs(args.baselines)
+    for rec in dirs:
+        base = rec["id"].removesuffix("-tiny").removesuffix("-medium").removesuffix("-full")
+        rec["this_host"] = base == here
+        rec["same_class"] = rec["hardware_class"] == cls
+        rec["legacy"] = rec["hardware_class"] is None
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "this_host": {"id": here, "hardware_class": cls, "cpu": cpu_identity()},
+                    "baselines": str(args.baselines),
+                    "machines": dirs,
+                },
+                indent=1,
+                sort_keys=True,
+            )
+        )
+        return 0
+    print(f"this host: {here}")
+    print(f"  {describe(cpu_identity())}")
+    print(f"baselines in {args.baselines}:")
+    if not dirs:
+        print("  none")
+    for rec in dirs:
+        mark = "*" if rec["this_host"] else " "
+        if rec["legacy"]:
+            what = "recorded before the hardware identity: never compared; re-record"
+            if rec["id"] == legacy_machine_id():
+                what += " (this host's name in that scheme)"
+        elif rec["this_host"]:
+            what = f"class {rec['hardware_class']}: this host's baselines"
+        elif rec["same_class"]:
+            what = f"class {rec['hardware_class']}: same class (use --perf-machine {rec['id']})"
+        else:
+            ident = rec["cpu_identity"]
+            detail = describe(ident) if isinstance(ident, dict) else str(rec["cpu"])
+            what = f"class {rec['hardware_class']}: another class ({detail})"
+        print(
+            f" {mark} {rec['id']}: {rec['benchmarks']} benchmark(s) in {rec['files']} file(s); {what}"
+        )
+    if not any(r["this_host"] for r in dirs):
+        print("no baselines for this host's class: pytest --perf --update-baselines records them")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -145,6 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="minimum slowdown of the median (0.05 or 5%%). Default: 0.05",
     )
     cmp_.set_defaults(func=cmd_compare)
+    mach = sub.add_parser(
+        "machines", help="the hardware classes that have baselines, and which one this host is"
+    )
+    mach.add_argument(
+        "--baselines", type=Path, default=Path("baselines"), help="Default: ./baselines"
+    )
+    mach.add_argument("--json", action="store_true", help="print JSON instead of text")
+    mach.set_defaults(func=cmd_machines)
     return parser
 
 

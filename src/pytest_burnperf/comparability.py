@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .hardware import CPU_MUST_MATCH, CPU_NOTED, IDENTITY_VERSION
+from .hardware import CPU_MUST_MATCH, CPU_NOTED
 
 #: Fingerprint keys that identify the hardware (and how it is driven). A baseline whose value for
 #: one of these differs from this run's was measured on something else and is never compared.

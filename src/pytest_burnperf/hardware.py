@@ -307,9 +307,7 @@ def blas_core() -> str | None:
         from threadpoolctl import threadpool_info
     except ImportError:  # pragma: no cover - a dependency
         return None
-    cores = sorted(
-        {str(i["architecture"]) for i in threadpool_info() if i.get("architecture")}
-    )
+    cores = sorted({str(i["architecture"]) for i in threadpool_info() if i.get("architecture")})
     return ",".join(cores) if cores else None
 
 

@@ -197,15 +197,11 @@ class Window:
         if self.others_cpus is not None:
             free = max(1.0, self.cpus - self.own_cpus)
             if self.others_cpus >= max(MIN_OTHERS_CPUS, OTHERS_SHARE * free):
-                why.append(
-                    f"other processes used {self.others_cpus:.2f} of {self.cpus} CPUs"
-                )
+                why.append(f"other processes used {self.others_cpus:.2f} of {self.cpus} CPUs")
         if self.steal_share is not None and self.steal_share >= STEAL_SHARE:
             why.append(f"the hypervisor stole {100 * self.steal_share:.0f}% of the CPU time")
         if self.pressure_share is not None and self.pressure_share >= PRESSURE_SHARE:
-            why.append(
-                f"tasks waited for a CPU {100 * self.pressure_share:.0f}% of the time (PSI)"
-            )
+            why.append(f"tasks waited for a CPU {100 * self.pressure_share:.0f}% of the time (PSI)")
         if self.throttle_share is not None and self.throttle_share >= THROTTLE_SHARE:
             why.append(
                 f"the cgroup's CPU quota throttled it {100 * self.throttle_share:.0f}% of the time"
@@ -218,9 +214,7 @@ class Window:
         return "; ".join(why) or None
 
 
-def window(
-    before: Snapshot, after: Snapshot, cpu_share: Sequence[float] | None = None
-) -> Window:
+def window(before: Snapshot, after: Snapshot, cpu_share: Sequence[float] | None = None) -> Window:
     """The :class:`Window` between two snapshots; ``cpu_share`` (per sample, for single-threaded
     CPU benchmarks only) counts the descheduled samples."""
     seconds = max(after.wall - before.wall, 1e-9)

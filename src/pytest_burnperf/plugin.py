@@ -476,7 +476,9 @@ def pytest_configure(config: pytest.Config) -> None:
         json_path=Path(json_path) if json_path else None,
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
-        rounds=1 if worker_out else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
+        rounds=1
+        if worker_out
+        else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
         size=pick("perf_size") or _spec.DEFAULT_SIZE,
         strict=bool(config.getoption("perf_strict") or config.getini("perf_strict")),
         recalibrate=bool(config.getoption("perf_recalibrate") or config.getini("perf_recalibrate")),
@@ -558,13 +560,22 @@ def _run_rounds(session: pytest.Session, state: PerfState) -> None:
 
     config = session.config
     tr = config.pluginmanager.get_plugin("terminalreporter")
+    import time
+
     args = [a for a in state.invocation if a not in ("--update-baselines", "--perf-strict")]
+    t0 = time.monotonic()
+
+    def elapsed() -> str:
+        s = int(time.monotonic() - t0)
+        return f"{s // 60}:{s % 60:02d}"
+
     with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
         for r in range(1, state.rounds):
             out = Path(tmp, f"round{r}.json")
             if tr is not None:
                 tr.write_line(
-                    f"pytest-burnperf: round {r}/{state.rounds - 1} in a fresh process ..."
+                    f"pytest-burnperf: round {r}/{state.rounds} in a fresh process ({elapsed()} "
+                    f"elapsed; this process measures round {state.rounds}) ..."
                 )
             cmd = [sys.executable, "-m", "pytest", *args, "-q", "--perf-worker-out", str(out)]
             proc = subprocess.run(
@@ -800,7 +811,7 @@ class Perf:
         single = self.device.kind == "cpu" and self.settings.threads == 1
         with self.device.threads(self.settings.threads):
             timer, flush = self._clock()
-            before = hoststate.snapshot()
+            marks: list[hoststate.Snapshot] = []
             result, sample = sampler(
                 *args,
                 **kwargs,
@@ -809,10 +820,9 @@ class Perf:
                 flush=flush,
                 meter=self.device.peak_memory,
                 cpu_clock=time.process_time_ns,
+                watch=lambda: marks.append(hoststate.snapshot()),
             )
-            host = hoststate.window(
-                before, hoststate.snapshot(), sample.cpu_share if single else None
-            )
+            host = hoststate.window(marks[0], marks[-1], sample.cpu_share if single else None)
             fingerprint = self.device.fingerprint()
         self._judge(sample, fingerprint, host, probe)
         return result
@@ -924,7 +934,7 @@ class Perf:
             if self._work is None
             else state.peaks_for(self.device, case.dtype, s.threads),
             host=tuple(evidence.windows),
-            probe=evidence.probe,
+            probe=None if evidence.probe is None else dict(evidence.probe),
         )
         state.results[node] = result
         if state.update:
@@ -950,9 +960,7 @@ def _host_evidence(
     from .assess import HostEvidence
     from .hoststate import Window
 
-    windows = [
-        w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None
-    ]
+    windows = [w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None]
     windows.append(host)
     probes = [p for p in state.worker_probes.get(node, []) if p]
     if probe:

@@ -188,6 +188,7 @@ def measure(
     max_samples: int = 0,
     max_time: float = 0.0,
     cpu_clock: Callable[[], int] | None = None,
+    watch: Callable[[], Any] | None = None,
 ) -> tuple[Any, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
@@ -201,6 +202,8 @@ def measure(
     precision of the values only, never at how they compare with a baseline: stopping when a
     p-value crosses alpha would inflate false alarms.
     ``cpu_clock`` (``time.process_time_ns``) adds the CPU share of each sample (``cpu_share``).
+    ``watch`` is called right before the first sample and right after the last (the host-state
+    window covers the samples, not the warm-up, where compilers may run worker processes).
     Returns the result of the last call and the :class:`Sample`.
     """
     kw = kwargs or {}
@@ -251,6 +254,8 @@ def measure(
 
     stopped = "fixed"
     first_sample = len(clocks.shares)
+    if watch is not None:
+        watch()
     with gc_off():
         started = clock()
         take(samples)
@@ -267,6 +272,8 @@ def measure(
                     stopped = "budget"
                     break
                 take(min(BATCH, max_samples - len(values)))
+    if watch is not None:
+        watch()
     return result, Sample(
         values=tuple(values),
         loops=loops,
@@ -296,6 +303,7 @@ def measure_pedantic(
     flush: Callable[[], Any] | None = None,
     meter: Meter | None = None,
     cpu_clock: Callable[[], int] | None = None,
+    watch: Callable[[], Any] | None = None,
 ) -> tuple[Any, Sample]:
     """pytest-benchmark's ``pedantic`` shape: fresh inputs from ``setup`` for every round.
 
@@ -334,8 +342,12 @@ def measure_pedantic(
     for i in range(warmup_rounds):
         one_round(metered=i == warmup_rounds - 1)
     first_sample = len(clocks.shares)
+    if watch is not None:
+        watch()
     with gc_off():
         pairs = [one_round() for _ in range(rounds)]
+    if watch is not None:
+        watch()
     return result, Sample(
         values=tuple(p[0] for p in pairs),
         loops=iterations,

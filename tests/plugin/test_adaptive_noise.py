@@ -121,8 +121,10 @@ def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytes
     one = loop_project.runpytest("--perf", *opts)
     one.assert_outcomes(passed=2)
     one.stdout.fnmatch_lines(
-        ["test_loop*: note: *1 baseline run vs 1 current run: between-process noise is not "
-         "measured, so the prior is assumed (3.0%*gates only above +*"]
+        [
+            "test_loop*: note: *1 baseline run vs 1 current run: between-process noise is not "
+            "measured, so the prior is assumed (3.0%*gates only above +*"
+        ]
     )
     verdict = _results(loop_project)["test_loop"]["verdict"]
     assert verdict["runs"] == [1, 1] and verdict["spread_source"] == "prior"  # type: ignore[index]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_burnperf.comparability import LEGACY, blocker, comparability
 from pytest_burnperf.compare import INCOMPARABLE, not_comparable
-from pytest_burnperf.comparability import comparability
+from pytest_burnperf.hardware import IDENTITY_VERSION
 
 H200: dict[str, Any] = {
     "id": "torch-cuda0",
@@ -64,3 +65,77 @@ def test_not_comparable_verdict_keeps_both_medians_and_the_reason() -> None:
         None,
     )
     assert v.reason == "baseline from elsewhere" and v.n_baseline == 2
+
+
+def _cpu_fp(level: str, model: str, numpy_dispatch: str, blas: str) -> dict[str, Any]:
+    return {
+        "id": "numpy-cpu",
+        "kind": "cpu",
+        "library": "numpy",
+        "name": "AMD EPYC",
+        "cpus": 2,
+        "threads": 1,
+        "identity": IDENTITY_VERSION,
+        "cpu": {
+            "vendor": "AuthenticAMD",
+            "family": "25",
+            "model": model,
+            "level": level,
+            "stepping": "1",
+            "features": ["avx2"] if level == "x86-64-v3" else ["avx2", "avx512f"],
+            "cache": {"l3": 32 * 2**20},
+        },
+        "dispatch": {"numpy": numpy_dispatch, "blas": blas},
+    }
+
+
+ZEN3 = _cpu_fp("x86-64-v3", "1", "X86_V3", "Haswell")
+ZEN4 = _cpu_fp("x86-64-v4", "17", "AVX512_SKX", "SkylakeX")
+
+
+def test_another_cpu_class_behind_the_same_name_is_never_compared() -> None:
+    reason, notes = comparability(ZEN4, ZEN3)
+    assert reason is not None and notes == ()
+    assert reason.startswith("baseline from AMD EPYC (numpy-cpu), this run is on AMD EPYC")
+    assert "CPU level 'x86-64-v4' -> 'x86-64-v3'" in reason
+    assert "CPU model '17' -> '1'" in reason
+    assert "baseline CPU dispatches numpy AVX512_SKX, this CPU X86_V3" in reason
+    assert "baseline CPU dispatches blas SkylakeX, this CPU Haswell" in reason
+
+
+def test_dispatch_alone_makes_a_difference() -> None:
+    """Same CPU, but the library picks another code path (an env var such as
+    NPY_DISABLE_CPU_FEATURES, or another build): not compared."""
+    other = {**ZEN3, "dispatch": {"numpy": "X86_V2", "blas": "Haswell"}}
+    reason, _ = comparability(ZEN3, other)
+    assert reason is not None and "dispatches numpy X86_V3, this CPU X86_V2" in reason
+
+
+def test_cpu_details_that_do_not_change_the_class_are_noted() -> None:
+    newer = {**ZEN3, "cpu": {**ZEN3["cpu"], "stepping": "2", "features": ["avx2", "avx_vnni"]}}
+    reason, notes = comparability(ZEN3, newer)
+    assert reason is None
+    assert notes == (
+        "CPU stepping 1 -> 2 since the baseline",
+        "CPU features +avx_vnni since the baseline",
+    )
+
+
+def test_baselines_from_before_the_hardware_identity_are_never_compared() -> None:
+    legacy = {k: v for k, v in ZEN3.items() if k not in ("identity", "cpu", "dispatch")}
+    reason, _ = comparability(legacy, ZEN3)
+    assert reason is not None and reason.startswith(LEGACY)
+    assert "--update-baselines" in reason
+    # both sides old (a fingerprint of a test double, say): nothing to tell apart
+    assert comparability(legacy, dict(legacy)) == (None, ())
+
+
+def test_regime_and_blocker() -> None:
+    entry = {"device": ZEN3, "timer": "host", "l2_flush": False}
+    assert blocker(entry, ZEN3, "host", False) == (None, ())
+    why, _ = blocker(entry, ZEN3, "device", False)
+    assert why is not None and "host clock, this run with the device clock" in why
+    why, _ = blocker(entry, ZEN3, "host", True)
+    assert why is not None and "without an L2 flush" in why
+    why, _ = blocker({**entry, "device": ZEN4}, ZEN3, "host", False)
+    assert why is not None and "x86-64-v4" in why

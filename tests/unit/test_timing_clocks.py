@@ -106,3 +106,38 @@ def test_sample_checks_its_second_series_and_timer() -> None:
         Sample(values=(1.0,), loops=1, warmup_calls=1, host_values=(0.0,))
     with pytest.raises(ValueError, match="timer must be"):
         Sample(values=(1.0,), loops=1, warmup_calls=1, timer="wall")
+
+
+def test_cpu_share_and_watch_cover_the_samples_only() -> None:
+    """Per-sample CPU share from a fake process clock (half the wall time: descheduled), and the
+    watch hook called once before the first sample and once after the last."""
+    from pytest_burnperf.timing import measure as _measure
+
+    wall = {"t": 0}
+    cpu = {"t": 0}
+
+    def clock() -> int:
+        return wall["t"]
+
+    def cpu_clock() -> int:
+        return cpu["t"]
+
+    def fn() -> None:
+        wall["t"] += 1_000_000
+        cpu["t"] += 500_000
+
+    seen: list[int] = []
+    _, sample = _measure(
+        fn,
+        samples=5,
+        warmup=0.0,
+        min_time=0.0,
+        clock=clock,
+        cpu_clock=cpu_clock,
+        watch=lambda: seen.append(wall["t"]),
+    )
+    assert sample.cpu_share is not None and len(sample.cpu_share) == len(sample.values) == 5
+    assert all(abs(s - 0.5) < 1e-9 for s in sample.cpu_share)
+    assert len(seen) == 2 and seen[1] - seen[0] == 5_000_000  # the five samples, no warm-up
+    _, plain = _measure(fn, samples=3, warmup=0.0, min_time=0.0, clock=clock)
+    assert plain.cpu_share is None

@@ -1,0 +1,187 @@
+"""Where users really run the gate, as they meet it: baselines from another CPU class behind the
+same name, baselines from before the hardware identity, a busy host, a slower host.
+
+The host state and the probe are faked (in-process pytester runs use the patched modules): the
+tests check the logic, never how busy or fast this machine happens to be. The planted slowdowns
+are busy-waits (``_helpers.LOOP_MODULE``), far beyond any noise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_burnperf import hoststate, probe
+from pytest_burnperf.hardware import hardware_class
+from pytest_burnperf.machine import legacy_machine_id
+
+from ._helpers import FAST
+
+RECORD = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+
+
+def _file(project: pytest.Pytester) -> Path:
+    (path,) = sorted((project.path / "baselines").rglob("*.json"))
+    return path
+
+
+def _edit(path: Path, change: Any) -> None:
+    doc = json.loads(path.read_text())
+    for entry in doc["benchmarks"].values():
+        change(entry)
+    path.write_text(json.dumps(doc))
+
+
+def test_machine_id_names_the_hardware_class(loop_project: pytest.Pytester) -> None:
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+    path = _file(loop_project)
+    assert path.parent.name.endswith(hardware_class().replace("_", "-"))
+    doc = json.loads(path.read_text())
+    assert doc["machine"]["hardware_class"] == hardware_class()
+    fp = doc["benchmarks"]["test_loop[numpy-cpu-f64]"]["device"]
+    assert fp["identity"] == 2 and fp["cpu"]["level"] and fp["dispatch"]["numpy"]
+    result = loop_project.runpytest("--perf", *FAST)
+    result.stdout.fnmatch_lines(["burnperf: machine *cpu-* (*)", "machine *: * family *"])
+
+
+def test_baseline_from_another_cpu_class_is_incomparable_not_regressed(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case that made the README's first command fail: baselines recorded on an AVX-512 CPU,
+    a run on an AVX2 CPU of the same name. Forced into the same directory (--perf-machine), the
+    fingerprints still keep them apart, and a planted slowdown is not blamed on the code."""
+    loop_project.runpytest(*RECORD, "--perf-machine", "ci-runner").assert_outcomes(passed=2)
+
+    def avx512(entry: dict[str, Any]) -> None:
+        entry["device"]["cpu"]["level"] = "x86-64-v4"
+        entry["device"]["dispatch"]["numpy"] = "AVX512_SKX"
+
+    _edit(_file(loop_project), avx512)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    result = loop_project.runpytest("--perf", "--perf-machine", "ci-runner", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_loop[[]numpy-cpu-f64[]]: incomparable: baseline from * (numpy-cpu), this run "
+            "is on * (CPU level 'x86-64-v4' -> *; baseline CPU dispatches numpy AVX512_SKX, "
+            "this CPU *): not compared; record a baseline for this hardware*",
+            "perf: 2 incomparable",
+        ]
+    )
+
+
+def test_baselines_from_before_the_hardware_identity_are_reported_with_the_fix(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+    path = _file(loop_project)
+    old_dir = loop_project.path / "baselines" / legacy_machine_id()
+    shutil.move(str(path.parent), str(old_dir))
+
+    def strip(entry: dict[str, Any]) -> None:
+        for key in ("identity", "cpu", "dispatch"):
+            entry["device"].pop(key)
+
+    _edit(old_dir / path.name, strip)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    result = loop_project.runpytest("--perf", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_loop[[]numpy-cpu-f64[]]: incomparable: baseline recorded without the hardware "
+            "identity*",
+            "perf: 2 incomparable",
+            "2 baseline(s) were recorded before pytest-burnperf recorded the hardware class, so "
+            "they were not compared; re-record them on this machine with: pytest --perf "
+            "--update-baselines *",
+        ]
+    )
+    # the old file is left as it was; re-recording writes the new directory
+    assert (old_dir / path.name).exists() and not path.exists()
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+    assert path.exists()
+
+
+class FakeHost:
+    """Snapshots in which other processes take ``others`` CPUs while the benchmark takes one."""
+
+    def __init__(self, others: float) -> None:
+        self.t = 0.0
+        self.others = others
+
+    def __call__(self) -> hoststate.Snapshot:
+        self.t += 1.0
+        return hoststate.Snapshot(
+            wall=self.t, own_cpu=self.t, busy=self.t * (1.0 + self.others), cpus=2
+        )
+
+
+def test_busy_host_makes_a_slowdown_inconclusive_and_says_so(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.02))
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.95))
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    result = loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "host BUSY during 2 of 2 benchmark(s) (worst: other processes used 0.95 of 2 CPUs)*",
+            "test_loop[[]numpy-cpu-f64[]]: inconclusive: host busy while it ran: other processes "
+            "used 0.95 of 2 CPUs; the +*% change may be the host's, not the code's: not failed*",
+        ]
+    )
+    doc = json.loads((loop_project.path / "r.json").read_text())
+    r = {x["name"]: x for x in doc["results"]}["test_loop[numpy-cpu-f64]"]
+    assert r["host_disturbed"] == "other processes used 0.95 of 2 CPUs"
+    assert r["host"][0]["others_cpus"] == pytest.approx(0.95)
+    # --perf-strict fails what a busy host left undecided (here both: the unchanged one too,
+    # since its floor, raised by the busy host, would have let a slowdown through)
+    strict = loop_project.runpytest("--perf", "--perf-strict", *FAST)
+    strict.assert_outcomes(failed=2)
+    strict.stdout.fnmatch_lines(["*test_loop*inconclusive (host busy while it ran*--perf-strict*"])
+
+
+def test_quiet_host_still_fails_the_planted_slowdown(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.02))
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")
+    result = loop_project.runpytest("--perf", *FAST)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["host quiet*"])
+
+
+def _fake_probe(monkeypatch: pytest.MonkeyPatch, scale: float) -> None:
+    monkeypatch.setattr(
+        probe, "host_parts", lambda: {"python": 0.004 * scale, "copy": 0.001 * scale}
+    )
+    monkeypatch.setattr(probe, "device_matmul", lambda device: 0.0003 * scale)
+
+
+def test_slower_host_explains_the_slowdown_it_covers(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_probe(monkeypatch, 1.0)
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+    entry = json.loads(_file(loop_project).read_text())["benchmarks"]["test_loop[numpy-cpu-f64]"]
+    assert entry["host_probe"] == {"version": 2, "python": 0.004, "copy": 0.001, "matmul": 0.0003}
+
+    _fake_probe(monkeypatch, 1.5)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")
+    result = loop_project.runpytest("--perf", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*reference probe: this host runs the reference probe 50% slower than the baseline's "
+            "host (copy +50%, matmul +50%, python +50%)",
+            "test_loop[[]numpy-cpu-f64[]]: inconclusive: this host runs the reference probe 50% "
+            "slower * which explains the +*% change: not failed",
+        ]
+    )

@@ -1,0 +1,137 @@
+"""Verdict assembly with what is known about the host: a busy host or a slower host explains,
+the code is not blamed; and the reference probe's arithmetic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_burnperf import probe
+from pytest_burnperf.assess import HostEvidence, assess, explain_by_host
+from pytest_burnperf.compare import (
+    IMPROVED,
+    INCOMPARABLE,
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Policy,
+    Verdict,
+)
+from pytest_burnperf.hoststate import Window
+
+FP: dict[str, Any] = {"id": "numpy-cpu", "kind": "cpu", "name": "AMD EPYC"}
+QUIET = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01)
+BUSY = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.97)
+
+
+def runs(factor: float, k: int) -> list[list[float]]:
+    jitter = [1.0, 1.004, 0.997]
+    return [[factor * jitter[i % 3] * (1 + 0.0005 * j) for j in range(20)] for i in range(k)]
+
+
+def entry(k: int = 3, **extra: Any) -> dict[str, Any]:
+    rs = runs(1.0, k)
+    return {
+        "samples": [v for r in rs for v in r],
+        "runs": rs,
+        "device": FP,
+        "timer": "host",
+        **extra,
+    }
+
+
+def judge(factor: float, host: HostEvidence | None, **kw: Any) -> Verdict:
+    return assess(
+        entry(**kw),
+        runs(factor, 3),
+        fingerprint=FP,
+        timer="host",
+        l2_flush=False,
+        policy=Policy(),
+        host=host,
+    )
+
+
+def test_quiet_host_changes_nothing() -> None:
+    host = HostEvidence(windows=(QUIET, QUIET, QUIET))
+    assert judge(1.3, host).status == REGRESSED
+    assert judge(1.0, host).status == UNCHANGED
+
+
+def test_a_busy_round_turns_a_regression_into_inconclusive_with_the_reason() -> None:
+    v = judge(1.3, HostEvidence(windows=(QUIET, BUSY, QUIET)))
+    assert v.status == INCONCLUSIVE
+    assert v.reason.startswith("host busy in round(s) 2 of 3: other processes used 0.97 of 2 CPUs")
+    assert "may be the host's, not the code's" in v.reason
+
+
+def test_a_busy_host_never_passes_silently_through_a_raised_floor() -> None:
+    raised = Verdict(UNCHANGED, 1.0, 1.0, ratio=1.02, effect=4.0, min_detectable=5.0)
+    v = explain_by_host(raised, "host busy while it ran: x", Policy())
+    assert v.status == INCONCLUSIVE and "only slowdowns above +400.0%" in v.reason
+    sharp = Verdict(UNCHANGED, 1.0, 1.0, ratio=1.0, effect=0.05)
+    kept = explain_by_host(sharp, "host busy while it ran: x", Policy())
+    assert kept.status == UNCHANGED and kept.notes == ("host busy while it ran: x",)
+    faster = explain_by_host(Verdict(IMPROVED, 1.0, 1.0, ratio=0.7), "busy", Policy())
+    assert faster.status == IMPROVED
+
+
+def test_baseline_recorded_on_a_busy_host_is_noted() -> None:
+    v = judge(1.0, HostEvidence(windows=(QUIET,), baseline_windows=(BUSY,)))
+    assert any(n.startswith("the baseline was recorded on a busy host") for n in v.notes)
+
+
+def _probe(scale: float) -> dict[str, Any]:
+    return {"version": probe.VERSION, "python": 0.004 * scale, "copy": 0.0015 * scale}
+
+
+def test_a_slower_host_explains_a_slowdown_it_covers_but_not_more() -> None:
+    slower = HostEvidence(probe=_probe(1.25), baseline_probe=_probe(1.0))
+    v = judge(1.2, slower)
+    assert v.status == INCONCLUSIVE
+    assert v.reason.startswith("this host runs the reference probe 25% slower than the baseline's")
+    assert judge(2.0, slower).status == REGRESSED  # far beyond what the host explains
+    same = HostEvidence(probe=_probe(1.03), baseline_probe=_probe(1.0))
+    assert judge(1.2, same).status == REGRESSED  # within the probe's tolerance: not a reason
+
+
+def test_a_faster_host_warns_that_slowdowns_may_hide() -> None:
+    faster = HostEvidence(probe=_probe(0.8), baseline_probe=_probe(1.0))
+    v = judge(1.0, faster)
+    assert v.status == UNCHANGED
+    assert any("may be hidden" in n for n in v.notes)
+    assert judge(0.8, faster).status == INCONCLUSIVE  # the speed-up is the host's
+
+
+def test_legacy_and_incomparable_baselines_are_not_judged() -> None:
+    common = {"fingerprint": FP, "timer": "host", "l2_flush": False, "policy": Policy()}
+    v = assess(entry(), runs(2.0, 1), legacy=True, **common)  # type: ignore[arg-type]
+    assert v.status == INCOMPARABLE and "hardware identity" in v.reason
+    other = entry(device={**FP, "name": "Intel Xeon"})
+    v = assess(other, runs(2.0, 1), **common)  # type: ignore[arg-type]
+    assert v.status == INCOMPARABLE and "'AMD EPYC'" in v.reason
+
+
+def test_probe_arithmetic() -> None:
+    base, cur = _probe(1.0), {**_probe(1.0), "python": 0.0044, "matmul": 1.0}
+    ratio, parts = probe.host_ratio(base, cur)  # type: ignore[misc]
+    assert parts == pytest.approx({"python": 1.1, "copy": 1.0})  # matmul only on one side
+    assert ratio == pytest.approx((1.1 * 1.0) ** 0.5)
+    assert probe.host_ratio(None, cur) is None
+    assert probe.host_ratio({"version": 99, "python": 1.0}, cur) is None
+    assert probe.differs(1.11) and probe.differs(0.89) and not probe.differs(1.05)
+    pooled = probe.pooled([_probe(1.0), _probe(1.2), _probe(1.1), {}])
+    assert pooled is not None and pooled["python"] == pytest.approx(0.0044)
+    assert probe.pooled([{}]) is None
+    assert "python +10%" in probe.describe(ratio, parts)
+
+
+def test_probe_runs_on_a_real_cpu_device_in_well_under_a_second() -> None:
+    from pytest_burnperf.devices.numpy_backend import NumpyDevice
+
+    got = probe.measure(NumpyDevice())
+    assert got["version"] == probe.VERSION
+    assert {"python", "copy", "matmul"} <= set(got) and all(
+        got[k] > 0 for k in ("python", "copy", "matmul")
+    )

@@ -1,0 +1,80 @@
+"""Host-state windows from fake kernel counters: what counts as a busy host, and what does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_burnperf import hoststate
+from pytest_burnperf.hoststate import Snapshot, Window, parse_proc_stat, window
+
+PROC_STAT = """cpu  300 0 100 1000 5 0 2 7 0 0
+cpu0 100 0 50 500 5 0 1 3 0 0
+cpu1 200 0 50 500 0 0 1 4 0 0
+intr 12345
+"""
+
+
+def test_proc_stat_counts_only_this_processs_cpus() -> None:
+    busy, steal, n = parse_proc_stat(PROC_STAT, None, 100.0)
+    assert (busy, steal, n) == pytest.approx((4.02, 0.07, 2))
+    busy, steal, n = parse_proc_stat(PROC_STAT, {1}, 100.0)
+    assert (busy, steal, n) == pytest.approx((2.51, 0.04, 1))
+    assert parse_proc_stat("garbage\ncpuX 1 2\n", None, 100.0)[2] == 0
+
+
+def snap(wall: float, own: float, busy: float, **kw: float) -> Snapshot:
+    return Snapshot(wall=wall, own_cpu=own, busy=busy, cpus=2, **kw)  # type: ignore[arg-type]
+
+
+def test_quiet_host() -> None:
+    w = window(snap(0.0, 0.0, 10.0), snap(1.0, 0.98, 11.0))
+    assert w.own_cpus == pytest.approx(0.98) and w.others_cpus == pytest.approx(0.02)
+    assert w.disturbed() is None
+
+
+def test_a_competing_cpu_bound_process_is_named() -> None:
+    w = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 12.0))
+    assert w.others_cpus == pytest.approx(1.0)
+    assert w.disturbed() == "other processes used 1.00 of 2 CPUs"
+
+
+def test_short_windows_do_not_read_clock_ticks_as_load() -> None:
+    """Over 20 ms one 10 ms tick of someone else is half a CPU: not judged."""
+    w = window(snap(0.0, 0.0, 10.0), snap(0.02, 0.02, 10.03))
+    assert w.others_cpus is None and w.disturbed() is None
+
+
+def test_steal_pressure_throttling_and_descheduled_samples() -> None:
+    before = snap(0.0, 0.0, 0.0, steal=0.0, pressure_us=0.0, throttled_us=0.0)
+    after = snap(1.0, 1.0, 1.0, steal=0.2, pressure_us=300_000.0, throttled_us=100_000.0)
+    w = window(before, after, [1.0, 0.5, 0.99, 0.4, 1.0])
+    assert w.steal_share == pytest.approx(0.1) and w.pressure_share == pytest.approx(0.3)
+    assert w.throttle_share == pytest.approx(0.1) and (w.descheduled, w.samples) == (2, 5)
+    why = w.disturbed()
+    assert why is not None
+    for part in ("stole 10%", "waited for a CPU 30%", "throttled it 10%", "2 of 5 samples"):
+        assert part in why
+
+
+def test_windows_round_trip_through_json_dicts() -> None:
+    w = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 12.0), [1.0, 0.2])
+    again = Window.from_dict(w.as_dict())
+    assert again is not None and again.disturbed() == w.disturbed()
+    assert Window.from_dict({"bogus": 1}) is None
+
+
+def test_summary_names_the_busy_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hoststate, "load_average", lambda: (1.5, 1.0, 0.5))
+    monkeypatch.setattr(hoststate, "cpufreq", lambda: None)
+    quiet = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 11.0))
+    busy = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 12.0))
+    assert hoststate.summary([quiet, quiet], 2) == "host quiet (load 1.50 on 2 CPUs)"
+    text = hoststate.summary([quiet, busy], 2)
+    assert text.startswith("host BUSY during 1 of 2 benchmark(s) (worst: other processes used")
+
+
+def test_real_snapshot_reads_this_machine() -> None:
+    a = hoststate.snapshot()
+    b = hoststate.snapshot()
+    w = window(a, b)
+    assert w.cpus >= 1 and w.seconds > 0
