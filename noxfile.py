@@ -32,7 +32,7 @@ def install(session: nox.Session, extras: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
-    install(session, "torch,opencl,vulkan,dev")
+    install(session, "torch,opencl,vulkan,nvml,dev")
     session.run("pytest", *session.posargs)
 
 

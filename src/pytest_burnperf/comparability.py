@@ -38,10 +38,15 @@ IDENTITY_KEYS: tuple[str, ...] = (
     "capability",
     "cpus",
     "threads",
+    # NVIDIA GPUs, from NVML where the nvml extra is installed: a power-capped or down-clocked GPU
+    # of the same model is another class
+    "max_sm_clock_mhz",
+    "max_mem_clock_mhz",
+    "power_limit_w",
 )
 
 #: Fingerprint keys for software around the device: a difference is compared and noted.
-SOFTWARE_KEYS: tuple[str, ...] = ("driver", "runtime", "blas")
+SOFTWARE_KEYS: tuple[str, ...] = ("driver", "nvml_driver", "runtime", "blas")
 
 #: Start of the reason given for a baseline recorded before the hardware identity existed.
 LEGACY = "baseline recorded without the hardware identity"

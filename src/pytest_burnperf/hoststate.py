@@ -180,6 +180,8 @@ class Window:
     #: Samples in which a single-threaded benchmark got less than CPU_SHARE_MIN of a CPU.
     descheduled: int = 0
     samples: int = 0
+    #: A GPU slowing itself down at the end of the samples (NVML), e.g. a thermal slowdown.
+    gpu_slowdown: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -206,6 +208,8 @@ class Window:
             why.append(
                 f"the cgroup's CPU quota throttled it {100 * self.throttle_share:.0f}% of the time"
             )
+        if self.gpu_slowdown:
+            why.append(self.gpu_slowdown)
         if self.samples and self.descheduled >= max(1, DESCHEDULED_SHARE * self.samples):
             why.append(
                 f"{self.descheduled} of {self.samples} samples ran with under "
@@ -214,7 +218,12 @@ class Window:
         return "; ".join(why) or None
 
 
-def window(before: Snapshot, after: Snapshot, cpu_share: Sequence[float] | None = None) -> Window:
+def window(
+    before: Snapshot,
+    after: Snapshot,
+    cpu_share: Sequence[float] | None = None,
+    gpu_slowdown: str | None = None,
+) -> Window:
     """The :class:`Window` between two snapshots; ``cpu_share`` (per sample, for single-threaded
     CPU benchmarks only) counts the descheduled samples."""
     seconds = max(after.wall - before.wall, 1e-9)
@@ -240,6 +249,7 @@ def window(before: Snapshot, after: Snapshot, cpu_share: Sequence[float] | None 
         throttle_share=throttle,
         descheduled=sum(1 for s in shares if s < CPU_SHARE_MIN),
         samples=len(shares),
+        gpu_slowdown=gpu_slowdown,
     )
 
 

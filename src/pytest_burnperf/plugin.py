@@ -822,7 +822,12 @@ class Perf:
                 cpu_clock=time.process_time_ns,
                 watch=lambda: marks.append(hoststate.snapshot()),
             )
-            host = hoststate.window(marks[0], marks[-1], sample.cpu_share if single else None)
+            host = hoststate.window(
+                marks[0],
+                marks[-1],
+                sample.cpu_share if single else None,
+                gpu_slowdown=self.device.gpu_slowdown(),
+            )
             fingerprint = self.device.fingerprint()
         self._judge(sample, fingerprint, host, probe)
         return result

@@ -185,3 +185,31 @@ def test_slower_host_explains_the_slowdown_it_covers(
             "slower * which explains the +*% change: not failed",
         ]
     )
+
+
+def test_a_real_competing_process_is_seen(loop_project: pytest.Pytester) -> None:
+    """Real counters, real load: CPU-bound processes spinning on half the CPUs take a whole CPU
+    or more, far beyond any background noise, so the header must name the busy host."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if not cpus or cpus > 8:
+        pytest.skip(f"{cpus} CPUs: half of them busy would not be one CPU's worth of load")
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(max(1, cpus // 2))
+    ]
+    try:
+        time.sleep(0.5)
+        # samples long enough that /proc/stat's 10 ms ticks can be read (window >= 0.25 s)
+        slow = ("--perf-samples", "60", "--perf-min-time", "0.01", "--perf-warmup", "0.05")
+        result = loop_project.runpytest("--perf", "-k", "test_steady", *slow)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["host BUSY during 1 of 1 benchmark(s) (worst: other processes used*"])

@@ -78,6 +78,9 @@ class Device(Protocol):
     def peak_memory(self, call: Callable[[], Any]) -> int | None:
         """Run ``call`` once; the peak memory it allocated on this device in bytes, or None."""
 
+    def gpu_slowdown(self) -> str | None:
+        """Why the device is slowing itself down right now (a thermal slowdown...), or None."""
+
 
 class EventTimer:
     """Elapsed time between two timing events recorded on a stream (CUDA, HIP or MPS events)."""
@@ -138,6 +141,17 @@ class DeviceBase:
     def peak_memory(self, call: Callable[[], Any]) -> int | None:
         call()
         return None
+
+    def gpu_slowdown(self) -> str | None:
+        """Why the device is slowing itself down right now (NVML's clock-event reasons), or None."""
+        return None
+
+
+def nvml_fields(pci: str | None) -> dict[str, Any]:
+    """Max clocks, power limit and driver of an NVIDIA GPU from NVML (the ``nvml`` extra), or {}."""
+    from .. import nvml
+
+    return nvml.facts(pci) or {}
 
 
 #: numpy (and cupy) dtype names for the dtype names of ``spec.DTYPES`` they have.

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import NUMPY_DTYPE_NAMES, DeviceBase, EventTimer, Probe, fill_random, identity
+from .base import (
+    NUMPY_DTYPE_NAMES,
+    DeviceBase,
+    EventTimer,
+    Probe,
+    fill_random,
+    identity,
+    nvml_fields,
+)
 
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
@@ -124,7 +132,23 @@ class CupyDevice(DeviceBase):
             "runtime": f"{'HIP' if hip else 'CUDA'} {_version(int(rt.runtimeGetVersion()))}",
             "versions": {"cupy": str(cp.__version__)},
             **identity(host_cpu=False),
+            **({} if hip else nvml_fields(self.pci())),
         }
+
+    def pci(self) -> str | None:
+        """PCI address of the GPU (NVML finds it by that), or None."""
+        from ..nvml import pci_address
+
+        p = self._props
+        try:
+            return pci_address(int(p["pciDomainID"]), int(p["pciBusID"]), int(p["pciDeviceID"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def gpu_slowdown(self) -> str | None:
+        from ..nvml import slowdown
+
+        return None if self.kind == "rocm" else slowdown(self.pci())
 
 
 def probe(cupy: Any = None) -> Probe:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import DeviceBase, EventTimer, Probe, cpu_threads, identity, rss_peak
+from .base import DeviceBase, EventTimer, Probe, cpu_threads, identity, nvml_fields, rss_peak
 
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
@@ -158,6 +158,27 @@ class TorchDevice(DeviceBase):
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
         return rss_peak(call)
 
+    def pci(self) -> str | None:
+        """PCI address of a CUDA GPU (NVML finds it by that), or None."""
+        if self.kind != "cuda":
+            return None
+        from ..nvml import pci_address
+
+        props = self._torch.cuda.get_device_properties(self.index or 0)
+        try:
+            return pci_address(
+                int(getattr(props, "pci_domain_id", 0)),
+                int(props.pci_bus_id),
+                int(props.pci_device_id),
+            )
+        except (AttributeError, TypeError, ValueError):  # an older torch without PCI ids
+            return None
+
+    def gpu_slowdown(self) -> str | None:
+        from ..nvml import slowdown
+
+        return slowdown(self.pci()) if self.kind == "cuda" else None
+
     def fingerprint(self) -> dict[str, Any]:
         torch = self._torch
         fp: dict[str, Any] = {
@@ -188,6 +209,8 @@ class TorchDevice(DeviceBase):
             fp["runtime"] = (
                 f"HIP {torch.version.hip}" if self.kind == "rocm" else f"CUDA {torch.version.cuda}"
             )
+            if self.kind == "cuda":
+                fp.update(nvml_fields(self.pci()))
         return fp
 
 
