@@ -32,11 +32,46 @@ def test_compare_exit_code_and_message(tmp_path: Path, capsys: pytest.CaptureFix
     assert "t.py::test_a: 1.01 s -> 1.51 s (+50.0%" in capsys.readouterr().out
 
 
-def test_compare_bad_file(tmp_path: Path) -> None:
+def test_compare_bad_files_exit_2_with_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    with pytest.raises(SystemExit, match=f"{bad} is not valid JSON"):
-        main(["compare", str(bad), str(bad)])
+    assert main(["compare", str(bad), str(bad)]) == 2
+    assert f"burnperf compare: {bad} is not valid JSON" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "missing.json"), str(bad)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    other = tmp_path / "other.json"
+    other.write_text("[]")
+    assert main(["compare", str(other), str(other)]) == 2
+    assert "is not a pytest-burnperf --perf-json file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # argparse: usage errors exit 2 too
+        main(["compare", str(bad)])
+    assert usage.value.code == 2
+
+
+def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """`burnperf compare ... | head -c 1` on a long listing: no BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    samples = [1.0 + 0.001 * i for i in range(5)]
+    results = [{"test": f"t.py::test_{i}", "samples": samples} for i in range(20000)]
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"schema": "pytest-burnperf-results", "results": results}))
+    script = (
+        "import sys; from pytest_burnperf.cli import main; "
+        f"sys.exit(main(['compare', {str(big)!r}, {str(big)!r}]))"
+    )
+    reader = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    writer = subprocess.run(
+        [sys.executable, "-c", script], stdout=reader.stdin, stderr=subprocess.PIPE, check=False
+    )
+    assert reader.stdin is not None
+    reader.stdin.close()
+    reader.wait()
+    assert b"Traceback" not in writer.stderr, writer.stderr.decode()[-2000:]
+    assert writer.returncode == 0
 
 
 def test_machines_lists_classes_and_marks_this_host(

@@ -19,7 +19,7 @@ def test_importing_the_plugin_is_cheap() -> None:
     assert json.loads(out.stdout) == []
 
 
-def test_a_pytest_run_without_perf_imports_no_heavy_library(tmp_path: Path) -> None:
+def test_a_pytest_run_without_perf_or_smoke_imports_no_heavy_library(tmp_path: Path) -> None:
     (tmp_path / "test_bench.py").write_text(
         "import pytest\n\n"
         "@pytest.mark.perf(backends=['cpu', 'cuda', 'opencl', 'vulkan'], dtypes=['f32'])\n"
@@ -30,7 +30,16 @@ def test_a_pytest_run_without_perf_imports_no_heavy_library(tmp_path: Path) -> N
         f"    print('HEAVY=' + json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "--no-perf-smoke",  # smoke mode would run the benchmark, and so import numpy
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

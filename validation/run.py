@@ -323,12 +323,19 @@ def machine() -> str:
         tv = torch.__version__
     except ImportError:
         tv = "not installed"
-    import pytest_benchmark
+    try:
+        import pytest_benchmark
+
+        pbv = pytest_benchmark.__version__
+    except ImportError:
+        pbv = "not installed"
+    sys.path.insert(0, str(REPO / "src"))
+    from pytest_burnperf.hardware import hardware_class
 
     return (
-        f"{platform.system()} {platform.machine()}, {model}, {os.cpu_count()} logical CPUs; "
-        f"Python {platform.python_version()}, numpy {numpy.__version__}, torch {tv}, "
-        f"pytest-benchmark {pytest_benchmark.__version__}"
+        f"{platform.system()} {platform.machine()}, {model} (hardware class {hardware_class()}), "
+        f"{os.cpu_count()} logical CPUs; Python {platform.python_version()}, numpy "
+        f"{numpy.__version__}, torch {tv}, pytest-benchmark {pbv}"
     )
 
 

@@ -19,6 +19,13 @@ from typing import Any
 
 from .spec import SpecError, parse_alpha, parse_threshold
 
+#: Exit codes: 0 all is well, 1 a benchmark regressed, 2 bad usage or an input that cannot be used.
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
+
+
+class InputError(Exception):
+    """A file or value the command cannot use; ``str()`` names it and what is wrong."""
+
 
 def _spec_type(parser: Any, name: str) -> Any:
     def convert(value: str) -> Any:
@@ -53,9 +60,26 @@ def _gib(n: object) -> str:
     return f"{int(n) / 2**30:.1f} GiB" if isinstance(n, int) and n > 0 else "-"
 
 
+def _quiet_mesa() -> None:
+    """Mesa's Vulkan driver complains on stderr when XDG_RUNTIME_DIR is unset or unusable (each
+    time it loads); give it a private directory so the listing is not interleaved with that."""
+    import os
+    import stat
+    import tempfile
+
+    current = os.environ.get("XDG_RUNTIME_DIR")
+    try:
+        ok = current is not None and stat.S_IMODE(os.stat(current).st_mode) == 0o700
+    except OSError:
+        ok = False
+    if not ok:
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="burnperf-xdg-")
+
+
 def cmd_devices(args: argparse.Namespace) -> int:
     from .devices import Registry
 
+    _quiet_mesa()
     probes = Registry().probe_all()
     infos = [device_info(d) for p in probes for d in p.devices]
     absent = {p.library: p.absent for p in probes if p.absent}
@@ -70,9 +94,13 @@ def cmd_devices(args: argparse.Namespace) -> int:
         print(f"  memory:        {_gib(memory)}")
         units = info.get("compute_units", info.get("cpus"))
         print(f"  compute units: {units if units is not None else '-'}")
+        if info.get("threads") is not None:
+            print(
+                f"  threads:       {info['threads']} by the library's default; benchmarks run "
+                "with 1 unless threads= or --perf-threads say otherwise"
+            )
         for key, label in (
             ("capability", "capability"),
-            ("threads", "threads"),
             ("blas", "BLAS"),
             ("driver", "driver"),
             ("runtime", "runtime"),
@@ -96,11 +124,13 @@ def _load_results(path: Path) -> dict[str, list[list[float]]]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise SystemExit(f"burnperf compare: cannot read {path}: {exc.strerror}") from None
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise SystemExit(f"burnperf compare: {path} is not valid JSON ({exc.msg})") from None
+        raise InputError(f"{path} is not valid JSON ({exc.msg})") from None
     if not isinstance(doc, dict) or doc.get("schema") != "pytest-burnperf-results":
-        raise SystemExit(f"burnperf compare: {path} is not a pytest-burnperf --perf-json file")
+        raise InputError(f"{path} is not a pytest-burnperf --perf-json file")
     # each process round's samples where the file has them, so the between-process spread counts
     return {r["test"]: r.get("runs") or [r["samples"]] for r in doc.get("results", [])}
 
@@ -122,7 +152,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if v.status == REGRESSED:
             regressed += 1
             print(f"  {failure_message(test, v, policy)}")
-    return 1 if regressed else 0
+    return EXIT_REGRESSED if regressed else EXIT_OK
 
 
 def machine_dirs(root: Path) -> list[dict[str, Any]]:
@@ -244,8 +274,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; 0 ok, 1 regressions found, 2 usage or input error (argparse's own usage
+    errors exit 2 as well). A reader that closes the pipe early (``| head``) ends it quietly."""
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"burnperf {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        import os
+
+        # Python flushes stdout again at exit: point it at devnull so that is quiet too
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -27,8 +27,10 @@ UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
 NO_BASELINE = "no-baseline"
 INCOMPARABLE = "incomparable"
+#: Not a comparison's outcome: the benchmark's test failed for another reason after it was timed.
+FAILED = "failed"
 
-VERDICTS = (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE, INCOMPARABLE, NO_BASELINE)
+VERDICTS = (REGRESSED, FAILED, IMPROVED, UNCHANGED, INCONCLUSIVE, INCOMPARABLE, NO_BASELINE)
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ class Verdict:
     #: floor, the interval and ``min_detectable`` use.
     run_spread: float | None = None
     run_spread_upper: float | None = None
-    #: Where ``run_spread_upper`` comes from: "runs", "prior" or "" (neither).
+    #: Where ``run_spread_upper`` comes from: "runs", "runs+prior" (one side has a single run:
+    #: the runs' spread pooled with the prior), "prior" (no runs to measure it) or "" (neither).
     spread_source: str = ""
     #: The slowdown that counts: the larger of the threshold and the noise floor.
     effect: float | None = None
@@ -176,10 +179,11 @@ def judge(
         )
     est = stats.hodges_lehmann_ratio(cur_all, base_all)
     observed = stats.pooled_run_spread_dof(base_runs, cur_runs)
-    combined = stats.spread_or_prior(observed, policy.prior)
+    single = min(k, m) == 1
+    combined = stats.spread_or_prior(observed, policy.prior, pool=single)
     point = None if observed is None else observed[0]
     spread = None if combined is None else stats.spread_upper(*combined)
-    source = _spread_source(observed, policy.prior)
+    source = _spread_source(observed, policy.prior, single)
     low, high = est.low, est.high
     floor = 0.0
     if spread is not None:
@@ -211,8 +215,8 @@ def judge(
         if point is not None:
             notes.append(
                 f"noisy: runs of this benchmark move by {100 * point:.1f}% (sd of run medians; "
-                f"up to {100 * spread:.1f}% at 80% confidence), so it gates only above "
-                f"+{100 * effect:.1f}%"
+                f"{_pooled(source, policy.prior)}up to {100 * spread:.1f}% at 80% confidence), so "
+                f"it gates only above +{100 * effect:.1f}%"
             )
         else:
             assert policy.prior is not None
@@ -260,10 +264,18 @@ def judge(
     return verdict
 
 
-def _spread_source(observed: tuple[float, int] | None, prior: stats.NoisePrior | None) -> str:
+def _spread_source(
+    observed: tuple[float, int] | None, prior: stats.NoisePrior | None, single: bool
+) -> str:
     if observed is not None:
-        return "runs"
+        return "runs+prior" if single and prior is not None else "runs"
     return "prior" if prior is not None else ""
+
+
+def _pooled(source: str, prior: stats.NoisePrior | None) -> str:
+    if source != "runs+prior" or prior is None:
+        return ""
+    return f"pooled with the {100 * prior.spread:.1f}% prior, as one side has a single run; "
 
 
 def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: str) -> Verdict:

@@ -10,6 +10,7 @@ changes. A GPU is found by its PCI address, which CUDA and NVML share (their ind
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 #: Clock-event reasons that mean the GPU is slowing itself down against the workload's will.
@@ -54,11 +55,12 @@ def facts(pci: str | None) -> dict[str, Any] | None:
     if handle is None:
         return None
     out: dict[str, Any] = {}
-    for key, call in (
+    calls: tuple[tuple[str, Callable[[], Any]], ...] = (
         ("max_sm_clock_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
         ("max_mem_clock_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)),
         ("power_limit_w", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),
-    ):
+    )
+    for key, call in calls:
         try:
             out[key] = call()
         except Exception:  # a field this GPU or driver does not report

@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_WITHOUT_PERF = "perf benchmark: run with --perf (or set perf = true in the ini file)"
+_WITHOUT_PERF = (
+    "perf benchmark: run with --perf (or set perf = true in the ini file); perf_smoke = false "
+    "skips it instead of running it once"
+)
 
 #: Process rounds of --update-baselines when --perf-rounds is not given: a baseline is recorded once
 #: and judged against many times, and three processes show its between-process spread.
@@ -47,7 +50,8 @@ def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]
         try:
             return parser(value, option)
         except SpecError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            # argparse names the option itself ("argument --perf-threshold: ..."): say it once
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option}: ")) from None
 
     parse.__name__ = option.lstrip("-").replace("-", "_")
     return parse
@@ -69,6 +73,14 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         _spec.parse_backends,
         "only run these backends: comma-separated kinds (cpu, cuda, ...), libraries (numpy, "
         "torch, ...) or device ids (torch-cuda0). Default: every backend a benchmark asks for.",
+    ),
+    (
+        "--perf-require",
+        "perf_require",
+        _spec.parse_backends,
+        "fail the run when one of these devices is absent: comma-separated kinds (cuda, opencl, "
+        "...), libraries or device ids, as for --perf-backends (for a GPU CI job that must not "
+        "go green by skipping on a runner that lost its GPU). Default: none",
     ),
     (
         "--perf-dtypes",
@@ -213,6 +225,21 @@ _FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("burnperf", "performance regression testing (pytest-burnperf)")
+    group.addoption(
+        "--perf-smoke",
+        action=argparse.BooleanOptionalAction,
+        dest="perf_smoke",
+        default=None,
+        help="without --perf, run each benchmark's body once with perf(fn) calling fn once, "
+        "untimed, at the tiny size, so its correctness checks run in ordinary test runs "
+        "(--no-perf-smoke: skip the benchmarks instead). Default: on",
+    )
+    parser.addini(
+        "perf_smoke",
+        type="bool",
+        default=True,
+        help="same as --perf-smoke / --no-perf-smoke. Default: true",
+    )
     for option, ini, text, ini_text in _FLAG_OPTIONS:
         group.addoption(option, action="store_true", default=None, help=text)
         parser.addini(ini, type="bool", default=False, help=ini_text)
@@ -228,7 +255,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             metavar=ini.removeprefix("perf_").upper(),
             help=text,
         )
-        parser.addini(ini, default="", help=f"same as {option}")
+        parser.addini(ini, type=_ini_type(ini), default="", help=f"same as {option}")
+
+
+#: ini keys whose values are numbers: in pytest 9's native TOML configuration (``[tool.pytest]``)
+#: they may be written as TOML numbers (``perf_alpha = 0.05``) as well as strings (``"5%"``).
+_FLOAT_INI = ("perf_alpha", "perf_threshold", "perf_warmup", "perf_min_time", "perf_max_time")
+_INT_INI = ("perf_samples", "perf_max_samples", "perf_rounds", "perf_threads")
+
+
+def _ini_type(ini: str) -> Any:
+    """A number-or-string ini type where this pytest has type unions (9.2+), else a string."""
+    version = tuple(int(p) for p in pytest.__version__.split(".")[:2] if p.isdigit())
+    if version < (9, 2):
+        return None
+    if ini in _FLOAT_INI:
+        return float | str
+    if ini in _INT_INI:
+        return int | str
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,6 +289,8 @@ class Case:
     dtype: str
     spec: PerfSpec
     skip_reason: str | None = None
+    #: A bad marker: the test errors at setup with this message, the rest of its module runs.
+    error: str | None = None
 
 
 @dataclass
@@ -254,6 +301,8 @@ class PerfState:
     cmdline: dict[str, Any]
     backends_filter: tuple[str, ...] | None
     dtypes_filter: tuple[str, ...] | None
+    #: Devices that must be present (--perf-require), or None.
+    require: tuple[str, ...] | None
     baselines_root: Path
     machine_id: str
     json_path: Path | None
@@ -261,6 +310,10 @@ class PerfState:
     invocation: tuple[str, ...]
     rounds: int = 1
     strict: bool = False
+    #: Without --perf: run each benchmark body once, untimed (smoke mode).
+    smoke: bool = False
+    #: Smoke-run benchmarks that called perf (node ids).
+    smoked: set[str] = field(default_factory=set)
     size: str = "small"
     #: In a worker process (one extra round): where to write its raw samples.
     worker_out: Path | None = None
@@ -391,13 +444,16 @@ class PerfState:
 STATE = pytest.StashKey[PerfState]()
 
 
-def _ini_value(config: pytest.Config, ini: str, parse: Callable[[str, str], T]) -> T | None:
-    raw = config.getini(ini)
-    if raw in ("", None):
-        return None
+def _ini_value(config: pytest.Config, ini: str, parse: Callable[[Any, str], T]) -> T | None:
     where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
     try:
-        return parse(str(raw), where)
+        raw = config.getini(ini)
+    except (TypeError, ValueError) as exc:  # pytest's own type check of a TOML value
+        raise pytest.UsageError(f"{where}: {exc}") from None
+    if raw in ("", None):
+        return None
+    try:
+        return parse(raw if isinstance(raw, (int, float)) else str(raw), where)
     except SpecError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -426,6 +482,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return values[ini] if values[ini] is not None else ini_values[ini]
 
     enabled = bool(config.getoption("perf") or config.getini("perf"))
+    smoke_opt = config.getoption("perf_smoke")
+    smoke = not enabled and bool(config.getini("perf_smoke") if smoke_opt is None else smoke_opt)
     update = bool(config.getoption("update_baselines") or config.getini("perf_update_baselines"))
     if update and not enabled:
         raise pytest.UsageError(
@@ -467,6 +525,7 @@ def pytest_configure(config: pytest.Config) -> None:
         base=base,
         cmdline=cmdline,
         backends_filter=pick("perf_backends"),
+        require=pick("perf_require"),
         dtypes_filter=pick("perf_dtypes"),
         baselines_root=baselines_dir
         if baselines_dir.is_absolute()
@@ -479,7 +538,8 @@ def pytest_configure(config: pytest.Config) -> None:
         rounds=1
         if worker_out
         else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
-        size=pick("perf_size") or _spec.DEFAULT_SIZE,
+        size=pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE),
+        smoke=smoke,
         strict=bool(config.getoption("perf_strict") or config.getini("perf_strict")),
         recalibrate=bool(config.getoption("perf_recalibrate") or config.getini("perf_recalibrate")),
         worker_out=Path(worker_out) if worker_out else None,
@@ -498,15 +558,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     try:
         spec = _spec.parse_marker(test, marker.args, marker.kwargs)
     except SpecError as exc:
-        raise pytest.Collector.CollectError(str(exc)) from None
+        _invalid(metafunc, str(exc))
+        return
     if "perf" not in metafunc.fixturenames:
-        raise pytest.Collector.CollectError(
+        _invalid(
+            metafunc,
             f"{test}: is marked @pytest.mark.perf but does not use the `perf` fixture; "
-            "add a `perf` argument and call perf(fn, *args)"
+            "add a `perf` argument and call perf(fn, *args)",
         )
+        return
     state = metafunc.config.stash[STATE]
     cases: list[Case] = []
-    if not state.enabled:
+    if not state.enabled and not state.smoke:
         for name in spec.backends:
             for dtype in spec.dtypes:
                 cases.append(Case(None, name, dtype, spec, skip_reason=_WITHOUT_PERF))
@@ -530,14 +593,29 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(argnames, params)
 
 
+def _invalid(metafunc: pytest.Metafunc, message: str) -> None:
+    """One parameter that errors at setup with ``message``: each bad marker is reported on its
+    own test, all of them, and the rest of the module still runs."""
+    argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
+    case = Case(None, "invalid", "", _spec.PerfSpec(), error=message)
+    values = [case] + [None] * (len(argnames) - 1)
+    metafunc.parametrize(argnames, [pytest.param(*values, id="invalid-perf-marker")])
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    case = _case_of(item)
+    if case is not None and case.error is not None:
+        pytest.fail(case.error, pytrace=False)
+
+
 def _runnable(item: pytest.Item) -> bool:
     case = _case_of(item)
-    return case is not None and case.skip_reason is None
+    return case is not None and case.skip_reason is None and case.error is None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[STATE]
-    if state.enabled:
+    if state.enabled or state.smoke:
         _filter_items(config, state, items)
 
 
@@ -675,7 +753,7 @@ def _module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
 
 
 @pytest.fixture
-def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf:
+def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf | SmokePerf:
     """Time a function on this benchmark's device and judge it against the baseline.
 
     ``perf(fn, *args, **kwargs)`` warms up, calibrates, samples, and returns ``fn``'s result;
@@ -687,6 +765,9 @@ def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf:
     state = request.config.stash[STATE]
     case = _burnperf_case
     assert case.entry is not None and case.entry.device is not None
+    if not state.enabled:
+        case.entry.device.reseed(0)
+        return SmokePerf(state, request.node, case)
     module, key = _module_and_key(request.node, state.rootpath)
     legacy = False
     try:
@@ -702,6 +783,66 @@ def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf:
         )
     case.entry.device.reseed(0)
     return Perf(state, request.node, case, module, key, baseline, legacy)
+
+
+class SmokePerf:
+    """The ``perf`` fixture without --perf: calls the function once, untimed, and returns its
+    result, so the benchmark's own checks run; nothing is measured, judged or written."""
+
+    def __init__(self, state: PerfState, item: pytest.Item, case: Case) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self._used = False
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        if self._used:
+            pytest.fail(
+                f"{self._item.nodeid}: {what} was called a second time; a benchmark times one "
+                "function once (split it into separate tests)",
+                pytrace=False,
+            )
+        if not callable(fn):
+            pytest.fail(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}", pytrace=False)
+        self._used = True
+        self._state.smoked.add(self._item.nodeid)
+
+    def work(self, flops: Any = None, bytes: Any = None, shape: Any = None) -> None:
+        """Accepted and ignored: nothing is timed in a smoke run."""
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True
+        self._start(fn, "perf()")
+        result = fn(*args, **kwargs)
+        self.device.sync()
+        return result
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        setup: Callable[[], Any] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int = 0,
+    ) -> T:
+        """One round: ``setup`` (if any), then one call."""
+        __tracebackhide__ = True
+        del rounds, iterations, warmup_rounds
+        self._start(fn, "perf.pedantic()")
+        a, k = tuple(args), dict(kwargs or {})
+        if setup is not None:
+            prepared = setup()
+            if prepared is not None:
+                a, k = tuple(prepared[0]), dict(prepared[1])
+        result = fn(*a, **k)
+        self.device.sync()
+        return result
 
 
 class Perf:
@@ -760,13 +901,15 @@ class Perf:
             pytest.fail(f"{where}: {exc}", pytrace=False)
 
     def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
         if self._used:
-            raise RuntimeError(
+            pytest.fail(
                 f"{self._item.nodeid}: {what} was called a second time; a benchmark times one "
-                "function once (split it into separate tests)"
+                "function once (split it into separate tests)",
+                pytrace=False,
             )
         if not callable(fn):
-            raise TypeError(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}")
+            pytest.fail(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}", pytrace=False)
         self._used = True
 
     def _clock(self) -> tuple[Any, Callable[[], None] | None]:
@@ -777,6 +920,7 @@ class Perf:
         return timer, flush
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
         from .stats import median_halfwidth, precision_goal
         from .timing import measure
 
@@ -803,6 +947,7 @@ class Perf:
         """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
         clock, L2 flush and memory meter, watching the host; judge the sample; return the
         function's result."""
+        __tracebackhide__ = True
         import time
 
         from . import hoststate
@@ -848,6 +993,7 @@ class Perf:
         ``setup`` may return ``(args, kwargs)`` for that round. ``rounds`` defaults to the
         benchmark's ``samples`` setting.
         """
+        __tracebackhide__ = True
         from .timing import measure_pedantic
 
         where = f"{self._item.nodeid}: perf.pedantic"
@@ -858,13 +1004,19 @@ class Perf:
             ("warmup_rounds", warmup_rounds, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{where}({name}={value!r}): must be a whole number >= {low}")
+                pytest.fail(
+                    f"{where}({name}={value!r}): must be a whole number >= {low}", pytrace=False
+                )
         if setup is not None and (args or kwargs):
-            raise ValueError(f"{where}: give either setup (returning args, kwargs) or args/kwargs")
+            pytest.fail(
+                f"{where}: give either setup (returning args, kwargs) or args/kwargs",
+                pytrace=False,
+            )
         if setup is not None and iterations > 1:
-            raise ValueError(
+            pytest.fail(
                 f"{where}: iterations={iterations} with a setup function would reuse one "
-                "round's inputs; use iterations=1"
+                "round's inputs; use iterations=1",
+                pytrace=False,
             )
         self._start(fn, "perf.pedantic()")
         result = self._measure(
@@ -942,6 +1094,7 @@ class Perf:
             probe=None if evidence.probe is None else dict(evidence.probe),
         )
         state.results[node] = result
+        self._item.user_properties.extend(junit_properties(result))
         if state.update:
             return
         if verdict.status == REGRESSED:
@@ -951,6 +1104,29 @@ class Perf:
                 f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
                 pytrace=False,
             )
+
+
+def junit_properties(result: Result) -> list[tuple[str, object]]:
+    """The verdict as JUnit XML ``<property>`` elements (what CI systems show per test)."""
+    v = result.verdict
+    props: list[tuple[str, object]] = [
+        ("perf_verdict", v.status),
+        ("perf_median_s", f"{v.current_median:.6g}"),
+    ]
+    if v.baseline_median is not None:
+        props.append(("perf_baseline_median_s", f"{v.baseline_median:.6g}"))
+    if v.change_pct is not None:
+        props.append(("perf_change_pct", f"{v.change_pct:+.2f}"))
+    if v.ratio_low is not None and v.ratio_high is not None:
+        low, high = 100 * (v.ratio_low - 1), 100 * (v.ratio_high - 1)
+        props.append(("perf_change_ci95_pct", f"{low:+.2f},{high:+.2f}"))
+    if v.p_value is not None:
+        props.append(("perf_p_value", f"{v.p_value:.3g}"))
+    if v.min_detectable is not None:
+        props.append(("perf_min_detectable_pct", f"{100 * v.min_detectable:.2f}"))
+    if v.reason:
+        props.append(("perf_reason", v.reason))
+    return props
 
 
 def _host_evidence(
@@ -997,10 +1173,20 @@ class _Recorder:
         self.state = state
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" and report.passed and report.nodeid in self.state.results:
+        from .compare import FAILED, REGRESSED
+
+        results = self.state.results
+        if report.when == "call" and report.passed and report.nodeid in results:
             self.state.passed.add(report.nodeid)
         elif report.failed:
             self.state.passed.discard(report.nodeid)
+            r = results.get(report.nodeid)
+            if r is not None and r.verdict.status not in (REGRESSED, FAILED):
+                # timed, then failed (an assert after perf(), a teardown): counted as failed
+                reason = f"the test failed in {report.when} after it was timed (see its failure)"
+                results[report.nodeid] = replace(
+                    r, verdict=replace(r.verdict, status=FAILED, reason=reason)
+                )
 
     def pytest_keyboard_interrupt(self) -> None:
         self.state.interrupted = True
@@ -1013,7 +1199,8 @@ def pytest_runtest_makereport(
     report = yield
     if report.when == "call" and report.passed and _case_of(item) is not None:
         state = item.config.stash[STATE]
-        if state.enabled and item.nodeid not in state.results:
+        timed = item.nodeid in state.results or item.nodeid in state.smoked
+        if (state.enabled or state.smoke) and not timed:
             report.outcome = "failed"
             report.longrepr = (
                 f"{item.nodeid}: is marked @pytest.mark.perf but never called perf(fn, ...) "
@@ -1035,9 +1222,27 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ]
 
 
+def _check_required(state: PerfState) -> None:
+    """--perf-require: every named device must be here, else a usage error with the reasons."""
+    if not state.require or state.worker_out is not None:
+        return
+    missing = []
+    for name in state.require:
+        entries = state.registry.resolve(name)
+        if not any(e.device is not None for e in entries):
+            reasons = "; ".join(dict.fromkeys(e.reason or "absent" for e in entries))
+            missing.append(f"{name} ({reasons})")
+    if missing:
+        raise pytest.UsageError(
+            "--perf-require: no device for " + ", ".join(missing) + "; this run would only skip "
+            "those benchmarks, so it fails instead"
+        )
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if state.enabled:
+        _check_required(state)
         session.config.pluginmanager.register(_Recorder(state), "burnperf-recorder")
 
 

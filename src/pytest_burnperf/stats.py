@@ -184,12 +184,21 @@ DEFAULT_PRIOR = NoisePrior(0.03, 2, "default, the median measured over typical w
 
 
 def spread_or_prior(
-    observed: tuple[float, int] | None, prior: NoisePrior | None
+    observed: tuple[float, int] | None, prior: NoisePrior | None, *, pool: bool = False
 ) -> tuple[float, int] | None:
-    """The measured ``(spread, dof)`` where the runs show one, else the prior's, else None."""
-    if observed is not None:
+    """The ``(spread, dof)`` the noise floor builds on: the prior's where the runs show none;
+    with ``pool`` (one side has a single run), the measured spread pooled with the prior
+    (``s^2 = (dof0 s0^2 + dof s^2) / (dof0 + dof)``), so a few runs that happen to agree do not
+    make a benchmark look steadier than such benchmarks are; else the measured spread."""
+    if prior is None:
         return observed
-    return None if prior is None else (prior.spread, prior.dof)
+    if observed is None:
+        return prior.spread, prior.dof
+    if not pool:
+        return observed
+    s, dof = observed
+    total = prior.dof + dof
+    return math.sqrt((prior.dof * prior.spread**2 + dof * s * s) / total), total
 
 
 #: Confidence of the upper bound on the between-run spread that the noise floor uses.

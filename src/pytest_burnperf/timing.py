@@ -155,6 +155,7 @@ class _Clocks:
         self.shares: list[float] = []
 
     def span(self, body: Callable[[], None]) -> tuple[float, float]:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
         c0 = self.cpu_clock() if self.cpu_clock is not None else 0
         h0 = self.clock()
         self.timer.start()
@@ -206,15 +207,18 @@ def measure(
     window covers the samples, not the warm-up, where compilers may run worker processes).
     Returns the result of the last call and the :class:`Sample`.
     """
+    __tracebackhide__ = True
     kw = kwargs or {}
     clocks = _Clocks(timer or HostTimer(sync, clock), clock, cpu_clock)
     result: Any = None
 
     def call_once() -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
         nonlocal result
         result = fn(*args, **kw)
 
     def before() -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
         if flush is not None:
             flush()
             sync()
@@ -238,6 +242,7 @@ def measure(
     loops = 1 if flush is not None else calibrate_loops(best, min_time)
 
     def call_loops() -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
         nonlocal result
         for _ in range(loops):
             result = fn(*args, **kw)
@@ -246,6 +251,7 @@ def measure(
     host: list[float] = []
 
     def take(count: int) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
         for _ in range(count):
             before()
             elapsed, wall = clocks.span(call_loops)
@@ -312,12 +318,14 @@ def measure_pedantic(
     ``flush`` (untimed) runs before each round, after ``setup``. ``meter`` measures the last
     warm-up round (so with ``warmup_rounds=0`` there is no peak memory: pedantic never adds calls).
     """
+    __tracebackhide__ = True
     clocks = _Clocks(timer or HostTimer(sync, clock), clock, cpu_clock)
     result: Any = None
 
     peak: int | None = None
 
     def one_round(metered: bool = False) -> tuple[float, float]:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
         nonlocal result, peak
         a, k = tuple(args), dict(kwargs or {})
         if setup is not None:
@@ -329,6 +337,7 @@ def measure_pedantic(
             sync()
 
         def body() -> None:
+            __tracebackhide__ = True  # pytest shows the user's frames, not these
             nonlocal result
             for _ in range(iterations):
                 result = fn(*a, **k)

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-#: Quick but still statistically usable settings for runs inside the tests.
-FAST = ("--perf-samples", "15", "--perf-warmup", "0.05", "--perf-min-time", "0.002")
+#: Quick but still statistically usable settings for runs inside the tests. Adaptive sampling is
+#: off (--perf-max-samples at --perf-samples), so a test may count samples: with it on, a busy
+#: machine takes more. Tests of adaptive sampling give their own --perf-max-samples after FAST.
+FAST = (
+    "--perf-samples",
+    "15",
+    "--perf-max-samples",
+    "15",
+    "--perf-warmup",
+    "0.05",
+    "--perf-min-time",
+    "0.002",
+)
 
 #: Benchmarks whose duration a test controls through an environment variable. They busy-wait on
 #: ``time.perf_counter`` (the CPU spins; nothing sleeps), so a call lasts a set time whatever the

@@ -36,9 +36,11 @@ from ._helpers import FAST
     ],
 )
 @pytest.mark.parametrize("with_perf", [True, False])
-def test_bad_marker_is_a_collection_error_naming_the_test(
+def test_bad_marker_is_an_error_of_that_test_naming_it(
     pytester: pytest.Pytester, marker: str, message: str, with_perf: bool
 ) -> None:
+    """Each bad marker errors its own test, every one of them is reported, and the rest of the
+    module still runs."""
     pytester.makepyfile(
         test_bad=f"""
         import pytest
@@ -47,13 +49,18 @@ def test_bad_marker_is_a_collection_error_naming_the_test(
         def test_x(perf):
             perf(sum, [1])
 
+        @pytest.mark.{marker}
+        def test_y(perf):
+            perf(sum, [1])
+
         def test_fine():
             pass
         """
     )
     result = pytester.runpytest(*(["--perf"] if with_perf else []))
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*ERROR collecting test_bad.py*", message])
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_x[[]invalid-perf-marker[]]*", message])
+    result.stdout.fnmatch_lines([message.replace("test_x", "test_y")])
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
@@ -92,7 +99,7 @@ def test_perf_fixture_without_marker(pytester: pytest.Pytester) -> None:
     [
         (
             ["--perf-alpha", "abc"],
-            "*argument --perf-alpha: --perf-alpha: alpha must be a number, got 'abc'",
+            "*argument --perf-alpha: alpha must be a number, got 'abc'",
         ),
         (["--perf-alpha", "0.9"], "*--perf-alpha: alpha must be in (0, 0.5], got '0.9'"),
         (["--perf-samples", "1"], "*--perf-samples: samples must be between 2 and 100000, got '1'"),
@@ -247,3 +254,48 @@ def test_baselines_that_cannot_be_saved_fail_the_run_with_the_path(
     result.stdout.no_fnmatch_line("*Traceback*")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert not list(pytester.path.rglob("*.json"))
+
+
+def test_typed_values_in_pytest_9_native_toml(pytester: pytest.Pytester) -> None:
+    """`[tool.pytest]` (pytest 9) hands TOML numbers over as numbers: they work like strings."""
+    version = tuple(int(p) for p in pytest.__version__.split(".")[:2] if p.isdigit())
+    if version < (9, 2):
+        pytest.skip(f"pytest {pytest.__version__} has no native [tool.pytest] with typed values")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_a(perf):
+            perf(sum, range(10))
+        """
+    )
+    pytester.makefile(
+        ".toml",
+        pyproject=(
+            "[tool.pytest]\n"
+            "perf = true\n"
+            "perf_alpha = 0.05\n"
+            'perf_threshold = "10%"\n'
+            "perf_samples = 5\n"
+            "perf_max_samples = 5\n"
+            "perf_warmup = 0\n"
+            "perf_json = 'r.json'\n"
+        ),
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    import json
+
+    doc = json.loads((pytester.path / "r.json").read_text())
+    assert doc["settings"]["alpha"] == 0.05 and doc["settings"]["threshold"] == 0.1
+    assert doc["settings"]["samples"] == 5
+
+    pytester.makefile(".toml", pyproject="[tool.pytest]\nperf = true\nperf_samples = 2.5\n")
+    bad = pytester.runpytest()
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(
+        [
+            "*pyproject.toml: config option 'perf_samples' expects one of int | string, got float: 2.5"
+        ]
+    )

@@ -56,12 +56,68 @@ def test_ids_and_skip_reasons_for_absent_devices_and_dtypes(
     assert result.ret == 0
 
 
-def test_without_perf_benchmarks_skip_and_ordinary_tests_run(pytester: pytest.Pytester) -> None:
+def test_without_perf_and_smoke_off_benchmarks_skip(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(MODULE)
-    result = pytester.runpytest("-rs")
+    result = pytester.runpytest("-rs", "--no-perf-smoke")
     result.assert_outcomes(passed=1, skipped=6)
     result.stdout.fnmatch_lines(["*SKIPPED [[]6[]]*perf benchmark: run with --perf*"])
     result.stdout.no_fnmatch_line("*pytest-burnperf*")
+    pytester.makeini("[pytest]\nperf_smoke = false\n")
+    pytester.runpytest().assert_outcomes(passed=1, skipped=6)
+
+
+SMOKE = """
+import pytest
+
+CALLS = []
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f32", "f64"])
+def test_checked(perf, device, dtype, perf_size):
+    assert perf_size == "tiny"
+    n = {"tiny": 8, "small": 256}[perf_size]
+    a = device.random((n, n), dtype)
+    perf.work(flops=2 * n**3)
+    out = perf(device.xp.matmul, a, a)
+    CALLS.append(1)
+    assert out.shape == (n, n) and len(CALLS) in (1, 2)
+
+@pytest.mark.perf(backends=["numpy"])
+def test_wrong(perf, device):
+    out = perf(lambda: 41)
+    assert out == 42, "benchmark computes the wrong thing"
+
+@pytest.mark.perf(backends=["numpy"])
+def test_pedantic(perf):
+    seen = []
+    perf.pedantic(seen.append, setup=lambda: ((len(seen),), {}), rounds=50)
+    assert seen == [0]
+
+@pytest.mark.perf(backends=["numpy"])
+def test_forgot(perf):
+    pass
+"""
+
+
+def test_smoke_mode_runs_each_body_once_untimed_at_the_tiny_size(
+    pytester: pytest.Pytester,
+) -> None:
+    """Without --perf the benchmarks' own checks run (once, untimed): a wrong result fails in an
+    ordinary test run, and a benchmark that never calls perf is caught there too."""
+    pytester.makepyfile(test_smoke=SMOKE)
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*::test_checked[[]numpy-cpu-f32[]] PASSED*",
+            "*::test_checked[[]numpy-cpu-f64[]] PASSED*",
+            "*::test_wrong[[]numpy-cpu-f32[]] FAILED*",
+            "*::test_pedantic[[]numpy-cpu-f32[]] PASSED*",
+            "*benchmark computes the wrong thing*",
+            "*test_forgot*never called perf(fn, ...)*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*pytest-burnperf ===*")  # nothing timed, no table
+    assert not (pytester.path / "baselines").exists()
 
 
 def test_k_selects_by_backend_and_dtype(pytester: pytest.Pytester) -> None:
@@ -117,3 +173,29 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
             "pytest --perf --update-baselines -k 'numpy and f32' --perf-samples 15 *",
         ]
     )
+
+
+def test_perf_require_fails_a_run_whose_device_is_absent(pytester: pytest.Pytester) -> None:
+    """A GPU CI job that lost its GPU must not go green by skipping."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["cpu", "cuda"])
+        def test_a(perf, device):
+            perf(sum, range(10))
+        """
+    )
+    fast = ("--perf-samples", "5", "--perf-max-samples", "5", "--perf-warmup", "0")
+    result = pytester.runpytest("--perf", "--perf-require", "rocm", *fast)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --perf-require: no device for rocm (*ROCm*); this run would only skip those *"]
+    )
+    ok = pytester.runpytest("--perf", "--perf-require", "numpy,cpu", *fast)
+    assert ok.ret == pytest.ExitCode.OK
+    pytester.makeini("[pytest]\nperf_require = metal\n")
+    ini = pytester.runpytest("--perf", *fast)
+    assert ini.ret == pytest.ExitCode.USAGE_ERROR
+    bad = pytester.runpytest("--perf", "--perf-require", "gpu", *fast)
+    bad.stderr.fnmatch_lines(["*argument --perf-require: *'gpu'*"])

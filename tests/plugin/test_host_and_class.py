@@ -212,4 +212,6 @@ def test_a_real_competing_process_is_seen(loop_project: pytest.Pytester) -> None
             hog.kill()
             hog.wait()
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["host BUSY during 1 of 1 benchmark(s) (worst: other processes used*"])
+    result.stdout.fnmatch_lines(
+        ["host BUSY during 1 of 1 benchmark(s) (worst: other processes used*"]
+    )

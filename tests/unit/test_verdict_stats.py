@@ -125,11 +125,22 @@ def test_one_run_a_side_uses_the_prior_not_zero_noise() -> None:
     assert judge(base, [x * 1.15 for x in base], Policy(prior=None)).status == REGRESSED
 
 
-def test_the_benchmarks_own_runs_take_precedence_over_the_prior() -> None:
+def test_own_runs_are_pooled_with_the_prior_when_one_side_has_a_single_run() -> None:
+    """Three baseline runs that happen to agree are 2 degrees of freedom of evidence; pooled
+    with the prior's 2, a single current process is not judged as if processes never moved."""
     base = [[1.0, 1.001, 0.999], [1.01, 1.011, 1.009], [0.995, 0.996, 0.994]]
     v = judge(base, [[1.0, 1.001, 1.002]], Policy())
-    assert v.spread_source == "runs" and v.run_spread is not None
-    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.run_spread, 2))
+    assert v.spread_source == "runs+prior" and v.run_spread is not None
+    prior = stats.DEFAULT_PRIOR
+    pooled = ((prior.dof * prior.spread**2 + 2 * v.run_spread**2) / (prior.dof + 2)) ** 0.5
+    assert v.run_spread_upper == pytest.approx(stats.spread_upper(pooled, prior.dof + 2))
+    # several runs on both sides: their own spread alone, as validated at the CI settings
+    both = judge(base, base, Policy())
+    assert both.spread_source == "runs"
+    assert both.run_spread is not None and both.run_spread_upper == pytest.approx(
+        stats.spread_upper(both.run_spread, 4)
+    )
+    assert stats.spread_or_prior((0.01, 4), None, pool=True) == (0.01, 4)
 
 
 def test_noise_prior_rejects_nonsense() -> None:

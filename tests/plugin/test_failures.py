@@ -1,0 +1,105 @@
+"""Failures as a user sees them: their own code in the traceback, misuse as one clean line, a
+benchmark that failed after timing counted as failed, verdicts in JUnit XML."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ._helpers import FAST
+
+MODULE = """
+import pytest
+
+
+def broken(n):
+    return helper_that_fails(n)
+
+
+def helper_that_fails(n):
+    raise ZeroDivisionError(f"user bug {n}")
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_user_error(perf):
+    perf(broken, 3)
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_wrong_after_timing(perf):
+    out = perf(sum, range(100))
+    assert out == 0, "the result check failed"
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_fine(perf):
+    perf(sum, range(100))
+"""
+
+
+def test_user_errors_show_user_frames_and_failed_benchmarks_count_as_failed(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_m=MODULE)
+    result = pytester.runpytest("--perf", "--junitxml", "junit.xml", *FAST)
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    # the user's frames are there, the plugin's timing machinery is not
+    assert "def helper_that_fails(n):" in out and "ZeroDivisionError: user bug 3" in out
+    assert "pytest_burnperf/timing.py" not in out and "pytest_burnperf/plugin.py" not in out
+    # timed, then failed: shown and counted as failed, not as no-baseline
+    result.stdout.fnmatch_lines(
+        [
+            "test_wrong_after_timing * failed",
+            "test_wrong_after_timing[[]numpy-cpu-f32[]]: failed: the test failed in call after "
+            "it was timed (see its failure)",
+            "perf: 1 failed, 1 no-baseline",
+        ]
+    )
+
+    tree = ET.parse(pytester.path / "junit.xml")
+    props = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in tree.iter("testcase")
+    }
+    fine = props["test_fine[numpy-cpu-f32]"]
+    assert fine["perf_verdict"] == "no-baseline" and float(fine["perf_median_s"]) > 0
+    assert props["test_wrong_after_timing[numpy-cpu-f32]"]["perf_verdict"] == "no-baseline"
+
+
+def test_verdict_properties_in_junit_after_a_comparison(loop_project: pytest.Pytester) -> None:
+    rec = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+    loop_project.runpytest(*rec).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", "--junitxml", "j.xml", *FAST).assert_outcomes(passed=2)
+    tree = ET.parse(loop_project.path / "j.xml")
+    case = next(c for c in tree.iter("testcase") if c.get("name", "").startswith("test_loop"))
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["perf_verdict"] in ("unchanged", "inconclusive", "improved")
+    for key in (
+        "perf_median_s",
+        "perf_baseline_median_s",
+        "perf_change_pct",
+        "perf_change_ci95_pct",
+        "perf_p_value",
+        "perf_min_detectable_pct",
+    ):
+        assert key in props, key
+    low, high = (float(x) for x in props["perf_change_ci95_pct"].split(","))
+    assert low <= float(props["perf_change_pct"]) <= high
+
+
+def test_misuse_is_one_clean_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_not_callable(perf):
+            perf(42)
+        """
+    )
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*test_not_callable*: perf() needs a callable, got 42"])
+    assert "Traceback" not in result.stdout.str() and "plugin.py" not in result.stdout.str()
