@@ -21,7 +21,8 @@ nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
 
 TORCH = os.environ.get("BURNPERF_TORCH_SPEC", "torch==2.13.0")
-LINT_TOOLS = ("ruff==0.17.5", "mypy==2.4.1")
+#: The lint tools, pinned in one place: pyproject.toml's [dependency-groups] lint.
+LINT_TOOLS = nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), "lint")
 
 
 def install(session: nox.Session, extras: str) -> None:

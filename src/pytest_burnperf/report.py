@@ -9,6 +9,7 @@ from typing import Any
 
 from .compare import VERDICTS, format_ratio, format_time
 from .results import RESULTS_SCHEMA, RESULTS_VERSION, Result
+from .spec import COLUMN_KEYS
 from .stats import summarize
 
 COLUMNS = (
@@ -80,18 +81,147 @@ def row(r: Result) -> tuple[str, ...]:
     )
 
 
-def table(results: Sequence[Result]) -> list[str]:
-    rows = [COLUMNS, *(row(r) for r in results)]
-    widths = [max(len(rw[i]) for rw in rows) for i in range(len(COLUMNS))]
-    right = {6, 7, 8, 9, 10, 11, 12, 13, 14}
+HEADERS = dict(zip(COLUMN_KEYS, COLUMNS, strict=True))
+#: Shown at normal verbosity (the rest with -v or --perf-columns).
+ESSENTIAL: tuple[str, ...] = (
+    "benchmark",
+    "backend",
+    "device",
+    "dtype",
+    "median",
+    "baseline",
+    "change",
+    "detects",
+    "verdict",
+)
+#: Never dropped to fit the terminal; the others go in this order until the table fits.
+KEEP: tuple[str, ...] = ("benchmark", "dtype", "median", "change", "verdict")
+DROP_ORDER: tuple[str, ...] = (
+    "shape",
+    "clock",
+    "iqr",
+    "p",
+    "peak_mem",
+    "arith",
+    "bandwidth",
+    "baseline",
+    "detects",
+    "backend",
+    "device",
+)
+_RIGHT = {"median", "iqr", "baseline", "change", "p", "detects", "peak_mem", "arith", "bandwidth"}
+_MIN_NAME = 16
 
-    def fmt(rw: Sequence[str]) -> str:
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(rw)]
-        return "  ".join(cells).rstrip()
 
-    lines = [fmt(rows[0]), "  ".join("-" * w for w in widths)]
-    lines.extend(fmt(rw) for rw in rows[1:])
-    return lines
+def _sort_key(key: str) -> Any:
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    keys: dict[str, Any] = {
+        "benchmark": lambda r: r.label,
+        "device": lambda r: r.device_id,
+        "dtype": lambda r: r.dtype,
+        "median": lambda r: r.verdict.current_median,
+        "change": lambda r: -(r.verdict.ratio if r.verdict.ratio is not None else 0.0),
+        "verdict": lambda r: order.get(r.verdict.status, len(order)),
+    }
+    return keys[key]
+
+
+def _group_key(key: str) -> Any:
+    keys: dict[str, Any] = {
+        "benchmark": lambda r: r.benchmark,
+        "device": lambda r: r.device_id,
+        "dtype": lambda r: r.dtype,
+        "module": lambda r: r.module,
+    }
+    return keys[key]
+
+
+def _layout(
+    rows: list[dict[str, str]], columns: Sequence[str], width: int | None, fit: bool
+) -> tuple[list[str], dict[str, int]]:
+    """The columns that fit ``width`` (dropping in DROP_ORDER, then shortening benchmark names
+    to no less than _MIN_NAME) and each column's width."""
+    cols = list(columns)
+
+    def widths_of(cs: Sequence[str]) -> dict[str, int]:
+        return {c: max(len(HEADERS[c]), *(len(r[c]) for r in rows)) for c in cs}
+
+    def total(ws: dict[str, int]) -> int:
+        return sum(ws.values()) + 2 * (len(ws) - 1)
+
+    ws = widths_of(cols)
+    if not fit or width is None:
+        return cols, ws
+    for c in DROP_ORDER:
+        if total(ws) <= width:
+            break
+        if c in cols and c not in KEEP:
+            cols.remove(c)
+            ws = widths_of(cols)
+    if total(ws) > width and "benchmark" in ws:
+        ws["benchmark"] = max(_MIN_NAME, ws["benchmark"] - (total(ws) - width))
+    return cols, ws
+
+
+def _cell(text: str, n: int, right: bool) -> str:
+    if len(text) > n:
+        text = text[: n - 1] + "…"
+    return text.rjust(n) if right else text.ljust(n)
+
+
+def table(
+    results: Sequence[Result],
+    *,
+    columns: Sequence[str] | None = None,
+    width: int | None = None,
+    sort: str | None = None,
+    group_by: str | None = None,
+    verbose: bool = False,
+) -> list[str]:
+    """The results table. ``columns`` (keys of COLUMN_KEYS) is shown as asked; otherwise the
+    essential columns (all with ``verbose``), fitted to ``width`` by dropping the least important
+    ones and then shortening benchmark names. ``sort`` orders the rows, ``group_by`` splits them
+    into one titled block per benchmark, device, dtype or module."""
+    chosen = list(columns) if columns else list(COLUMN_KEYS if verbose else ESSENTIAL)
+    fit = not columns and not verbose
+    ordered = list(results)
+    if sort:
+        ordered.sort(key=_sort_key(sort))
+    rows = [dict(zip(COLUMN_KEYS, row(r), strict=True)) for r in ordered]
+    cols, ws = _layout(rows, chosen, width, fit)
+
+    def fmt(rw: dict[str, str]) -> str:
+        return "  ".join(_cell(rw[c], ws[c], c in _RIGHT) for c in cols).rstrip()
+
+    head = [fmt(HEADERS), "  ".join("-" * ws[c] for c in cols)]
+    if not group_by:
+        return [*head, *(fmt(rw) for rw in rows)]
+    key = _group_key(group_by)
+    groups: dict[str, list[dict[str, str]]] = {}
+    for r, rw in zip(ordered, rows, strict=True):
+        groups.setdefault(str(key(r)), []).append(rw)
+    lines: list[str] = []
+    for name, members in groups.items():
+        lines.append(f"{group_by} {name}:")
+        lines.extend(head)
+        lines.extend(fmt(rw) for rw in members)
+        lines.append("")
+    return lines[:-1]
+
+
+def wrap(lines: Sequence[str], width: int | None) -> list[str]:
+    """Long note lines wrapped to ``width``, continuation lines indented."""
+    import textwrap
+
+    if width is None or width < 40:
+        return list(lines)
+    out: list[str] = []
+    for line in lines:
+        out.extend(
+            textwrap.wrap(line, width=width, subsequent_indent="    ", break_on_hyphens=False)
+            or [line]
+        )
+    return out
 
 
 def notes(results: Sequence[Result]) -> list[str]:

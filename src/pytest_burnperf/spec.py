@@ -41,6 +41,29 @@ _DEVICE_ID = re.compile(r"^(?P<lib>[a-z]+)-(?P<rest>[a-z0-9][a-z0-9_.-]*)$")
 #: correctness runs (seconds for the whole suite), ``small`` the default (the shipped suite on a
 #: 2-core CPU in minutes), ``full`` GPU-sized shapes like burn-bench's.
 SIZES: tuple[str, ...] = ("tiny", "small", "medium", "full")
+
+#: Columns of the results table (``--perf-columns``), in table order.
+COLUMN_KEYS: tuple[str, ...] = (
+    "benchmark",
+    "shape",
+    "backend",
+    "device",
+    "dtype",
+    "clock",
+    "median",
+    "iqr",
+    "baseline",
+    "change",
+    "p",
+    "detects",
+    "peak_mem",
+    "arith",
+    "bandwidth",
+    "verdict",
+)
+#: ``--perf-sort`` and ``--perf-group-by`` keys.
+SORT_KEYS: tuple[str, ...] = ("benchmark", "device", "dtype", "median", "change", "verdict")
+GROUP_KEYS: tuple[str, ...] = ("benchmark", "device", "dtype", "module")
 DEFAULT_SIZE = "small"
 
 
@@ -196,6 +219,33 @@ def parse_threads(value: object, where: str) -> int:
 def parse_rounds(value: object, where: str) -> int:
     """Fresh processes that each measure every benchmark (1 = this process only)."""
     return _whole_number(value, where, "rounds", 1, 50)
+
+
+def parse_columns(value: object, where: str) -> tuple[str, ...]:
+    """Table columns: comma-separated keys of COLUMN_KEYS, or ``all``."""
+    names = _name_list(value, where, "columns")
+    if names == ("all",):
+        return COLUMN_KEYS
+    for n in names:
+        if n not in COLUMN_KEYS:
+            raise SpecError(
+                f"{where}: unknown column {n!r}; allowed: all, {', '.join(COLUMN_KEYS)}"
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def _choice(value: object, where: str, what: str, allowed: tuple[str, ...]) -> str:
+    if isinstance(value, str) and value.strip() in allowed:
+        return value.strip()
+    raise SpecError(f"{where}: {what} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def parse_sort(value: object, where: str) -> str:
+    return _choice(value, where, "sort key", SORT_KEYS)
+
+
+def parse_group_by(value: object, where: str) -> str:
+    return _choice(value, where, "group-by key", GROUP_KEYS)
 
 
 def parse_size(value: object, where: str) -> str:

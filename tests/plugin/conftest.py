@@ -30,8 +30,10 @@ if importlib.util.find_spec("cupy") is not None:
 
 @pytest.fixture(autouse=True)
 def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Measured device peaks go to a temporary cache, never the user's."""
+    """Measured device peaks go to a temporary cache, never the user's; and a wide terminal, so
+    report lines are matched whole (tests of the fitted table set COLUMNS themselves)."""
     monkeypatch.setenv("BURNPERF_CACHE_DIR", str(tmp_path / "burnperf-cache"))
+    monkeypatch.setenv("COLUMNS", "400")
 
 
 @pytest.fixture

@@ -159,7 +159,7 @@ def test_pedantic_gives_fresh_inputs_each_round(pytester: pytest.Pytester) -> No
 
 def test_summary_table_columns(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(MODULE)
-    result = pytester.runpytest("--perf", "-k", "numpy and f32", *FAST)
+    result = pytester.runpytest("--perf", "-v", "-k", "numpy and f32", *FAST)  # -v: all columns
     result.stdout.fnmatch_lines(
         [
             "*pytest-burnperf*",
@@ -170,9 +170,39 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
             "no-baseline",
             "perf: 1 no-baseline",
             "record baselines for this machine with: "
-            "pytest --perf --update-baselines -k 'numpy and f32' --perf-samples 15 *",
+            "pytest --perf --update-baselines -v -k 'numpy and f32' --perf-samples 15 *",
         ]
     )
+
+
+def test_table_fits_the_terminal_and_takes_columns_sort_and_groups(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    pytester.makepyfile(MODULE)
+    sel = ("-k", "f32 and (numpy or torch)")
+    result = pytester.runpytest("--perf", *sel, *FAST)
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if " pytest-burnperf " in line)
+    end = next(i for i, line in enumerate(lines) if line.startswith("perf: "))
+    assert all(len(line) <= 80 for line in lines[start:end]), lines[start:end]
+    result.stdout.fnmatch_lines(["benchmark * dtype * median * change [[]95% CI[]] * verdict"])
+    chosen = pytester.runpytest(
+        "--perf",
+        *sel,
+        "--perf-columns",
+        "verdict,device,benchmark",
+        "--perf-sort",
+        "device",
+        "--perf-group-by",
+        "dtype",
+        *FAST,
+    )
+    chosen.stdout.fnmatch_lines(
+        ["dtype f32:", "verdict  *device  benchmark", "no-baseline  cpu  *test_mm"]
+    )
+    bad = pytester.runpytest("--perf", "--perf-columns", "speed")
+    bad.stderr.fnmatch_lines(["*--perf-columns: unknown column 'speed'; allowed: all, benchmark*"])
 
 
 def test_perf_require_fails_a_run_whose_device_is_absent(pytester: pytest.Pytester) -> None:
@@ -199,3 +229,38 @@ def test_perf_require_fails_a_run_whose_device_is_absent(pytester: pytest.Pytest
     assert ini.ret == pytest.ExitCode.USAGE_ERROR
     bad = pytester.runpytest("--perf", "--perf-require", "gpu", *fast)
     bad.stderr.fnmatch_lines(["*argument --perf-require: *'gpu'*"])
+
+
+def test_a_projects_own_device_fixture_is_named_not_silently_replaced(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def device():
+            return "the project's device"
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_bench(perf, device):
+            assert device.id == "numpy-cpu"  # the benchmark's device, as documented
+            perf(sum, [1])
+
+        def test_ordinary(device):
+            assert device == "the project's device"
+        """
+    )
+    result = pytester.runpytest("-W", "default")
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*PerfFixtureShadowWarning: test_*::test_bench: the project's own `device` fixture "
+            "(conftest.device) is not used in this @pytest.mark.perf test*"
+        ]
+    )

@@ -95,7 +95,16 @@ def test_host_clock_on_request_and_a_baseline_from_another_clock_is_not_compared
         pytest.skip("no OpenCL device here")
     pytester.makepyfile(test_multi=MULTI)
     pytester.runpytest("--perf", "--update-baselines", "--perf-backends", "opencl", *FAST)
-    host = pytester.runpytest("--perf", "--perf-backends", "opencl", "--perf-timer", "host", *FAST)
+    host = pytester.runpytest(
+        "--perf",
+        "--perf-backends",
+        "opencl",
+        "--perf-timer",
+        "host",
+        "--perf-columns",
+        "all",
+        *FAST,
+    )
     host.assert_outcomes(passed=1)
     host.stdout.fnmatch_lines(
         [

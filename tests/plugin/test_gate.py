@@ -240,3 +240,26 @@ def test_a_benchmark_that_never_calls_perf_fails(pytester: pytest.Pytester) -> N
     result.stdout.fnmatch_lines(
         ["*test_forgot[[]numpy-cpu-f32[]]: is marked @pytest.mark.perf but never called perf*"]
     )
+
+
+def test_hooks_add_machine_facts_and_change_the_json(loop_project: pytest.Pytester) -> None:
+    loop_project.makeconftest(
+        """
+        def pytest_burnperf_update_machine_info(config, machine_info):
+            machine_info["runner"] = "gpu-runner-7"
+
+        def pytest_burnperf_update_json(config, document):
+            for r in document["results"]:
+                r.pop("samples")
+            document["ci_job"] = 42
+        """
+    )
+    result = loop_project.runpytest(
+        "--perf", "--update-baselines", "--perf-rounds", "1", "--perf-json", "r.json", *FAST
+    )
+    result.assert_outcomes(passed=2)
+    doc = json.loads((loop_project.path / "r.json").read_text())
+    assert doc["machine"]["runner"] == "gpu-runner-7" and doc["ci_job"] == 42
+    assert all("samples" not in r for r in doc["results"])
+    (path,) = baseline_files(loop_project.path)
+    assert json.loads(path.read_text())["machine"]["runner"] == "gpu-runner-7"

@@ -39,7 +39,7 @@ def test_work_gives_rates_and_percent_of_the_measured_peak(
 ) -> None:
     monkeypatch.setenv("BURNPERF_CACHE_DIR", str(tmp_path / "cache"))
     pytester.makepyfile(test_bench=MODULE)
-    result = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    result = pytester.runpytest("--perf", "--perf-json", "r.json", "--perf-columns", "all", *FAST)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -86,15 +86,20 @@ def test_sized(perf, device, dtype, perf_size):
 def test_size_presets_pick_shapes_and_keep_their_own_baselines(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bench=SIZED)
     for size in ("tiny", "small"):
-        rec = pytester.runpytest("--perf", "--update-baselines", "--perf-size", size, *FAST)
+        rec = pytester.runpytest(
+            "--perf", "--update-baselines", "--perf-size", size, "--perf-columns", "all", *FAST
+        )
         rec.assert_outcomes(passed=1)
         rec.stdout.fnmatch_lines([f"*size {size}; *", f"test_sized  {SIDE[size]}^2 *"])
     dirs = sorted(p.name for p in (pytester.path / "baselines").iterdir())
     assert len(dirs) == 2 and dirs[1] == dirs[0] + "-tiny"
     # each size compares with its own baseline (a tiny one against small would be incomparable)
-    again = pytester.runpytest("--perf", "--perf-size", "tiny", *FAST)
+    # (a 1 us matmul moves a lot between processes: a 1000% threshold keeps this about lookup)
+    again = pytester.runpytest(
+        "--perf", "--perf-size", "tiny", "--perf-threshold", "10", "--perf-columns", "all", *FAST
+    )
     again.assert_outcomes(passed=1)
-    assert "no-baseline" not in again.stdout.str()
+    assert "no-baseline" not in again.stdout.str() and "incomparable" not in again.stdout.str()
 
 
 def test_cached_peaks_are_used_and_recalibrate_replaces_them(
@@ -108,7 +113,7 @@ def test_cached_peaks_are_used_and_recalibrate_replaces_them(
     (key,) = doc["peaks"]
     doc["peaks"][key] = {"gflops": 1e-6, "gbps": 1e-6, "how": "planted"}
     path.write_text(json.dumps(doc))
-    cached = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    cached = pytester.runpytest("--perf", "--perf-json", "r.json", "--perf-columns", "all", *FAST)
     cached.assert_outcomes(passed=1)
     roof = json.loads(Path(pytester.path, "r.json").read_text())["results"][0]["roofline"]
     assert roof["peaks"]["how"] == "planted" and roof["arith_pct"] > 1000
@@ -130,7 +135,7 @@ def test_a_calibration_that_fails_is_reported_and_not_cached(
     monkeypatch.setenv("BURNPERF_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(roofline, "calibrate", broken)
     pytester.makepyfile(test_bench=SIZED)
-    result = pytester.runpytest("--perf", *FAST)
+    result = pytester.runpytest("--perf", "--perf-columns", "all", *FAST)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [

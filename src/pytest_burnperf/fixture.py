@@ -1,0 +1,410 @@
+"""The ``perf`` fixture's objects: :class:`Perf` (time, judge, record) and :class:`SmokePerf` (run
+once, untimed, without --perf), and what they hand to reports (JUnit properties)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import pytest
+
+from .session import Case, PerfState
+
+if TYPE_CHECKING:
+    from .assess import HostEvidence
+    from .hoststate import Window
+    from .results import Result
+    from .roofline import Work
+
+T = TypeVar("T")
+
+
+def module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
+    try:
+        module = Path(os.path.relpath(item.path, rootpath)).as_posix()
+    except ValueError:  # another drive on Windows
+        module = item.path.name
+    if module.startswith("../"):
+        module = item.path.name
+    key = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    return module, key
+
+
+class SmokePerf:
+    """The ``perf`` fixture without --perf: calls the function once, untimed, and returns its
+    result, so the benchmark's own checks run; nothing is measured, judged or written."""
+
+    def __init__(self, state: PerfState, item: pytest.Item, case: Case) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self._used = False
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        if self._used:
+            pytest.fail(
+                f"{self._item.nodeid}: {what} was called a second time; a benchmark times one "
+                "function once (split it into separate tests)",
+                pytrace=False,
+            )
+        if not callable(fn):
+            pytest.fail(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}", pytrace=False)
+        self._used = True
+        self._state.smoked.add(self._item.nodeid)
+
+    def work(self, flops: Any = None, bytes: Any = None, shape: Any = None) -> None:
+        """Accepted and ignored: nothing is timed in a smoke run."""
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True
+        self._start(fn, "perf()")
+        result = fn(*args, **kwargs)
+        self.device.sync()
+        return result
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        setup: Callable[[], Any] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int = 0,
+    ) -> T:
+        """One round: ``setup`` (if any), then one call."""
+        __tracebackhide__ = True
+        del rounds, iterations, warmup_rounds
+        self._start(fn, "perf.pedantic()")
+        a, k = tuple(args), dict(kwargs or {})
+        if setup is not None:
+            prepared = setup()
+            if prepared is not None:
+                a, k = tuple(prepared[0]), dict(prepared[1])
+        result = fn(*a, **k)
+        self.device.sync()
+        return result
+
+
+class Perf:
+    """The ``perf`` fixture: call it once per test with the function to benchmark."""
+
+    def __init__(
+        self,
+        state: PerfState,
+        item: pytest.Item,
+        case: Case,
+        module: str,
+        key: str,
+        baseline: dict[str, Any] | None,
+        legacy: bool = False,
+    ) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self._case = case
+        self._module = module
+        self._key = key
+        self._baseline = baseline
+        #: The baseline comes from the directory of the machine id before hardware classes.
+        self._legacy = legacy
+        self._used = False
+        self._work: Work | None = None
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self.settings = state.settings_for(case.spec)
+
+    def work(
+        self,
+        flops: float | Work | None = None,
+        bytes: float | None = None,
+        shape: str | None = None,
+    ) -> None:
+        """Declare what one call of the benchmarked function computes and moves: floating-point
+        operations and bytes read or written in memory (or a ``Work`` from the helpers in
+        ``pytest_burnperf.roofline``), and optionally the shape to show. The report then shows
+        the shape, GFLOP/s, GB/s and % of peak."""
+        from .roofline import Work, WorkError
+
+        where = f"{self._item.nodeid}: perf.work"
+        if shape is not None and not isinstance(shape, str):
+            pytest.fail(
+                f"{where}: shape must be a string such as '256x256', got {shape!r}", pytrace=False
+            )
+        if isinstance(flops, Work):
+            if bytes is not None:
+                pytest.fail(f"{where}: give a Work or flops=/bytes=, not both", pytrace=False)
+            self._work = flops if shape is None else replace(flops, shape=shape)
+            return
+        try:
+            self._work = Work(flops=flops, bytes=bytes, shape=shape)
+        except WorkError as exc:
+            pytest.fail(f"{where}: {exc}", pytrace=False)
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        if self._used:
+            pytest.fail(
+                f"{self._item.nodeid}: {what} was called a second time; a benchmark times one "
+                "function once (split it into separate tests)",
+                pytrace=False,
+            )
+        if not callable(fn):
+            pytest.fail(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}", pytrace=False)
+        self._used = True
+
+    def _clock(self) -> tuple[Any, Callable[[], None] | None]:
+        """The timer this benchmark's settings pick on this device, and the L2 flush (or None)."""
+        s = self.settings
+        timer = self.device.timer() if s.timer == "device" else None
+        flush = self.device.l2_flusher() if s.flush_l2 else None
+        return timer, flush
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
+        from .stats import median_halfwidth, precision_goal
+        from .timing import measure
+
+        self._start(fn, "perf()")
+        s = self.settings
+        goal = precision_goal(s.threshold)
+        return cast(
+            T,
+            self._measure(
+                measure,
+                fn,
+                args,
+                kwargs,
+                samples=s.samples,
+                warmup=s.warmup,
+                min_time=s.min_time,
+                precise=lambda values: median_halfwidth(values) <= goal,
+                max_samples=s.max_samples,
+                max_time=s.max_time,
+            ),
+        )
+
+    def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
+        clock, L2 flush and memory meter, watching the host; judge the sample; return the
+        function's result."""
+        __tracebackhide__ = True
+        import time
+
+        from . import hoststate
+
+        probe = self._state.probe_for(self.device)
+        single = self.device.kind == "cpu" and self.settings.threads == 1
+        with self.device.threads(self.settings.threads):
+            timer, flush = self._clock()
+            marks: list[hoststate.Snapshot] = []
+            result, sample = sampler(
+                *args,
+                **kwargs,
+                sync=self.device.sync,
+                timer=timer,
+                flush=flush,
+                meter=self.device.peak_memory,
+                cpu_clock=time.process_time_ns,
+                watch=lambda: marks.append(hoststate.snapshot()),
+            )
+            host = hoststate.window(
+                marks[0],
+                marks[-1],
+                sample.cpu_share if single else None,
+                gpu_slowdown=self.device.gpu_slowdown(),
+            )
+            fingerprint = self.device.fingerprint()
+        self._judge(sample, fingerprint, host, probe)
+        return result
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        setup: Callable[[], Any] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int = 0,
+    ) -> T:
+        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``.
+
+        ``setup`` may return ``(args, kwargs)`` for that round. ``rounds`` defaults to the
+        benchmark's ``samples`` setting.
+        """
+        __tracebackhide__ = True
+        from .timing import measure_pedantic
+
+        where = f"{self._item.nodeid}: perf.pedantic"
+        rounds = self.settings.samples if rounds is None else rounds
+        for name, value, low in (
+            ("rounds", rounds, 2),
+            ("iterations", iterations, 1),
+            ("warmup_rounds", warmup_rounds, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                pytest.fail(
+                    f"{where}({name}={value!r}): must be a whole number >= {low}", pytrace=False
+                )
+        if setup is not None and (args or kwargs):
+            pytest.fail(
+                f"{where}: give either setup (returning args, kwargs) or args/kwargs",
+                pytrace=False,
+            )
+        if setup is not None and iterations > 1:
+            pytest.fail(
+                f"{where}: iterations={iterations} with a setup function would reuse one "
+                "round's inputs; use iterations=1",
+                pytrace=False,
+            )
+        self._start(fn, "perf.pedantic()")
+        result = self._measure(
+            measure_pedantic,
+            fn,
+            args,
+            kwargs,
+            setup=setup,
+            rounds=rounds,
+            iterations=iterations,
+            warmup_rounds=warmup_rounds,
+        )
+        return cast(T, result)
+
+    def _judge(
+        self,
+        sample: Any,
+        fingerprint: dict[str, Any],
+        host: Window,
+        probe: dict[str, Any] | None,
+    ) -> None:
+        from .assess import assess
+        from .compare import INCONCLUSIVE, NO_BASELINE, REGRESSED, Policy, failure_message
+        from .results import Result
+
+        state = self._state
+        node = self._item.nodeid
+        if state.worker_out is not None:  # an extra round: keep the samples for the parent
+            state.worker_samples[node] = {
+                "values": list(sample.values),
+                "host": host.as_dict(),
+                "probe": probe,
+            }
+            return
+        s = self.settings
+        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+        runs = [*state.worker_runs.get(node, []), list(sample.values)]
+        evidence = _host_evidence(state, node, host, probe, self._baseline)
+        verdict = assess(
+            self._baseline,
+            runs,
+            fingerprint=fingerprint,
+            timer=sample.timer,
+            l2_flush=sample.l2_flush,
+            policy=policy,
+            legacy=self._legacy,
+            host=evidence,
+        )
+        if s.flush_l2 and not sample.l2_flush:
+            verdict = replace(
+                verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
+            )
+        case = self._case
+        assert case.entry is not None
+        result = Result(
+            nodeid=node,
+            module=self._module,
+            key=self._key,
+            benchmark=self._key.split("[", 1)[0],
+            device_id=case.entry.id,
+            kind=case.entry.kind,
+            library=case.entry.library,
+            dtype=case.dtype,
+            fingerprint=fingerprint,
+            settings=s,
+            sample=sample,
+            verdict=verdict,
+            baseline=self._baseline,
+            runs=tuple(tuple(r) for r in runs),
+            work=self._work,
+            peaks=None
+            if self._work is None
+            else state.peaks_for(self.device, case.dtype, s.threads),
+            host=tuple(evidence.windows),
+            probe=None if evidence.probe is None else dict(evidence.probe),
+        )
+        state.results[node] = result
+        self._item.user_properties.extend(junit_properties(result))
+        if state.update:
+            return
+        if verdict.status == REGRESSED:
+            pytest.fail(failure_message(self._key, verdict, policy), pytrace=False)
+        if state.strict and verdict.status in (INCONCLUSIVE, NO_BASELINE):
+            pytest.fail(
+                f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
+                pytrace=False,
+            )
+
+
+def junit_properties(result: Result) -> list[tuple[str, object]]:
+    """The verdict as JUnit XML ``<property>`` elements (what CI systems show per test)."""
+    v = result.verdict
+    props: list[tuple[str, object]] = [
+        ("perf_verdict", v.status),
+        ("perf_median_s", f"{v.current_median:.6g}"),
+    ]
+    if v.baseline_median is not None:
+        props.append(("perf_baseline_median_s", f"{v.baseline_median:.6g}"))
+    if v.change_pct is not None:
+        props.append(("perf_change_pct", f"{v.change_pct:+.2f}"))
+    if v.ratio_low is not None and v.ratio_high is not None:
+        low, high = 100 * (v.ratio_low - 1), 100 * (v.ratio_high - 1)
+        props.append(("perf_change_ci95_pct", f"{low:+.2f},{high:+.2f}"))
+    if v.p_value is not None:
+        props.append(("perf_p_value", f"{v.p_value:.3g}"))
+    if v.min_detectable is not None:
+        props.append(("perf_min_detectable_pct", f"{100 * v.min_detectable:.2f}"))
+    if v.reason:
+        props.append(("perf_reason", v.reason))
+    return props
+
+
+def _host_evidence(
+    state: PerfState,
+    node: str,
+    host: Window,
+    probe: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+) -> HostEvidence:
+    """This benchmark's host windows and probe over all rounds, and the baseline's."""
+    from . import probe as _probe
+    from .assess import HostEvidence
+    from .hoststate import Window
+
+    windows = [w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None]
+    windows.append(host)
+    probes = [p for p in state.worker_probes.get(node, []) if p]
+    if probe:
+        probes.append(probe)
+    old_windows: list[Window] = []
+    old_probe = None
+    if baseline is not None:
+        for d in baseline.get("host") or ():
+            w = Window.from_dict(d) if isinstance(d, dict) else None
+            if w is not None:
+                old_windows.append(w)
+        old_probe = baseline.get("host_probe")
+    return HostEvidence(
+        windows=tuple(windows),
+        baseline_windows=tuple(old_windows),
+        probe=_probe.pooled(probes),
+        baseline_probe=old_probe if isinstance(old_probe, dict) else None,
+    )

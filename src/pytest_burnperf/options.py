@@ -1,0 +1,307 @@
+"""Command-line options and ini keys of the plugin: their table, parsers and defaults."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from . import spec as _spec
+from .spec import Settings, SpecError
+
+if TYPE_CHECKING:
+    pass
+
+T = TypeVar("T")
+
+
+WITHOUT_PERF = (
+    "perf benchmark: run with --perf (or set perf = true in the ini file); perf_smoke = false "
+    "skips it instead of running it once"
+)
+
+
+#: Process rounds of --update-baselines when --perf-rounds is not given: a baseline is recorded once
+#: and judged against many times, and three processes show its between-process spread.
+DEFAULT_UPDATE_ROUNDS = 3
+
+
+def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]:
+    def parse(value: str) -> T:
+        try:
+            return parser(value, option)
+        except SpecError as exc:
+            # argparse names the option itself ("argument --perf-threshold: ..."): say it once
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option}: ")) from None
+
+    parse.__name__ = option.lstrip("-").replace("-", "_")
+    return parse
+
+
+def _machine_arg(value: str, where: str) -> str:
+    from .machine import check_machine_id
+
+    return check_machine_id(value, where)
+
+
+DEFAULTS = Settings()
+
+# (option, ini name, parser, help)
+
+
+VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
+    (
+        "--perf-backends",
+        "perf_backends",
+        _spec.parse_backends,
+        "only run these backends: comma-separated kinds (cpu, cuda, ...), libraries (numpy, "
+        "torch, ...) or device ids (torch-cuda0). Default: every backend a benchmark asks for.",
+    ),
+    (
+        "--perf-require",
+        "perf_require",
+        _spec.parse_backends,
+        "fail the run when one of these devices is absent: comma-separated kinds (cuda, opencl, "
+        "...), libraries or device ids, as for --perf-backends (for a GPU CI job that must not "
+        "go green by skipping on a runner that lost its GPU). Default: none",
+    ),
+    (
+        "--perf-dtypes",
+        "perf_dtypes",
+        _spec.parse_dtypes,
+        f"only run these dtypes, comma-separated ({', '.join(_spec.DTYPES)}). Default: every "
+        "dtype a benchmark asks for.",
+    ),
+    (
+        "--perf-baselines-dir",
+        "perf_baselines_dir",
+        lambda v, w: v,
+        "directory of baseline files, relative to the rootdir. Default: baselines",
+    ),
+    (
+        "--perf-machine",
+        "perf_machine",
+        _machine_arg,
+        "machine id that groups baselines. Default: derived from OS, architecture, CPU model and "
+        "CPU count, e.g. linux-x86_64-amd-epyc-7b13-2cpu",
+    ),
+    (
+        "--perf-alpha",
+        "perf_alpha",
+        _spec.parse_alpha,
+        f"significance level of the one-sided Mann-Whitney test. Default: {DEFAULTS.alpha}",
+    ),
+    (
+        "--perf-threshold",
+        "perf_threshold",
+        _spec.parse_threshold,
+        "minimum slowdown of the median that fails a benchmark, as a fraction or percentage "
+        f"(0.05 or 5%%). Default: {DEFAULTS.threshold}",
+    ),
+    (
+        "--perf-samples",
+        "perf_samples",
+        _spec.parse_samples,
+        f"timed samples per benchmark. Default: {DEFAULTS.samples}",
+    ),
+    (
+        "--perf-warmup",
+        "perf_warmup",
+        _spec.parse_warmup,
+        f"warm-up time per benchmark in seconds (at least one call). Default: {DEFAULTS.warmup}",
+    ),
+    (
+        "--perf-min-time",
+        "perf_min_time",
+        _spec.parse_min_time,
+        "shortest time of one sample in seconds; fast functions loop until they reach it. "
+        f"Default: {DEFAULTS.min_time}",
+    ),
+    (
+        "--perf-max-samples",
+        "perf_max_samples",
+        _spec.parse_max_samples,
+        "adaptive sampling cap: after --perf-samples, keep sampling in batches while the median "
+        "of this process is not known to +-1/4 of the threshold, up to this many samples "
+        f"(at or below --perf-samples: off). Default: {DEFAULTS.max_samples}",
+    ),
+    (
+        "--perf-max-time",
+        "perf_max_time",
+        _spec.parse_max_time,
+        "adaptive sampling time budget per benchmark and process, in seconds of sampling "
+        f"(the first --perf-samples samples are always taken). Default: {DEFAULTS.max_time}",
+    ),
+    (
+        "--perf-timer",
+        "perf_timer",
+        _spec.parse_timer,
+        "clock that gates: 'device' (the device's own events: CUDA/HIP/MPS events, OpenCL "
+        "profiling, Vulkan timestamps; the host clock where a device has none) or 'host' (wall "
+        f"time bracketed by device.sync()). Default: {DEFAULTS.timer}",
+    ),
+    (
+        "--perf-rounds",
+        "perf_rounds",
+        _spec.parse_rounds,
+        "measure every selected benchmark in this many processes (this one and N-1 fresh ones, "
+        "run one after another before the tests) and pool their samples; with "
+        "--update-baselines the baseline keeps every run, so it carries the between-process "
+        "noise the gate needs. Default: 3 with --update-baselines, else 1",
+    ),
+    (
+        "--perf-threads",
+        "perf_threads",
+        _spec.parse_threads,
+        "host threads for CPU benchmarks (BLAS/OpenMP pools and torch's), recorded in the "
+        f"fingerprint; 0 = the libraries' default. Default: {DEFAULTS.threads}",
+    ),
+    (
+        "--perf-size",
+        "perf_size",
+        _spec.parse_size,
+        "size preset the benchmarks pick their shapes from (the perf_size fixture): tiny "
+        "(correctness runs), small, medium or full (GPU-sized). Baselines of each size other than "
+        f"small live in their own directory (<machine>-<size>). Default: {_spec.DEFAULT_SIZE}",
+    ),
+    (
+        "--perf-columns",
+        "perf_columns",
+        _spec.parse_columns,
+        "results-table columns, comma-separated (or 'all'): "
+        + ", ".join(_spec.COLUMN_KEYS)
+        + ". Default: the essential ones, fitted to the terminal; all with -v",
+    ),
+    (
+        "--perf-sort",
+        "perf_sort",
+        _spec.parse_sort,
+        f"order of the table's rows: {', '.join(_spec.SORT_KEYS)}. Default: test order",
+    ),
+    (
+        "--perf-group-by",
+        "perf_group_by",
+        _spec.parse_group_by,
+        f"one table per {', '.join(_spec.GROUP_KEYS)}. Default: one table",
+    ),
+    (
+        "--perf-json",
+        "perf_json",
+        lambda v, w: v,
+        "write every result, with raw samples, to this JSON file. Default: none",
+    ),
+)
+
+
+# (option, ini name, help, ini help)
+
+
+FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "--perf",
+        "perf",
+        "run the benchmarks marked @pytest.mark.perf; without it they are skipped. Default: off",
+        "same as --perf. Default: false",
+    ),
+    (
+        "--update-baselines",
+        "perf_update_baselines",
+        "record the results of the benchmarks that ran and passed as their new baselines "
+        "(atomic writes; other baselines are kept). Default: off",
+        "same as --update-baselines (for a dedicated recording job). Default: false",
+    ),
+    (
+        "--perf-recalibrate",
+        "perf_recalibrate",
+        "measure the devices' peak GFLOP/s and GB/s again instead of using the cached figures "
+        "(the cache is in $BURNPERF_CACHE_DIR, else $XDG_CACHE_HOME/pytest-burnperf). "
+        "Default: off",
+        "same as --perf-recalibrate. Default: false",
+    ),
+    (
+        "--perf-strict",
+        "perf_strict",
+        "also fail benchmarks whose verdict is inconclusive or that have no baseline. "
+        "Default: off (only regressed fails)",
+        "same as --perf-strict. Default: false",
+    ),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the command-line options and ini keys."""
+    group = parser.getgroup("burnperf", "performance regression testing (pytest-burnperf)")
+    group.addoption(
+        "--perf-smoke",
+        action=argparse.BooleanOptionalAction,
+        dest="perf_smoke",
+        default=None,
+        help="without --perf, run each benchmark's body once with perf(fn) calling fn once, "
+        "untimed, at the tiny size, so its correctness checks run in ordinary test runs "
+        "(--no-perf-smoke: skip the benchmarks instead). Default: on",
+    )
+    parser.addini(
+        "perf_smoke",
+        type="bool",
+        default=True,
+        help="same as --perf-smoke / --no-perf-smoke. Default: true",
+    )
+    for option, ini, text, ini_text in FLAG_OPTIONS:
+        group.addoption(option, action="store_true", default=None, help=text)
+        parser.addini(ini, type="bool", default=False, help=ini_text)
+    group.addoption(
+        "--perf-worker-out", dest="perf_worker_out", default=None, help=argparse.SUPPRESS
+    )
+    for option, ini, parse, text in VALUE_OPTIONS:
+        group.addoption(
+            option,
+            dest=ini,
+            default=None,
+            type=_argtype(parse, option),
+            metavar=ini.removeprefix("perf_").upper(),
+            help=text,
+        )
+        parser.addini(ini, type=_ini_type(ini), default="", help=f"same as {option}")
+
+
+#: ini keys whose values are numbers: in pytest 9's native TOML configuration (``[tool.pytest]``)
+#: they may be written as TOML numbers (``perf_alpha = 0.05``) as well as strings (``"5%"``).
+_FLOAT_INI = ("perf_alpha", "perf_threshold", "perf_warmup", "perf_min_time", "perf_max_time")
+
+
+_INT_INI = ("perf_samples", "perf_max_samples", "perf_rounds", "perf_threads")
+
+
+def _ini_type(ini: str) -> Any:
+    """A number-or-string ini type where this pytest has type unions (9.2+), else a string."""
+    version = tuple(int(p) for p in pytest.__version__.split(".")[:2] if p.isdigit())
+    if version < (9, 2):
+        return None
+    if ini in _FLOAT_INI:
+        return float | str
+    if ini in _INT_INI:
+        return int | str
+    return None
+
+
+def ini_value(config: pytest.Config, ini: str, parse: Callable[[Any, str], T]) -> T | None:
+    where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
+    try:
+        raw = config.getini(ini)
+    except (TypeError, ValueError) as exc:  # pytest's own type check of a TOML value
+        raise pytest.UsageError(f"{where}: {exc}") from None
+    if raw in ("", None):
+        return None
+    try:
+        return parse(raw if isinstance(raw, (int, float)) else str(raw), where)
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def xdist_workers(config: pytest.Config) -> object:
+    if hasattr(config, "workerinput"):
+        return "worker"
+    n = getattr(config.option, "numprocesses", None)
+    return n if n not in (None, 0, "0") else None

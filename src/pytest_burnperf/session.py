@@ -1,0 +1,251 @@
+"""The state of one pytest session with the plugin: settings, devices, baselines, results, the
+extra rounds' samples, peaks and probes; and writing baselines at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from .spec import PerfSpec, Settings
+
+if TYPE_CHECKING:
+    from .devices import Entry, Registry
+    from .results import Result
+    from .roofline import PeakCache, Peaks
+    from .store import BaselineStore
+
+T = TypeVar("T")
+
+
+@dataclass
+class Case:
+    """One parameter of a benchmark: a device entry and a dtype."""
+
+    entry: Entry | None
+    label: str
+    dtype: str
+    spec: PerfSpec
+    skip_reason: str | None = None
+    #: A bad marker: the test errors at setup with this message, the rest of its module runs.
+    error: str | None = None
+
+
+@dataclass
+class PerfState:
+    enabled: bool
+    update: bool
+    base: Settings
+    cmdline: dict[str, Any]
+    backends_filter: tuple[str, ...] | None
+    dtypes_filter: tuple[str, ...] | None
+    #: Devices that must be present (--perf-require), or None.
+    require: tuple[str, ...] | None
+    baselines_root: Path
+    machine_id: str
+    json_path: Path | None
+    rootpath: Path
+    invocation: tuple[str, ...]
+    #: Results table: columns, sort key and grouping (None: the defaults).
+    columns: tuple[str, ...] | None = None
+    sort: str | None = None
+    group_by: str | None = None
+    #: Writes a progress line to the terminal (set in pytest_configure).
+    announce: Callable[[str], None] = print
+    rounds: int = 1
+    strict: bool = False
+    #: Without --perf: run each benchmark body once, untimed (smoke mode).
+    smoke: bool = False
+    #: Smoke-run benchmarks that called perf (node ids).
+    smoked: set[str] = field(default_factory=set)
+    size: str = "small"
+    #: In a worker process (one extra round): where to write its raw samples.
+    worker_out: Path | None = None
+    #: Perf comparisons in this session (for the family-wise correction).
+    comparisons: int = 1
+    #: Raw samples of the extra rounds, per node id: one list of values per worker process.
+    worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
+    worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Host windows (hoststate.Window as dicts) and reference probes of the extra rounds, per node.
+    worker_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    worker_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: This process's reference probe per device id, and its host parts (shared by devices).
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _host_probe: dict[str, float] | None = None
+    results: dict[str, Result] = field(default_factory=dict)
+    passed: set[str] = field(default_factory=set)
+    interrupted: bool = False
+    messages: list[str] = field(default_factory=list)
+    recalibrate: bool = False
+    _peak_cache: PeakCache | None = None
+    #: Peak-cache keys measured (or failed) in this run: --perf-recalibrate measures each once.
+    _checked: set[str] = field(default_factory=set)
+    _registry: Registry | None = None
+    _store: BaselineStore | None = None
+    _legacy_store: BaselineStore | None = None
+    #: The machine id came from --perf-machine or the ini file, not from this host.
+    machine_explicit: bool = False
+    _git: dict[str, Any] | None = None
+
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            from .devices import Registry
+
+            self._registry = Registry()
+        return self._registry
+
+    @property
+    def store(self) -> BaselineStore:
+        if self._store is None:
+            from .spec import DEFAULT_SIZE
+            from .store import BaselineStore
+
+            group = self.machine_id
+            if self.size != DEFAULT_SIZE:
+                group = f"{group}-{self.size}"
+            self._store = BaselineStore(self.baselines_root, group)
+        return self._store
+
+    @property
+    def legacy_store(self) -> BaselineStore | None:
+        """Where baselines of this machine lived before the machine id named the hardware class
+        (None when --perf-machine chose the id): found there, they are reported, not compared."""
+        if self.machine_explicit:
+            return None
+        if self._legacy_store is None:
+            from .machine import legacy_machine_id
+            from .spec import DEFAULT_SIZE
+            from .store import BaselineStore
+
+            group = legacy_machine_id()
+            if self.size != DEFAULT_SIZE:
+                group = f"{group}-{self.size}"
+            if group == self.store.machine_id:
+                return None
+            self._legacy_store = BaselineStore(self.baselines_root, group)
+        return self._legacy_store
+
+    @property
+    def git(self) -> dict[str, Any]:
+        if self._git is None:
+            from .machine import git_state
+
+            self._git = git_state(self.rootpath)
+        return self._git
+
+    def peaks_for(self, device: Any, dtype: str, threads: int) -> Peaks:
+        """The device's measured peaks for ``dtype``: from the cache, else calibrated now."""
+        from .roofline import PeakCache, Peaks, cache_path, calibrate
+
+        if self._peak_cache is None:
+            self._peak_cache = PeakCache(cache_path(), self.machine_id)
+        cache = self._peak_cache
+        name = str(device.fingerprint().get("name", device.id))
+        key = PeakCache.key(self.machine_id, device.id, name, dtype, threads)
+        fresh = self.recalibrate and key not in self._checked
+        peaks = None if fresh else cache.get(key)
+        if peaks is None and key in self._checked:
+            return Peaks(None, None, "calibration failed earlier in this run")
+        if peaks is None:
+            import time
+
+            self.announce(
+                f"pytest-burnperf: measuring the peak GFLOP/s and GB/s of {device.id} ({dtype}, "
+                f"{threads} thread(s)) once; cached for later runs ..."
+            )
+            t0 = time.monotonic()
+            try:
+                with device.threads(threads):
+                    peaks = calibrate(device, dtype)
+            except Exception as exc:  # a driver that cannot run the calibration kernels
+                self._checked.add(key)
+                self.messages.append(
+                    f"peak calibration of {device.id} ({dtype}) failed, so its benchmarks show "
+                    f"no % of peak: {type(exc).__name__}: {exc}"
+                )
+                return Peaks(None, None, f"calibration failed: {type(exc).__name__}: {exc}")
+            self.announce(
+                f"pytest-burnperf: peaks of {device.id} measured in {time.monotonic() - t0:.1f} s"
+            )
+            cache.put(key, peaks)  # failures are never cached: the next run tries again
+            self.messages.extend(cache.problems)
+            cache.problems.clear()
+        self._checked.add(key)
+        return peaks
+
+    def probe_for(self, device: Any) -> dict[str, Any] | None:
+        """The reference probe of ``device`` in this process, measured on first use."""
+        from . import probe
+
+        if device.id not in self.probes:
+            try:
+                if self._host_probe is None:
+                    self._host_probe = probe.host_parts()
+                self.probes[device.id] = probe.measure(device, self._host_probe)
+            except Exception as exc:  # a device that cannot run the probe: no probe, say why
+                self.messages.append(
+                    f"reference probe on {device.id} failed, so its verdicts cannot tell a slower "
+                    f"host from slower code: {type(exc).__name__}: {exc}"
+                )
+                self.probes[device.id] = {}
+        return self.probes[device.id] or None
+
+    def settings_for(self, spec: PerfSpec) -> Settings:
+        return self.base.merged(spec.overrides).merged(self.cmdline)
+
+
+STATE = pytest.StashKey[PerfState]()
+
+
+def case_of(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    case = callspec.params.get("_burnperf_case")
+    return case if isinstance(case, Case) else None
+
+
+def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, Any]:
+    """This machine's facts, with whatever the project's hooks add."""
+    from .machine import machine_info
+
+    info = dict(machine_info(state.machine_id))
+    config.hook.pytest_burnperf_update_machine_info(config=config, machine_info=info)
+    return info
+
+
+def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool:
+    """Write the new baselines; False if some file could not be read or written."""
+    from .results import provenance
+
+    updates: dict[str, dict[str, dict[str, Any]]] = {}
+    for nodeid in sorted(state.passed):
+        r = state.results[nodeid]
+        libs = dict(r.fingerprint.get("versions", {}))
+        updates.setdefault(r.module, {})[r.key] = r.baseline_entry(provenance(state.git, libs, now))
+    if not updates:
+        state.messages.append("baselines not updated: no benchmark ran and passed")
+        return True
+    written, errors = state.store.save(updates, machine)
+    n = sum(len(updates[m]) for m in updates) - sum(
+        len(updates[m]) for m in updates if state.store.path_for(m) in {e.path for e in errors}
+    )
+    for err in errors:
+        state.messages.append(f"NOT updated, left untouched: {err}")
+    if written:
+        state.messages.append(
+            f"baselines updated: {n} benchmark(s) in {len(written)} file(s) under "
+            f"{rel(state.store.dir, state.rootpath)}"
+        )
+    return not errors
+
+
+def rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)

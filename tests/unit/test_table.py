@@ -1,0 +1,99 @@
+"""The results table: essential columns fitted to the terminal, -v or --perf-columns for more,
+sorting and grouping; long notes wrapped."""
+
+from __future__ import annotations
+
+from pytest_burnperf.compare import IMPROVED, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.report import ESSENTIAL, HEADERS, table, wrap
+from pytest_burnperf.results import Result
+from pytest_burnperf.spec import COLUMN_KEYS, Settings
+from pytest_burnperf.timing import Sample
+
+
+def result(name: str, device: str, dtype: str, median: float, status: str, ratio: float) -> Result:
+    library = device.split("-")[0]
+    return Result(
+        nodeid=f"perf_tests/test_ops.py::{name}[{device}-{dtype}]",
+        module="perf_tests/test_ops.py",
+        key=f"{name}[{device}-{dtype}]",
+        benchmark=name,
+        device_id=device,
+        kind="cpu",
+        library=library,
+        dtype=dtype,
+        fingerprint={},
+        settings=Settings(),
+        sample=Sample(values=(median,) * 5, loops=1, warmup_calls=1),
+        verdict=Verdict(
+            status,
+            median,
+            baseline_median=median / ratio,
+            ratio=ratio,
+            ratio_low=ratio - 0.01,
+            ratio_high=ratio + 0.01,
+            min_detectable=0.06,
+        ),
+        baseline=None,
+    )
+
+
+RESULTS = [
+    result(
+        "test_a_rather_long_benchmark_name_with_parameters",
+        "numpy-cpu",
+        "f32",
+        2e-3,
+        UNCHANGED,
+        1.0,
+    ),
+    result("test_b", "torch-cpu", "f64", 1e-3, REGRESSED, 1.3),
+    result("test_c", "numpy-cpu", "f64", 3e-3, IMPROVED, 0.8),
+]
+
+
+def header_cells(lines: list[str]) -> list[str]:
+    return lines[0].split()
+
+
+def test_default_shows_the_essential_columns_and_fits_80_columns() -> None:
+    wide = table(RESULTS, width=400)
+    assert [h for h in HEADERS.values() if h.split()[0] in header_cells(wide)]
+    assert "shape" not in wide[0] and "IQR %" not in wide[0] and "arith" not in wide[0]
+    assert all(HEADERS[c].split()[0] in wide[0] for c in ESSENTIAL)
+    narrow = table(RESULTS, width=80)
+    assert all(len(line) <= 80 for line in narrow), [len(x) for x in narrow]
+    for kept in ("benchmark", "dtype", "median", "change", "verdict"):
+        assert HEADERS[kept].split()[0] in narrow[0]
+    assert any("…" in line for line in narrow)  # the long name was shortened, not the verdict
+    assert narrow[3].rstrip().endswith("regressed")
+
+
+def test_verbose_and_explicit_columns_show_what_is_asked() -> None:
+    everything = table(RESULTS, width=80, verbose=True)
+    assert "IQR %" in everything[0] and "arith" in everything[0]  # -v: all, wider than 80
+    chosen = table(RESULTS, width=80, columns=("verdict", "benchmark"))
+    assert chosen[0].split() == ["verdict", "benchmark"]
+    assert len(COLUMN_KEYS) == len(HEADERS)
+
+
+def test_sort_and_group() -> None:
+    by_change = table(RESULTS, width=400, sort="change")
+    assert [line.split()[0] for line in by_change[2:]] == [
+        "test_b",
+        "test_a_rather_long_benchmark_name_with_parameters",
+        "test_c",
+    ]
+    by_verdict = table(RESULTS, width=400, sort="verdict")
+    assert by_verdict[2].split()[0] == "test_b"  # regressed first
+    grouped = table(RESULTS, width=400, group_by="device")
+    titles = [line for line in grouped if line.startswith("device ")]
+    assert titles == ["device numpy-cpu:", "device torch-cpu:"]
+    assert sum(1 for line in grouped if line.startswith("test_")) == 3
+
+
+def test_wrap_keeps_short_lines_and_folds_long_ones() -> None:
+    long = "test_x[numpy-cpu-f32]: note: " + "word " * 40
+    out = wrap(["short", long], 60)
+    assert out[0] == "short" and all(len(x) <= 60 for x in out)
+    assert out[2].startswith("    ")
+    assert wrap([long], None) == [long]
