@@ -33,6 +33,21 @@ def module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
     return module, key
 
 
+def start_once(perf: Any, fn: object, what: str) -> None:
+    """A benchmark calls ``perf`` (or ``perf.pedantic``) once, with a callable: else one line."""
+    __tracebackhide__ = True
+    node = perf._item.nodeid
+    if perf._used:
+        pytest.fail(
+            f"{node}: {what} was called a second time; a benchmark times one function once "
+            "(split it into separate tests)",
+            pytrace=False,
+        )
+    if not callable(fn):
+        pytest.fail(f"{node}: {what} needs a callable, got {fn!r}", pytrace=False)
+    perf._used = True
+
+
 class SmokePerf:
     """The ``perf`` fixture without --perf: calls the function once, untimed, and returns its
     result, so the benchmark's own checks run; nothing is measured, judged or written."""
@@ -47,15 +62,7 @@ class SmokePerf:
 
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
-        if self._used:
-            pytest.fail(
-                f"{self._item.nodeid}: {what} was called a second time; a benchmark times one "
-                "function once (split it into separate tests)",
-                pytrace=False,
-            )
-        if not callable(fn):
-            pytest.fail(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}", pytrace=False)
-        self._used = True
+        start_once(self, fn, what)
         self._state.smoked.add(self._item.nodeid)
 
     def work(self, flops: Any = None, bytes: Any = None, shape: Any = None) -> None:
@@ -150,15 +157,7 @@ class Perf:
 
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
-        if self._used:
-            pytest.fail(
-                f"{self._item.nodeid}: {what} was called a second time; a benchmark times one "
-                "function once (split it into separate tests)",
-                pytrace=False,
-            )
-        if not callable(fn):
-            pytest.fail(f"{self._item.nodeid}: {what} needs a callable, got {fn!r}", pytrace=False)
-        self._used = True
+        start_once(self, fn, what)
 
     def _clock(self) -> tuple[Any, Callable[[], None] | None]:
         """The timer this benchmark's settings pick on this device, and the L2 flush (or None)."""
@@ -311,7 +310,7 @@ class Perf:
             l2_flush=sample.l2_flush,
             policy=policy,
             legacy=self._legacy,
-            host=evidence,
+            host=None if os.environ.get(TRUST_HOST) == "1" else evidence,
         )
         if s.flush_l2 and not sample.l2_flush:
             verdict = replace(
@@ -375,6 +374,11 @@ def junit_properties(result: Result) -> list[tuple[str, object]]:
     if v.reason:
         props.append(("perf_reason", v.reason))
     return props
+
+
+#: Set to 1, the gate does not let the host state or the reference probe change verdicts (they are
+#: still measured and reported): for the plugin's own tests of the statistics under load.
+TRUST_HOST = "BURNPERF_TRUST_HOST"
 
 
 def _host_evidence(

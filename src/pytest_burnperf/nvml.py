@@ -39,21 +39,23 @@ def _module() -> Any:
     return pynvml
 
 
-def _handle(nvml: Any, pci: str) -> Any:
+def _open(pci: str | None) -> tuple[Any, Any] | None:
+    """NVML and the handle of the GPU at ``pci``, or None."""
+    nvml = _module() if pci else None
+    if nvml is None:
+        return None
     try:
-        return nvml.nvmlDeviceGetHandleByPciBusId(pci)
+        return nvml, nvml.nvmlDeviceGetHandleByPciBusId(str(pci))
     except Exception:
         return None
 
 
 def facts(pci: str | None) -> dict[str, Any] | None:
     """Max SM and memory clocks (MHz), power limit (W) and driver of the GPU at ``pci``."""
-    nvml = _module() if pci else None
-    if nvml is None:
+    found = _open(pci)
+    if found is None:
         return None
-    handle = _handle(nvml, str(pci))
-    if handle is None:
-        return None
+    nvml, handle = found
     out: dict[str, Any] = {}
     calls: tuple[tuple[str, Callable[[], Any]], ...] = (
         ("max_sm_clock_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
@@ -75,12 +77,10 @@ def facts(pci: str | None) -> dict[str, Any] | None:
 
 def slowdown(pci: str | None) -> str | None:
     """Why the GPU at ``pci`` is slowing itself down right now (with its SM clock), or None."""
-    nvml = _module() if pci else None
-    if nvml is None:
+    found = _open(pci)
+    if found is None:
         return None
-    handle = _handle(nvml, str(pci))
-    if handle is None:
-        return None
+    nvml, handle = found
     try:
         reasons = int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
     except Exception:

@@ -24,6 +24,16 @@ from ._helpers import FAST
 RECORD = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
 
 
+@pytest.fixture(autouse=True)
+def _host_rules_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the host rules: let them change verdicts, from fake counters and a
+    fake probe only (no descheduled samples, a probe that never moves), so this machine's own
+    load cannot decide them."""
+    monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
+    monkeypatch.setattr(hoststate, "CPU_SHARE_MIN", 0.0)
+    _fake_probe(monkeypatch, 1.0)
+
+
 def _file(project: pytest.Pytester) -> Path:
     (path,) = sorted((project.path / "baselines").rglob("*.json"))
     return path
