@@ -227,3 +227,22 @@ def test_cupy_when_installed_here_probes_without_crashing() -> None:
     pytest.importorskip("cupy")
     p = cupy_backend.probe()
     assert p.devices or p.absent["cuda"].startswith("cupy ")
+
+
+def test_torchs_structured_trace_stays_out_of_pytests_captured_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch.compile logs each step to `torch.__trace` at DEBUG; pytest captures that logger too,
+    so hundreds of empty lines filled a compiled benchmark's failure report."""
+    import logging
+
+    logger = logging.getLogger(torch_backend.TRACE_LOGGER)
+    monkeypatch.setattr(logger, "filters", [])
+    record = logging.LogRecord(torch_backend.TRACE_LOGGER, logging.DEBUG, "x.py", 1, "", (), None)
+    monkeypatch.setenv("TORCH_TRACE", "/somewhere")
+    torch_backend.quiet_structured_trace()
+    assert logger.filter(record)  # the user asked for the trace: records pass
+    monkeypatch.delenv("TORCH_TRACE")
+    torch_backend.quiet_structured_trace()
+    torch_backend.quiet_structured_trace()  # idempotent
+    assert not logger.filter(record) and len(logger.filters) == 1

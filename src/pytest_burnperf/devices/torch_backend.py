@@ -230,6 +230,29 @@ def _torch_blas(torch: Any) -> str:
     return m.group(1) if m else "unknown"
 
 
+#: torch's structured-trace logger (for tlparse) logs every torch.compile step at DEBUG with an
+#: empty message. It does not propagate, but pytest attaches its capture handlers to it as well, so
+#: hundreds of such lines landed in every failure report of a compiled benchmark.
+TRACE_LOGGER = "torch.__trace"
+
+
+def _drop(record: object) -> bool:
+    return False
+
+
+def quiet_structured_trace() -> None:
+    """Drop torch's structured-trace records unless the user asked for the trace (TORCH_TRACE);
+    then nothing is changed and torch's own trace handler gets every record."""
+    import logging
+    import os
+
+    logger = logging.getLogger(TRACE_LOGGER)
+    if os.environ.get("TORCH_TRACE"):
+        logger.removeFilter(_drop)
+    elif _drop not in logger.filters:
+        logger.addFilter(_drop)
+
+
 def probe(torch: Any = None) -> Probe:
     """Find torch's devices. ``torch`` may be passed in (tests use a fake module)."""
     result = Probe("torch")
@@ -246,6 +269,7 @@ def probe(torch: Any = None) -> Probe:
             return result
         torch = _torch
     version = str(torch.__version__)
+    quiet_structured_trace()
     result.devices.append(TorchDevice(torch, "cpu"))
 
     hip = getattr(torch.version, "hip", None)
