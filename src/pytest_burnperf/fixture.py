@@ -401,8 +401,9 @@ def _host_evidence(
     old_windows: list[Window] = []
     old_probe = None
     if baseline is not None:
-        for d in baseline.get("host") or ():
-            w = Window.from_dict(d) if isinstance(d, dict) else None
+        recorded = baseline.get("host")
+        for d in recorded if isinstance(recorded, list) else ():
+            w = Window.from_dict(d)
             if w is not None:
                 old_windows.append(w)
         old_probe = baseline.get("host_probe")

@@ -317,16 +317,18 @@ def describe(ident: dict[str, Any]) -> str:
     parts = [f"{ident.get('vendor')} family {ident.get('family')} model {ident.get('model')}"]
     level = str(ident.get("level"))
     if level.startswith("x86-64"):
-        feats = set(ident.get("features") or ())
+        raw = ident.get("features")
+        feats = {str(f) for f in raw} if isinstance(raw, list) else set()
         level += " (AVX-512)" if "avx512f" in feats else " (no AVX-512)"
     parts.append(level)
     cores = ident.get("cores")
     logical = ident.get("logical")
     parts.append(f"{logical} logical CPUs" + (f" on {cores} cores" if cores else ""))
-    cache = ident.get("cache") or {}
+    cache = ident.get("cache")
     for key in ("l2", "l3"):
-        if key in cache:
-            parts.append(f"{key.upper()} {_kib(cache[key])}")
+        n = cache.get(key) if isinstance(cache, dict) else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            parts.append(f"{key.upper()} {_kib(n)}")
     if ident.get("hypervisor"):
         parts.append(f"hypervisor {ident['hypervisor']}")
     return ", ".join(parts)

@@ -187,7 +187,31 @@ class Window:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> Window | None:
+    def from_dict(cls, doc: object) -> Window | None:
+        """A window read back from a baseline or round file; None when it is not one (wrong
+        types, missing fields), so a bad file can never crash a verdict."""
+        if not isinstance(doc, Mapping):
+            return None
+        numbers = (
+            "seconds",
+            "own_cpus",
+            "others_cpus",
+            "steal_share",
+            "pressure_share",
+            "throttle_share",
+        )
+        for key in numbers:
+            v = doc.get(key)
+            if v is not None and (
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            ):
+                return None
+        for key in ("cpus", "descheduled", "samples"):
+            v = doc.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                return None
+        if not isinstance(doc.get("gpu_slowdown", None), (str, type(None))):
+            return None
         try:
             return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
         except TypeError:

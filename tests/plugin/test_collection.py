@@ -205,8 +205,24 @@ def test_table_fits_the_terminal_and_takes_columns_sort_and_groups(
     bad.stderr.fnmatch_lines(["*--perf-columns: unknown column 'speed'; allowed: all, benchmark*"])
 
 
-def test_perf_require_fails_a_run_whose_device_is_absent(pytester: pytest.Pytester) -> None:
-    """A GPU CI job that lost its GPU must not go green by skipping."""
+def test_perf_require_fails_a_run_whose_device_is_absent(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPU CI job that lost its GPU must not go green by skipping. ROCm is made absent, so a
+    machine that has one sees the same."""
+    gone = "no ROCm device (made absent by this test)"
+    monkeypatch.setitem(
+        devices.PROBES, "cupy", lambda: devices.Probe("cupy", absent={"cuda": gone, "rocm": gone})
+    )
+    real_torch = devices.PROBES["torch"]
+
+    def torch_without_rocm() -> devices.Probe:
+        probe = real_torch()
+        probe.devices = [d for d in probe.devices if d.kind != "rocm"]
+        probe.absent["rocm"] = gone
+        return probe
+
+    monkeypatch.setitem(devices.PROBES, "torch", torch_without_rocm)
     pytester.makepyfile(
         """
         import pytest
@@ -220,7 +236,7 @@ def test_perf_require_fails_a_run_whose_device_is_absent(pytester: pytest.Pytest
     result = pytester.runpytest("--perf", "--perf-require", "rocm", *fast)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: --perf-require: no device for rocm (*ROCm*); this run would only skip those *"]
+        ["ERROR: --perf-require: no device for rocm (*made absent*); this run would only skip *"]
     )
     ok = pytester.runpytest("--perf", "--perf-require", "numpy,cpu", *fast)
     assert ok.ret == pytest.ExitCode.OK

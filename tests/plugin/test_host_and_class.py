@@ -66,18 +66,23 @@ def test_baseline_from_another_cpu_class_is_incomparable_not_regressed(
     fingerprints still keep them apart, and a planted slowdown is not blamed on the code."""
     loop_project.runpytest(*RECORD, "--perf-machine", "ci-runner").assert_outcomes(passed=2)
 
-    def avx512(entry: dict[str, Any]) -> None:
-        entry["device"]["cpu"]["level"] = "x86-64-v4"
-        entry["device"]["dispatch"]["numpy"] = "AVX512_SKX"
+    # the other class relative to this machine's, whatever it is (AVX2 here, AVX-512 elsewhere)
+    here = json.loads(_file(loop_project).read_text())["benchmarks"]["test_loop[numpy-cpu-f64]"]
+    level = "x86-64-v2" if here["device"]["cpu"]["level"] == "x86-64-v4" else "x86-64-v4"
+    numpy = "X86_V2" if here["device"]["dispatch"]["numpy"] == "AVX512_SKX" else "AVX512_SKX"
 
-    _edit(_file(loop_project), avx512)
+    def other_class(entry: dict[str, Any]) -> None:
+        entry["device"]["cpu"]["level"] = level
+        entry["device"]["dispatch"]["numpy"] = numpy
+
+    _edit(_file(loop_project), other_class)
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
     result = loop_project.runpytest("--perf", "--perf-machine", "ci-runner", *FAST)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
             "test_loop[[]numpy-cpu-f64[]]: incomparable: baseline from * (numpy-cpu), this run "
-            "is on * (CPU level 'x86-64-v4' -> *; baseline CPU dispatches numpy AVX512_SKX, "
+            f"is on * (CPU level '{level}' -> *; baseline CPU dispatches numpy {numpy}, "
             "this CPU *): not compared; record a baseline for this hardware*",
             "perf: 2 incomparable",
         ]
@@ -205,6 +210,8 @@ def test_a_real_competing_process_is_seen(loop_project: pytest.Pytester) -> None
     import sys
     import time
 
+    if not os.path.exists("/proc/stat"):
+        pytest.skip("no /proc/stat here: other processes' CPU time cannot be read")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if not cpus or cpus > 8:
         pytest.skip(f"{cpus} CPUs: half of them busy would not be one CPU's worth of load")
@@ -225,3 +232,30 @@ def test_a_real_competing_process_is_seen(loop_project: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(
         ["host BUSY during 1 of 1 benchmark(s) (worst: other processes used*"]
     )
+
+
+@pytest.mark.parametrize(
+    ("host", "probe_doc"),
+    [
+        (5, "fast"),
+        ([{"others_cpus": "lots"}, "x", None], {"version": 2, "python": "slow", "copy": -1}),
+        ({"seconds": 1}, {"version": 2, "python": float("inf")}),
+    ],
+)
+def test_bad_host_records_in_a_baseline_are_ignored(
+    loop_project: pytest.Pytester, host: object, probe_doc: object
+) -> None:
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+
+    def spoil(entry: dict[str, Any]) -> None:
+        entry["host"] = host
+        entry["host_probe"] = probe_doc
+
+    path = _file(loop_project)
+    doc = json.loads(path.read_text())
+    for entry in doc["benchmarks"].values():
+        spoil(entry)
+    path.write_text(json.dumps(doc, allow_nan=True))
+    result = loop_project.runpytest("--perf", *FAST)
+    result.assert_outcomes(passed=2)
+    assert "Traceback" not in result.stdout.str() and "INTERNALERROR" not in result.stdout.str()

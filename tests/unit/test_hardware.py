@@ -128,3 +128,8 @@ def test_identity_of_this_machine_is_cached_and_complete() -> None:
     for key in (*hardware.CPU_MUST_MATCH, *hardware.CPU_NOTED):
         assert key in ident
     assert hardware_class() == hardware_class(ident)
+
+
+def test_describe_survives_an_identity_read_from_a_bad_file() -> None:
+    text = describe({"level": "x86-64-v3", "features": 7, "cache": {"l3": "big"}, "logical": "2"})
+    assert "x86-64-v3 (no AVX-512)" in text and "L3" not in text

@@ -78,3 +78,19 @@ def test_real_snapshot_reads_this_machine() -> None:
     b = hoststate.snapshot()
     w = window(a, b)
     assert w.cpus >= 1 and w.seconds > 0
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "busy",
+        {"seconds": 1.0, "cpus": 2, "own_cpus": 1.0, "others_cpus": "lots"},
+        {"seconds": 1.0, "cpus": 2, "own_cpus": 1.0, "others_cpus": float("nan")},
+        {"seconds": 1.0, "cpus": True, "own_cpus": 1.0},
+        {"seconds": 1.0, "cpus": 2, "own_cpus": 1.0, "descheduled": -1},
+        {"seconds": 1.0, "cpus": 2, "own_cpus": 1.0, "gpu_slowdown": 3},
+        {"cpus": 2},
+    ],
+)
+def test_a_bad_window_in_a_file_is_ignored_not_a_crash(doc: object) -> None:
+    assert Window.from_dict(doc) is None

@@ -51,9 +51,14 @@ def test_facts_and_slowdown(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_without_nvml_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the real module on a machine without an NVIDIA driver: nvmlInit fails, so no facts
+    # no NVIDIA driver: nvmlInit fails (as the real module says on a machine without one)
+    no_driver = fake()
+    no_driver.nvmlInit.side_effect = pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    monkeypatch.setitem(sys.modules, "pynvml", no_driver)
     assert nvml.facts(PCI) is None and nvml.slowdown(PCI) is None
     assert nvml.facts(None) is None
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # the extra not installed
+    assert nvml.facts(PCI) is None
     broken = fake()
     broken.nvmlDeviceGetHandleByPciBusId.side_effect = pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
     monkeypatch.setitem(sys.modules, "pynvml", broken)
