@@ -143,6 +143,22 @@ def pytest_configure(config: pytest.Config) -> None:
             tr.write_line(line)
 
     config.stash[STATE].announce = announce
+    if worker_out:
+        config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
+
+
+class _RoundProgress:
+    """In a round's process: tells the parent one more test is done, for its progress lines."""
+
+    def __init__(self, worker_out: Path) -> None:
+        from .rounds import progress_path
+
+        self.path = progress_path(worker_out)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        from .rounds import note_finished
+
+        note_finished(self.path, nodeid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,7 +271,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     runnable = [item for item in session.items if _runnable(item)]
     state.comparisons = max(1, len(runnable))
     if state.rounds > 1 and runnable and not session.config.option.collectonly:
-        run_rounds(session, state)
+        run_rounds(session, state, {item.nodeid for item in runnable})
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:

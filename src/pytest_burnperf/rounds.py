@@ -1,57 +1,145 @@
 """Process rounds: the same pytest command in fresh processes, one after another, each writing its
-raw samples, host windows and probes for the parent session to pool."""
+raw samples, host windows and probes for the parent session to pool.
+
+While a round runs, its process appends the node id of every finished test to a progress file; the
+parent reads it and prints ``round 2/3: 41/125 benchmarks, 1:12 elapsed`` every
+:data:`PROGRESS_EVERY_S` seconds and when the round ends, so a long run is never silent.
+"""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
 from .session import PerfState
 
-if TYPE_CHECKING:
-    pass
+#: Seconds between two progress lines of one round (a last line is always printed at its end).
+PROGRESS_EVERY_S = 15.0
+#: How often the parent looks at the progress file.
+POLL_S = 0.5
 
-T = TypeVar("T")
+
+def clock(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) for a progress line."""
+    s = max(0, int(seconds))
+    h, rest = divmod(s, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
 
 
-def run_rounds(session: pytest.Session, state: PerfState) -> None:
-    """Rounds 1..N-1: the same pytest command in fresh processes, one after another."""
-    import subprocess
-    import sys
-    import tempfile
+def progress_line(r: int, rounds: int, done: int, total: int, elapsed_s: float) -> str:
+    return f"pytest-burnperf: round {r}/{rounds}: {done}/{total} benchmarks, {clock(elapsed_s)} elapsed"
 
+
+def count_done(progress: Path, wanted: Collection[str]) -> int:
+    """Benchmarks of ``wanted`` that a round's process has finished, from its progress file."""
+    try:
+        text = progress.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    return len({line for line in text.splitlines() if line in wanted})
+
+
+def note_finished(progress: Path, nodeid: str) -> None:
+    """In a round's process: one finished test (never fails the run; progress is best effort)."""
+    try:
+        with progress.open("a", encoding="utf-8") as f:
+            f.write(nodeid.replace("\n", " ") + "\n")
+    except OSError:
+        pass
+
+
+def progress_path(worker_out: Path) -> Path:
+    return worker_out.with_name(worker_out.name + ".progress")
+
+
+def watch(
+    proc: subprocess.Popen[str],
+    progress: Path,
+    wanted: Collection[str],
+    say: Callable[[int], None],
+    *,
+    every_s: float = PROGRESS_EVERY_S,
+    poll_s: float = POLL_S,
+    now: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Until ``proc`` exits: ``say(done)`` every ``every_s`` seconds when the count moved."""
+    last_said, last_done = now(), -1
+    while proc.poll() is None:
+        sleep(poll_s)
+        if now() - last_said >= every_s:
+            done = count_done(progress, wanted)
+            if done != last_done:
+                say(done)
+                last_done = done
+            last_said = now()
+
+
+def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str]) -> None:
+    """Rounds 1..N-1: the same pytest command in fresh processes, one after another.
+
+    ``wanted`` are the node ids this session will time; progress lines count them.
+    """
     config = session.config
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    import time
-
     args = [a for a in state.invocation if a not in ("--update-baselines", "--perf-strict")]
     t0 = time.monotonic()
 
-    def elapsed() -> str:
-        s = int(time.monotonic() - t0)
-        return f"{s // 60}:{s % 60:02d}"
+    def write(line: str) -> None:
+        if tr is not None:
+            tr.write_line(line)
 
     with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
         for r in range(1, state.rounds):
             out = Path(tmp, f"round{r}.json")
-            if tr is not None:
-                tr.write_line(
-                    f"pytest-burnperf: round {r}/{state.rounds} in a fresh process ({elapsed()} "
-                    f"elapsed; this process measures round {state.rounds}) ..."
-                )
+            write(
+                f"pytest-burnperf: round {r}/{state.rounds} of {len(wanted)} benchmarks in a fresh "
+                f"process ({clock(time.monotonic() - t0)} elapsed; this process measures round "
+                f"{state.rounds}) ..."
+            )
             cmd = [sys.executable, "-m", "pytest", *args, "-q", "--perf-worker-out", str(out)]
-            proc = subprocess.run(
-                cmd,
-                cwd=config.invocation_params.dir,
-                capture_output=True,
-                text=True,
-                check=False,
+            with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=config.invocation_params.dir,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                )
+                try:
+                    watch(
+                        proc,
+                        progress_path(out),
+                        wanted,
+                        lambda done, r=r: write(
+                            progress_line(r, state.rounds, done, len(wanted), time.monotonic() - t0)
+                        ),
+                    )
+                finally:
+                    if proc.poll() is None:  # interrupted: the round's process goes with us
+                        proc.terminate()
+                        proc.wait()
+                log.seek(0)
+                output = log.read()
+            write(
+                progress_line(
+                    r,
+                    state.rounds,
+                    count_done(progress_path(out), wanted),
+                    len(wanted),
+                    time.monotonic() - t0,
+                )
             )
             if not out.exists():
-                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+                tail = "\n".join(output.strip().splitlines()[-15:])
                 state.messages.append(
                     f"round {r} in a fresh process failed (exit {proc.returncode}); its samples "
                     f"are missing from the verdicts:\n{tail}"
@@ -62,3 +150,7 @@ def run_rounds(session: pytest.Session, state: PerfState) -> None:
                 state.worker_runs.setdefault(nodeid, []).append(list(rec["values"]))
                 state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
                 state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
+        write(
+            f"pytest-burnperf: round {state.rounds}/{state.rounds} in this process "
+            f"({clock(time.monotonic() - t0)} elapsed) ..."
+        )

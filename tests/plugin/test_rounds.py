@@ -42,6 +42,20 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
         slow.stdout.fnmatch_lines(["*between-process noise is not measured, so the prior*"])
 
 
+def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester) -> None:
+    result = loop_project.runpytest("--perf", "--perf-rounds", "3", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-burnperf: round 1/3 of 2 benchmarks in a fresh process (*:* elapsed; *",
+            "pytest-burnperf: round 1/3: 2/2 benchmarks, *:* elapsed",
+            "pytest-burnperf: round 2/3 of 2 benchmarks in a fresh process (*",
+            "pytest-burnperf: round 2/3: 2/2 benchmarks, *:* elapsed",
+            "pytest-burnperf: round 3/3 in this process (*:* elapsed) ...",
+        ]
+    )
+
+
 def test_results_json_keeps_every_round(loop_project: pytest.Pytester) -> None:
     loop_project.runpytest("--perf", "--perf-rounds", "3", "--perf-json", "r.json", *FAST)
     doc = json.loads(Path(loop_project.path, "r.json").read_text())

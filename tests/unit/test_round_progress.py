@@ -1,0 +1,54 @@
+"""Progress lines of process rounds, on a fake clock and a fake process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_burnperf.rounds import clock, count_done, note_finished, progress_line, watch
+
+
+def test_clock_and_line() -> None:
+    assert clock(0) == "0:00" and clock(72.9) == "1:12" and clock(3725) == "1:02:05"
+    assert (
+        progress_line(2, 3, 41, 125, 72)
+        == "pytest-burnperf: round 2/3: 41/125 benchmarks, 1:12 elapsed"
+    )
+
+
+def test_count_done_counts_each_wanted_test_once(tmp_path: Path) -> None:
+    progress = tmp_path / "p"
+    assert count_done(progress, {"a"}) == 0  # not written yet
+    for nodeid in ("a", "b", "a", "skipped-one"):
+        note_finished(progress, nodeid)
+    assert count_done(progress, {"a", "b", "c"}) == 2
+    note_finished(tmp_path / "missing-dir" / "p", "a")  # best effort: never raises
+
+
+class _FakeProc:
+    """Exits after ``polls`` polls; each poll writes one more finished test."""
+
+    def __init__(self, polls: int, progress: Path) -> None:
+        self.left, self.progress, self.n = polls, progress, 0
+
+    def poll(self) -> int | None:
+        if self.left == 0:
+            return 0
+        self.left -= 1
+        self.n += 1
+        note_finished(self.progress, f"t{self.n}")
+        return None
+
+
+def test_watch_speaks_every_interval_only_when_the_count_moved(tmp_path: Path) -> None:
+    t = [0.0]
+    progress = tmp_path / "p"
+    said: list[int] = []
+    proc = _FakeProc(polls=10, progress=progress)
+    wanted = {f"t{i}" for i in range(1, 5)}  # t5.. are not benchmarks (skips, other tests)
+
+    def sleep(s: float) -> None:
+        t[0] += s
+
+    watch(proc, progress, wanted, said.append, every_s=3, poll_s=1, now=lambda: t[0], sleep=sleep)  # type: ignore[arg-type]
+    # at t=3 three are done, at t=6 four, at t=9 still four: said once each time it moved
+    assert said == [3, 4]
