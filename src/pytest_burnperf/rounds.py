@@ -114,15 +114,12 @@ def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str
                     stdin=subprocess.DEVNULL,
                     text=True,
                 )
+
+                def say(done: int, r: int = r) -> None:
+                    write(progress_line(r, state.rounds, done, len(wanted), time.monotonic() - t0))
+
                 try:
-                    watch(
-                        proc,
-                        progress_path(out),
-                        wanted,
-                        lambda done, r=r: write(
-                            progress_line(r, state.rounds, done, len(wanted), time.monotonic() - t0)
-                        ),
-                    )
+                    watch(proc, progress_path(out), wanted, say)
                 finally:
                     if proc.poll() is None:  # interrupted: the round's process goes with us
                         proc.terminate()
