@@ -14,6 +14,7 @@ def results_file(path: Path, factor: float) -> Path:
         json.dumps(
             {
                 "schema": "pytest-burnperf-results",
+                "version": 1,
                 "results": [{"test": "t.py::test_a", "samples": samples}],
             }
         )
@@ -38,9 +39,9 @@ def test_compare_bad_files_exit_2_with_the_path(
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     assert main(["compare", str(bad), str(bad)]) == 2
-    assert f"burnperf compare: {bad} is not valid JSON" in capsys.readouterr().err
+    assert f"burnperf compare: {bad}: is not valid JSON" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "missing.json"), str(bad)]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "missing.json: does not exist" in capsys.readouterr().err
     other = tmp_path / "other.json"
     other.write_text("[]")
     assert main(["compare", str(other), str(other)]) == 2
@@ -58,7 +59,9 @@ def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
     samples = [1.0 + 0.001 * i for i in range(5)]
     results = [{"test": f"t.py::test_{i}", "samples": samples} for i in range(20000)]
     big = tmp_path / "big.json"
-    big.write_text(json.dumps({"schema": "pytest-burnperf-results", "results": results}))
+    big.write_text(
+        json.dumps({"schema": "pytest-burnperf-results", "version": 1, "results": results})
+    )
     script = (
         "import sys; from pytest_burnperf.cli import main; "
         f"sys.exit(main(['compare', {str(big)!r}, {str(big)!r}]))"

@@ -121,18 +121,13 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def _load_results(path: Path) -> dict[str, list[list[float]]]:
+    from .jsonfile import FileFormatError
+    from .report import read_results
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON ({exc.msg})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != "pytest-burnperf-results":
-        raise InputError(f"{path} is not a pytest-burnperf --perf-json file")
-    # each process round's samples where the file has them, so the between-process spread counts
-    return {r["test"]: r.get("runs") or [r["samples"]] for r in doc.get("results", [])}
+        return read_results(path)
+    except FileFormatError as exc:
+        raise InputError(str(exc)) from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -158,6 +153,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def machine_dirs(root: Path) -> list[dict[str, Any]]:
     """One record per machine directory under a baselines directory: its id, hardware class and
     CPU (from the files' ``machine`` section), how many files and benchmarks it holds."""
+    from .jsonfile import FileFormatError, escape, escape_strings, read_json
+
     out: list[dict[str, Any]] = []
     if not root.is_dir():
         return out
@@ -167,17 +164,17 @@ def machine_dirs(root: Path) -> list[dict[str, Any]]:
         benchmarks = 0
         for f in files:
             try:
-                doc = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                doc = read_json(f)
+            except FileFormatError:
                 continue
             if isinstance(doc, dict) and isinstance(doc.get("benchmarks"), dict):
                 benchmarks += len(doc["benchmarks"])
                 if not info and isinstance(doc.get("machine"), dict):
-                    info = doc["machine"]
+                    info = escape_strings(doc["machine"])
         if files:
             out.append(
                 {
-                    "id": d.name,
+                    "id": escape(d.name),
                     "hardware_class": info.get("hardware_class"),
                     "cpu_identity": info.get("cpu_identity"),
                     "cpu": info.get("cpu"),

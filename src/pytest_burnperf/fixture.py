@@ -4,13 +4,14 @@ once, untimed, without --perf), and what they hand to reports (JUnit properties)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
+from .jsonfile import escape
 from .session import Case, PerfState
 
 if TYPE_CHECKING:
@@ -31,6 +32,32 @@ def module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
         module = item.path.name
     key = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
     return module, key
+
+
+def checked_setup(setup: Callable[[], Any], where: str) -> Callable[[], Any]:
+    """``setup`` whose result is None or ``(args, kwargs)``: anything else fails the test in one
+    line naming the benchmark, not with a TypeError from inside the timing loop."""
+
+    def run() -> Any:
+        __tracebackhide__ = True
+        prepared = setup()
+        if prepared is None:
+            return None
+        if (
+            isinstance(prepared, (tuple, list))
+            and len(prepared) == 2
+            and isinstance(prepared[0], (tuple, list))
+            and isinstance(prepared[1], Mapping)
+        ):
+            return prepared
+        pytest.fail(
+            f"{where}: setup must return None or (args, kwargs) -- a tuple of positional "
+            f"arguments and a dict of keyword arguments -- got {type(prepared).__name__} "
+            f"{escape(repr(prepared))[:80]}",
+            pytrace=False,
+        )
+
+    return run
 
 
 def start_once(perf: Any, fn: object, what: str) -> None:
@@ -92,7 +119,7 @@ class SmokePerf:
         self._start(fn, "perf.pedantic()")
         a, k = tuple(args), dict(kwargs or {})
         if setup is not None:
-            prepared = setup()
+            prepared = checked_setup(setup, f"{self._item.nodeid}: perf.pedantic")()
             if prepared is not None:
                 a, k = tuple(prepared[0]), dict(prepared[1])
         result = fn(*a, **k)
@@ -220,7 +247,9 @@ class Perf:
                 sample.cpu_share if single else None,
                 gpu_slowdown=self.device.gpu_slowdown(),
             )
-            fingerprint = self.device.fingerprint()
+            from .jsonfile import escape_strings
+
+            fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
         self._judge(sample, fingerprint, host, probe)
         return result
 
@@ -259,6 +288,10 @@ class Perf:
                 f"{where}: give either setup (returning args, kwargs) or args/kwargs",
                 pytrace=False,
             )
+        if setup is not None:
+            if not callable(setup):
+                pytest.fail(f"{where}: setup must be callable, got {setup!r}", pytrace=False)
+            setup = checked_setup(setup, where)
         if setup is not None and iterations > 1:
             pytest.fail(
                 f"{where}: iterations={iterations} with a setup function would reuse one "

@@ -77,7 +77,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-baselines-dir",
         "perf_baselines_dir",
-        lambda v, w: v,
+        _spec.parse_path,
         "directory of baseline files, relative to the rootdir. Default: baselines",
     ),
     (
@@ -189,8 +189,9 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-json",
         "perf_json",
-        lambda v, w: v,
-        "write every result, with raw samples, to this JSON file. Default: none",
+        _spec.parse_path,
+        "write every result, with raw samples, to this JSON file (refused when the file exists "
+        "and is not such a results file, or lies in the baselines directory). Default: none",
     ),
 )
 
@@ -298,6 +299,17 @@ def ini_value(config: pytest.Config, ini: str, parse: Callable[[Any, str], T]) -
         return parse(raw if isinstance(raw, (int, float)) else str(raw), where)
     except SpecError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def flag_value(config: pytest.Config, ini: str) -> bool:
+    """A boolean ini key; a value that is not one names the key and the file."""
+    try:
+        return bool(config.getini(ini))
+    except (TypeError, ValueError) as exc:
+        where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
+        raise pytest.UsageError(
+            f"{where}: must be true or false (also 1/0, yes/no, on/off), {exc}"
+        ) from None
 
 
 def xdist_workers(config: pytest.Config) -> object:

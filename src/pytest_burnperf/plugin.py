@@ -7,7 +7,6 @@ without pytest.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Generator
 from dataclasses import replace
@@ -24,6 +23,7 @@ from .options import (
     VALUE_OPTIONS,
     WITHOUT_PERF,
     add_options,
+    flag_value,
     ini_value,
     xdist_workers,
 )
@@ -70,10 +70,14 @@ def pytest_configure(config: pytest.Config) -> None:
     def pick(ini: str) -> Any:
         return values[ini] if values[ini] is not None else ini_values[ini]
 
-    enabled = bool(config.getoption("perf") or config.getini("perf"))
+    enabled = bool(config.getoption("perf") or flag_value(config, "perf"))
     smoke_opt = config.getoption("perf_smoke")
-    smoke = not enabled and bool(config.getini("perf_smoke") if smoke_opt is None else smoke_opt)
-    update = bool(config.getoption("update_baselines") or config.getini("perf_update_baselines"))
+    smoke = not enabled and bool(
+        flag_value(config, "perf_smoke") if smoke_opt is None else smoke_opt
+    )
+    update = bool(
+        config.getoption("update_baselines") or flag_value(config, "perf_update_baselines")
+    )
     if update and not enabled:
         raise pytest.UsageError(
             "--update-baselines records benchmark results, so it needs --perf as well: "
@@ -108,6 +112,15 @@ def pytest_configure(config: pytest.Config) -> None:
     worker_out = config.getoption("perf_worker_out")
     if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
         update, json_path = False, None
+    baselines_root = (
+        baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
+    )
+    if json_path and enabled:
+        from .report import json_target_problem
+
+        problem = json_target_problem(config.invocation_params.dir / json_path, baselines_root)
+        if problem:
+            raise pytest.UsageError(f"--perf-json {json_path}: {problem}")
     config.stash[STATE] = PerfState(
         enabled=enabled,
         update=update,
@@ -119,9 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
         sort=pick("perf_sort"),
         group_by=pick("perf_group_by"),
         dtypes_filter=pick("perf_dtypes"),
-        baselines_root=baselines_dir
-        if baselines_dir.is_absolute()
-        else config.rootpath / baselines_dir,
+        baselines_root=baselines_root,
         machine_id=machine_id or "",
         machine_explicit=pick("perf_machine") is not None,
         json_path=Path(json_path) if json_path else None,
@@ -132,8 +143,10 @@ def pytest_configure(config: pytest.Config) -> None:
         else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
         size=pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE),
         smoke=smoke,
-        strict=bool(config.getoption("perf_strict") or config.getini("perf_strict")),
-        recalibrate=bool(config.getoption("perf_recalibrate") or config.getini("perf_recalibrate")),
+        strict=bool(config.getoption("perf_strict") or flag_value(config, "perf_strict")),
+        recalibrate=bool(
+            config.getoption("perf_recalibrate") or flag_value(config, "perf_recalibrate")
+        ),
         worker_out=Path(worker_out) if worker_out else None,
     )
 
@@ -170,6 +183,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None:
         return
     test = metafunc.definition.nodeid
+    stacked = list(metafunc.definition.iter_markers("perf"))
+    if len(stacked) > 1:
+        _invalid(
+            metafunc,
+            f"{test}: {len(stacked)} @pytest.mark.perf markers apply to this test (on the function, "
+            "its class or its module); only one is allowed, since their keywords would otherwise "
+            "be silently merged or dropped: keep one and put every keyword in it",
+        )
+        return
     try:
         spec = _spec.parse_marker(test, marker.args, marker.kwargs)
     except SpecError as exc:
@@ -443,6 +465,9 @@ def _check_required(state: PerfState) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if state.enabled:
+        from .interrupts import sigterm_as_interrupt
+
+        state.restore_sigterm = sigterm_as_interrupt()
         _check_required(state)
         session.config.pluginmanager.register(_Recorder(state), "burnperf-recorder")
 
@@ -451,10 +476,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash[STATE]
     if not state.enabled:
         return
-    if state.worker_out is not None:
-        from .store import atomic_write_text
+    state.restore_sigterm()
+    from .interrupts import held_signals
 
-        atomic_write_text(state.worker_out, json.dumps(state.worker_samples))
+    # Ctrl-C or SIGTERM from here on is held: every file below is written whole or not at all,
+    # and the run ends as interrupted with a message instead of a traceback.
+    with held_signals() as held:
+        _finish(session, state, exitstatus)
+    if held:
+        state.interrupted = True
+        state.messages.append(f"{held.names()} received while the run was being written up")
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+
+def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
+    from .jsonfile import atomic_write_text, dumps, finite
+
+    if state.worker_out is not None:
+        atomic_write_text(state.worker_out, dumps(state.worker_samples))
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.interrupted = True
@@ -468,10 +507,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 "baselines NOT updated: the run was interrupted, so no baseline file was written"
             )
         elif not write_baselines(state, now, machine) and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            session.exitstatus = (
+                pytest.ExitCode.INTERRUPTED if state.interrupted else pytest.ExitCode.TESTS_FAILED
+            )
     if state.json_path is not None:
         from .report import json_document
-        from .store import atomic_write_text
 
         doc = json_document(
             list(state.results.values()),
@@ -490,12 +530,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.config.hook.pytest_burnperf_update_json(config=session.config, document=doc)
         path = session.config.invocation_params.dir / state.json_path
         try:
-            atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        except OSError as exc:
-            state.messages.append(f"--perf-json: could not write {path}: {exc.strerror or exc}")
+            atomic_write_text(path, dumps(finite(doc), indent=1, sort_keys=True) + "\n")
+        except (OSError, ValueError) as exc:
+            state.messages.append(f"--perf-json: could not write {path}: {_why(exc)}")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         else:
             state.messages.append(f"results written to {state.json_path}")
+
+
+def _why(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or repr(exc)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -504,7 +548,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     from .comparability import LEGACY
     from .compare import NO_BASELINE
+    from .jsonfile import escape
     from .report import counts_line, header, notes, speedups, table, wrap
+
+    def write_line(text: str) -> None:
+        # a safety net below the strict reader: no control character reaches the terminal
+        for line in text.split("\n"):
+            terminalreporter.write_line(escape(line))
 
     tr = terminalreporter
     results = list(state.results.values())
@@ -522,7 +572,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         comparisons=state.comparisons,
     )
     for line in wrap(head, width):
-        tr.write_line(line)
+        write_line(line)
     if results:
         for line in table(
             results,
@@ -532,21 +582,21 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             group_by=state.group_by,
             verbose=config.get_verbosity() > 0,
         ):
-            tr.write_line(line)
+            write_line(line)
         for line in wrap(notes(results), width):
-            tr.write_line(line)
+            write_line(line)
         for line in speedups(results):
-            tr.write_line(line)
-    tr.write_line(f"perf: {counts_line(results)}")
+            write_line(line)
+    write_line(f"perf: {counts_line(results)}")
     args = [a for a in state.invocation if a not in ("--perf", "--update-baselines")]
     record = shlex.join(["pytest", "--perf", "--update-baselines", *args])
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
     if legacy and not state.update:
-        tr.write_line(
+        write_line(
             f"{len(legacy)} baseline(s) were recorded before pytest-burnperf recorded the hardware "
             "class, so they were not compared; re-record them on this machine with: " + record
         )
     elif any(r.verdict.status == NO_BASELINE for r in results) and not state.update:
-        tr.write_line("record baselines for this machine with: " + record)
+        write_line("record baselines for this machine with: " + record)
     for message in state.messages:
-        tr.write_line(message)
+        write_line(message)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from .compare import VERDICTS, format_ratio, format_time
+from .jsonfile import Fields, read_json
 from .results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from .spec import COLUMN_KEYS
 from .stats import summarize
@@ -338,3 +341,61 @@ def json_document(
         "settings": settings,
         "results": [r.as_json() for r in results],
     }
+
+
+def read_results(path: Path) -> dict[str, list[list[float]]]:
+    """The samples of a ``--perf-json`` file by test id: each process round's where the file has
+    them (so the between-process spread counts), else the one list. Raises FileFormatError."""
+    f = Fields(path)
+    doc = read_json(path)
+    if doc is None:
+        f.fail("", "does not exist")
+    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+        f.fail("", f'is not a pytest-burnperf --perf-json file (no "schema": "{RESULTS_SCHEMA}")')
+    if doc.get("version") != RESULTS_VERSION or isinstance(doc.get("version"), bool):
+        f.fail("version", f"must be {RESULTS_VERSION}, got {doc.get('version')!r}")
+    results = doc.get("results")
+    if not isinstance(results, list):
+        f.fail("results", "must be a list")
+    out: dict[str, list[list[float]]] = {}
+    for i, r in enumerate(results):
+        where = f"results[{i}]"
+        f.obj(r, where)
+        test = f.text(r.get("test"), f"{where}.test")
+        if test in out:
+            f.fail(f"{where}.test", f"{test!r} appears twice")
+        runs = r.get("runs")
+        if runs:
+            if not isinstance(runs, list):
+                f.fail(f"{where}.runs", "must be a list of sample lists")
+            out[test] = [f.samples(run, f"{where}.runs[{j}]") for j, run in enumerate(runs)]
+        else:
+            out[test] = [f.samples(r.get("samples"), f"{where}.samples")]
+    return out
+
+
+def json_target_problem(path: Path, baselines_root: Path) -> str | None:
+    """Why ``--perf-json`` must not write ``path``, or None: it lies inside the baselines
+    directory, or it exists and is not a results file (a test module, the ini file, a baseline)."""
+    from .jsonfile import FileFormatError
+
+    target = path.resolve()
+    if target.is_relative_to(baselines_root.resolve()):
+        return (
+            f"lies inside the baselines directory {baselines_root}; write results elsewhere "
+            "(baselines are written by --update-baselines only)"
+        )
+    if not os.path.lexists(path):
+        return None
+    try:
+        doc = read_json(path)
+    except FileFormatError as exc:
+        return (
+            f"exists and {exc.problem}; refusing to overwrite it (delete it or choose another path)"
+        )
+    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+        return (
+            "exists and is not a pytest-burnperf results file; refusing to overwrite it (delete "
+            "it or choose another path)"
+        )
+    return None

@@ -11,7 +11,6 @@ user's cache directory.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import time
@@ -20,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .jsonfile import escape
 from .spec import DTYPES
 
 #: Bump when calibration changes so that old cached peaks are measured again.
@@ -335,16 +335,19 @@ class PeakCache:
     def _load(self) -> dict[str, Any]:
         if self._doc is None:
             doc: dict[str, Any] = {}
-            if self.path.exists():
-                try:
-                    doc = json.loads(self.path.read_text(encoding="utf-8"))
-                    if not isinstance(doc, dict) or doc.get("version") != CALIBRATION_VERSION:
-                        doc = {}
-                except (OSError, ValueError) as exc:
-                    self.problems.append(
-                        f"peak cache {self.path} unreadable ({exc}); measured again"
-                    )
-                    doc = {}
+            from .jsonfile import FileFormatError, read_json
+
+            try:
+                loaded = read_json(self.path, max_bytes=4 * 1024 * 1024)
+            except FileFormatError as exc:
+                self.problems.append(f"peak cache {exc}; measured again")
+                loaded = None
+            if (
+                isinstance(loaded, dict)
+                and loaded.get("version") == CALIBRATION_VERSION
+                and isinstance(loaded.get("peaks"), dict)
+            ):
+                doc = loaded
             doc.setdefault("version", CALIBRATION_VERSION)
             doc.setdefault("peaks", {})
             self._doc = doc
@@ -358,20 +361,25 @@ class PeakCache:
         entry = self._load()["peaks"].get(key)
         if not isinstance(entry, dict):
             return None
-        try:
-            return Peaks(entry.get("gflops"), entry.get("gbps"), str(entry.get("how", "")))
-        except TypeError:
+        rates = [entry.get("gflops"), entry.get("gbps")]
+        if not all(
+            r is None or (not isinstance(r, bool) and isinstance(r, (int, float)) and 0 < r < 1e12)
+            for r in rates
+        ):
+            self.problems.append(
+                f"peak cache {self.path}: peaks[{key!r}]: not rates > 0; measured again"
+            )
             return None
+        return Peaks(rates[0], rates[1], escape(str(entry.get("how", ""))))
 
     def put(self, key: str, peaks: Peaks) -> None:
+        from .jsonfile import atomic_write_text, dumps
+
         doc = self._load()
         doc["peaks"][key] = peaks.as_dict()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError as exc:
+            atomic_write_text(self.path, dumps(doc, indent=1, sort_keys=True) + "\n")
+        except (OSError, ValueError) as exc:
             self.problems.append(f"peak cache {self.path} not written ({exc})")
 
 

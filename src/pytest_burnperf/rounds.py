@@ -15,9 +15,11 @@ import tempfile
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from .jsonfile import Fields, FileFormatError, read_json
 from .session import PerfState
 
 #: Seconds between two progress lines of one round (a last line is always printed at its end).
@@ -82,6 +84,20 @@ def watch(
             last_said = now()
 
 
+def read_round_file(path: Path) -> dict[str, dict[str, Any]]:
+    """The samples a round's process wrote: ``{nodeid: {"values", "host", "probe"}}``, checked."""
+    doc = read_json(path)
+    f = Fields(path)
+    records = f.obj(doc, "document")
+    for nodeid, rec in records.items():
+        where = f"[{json.dumps(nodeid)}]"
+        f.obj(rec, where)
+        rec["values"] = f.samples(rec.get("values"), f"{where}.values")
+        f.plain(f.opt_obj(rec.get("host"), f"{where}.host"), f"{where}.host")
+        f.plain(f.opt_obj(rec.get("probe"), f"{where}.probe"), f"{where}.probe")
+    return records
+
+
 def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str]) -> None:
     """Rounds 1..N-1: the same pytest command in fresh processes, one after another.
 
@@ -142,9 +158,15 @@ def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str
                     f"are missing from the verdicts:\n{tail}"
                 )
                 continue
-            doc = json.loads(out.read_text(encoding="utf-8"))
+            try:
+                doc = read_round_file(out)
+            except FileFormatError as exc:
+                state.messages.append(
+                    f"round {r}: its samples file is unusable and left out of the verdicts ({exc})"
+                )
+                continue
             for nodeid, rec in doc.items():
-                state.worker_runs.setdefault(nodeid, []).append(list(rec["values"]))
+                state.worker_runs.setdefault(nodeid, []).append(rec["values"])
                 state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
                 state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
         write(

@@ -78,6 +78,8 @@ class PerfState:
     results: dict[str, Result] = field(default_factory=dict)
     passed: set[str] = field(default_factory=set)
     interrupted: bool = False
+    #: Puts back the SIGTERM handler this perf run replaced (see interrupts.sigterm_as_interrupt).
+    restore_sigterm: Callable[[], None] = lambda: None
     messages: list[str] = field(default_factory=list)
     recalibrate: bool = False
     _peak_cache: PeakCache | None = None
@@ -230,16 +232,41 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
     if not updates:
         state.messages.append("baselines not updated: no benchmark ran and passed")
         return True
-    written, errors = state.store.save(updates, machine)
+    from .store import Interrupted, LockTimeout
+
+    try:
+        report = state.store.save(updates, machine)
+    except Interrupted as exc:
+        state.interrupted = True
+        state.messages.append(
+            f"baselines NOT updated: interrupted ({exc.signals}) before any file was replaced; "
+            "every baseline file is as it was"
+        )
+        return False
+    except LockTimeout as exc:
+        state.messages.append(f"baselines NOT updated: {exc}")
+        return False
+    written, errors = report.written, report.errors
     n = sum(len(updates[m]) for m in updates) - sum(
         len(updates[m]) for m in updates if state.store.path_for(m) in {e.path for e in errors}
     )
     for err in errors:
         state.messages.append(f"NOT updated, left untouched: {err}")
+    if report.cleaned:
+        state.messages.append(
+            f"removed {len(report.cleaned)} temporary file(s) a killed run had left in "
+            f"{rel(state.store.root, state.rootpath)}"
+        )
     if written:
         state.messages.append(
             f"baselines updated: {n} benchmark(s) in {len(written)} file(s) under "
             f"{rel(state.store.dir, state.rootpath)}"
+        )
+    if report.deferred:
+        state.interrupted = True
+        state.messages.append(
+            f"{report.deferred} arrived while the baseline files were being renamed into place; "
+            "it was held until all of them were, so the update is whole"
         )
     return not errors
 

@@ -112,10 +112,10 @@ def _name_list(value: object, where: str, what: str) -> tuple[str, ...]:
     elif isinstance(value, Iterable):
         items = list(value)
     else:
-        raise SpecError(f"{where}: {what} must be a list of names, got {value!r}")
+        raise SpecError(f"{where}: {what} must be a list of names, got {_show(value)}")
     if not items or any(i == "" for i in items):
         raise SpecError(
-            f"{where}: {what} must name at least one entry and no empty ones, got {value!r}"
+            f"{where}: {what} must name at least one entry and no empty ones, got {_show(value)}"
         )
     return tuple(items)
 
@@ -130,51 +130,82 @@ def parse_dtypes(value: object, where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(check_dtype_name(n, where) for n in names))
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?%?")
+
+
 def _number(value: object, where: str, what: str) -> float:
+    """A finite number from an int, a float or a plain ASCII decimal string (``0.05``, ``5%``,
+    ``1e-3``); nothing else (no ``1_000``, ``inf``, non-ASCII digits, or 5000-digit literals)."""
     if isinstance(value, bool):
-        raise SpecError(f"{where}: {what} must be a number, got {value!r}")
+        raise SpecError(f"{where}: {what} must be a number, got {_show(value)}")
     if isinstance(value, (int, float)):
-        x = float(value)
+        try:
+            x = float(value)
+        except OverflowError:
+            raise SpecError(
+                f"{where}: {what} is far out of range, got a {len(str(value))}-digit number"
+            ) from None
     elif isinstance(value, str):
         text = value.strip()
-        try:
-            x = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
-        except ValueError:
-            raise SpecError(f"{where}: {what} must be a number, got {value!r}") from None
+        if len(text) > 40 or not _DECIMAL.fullmatch(text):
+            raise SpecError(f"{where}: {what} must be a number, got {_show(value)}")
+        x = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
     else:
-        raise SpecError(f"{where}: {what} must be a number, got {value!r}")
+        raise SpecError(f"{where}: {what} must be a number, got {_show(value)}")
     if not math.isfinite(x):
-        raise SpecError(f"{where}: {what} must be finite, got {value!r}")
+        raise SpecError(f"{where}: {what} must be finite, got {_show(value)}")
     return x
+
+
+def _show(value: object) -> str:
+    """``value`` for an error message: repr, shortened (a 5000-digit number is not echoed)."""
+    text = repr(value) if not isinstance(value, int) else str(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def parse_alpha(value: object, where: str) -> float:
     x = _number(value, where, "alpha")
     if not 0.0 < x <= 0.5:
-        raise SpecError(f"{where}: alpha must be in (0, 0.5], got {value!r}")
+        raise SpecError(f"{where}: alpha must be in (0, 0.5], got {_show(value)}")
     return x
 
 
 def parse_threshold(value: object, where: str) -> float:
-    """Minimum slowdown that counts, as a fraction (``0.05``) or a percentage (``"5%"``)."""
+    """Minimum slowdown that counts, as a fraction (``0.05``) or a percentage (``"5%"``).
+
+    A bare number above 1 is an error, not read as a percentage: ``threshold=5`` is almost
+    always meant as 5%, but ``threshold=1`` could mean 1% or +100%, and guessing would make
+    some values mean what the user did not. A percentage may exceed 100% (``"200%"``: 3x).
+    """
     x = _number(value, where, "threshold")
+    is_percent = isinstance(value, str) and value.strip().endswith("%")
+    if not is_percent and x > 1.0:
+        raise SpecError(
+            f"{where}: threshold {_show(value)} would mean a slowdown of +{x * 100:.0f}%; a bare "
+            f"number is a fraction in [0, 1]: write '{x:g}%' or {x / 100:g} for {x:g}%, or "
+            f"'{x * 100:.0f}%' if you mean +{x * 100:.0f}%"
+        )
     if not 0.0 <= x <= 10.0:
         raise SpecError(
-            f"{where}: threshold must be a fraction in [0, 10] such as 0.05, or a percentage "
-            f"such as 5%, got {value!r}"
+            f"{where}: threshold must be a fraction in [0, 1] such as 0.05, or a percentage "
+            f"in [0%, 1000%] such as 5%, got {_show(value)}"
         )
     return x
 
 
 def _whole_number(value: object, where: str, what: str, low: int, high: int, hint: str = "") -> int:
-    """A whole number in [low, high] from an int or a string of digits; SpecError otherwise."""
-    if isinstance(value, bool) or not (
-        isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())
-    ):
-        raise SpecError(f"{where}: {what} must be a whole number{hint}, got {value!r}")
-    n = int(value)
+    """A whole number in [low, high] from an int or a string of ASCII digits; SpecError otherwise."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit() and len(text) <= 12):
+            raise SpecError(f"{where}: {what} must be a whole number{hint}, got {_show(value)}")
+        n = int(text)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    else:
+        raise SpecError(f"{where}: {what} must be a whole number{hint}, got {_show(value)}")
     if not low <= n <= high:
-        raise SpecError(f"{where}: {what} must be between {low} and {high}, got {value!r}")
+        raise SpecError(f"{where}: {what} must be between {low} and {high}, got {_show(value)}")
     return n
 
 
@@ -185,7 +216,7 @@ def parse_samples(value: object, where: str) -> int:
 def parse_seconds(value: object, where: str, what: str, *, maximum: float = 3600.0) -> float:
     x = _number(value, where, what)
     if not 0.0 <= x <= maximum:
-        raise SpecError(f"{where}: {what} must be seconds in [0, {maximum:g}], got {value!r}")
+        raise SpecError(f"{where}: {what} must be seconds in [0, {maximum:g}], got {_show(value)}")
     return x
 
 
@@ -200,7 +231,7 @@ def parse_min_time(value: object, where: str) -> float:
 def parse_timer(value: object, where: str) -> str:
     if isinstance(value, str) and value.strip() in TIMERS:
         return value.strip()
-    raise SpecError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {value!r}")
+    raise SpecError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {_show(value)}")
 
 
 def parse_flag(value: object, where: str, what: str) -> bool:
@@ -208,7 +239,7 @@ def parse_flag(value: object, where: str, what: str) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
         return value.strip().lower() in ("true", "1", "yes")
-    raise SpecError(f"{where}: {what} must be True or False, got {value!r}")
+    raise SpecError(f"{where}: {what} must be True or False, got {_show(value)}")
 
 
 def parse_threads(value: object, where: str) -> int:
@@ -237,7 +268,7 @@ def parse_columns(value: object, where: str) -> tuple[str, ...]:
 def _choice(value: object, where: str, what: str, allowed: tuple[str, ...]) -> str:
     if isinstance(value, str) and value.strip() in allowed:
         return value.strip()
-    raise SpecError(f"{where}: {what} must be one of {', '.join(allowed)}, got {value!r}")
+    raise SpecError(f"{where}: {what} must be one of {', '.join(allowed)}, got {_show(value)}")
 
 
 def parse_sort(value: object, where: str) -> str:
@@ -251,7 +282,7 @@ def parse_group_by(value: object, where: str) -> str:
 def parse_size(value: object, where: str) -> str:
     if isinstance(value, str) and value.strip() in SIZES:
         return value.strip()
-    raise SpecError(f"{where}: size must be one of {', '.join(SIZES)}, got {value!r}")
+    raise SpecError(f"{where}: size must be one of {', '.join(SIZES)}, got {_show(value)}")
 
 
 def parse_flush_l2(value: object, where: str) -> bool:
@@ -266,6 +297,19 @@ def parse_max_samples(value: object, where: str) -> int:
 def parse_max_time(value: object, where: str) -> float:
     """Time budget of adaptive sampling in one process, in seconds (0 = no extra samples)."""
     return parse_seconds(value, where, "max_time")
+
+
+def parse_path(value: object, where: str) -> str:
+    """A file or directory path: non-empty, at most 4096 characters, no control characters
+    (a NUL byte, a newline)."""
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"{where}: must be a path, got {_show(value)}")
+    if len(value) > 4096 or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise SpecError(
+            f"{where}: a path of at most 4096 characters without control characters, got "
+            f"{_show(value)}"
+        )
+    return value
 
 
 @dataclass(frozen=True)

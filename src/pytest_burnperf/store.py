@@ -13,8 +13,17 @@ Format history (``"version"``):
   all optional so older files stay valid: ``runs`` (the samples of each process round; ``samples``
   is then all of them pooled), ``l2_flush``, ``peak_memory_bytes``.
 
-A file that is not valid JSON, or has another schema or version, raises :class:`BaselineError`
-naming the file; it is never rewritten by this module.
+Every file is read by the strict reader of :mod:`.jsonfile` and checked field by field
+(:func:`check_document`); a file that fails raises :class:`BaselineError` naming the file and the
+field, and is never rewritten by this module. The JSON schema of the format is
+``schemas/baselines-v1.schema.json`` in the repository.
+
+Writers (:meth:`BaselineStore.save`) hold a lock on the baselines directory
+(``<baselines dir>/.burnperf.lock``, from filelock) around read-merge-write, so concurrent
+``--update-baselines`` runs keep every benchmark each of them wrote. All files of one update are
+written to temporary files first and then renamed into place with SIGINT/SIGTERM/SIGHUP held:
+an interrupt before the first rename changes no file, one during the renames is served after the
+last. Temporary files left by a killed run (``.burnperf-*.tmp``) are removed by the next writer.
 """
 
 from __future__ import annotations
@@ -23,13 +32,33 @@ import contextlib
 import json
 import math
 import os
-import tempfile
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .jsonfile import (
+    Fields,
+    FileFormatError,
+    escape_strings,
+    read_json,
+    stale_temporaries,
+    write_temporary,
+)
+from .jsonfile import dumps as json_dumps
+
 SCHEMA = "pytest-burnperf-baselines"
 VERSION = 1
+#: The lock file in the baselines directory (ignored by the ``.gitignore`` written beside it).
+LOCK_NAME = ".burnperf.lock"
+#: How long a writer waits for another run's lock before giving up on the update.
+LOCK_TIMEOUT_S = 300.0
+GITIGNORE = (
+    "# written by pytest-burnperf: its lock, and temporary files a killed run may leave\n"
+    ".burnperf.lock\n.burnperf-*.tmp\n"
+)
+TIMERS = ("host", "device")
 
 
 class BaselineError(Exception):
@@ -39,6 +68,35 @@ class BaselineError(Exception):
         super().__init__(f"baseline file {path}: {problem}")
         self.path = path
         self.problem = problem
+
+
+class Interrupted(Exception):
+    """A signal arrived before any baseline file was replaced; none was."""
+
+    def __init__(self, signals: str) -> None:
+        super().__init__(signals)
+        self.signals = signals
+
+
+class LockTimeout(Exception):
+    """Another run held the baselines lock for :data:`LOCK_TIMEOUT_S`."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"another pytest-burnperf run held {path} for {LOCK_TIMEOUT_S:.0f} s; no baseline "
+            "file was written"
+        )
+        self.path = path
+
+
+def _try_acquire(lock: Any) -> bool:
+    from filelock import Timeout
+
+    try:
+        lock.acquire(timeout=0.2)
+    except Timeout:
+        return False
+    return True
 
 
 def round_floats(obj: Any, digits: int = 6) -> Any:
@@ -54,78 +112,130 @@ def round_floats(obj: Any, digits: int = 6) -> Any:
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    return json.dumps(round_floats(doc), indent=1, sort_keys=True, allow_nan=False) + "\n"
+    """The file's text: floats rounded, control characters in strings escaped (a driver's device
+    name cannot put one in a file that the strict reader would then refuse), NaN refused."""
+    return json_dumps(escape_strings(round_floats(doc)), indent=1, sort_keys=True) + "\n"
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, nothing between."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
+    """One benchmark of a baseline file, every field the plugin reads checked for its type and
+    range; ``f`` names the file."""
+    where = f"benchmarks[{json.dumps(key)}]"
+    e = f.obj(entry, where)
+    f.samples(e.get("samples"), f"{where}.samples")
+    runs = e.get("runs")
+    if runs is not None:
+        if not isinstance(runs, list) or not runs:
+            f.fail(f"{where}.runs", "must be a non-empty list of sample lists")
+        for i, r in enumerate(runs):
+            f.samples(r, f"{where}.runs[{i}]")
+    f.opt_text(e.get("timer"), f"{where}.timer", allowed=TIMERS)
+    if e.get("l2_flush") is not None:
+        f.flag(e["l2_flush"], f"{where}.l2_flush")
+    if e.get("loops") is not None:
+        f.integer(e["loops"], f"{where}.loops", low=1)
+    if e.get("peak_memory_bytes") is not None:
+        f.integer(e["peak_memory_bytes"], f"{where}.peak_memory_bytes")
+    for name in ("dtype", "mode"):
+        f.opt_text(e.get(name), f"{where}.{name}")
+    device = f.opt_obj(e.get("device"), f"{where}.device")
+    if device is not None:
+        f.plain(device, f"{where}.device")
+        if device.get("identity") is not None:
+            f.integer(device["identity"], f"{where}.device.identity", high=1000)
+        for name in ("cpu", "dispatch", "versions"):
+            f.opt_obj(device.get(name), f"{where}.device.{name}")
+    for name in ("stats", "settings", "recorded"):
+        f.plain(f.opt_obj(e.get(name), f"{where}.{name}"), f"{where}.{name}")
+    host = e.get("host")
+    if host is not None:
+        if not isinstance(host, list):
+            f.fail(f"{where}.host", "must be a list of host-state windows")
+        for i, w in enumerate(host):
+            check_window(f, f.obj(w, f"{where}.host[{i}]"), f"{where}.host[{i}]")
+    probe = f.opt_obj(e.get("host_probe"), f"{where}.host_probe")
+    for name, value in (probe or {}).items():
+        if name == "version":
+            f.integer(value, f"{where}.host_probe.version", high=1000)
+        elif value is not None:
+            f.seconds(value, f"{where}.host_probe.{name}")
+    return e
 
 
-def _check_entry(path: Path, key: str, entry: object) -> None:
-    if not isinstance(entry, dict):
-        raise BaselineError(path, f"benchmark {key!r} is not an object")
-    samples = entry.get("samples")
-    if not isinstance(samples, list) or not samples:
-        raise BaselineError(path, f"benchmark {key!r} has no 'samples' list")
-    runs = entry.get("runs")
-    if runs is not None and (
-        not isinstance(runs, list) or not runs or not all(isinstance(r, list) and r for r in runs)
-    ):
-        raise BaselineError(path, f"benchmark {key!r} has 'runs' that is not a list of samples")
-    for v in [*samples, *(v for r in runs or () for v in r)]:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise BaselineError(
-                path, f"benchmark {key!r} has a sample that is not a number > 0: {v!r}"
-            )
+#: Fields of a host-state window (hoststate.Window.as_dict) and their kinds.
+WINDOW_NUMBERS = (
+    "seconds",
+    "own_cpus",
+    "others_cpus",
+    "steal_share",
+    "pressure_share",
+    "throttle_share",
+)
+WINDOW_COUNTS = ("cpus", "descheduled", "samples")
 
 
-def load_file(path: Path) -> dict[str, dict[str, Any]]:
-    """The benchmarks of one baseline file; ``{}`` if it does not exist."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise BaselineError(path, f"cannot be read ({exc.strerror})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(
-            path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
+def check_window(f: Fields, w: dict[str, Any], where: str) -> None:
+    f.plain(w, where)
+    for name in WINDOW_NUMBERS:
+        if w.get(name) is not None:
+            f.number(w[name], f"{where}.{name}", low=0.0, high=1e9)
+    for name in WINDOW_COUNTS:
+        if w.get(name) is not None:
+            f.integer(w[name], f"{where}.{name}")
+    f.opt_text(w.get("gpu_slowdown"), f"{where}.gpu_slowdown")
+
+
+def check_document(path: Path, doc: object) -> dict[str, dict[str, Any]]:
+    """The benchmarks of a loaded baseline document, or :class:`BaselineError`."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise BaselineError(
             path, f'is not a pytest-burnperf baseline file (no "schema": "{SCHEMA}")'
         )
     version = doc.get("version")
-    if version != VERSION:
+    if version != VERSION or isinstance(version, bool):
         hint = (
             "written by a newer pytest-burnperf; upgrade it"
-            if isinstance(version, int) and version > VERSION
+            if isinstance(version, int) and not isinstance(version, bool) and version > VERSION
             else "not a version this pytest-burnperf knows"
         )
         raise BaselineError(
             path,
             f"has schema version {version!r}, this pytest-burnperf reads version {VERSION} ({hint})",
         )
-    benchmarks = doc.get("benchmarks")
-    if not isinstance(benchmarks, dict):
-        raise BaselineError(path, "has no 'benchmarks' object")
-    for key, entry in benchmarks.items():
-        _check_entry(path, key, entry)
+    f = Fields(path)
+    try:
+        f.plain(f.opt_obj(doc.get("machine"), "machine"), "machine")
+        benchmarks = f.obj(doc.get("benchmarks"), "benchmarks")
+        for key, entry in benchmarks.items():
+            f.text(key, "benchmarks key")
+            check_entry(f, key, entry)
+    except FileFormatError as exc:
+        raise BaselineError(path, f"{exc.field}: {exc.problem}") from None
     return benchmarks
+
+
+def load_file(path: Path) -> dict[str, dict[str, Any]]:
+    """The benchmarks of one baseline file; ``{}`` if it does not exist."""
+    try:
+        doc = read_json(path)
+    except FileFormatError as exc:
+        raise BaselineError(path, exc.problem) from None
+    return {} if doc is None else check_document(path, doc)
+
+
+@dataclass
+class SaveReport:
+    """What :meth:`BaselineStore.save` did."""
+
+    written: list[Path] = field(default_factory=list)
+    errors: list[BaselineError] = field(default_factory=list)
+    #: Signals that arrived during the renames and were served after them (all files written).
+    deferred: str = ""
+    #: Stale temporary files of killed runs that were removed.
+    cleaned: list[Path] = field(default_factory=list)
+
+    def __iter__(self) -> Any:  # ``written, errors = store.save(...)``
+        return iter((self.written, self.errors))
 
 
 class BaselineStore:
@@ -157,38 +267,102 @@ class BaselineStore:
     def get(self, module: str, key: str) -> dict[str, Any] | None:
         return self.load(self.path_for(module)).get(key)
 
+    def lock(self) -> Any:
+        """The lock of the baselines directory (a :class:`filelock.FileLock`), with the
+        ``.gitignore`` that keeps it and stale temporaries out of commits."""
+        from filelock import FileLock
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            with contextlib.suppress(OSError):
+                ignore.write_text(GITIGNORE, encoding="utf-8")
+        return FileLock(self.root / LOCK_NAME, timeout=LOCK_TIMEOUT_S)
+
+    def clean_stale(self) -> list[Path]:
+        """Remove temporary files a killed run left (call with the lock held)."""
+        removed = []
+        for p in stale_temporaries(self.root):
+            with contextlib.suppress(OSError):
+                p.unlink()
+                removed.append(p)
+        return removed
+
     def save(
         self,
         updates: Mapping[str, Mapping[str, dict[str, Any]]],
         machine: Mapping[str, Any],
-    ) -> tuple[list[Path], list[BaselineError]]:
-        """Merge ``updates`` ({module: {key: entry}}) into the files and write each atomically.
+    ) -> SaveReport:
+        """Merge ``updates`` ({module: {key: entry}}) into the files and write them all.
 
-        Benchmarks that are not in ``updates`` are kept as they are. A file that could not be read
-        or written is left untouched and returned among the errors.
+        Benchmarks that are not in ``updates`` are kept as they are, also those another process
+        wrote since this run started (the files are read again under the lock). A file that could
+        not be read or written is left untouched and reported among the errors. Raises
+        :class:`Interrupted` when a signal arrived before the first rename (no file changed) and
+        ``filelock.Timeout`` when another run held the lock for :data:`LOCK_TIMEOUT_S`.
         """
-        written: list[Path] = []
-        errors: list[BaselineError] = []
-        for module in sorted(updates):
-            path = self.path_for(module)
-            self._cache.pop(path, None)
+        from .interrupts import held_signals
+
+        report = SaveReport()
+        with held_signals() as held:
+            lock = self.lock()
+            deadline = time.monotonic() + LOCK_TIMEOUT_S
+            while not _try_acquire(lock):  # in steps, so that Ctrl-C ends the wait
+                if held:
+                    raise Interrupted(held.names())
+                if time.monotonic() > deadline:
+                    raise LockTimeout(self.root / LOCK_NAME)
+            if held:
+                lock.release()
+                raise Interrupted(held.names())
             try:
-                benchmarks = dict(self.load(path))
-            except BaselineError as exc:
-                errors.append(exc)
-                continue
-            benchmarks.update(updates[module])
-            doc = {
-                "schema": SCHEMA,
-                "version": VERSION,
-                "machine": dict(machine),
-                "benchmarks": benchmarks,
-            }
-            try:
-                atomic_write_text(path, dumps(doc))
-            except OSError as exc:  # disk full, no permission: the old file stays as it was
-                errors.append(BaselineError(path, f"could not be written ({exc.strerror or exc})"))
-                continue
-            self._cache[path] = json.loads(dumps(doc))["benchmarks"]
-            written.append(path)
-        return written, errors
+                report.cleaned = self.clean_stale()
+                staged: list[tuple[Path, Path, dict[str, Any]]] = []
+                try:
+                    for module in sorted(updates):
+                        path = self.path_for(module)
+                        self._cache.pop(path, None)
+                        try:
+                            benchmarks = dict(load_file(path))
+                        except BaselineError as exc:
+                            report.errors.append(exc)
+                            continue
+                        benchmarks.update(updates[module])
+                        doc = {
+                            "schema": SCHEMA,
+                            "version": VERSION,
+                            "machine": dict(machine),
+                            "benchmarks": benchmarks,
+                        }
+                        text = dumps(doc)
+                        try:
+                            tmp = write_temporary(path, text)
+                        except OSError as exc:  # disk full, no permission: old file stays
+                            report.errors.append(
+                                BaselineError(path, f"could not be written ({exc.strerror or exc})")
+                            )
+                            continue
+                        staged.append((tmp, path, json.loads(text)["benchmarks"]))
+                        if held:
+                            raise Interrupted(held.names())
+                    # the renames: each is atomic; signals wait until all are done
+                    for i, (tmp, path, benchmarks) in enumerate(staged):
+                        try:
+                            os.replace(tmp, path)
+                        except OSError as exc:
+                            report.errors.append(
+                                BaselineError(path, f"could not be written ({exc.strerror or exc})")
+                            )
+                            continue
+                        staged[i] = (path, path, benchmarks)
+                        self._cache[path] = benchmarks
+                        report.written.append(path)
+                finally:
+                    for tmp, path, _ in staged:
+                        if tmp != path:
+                            with contextlib.suppress(OSError):
+                                tmp.unlink()
+                report.deferred = held.names()
+            finally:
+                lock.release()
+        return report

@@ -72,7 +72,9 @@ def test_one_benchmark_on_every_kind_here_with_each_devices_clock(
     )
     # judged on each: a second run compares with the baselines just recorded (threshold 1000%,
     # so machine noise cannot fail it; the gate itself is tested with controlled workloads)
-    again = pytester.runpytest("--perf", "--perf-threshold", "10", "--perf-json", "r.json", *FAST)
+    again = pytester.runpytest(
+        "--perf", "--perf-threshold", "1000%", "--perf-json", "r.json", *FAST
+    )
     again.assert_outcomes(passed=result.parseoutcomes()["passed"])
     doc = json.loads(Path(pytester.path, "r.json").read_text())
     by_kind = {r["kind"] + "/" + r["backend"]: r for r in doc["results"]}
@@ -143,7 +145,7 @@ def test_library_version_change_is_compared_and_noted(loop_project: pytest.Pytes
     for entry in doc["benchmarks"].values():
         entry["device"]["versions"]["numpy"] = "1.0.0"
     path.write_text(json.dumps(doc))
-    result = loop_project.runpytest("--perf", "--perf-threshold", "10", *FAST)
+    result = loop_project.runpytest("--perf", "--perf-threshold", "1000%", *FAST)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["test_loop[[]numpy-cpu-f64[]]: note: numpy 1.0.0 -> * since the baseline*"]

@@ -197,12 +197,12 @@ def test_ini_settings_and_marker_precedence(pytester: pytest.Pytester) -> None:
         test_ini="""
         import pytest
 
-        @pytest.mark.perf(backends=["numpy"], threshold=10)
+        @pytest.mark.perf(backends=["numpy"], threshold="1000%")
         def test_ini(perf):
             assert perf.settings.samples == 4
             perf(sum, range(10))
 
-        @pytest.mark.perf(backends=["numpy"], samples=6, threshold=10)
+        @pytest.mark.perf(backends=["numpy"], samples=6, threshold="1000%")
         def test_marker(perf):
             assert perf.settings.samples == 6
             perf(sum, range(10))
@@ -216,7 +216,7 @@ def test_ini_settings_and_marker_precedence(pytester: pytest.Pytester) -> None:
         test_ini="""
         import pytest
 
-        @pytest.mark.perf(backends=["numpy"], samples=6, threshold=10)
+        @pytest.mark.perf(backends=["numpy"], samples=6, threshold="1000%")
         def test_marker(perf):
             assert perf.settings.samples == 9
             perf(sum, range(10))

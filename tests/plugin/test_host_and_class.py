@@ -235,15 +235,24 @@ def test_a_real_competing_process_is_seen(loop_project: pytest.Pytester) -> None
 
 
 @pytest.mark.parametrize(
-    ("host", "probe_doc"),
+    ("host", "probe_doc", "field"),
     [
-        (5, "fast"),
-        ([{"others_cpus": "lots"}, "x", None], {"version": 2, "python": "slow", "copy": -1}),
-        ({"seconds": 1}, {"version": 2, "python": float("inf")}),
+        (5, "fast", ".host: must be a list of host-state windows"),
+        (
+            [{"others_cpus": "lots"}, "x", None],
+            {"version": 2, "python": 0.1},
+            ".host[[]0[]].others_cpus: must be a number, got the string 'lots'",
+        ),
+        (
+            [{"seconds": 1}],
+            {"version": 2, "python": "slow"},
+            ".host_probe.python: must be a number",
+        ),
+        ([{"seconds": 1}], {"version": 2, "copy": -1}, ".host_probe.copy: must be between 1e-12"),
     ],
 )
-def test_bad_host_records_in_a_baseline_are_ignored(
-    loop_project: pytest.Pytester, host: object, probe_doc: object
+def test_bad_host_records_in_a_baseline_are_named_and_left_untouched(
+    loop_project: pytest.Pytester, host: object, probe_doc: object, field: str
 ) -> None:
     loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
 
@@ -255,7 +264,10 @@ def test_bad_host_records_in_a_baseline_are_ignored(
     doc = json.loads(path.read_text())
     for entry in doc["benchmarks"].values():
         spoil(entry)
-    path.write_text(json.dumps(doc, allow_nan=True))
+    path.write_text(json.dumps(doc))
+    before = path.read_bytes()
     result = loop_project.runpytest("--perf", *FAST)
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines([f"*baseline file {path}: benchmarks[[]*[]]{field}*"])
     assert "Traceback" not in result.stdout.str() and "INTERNALERROR" not in result.stdout.str()
+    assert path.read_bytes() == before

@@ -67,7 +67,7 @@ def test_peak_cache_round_trip_and_a_corrupt_file(tmp_path: Path) -> None:
     path.write_text("{not json")
     broken = PeakCache(path, "m")
     assert broken.get(key) is None
-    assert "unreadable" in broken.problems[0] and str(path) in broken.problems[0]
+    assert "is not valid JSON" in broken.problems[0] and str(path) in broken.problems[0]
     broken.put(key, Peaks(1.0, 2.0, "x"))
     assert json.loads(path.read_text())["peaks"][key]["gbps"] == 2.0
 

@@ -59,17 +59,17 @@ def test_update_keeps_other_benchmarks(tmp_path: Path) -> None:
         ),
         (
             '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": {"samples": [0]}}}',
-            "benchmark 'a' has a sample that is not a number > 0: 0",
+            'benchmarks["a"].samples[0]: must be between 1e-12 and 86400, got 0',
         ),
         (
             '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": '
             '{"samples": [1.0], "runs": [1.0]}}}',
-            "benchmark 'a' has 'runs' that is not a list of samples",
+            'benchmarks["a"].runs[0]: must be a non-empty list of seconds, got the number 1.0',
         ),
         (
             '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": {"a": '
             '{"samples": [1.0], "runs": [[1.0], [-2.0]]}}}',
-            "benchmark 'a' has a sample that is not a number > 0: -2.0",
+            'benchmarks["a"].runs[1][0]: must be between 1e-12 and 86400, got -2.0',
         ),
     ],
 )

@@ -1,0 +1,91 @@
+"""Ctrl-C and SIGTERM while files are written: held, not lost, never a half-done update.
+
+:func:`held_signals` replaces the SIGINT/SIGTERM/SIGHUP handlers by ones that only remember the
+signal. Code inside checks :attr:`Held.received` where stopping is safe (before the first file is
+renamed into place) and otherwise finishes its work; the caller then reports the signal and ends
+the run as interrupted. Outside the main thread, signals cannot be handled and nothing changes.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+SIGNALS = tuple(
+    s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None
+)
+
+
+@dataclass
+class Held:
+    """The signals that arrived while held, by name (``SIGINT``), in order."""
+
+    received: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.received)
+
+    def names(self) -> str:
+        return ", ".join(dict.fromkeys(self.received))
+
+
+_holding: Held | None = None
+
+
+@contextmanager
+def held_signals() -> Iterator[Held]:
+    """Hold SIGINT/SIGTERM/SIGHUP inside; nested uses share the outer one's :class:`Held`."""
+    global _holding
+    if _holding is not None:
+        yield _holding
+        return
+    held = Held()
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+
+    def remember(signum: int, frame: FrameType | None) -> None:
+        held.received.append(signal.Signals(signum).name)
+
+    previous: dict[int, Any] = {}
+    _holding = held
+    try:
+        for s in SIGNALS:
+            previous[s] = signal.signal(s, remember)
+        yield held
+    finally:
+        _holding = None
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a perf run, raised where Ctrl-C would be, so pytest ends the run as
+    interrupted and no baseline is written."""
+
+
+def sigterm_as_interrupt() -> Callable[[], None]:
+    """For the length of a perf run: SIGTERM ends it like Ctrl-C (cleanly, no baseline written)
+    instead of killing the process where it stands. Returns the function that restores the old
+    handler. A handler the project installed itself is left alone."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        return lambda: None
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise Terminated("SIGTERM")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+    def restore() -> None:
+        if signal.getsignal(signal.SIGTERM) is interrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    return restore
