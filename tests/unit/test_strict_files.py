@@ -74,28 +74,28 @@ def test_malformed_baseline_text_is_named_and_kept(tmp_path: Path, text: str, pr
 def test_non_utf8_is_named(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_bytes(b'{"schema": "\xff"}')
-    with pytest.raises(BaselineError, match=r"t.json: is not UTF-8 text \(byte 12\)"):
+    with pytest.raises(BaselineError, match=r"t\.json: is not UTF-8 text \(byte 12\)"):
         load_file(path)
 
 
 def test_not_a_regular_file_is_refused_without_reading(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
-    with pytest.raises(BaselineError, match="fifo.json: is not a regular file \\(a FIFO\\)"):
+    with pytest.raises(BaselineError, match=r"fifo\.json: is not a regular file \(a FIFO\)"):
         load_file(fifo)  # a blocking read would hang here
     endless = tmp_path / "zero.json"
     endless.symlink_to("/dev/zero")
-    with pytest.raises(BaselineError, match="zero.json: is not a regular file \\(a character"):
+    with pytest.raises(BaselineError, match=r"zero\.json: is not a regular file \(a character"):
         load_file(endless)
     (tmp_path / "dir.json").mkdir()
-    with pytest.raises(BaselineError, match="dir.json: is not a regular file \\(a directory\\)"):
+    with pytest.raises(BaselineError, match=r"dir\.json: is not a regular file \(a directory\)"):
         load_file(tmp_path / "dir.json")
 
 
 def test_size_cap(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_text(" " * 2000)
-    with pytest.raises(FileFormatError, match="big.json: is 2000 bytes, more than the 1000"):
+    with pytest.raises(FileFormatError, match=r"big\.json: is 2000 bytes, more than the 1000"):
         read_json(path, max_bytes=1000)
 
 
