@@ -35,33 +35,48 @@ class Held:
 
 
 _holding: Held | None = None
+_previous: dict[int, Any] = {}
 
 
-@contextmanager
-def held_signals() -> Iterator[Held]:
-    """Hold SIGINT/SIGTERM/SIGHUP inside; nested uses share the outer one's :class:`Held`."""
+def hold() -> Held:
+    """Start holding SIGINT/SIGTERM/SIGHUP (until :func:`release`); if already holding, the
+    current :class:`Held`. Outside the main thread nothing is held."""
     global _holding
     if _holding is not None:
-        yield _holding
-        return
+        return _holding
     held = Held()
     if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
+        return held
 
     def remember(signum: int, frame: FrameType | None) -> None:
         held.received.append(signal.Signals(signum).name)
 
-    previous: dict[int, Any] = {}
     _holding = held
+    for s in SIGNALS:
+        _previous[s] = signal.signal(s, remember)
+    return held
+
+
+def release() -> None:
+    """Put the handlers back that :func:`hold` replaced."""
+    global _holding
+    _holding = None
+    for s, handler in _previous.items():
+        signal.signal(s, handler)
+    _previous.clear()
+
+
+@contextmanager
+def held_signals() -> Iterator[Held]:
+    """Hold the signals inside; nested in a hold that is already on, share its :class:`Held` and
+    leave it on."""
+    outer = _holding is not None
+    held = hold()
     try:
-        for s in SIGNALS:
-            previous[s] = signal.signal(s, remember)
         yield held
     finally:
-        _holding = None
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        if not outer:
+            release()
 
 
 class Terminated(KeyboardInterrupt):

@@ -462,6 +462,14 @@ def _check_required(state: PerfState) -> None:
         )
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run is over: signals held since its write-up are no longer held (they arrived while
+    the process was ending anyway, after every file was written)."""
+    from .interrupts import release
+
+    release()
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if state.enabled:
@@ -477,12 +485,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not state.enabled:
         return
     state.restore_sigterm()
-    from .interrupts import held_signals
+    from .interrupts import hold
 
-    # Ctrl-C or SIGTERM from here on is held: every file below is written whole or not at all,
-    # and the run ends as interrupted with a message instead of a traceback.
-    with held_signals() as held:
-        _finish(session, state, exitstatus)
+    # Ctrl-C or SIGTERM from here to pytest_unconfigure is held: every file below is written whole
+    # or not at all, and the run ends as interrupted with a message instead of a traceback.
+    held = hold()
+    _finish(session, state, exitstatus)
     if held:
         state.interrupted = True
         state.messages.append(f"{held.names()} received while the run was being written up")
@@ -546,6 +554,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE]
     if not state.enabled or state.worker_out is not None:
         return
+    from .interrupts import held_signals
+
+    with held_signals() as held:  # the summary is printed whole; a Ctrl-C now ends nothing early
+        before = len(held.received)
+        _summary(terminalreporter, config, state)
+    if len(held.received) > before:
+        terminalreporter.write_line(f"{held.names()} received while the summary was printed")
+
+
+def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> None:
     from .comparability import LEGACY
     from .compare import NO_BASELINE
     from .jsonfile import escape

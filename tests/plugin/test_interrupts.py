@@ -1,0 +1,87 @@
+"""Ctrl-C and SIGTERM at random moments of a real `pytest --perf --update-baselines` process:
+never a traceback, a half-written or partly updated set of baseline files, or a temporary file.
+Every check holds whatever moment the signal lands at, so the test does not depend on speed."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST, LOOP_MODULE
+
+# makes each temporary baseline file slow to write, so some signals land in the writing phase
+SLOW_WRITES = """
+import os
+import time
+
+if os.environ.get("SLOW_WRITES"):
+    import pytest_burnperf.store as store
+
+    real = store.write_temporary
+
+    def slow(path, text):
+        time.sleep(float(os.environ["SLOW_WRITES"]))
+        return real(path, text)
+
+    store.write_temporary = slow
+"""
+
+
+def _files(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*.json"))}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_update_interrupted_at_random_moments(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sig: int
+) -> None:
+    pytester.makepyfile(test_a=LOOP_MODULE, test_b=LOOP_MODULE)
+    pytester.makeconftest(SLOW_WRITES)
+    record = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+    pytester.runpytest_subprocess(*record).assert_outcomes(passed=4)
+    root = pytester.path / "baselines"
+    before = _files(root)
+    assert len(before) == 2
+    monkeypatch.setenv("SLOW_WRITES", "0.4")
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")  # new timings: every file changes
+    rng = random.Random(sig)
+    seen: set[str] = set()
+    for _ in range(4):
+        with subprocess.Popen(
+            [sys.executable, "-m", "pytest", *record, "-p", "no:cacheprovider"],
+            cwd=pytester.path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ) as proc:
+            assert proc.stdout is not None
+            while "test session starts" not in proc.stdout.readline():
+                pass
+            time.sleep(rng.uniform(0.0, 2.5))  # timing takes about 1 s, writing 0.8 s
+            proc.send_signal(sig)
+            out = proc.stdout.read()
+            proc.wait(timeout=60)
+        assert "Traceback" not in out and "INTERNALERROR" not in out, out
+        after = _files(root)
+        assert list(after) == list(before)
+        for text in after.values():
+            json.loads(text)
+        changed = [p for p in before if after[p] != before[p]]
+        assert changed in ([], list(before)), out  # all files or none
+        assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]
+        if changed:
+            seen.add("updated")
+            assert "baselines updated: 4 benchmark(s) in 2 file(s)" in out
+            before = after
+        else:
+            seen.add("not updated")
+            assert proc.returncode == 2, out
+            assert "baselines NOT updated" in out, out
+    assert seen  # (which outcomes occur depends on timing; each is checked above)
