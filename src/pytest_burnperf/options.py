@@ -291,7 +291,11 @@ def ini_value(config: pytest.Config, ini: str, parse: Callable[[Any, str], T]) -
     where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
     try:
         raw = config.getini(ini)
-    except (TypeError, ValueError) as exc:  # pytest's own type check of a TOML value
+    except (
+        TypeError,
+        ValueError,
+        pytest.UsageError,
+    ) as exc:  # pytest's own type check of a TOML value
         raise pytest.UsageError(f"{where}: {exc}") from None
     if raw in ("", None):
         return None
@@ -305,7 +309,7 @@ def flag_value(config: pytest.Config, ini: str) -> bool:
     """A boolean ini key; a value that is not one names the key and the file."""
     try:
         return bool(config.getini(ini))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, pytest.UsageError) as exc:
         where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
         raise pytest.UsageError(
             f"{where}: must be true or false (also 1/0, yes/no, on/off), {exc}"

@@ -70,13 +70,13 @@ def pytest_configure(config: pytest.Config) -> None:
     def pick(ini: str) -> Any:
         return values[ini] if values[ini] is not None else ini_values[ini]
 
-    enabled = bool(config.getoption("perf") or flag_value(config, "perf"))
+    enabled = bool(flag_value(config, "perf") or config.getoption("perf"))
     smoke_opt = config.getoption("perf_smoke")
     smoke = not enabled and bool(
         flag_value(config, "perf_smoke") if smoke_opt is None else smoke_opt
     )
     update = bool(
-        config.getoption("update_baselines") or flag_value(config, "perf_update_baselines")
+        flag_value(config, "perf_update_baselines") or config.getoption("update_baselines")
     )
     if update and not enabled:
         raise pytest.UsageError(
@@ -143,9 +143,9 @@ def pytest_configure(config: pytest.Config) -> None:
         else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
         size=pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE),
         smoke=smoke,
-        strict=bool(config.getoption("perf_strict") or flag_value(config, "perf_strict")),
+        strict=bool(flag_value(config, "perf_strict") or config.getoption("perf_strict")),
         recalibrate=bool(
-            config.getoption("perf_recalibrate") or flag_value(config, "perf_recalibrate")
+            flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),
         worker_out=Path(worker_out) if worker_out else None,
     )

@@ -144,7 +144,7 @@ def test_bad_ini_value_names_the_ini_option(pytester: pytest.Pytester) -> None:
     )
 
 
-# threshold=10 (+1000%): these tests are about baseline files, not the gate, so timing noise
+# threshold="1000%": these tests are about baseline files, not the gate, so timing noise
 # between runs must not fail them
 BENCH_A = """
 import pytest
