@@ -36,7 +36,8 @@ def _no_traceback(result: pytest.RunResult) -> None:
         ("warmup=10**400", "warmup is far out of range, got a 401-digit number"),
         (
             "threshold=5",
-            "threshold 5 would mean a slowdown of +500%; a bare number is a fraction in [[]0, 1]: write '5%' or 0.05 for 5%*",
+            "threshold 5 would mean a slowdown of +500%; a bare number is a fraction in [[]0, 1]: "
+            "write '5%' or 0.05 for 5%*",
         ),
         ("alpha='1_0'", "alpha must be a number, got '1_0'"),
         ("min_time='\u0661'", "min_time must be a number, got '\u0661'"),
@@ -210,7 +211,8 @@ def test_pedantic_setup_that_returns_the_wrong_thing(pytester: pytest.Pytester) 
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(
             [
-                "*test_p.py::test_p[[]numpy-cpu-f32[]]: perf.pedantic: setup must return None or (args, kwargs)*got int 5"
+                "*test_p.py::test_p[[]numpy-cpu-f32[]]: perf.pedantic: setup must return None or "
+                "(args, kwargs)*got int 5"
             ]
         )
         _no_traceback(result)
