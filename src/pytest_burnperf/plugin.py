@@ -120,7 +120,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
         problem = json_target_problem(config.invocation_params.dir / json_path, baselines_root)
         if problem:
-            raise pytest.UsageError(f"--perf-json {json_path}: {problem}")
+            where = (
+                "--perf-json"
+                if values["perf_json"] is not None
+                else f"ini option perf_json in {config.inipath}"
+            )
+            raise pytest.UsageError(f"{where} {json_path}: {problem}")
     config.stash[STATE] = PerfState(
         enabled=enabled,
         update=update,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .compare import VERDICTS, format_ratio, format_time
-from .jsonfile import Fields, read_json
+from .jsonfile import Fields, loads, read_bytes, read_json
 from .results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from .spec import COLUMN_KEYS
 from .stats import summarize
@@ -347,9 +347,10 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
     """The samples of a ``--perf-json`` file by test id: each process round's where the file has
     them (so the between-process spread counts), else the one list. Raises FileFormatError."""
     f = Fields(path)
-    doc = read_json(path)
-    if doc is None:
+    data = read_bytes(path)
+    if data is None:
         f.fail("", "does not exist")
+    doc = loads(path, data)
     if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
         f.fail("", f'is not a pytest-burnperf --perf-json file (no "schema": "{RESULTS_SCHEMA}")')
     if doc.get("version") != RESULTS_VERSION or isinstance(doc.get("version"), bool):

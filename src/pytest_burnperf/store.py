@@ -42,7 +42,8 @@ from .jsonfile import (
     Fields,
     FileFormatError,
     escape_strings,
-    read_json,
+    loads,
+    read_bytes,
     stale_temporaries,
     write_temporary,
 )
@@ -217,10 +218,13 @@ def check_document(path: Path, doc: object) -> dict[str, dict[str, Any]]:
 def load_file(path: Path) -> dict[str, dict[str, Any]]:
     """The benchmarks of one baseline file; ``{}`` if it does not exist."""
     try:
-        doc = read_json(path)
+        data = read_bytes(path)
+        if data is None:
+            return {}
+        doc = loads(path, data)
     except FileFormatError as exc:
         raise BaselineError(path, exc.problem) from None
-    return {} if doc is None else check_document(path, doc)
+    return check_document(path, doc)
 
 
 @dataclass

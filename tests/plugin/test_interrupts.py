@@ -50,6 +50,7 @@ def test_update_interrupted_at_random_moments(
     before = _files(root)
     assert len(before) == 2
     monkeypatch.setenv("SLOW_WRITES", "0.4")
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")  # the header line arrives when it is printed
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")  # new timings: every file changes
     rng = random.Random(sig)
     seen: set[str] = set()

@@ -53,6 +53,7 @@ BAD_TEXT = [
     ('{"schema": "x", "version": 1}', "is not a pytest-burnperf baseline file"),
     ("[" * 5000 + "]" * 5000, "is nested too deeply"),
     ("", "is not valid JSON (line 1, column 1"),
+    ("null", "is not a pytest-burnperf baseline file"),
 ]
 
 
