@@ -240,9 +240,11 @@ def interrupts(trials: int, work: Path) -> dict[str, Any]:
             pytest_cmd("-x", "-q"), cwd=root, env=env(), capture_output=True, text=True
         )
         outcome = (
-            "updated (signal held during renames)"
+            "updated, the signal held during the renames"
             if says_updated and "held until" in text
-            else "updated (signal after the update)"
+            else "updated, the signal came during the write-up or later"
+            if says_updated and delay > 0.5 * span
+            else "updated, the signal was lost early in collection"
             if says_updated
             else "not updated"
         )
@@ -602,7 +604,8 @@ def section(doc: dict[str, Any]) -> str:
         + ", ".join(
             f"{k} {v}" for k, v in sorted(i.items()) if k.startswith(("updated", "not updated"))
         )
-        + " |",
+        + f" (signals spread over the {doc['interrupts']['span_s']} s an update takes after the "
+        "session starts) |",
     ]
     total = len(m)
     good = sum(r["outcome"] == "clear error" for r in m)
@@ -615,6 +618,14 @@ def section(doc: dict[str, Any]) -> str:
         )
         + " |"
     )
+    lost = [r for r in doc["interrupts"]["trials"] if "lost" in r["outcome"]]
+    if lost:
+        when = ", ".join(f"{r['signal']} at {r['delay_s']} s" for r in lost)
+        lines += [
+            "",
+            f"Signals lost: {len(lost)} ({when} after the session started): the run went on "
+            "and updated every file, whole; see Known limits.",
+        ]
     bad = [r for r in m if r["outcome"] != "clear error"]
     if bad:
         lines += ["", "Cases that did not give a clear error:", ""]

@@ -163,6 +163,18 @@ def snapshot() -> Snapshot:
     )
 
 
+#: Fields of a stored window (:meth:`Window.as_dict`): numbers, and whole-number counts.
+WINDOW_NUMBERS = (
+    "seconds",
+    "own_cpus",
+    "others_cpus",
+    "steal_share",
+    "pressure_share",
+    "throttle_share",
+)
+WINDOW_COUNTS = ("cpus", "descheduled", "samples")
+
+
 @dataclass(frozen=True)
 class Window:
     """What happened on the host between two snapshots, as averages over the window."""
@@ -192,21 +204,13 @@ class Window:
         types, missing fields), so a bad file can never crash a verdict."""
         if not isinstance(doc, Mapping):
             return None
-        numbers = (
-            "seconds",
-            "own_cpus",
-            "others_cpus",
-            "steal_share",
-            "pressure_share",
-            "throttle_share",
-        )
-        for key in numbers:
+        for key in WINDOW_NUMBERS:
             v = doc.get(key)
             if v is not None and (
                 isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
             ):
                 return None
-        for key in ("cpus", "descheduled", "samples"):
+        for key in WINDOW_COUNTS:
             v = doc.get(key, 0)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 return None

@@ -506,7 +506,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
     from .jsonfile import atomic_write_text, dumps, finite
 
     if state.worker_out is not None:
-        atomic_write_text(state.worker_out, dumps(state.worker_samples))
+        atomic_write_text(state.worker_out, dumps(finite(state.worker_samples)))
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.interrupted = True

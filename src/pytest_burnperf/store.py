@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .hoststate import WINDOW_COUNTS, WINDOW_NUMBERS
 from .jsonfile import (
     Fields,
     FileFormatError,
@@ -161,18 +162,6 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
         elif value is not None:
             f.seconds(value, f"{where}.host_probe.{name}")
     return e
-
-
-#: Fields of a host-state window (hoststate.Window.as_dict) and their kinds.
-WINDOW_NUMBERS = (
-    "seconds",
-    "own_cpus",
-    "others_cpus",
-    "steal_share",
-    "pressure_share",
-    "throttle_share",
-)
-WINDOW_COUNTS = ("cpus", "descheduled", "samples")
 
 
 def check_window(f: Fields, w: dict[str, Any], where: str) -> None:
