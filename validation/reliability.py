@@ -413,6 +413,73 @@ def baseline_cases(work: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def cache_and_round_cases(work: Path) -> list[dict[str, Any]]:
+    """Bad peak-cache files (a bad one costs a re-measurement, named among the problems) and bad
+    round files (named, the round left out)."""
+    from pytest_burnperf.jsonfile import FileFormatError
+    from pytest_burnperf.roofline import CALIBRATION_VERSION, PeakCache, Peaks
+    from pytest_burnperf.rounds import read_round_file
+
+    d = work / "own"
+    d.mkdir()
+    rows = []
+    key = PeakCache.key("m", "numpy-cpu", "cpu", "f32", 1)
+    good_peaks = {"version": CALIBRATION_VERSION, "peaks": {key: Peaks(1.0, 2.0, "x").as_dict()}}
+    peak_cases: list[tuple[str, str]] = [
+        ("not JSON", "{"),
+        ("NaN", json.dumps(good_peaks).replace("1.0", "NaN")),
+        ("Infinity", json.dumps(good_peaks).replace("2.0", "Infinity")),
+        ("1e400", json.dumps(good_peaks).replace("2.0", "1e400")),
+        ("duplicate key", '{"version": 1, "version": 1, "peaks": {}}'),
+        ("gflops a string", json.dumps(good_peaks).replace("1.0", '"fast"')),
+        ("gflops negative", json.dumps(good_peaks).replace("1.0", "-1.0")),
+        ("gbps true", json.dumps(good_peaks).replace("2.0", "true")),
+        ("huge integer", json.dumps(good_peaks).replace("1.0", "9" * 400)),
+        ("deep nesting", "[" * 5000 + "]" * 5000),
+    ]
+    for what, text in peak_cases:
+        p = d / f"peaks-{len(rows)}.json"
+        p.write_text(text)
+        cache = PeakCache(p, "m")
+        try:
+            got = cache.get(key)
+            if got is None and any(str(p) in x for x in cache.problems):
+                outcome = "clear error"
+            elif got is None:
+                outcome = "error that does not name the thing at fault"
+            else:
+                outcome = "accepted (silently misread)"
+        except Exception as exc:
+            outcome = f"traceback ({type(exc).__name__})"
+        rows.append({"kind": "peak cache", "case": what, "outcome": outcome})
+    round_cases: list[tuple[str, Any]] = [
+        ("not an object", []),
+        ("record a list", {"t": []}),
+        ("values missing", {"t": {"host": {}}}),
+        ("values empty", {"t": {"values": []}}),
+        ("values negative", {"t": {"values": [-1.0]}}),
+        ("values strings", {"t": {"values": ["0.1"]}}),
+        ("values tiny", {"t": {"values": [5e-324]}}),
+        ("values booleans", {"t": {"values": [True]}}),
+        ("host a list", {"t": {"values": [0.1], "host": []}}),
+        ("probe a string", {"t": {"values": [0.1], "probe": "fast"}}),
+        ("control character in a key", {"t\x1b": {"values": [0.1]}}),
+        ("null", None),
+    ]
+    for what, doc in round_cases:
+        p = d / f"round-{len(rows)}.json"
+        p.write_text(json.dumps(doc))
+        try:
+            read_round_file(p)
+            outcome = "accepted (silently misread)"
+        except FileFormatError as exc:
+            outcome = "clear error" if str(p) in str(exc) else "error without the path"
+        except Exception as exc:
+            outcome = f"traceback ({type(exc).__name__})"
+        rows.append({"kind": "round file", "case": what, "outcome": outcome})
+    return rows
+
+
 def _run(root: Path, args: list[str]) -> tuple[int, str]:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *args],
@@ -611,10 +678,15 @@ def section(doc: dict[str, Any]) -> str:
     good = sum(r["outcome"] == "clear error" for r in m)
     lines.append(
         f"| malformed input ({', '.join(f'{k} {sum(v.values())}' for k, v in by_kind.items())}) "
-        f"| {total} | {good} clear errors naming the thing at fault ({100 * good / max(total, 1):.0f}%); "
-        + ", ".join(
-            f"{sum(r['outcome'] == o for r in m)} {o}"
-            for o in sorted({r["outcome"] for r in m} - {"clear error"})
+        f"| {total} | {good} clear errors naming the thing at fault ({100 * good / max(total, 1):.0f}%)"
+        + (
+            "; "
+            + ", ".join(
+                f"{sum(r['outcome'] == o for r in m)} {o}"
+                for o in sorted({r["outcome"] for r in m} - {"clear error"})
+            )
+            if good < total
+            else ""
         )
         + " |"
     )
@@ -659,7 +731,7 @@ def main() -> None:
             "command": "python validation/reliability.py --out docs/reliability.md"
             + (f" --trials {args.trials}" if args.trials != 30 else ""),
         }
-        doc["malformed"] = baseline_cases(work) + results_cases(work)
+        doc["malformed"] = baseline_cases(work) + results_cases(work) + cache_and_round_cases(work)
         doc["malformed"] += pytest_cases(work, args.pytest_cases)
         doc["concurrency"] = concurrency(args.trials, work)
         doc["interrupts"] = interrupts(args.trials, work)

@@ -90,6 +90,7 @@ def read_round_file(path: Path) -> dict[str, dict[str, Any]]:
     f = Fields(path)
     records = f.obj(doc, "document")
     for nodeid, rec in records.items():
+        f.text(nodeid, "test id")
         where = f"[{json.dumps(nodeid)}]"
         f.obj(rec, where)
         rec["values"] = f.samples(rec.get("values"), f"{where}.values")
