@@ -721,13 +721,15 @@ def main() -> None:
     ap.add_argument("--pytest-cases", type=int, default=None, help="cap on pytest-process cases")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write the section to")
     args = ap.parse_args()
+    from pytest_burnperf.hardware import cpu_identity, describe, hardware_class
+
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="burnperf-reliability-") as tmp:
         work = Path(tmp)
         doc: dict[str, Any] = {
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": f"{platform.machine()} Linux, {os.cpu_count()} CPUs, Python "
-            f"{platform.python_version()}",
+            "machine": f"hardware class {hardware_class()} ({describe(cpu_identity())}), "
+            f"{platform.system()}, Python {platform.python_version()}",
             "command": "python validation/reliability.py --out docs/reliability.md"
             + (f" --trials {args.trials}" if args.trials != 30 else ""),
         }
