@@ -86,6 +86,9 @@ class SmokePerf:
         self.device = case.entry.device
         self.dtype = case.dtype
         self._used = False
+        #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
+        self.extra_info: dict[str, Any] = {}
+        self.group: str | None = None
 
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
@@ -109,11 +112,12 @@ class SmokePerf:
         kwargs: dict[str, Any] | None = None,
         *,
         setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
         rounds: int | None = None,
         iterations: int = 1,
         warmup_rounds: int = 0,
     ) -> T:
-        """One round: ``setup`` (if any), then one call."""
+        """One round: ``setup`` (if any), one call, ``teardown`` (if any)."""
         __tracebackhide__ = True
         del rounds, iterations, warmup_rounds
         self._start(fn, "perf.pedantic()")
@@ -124,6 +128,8 @@ class SmokePerf:
                 a, k = tuple(prepared[0]), dict(prepared[1])
         result = fn(*a, **k)
         self.device.sync()
+        if teardown is not None:
+            teardown(*a, **k)
         return result
 
 
@@ -151,6 +157,9 @@ class Perf:
         self._legacy = legacy
         self._used = False
         self._work: Work | None = None
+        #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
+        self.extra_info: dict[str, Any] = {}
+        self.group: str | None = None
         self.device = case.entry.device
         self.dtype = case.dtype
         self.settings = state.settings_for(case.spec)
@@ -260,14 +269,18 @@ class Perf:
         kwargs: dict[str, Any] | None = None,
         *,
         setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
         rounds: int | None = None,
         iterations: int = 1,
         warmup_rounds: int = 0,
     ) -> T:
-        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``.
+        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``
+        and before an untimed ``teardown`` (called with the round's arguments, as in
+        pytest-benchmark).
 
         ``setup`` may return ``(args, kwargs)`` for that round. ``rounds`` defaults to the
-        benchmark's ``samples`` setting.
+        benchmark's ``samples`` setting; ``rounds=1`` is timed but cannot be judged (the verdict
+        says so).
         """
         __tracebackhide__ = True
         from .timing import measure_pedantic
@@ -275,7 +288,7 @@ class Perf:
         where = f"{self._item.nodeid}: perf.pedantic"
         rounds = self.settings.samples if rounds is None else rounds
         for name, value, low in (
-            ("rounds", rounds, 2),
+            ("rounds", rounds, 1),
             ("iterations", iterations, 1),
             ("warmup_rounds", warmup_rounds, 0),
         ):
@@ -292,6 +305,8 @@ class Perf:
             if not callable(setup):
                 pytest.fail(f"{where}: setup must be callable, got {setup!r}", pytrace=False)
             setup = checked_setup(setup, where)
+        if teardown is not None and not callable(teardown):
+            pytest.fail(f"{where}: teardown must be callable, got {teardown!r}", pytrace=False)
         if setup is not None and iterations > 1:
             pytest.fail(
                 f"{where}: iterations={iterations} with a setup function would reuse one "
@@ -305,6 +320,7 @@ class Perf:
             args,
             kwargs,
             setup=setup,
+            teardown=teardown,
             rounds=rounds,
             iterations=iterations,
             warmup_rounds=warmup_rounds,
@@ -372,6 +388,8 @@ class Perf:
             else state.peaks_for(self.device, case.dtype, s.threads),
             host=tuple(evidence.windows),
             probe=None if evidence.probe is None else dict(evidence.probe),
+            extra_info=dict(self.extra_info),
+            group=self.group,
         )
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
@@ -446,3 +464,31 @@ def _host_evidence(
         probe=_probe.pooled(probes),
         baseline_probe=old_probe if isinstance(old_probe, dict) else None,
     )
+
+
+def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
+    """The ``perf`` object of one benchmark: timing and judging under ``--perf``, a single untimed
+    call in smoke mode. Its baseline is loaded here; a bad baseline file fails this test only."""
+    from .session import STATE
+    from .store import BaselineError
+
+    state = request.config.stash[STATE]
+    assert case.entry is not None and case.entry.device is not None
+    if not state.enabled:
+        case.entry.device.reseed(0)
+        return SmokePerf(state, request.node, case)
+    module, key = module_and_key(request.node, state.rootpath)
+    legacy = False
+    try:
+        baseline = state.store.get(module, key)
+        if baseline is None and state.legacy_store is not None:
+            baseline = state.legacy_store.get(module, key)
+            legacy = baseline is not None
+    except BaselineError as exc:
+        pytest.fail(
+            f"{request.node.nodeid}: {exc}. The file was left untouched; fix it, or delete it and "
+            "record new baselines with --update-baselines",
+            pytrace=False,
+        )
+    case.entry.device.reseed(0)
+    return Perf(state, request.node, case, module, key, baseline, legacy)

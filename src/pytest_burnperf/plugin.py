@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from . import spec as _spec
-from .fixture import Perf, SmokePerf, module_and_key
+from .fixture import Perf, SmokePerf, make_perf
 from .options import (
     DEFAULT_UPDATE_ROUNDS,
     DEFAULTS,
@@ -161,8 +161,34 @@ def pytest_configure(config: pytest.Config) -> None:
             tr.write_line(line)
 
     config.stash[STATE].announce = announce
+    _register_benchmark_compat(config)
     if worker_out:
         config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
+
+
+def _register_benchmark_compat(config: pytest.Config) -> None:
+    """pytest-benchmark's ``benchmark`` fixture from this plugin (compat.py) where it applies."""
+    from . import compat
+
+    installed = compat.has_pytest_benchmark()
+    if not installed:
+        config.addinivalue_line(
+            "markers",
+            "benchmark(group=, min_rounds=, max_time=, min_time=, warmup=, ...): pytest-benchmark's "
+            "settings, honoured by pytest-burnperf for tests using the `benchmark` fixture",
+        )
+    if compat.active(config):
+        config.pluginmanager.register(compat, "burnperf-benchmark-compat")
+        theirs = config.pluginmanager.get_plugin("benchmark")
+        if theirs is not None and config.stash[STATE].enabled:
+            # under --perf this plugin times those tests; pytest-benchmark's hooks would reject
+            # the fixture object and report an empty run, so they are switched off for this run
+            config.pluginmanager.unregister(theirs)
+        if installed and config.stash[STATE].enabled and config.get_verbosity() >= 0:
+            config.stash[STATE].messages.append(
+                "tests using pytest-benchmark's `benchmark` fixture were timed and judged by "
+                "pytest-burnperf under --perf (pytest-benchmark's own fixture was not used)"
+            )
 
 
 class _RoundProgress:
@@ -186,6 +212,8 @@ class _RoundProgress:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("perf")
     if marker is None:
+        if "benchmark" in metafunc.fixturenames:
+            _generate_benchmark_compat(metafunc)
         return
     test = metafunc.definition.nodeid
     stacked = list(metafunc.definition.iter_markers("perf"))
@@ -234,6 +262,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         marks = [pytest.mark.skip(reason=case.skip_reason)] if case.skip_reason else []
         params.append(pytest.param(*values, id=f"{case.label}-{case.dtype}", marks=marks))
     metafunc.parametrize(argnames, params)
+
+
+def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
+    """A test written for pytest-benchmark: one case, the host CPU (numpy's device), ``[cpu]``."""
+    from . import compat
+
+    if not compat.active(metafunc.config):
+        return
+    state = metafunc.config.stash[STATE]
+    test = metafunc.definition.nodeid
+    bench = metafunc.definition.get_closest_marker("benchmark")
+    try:
+        overrides, _group = compat.marker_overrides(test, bench.kwargs if bench else {})
+    except SpecError as exc:
+        _invalid(metafunc, str(exc))
+        return
+    spec = _spec.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
+    (entry,) = state.registry.resolve_all(spec.backends)[:1]
+    reason = entry.reason
+    case = Case(entry, compat.CASE_ID, "f64", spec, skip_reason=reason)
+    marks = [pytest.mark.skip(reason=reason)] if reason else []
+    metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=compat.CASE_ID, marks=marks)])
 
 
 class PerfFixtureShadowWarning(pytest.PytestWarning):
@@ -365,29 +415,7 @@ def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf | SmokePe
     ``perf.pedantic(fn, setup=..., rounds=..., iterations=..., warmup_rounds=...)`` gives each
     round fresh inputs.
     """
-    from .store import BaselineError
-
-    state = request.config.stash[STATE]
-    case = _burnperf_case
-    assert case.entry is not None and case.entry.device is not None
-    if not state.enabled:
-        case.entry.device.reseed(0)
-        return SmokePerf(state, request.node, case)
-    module, key = module_and_key(request.node, state.rootpath)
-    legacy = False
-    try:
-        baseline = state.store.get(module, key)
-        if baseline is None and state.legacy_store is not None:
-            baseline = state.legacy_store.get(module, key)
-            legacy = baseline is not None
-    except BaselineError as exc:
-        pytest.fail(
-            f"{request.node.nodeid}: {exc}. The file was left untouched; fix it, or delete it and "
-            "record new baselines with --update-baselines",
-            pytrace=False,
-        )
-    case.entry.device.reseed(0)
-    return Perf(state, request.node, case, module, key, baseline, legacy)
+    return make_perf(request, _burnperf_case)
 
 
 # --------------------------------------------------------------------------------------------

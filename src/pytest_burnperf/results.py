@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
@@ -44,6 +45,9 @@ class Result:
     #: Host state during each process round (this process last), and the reference probe.
     host: tuple[Window, ...] = ()
     probe: dict[str, Any] | None = None
+    #: pytest-benchmark's ``benchmark.extra_info`` and group, for tests written for it.
+    extra_info: dict[str, Any] = field(default_factory=dict)
+    group: str | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -193,6 +197,9 @@ class Result:
             "host_disturbed": self.host_disturbed(),
             "host_probe": self.probe,
             "roofline": self._roofline_json(),
+            "group": self.group,
+            # what JSON cannot hold is written as its str(), as pytest-benchmark users expect
+            "extra_info": json.loads(json.dumps(self.extra_info, default=str)),
             "baseline": base,
             "verdict": {
                 "status": v.status,

@@ -300,6 +300,7 @@ def measure_pedantic(
     kwargs: dict[str, Any] | None = None,
     *,
     setup: Callable[[], Any] | None = None,
+    teardown: Callable[..., Any] | None = None,
     rounds: int,
     iterations: int = 1,
     warmup_rounds: int = 0,
@@ -315,6 +316,7 @@ def measure_pedantic(
 
     ``setup`` (untimed) may return ``(args, kwargs)``, which then replace ``args``/``kwargs`` for
     that round. Each round times ``iterations`` calls; ``warmup_rounds`` rounds run untimed first.
+    ``teardown`` (untimed) runs after each round with that round's arguments.
     ``flush`` (untimed) runs before each round, after ``setup``. ``meter`` measures the last
     warm-up round (so with ``warmup_rounds=0`` there is no peak memory: pedantic never adds calls).
     """
@@ -344,8 +346,12 @@ def measure_pedantic(
 
         if metered and meter is not None:
             peak = meter(body)
+            if teardown is not None:
+                teardown(*a, **k)
             return 0.0, 0.0
         elapsed, wall = clocks.span(body)
+        if teardown is not None:
+            teardown(*a, **k)
         return elapsed / iterations, wall / iterations
 
     for i in range(warmup_rounds):

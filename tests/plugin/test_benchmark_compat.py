@@ -1,0 +1,127 @@
+"""A suite written for pytest-benchmark runs unchanged under --perf: recorded, gated, re-run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST
+
+SUITE = """
+import os
+import time
+
+import pytest
+
+
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    return seconds
+
+
+def test_plain(benchmark):
+    seconds = 200e-6 * float(os.environ.get("BURNPERF_TEST_WORK", "1.0"))
+    assert benchmark(spin, seconds) == seconds
+
+
+TORN = []
+
+
+@pytest.mark.benchmark(group="io", min_rounds=5, warmup=False)
+def test_pedantic(benchmark):
+    def setup():
+        return (200e-6,), {}
+
+    def teardown(seconds):
+        TORN.append(seconds)
+
+    benchmark.extra_info["size"] = 3
+    result = benchmark.pedantic(spin, setup=setup, teardown=teardown, rounds=15)
+    assert result == 200e-6 and TORN  # each round is torn down (once in smoke mode)
+"""
+
+
+def test_a_pytest_benchmark_suite_runs_unchanged(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    rec = pytester.runpytest("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+    rec.assert_outcomes(passed=2)
+    (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
+    assert set(json.loads(path.read_text())["benchmarks"]) == {
+        "test_plain[cpu]",
+        "test_pedantic[cpu]",
+    }
+
+    again = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    again.assert_outcomes(passed=2)
+    doc = json.loads(Path(pytester.path, "r.json").read_text())
+    by_test = {r["name"]: r for r in doc["results"]}
+    assert by_test["test_pedantic[cpu]"]["group"] == "io"
+    assert by_test["test_pedantic[cpu]"]["extra_info"] == {"size": 3}
+    assert len(by_test["test_pedantic[cpu]"]["samples"]) == 15
+
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    slow = pytester.runpytest("--perf", *FAST)
+    slow.assert_outcomes(passed=1, failed=1)
+    slow.stdout.fnmatch_lines(["*test_plain[[]cpu[]]: * (+*%*) exceeds *"])
+
+
+def test_without_perf_the_body_runs_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "no:benchmark")
+    result.assert_outcomes(passed=2)
+
+
+def test_pedantic_with_one_round_is_timed_not_judged(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_one="""
+        def test_once(benchmark):
+            benchmark.pedantic(sum, args=(range(10),))
+        """
+    )
+    pytester.runpytest("--perf", "--update-baselines", "--perf-rounds", "1", *FAST).assert_outcomes(
+        passed=1
+    )
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_once[[]cpu[]]*inconclusive*"])
+
+
+def test_bad_benchmark_marker_is_an_error_of_that_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.benchmark(rounds=5)
+        def test_x(benchmark):
+            benchmark(sum, range(3))
+        """
+    )
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*test_bad.py::test_x: @pytest.mark.benchmark got unknown keyword 'rounds'*"]
+    )
+
+
+def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
+    pytester: pytest.Pytester,
+) -> None:
+    pytest.importorskip("pytest_benchmark")
+    pytester.makepyfile(test_suite=SUITE)
+    theirs = pytester.runpytest("-p", "benchmark")
+    theirs.assert_outcomes(passed=2)
+    theirs.stdout.fnmatch_lines(["*- benchmark: 1 tests -*"])  # pytest-benchmark's own tables
+    ours = pytester.runpytest("-p", "benchmark", "--perf", *FAST)
+    ours.assert_outcomes(passed=2)
+    ours.stdout.fnmatch_lines(
+        [
+            "tests using pytest-benchmark's `benchmark` fixture were timed and judged by pytest-burnperf*"
+        ]
+    )
+    ours.stdout.no_fnmatch_line("*- benchmark: 1 tests -*")
