@@ -237,6 +237,61 @@ def cmd_machines(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    """A saved pytest-benchmark run with raw data, as this machine's baselines of those tests."""
+    from .devices import Registry
+    from .hardware import cpu_identity, hardware_class
+    from .jsonfile import FileFormatError, escape_strings
+    from .machine import check_machine_id, default_machine_id, machine_info, now_utc
+    from .pytest_benchmark_json import read_saved_run, same_simd_class
+    from .spec import SpecError
+    from .stats import summarize
+    from .store import BaselineStore
+
+    try:
+        saved, their_machine = read_saved_run(args.file)
+    except FileFormatError as exc:
+        raise InputError(str(exc)) from None
+    level = str(cpu_identity().get("level") or "")
+    why = same_simd_class(their_machine, level)
+    if why is not None:
+        raise InputError(f"{args.file}: {why}")
+    try:
+        machine_id = (
+            check_machine_id(args.machine, "--machine") if args.machine else default_machine_id()
+        )
+    except SpecError as exc:
+        raise InputError(str(exc)) from None
+    (entry,) = Registry().resolve_all(("numpy-cpu",))[:1]
+    assert entry.device is not None
+    with entry.device.threads(1):
+        fingerprint = escape_strings(entry.device.fingerprint())
+    recorded = {"date": now_utc(), "imported_from": args.file.name, "tool": "pytest-benchmark"}
+    updates: dict[str, dict[str, dict[str, Any]]] = {}
+    for b in saved:
+        updates.setdefault(b.module, {})[b.key] = {
+            "samples": list(b.samples),
+            "runs": [list(b.samples)],
+            "stats": summarize(b.samples).as_dict(),
+            "loops": b.iterations,
+            "timer": "host",
+            "l2_flush": False,
+            "mode": "imported",
+            "dtype": "f64",
+            "device": fingerprint,
+            "recorded": recorded,
+        }
+    report = BaselineStore(args.baselines, machine_id).save(updates, machine_info(machine_id))
+    for err in report.errors:
+        print(f"NOT imported, left untouched: {err}", file=sys.stderr)
+    n = sum(len(v) for v in updates.values())
+    print(
+        f"imported {n} benchmark(s) from {args.file} into {len(report.written)} file(s) under "
+        f"{args.baselines / machine_id} (as this machine's, class {hardware_class()})"
+    )
+    return EXIT_USAGE if report.errors else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -267,6 +322,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mach.add_argument("--json", action="store_true", help="print JSON instead of text")
     mach.set_defaults(func=cmd_machines)
+    imp = sub.add_parser(
+        "import-pytest-benchmark",
+        help="import a saved pytest-benchmark run (with --benchmark-save-data) as baselines",
+    )
+    imp.add_argument(
+        "file", type=Path, help="a .benchmarks/... JSON file or --benchmark-json output"
+    )
+    imp.add_argument(
+        "--baselines", type=Path, default=Path("baselines"), help="Default: ./baselines"
+    )
+    imp.add_argument("--machine", default=None, help="machine id. Default: this machine's")
+    imp.set_defaults(func=cmd_import)
     return parser
 
 

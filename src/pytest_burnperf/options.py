@@ -187,6 +187,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         f"one table per {', '.join(_spec.GROUP_KEYS)}. Default: one table",
     ),
     (
+        "--perf-json-format",
+        "perf_json_format",
+        _spec.parse_json_format,
+        "format of the --perf-json file: burnperf (every field, raw samples per round) or "
+        "pytest-benchmark (its JSON, for the tools that read it; verdicts in extra_info). "
+        "Default: burnperf",
+    ),
+    (
         "--perf-json",
         "perf_json",
         _spec.parse_path,

@@ -118,7 +118,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if json_path and enabled:
         from .report import json_target_problem
 
-        problem = json_target_problem(config.invocation_params.dir / json_path, baselines_root)
+        problem = json_target_problem(
+            config.invocation_params.dir / json_path,
+            baselines_root,
+            pick("perf_json_format") or "burnperf",
+        )
         if problem:
             where = (
                 "--perf-json"
@@ -153,6 +157,7 @@ def pytest_configure(config: pytest.Config) -> None:
             flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),
         worker_out=Path(worker_out) if worker_out else None,
+        json_format=pick("perf_json_format") or "burnperf",
     )
 
     def announce(line: str) -> None:
@@ -551,7 +556,13 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             session.exitstatus = (
                 pytest.ExitCode.INTERRUPTED if state.interrupted else pytest.ExitCode.TESTS_FAILED
             )
-    if state.json_path is not None:
+    if state.json_path is not None and state.json_format == "pytest-benchmark":
+        from . import pytest_benchmark_json
+
+        doc = pytest_benchmark_json.document(
+            list(state.results.values()), machine=machine, created=now, git=state.git
+        )
+    elif state.json_path is not None:
         from .report import json_document
 
         doc = json_document(
@@ -568,6 +579,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
                 "baselines": str(state.store.dir),
             },
         )
+    if state.json_path is not None:
         session.config.hook.pytest_burnperf_update_json(config=session.config, document=doc)
         path = session.config.invocation_params.dir / state.json_path
         try:

@@ -375,7 +375,7 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
     return out
 
 
-def json_target_problem(path: Path, baselines_root: Path) -> str | None:
+def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf") -> str | None:
     """Why ``--perf-json`` must not write ``path``, or None: it lies inside the baselines
     directory, or it exists and is not a results file (a test module, the ini file, a baseline)."""
     from .jsonfile import FileFormatError
@@ -394,6 +394,11 @@ def json_target_problem(path: Path, baselines_root: Path) -> str | None:
         return (
             f"exists and {exc.problem}; refusing to overwrite it (delete it or choose another path)"
         )
+    if fmt == "pytest-benchmark":
+        from .pytest_benchmark_json import looks_like_one
+
+        if looks_like_one(doc):
+            return None
     if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
         return (
             "exists and is not a pytest-burnperf results file; refusing to overwrite it (delete "

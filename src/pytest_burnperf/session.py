@@ -78,6 +78,8 @@ class PerfState:
     results: dict[str, Result] = field(default_factory=dict)
     passed: set[str] = field(default_factory=set)
     interrupted: bool = False
+    #: Format of the --perf-json file (spec.JSON_FORMATS).
+    json_format: str = "burnperf"
     #: Puts back the SIGTERM handler this perf run replaced (see interrupts.sigterm_as_interrupt).
     restore_sigterm: Callable[[], None] = lambda: None
     messages: list[str] = field(default_factory=list)

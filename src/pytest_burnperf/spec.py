@@ -299,6 +299,14 @@ def parse_max_time(value: object, where: str) -> float:
     return parse_seconds(value, where, "max_time")
 
 
+#: Formats of the ``--perf-json`` file: this plugin's own, or pytest-benchmark's.
+JSON_FORMATS: tuple[str, ...] = ("burnperf", "pytest-benchmark")
+
+
+def parse_json_format(value: object, where: str) -> str:
+    return _choice(value, where, "format", JSON_FORMATS)
+
+
 def parse_path(value: object, where: str) -> str:
     """A file or directory path: non-empty, at most 4096 characters, no control characters
     (a NUL byte, a newline)."""

@@ -125,3 +125,74 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
         ]
     )
     ours.stdout.no_fnmatch_line("*- benchmark: 1 tests -*")
+
+
+def test_pytest_benchmark_json_export_and_import(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    from pytest_burnperf.cli import main
+
+    pytest.importorskip("pytest_benchmark")
+    pytester.makepyfile(test_suite=SUITE)
+    # a run saved by pytest-benchmark itself (this plugin off), with its raw data
+    saved = pytester.runpytest(
+        "-p",
+        "no:burnperf",
+        "-p",
+        "benchmark",
+        "--benchmark-json",
+        "saved.json",
+        "--benchmark-save-data",
+        "--benchmark-max-time",
+        "0.05",
+    )
+    saved.assert_outcomes(passed=2)
+    monkeypatch.chdir(pytester.path)
+    assert main(["import-pytest-benchmark", "saved.json"]) == 0
+    (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
+    assert set(json.loads(path.read_text())["benchmarks"]) == {
+        "test_plain[cpu]",
+        "test_pedantic[cpu]",
+    }
+    judged = pytester.runpytest("--perf", "--perf-threshold", "1000%", *FAST)
+    judged.assert_outcomes(passed=2)
+    judged.stdout.no_fnmatch_line("*no-baseline*")
+    judged.stdout.no_fnmatch_line("*incomparable*")
+
+    # without raw data: refused, with the reason
+    doc = json.loads((pytester.path / "saved.json").read_text())
+    for b in doc["benchmarks"]:
+        del b["stats"]["data"]
+    (pytester.path / "summary.json").write_text(json.dumps(doc))
+    assert main(["import-pytest-benchmark", "summary.json"]) == 2
+
+    # export: pytest-benchmark's format, read by pytest-benchmark's own compare command
+    out = pytester.runpytest(
+        "--perf", "--perf-json-format", "pytest-benchmark", "--perf-json", "pb.json", *FAST
+    )
+    out.assert_outcomes(passed=2)
+    pb = json.loads((pytester.path / "pb.json").read_text())
+    names = {b["name"]: b for b in pb["benchmarks"]}
+    assert set(names) == {"test_plain", "test_pedantic"}
+    assert (
+        names["test_pedantic"]["group"] == "io"
+        and names["test_pedantic"]["extra_info"]["size"] == 3
+    )
+    assert names["test_plain"]["extra_info"]["burnperf"]["verdict"] in (
+        "unchanged",
+        "inconclusive",
+        "improved",
+        "regressed",
+    )
+    assert len(names["test_pedantic"]["stats"]["data"]) == 15
+    tool = shutil.which("pytest-benchmark", path=str(Path(sys.executable).parent))
+    if tool:
+        shown = subprocess.run(
+            [tool, "compare", "pb.json"], capture_output=True, text=True, cwd=pytester.path
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "test_plain" in shown.stdout

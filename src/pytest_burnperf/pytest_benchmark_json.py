@@ -1,0 +1,200 @@
+"""pytest-benchmark's JSON, both ways: results written in it (``--perf-json-format
+pytest-benchmark``) for the tools that read it, and saved pytest-benchmark runs with raw data
+imported as baselines (``burnperf import-pytest-benchmark``).
+
+A test written for pytest-benchmark is ``test_parse[cpu]`` here (``test_parse[cpu-10]`` when it is
+parametrised) and ``test_parse`` (``test_parse[10]``) in pytest-benchmark's files; the two names
+map onto each other by the ``cpu`` case id of :mod:`.compat`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .compat import CASE_ID
+from .jsonfile import Fields, loads, read_bytes
+
+# --------------------------------------------------------------------------------------------
+# names
+
+
+def to_burnperf_key(test: str) -> str:
+    """``test_p[10]`` -> ``test_p[cpu-10]``, ``TestK::test_m`` -> ``TestK::test_m[cpu]``."""
+    if test.endswith("]") and "[" in test:
+        i = test.index("[")
+        return f"{test[: i + 1]}{CASE_ID}-{test[i + 1 :]}"
+    return f"{test}[{CASE_ID}]"
+
+
+def to_pytest_benchmark_name(key: str) -> str:
+    """The inverse of :func:`to_burnperf_key` for tests written for pytest-benchmark; other keys
+    (``test_matmul[numpy-cpu-f32]``) stay as they are."""
+    if key.endswith(f"[{CASE_ID}]"):
+        return key[: -len(CASE_ID) - 2]
+    return key.replace(f"[{CASE_ID}-", "[", 1)
+
+
+# --------------------------------------------------------------------------------------------
+# export
+
+
+def stats(values: Sequence[float], loops: int) -> dict[str, Any]:
+    """pytest-benchmark's ``stats`` of per-call times ``values`` (each the mean of ``loops``)."""
+    xs = sorted(values)
+    n = len(xs)
+    mean = statistics.fmean(xs)
+    sd = statistics.stdev(xs) if n > 1 else 0.0
+    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if n > 1 else (xs[0],) * 3
+    iqr = q3 - q1
+    low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    inside = [x for x in xs if low <= x <= high]
+    iqr_out = n - len(inside)
+    sd_out = sum(1 for x in xs if abs(x - mean) > sd) if sd > 0 else 0
+    return {
+        "min": xs[0],
+        "max": xs[-1],
+        "mean": mean,
+        "stddev": sd,
+        "rounds": n,
+        "median": statistics.median(xs),
+        "iqr": iqr,
+        "q1": q1,
+        "q3": q3,
+        "iqr_outliers": iqr_out,
+        "stddev_outliers": sd_out,
+        "outliers": f"{sd_out};{iqr_out}",
+        "ld15iqr": min(inside) if inside else xs[0],
+        "hd15iqr": max(inside) if inside else xs[-1],
+        "ops": 1.0 / mean if mean > 0 else None,
+        "total": sum(xs) * loops,
+        "data": list(values),
+        "iterations": loops,
+    }
+
+
+def document(
+    results: Sequence[Any], *, machine: dict[str, Any], created: str, git: dict[str, Any]
+) -> dict[str, Any]:
+    """The results of a run (``results.Result``) as a pytest-benchmark JSON document. The verdict
+    of each benchmark is kept under ``extra_info["burnperf"]``."""
+    from . import __version__
+
+    benchmarks = []
+    for r in results:
+        s = r.settings
+        name = to_pytest_benchmark_name(r.key)
+        v = r.verdict
+        benchmarks.append(
+            {
+                "group": r.group,
+                "name": name,
+                "fullname": f"{r.module}::{name}",
+                "params": None,
+                "param": None,
+                "extra_info": {
+                    **r.extra_info,
+                    "burnperf": {
+                        "device": r.device_id,
+                        "dtype": r.dtype,
+                        "timer": r.sample.timer,
+                        "verdict": v.status,
+                        "change_pct": v.change_pct,
+                        "p_slower": v.p_slower,
+                        "reason": v.reason,
+                    },
+                },
+                "options": {
+                    "disable_gc": True,
+                    "timer": r.sample.timer,
+                    "min_rounds": s.samples,
+                    "max_time": s.max_time,
+                    "min_time": s.min_time,
+                    "warmup": s.warmup > 0,
+                },
+                "stats": stats(r.sample.values, r.sample.loops),
+            }
+        )
+    return {
+        "machine_info": {"node": machine.get("id"), **machine},
+        "commit_info": {
+            "id": git.get("commit"),
+            "dirty": git.get("dirty"),
+            "branch": git.get("branch"),
+        },
+        "benchmarks": benchmarks,
+        "datetime": created,
+        "version": f"pytest-burnperf {__version__}",
+    }
+
+
+def looks_like_one(doc: object) -> bool:
+    """Whether ``doc`` is a pytest-benchmark JSON document (one ``--perf-json`` may overwrite)."""
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("benchmarks"), list)
+        and isinstance(doc.get("machine_info"), dict)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# import
+
+
+@dataclass(frozen=True)
+class SavedBenchmark:
+    module: str  # test file, as pytest-benchmark's fullname has it
+    key: str  # this plugin's baseline key
+    samples: tuple[float, ...]
+    iterations: int
+
+
+def read_saved_run(path: Path) -> tuple[list[SavedBenchmark], dict[str, Any]]:
+    """The benchmarks of a saved pytest-benchmark run, with their raw data, and its machine_info.
+    A run (or a benchmark) without raw data is refused: its summary statistics cannot be judged."""
+    f = Fields(path)
+    data = read_bytes(path)
+    if data is None:
+        f.fail("", "does not exist")
+    doc = loads(path, data)
+    if not looks_like_one(doc):
+        f.fail("", "is not a pytest-benchmark JSON file (no 'benchmarks' list and 'machine_info')")
+    out = []
+    for i, b in enumerate(doc["benchmarks"]):
+        where = f"benchmarks[{i}]"
+        f.obj(b, where)
+        fullname = f.text(b.get("fullname"), f"{where}.fullname")
+        if "::" not in fullname:
+            f.fail(f"{where}.fullname", f"must be 'file.py::test', got {fullname!r}")
+        st = f.obj(b.get("stats"), f"{where}.stats")
+        if not st.get("data"):
+            f.fail(
+                f"{where}.stats.data",
+                f"{fullname} has no raw data: pytest-benchmark saved only summary statistics, "
+                "which cannot be judged; save the run again with --benchmark-save-data",
+            )
+        samples = f.samples(st["data"], f"{where}.stats.data")
+        iterations = f.integer(st.get("iterations", 1), f"{where}.stats.iterations", low=1)
+        module, test = fullname.split("::", 1)
+        out.append(SavedBenchmark(module, to_burnperf_key(test), tuple(samples), iterations))
+    return out, doc["machine_info"]
+
+
+def same_simd_class(machine_info: dict[str, Any], level: str) -> str | None:
+    """Why a run recorded on ``machine_info`` (py-cpuinfo's ``cpu`` record, as pytest-benchmark
+    saves it) is not of this machine's instruction-set class, or None when it is or cannot tell."""
+    cpu = machine_info.get("cpu")
+    flags = cpu.get("flags") if isinstance(cpu, dict) else None
+    if not isinstance(flags, list):
+        return None
+    theirs = "avx512f" in flags
+    ours = level.endswith("v4")
+    if theirs != ours:
+        return (
+            f"the run was recorded on a CPU {'with' if theirs else 'without'} AVX-512, this "
+            f"machine is {level}; import it on a machine of the class that recorded it"
+        )
+    return None
