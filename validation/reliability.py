@@ -527,6 +527,7 @@ OPTION_CASES = [
     ("--perf-machine", ["../etc", "a/b"]),
     ("--perf-json", ["a\x01b.json", "test_m0.py", "pytest.ini", "baselines/x.json"]),
     ("--perf-baselines-dir", ["x\ny"]),
+    ("--perf-json-format", ["csv", "PYTEST-BENCHMARK"]),
 ]
 INI_CASES = [
     ("perf", ["maybe", "2"]),

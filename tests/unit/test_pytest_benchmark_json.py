@@ -1,0 +1,70 @@
+"""Names, statistics and machine checks of pytest-benchmark's JSON (pytest_benchmark_json.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.jsonfile import FileFormatError
+from pytest_burnperf.pytest_benchmark_json import (
+    read_saved_run,
+    same_simd_class,
+    stats,
+    to_burnperf_key,
+    to_pytest_benchmark_name,
+)
+
+
+@pytest.mark.parametrize(
+    ("theirs", "ours"),
+    [
+        ("test_a", "test_a[cpu]"),
+        ("test_p[10]", "test_p[cpu-10]"),
+        ("TestK::test_m", "TestK::test_m[cpu]"),
+        ("TestK::test_m[a-b]", "TestK::test_m[cpu-a-b]"),
+    ],
+)
+def test_names_map_both_ways(theirs: str, ours: str) -> None:
+    assert to_burnperf_key(theirs) == ours and to_pytest_benchmark_name(ours) == theirs
+
+
+def test_other_keys_are_kept() -> None:
+    assert to_pytest_benchmark_name("test_mm[numpy-cpu-f32]") == "test_mm[numpy-cpu-f32]"
+
+
+def test_stats_of_a_sample() -> None:
+    st = stats([1.0, 2.0, 3.0, 4.0, 100.0], loops=2)
+    assert st["rounds"] == 5 and st["median"] == 3.0 and st["min"] == 1.0 and st["max"] == 100.0
+    assert st["iqr_outliers"] == 1 and st["hd15iqr"] == 4.0 and st["total"] == 220.0
+    assert st["data"] == [1.0, 2.0, 3.0, 4.0, 100.0] and st["iterations"] == 2
+    assert stats([0.5], loops=1)["stddev"] == 0.0
+
+
+def test_simd_class_check() -> None:
+    avx512 = {"cpu": {"flags": ["avx2", "avx512f"]}}
+    assert same_simd_class(avx512, "x86-64-v4") is None
+    assert "with AVX-512" in str(same_simd_class(avx512, "x86-64-v3"))
+    assert "without AVX-512" in str(same_simd_class({"cpu": {"flags": ["avx2"]}}, "x86-64-v4"))
+    assert same_simd_class({}, "x86-64-v3") is None  # cannot tell: not held against it
+
+
+def test_saved_run_checks(tmp_path: Path) -> None:
+    run = {
+        "machine_info": {},
+        "benchmarks": [
+            {"fullname": "t.py::test_a", "stats": {"data": [0.1, 0.2], "iterations": 3}}
+        ],
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(run))
+    (b,), _ = read_saved_run(path)
+    assert (b.module, b.key, b.samples, b.iterations) == ("t.py", "test_a[cpu]", (0.1, 0.2), 3)
+    run["benchmarks"][0]["stats"] = {"mean": 0.1}  # type: ignore[index]
+    path.write_text(json.dumps(run))
+    with pytest.raises(FileFormatError, match=r"t\.py::test_a has no raw data"):
+        read_saved_run(path)
+    path.write_text("{}")
+    with pytest.raises(FileFormatError, match="is not a pytest-benchmark JSON file"):
+        read_saved_run(path)
