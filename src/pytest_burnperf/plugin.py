@@ -61,11 +61,22 @@ def pytest_configure(config: pytest.Config) -> None:
         "timer='device'|'host', flush_l2=False, threads=1, max_samples=, max_time=): "
         "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
     )
+    from .config import ConfigError
+    from .config import load as load_project_config
+
+    try:  # benchmarks.toml or [tool.burnperf]: between the command line and the ini keys
+        project = load_project_config(
+            config.rootpath, {ini: parse for _o, ini, parse, _t in VALUE_OPTIONS}
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
     values: dict[str, Any] = {}
     ini_values: dict[str, Any] = {}
     for _option, ini, parse, _text in VALUE_OPTIONS:
         values[ini] = config.getoption(ini)
         ini_values[ini] = ini_value(config, ini, parse)
+        if project.values.get(ini) is not None:
+            ini_values[ini] = project.values[ini]
 
     def pick(ini: str) -> Any:
         return values[ini] if values[ini] is not None else ini_values[ini]
@@ -152,12 +163,18 @@ def pytest_configure(config: pytest.Config) -> None:
         else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
         size=pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE),
         smoke=smoke,
-        strict=bool(flag_value(config, "perf_strict") or config.getoption("perf_strict")),
+        strict=bool(
+            config.getoption("perf_strict")
+            or (project.strict if project.strict is not None else flag_value(config, "perf_strict"))
+        ),
         recalibrate=bool(
             flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),
         worker_out=Path(worker_out) if worker_out else None,
         json_format=pick("perf_json_format") or "burnperf",
+        benches=project.benches,
+        environment=dict(project.environment),
+        config_file=project.path,
     )
 
     def announce(line: str) -> None:
@@ -334,6 +351,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(case.error, pytrace=False)
 
 
+def _function_name(item: pytest.Item) -> str:
+    return str(getattr(item, "originalname", item.name))
+
+
 def _runnable(item: pytest.Item) -> bool:
     case = case_of(item)
     return case is not None and case.skip_reason is None and case.error is None
@@ -357,6 +378,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
+    if state.benches is not None:  # the configuration file's `benches`
+        chosen = [i for i in items if case_of(i) is None or _function_name(i) in state.benches]
+        if len(chosen) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
+            items[:] = chosen
     if state.backends_filter is None and state.dtypes_filter is None:
         return
     from .devices import matches

@@ -80,6 +80,11 @@ class PerfState:
     interrupted: bool = False
     #: Format of the --perf-json file (spec.JSON_FORMATS).
     json_format: str = "burnperf"
+    #: From the configuration file (config.py): test functions to run, free environment facts,
+    #: and the file itself.
+    benches: tuple[str, ...] | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    config_file: Path | None = None
     #: Puts back the SIGTERM handler this perf run replaced (see interrupts.sigterm_as_interrupt).
     restore_sigterm: Callable[[], None] = lambda: None
     messages: list[str] = field(default_factory=list)
@@ -218,6 +223,8 @@ def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, A
     from .machine import machine_info
 
     info = dict(machine_info(state.machine_id))
+    if state.environment:
+        info["environment"] = dict(state.environment)
     config.hook.pytest_burnperf_update_machine_info(config=config, machine_info=info)
     return info
 

@@ -1,0 +1,71 @@
+"""benchmarks.toml and [tool.burnperf]: what a project configures, and every mistake named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._helpers import FAST
+
+
+def _results(project: pytest.Pytester) -> Any:
+    return json.loads(Path(project.path, "r.json").read_text())
+
+
+def test_benchmarks_toml_selects_configures_and_records(loop_project: pytest.Pytester) -> None:
+    (loop_project.path / "benchmarks.toml").write_text(
+        '[burnperf]\nbenches = ["test_loop"]\nthreshold = "1000%"\nalpha = 0.05\n'
+        '[environment]\nrunner = "ci-a"\ngpu = false\n'
+    )
+    loop_project.makeini("[pytest]\nperf_threshold = 0.5\nperf_alpha = 0.02\n")
+    result = loop_project.runpytest("--perf", "--perf-json", "r.json", "--perf-alpha", "0.1", *FAST)
+    result.assert_outcomes(passed=1, deselected=1)
+    doc = _results(loop_project)
+    assert [r["name"] for r in doc["results"]] == ["test_loop[numpy-cpu-f64]"]
+    settings = doc["settings"]
+    assert settings["threshold"] == 10.0  # the file over the ini
+    assert settings["alpha"] == 0.1  # the command line over the file
+    assert doc["machine"]["environment"] == {"runner": "ci-a", "gpu": False}
+
+
+def test_tool_burnperf_in_pyproject(loop_project: pytest.Pytester) -> None:
+    (loop_project.path / "pyproject.toml").write_text(
+        '[tool.burnperf]\ndtypes = ["f32"]\n[tool.burnperf.environment]\nrunner = "b"\n'
+    )
+    result = loop_project.runpytest("--perf", *FAST)
+    result.assert_outcomes(deselected=2)  # the loop benchmarks are f64 only
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[burnperf]\nthreshhold = 0.1\n", "*benchmarks.toml: threshhold: unknown key; allowed: *"),
+        ("[burnperf]\nthreshold = 5\n", "*benchmarks.toml: threshold: threshold 5 would mean*"),
+        ('[burnperf]\nsamples = "ten"\n', "*benchmarks.toml: samples: samples must be a whole*"),
+        ('[burnperf]\nbackends = ["gpu"]\n', "*benchmarks.toml: backends: unknown backend 'gpu'*"),
+        ("[burnperf]\nbenches = []\n", "*benchmarks.toml: benches: must be a non-empty list*"),
+        ('[burnperf]\nversions = ["main"]\n', "*benchmarks.toml: versions: comparing versions*"),
+        ("[burn-bench]\n", "*benchmarks.toml: unknown table burn-bench; allowed: *"),
+        ("[environment]\ngpu = [1]\n", "*benchmarks.toml: environment.gpu: must be a string*"),
+        ("[burnperf\n", "*benchmarks.toml: is not valid TOML*"),
+    ],
+)
+def test_config_mistakes_name_file_and_key(
+    loop_project: pytest.Pytester, text: str, message: str
+) -> None:
+    (loop_project.path / "benchmarks.toml").write_text(text)
+    result = loop_project.runpytest("--perf", *FAST)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_two_configurations_are_an_error(loop_project: pytest.Pytester) -> None:
+    (loop_project.path / "benchmarks.toml").write_text("[burnperf]\n")
+    (loop_project.path / "pyproject.toml").write_text("[tool.burnperf]\n")
+    result = loop_project.runpytest("--perf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*both *benchmarks.toml and [[]tool.burnperf[]] in *; keep one"])

@@ -1,0 +1,58 @@
+"""Every key of benchmarks.toml with a good and a bad value (config.py, no pytest run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.config import ConfigError, load
+from pytest_burnperf.options import VALUE_OPTIONS
+
+PARSERS = {ini: parse for _o, ini, parse, _t in VALUE_OPTIONS}
+GOOD_BAD = {
+    "backends": ('["cpu", "torch-cuda0"]', '["gpu"]'),
+    "require": ('["opencl"]', "5"),
+    "dtypes": ('["f32", "f64"]', '["float32"]'),
+    "baselines_dir": ('"perf-baselines"', '""'),
+    "machine": ('"ci-runner-a"', '"../up"'),
+    "alpha": ("0.05", "0.9"),
+    "threshold": ('"10%"', "5"),
+    "samples": ("30", '"ten"'),
+    "warmup": ("0.5", "-1"),
+    "min_time": ("0.01", "100"),
+    "max_samples": ("500", "1"),
+    "max_time": ("2.0", '"long"'),
+    "timer": ('"host"', '"wall"'),
+    "rounds": ("3", "0"),
+    "threads": ("2", "-1"),
+    "size": ('"tiny"', '"huge"'),
+    "columns": ('["median", "change"]', '["speed"]'),
+    "sort": ('"change"', '"speed"'),
+    "group_by": ('"device"', '"colour"'),
+    "json_format": ('"pytest-benchmark"', '"csv"'),
+    "json": ('"perf.json"', '"a\\u0001b"'),
+    "strict": ("true", '"maybe"'),
+    "benches": ('["test_matmul"]', '"test_matmul"'),
+}
+
+
+def test_every_option_has_a_case() -> None:
+    assert {ini.removeprefix("perf_") for ini in PARSERS} | {"strict", "benches"} == set(GOOD_BAD)
+
+
+@pytest.mark.parametrize("key", sorted(GOOD_BAD))
+def test_each_key_good_and_bad(tmp_path: Path, key: str) -> None:
+    good, bad = GOOD_BAD[key]
+    (tmp_path / "benchmarks.toml").write_text(f"[burnperf]\n{key} = {good}\n")
+    cfg = load(tmp_path, PARSERS)
+    assert cfg.path == tmp_path / "benchmarks.toml"
+    assert cfg.values or cfg.benches or cfg.strict is not None
+    (tmp_path / "benchmarks.toml").write_text(f"[burnperf]\n{key} = {bad}\n")
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, PARSERS)
+    assert str(info.value).startswith(f"{tmp_path / 'benchmarks.toml'}: {key}")
+
+
+def test_no_file_no_configuration(tmp_path: Path) -> None:
+    assert load(tmp_path, PARSERS).path is None
