@@ -18,7 +18,6 @@ test.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -34,10 +33,6 @@ MAPPED = ("min_rounds", "max_time", "min_time", "warmup", "group")
 #: Keywords of pytest-benchmark's marker that are accepted and have no effect here.
 IGNORED = ("timer", "disable_gc", "calibration_precision", "warmup_iterations", "cprofile")
 CASE_ID = "cpu"
-
-
-def has_pytest_benchmark() -> bool:
-    return importlib.util.find_spec("pytest_benchmark") is not None
 
 
 def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:

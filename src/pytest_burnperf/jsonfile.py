@@ -129,6 +129,7 @@ def read_json(path: Path, *, max_bytes: int = MAX_BYTES) -> Any:
 
 
 def _why(exc: BaseException) -> str:
+    """An exception in a few words for a message (the OS's words for an OSError)."""
     return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or type(
         exc
     ).__name__

@@ -192,13 +192,13 @@ def _register_benchmark_compat(config: pytest.Config) -> None:
     """pytest-benchmark's ``benchmark`` fixture from this plugin (compat.py) where it applies."""
     from . import compat
 
-    installed = compat.has_pytest_benchmark()
-    if not installed:
-        config.addinivalue_line(
-            "markers",
-            "benchmark(group=, min_rounds=, max_time=, min_time=, warmup=, ...): pytest-benchmark's "
-            "settings, honoured by pytest-burnperf for tests using the `benchmark` fixture",
-        )
+    # registered always: pytest-benchmark may be absent, disabled (-p no:benchmark) or switched
+    # off below before it registered the marker itself, and --strict-markers must still accept it
+    config.addinivalue_line(
+        "markers",
+        "benchmark(group=, min_rounds=, max_time=, min_time=, warmup=, ...): pytest-benchmark's "
+        "settings, honoured by pytest-burnperf for tests using the `benchmark` fixture",
+    )
     if compat.active(config):
         config.pluginmanager.register(compat, "burnperf-benchmark-compat")
         theirs = config.pluginmanager.get_plugin("benchmark")
@@ -206,11 +206,7 @@ def _register_benchmark_compat(config: pytest.Config) -> None:
             # under --perf this plugin times those tests; pytest-benchmark's hooks would reject
             # the fixture object and report an empty run, so they are switched off for this run
             config.pluginmanager.unregister(theirs)
-        if installed and config.stash[STATE].enabled and config.get_verbosity() >= 0:
-            config.stash[STATE].messages.append(
-                "tests using pytest-benchmark's `benchmark` fixture were timed and judged by "
-                "pytest-burnperf under --perf (pytest-benchmark's own fixture was not used)"
-            )
+            config.stash[STATE].took_over_benchmark = True
 
 
 class _RoundProgress:
@@ -306,6 +302,7 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     case = Case(entry, compat.CASE_ID, "f64", spec, skip_reason=reason)
     marks = [pytest.mark.skip(reason=reason)] if reason else []
     metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=compat.CASE_ID, marks=marks)])
+    state.benchmark_fixture_tests += 1
 
 
 class PerfFixtureShadowWarning(pytest.PytestWarning):
@@ -371,6 +368,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if not state.enabled:
         return
+    if state.took_over_benchmark and state.benchmark_fixture_tests:
+        state.messages.append(
+            "tests using pytest-benchmark's `benchmark` fixture were timed and judged by "
+            "pytest-burnperf under --perf (pytest-benchmark's own hooks were off for this run)"
+        )
     runnable = [item for item in session.items if _runnable(item)]
     state.comparisons = max(1, len(runnable))
     if state.rounds > 1 and runnable and not session.config.option.collectonly:
@@ -379,6 +381,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
     if state.benches is not None:  # the configuration file's `benches`
+        collected = {_function_name(i) for i in items if case_of(i) is not None}
+        unknown = [b for b in state.benches if b not in collected]
+        if unknown:
+            state.messages.append(
+                f"{state.config_file}: benches: {', '.join(unknown)} matched no collected "
+                "benchmark (a typo, or a test outside the paths given)"
+            )
         chosen = [i for i in items if case_of(i) is None or _function_name(i) in state.benches]
         if len(chosen) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
@@ -562,7 +571,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
-    from .jsonfile import atomic_write_text, dumps, finite
+    from .jsonfile import _why, atomic_write_text, dumps, finite
 
     if state.worker_out is not None:
         atomic_write_text(state.worker_out, dumps(finite(state.worker_samples)))
@@ -615,10 +624,6 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         else:
             state.messages.append(f"results written to {state.json_path}")
-
-
-def _why(exc: BaseException) -> str:
-    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or repr(exc)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

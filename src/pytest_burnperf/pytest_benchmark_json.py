@@ -9,7 +9,6 @@ map onto each other by the ``cpu`` case id of :mod:`.compat`.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,34 +42,33 @@ def to_pytest_benchmark_name(key: str) -> str:
 
 
 def stats(values: Sequence[float], loops: int) -> dict[str, Any]:
-    """pytest-benchmark's ``stats`` of per-call times ``values`` (each the mean of ``loops``)."""
-    xs = sorted(values)
-    n = len(xs)
-    mean = statistics.fmean(xs)
-    sd = statistics.stdev(xs) if n > 1 else 0.0
-    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if n > 1 else (xs[0],) * 3
-    iqr = q3 - q1
-    low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
-    inside = [x for x in xs if low <= x <= high]
-    iqr_out = n - len(inside)
-    sd_out = sum(1 for x in xs if abs(x - mean) > sd) if sd > 0 else 0
+    """pytest-benchmark's ``stats`` of per-call times ``values`` (each the mean of ``loops``),
+    from this plugin's summary plus the outlier counts pytest-benchmark adds."""
+    from .stats import summarize
+
+    s = summarize(values)
+    iqr = s.q3 - s.q1
+    low, high = s.q1 - 1.5 * iqr, s.q3 + 1.5 * iqr
+    inside = [x for x in values if low <= x <= high]
+    iqr_out = len(values) - len(inside)
+    sd_out = sum(1 for x in values if abs(x - s.mean) > s.stdev) if s.stdev > 0 else 0
     return {
-        "min": xs[0],
-        "max": xs[-1],
-        "mean": mean,
-        "stddev": sd,
-        "rounds": n,
-        "median": statistics.median(xs),
+        "min": s.min,
+        "max": s.max,
+        "mean": s.mean,
+        "stddev": s.stdev,
+        "rounds": s.n,
+        "median": s.median,
         "iqr": iqr,
-        "q1": q1,
-        "q3": q3,
+        "q1": s.q1,
+        "q3": s.q3,
         "iqr_outliers": iqr_out,
         "stddev_outliers": sd_out,
         "outliers": f"{sd_out};{iqr_out}",
-        "ld15iqr": min(inside) if inside else xs[0],
-        "hd15iqr": max(inside) if inside else xs[-1],
-        "ops": 1.0 / mean if mean > 0 else None,
-        "total": sum(xs) * loops,
+        "ld15iqr": min(inside) if inside else s.min,
+        "hd15iqr": max(inside) if inside else s.max,
+        "ops": 1.0 / s.mean if s.mean > 0 else None,
+        "total": sum(values) * loops,
         "data": list(values),
         "iterations": loops,
     }

@@ -15,24 +15,14 @@ from .results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from .spec import COLUMN_KEYS
 from .stats import summarize
 
-COLUMNS = (
-    "benchmark",
-    "shape",
-    "backend",
-    "device",
-    "dtype",
-    "clock",
-    "median",
-    "IQR %",
-    "baseline",
-    "change [95% CI]",
-    "p",
-    "detects",
-    "peak mem",
-    "arith",
-    "mem",
-    "verdict",
-)
+#: Headers of the table's columns where they differ from their --perf-columns key.
+_HEADER_TEXT = {
+    "iqr": "IQR %",
+    "change": "change [95% CI]",
+    "peak_mem": "peak mem",
+    "bandwidth": "mem",
+}
+COLUMNS = tuple(_HEADER_TEXT.get(k, k) for k in COLUMN_KEYS)
 
 
 def format_bytes(n: int | None) -> str:

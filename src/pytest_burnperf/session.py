@@ -85,6 +85,10 @@ class PerfState:
     benches: tuple[str, ...] | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     config_file: Path | None = None
+    #: pytest-benchmark's hooks switched off for this --perf run (compat.py), and how many tests
+    #: use its `benchmark` fixture.
+    took_over_benchmark: bool = False
+    benchmark_fixture_tests: int = 0
     #: Puts back the SIGTERM handler this perf run replaced (see interrupts.sigterm_as_interrupt).
     restore_sigterm: Callable[[], None] = lambda: None
     messages: list[str] = field(default_factory=list)

@@ -65,7 +65,7 @@ def test_a_pytest_benchmark_suite_runs_unchanged(
     assert by_test["test_pedantic[cpu]"]["extra_info"] == {"size": 3}
     assert len(by_test["test_pedantic[cpu]"]["samples"]) == 15
 
-    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")  # far above the 1-vs-1 noise floor
     slow = pytester.runpytest("--perf", *FAST)
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(["*test_plain[[]cpu[]]: * (+*%*) exceeds *"])
@@ -125,6 +125,19 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
         ]
     )
     ours.stdout.no_fnmatch_line("*- benchmark: 1 tests -*")
+    # its marker stays known to --strict-markers although its hooks are off
+    strict = pytester.runpytest("-p", "benchmark", "--perf", "--strict-markers", *FAST)
+    strict.assert_outcomes(passed=2)
+    # without a test using the fixture, nothing is said about it
+    pytester.makepyfile(test_suite="def test_x():\n    pass\n")
+    quiet = pytester.runpytest("-p", "benchmark", "--perf", *FAST)
+    quiet.stdout.no_fnmatch_line("*pytest-benchmark's `benchmark` fixture*")
+
+
+def test_marker_known_without_pytest_benchmark(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("-p", "no:benchmark", "--strict-markers", "--perf", *FAST)
+    result.assert_outcomes(passed=2)
 
 
 def test_pytest_benchmark_json_export_and_import(

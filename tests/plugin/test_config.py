@@ -31,6 +31,15 @@ def test_benchmarks_toml_selects_configures_and_records(loop_project: pytest.Pyt
     assert doc["machine"]["environment"] == {"runner": "ci-a", "gpu": False}
 
 
+def test_a_bench_name_that_matches_nothing_is_named(loop_project: pytest.Pytester) -> None:
+    (loop_project.path / "benchmarks.toml").write_text('[burnperf]\nbenches = ["test_lop"]\n')
+    result = loop_project.runpytest("--perf", *FAST)
+    result.assert_outcomes(deselected=2)
+    result.stdout.fnmatch_lines(
+        ["*benchmarks.toml: benches: test_lop matched no collected benchmark (a typo, or a *"]
+    )
+
+
 def test_tool_burnperf_in_pyproject(loop_project: pytest.Pytester) -> None:
     (loop_project.path / "pyproject.toml").write_text(
         '[tool.burnperf]\ndtypes = ["f32"]\n[tool.burnperf.environment]\nrunner = "b"\n'
