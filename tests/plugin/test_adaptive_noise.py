@@ -11,7 +11,6 @@ from ._helpers import FAST
 
 SPIN = """
 import pathlib
-import random
 import time
 
 import pytest
@@ -26,7 +25,15 @@ def spin(seconds):
 ADAPTIVE_MODULE = (
     SPIN
     + """
-rng = random.Random(0)
+CALLS = [0]
+
+
+def alternate():
+    # 200 and 600 us in turn: whatever number of warm-up calls came first, any run of samples
+    # is half at each level, so the median can never be pinned down (a random choice would
+    # depend on how many calls the time-based warm-up made, that is on the machine's speed)
+    CALLS[0] += 1
+    spin(200e-6 * (1.0, 3.0)[CALLS[0] % 2])
 
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
@@ -36,7 +43,7 @@ def test_steady(perf):
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
 def test_noisy(perf):
-    perf(lambda: spin(200e-6 * rng.choice((1.0, 3.0))))
+    perf(alternate)
 """
 )
 
@@ -69,7 +76,8 @@ def test_adaptive_sampling_stops_early_on_a_clear_case_and_extends_on_a_noisy_on
 ) -> None:
     """Far apart on purpose, so a busy machine cannot swap them: one call per sample, a 50%
     threshold (each process's median wanted to +-10.7%), a steady 200 us spin against one that
-    takes 200 or 600 us at random."""
+    takes 200 and 600 us in turn. The steady one's sample count is not asserted (a spike may
+    extend it); the alternating one cannot reach the goal at any speed, so it runs to the cap."""
     pytester.makepyfile(test_bench=ADAPTIVE_MODULE)
     opts = ("--perf-max-samples", "60", "--perf-max-time", "30", "--perf-json", "r.json")
     opts += ("--perf-min-time", "0", "--perf-threshold", "50%")
@@ -77,7 +85,7 @@ def test_adaptive_sampling_stops_early_on_a_clear_case_and_extends_on_a_noisy_on
     result.assert_outcomes(passed=2)
     res = _results(pytester)
     steady, noisy = res["test_steady"]["sampling"], res["test_noisy"]["sampling"]
-    assert steady["stopped"] == "precise" and steady["n"] == 15  # type: ignore[index]
+    assert steady["stopped"] == "precise" and steady["n"] < 60  # type: ignore[index]
     assert noisy["stopped"] == "cap" and noisy["n"] == 60  # type: ignore[index]
     assert noisy["median_ci95_halfwidth"] > noisy["goal_halfwidth"]  # type: ignore[index]
     result.stdout.fnmatch_lines(
