@@ -4,7 +4,12 @@ A benchmark *regressed* when both hold:
 
 * the one-sided Mann-Whitney U test says the current times are larger than the baseline times
   with ``p < alpha``, and
-* the median got slower by more than ``threshold`` (``current / baseline - 1 > threshold``).
+* the change got slower by more than the larger of ``threshold`` and the benchmark's *noise
+  floor*. The change is the ratio of the geometric means of the process runs' medians; the noise
+  floor is the change that the between-run model (``stats.RunModel``: each process run is one
+  observation, its spread pooled with a prior and Student's t with the resulting degrees of
+  freedom) calls significant at ``alpha``. Between-process noise, the main noise of a benchmark
+  on a shared machine, is thus tested with the degrees of freedom the runs really have.
 
 *Improved* is the mirror image (faster with ``p < alpha`` and by more than ``threshold``); it is
 reported, never failed. When the sample sizes cannot reach ``alpha`` at all, the verdict is
@@ -53,8 +58,8 @@ class Verdict:
     status: str
     current_median: float
     baseline_median: float | None = None
-    #: Hodges-Lehmann estimate of current/baseline on log-times, and its 95% interval (widened by
-    #: the between-run noise when there are several runs).
+    #: current/baseline: the ratio of the geometric means of the run medians with its 95% t
+    #: interval (between-run model); Hodges-Lehmann on all samples where no model applies.
     ratio: float | None = None
     ratio_low: float | None = None
     ratio_high: float | None = None
@@ -69,14 +74,19 @@ class Verdict:
     runs_current: int = 0
     #: Per-comparison significance level after the family-wise correction.
     alpha_each: float | None = None
-    #: Between-run spread of log-medians the runs show (None with one run on each side), and the
-    #: upper 80% confidence bound of it (of the prior's where the runs show none), which the noise
-    #: floor, the interval and ``min_detectable`` use.
+    #: Between-run spread of log-medians the runs show (None with one run on each side).
     run_spread: float | None = None
+    #: The spread the between-run model uses (the runs' pooled with the prior) and its degrees
+    #: of freedom: the noise floor, the interval and ``min_detectable`` come from Student's t
+    #: with them. ``run_spread_upper`` is its upper 80% confidence bound, for reports only.
+    spread: float | None = None
+    spread_dof: int | None = None
     run_spread_upper: float | None = None
-    #: Where ``run_spread_upper`` comes from: "runs", "runs+prior" (one side has a single run:
-    #: the runs' spread pooled with the prior), "prior" (no runs to measure it) or "" (neither).
+    #: Where ``spread`` comes from: "runs+prior", "runs" (no prior), "prior" (one run a side:
+    #: nothing measured) or "" (neither).
     spread_source: str = ""
+    #: One-sided p-value of a slowdown from the between-run model (t test on log run medians).
+    p_runs_slower: float | None = None
     #: The slowdown that counts: the larger of the threshold and the noise floor.
     effect: float | None = None
     #: Smallest slowdown this comparison detects with 90% probability.
@@ -179,53 +189,55 @@ def judge(
         )
     est = stats.hodges_lehmann_ratio(cur_all, base_all)
     observed = stats.pooled_run_spread_dof(base_runs, cur_runs)
-    single = min(k, m) == 1
-    combined = stats.spread_or_prior(observed, policy.prior, pool=single)
-    point = None if observed is None else observed[0]
-    spread = None if combined is None else stats.spread_upper(*combined)
-    source = _spread_source(observed, policy.prior, single)
-    low, high = est.low, est.high
+    model = stats.run_model(base_runs, cur_runs, policy.prior)
+    source = _spread_source(observed, policy.prior)
+    ratio, low, high = est.ratio, est.low, est.high
     floor = 0.0
-    if spread is not None:
-        floor = stats.noise_floor(spread, k, m, alpha)
-        half = math.exp(statistics.NormalDist().inv_cdf(0.975) * spread * math.sqrt(1 / k + 1 / m))
-        low, high = low / half, high * half
+    if model is not None:
+        # The runs are the unit of replication: the estimate, its interval and the floor come
+        # from the log run medians and Student's t with the model's degrees of freedom.
+        ratio = model.ratio
+        low, high = model.interval(0.95)
+        floor = model.floor(alpha)
     effect = max(policy.threshold, floor)
-    se = (
-        spread
-        if spread is not None
-        else _within_se(base_runs + cur_runs) * math.sqrt(k * m / (k + m))
-    )
+    if model is not None:
+        min_det = model.min_detectable(effect)
+    else:
+        se = _within_se(base_runs + cur_runs) * math.sqrt(k * m / (k + m))
+        min_det = (1.0 + effect) * math.exp(1.2816 * se) - 1.0
     verdict = replace(
         verdict,
-        ratio=est.ratio,
+        ratio=ratio,
         ratio_low=low,
         ratio_high=high,
-        run_spread=point,
-        run_spread_upper=spread,
+        run_spread=None if observed is None else observed[0],
+        run_spread_upper=None if model is None else stats.spread_upper(model.spread, model.dof),
+        spread=None if model is None else model.spread,
+        spread_dof=None if model is None else model.dof,
         spread_source=source,
         effect=effect,
-        min_detectable=stats.min_detectable(effect, se, k, m),
+        min_detectable=min_det,
         p_slower=stats.mann_whitney_greater(cur_all, base_all),
         p_faster=stats.mann_whitney_greater(base_all, cur_all),
+        p_runs_slower=None if model is None else model.p_greater(),
     )
     notes: list[str] = []
     if floor > policy.threshold:
-        assert spread is not None
-        if point is not None:
+        assert model is not None
+        if observed is not None:
             notes.append(
-                f"noisy: runs of this benchmark move by {100 * point:.1f}% (sd of run medians; "
-                f"{_pooled(source, policy.prior)}up to {100 * spread:.1f}% at 80% confidence), so "
-                f"it gates only above +{100 * effect:.1f}%"
+                f"noisy: runs of this benchmark move by {100 * observed[0]:.1f}% (sd of run "
+                f"medians; {_pooled(policy.prior)}{100 * model.spread:.1f}% with {model.dof} "
+                f"degrees of freedom), so it gates only above +{100 * effect:.1f}% with {k}+{m} "
+                "runs; more rounds (--perf-rounds, --perf-max-rounds) narrow it"
             )
         else:
             assert policy.prior is not None
             notes.append(
                 f"{k} baseline run vs {m} current run: between-process noise is not measured, so "
                 f"the prior is assumed ({100 * policy.prior.spread:.1f}%, "
-                f"{policy.prior.source}; up to {100 * spread:.1f}% at 80% confidence) and it "
-                f"gates only above +{100 * effect:.1f}%; record the baseline with "
-                "--perf-rounds 3 to see further"
+                f"{policy.prior.source}; {model.dof} degrees of freedom) and it gates only above "
+                f"+{100 * effect:.1f}%; record the baseline with --perf-rounds 3 to see further"
             )
     elif observed is None and policy.prior is None:
         notes.append(
@@ -234,48 +246,82 @@ def judge(
         )
     verdict = replace(verdict, notes=tuple(notes))
     assert verdict.p_slower is not None and verdict.p_faster is not None
-    if verdict.p_slower < alpha and est.ratio - 1.0 > effect:
+    if verdict.p_slower < alpha and ratio - 1.0 > effect:
         return replace(verdict, status=REGRESSED)
-    if verdict.p_slower < alpha and est.ratio - 1.0 > policy.threshold:
+    if verdict.p_slower < alpha and ratio - 1.0 > policy.threshold:
         # Slower by more than the threshold, but inside this benchmark's noise floor.
         return replace(
             verdict,
             status=INCONCLUSIVE,
             reason=(
-                f"{100 * (est.ratio - 1):+.1f}% is above the {100 * policy.threshold:g}% threshold "
+                f"{100 * (ratio - 1):+.1f}% is above the {100 * policy.threshold:g}% threshold "
                 f"but inside this benchmark's noise floor (+{100 * effect:.1f}%): not failed; more "
-                "rounds (--perf-rounds) narrow the floor"
+                "rounds (--perf-rounds, --perf-max-rounds) narrow the floor"
             ),
         )
-    if verdict.p_faster < alpha and 1.0 - est.ratio > effect / (1.0 + effect):
+    if verdict.p_faster < alpha and 1.0 - ratio > effect / (1.0 + effect):
         # Mirror of the slowdown rule: faster by more than the threshold in the other direction
         # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).
         return replace(verdict, status=IMPROVED)
-    if high > 1.0 + effect and est.ratio >= 1.0:
+    if high > 1.0 + policy.threshold and ratio >= 1.0:
         return replace(
             verdict,
             status=INCONCLUSIVE,
             reason=(
                 f"the 95% interval of the change reaches {100 * (high - 1):+.1f}%, above the "
-                f"+{100 * effect:.1f}% minimum effect, without a significant slowdown; more samples "
-                "or rounds would decide"
+                f"{100 * policy.threshold:g}% threshold, without a significant slowdown; more "
+                "samples or rounds would decide"
             ),
         )
     return verdict
 
 
-def _spread_source(
-    observed: tuple[float, int] | None, prior: stats.NoisePrior | None, single: bool
-) -> str:
+#: Confidence of the futility bound of adaptive rounds: a benchmark whose change is below the
+#: threshold with this one-sided confidence needs no more rounds.
+FUTILITY_CONFIDENCE = 0.99
+
+
+def needs_more_rounds(
+    baseline: Runs | None, current: Runs, policy: Policy, *, recording: bool = False
+) -> bool:
+    """Would another process round help decide this benchmark?
+
+    Comparing: yes unless the change is below the threshold with 99% one-sided confidence (an
+    improvement or an unchanged benchmark). Stopping only for that ("futility") never raises the
+    false-alarm rate: a benchmark that looks slower runs all rounds and is judged once, at the
+    end, at ``alpha``. Recording: yes while this benchmark's runs are so noisy that a comparison
+    with as many rounds a side would gate above the threshold (its noise floor).
+    """
+    cur = as_runs(current)
+    if recording:
+        if not cur:
+            return True
+        combined = stats.spread_or_prior(stats.log_run_spread(cur), policy.prior)
+        if combined is None:
+            return False
+        spread, dof = combined
+        k = len(cur)
+        floor = math.exp(stats.t_quantile(1.0 - policy.alpha_each, dof) * spread * math.sqrt(2 / k))
+        return floor - 1.0 > policy.threshold
+    base = as_runs(baseline)
+    if not base:
+        return False
+    if not cur:
+        return True
+    model = stats.run_model(base, cur, policy.prior)
+    if model is None:
+        return False
+    return model.upper(FUTILITY_CONFIDENCE) >= 1.0 + policy.threshold
+
+
+def _spread_source(observed: tuple[float, int] | None, prior: stats.NoisePrior | None) -> str:
     if observed is not None:
-        return "runs+prior" if single and prior is not None else "runs"
+        return "runs+prior" if prior is not None else "runs"
     return "prior" if prior is not None else ""
 
 
-def _pooled(source: str, prior: stats.NoisePrior | None) -> str:
-    if source != "runs+prior" or prior is None:
-        return ""
-    return f"pooled with the {100 * prior.spread:.1f}% prior, as one side has a single run; "
+def _pooled(prior: stats.NoisePrior | None) -> str:
+    return "" if prior is None else f"pooled with the {100 * prior.spread:.1f}% prior: "
 
 
 def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: str) -> Verdict:

@@ -176,43 +176,40 @@ class NoisePrior:
             raise ValueError(f"a NoisePrior needs spread >= 0 and dof >= 1, got {self!r}")
 
 
-#: The default prior: 3% between-process spread, worth 2 degrees of freedom (its 80% upper bound
-#: is 6.4%). 3% is the median between-process spread over the 27 workloads of the validation
-#: harness in 16 fresh processes on the 2-core CI machine (docs/validation.md, "Between-process
-#: noise"; ``python validation/noise.py``).
-DEFAULT_PRIOR = NoisePrior(0.03, 2, "default, the median measured over typical workloads")
+#: The default prior: a scaled inverse chi-square distribution of a benchmark's between-process
+#: variance with scale 2.2% and 2 degrees of freedom, the maximum-likelihood fit (the scale at 2
+#: degrees of freedom; the free fit gives 2.1% and 1.2) to the spreads of the 27 workloads of the
+#: validation harness, 16 fresh processes each, on the 2-core CI machine (docs/validation.md,
+#: "Between-process noise"; ``python validation/noise.py --fit docs/noise.json``). Heavy-tailed
+#: on purpose: some benchmarks move by 10% between processes, and one or two runs cannot tell.
+DEFAULT_PRIOR = NoisePrior(0.022, 2, "fitted to the spreads of typical workloads")
 
 
 def spread_or_prior(
-    observed: tuple[float, int] | None, prior: NoisePrior | None, *, pool: bool = False
+    observed: tuple[float, int] | None, prior: NoisePrior | None
 ) -> tuple[float, int] | None:
-    """The ``(spread, dof)`` the noise floor builds on: the prior's where the runs show none;
-    with ``pool`` (one side has a single run), the measured spread pooled with the prior
-    (``s^2 = (dof0 s0^2 + dof s^2) / (dof0 + dof)``), so a few runs that happen to agree do not
-    make a benchmark look steadier than such benchmarks are; else the measured spread."""
+    """The ``(spread, dof)`` the between-run model uses: the measured spread pooled with the
+    prior, ``s^2 = (dof0 s0^2 + dof s^2) / (dof0 + dof)`` with ``dof0 + dof`` degrees of freedom
+    (the conjugate update of a scaled inverse chi-square prior), so a few runs that happen to
+    agree do not make a benchmark look steadier than such benchmarks are, and many runs outweigh
+    the prior; the prior alone where the runs show none; the runs alone without a prior."""
     if prior is None:
         return observed
     if observed is None:
         return prior.spread, prior.dof
-    if not pool:
-        return observed
     s, dof = observed
     total = prior.dof + dof
     return math.sqrt((prior.dof * prior.spread**2 + dof * s * s) / total), total
 
 
-#: Confidence of the upper bound on the between-run spread that the noise floor uses.
+#: Confidence of the upper bound on the between-run spread that reports show.
 SPREAD_CONFIDENCE = 0.8
 
 
 def spread_upper(spread: float, dof: int, level: float = SPREAD_CONFIDENCE) -> float:
     """Upper ``level`` confidence bound of a standard deviation estimated with ``dof`` degrees of
-    freedom (chi-square): ``spread * sqrt(dof / chi2.ppf(1 - level, dof))``.
-
-    Three baseline and three current runs give 4 degrees of freedom, and such an estimate is often
-    half the true spread; a noise floor from the point estimate then lets between-process noise
-    through as false alarms. With 4 degrees of freedom the 80% bound is 1.56x the estimate.
-    """
+    freedom (chi-square): ``spread * sqrt(dof / chi2.ppf(1 - level, dof))``. Informational: the
+    gate itself uses Student's t with those degrees of freedom (:class:`RunModel`)."""
     from scipy.stats import chi2
 
     if dof < 1:
@@ -220,17 +217,116 @@ def spread_upper(spread: float, dof: int, level: float = SPREAD_CONFIDENCE) -> f
     return spread * math.sqrt(dof / float(chi2.ppf(1.0 - level, dof)))
 
 
-def noise_floor(spread: float, k: int, m: int, alpha: float) -> float:
-    """Slowdown that between-run noise alone exceeds with probability ``alpha`` (one-sided),
-    comparing the pooled medians of ``k`` baseline runs with ``m`` current runs."""
-    return math.exp(_normal_quantile(1.0 - alpha) * spread * math.sqrt(1.0 / k + 1.0 / m)) - 1.0
+def t_quantile(p: float, dof: float) -> float:
+    """Quantile of Student's t with ``dof`` degrees of freedom (the normal's for infinite dof)."""
+    from scipy.stats import t
+
+    if math.isinf(dof):
+        return _normal_quantile(p)
+    return float(t.ppf(p, dof))
 
 
-def min_detectable(effect: float, spread: float, k: int, m: int, power: float = 0.9) -> float:
-    """Smallest slowdown whose estimate clears ``effect`` with probability ``power``."""
-    return (1.0 + effect) * math.exp(
-        _normal_quantile(power) * spread * math.sqrt(1.0 / k + 1.0 / m)
-    ) - 1.0
+@dataclass(frozen=True)
+class RunModel:
+    """The between-run model of one comparison.
+
+    Each process run contributes one observation, the log of its median; the runs of a side
+    scatter around that side's level with a spread ``spread`` (pooled over both sides and with the
+    prior, ``dof`` degrees of freedom). ``diff`` is the mean current log run median minus the
+    mean baseline one and ``se`` its standard error, ``spread * sqrt(1/k + 1/m)``. The test of
+    a slowdown is pooled-variance Student's t on ``diff / se``: the interval, the noise floor and the
+    minimum detectable slowdown all come from the same t distribution, so that their confidence
+    is what they say with 2 runs a side or with 20.
+    """
+
+    diff: float
+    spread: float
+    dof: int
+    se: float
+    k: int
+    m: int
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.diff)
+
+    def p_greater(self) -> float:
+        """One-sided p-value of a slowdown (current slower than baseline)."""
+        from scipy.stats import t
+
+        if self.se <= 0.0:
+            return 0.0 if self.diff > 0 else 1.0
+        return float(t.sf(self.diff / self.se, self.dof))
+
+    def p_less(self) -> float:
+        from scipy.stats import t
+
+        if self.se <= 0.0:
+            return 0.0 if self.diff < 0 else 1.0
+        return float(t.cdf(self.diff / self.se, self.dof))
+
+    def floor(self, alpha: float) -> float:
+        """Smallest change whose estimate is a significant slowdown at one-sided ``alpha``."""
+        return math.exp(t_quantile(1.0 - alpha, self.dof) * self.se) - 1.0
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        q = t_quantile(0.5 + level / 2.0, self.dof) * self.se
+        return math.exp(self.diff - q), math.exp(self.diff + q)
+
+    def upper(self, level: float) -> float:
+        """One-sided upper ``level`` confidence bound of the ratio."""
+        return math.exp(self.diff + t_quantile(level, self.dof) * self.se)
+
+    def min_detectable(self, effect: float, power: float = 0.9) -> float:
+        """Smallest slowdown whose estimate clears ``effect`` with probability ``power``."""
+        return (1.0 + effect) * math.exp(t_quantile(power, self.dof) * self.se) - 1.0
+
+
+def run_model(
+    baseline: Sequence[Sequence[float]],
+    current: Sequence[Sequence[float]],
+    prior: NoisePrior | None,
+) -> RunModel | None:
+    """The :class:`RunModel` of ``baseline`` and ``current`` runs; None when neither the runs
+    (one per side) nor a prior say anything about the between-run spread.
+
+    The prior describes how far processes move; a run's median also carries the noise of its
+    own samples (its standard error, large for a bimodal or short run), so the prior's part of the
+    pooled variance is ``s0^2 + w^2`` with ``w`` that standard error averaged over the runs. The
+    spread the runs show already holds both.
+    """
+    base = [math.log(statistics.median(r)) for r in baseline if len(r)]
+    cur = [math.log(statistics.median(r)) for r in current if len(r)]
+    if not base or not cur:
+        return None
+    observed = pooled_run_spread_dof(baseline, current)
+    if prior is not None:
+        w = median_standard_error([r for r in (*baseline, *current) if len(r)])
+        prior = NoisePrior(math.hypot(prior.spread, w), prior.dof, prior.source)
+    combined = spread_or_prior(observed, prior)
+    if combined is None:
+        return None
+    spread, dof = combined
+    k, m = len(base), len(cur)
+    return RunModel(
+        diff=statistics.fmean(cur) - statistics.fmean(base),
+        spread=spread,
+        dof=dof,
+        se=spread * math.sqrt(1.0 / k + 1.0 / m),
+        k=k,
+        m=m,
+    )
+
+
+def median_standard_error(runs: Sequence[Sequence[float]]) -> float:
+    """Root mean square over ``runs`` of the asymptotic standard error of a run's log median,
+    ``1.2533 sd / sqrt(n)`` (0 for runs of one sample)."""
+    parts = []
+    for r in runs:
+        if len(r) >= 2:
+            sd = statistics.stdev([math.log(v) for v in r])
+            parts.append((1.2533 * sd) ** 2 / len(r))
+    return math.sqrt(statistics.fmean(parts)) if parts else 0.0
 
 
 def bonferroni(alpha: float, comparisons: int) -> float:

@@ -107,8 +107,9 @@ def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "test_jumpy*: note: noisy: runs of this benchmark move by *% (sd of run medians; up to "
-            "*% at 80% confidence), so it gates only above +*%*"
+            "test_jumpy*: note: noisy: runs of this benchmark move by *% (sd of run medians; pooled "
+            "with the 2.2% prior: *% with 6 degrees of freedom), so it gates only above +*% with "
+            "3+3 runs*"
         ]
     )
     verdict = _results(pytester)["test_jumpy"]["verdict"]
@@ -136,7 +137,7 @@ def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytes
     one.stdout.fnmatch_lines(
         [
             "test_loop*: note: *1 baseline run vs 1 current run: between-process noise is not "
-            "measured, so the prior is assumed (3.0%*gates only above +*"
+            "measured, so the prior is assumed (2.2%*gates only above +*"
         ]
     )
     verdict = _results(loop_project)["test_loop"]["verdict"]

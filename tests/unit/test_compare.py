@@ -51,7 +51,7 @@ def test_large_but_not_significant_is_inconclusive() -> None:
 
 
 def test_speedup_is_improved_not_failed() -> None:
-    v = judge(BASE, scaled(0.8), Policy())
+    v = judge(BASE, scaled(0.8), NO_PRIOR)
     assert v.status == IMPROVED
     assert v.change_pct == pytest.approx(-20.0)
     assert v.p_value == v.p_faster

@@ -8,7 +8,7 @@ import random
 import statistics
 
 import pytest
-from scipy.stats import mannwhitneyu, norm
+from scipy.stats import mannwhitneyu
 
 from pytest_burnperf import stats
 from pytest_burnperf.compare import INCONCLUSIVE, REGRESSED, UNCHANGED, Policy, judge
@@ -60,15 +60,44 @@ def test_run_spread_and_pooling() -> None:
     assert stats.pooled_run_spread([[1.0]], [[2.0]]) is None
 
 
-def test_noise_floor_min_detectable_and_bonferroni_reference_values() -> None:
-    # z(0.999) * 0.02 * sqrt(1/3 + 1/3)
-    expected = math.exp(norm.ppf(0.999) * 0.02 * math.sqrt(2 / 3)) - 1
-    assert stats.noise_floor(0.02, 3, 3, 0.001) == pytest.approx(expected)
-    assert stats.min_detectable(0.05, 0.02, 3, 3, power=0.9) == pytest.approx(
-        1.05 * math.exp(norm.ppf(0.9) * 0.02 * math.sqrt(2 / 3)) - 1
+def test_run_model_floor_interval_and_power_reference_values() -> None:
+    """Student's t on the log run medians, pooled with the prior, against scipy computed here."""
+    from scipy.stats import t
+
+    base = [[1.0] * 5, [1.02] * 5, [0.99] * 5]
+    cur = [[1.10] * 5, [1.12] * 5, [1.09] * 5]
+    prior = stats.NoisePrior(0.02, 2)
+    model = stats.run_model(base, cur, prior)
+    assert model is not None
+    lb = [math.log(v) for v in (1.0, 1.02, 0.99)]
+    lc = [math.log(v) for v in (1.10, 1.12, 1.09)]
+    ss = sum((x - statistics.fmean(lb)) ** 2 for x in lb) + sum(
+        (x - statistics.fmean(lc)) ** 2 for x in lc
     )
+    s = math.sqrt((2 * 0.02**2 + ss) / (2 + 4))  # constant runs: no within-run error
+    se = s * math.sqrt(1 / 3 + 1 / 3)
+    assert model.dof == 6 and model.spread == pytest.approx(s)
+    assert model.diff == pytest.approx(statistics.fmean(lc) - statistics.fmean(lb))
+    assert model.floor(0.001) == pytest.approx(math.exp(t.ppf(0.999, 6) * se) - 1)
+    low, high = model.interval(0.95)
+    assert math.log(high) == pytest.approx(model.diff + t.ppf(0.975, 6) * se)
+    assert math.log(low) == pytest.approx(model.diff - t.ppf(0.975, 6) * se)
+    assert model.p_greater() == pytest.approx(t.sf(model.diff / se, 6))
+    assert model.min_detectable(0.05) == pytest.approx(1.05 * math.exp(t.ppf(0.9, 6) * se) - 1)
+    # without a prior, one run a side says nothing about the between-run spread
+    assert stats.run_model([[1.0]], [[1.1]], None) is None
     assert stats.bonferroni(0.01, 24) == pytest.approx(0.01 / 24)
     assert Policy(alpha=0.01, comparisons=4).alpha_each == pytest.approx(0.0025)
+
+
+def test_the_prior_part_carries_the_within_run_error_of_a_median() -> None:
+    """A bimodal run's median is itself uncertain; the prior's part of the variance is widened by
+    that standard error (1.2533 sd / sqrt(n) of the log samples)."""
+    run = [1.0, 5.0] * 4
+    w = 1.2533 * statistics.stdev([math.log(v) for v in run]) / math.sqrt(len(run))
+    assert stats.median_standard_error([run, run]) == pytest.approx(w)
+    model = stats.run_model([run], [run], stats.NoisePrior(0.02, 2))
+    assert model is not None and model.spread == pytest.approx(math.hypot(0.02, w))
 
 
 def runs_of(level: float, wobble: list[float], n: int = 20) -> list[list[float]]:
@@ -86,14 +115,19 @@ def test_noisy_runs_raise_the_minimum_effect_and_say_so() -> None:
 
 
 def test_quiet_runs_gate_at_the_threshold_and_catch_a_clear_slowdown() -> None:
-    base = runs_of(1.0, [1.0, 1.004, 0.997])
-    v = judge(
-        base, runs_of(1.2, [1.0, 1.003, 0.998]), Policy(alpha=0.01, threshold=0.05, comparisons=30)
-    )
+    """Eight quiet runs a side (as adaptive rounds give an undecided benchmark) outweigh the
+    prior: the floor falls below the 5% threshold, and +20% is caught in a session of 30."""
+    wobble = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003, 0.998, 1.001]
+    base = runs_of(1.0, wobble)
+    policy = Policy(alpha=0.01, threshold=0.05, comparisons=30)
+    v = judge(base, runs_of(1.2, wobble[::-1]), policy)
     assert v.status == REGRESSED and v.effect == pytest.approx(0.05)
-    assert v.min_detectable is not None and v.min_detectable < 0.07
-    same = judge(base, runs_of(1.0, [1.002, 0.999, 1.001]), Policy(comparisons=30))
+    assert v.min_detectable is not None and v.min_detectable < 0.09
+    same = judge(base, runs_of(1.0, wobble[1:] + wobble[:1]), policy)
     assert same.status == UNCHANGED and same.notes == ()
+    # three a side: the prior still weighs 2 of 6 degrees of freedom, the floor is above 5%
+    three = judge(base[:3], runs_of(1.2, wobble[:3]), policy)
+    assert three.spread_dof == 6 and three.effect is not None and three.effect > 0.05
 
 
 def test_single_runs_without_a_prior_are_flagged_as_less_reliable() -> None:
@@ -106,41 +140,41 @@ def test_single_runs_without_a_prior_are_flagged_as_less_reliable() -> None:
 
 def test_one_run_a_side_uses_the_prior_not_zero_noise() -> None:
     """Two single processes: a steady +15% (far beyond the within-process noise) is what
-    between-process noise of 3% does now and then, so with the default prior it is inconclusive,
+    between-process noise does now and then, so with the default prior it is not a regression,
     and the floor and the detectable slowdown say how far this comparison can see."""
+    from scipy.stats import t
+
     base = [1.0 + 0.0001 * i for i in range(20)]
     policy = Policy(alpha=0.01, threshold=0.05)
     v = judge(base, [x * 1.15 for x in base], policy)
     prior = stats.DEFAULT_PRIOR
-    upper = stats.spread_upper(prior.spread, prior.dof)
-    assert v.spread_source == "prior" and v.run_spread is None
-    assert v.run_spread_upper == pytest.approx(upper)
-    assert v.effect == pytest.approx(stats.noise_floor(upper, 1, 1, 0.01))
+    assert v.spread_source == "prior" and v.run_spread is None and v.spread_dof == prior.dof
+    w = stats.median_standard_error([base, [x * 1.15 for x in base]])
+    se = math.hypot(prior.spread, w) * math.sqrt(2)
+    assert v.effect == pytest.approx(math.exp(t.ppf(0.99, prior.dof) * se) - 1)
     assert v.status == INCONCLUSIVE and "inside this benchmark's noise floor" in v.reason
-    assert any("the prior is assumed (3.0%" in n for n in v.notes)
+    assert any("the prior is assumed (2.2%" in n for n in v.notes)
     assert v.min_detectable is not None and v.min_detectable > v.effect
     # far beyond what the prior allows: still a regression
-    assert judge(base, [x * 1.6 for x in base], policy).status == REGRESSED
+    assert judge(base, [x * 2.0 for x in base], policy).status == REGRESSED
     # without a prior the same +15% would fail: the behaviour this replaces
     assert judge(base, [x * 1.15 for x in base], Policy(prior=None)).status == REGRESSED
 
 
-def test_own_runs_are_pooled_with_the_prior_when_one_side_has_a_single_run() -> None:
+def test_own_runs_are_pooled_with_the_prior() -> None:
     """Three baseline runs that happen to agree are 2 degrees of freedom of evidence; pooled
-    with the prior's 2, a single current process is not judged as if processes never moved."""
+    with the prior's 2, a single current process is not judged as if processes never moved;
+    many runs outweigh the prior."""
     base = [[1.0, 1.001, 0.999], [1.01, 1.011, 1.009], [0.995, 0.996, 0.994]]
     v = judge(base, [[1.0, 1.001, 1.002]], Policy())
     assert v.spread_source == "runs+prior" and v.run_spread is not None
-    prior = stats.DEFAULT_PRIOR
-    pooled = ((prior.dof * prior.spread**2 + 2 * v.run_spread**2) / (prior.dof + 2)) ** 0.5
-    assert v.run_spread_upper == pytest.approx(stats.spread_upper(pooled, prior.dof + 2))
-    # several runs on both sides: their own spread alone, as validated at the CI settings
-    both = judge(base, base, Policy())
-    assert both.spread_source == "runs"
-    assert both.run_spread is not None and both.run_spread_upper == pytest.approx(
-        stats.spread_upper(both.run_spread, 4)
-    )
-    assert stats.spread_or_prior((0.01, 4), None, pool=True) == (0.01, 4)
+    assert v.spread_dof == stats.DEFAULT_PRIOR.dof + 2
+    assert v.spread is not None and v.run_spread < v.spread < stats.DEFAULT_PRIOR.spread
+    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.spread, 4))
+    many = judge(base * 4, base * 4, Policy())
+    assert many.spread_dof == stats.DEFAULT_PRIOR.dof + 22
+    assert many.spread is not None and many.spread < 0.01
+    assert stats.spread_or_prior((0.01, 4), None) == (0.01, 4)
 
 
 def test_noise_prior_rejects_nonsense() -> None:
@@ -176,5 +210,5 @@ def test_a_slowdown_inside_the_noise_floor_is_inconclusive_not_failed() -> None:
     v = judge(base, cur, Policy(alpha=0.01, threshold=0.05))
     assert v.status == INCONCLUSIVE
     assert "inside this benchmark's noise floor" in v.reason
-    assert v.run_spread is not None and v.run_spread_upper is not None
-    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.run_spread, 4))
+    assert v.spread is not None and v.run_spread_upper is not None
+    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.spread, 6))
