@@ -152,6 +152,16 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "noise the gate needs. Default: 3 with --update-baselines, else 1",
     ),
     (
+        "--perf-max-rounds",
+        "perf_max_rounds",
+        _spec.parse_rounds,
+        "adaptive rounds: after --perf-rounds, more fresh processes run only the benchmarks "
+        "still undecided (comparing: the change may still exceed the threshold; recording: the "
+        "runs are too noisy for a threshold-sized slowdown to show), up to this many rounds in "
+        "all (the project's CI setting: --perf-rounds 3 --perf-max-rounds 8). Default: "
+        "--perf-rounds, no adaptive rounds",
+    ),
+    (
         "--perf-threads",
         "perf_threads",
         _spec.parse_threads,
@@ -263,6 +273,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--perf-worker-out", dest="perf_worker_out", default=None, help=argparse.SUPPRESS
     )
+    group.addoption(
+        "--perf-worker-only", dest="perf_worker_only", default=None, help=argparse.SUPPRESS
+    )
     for option, ini, parse, text in VALUE_OPTIONS:
         group.addoption(
             option,
@@ -280,7 +293,7 @@ def add_options(parser: pytest.Parser) -> None:
 _FLOAT_INI = ("perf_alpha", "perf_threshold", "perf_warmup", "perf_min_time", "perf_max_time")
 
 
-_INT_INI = ("perf_samples", "perf_max_samples", "perf_rounds", "perf_threads")
+_INT_INI = ("perf_samples", "perf_max_samples", "perf_rounds", "perf_max_rounds", "perf_threads")
 
 
 def _ini_type(ini: str) -> Any:

@@ -8,7 +8,7 @@ without pytest.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,7 +27,7 @@ from .options import (
     ini_value,
     xdist_workers,
 )
-from .rounds import run_rounds
+from .rounds import rounds_text, run_rounds
 from .session import STATE, Case, PerfState, case_of, rel, session_machine_info, write_baselines
 from .spec import SpecError
 
@@ -123,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
     worker_out = config.getoption("perf_worker_out")
     if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
         update, json_path = False, None
+    rounds, max_rounds = _rounds(pick, update=update, worker=bool(worker_out))
     baselines_root = (
         baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
     )
@@ -158,9 +159,9 @@ def pytest_configure(config: pytest.Config) -> None:
         json_path=Path(json_path) if json_path else None,
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
-        rounds=1
-        if worker_out
-        else (pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)),
+        rounds=rounds,
+        max_rounds=max_rounds,
+        worker_only=_worker_only(config),
         size=pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE),
         smoke=smoke,
         strict=bool(
@@ -186,6 +187,29 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_benchmark_compat(config)
     if worker_out:
         config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
+
+
+def _rounds(pick: Callable[[str], Any], *, update: bool, worker: bool) -> tuple[int, int]:
+    """(--perf-rounds, --perf-max-rounds) with their defaults; a round's process runs one."""
+    if worker:
+        return 1, 1
+    rounds = pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)
+    most = pick("perf_max_rounds")
+    if most is None:
+        return rounds, rounds
+    if most < rounds:
+        raise pytest.UsageError(
+            f"--perf-max-rounds {most} is below --perf-rounds {rounds}: the adaptive rounds come "
+            "after the fixed ones, so it must be at least as large"
+        )
+    return rounds, most
+
+
+def _worker_only(config: pytest.Config) -> frozenset[str] | None:
+    path = config.getoption("perf_worker_only")
+    if not path:
+        return None
+    return frozenset(Path(path).read_text(encoding="utf-8").splitlines())
 
 
 def _register_benchmark_compat(config: pytest.Config) -> None:
@@ -361,6 +385,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state = config.stash[STATE]
     if state.enabled or state.smoke:
         _filter_items(config, state, items)
+    if state.worker_only is not None:  # an adaptive round: the undecided benchmarks only
+        keep = [i for i in items if i.nodeid in state.worker_only]
+        if len(keep) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+            items[:] = keep
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -375,8 +404,42 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
     runnable = [item for item in session.items if _runnable(item)]
     state.comparisons = max(1, len(runnable))
-    if state.rounds > 1 and runnable and not session.config.option.collectonly:
-        run_rounds(session, state, {item.nodeid for item in runnable})
+    if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
+        run_rounds(
+            session, state, [item.nodeid for item in runnable], _round_judge(state, runnable)
+        )
+
+
+def _round_judge(
+    state: PerfState, items: list[pytest.Item]
+) -> Callable[[str, list[list[float]]], bool]:
+    """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
+    each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
+    from .assess import baseline_runs
+    from .compare import Policy, needs_more_rounds
+    from .fixture import module_and_key
+    from .store import BaselineError
+
+    by_id = {item.nodeid: item for item in items}
+
+    def more(nodeid: str, runs: list[list[float]]) -> bool:
+        item = by_id[nodeid]
+        case = case_of(item)
+        if case is None:
+            return False
+        s = state.settings_for(case.spec)
+        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+        if state.update:
+            return needs_more_rounds(None, runs, policy, recording=True)
+        try:
+            entry = state.store.get(*module_and_key(item, state.rootpath))
+        except BaselineError:  # the test itself reports the unreadable file
+            return False
+        if entry is None:
+            return False
+        return needs_more_rounds(baseline_runs(entry), runs, policy)
+
+    return more
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
@@ -495,7 +558,9 @@ def pytest_runtest_makereport(
     report = yield
     if report.when == "call" and report.passed and case_of(item) is not None:
         state = item.config.stash[STATE]
-        timed = item.nodeid in state.results or item.nodeid in state.smoked
+        timed = any(
+            item.nodeid in got for got in (state.results, state.smoked, state.worker_samples)
+        )
         if (state.enabled or state.smoke) and not timed:
             report.outcome = "failed"
             report.longrepr = (
@@ -513,8 +578,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
     return [
         f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
-        f"burnperf: baselines {rel(state.store.dir, state.rootpath)}, {state.rounds} process "
-        f"round(s), size {state.size}",
+        f"burnperf: baselines {rel(state.store.dir, state.rootpath)}, "
+        f"{rounds_text(state.rounds, state.max_rounds)}, size {state.size}",
     ]
 
 
@@ -661,6 +726,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         baselines=rel(state.store.dir, state.rootpath),
         size=state.size,
         rounds=state.rounds,
+        max_rounds=state.max_rounds,
+        rounds_per_result=[len(r.runs) for r in results],
         threshold=base.threshold,
         alpha=base.alpha,
         comparisons=state.comparisons,

@@ -293,17 +293,24 @@ def header(
     threshold: float,
     alpha: float,
     comparisons: int,
+    max_rounds: int | None = None,
+    rounds_per_result: Sequence[int] = (),
 ) -> list[str]:
     """The lines above the table: hardware class, host state, probe, and the gate's settings."""
     from .hardware import cpu_identity, describe
     from .hoststate import summary
+    from .rounds import rounds_text
 
     windows = [w for r in results for w in r.host]
     cpus = int(cpu_identity().get("logical") or 1)
+    text = rounds_text(rounds, max_rounds or rounds)
+    if max_rounds and max_rounds > rounds and rounds_per_result:
+        low, high = min(rounds_per_result), max(rounds_per_result)
+        text += f": {low}" + (f"-{high}" if high > low else "") + " ran"
     return [
         f"machine {machine_id}: {describe(cpu_identity())}",
         f"{summary(windows, cpus)}; {probe_summary(results)}",
-        f"baselines in {baselines}; size {size}; {rounds} process round(s); threshold "
+        f"baselines in {baselines}; size {size}; {text}; threshold "
         f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
     ]
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,14 @@ def clock(seconds: float) -> str:
     s = max(0, int(seconds))
     h, rest = divmod(s, 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def rounds_text(rounds: int, max_rounds: int) -> str:
+    """``3 process rounds (up to 8 for undecided benchmarks)`` for the header lines."""
+    text = f"{rounds} process round" + ("s" if rounds != 1 else "")
+    if max_rounds > rounds:
+        text += f" (up to {max_rounds} for undecided benchmarks)"
+    return text
 
 
 def progress_line(r: int, rounds: int, done: int, total: int, elapsed_s: float) -> str:
@@ -99,8 +107,29 @@ def read_round_file(path: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
-def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str]) -> None:
-    """Rounds 1..N-1: the same pytest command in fresh processes, one after another.
+def round_plan(
+    r: int,
+    rounds: int,
+    wanted: Sequence[str],
+    runs: Mapping[str, list[list[float]]],
+    more: Callable[[str, list[list[float]]], bool],
+) -> list[str]:
+    """The benchmarks fresh round ``r`` (1-based) measures: all of ``wanted`` in the fixed rounds
+    (``r < rounds``), then only those ``more`` says another round would help."""
+    if r < rounds:
+        return list(wanted)
+    return [n for n in wanted if more(n, runs.get(n, []))]
+
+
+def run_rounds(
+    session: pytest.Session,
+    state: PerfState,
+    wanted: Sequence[str],
+    more: Callable[[str, list[list[float]]], bool],
+) -> None:
+    """Rounds 1..N-1 in fresh processes, one after another; then, up to ``state.max_rounds``,
+    adaptive rounds of the benchmarks still undecided (``more``). This process measures the
+    last round of every benchmark.
 
     ``wanted`` are the node ids this session will time; progress lines count them.
     """
@@ -114,14 +143,32 @@ def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str
             tr.write_line(line)
 
     with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
-        for r in range(1, state.rounds):
+        total = state.rounds
+        for r in range(1, state.max_rounds):
+            todo = round_plan(r, state.rounds, wanted, state.worker_runs, more)
+            if not todo:
+                break
+            total = max(total, r + 1)
+            of = state.rounds if r < state.rounds else state.max_rounds
             out = Path(tmp, f"round{r}.json")
-            write(
-                f"pytest-burnperf: round {r}/{state.rounds} of {len(wanted)} benchmarks in a fresh "
-                f"process ({clock(time.monotonic() - t0)} elapsed; this process measures round "
-                f"{state.rounds}) ..."
-            )
-            cmd = [sys.executable, "-m", "pytest", *args, "-q", "--perf-worker-out", str(out)]
+            # option=value in one word: an existing file given as a separate word would count
+            # as a path argument, and move pytest's rootdir (and every node id) above this one
+            cmd = [sys.executable, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
+            if r < state.rounds:
+                write(
+                    f"pytest-burnperf: round {r}/{state.rounds} of {len(todo)} benchmarks in a "
+                    f"fresh process ({clock(time.monotonic() - t0)} elapsed; this process "
+                    f"measures the last round) ..."
+                )
+            else:
+                only = Path(tmp, f"round{r}.only")
+                only.write_text("\n".join(todo) + "\n", encoding="utf-8")
+                cmd.append(f"--perf-worker-only={only}")
+                write(
+                    f"pytest-burnperf: adaptive round {r} (of at most {state.max_rounds}) for "
+                    f"{len(todo)} of {len(wanted)} benchmarks still undecided "
+                    f"({clock(time.monotonic() - t0)} elapsed) ..."
+                )
             with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
                 proc = subprocess.Popen(
                     cmd,
@@ -132,11 +179,11 @@ def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str
                     text=True,
                 )
 
-                def say(done: int, r: int = r) -> None:
-                    write(progress_line(r, state.rounds, done, len(wanted), time.monotonic() - t0))
+                def say(done: int, r: int = r, of: int = of, n: int = len(todo)) -> None:
+                    write(progress_line(r, of, done, n, time.monotonic() - t0))
 
                 try:
-                    watch(proc, progress_path(out), wanted, say)
+                    watch(proc, progress_path(out), todo, say)
                 finally:
                     if proc.poll() is None:  # interrupted: the round's process goes with us
                         proc.terminate()
@@ -146,9 +193,9 @@ def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str
             write(
                 progress_line(
                     r,
-                    state.rounds,
-                    count_done(progress_path(out), wanted),
-                    len(wanted),
+                    of,
+                    count_done(progress_path(out), todo),
+                    len(todo),
                     time.monotonic() - t0,
                 )
             )
@@ -158,6 +205,8 @@ def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str
                     f"round {r} in a fresh process failed (exit {proc.returncode}); its samples "
                     f"are missing from the verdicts:\n{tail}"
                 )
+                if r >= state.rounds:
+                    break  # no adaptive round after a failed one: it would fail alike
                 continue
             try:
                 doc = read_round_file(out)
@@ -170,7 +219,8 @@ def run_rounds(session: pytest.Session, state: PerfState, wanted: Collection[str
                 state.worker_runs.setdefault(nodeid, []).append(rec["values"])
                 state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
                 state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
+        state.rounds_run = total
         write(
-            f"pytest-burnperf: round {state.rounds}/{state.rounds} in this process "
+            f"pytest-burnperf: round {total}/{total} in this process "
             f"({clock(time.monotonic() - t0)} elapsed) ..."
         )

@@ -56,6 +56,12 @@ class PerfState:
     #: Writes a progress line to the terminal (set in pytest_configure).
     announce: Callable[[str], None] = print
     rounds: int = 1
+    #: Rounds an undecided benchmark may get in all (adaptive rounds; == rounds: off).
+    max_rounds: int = 1
+    #: In a worker process: the node ids to run (an adaptive round of undecided benchmarks).
+    worker_only: frozenset[str] | None = None
+    #: Rounds the session ran in all (fixed and adaptive; this process's included).
+    rounds_run: int = 1
     strict: bool = False
     #: Without --perf: run each benchmark body once, untimed (smoke mode).
     smoke: bool = False

@@ -28,9 +28,10 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
 
     again = loop_project.runpytest("--perf", *opts)
     again.assert_outcomes(passed=2)
-    again.stdout.fnmatch_lines([f"baselines in *; {rounds} process round(s); *"])
+    plural = "s" if rounds > 1 else ""
+    again.stdout.fnmatch_lines([f"baselines in *; {rounds} process round{plural}; *"])
 
-    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")  # the extra rounds inherit the environment
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")  # the extra rounds inherit the environment
     slow = loop_project.runpytest("--perf", *opts)
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(
@@ -40,6 +41,40 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     )
     if rounds == 1:
         slow.stdout.fnmatch_lines(["*between-process noise is not measured, so the prior*"])
+
+
+def test_adaptive_rounds_go_to_the_undecided_benchmarks_only(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted +30% cannot be ruled out, so test_loop runs all 4 rounds and fails; the
+    unchanged test_steady may stop earlier (how soon depends on the machine's noise, so its count
+    is only bounded)."""
+    opts = ("--perf-rounds", "2", *FAST)
+    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    slow = loop_project.runpytest(
+        "--perf", "--perf-max-rounds", "4", "--perf-json", "r.json", *opts
+    )
+    slow.assert_outcomes(passed=1, failed=1)
+    slow.stdout.fnmatch_lines(
+        [
+            "burnperf: baselines *, 2 process rounds (up to 4 for undecided benchmarks), size *",
+            "pytest-burnperf: adaptive round 2 (of at most 4) for * of 2 benchmarks still "
+            "undecided (*",
+            "pytest-burnperf: round 4/4 in this process (*",
+            "test_loop[[]numpy-cpu-f64[]]: * runs=2/4) exceeds *",
+            "baselines in *; 2 process rounds (up to 4 for undecided benchmarks): *4 ran; *",
+        ]
+    )
+    doc = json.loads(Path(loop_project.path, "r.json").read_text())
+    runs = {r["name"].split("[")[0]: len(r["runs"]) for r in doc["results"]}
+    assert runs["test_loop"] == 4 and 2 <= runs["test_steady"] <= 4
+
+
+def test_max_rounds_below_rounds_is_a_usage_error(loop_project: pytest.Pytester) -> None:
+    result = loop_project.runpytest("--perf", "--perf-rounds", "3", "--perf-max-rounds", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--perf-max-rounds 2 is below --perf-rounds 3*"])
 
 
 def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester) -> None:
@@ -117,7 +152,7 @@ def test_a_round_that_crashes_is_reported_and_the_run_goes_on(
         """
         import sys
 
-        if any(a == "--perf-worker-out" for a in sys.argv):
+        if any(a.startswith("--perf-worker-out") for a in sys.argv):
             raise SystemExit("round process refused to start")
         """
     )

@@ -25,6 +25,7 @@ GOOD_BAD = {
     "max_time": ("2.0", '"long"'),
     "timer": ('"host"', '"wall"'),
     "rounds": ("3", "0"),
+    "max_rounds": ("8", "51"),
     "threads": ("2", "-1"),
     "size": ('"tiny"', '"huge"'),
     "columns": ('["median", "change"]', '["speed"]'),

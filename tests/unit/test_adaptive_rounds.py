@@ -1,0 +1,85 @@
+"""Adaptive rounds: which benchmarks get another process round (compare.needs_more_rounds,
+rounds.round_plan), on injected run medians; nothing is timed."""
+
+from __future__ import annotations
+
+import random
+
+from pytest_burnperf.compare import REGRESSED, Policy, judge, needs_more_rounds
+from pytest_burnperf.rounds import round_plan, rounds_text
+
+POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
+
+
+def runs(levels: list[float], n: int = 20) -> list[list[float]]:
+    """One run per level, its samples 0.1% apart around it."""
+    return [[lv * (1 + 0.001 * (i - n / 2)) for i in range(n)] for lv in levels]
+
+
+def test_a_clearly_unchanged_benchmark_stops_after_the_fixed_rounds() -> None:
+    base = runs([1.0, 1.003, 0.998])
+    assert not needs_more_rounds(base, runs([1.001, 0.999]), POLICY)
+    # an improvement needs no more rounds either: it can never fail
+    assert not needs_more_rounds(base, runs([0.8, 0.81]), POLICY)
+
+
+def test_a_benchmark_that_may_have_slowed_gets_more_rounds() -> None:
+    base = runs([1.0, 1.003, 0.998])
+    assert needs_more_rounds(base, runs([1.06, 1.07]), POLICY)
+    # noisy runs: even a change near zero cannot rule out +5% yet
+    noisy = runs([1.0, 1.08, 0.93])
+    assert needs_more_rounds(noisy, runs([1.0, 1.07]), POLICY)
+    # no current run yet: the first look always asks for one
+    assert needs_more_rounds(base, [], POLICY)
+
+
+def test_without_a_baseline_there_is_nothing_to_decide() -> None:
+    assert not needs_more_rounds(None, runs([1.0, 1.01]), POLICY)
+    assert not needs_more_rounds([], runs([1.0, 1.01]), POLICY)
+
+
+def test_recording_continues_while_the_runs_are_too_noisy_for_the_threshold() -> None:
+    quiet = runs([1.0, 1.002, 0.999, 1.001, 1.0, 0.998, 1.001, 1.0])
+    assert not needs_more_rounds(None, quiet, POLICY, recording=True)
+    assert needs_more_rounds(None, runs([1.0, 1.06, 0.95]), POLICY, recording=True)
+    assert needs_more_rounds(None, [], POLICY, recording=True)
+
+
+def test_round_plan_runs_everything_in_the_fixed_rounds_then_only_the_undecided() -> None:
+    wanted = ["a", "b", "c"]
+    asked: list[tuple[str, int]] = []
+
+    def more(nodeid: str, got: list[list[float]]) -> bool:
+        asked.append((nodeid, len(got)))
+        return nodeid == "b"
+
+    have = {"a": runs([1.0, 1.0]), "b": runs([1.0, 1.1])}
+    assert round_plan(1, 3, wanted, have, more) == wanted
+    assert round_plan(2, 3, wanted, have, more) == wanted
+    assert asked == []  # the fixed rounds ask nothing
+    assert round_plan(3, 3, wanted, have, more) == ["b"]
+    assert asked == [("a", 2), ("b", 2), ("c", 0)]
+
+
+def test_rounds_text() -> None:
+    assert rounds_text(1, 1) == "1 process round"
+    assert rounds_text(3, 3) == "3 process rounds"
+    assert rounds_text(3, 8) == "3 process rounds (up to 8 for undecided benchmarks)"
+
+
+def test_stopping_for_futility_does_not_raise_false_alarms() -> None:
+    """Unchanged code with 3% between-process noise: rounds continue only for benchmarks that
+    cannot rule out +5%, and the verdict after the last round is judged once at alpha. Over 400
+    simulated benchmarks (seeded), no false alarm, and most stop early."""
+    rng = random.Random(5)
+    alarms = stopped_early = 0
+    for _ in range(400):
+        base = runs([rng.lognormvariate(0, 0.03) for _ in range(3)])
+        cur: list[list[float]] = runs([rng.lognormvariate(0, 0.03) for _ in range(2)])
+        while len(cur) < 7 and needs_more_rounds(base, cur, POLICY):
+            cur += runs([rng.lognormvariate(0, 0.03)])
+        stopped_early += len(cur) < 7
+        cur += runs([rng.lognormvariate(0, 0.03)])  # this process's round
+        alarms += judge(base, cur, POLICY).status == REGRESSED
+    assert alarms == 0
+    assert stopped_early > 100
