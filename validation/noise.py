@@ -59,11 +59,47 @@ def quantile(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
 
+def fit_prior(sd: dict[str, float], processes: int) -> dict[str, float]:
+    """Maximum-likelihood (scale, dof) of the prior, free and with dof fixed at 2."""
+    import numpy as np
+    from scipy import optimize
+    from scipy.stats import f
+
+    v = np.array(list(sd.values())) ** 2
+    n = processes - 1
+
+    def nll(log_scale: float, log_dof: float) -> float:
+        s0, dof = np.exp(log_scale), np.exp(log_dof)
+        return float(-np.sum(f.logpdf(v / s0**2, n, dof) - 2 * log_scale))
+
+    free = optimize.minimize(
+        lambda p: nll(p[0], p[1]), [np.log(0.03), np.log(3.0)], method="Nelder-Mead"
+    )
+    two = optimize.minimize_scalar(
+        lambda ls: nll(ls, np.log(2.0)), bounds=(-8, 0), method="bounded"
+    )
+    return {
+        "scale": float(np.exp(free.x[0])),
+        "dof": float(np.exp(free.x[1])),
+        "scale_at_dof2": float(np.exp(two.x)),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--processes", type=int, default=16)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--fit", type=Path, default=None, help="fit the noise prior to this JSON")
     args = ap.parse_args(argv)
+    if args.fit is not None:
+        doc = json.loads(args.fit.read_text())
+        got = fit_prior(doc["sd"], doc["processes"])
+        print(
+            f"{len(doc['sd'])} benchmarks, {doc['processes']} processes each: free fit scale "
+            f"{100 * got['scale']:.2f}% with {got['dof']:.2f} degrees of freedom; at 2 degrees "
+            f"of freedom scale {100 * got['scale_at_dof2']:.2f}%"
+        )
+        return 0
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     with tempfile.TemporaryDirectory(prefix="burnperf-noise-") as tmp:
         medians = run_processes(Path(tmp) / "work", args.processes)
