@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.analyse is not None:
         doc = json.loads(args.analyse.read_text())
-        conds = list(doc["samples"])
+        # the run order is rebuilt from the conditions in the order the run was given them
+        conds = doc.get("conditions") or args.conditions.split(",")
         print_table(summarise(doc["samples"]), conds)
         print_structure(doc["samples"], schedule(conds, doc["processes"]))
         return 0
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             "started": started,
             "command": "python validation/variance_sources.py " + " ".join(argv or sys.argv[1:]),
             "processes": args.processes,
+            "conditions": conds,
             "summary": table,
             "samples": samples,
         }

@@ -202,9 +202,9 @@ def judge(
     effect = max(policy.threshold, floor)
     if model is not None:
         min_det = model.min_detectable(effect)
-    else:
-        se = _within_se(base_runs + cur_runs) * math.sqrt(k * m / (k + m))
-        min_det = (1.0 + effect) * math.exp(1.2816 * se) - 1.0
+    else:  # no prior, one run a side: only the samples' own scatter is known
+        z = statistics.NormalDist().inv_cdf(0.9)
+        min_det = (1.0 + effect) * math.exp(z * _within_se(base_runs + cur_runs)) - 1.0
     verdict = replace(
         verdict,
         ratio=ratio,
