@@ -155,7 +155,9 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
     assert (r["backend"], r["kind"], r["dtype"], r["timer"]) == ("numpy", "cpu", "f64", "host")
     assert len(r["samples"]) == 15 and r["stats"]["n"] == 15
     assert r["baseline"]["n"] == 45  # three process rounds recorded
-    assert r["verdict"]["status"] in {"unchanged", "improved", "regressed"}
+    # a comparison's verdict; which one depends on the machine's noise (with 3 baseline runs and
+    # one current run the interval often reaches past 5%: inconclusive)
+    assert r["verdict"]["status"] in {"unchanged", "improved", "regressed", "inconclusive"}
     assert set(r["verdict"]) == {
         "status",
         "ratio",
