@@ -320,11 +320,15 @@ def run_model(
 
 def median_standard_error(runs: Sequence[Sequence[float]]) -> float:
     """Root mean square over ``runs`` of the asymptotic standard error of a run's log median,
-    ``1.2533 sd / sqrt(n)`` (0 for runs of one sample)."""
+    ``1.2533 s / sqrt(n)`` with ``s`` the robust sd of the log samples (1.4826 x their median
+    absolute deviation: a few descheduled samples barely move a median, and must not make it
+    look uncertain); 0 for runs of one sample."""
     parts = []
     for r in runs:
         if len(r) >= 2:
-            sd = statistics.stdev([math.log(v) for v in r])
+            logs = [math.log(v) for v in r]
+            mid = statistics.median(logs)
+            sd = 1.4826 * statistics.median(abs(x - mid) for x in logs)
             parts.append((1.2533 * sd) ** 2 / len(r))
     return math.sqrt(statistics.fmean(parts)) if parts else 0.0
 

@@ -31,7 +31,7 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     plural = "s" if rounds > 1 else ""
     again.stdout.fnmatch_lines([f"baselines in *; {rounds} process round{plural}; *"])
 
-    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")  # the extra rounds inherit the environment
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "2.0")  # far above the 1-vs-1 floor; rounds inherit it
     slow = loop_project.runpytest("--perf", *opts)
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(

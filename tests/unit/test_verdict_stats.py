@@ -92,12 +92,16 @@ def test_run_model_floor_interval_and_power_reference_values() -> None:
 
 def test_the_prior_part_carries_the_within_run_error_of_a_median() -> None:
     """A bimodal run's median is itself uncertain; the prior's part of the variance is widened by
-    that standard error (1.2533 sd / sqrt(n) of the log samples)."""
+    that standard error (1.2533 robust sd / sqrt(n) of the log samples), which a few spikes do
+    not inflate."""
     run = [1.0, 5.0] * 4
-    w = 1.2533 * statistics.stdev([math.log(v) for v in run]) / math.sqrt(len(run))
+    # every log sample is log(5)/2 from the median log(5)/2: the robust sd is 1.4826 log(5)/2
+    w = 1.2533 * 1.4826 * math.log(5.0) / 2 / math.sqrt(len(run))
     assert stats.median_standard_error([run, run]) == pytest.approx(w)
     model = stats.run_model([run], [run], stats.NoisePrior(0.02, 2))
     assert model is not None and model.spread == pytest.approx(math.hypot(0.02, w))
+    spiky = [1.0 + 0.001 * i for i in range(18)] + [20.0, 30.0]
+    assert stats.median_standard_error([spiky]) < 0.005
 
 
 def runs_of(level: float, wobble: list[float], n: int = 20) -> list[list[float]]:
