@@ -148,7 +148,8 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> None:
     from pytest_burnperf.compare import Policy, judge
 
     base: dict[str, list[list[float]]] = {}
-    (machine_dir,) = (work / "baselines").iterdir()
+    # the machine's directory (the store also keeps a .gitignore and its lock file there)
+    (machine_dir,) = [d for d in (work / "baselines").iterdir() if d.is_dir()]
     for f in machine_dir.rglob("*.json"):
         module = f.relative_to(machine_dir).with_suffix(".py").as_posix()
         for name, entry in json.loads(f.read_text())["benchmarks"].items():
