@@ -135,14 +135,6 @@ def as_runs(values: Sequence[float] | Runs | None) -> list[list[float]]:
     return [flat] if flat else out
 
 
-def _within_se(runs: list[list[float]]) -> float:
-    """Standard error of a log-median from the spread inside the runs (asymptotic, 1.2533 sd/√n)."""
-    logs = [math.log(v) for r in runs for v in r]
-    if len(logs) < 2:
-        return 0.0
-    return 1.2533 * statistics.stdev(logs) / math.sqrt(len(logs))
-
-
 def judge(
     baseline: Sequence[float] | Runs | None,
     current: Sequence[float] | Runs,
@@ -202,9 +194,10 @@ def judge(
     effect = max(policy.threshold, floor)
     if model is not None:
         min_det = model.min_detectable(effect)
-    else:  # no prior, one run a side: only the samples' own scatter is known
+    else:  # no prior, one run a side: only the two medians' own standard errors are known
         z = statistics.NormalDist().inv_cdf(0.9)
-        min_det = (1.0 + effect) * math.exp(z * _within_se(base_runs + cur_runs)) - 1.0
+        se = math.sqrt(2.0) * stats.median_standard_error(base_runs + cur_runs)
+        min_det = (1.0 + effect) * math.exp(z * se) - 1.0
     verdict = replace(
         verdict,
         ratio=ratio,

@@ -219,7 +219,6 @@ def run_rounds(
                 state.worker_runs.setdefault(nodeid, []).append(rec["values"])
                 state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
                 state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
-        state.rounds_run = total
         write(
             f"pytest-burnperf: round {total}/{total} in this process "
             f"({clock(time.monotonic() - t0)} elapsed) ..."

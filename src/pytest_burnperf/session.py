@@ -60,8 +60,6 @@ class PerfState:
     max_rounds: int = 1
     #: In a worker process: the node ids to run (an adaptive round of undecided benchmarks).
     worker_only: frozenset[str] | None = None
-    #: Rounds the session ran in all (fixed and adaptive; this process's included).
-    rounds_run: int = 1
     strict: bool = False
     #: Without --perf: run each benchmark body once, untimed (smoke mode).
     smoke: bool = False
