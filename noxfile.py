@@ -1,5 +1,5 @@
 """Sessions: ``tests`` (the test suite), ``lint`` (ruff + mypy), ``perf`` (the shipped benchmarks),
-``validate`` (the validation harness behind docs/validation.md; about 35 minutes on 2 cores).
+``perf_versions`` (the numpy benchmarks under two numpy releases, in one session), ``validate`` (the validation harness behind docs/validation.md; about 35 minutes on 2 cores).
 
 Every session that needs torch installs the pinned CPU wheel first, so pip never resolves a
 multi-GB CUDA build for the ``torch>=2.3`` extra. Override the pin with BURNPERF_TORCH_SPEC.
@@ -91,6 +91,36 @@ def perf(session: nox.Session) -> None:
         "8",
         "--perf-json",
         "perf-results.json",
+        *session.posargs,
+    )
+
+
+#: The two numpy releases nox -s perf_versions compares (small wheels; any two work).
+NUMPY_VERSIONS = os.environ.get("BURNPERF_NUMPY_VERSIONS", "numpy==2.2.6,numpy==2.3.5")
+
+
+@nox.session
+def perf_versions(session: nox.Session) -> None:
+    """Same-session comparison, the worked example of --perf-versions: the shipped suite's numpy
+    benchmarks under two numpy releases, interleaved in fresh processes on this machine, one
+    table per benchmark and the later release judged against the earlier. Each release is
+    installed once into a cached overlay (pytest_burnperf.environments). Narrow it with
+    ``nox -s perf_versions -- -k matmul``; other releases with BURNPERF_NUMPY_VERSIONS."""
+    install(session, "dev")
+    session.run(
+        "pytest",
+        "--perf",
+        "perf_tests",
+        "--perf-backends",
+        "numpy",
+        "--perf-versions",
+        NUMPY_VERSIONS,
+        "--perf-rounds",
+        "3",
+        "--perf-max-rounds",
+        "6",
+        "--perf-json",
+        "perf-versions.json",
         *session.posargs,
     )
 

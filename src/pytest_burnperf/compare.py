@@ -47,6 +47,9 @@ class Policy:
     #: Between-process spread assumed before the runs are seen (None: none, the old behaviour of
     #: treating unmeasured between-process noise as zero).
     prior: stats.NoisePrior | None = stats.DEFAULT_PRIOR
+    #: Run ``i`` of each side was measured in the same round of one session (same-session
+    #: comparisons, ``versions.py``): the model works on the paired log ratios.
+    paired: bool = False
 
     @property
     def alpha_each(self) -> float:
@@ -180,8 +183,8 @@ def judge(
             ),
         )
     est = stats.hodges_lehmann_ratio(cur_all, base_all)
-    observed = stats.pooled_run_spread_dof(base_runs, cur_runs)
-    model = stats.run_model(base_runs, cur_runs, policy.prior)
+    observed = _observed(base_runs, cur_runs, policy)
+    model = _model(base_runs, cur_runs, policy)
     source = _spread_source(observed, policy.prior)
     ratio, low, high = est.ratio, est.low, est.high
     floor = 0.0
@@ -301,10 +304,27 @@ def needs_more_rounds(
         return False
     if not cur:
         return True
-    model = stats.run_model(base, cur, policy.prior)
+    model = _model(base, cur, policy)
     if model is None:
         return False
     return model.upper(FUTILITY_CONFIDENCE) >= 1.0 + policy.threshold
+
+
+def _model(base: Runs, cur: Runs, policy: Policy) -> stats.RunModel | None:
+    if policy.paired and len(base) == len(cur):
+        return stats.paired_run_model(base, cur, policy.prior)
+    return stats.run_model(base, cur, policy.prior)
+
+
+def _observed(base: Runs, cur: Runs, policy: Policy) -> tuple[float, int] | None:
+    """The between-run spread the runs show (paired: of the log ratios, over sqrt 2)."""
+    if policy.paired and len(base) == len(cur) and len(base) >= 2:
+        diffs = [
+            math.log(statistics.median(c)) - math.log(statistics.median(b))
+            for b, c in zip(base, cur, strict=True)
+        ]
+        return statistics.stdev(diffs) / math.sqrt(2.0), len(diffs) - 1
+    return stats.pooled_run_spread_dof(base, cur)
 
 
 def _spread_source(observed: tuple[float, int] | None, prior: stats.NoisePrior | None) -> str:
@@ -341,15 +361,19 @@ def format_ratio(v: Verdict) -> str:
     return text
 
 
-def failure_message(test_id: str, verdict: Verdict, policy: Policy) -> str:
-    """The one line a person reads when a benchmark regressed."""
+def failure_message(
+    test_id: str, verdict: Verdict, policy: Policy, labels: tuple[str, str] | None = None
+) -> str:
+    """The one line a person reads when a benchmark regressed; ``labels`` name the two sides
+    of a same-session comparison (reference, current)."""
     assert verdict.baseline_median is not None and verdict.ratio is not None
     p = verdict.p_slower if verdict.p_slower is not None else math.nan
     effect = verdict.effect if verdict.effect is not None else policy.threshold
     what = "threshold" if effect <= policy.threshold else "noise floor"
     runs = f", runs={verdict.runs_baseline}/{verdict.runs_current}"
+    before, after = (f"{labels[0]} ", f"{labels[1]} ") if labels else ("", "")
     return (
-        f"{test_id}: {format_time(verdict.baseline_median)} -> "
-        f"{format_time(verdict.current_median)} ({format_ratio(verdict)}, p={p:.2g}, "
+        f"{test_id}: {before}{format_time(verdict.baseline_median)} -> "
+        f"{after}{format_time(verdict.current_median)} ({format_ratio(verdict)}, p={p:.2g}, "
         f"n={verdict.n_baseline}/{verdict.n_current}{runs}) exceeds {effect * 100:.3g}% {what}"
     )

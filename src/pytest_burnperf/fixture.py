@@ -336,7 +336,6 @@ class Perf:
     ) -> None:
         from .assess import assess
         from .compare import INCONCLUSIVE, NO_BASELINE, REGRESSED, Policy, failure_message
-        from .results import Result
 
         state = self._state
         node = self._item.nodeid
@@ -345,6 +344,9 @@ class Perf:
                 "values": list(sample.values),
                 "host": host.as_dict(),
                 "probe": probe,
+                "loops": sample.loops,
+                "timer": sample.timer,
+                "l2_flush": sample.l2_flush,
             }
             return
         s = self.settings
@@ -365,31 +367,19 @@ class Perf:
             verdict = replace(
                 verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
             )
-        case = self._case
-        assert case.entry is not None
-        result = Result(
-            nodeid=node,
-            module=self._module,
-            key=self._key,
-            benchmark=self._key.split("[", 1)[0],
-            device_id=case.entry.id,
-            kind=case.entry.kind,
-            library=case.entry.library,
-            dtype=case.dtype,
+        result = make_result(
+            self,
             fingerprint=fingerprint,
-            settings=s,
             sample=sample,
             verdict=verdict,
+            runs=runs,
             baseline=self._baseline,
-            runs=tuple(tuple(r) for r in runs),
             work=self._work,
             peaks=None
             if self._work is None
-            else state.peaks_for(self.device, case.dtype, s.threads),
+            else state.peaks_for(self.device, self._case.dtype, s.threads),
             host=tuple(evidence.windows),
             probe=None if evidence.probe is None else dict(evidence.probe),
-            extra_info=dict(self.extra_info),
-            group=self.group,
         )
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
@@ -402,6 +392,134 @@ class Perf:
                 f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
                 pytrace=False,
             )
+
+
+class ComparePerf(SmokePerf):
+    """The ``perf`` fixture of a same-session comparison (``--perf-against``,
+    ``--perf-versions``): the rounds measured the benchmark in every environment before the
+    tests ran, so here the function is called once, untimed (its result and the test's own
+    checks still count), and the verdict judges the candidate's runs against the reference's,
+    paired by round."""
+
+    def __init__(self, state: PerfState, item: pytest.Item, case: Case, module: str, key: str):
+        super().__init__(state, item, case)
+        self._case = case
+        self._module = module
+        self._key = key
+        self.settings = state.settings_for(case.spec)
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        start_once(self, fn, what)
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True
+        result = super().__call__(fn, *args, **kwargs)
+        self._judge()
+        return result
+
+    def pedantic(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True
+        result = super().pedantic(fn, *args, **kwargs)
+        self._judge()
+        return result
+
+    def _judge(self) -> None:
+        __tracebackhide__ = True
+        from .assess import explain_by_host
+        from .compare import INCONCLUSIVE, REGRESSED, Policy, failure_message, judge
+        from .hoststate import Window
+        from .jsonfile import escape_strings
+        from .timing import Sample
+        from .versions import summaries
+
+        state = self._state
+        plan, got = state.plan, state.measured
+        assert plan is not None
+        node = self._item.nodeid
+        ref = [] if got is None else got.of(plan.reference, node)
+        cur = [] if got is None else got.of(plan.candidate, node)
+        if not ref or not cur:
+            why = "; ".join(got.failures.values()) if got is not None else ""
+            pytest.fail(
+                f"{node}: not compared with {plan.reference}: "
+                + (why or "no round measured it in every environment"),
+                pytrace=False,
+            )
+        assert got is not None
+        s = self.settings
+        policy = Policy(
+            alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons, paired=True
+        )
+        verdict = judge(ref, cur, policy)
+        windows = [
+            w
+            for label in plan.refs
+            for d in got.host.get(label, {}).get(node, [])
+            if (w := Window.from_dict(d)) is not None
+        ]
+        busy = [w.disturbed() for w in windows if w.disturbed()]
+        if busy and os.environ.get(TRUST_HOST) != "1":
+            verdict = explain_by_host(verdict, f"host busy in a round: {busy[0]}", policy)
+        last = got.last.get(plan.candidate, {}).get(node, {})
+        sample = Sample(
+            values=tuple(v for r in cur for v in r),
+            loops=int(last.get("loops", 1)),
+            warmup_calls=0,
+            timer="device" if last.get("timer") == "device" else "host",
+            l2_flush=bool(last.get("l2_flush", False)),
+        )
+        result = make_result(
+            self,
+            fingerprint=escape_strings(self.device.fingerprint()),
+            sample=sample,
+            verdict=verdict,
+            runs=cur,
+            host=tuple(windows),
+            versions=tuple(summaries(plan.refs, got, node)),
+            reference=plan.reference,
+            candidate=plan.candidate,
+        )
+        state.results[node] = result
+        self._item.user_properties.extend(junit_properties(result))
+        if verdict.status == REGRESSED:
+            pytest.fail(
+                failure_message(
+                    self._key, verdict, policy, labels=(plan.reference, plan.candidate)
+                ),
+                pytrace=False,
+            )
+        if state.strict and verdict.status == INCONCLUSIVE:
+            pytest.fail(
+                f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
+                pytrace=False,
+            )
+
+
+def make_result(perf: Perf | ComparePerf, **fields: Any) -> Result:
+    """The :class:`Result` of ``perf``'s benchmark: its identity from the fixture object, the
+    measurement and verdict from ``fields`` (``runs`` as lists, ``baseline`` None by default)."""
+    from .results import Result
+
+    case = perf._case
+    assert case.entry is not None
+    runs = fields.pop("runs")
+    fields.setdefault("baseline", None)
+    return Result(
+        nodeid=perf._item.nodeid,
+        module=perf._module,
+        key=perf._key,
+        benchmark=perf._key.split("[", 1)[0],
+        device_id=case.entry.id,
+        kind=case.entry.kind,
+        library=case.entry.library,
+        dtype=case.dtype,
+        settings=perf.settings,
+        runs=tuple(tuple(r) for r in runs),
+        extra_info=dict(perf.extra_info),
+        group=perf.group,
+        **fields,
+    )
 
 
 def junit_properties(result: Result) -> list[tuple[str, object]]:
@@ -478,6 +596,9 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
         case.entry.device.reseed(0)
         return SmokePerf(state, request.node, case)
     module, key = module_and_key(request.node, state.rootpath)
+    if state.plan is not None:  # same-session comparison: no baseline is read
+        case.entry.device.reseed(0)
+        return ComparePerf(state, request.node, case, module, key)
     legacy = False
     try:
         baseline = state.store.get(module, key)

@@ -32,12 +32,25 @@ def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]
     def parse(value: str) -> T:
         try:
             return parser(value, option)
-        except SpecError as exc:
+        except ValueError as exc:  # SpecError, or environments' REF checks
             # argparse names the option itself ("argument --perf-threshold: ..."): say it once
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option}: ")) from None
+            text = str(exc).removeprefix(f"{option}: ").removeprefix(f"{option} ")
+            raise argparse.ArgumentTypeError(text) from None
 
     parse.__name__ = option.lstrip("-").replace("-", "_")
     return parse
+
+
+def _ref(value: str, option: str) -> str:
+    from .environments import check_ref
+
+    return check_ref(value, option)
+
+
+def _refs(value: str, option: str) -> tuple[str, ...]:
+    from .environments import parse_refs
+
+    return parse_refs(value, option)
 
 
 def _machine_arg(value: str, where: str) -> str:
@@ -270,6 +283,35 @@ def add_options(parser: pytest.Parser) -> None:
     for option, ini, text, ini_text in FLAG_OPTIONS:
         group.addoption(option, action="store_true", default=None, help=text)
         parser.addini(ini, type="bool", default=False, help=ini_text)
+    group.addoption(
+        "--perf-against",
+        dest="perf_against",
+        default=None,
+        metavar="REF",
+        type=_argtype(_ref, "--perf-against"),
+        help="same-session comparison: measure every selected benchmark here and in REF, in "
+        "alternating fresh processes on this machine, and fail the benchmarks that got slower "
+        "than in REF (no baseline file is read or written). REF: a git revision of this "
+        "repository, name==version (a release), local=PATH (a source tree) or a Python "
+        "interpreter. Rounds: --perf-rounds (default 3) and --perf-max-rounds",
+    )
+    group.addoption(
+        "--perf-versions",
+        dest="perf_versions",
+        default=None,
+        metavar="REF,REF[,...]",
+        type=_argtype(_refs, "--perf-versions"),
+        help="measure every selected benchmark in each of these (the --perf-against forms, and "
+        "'current'), interleaved, and print one table per benchmark; the verdict judges "
+        "'current' (else the last) against the first (or --perf-reference)",
+    )
+    group.addoption(
+        "--perf-reference",
+        dest="perf_reference",
+        default=None,
+        metavar="REF",
+        help="with --perf-versions: the version the verdict compares against. Default: the first",
+    )
     group.addoption(
         "--perf-worker-out", dest="perf_worker_out", default=None, help=argparse.SUPPRESS
     )

@@ -27,12 +27,12 @@ from .options import (
     ini_value,
     xdist_workers,
 )
-from .rounds import rounds_text, run_rounds
+from .rounds import round_judge, rounds_text, run_rounds, run_same_session
 from .session import STATE, Case, PerfState, case_of, rel, session_machine_info, write_baselines
 from .spec import SpecError
 
 if TYPE_CHECKING:
-    pass
+    from .versions import Plan
 
 T = TypeVar("T")
 
@@ -123,7 +123,10 @@ def pytest_configure(config: pytest.Config) -> None:
     worker_out = config.getoption("perf_worker_out")
     if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
         update, json_path = False, None
-    rounds, max_rounds = _rounds(pick, update=update, worker=bool(worker_out))
+    plan = None if worker_out else _plan(config, enabled=enabled, update=update)
+    rounds, max_rounds = _rounds(
+        pick, update=update, worker=bool(worker_out), same_session=plan is not None
+    )
     baselines_root = (
         baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
     )
@@ -176,6 +179,7 @@ def pytest_configure(config: pytest.Config) -> None:
         benches=project.benches,
         environment=dict(project.environment),
         config_file=project.path,
+        plan=plan,
     )
 
     def announce(line: str) -> None:
@@ -189,11 +193,53 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
 
 
-def _rounds(pick: Callable[[str], Any], *, update: bool, worker: bool) -> tuple[int, int]:
+def _plan(config: pytest.Config, *, enabled: bool, update: bool) -> Plan | None:
+    """The same-session comparison --perf-against / --perf-versions ask for, checked."""
+    from .environments import CURRENT
+    from .versions import Plan
+
+    against = config.getoption("perf_against")
+    versions = config.getoption("perf_versions")
+    reference = config.getoption("perf_reference")
+    option = "--perf-against" if against else "--perf-versions"
+    if not against and not versions:
+        if reference:
+            raise pytest.UsageError("--perf-reference names one of --perf-versions; give those")
+        return None
+    if not enabled:
+        raise pytest.UsageError(f"{option} compares measurements, so it needs --perf as well")
+    if against and versions:
+        raise pytest.UsageError("give --perf-against REF or --perf-versions A,B,..., not both")
+    if update:
+        raise pytest.UsageError(
+            f"{option} compares in this session and reads or writes no baseline, so it does not "
+            "go with --update-baselines; record baselines in a run of their own"
+        )
+    if against:
+        if reference:
+            raise pytest.UsageError(
+                "--perf-reference goes with --perf-versions, not --perf-against"
+            )
+        if against == CURRENT:
+            raise pytest.UsageError(
+                "--perf-against current would compare this code with itself; for a check of "
+                "the gate give the git revision of this commit (--perf-against HEAD)"
+            )
+        return Plan.against(against)
+    try:
+        return Plan.versions(versions, reference)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _rounds(
+    pick: Callable[[str], Any], *, update: bool, worker: bool, same_session: bool = False
+) -> tuple[int, int]:
     """(--perf-rounds, --perf-max-rounds) with their defaults; a round's process runs one."""
     if worker:
         return 1, 1
-    rounds = pick("perf_rounds") or (DEFAULT_UPDATE_ROUNDS if update else 1)
+    default = DEFAULT_UPDATE_ROUNDS if update or same_session else 1
+    rounds = pick("perf_rounds") or default
     most = pick("perf_max_rounds")
     if most is None:
         return rounds, rounds
@@ -404,42 +450,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
     runnable = [item for item in session.items if _runnable(item)]
     state.comparisons = max(1, len(runnable))
+    if state.plan is not None:
+        if runnable and not session.config.option.collectonly:
+            run_same_session(session, state, runnable)
+        return
     if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
-        run_rounds(
-            session, state, [item.nodeid for item in runnable], _round_judge(state, runnable)
-        )
-
-
-def _round_judge(
-    state: PerfState, items: list[pytest.Item]
-) -> Callable[[str, list[list[float]]], bool]:
-    """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
-    each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
-    from .assess import baseline_runs
-    from .compare import Policy, needs_more_rounds
-    from .fixture import module_and_key
-    from .store import BaselineError
-
-    by_id = {item.nodeid: item for item in items}
-
-    def more(nodeid: str, runs: list[list[float]]) -> bool:
-        item = by_id[nodeid]
-        case = case_of(item)
-        if case is None:
-            return False
-        s = state.settings_for(case.spec)
-        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
-        if state.update:
-            return needs_more_rounds(None, runs, policy, recording=True)
-        try:
-            entry = state.store.get(*module_and_key(item, state.rootpath))
-        except BaselineError:  # the test itself reports the unreadable file
-            return False
-        if entry is None:
-            return False
-        return needs_more_rounds(baseline_runs(entry), runs, policy)
-
-    return more
+        run_rounds(session, state, [item.nodeid for item in runnable], round_judge(state, runnable))
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
@@ -640,6 +656,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
 
     if state.worker_out is not None:
         atomic_write_text(state.worker_out, dumps(finite(state.worker_samples)))
+        _note_shadowed(state.worker_out)
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.interrupted = True
@@ -676,7 +693,8 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
                 "threshold": state.base.merged(state.cmdline).threshold,
                 "update_baselines": state.update,
                 "size": state.size,
-                "baselines": str(state.store.dir),
+                "baselines": None if state.plan is not None else str(state.store.dir),
+                "same_session": _same_session_json(state),
             },
         )
     if state.json_path is not None:
@@ -691,9 +709,79 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             state.messages.append(f"results written to {state.json_path}")
 
 
+def _same_session_text(state: PerfState) -> str | None:
+    """``current vs main (git main = 1a2b3c4d5e6f) in this session`` for the header, or None."""
+    plan, got = state.plan, state.measured
+    if plan is None:
+        return None
+    envs = got.envs if got is not None else {}
+
+    def name(label: str) -> str:
+        env = envs.get(label)
+        return f"{label} ({env.detail})" if env is not None and env.kind != "current" else label
+
+    others = [name(r) for r in plan.refs if r not in (plan.reference, plan.candidate)]
+    text = f"same-session comparison: {name(plan.candidate)} vs {name(plan.reference)}"
+    if others:
+        text += f", also measured: {', '.join(others)}"
+    if got is not None and got.orders:
+        text += f"; {len(got.orders)} interleaved rounds, order drawn at random in each"
+    return text
+
+
+def _same_session_json(state: PerfState) -> dict[str, Any] | None:
+    plan, got = state.plan, state.measured
+    if plan is None:
+        return None
+    return {
+        "option": plan.option,
+        "versions": list(plan.refs),
+        "reference": plan.reference,
+        "candidate": plan.candidate,
+        "environments": [] if got is None else [e.as_json() for e in got.envs.values()],
+        "round_orders": [] if got is None else got.orders,
+        "failures": {} if got is None else dict(got.failures),
+    }
+
+
+def _versions_tables(
+    write_line: Callable[[str], None], state: PerfState, results: list[Any]
+) -> None:
+    from .compare import format_ratio
+    from .versions import table
+
+    plan = state.plan
+    assert plan is not None
+    for r in sorted(results, key=lambda r: r.nodeid):
+        if not r.versions:
+            continue
+        v = r.verdict
+        line = f"verdict {plan.candidate} vs {plan.reference}: {v.status} {format_ratio(v)}" + (
+            f" ({v.reason})" if v.reason else ""
+        )
+        write_line("")
+        for text in table(r.key, r.versions, line):
+            write_line(text)
+
+
+def _note_shadowed(worker_out: Path) -> None:
+    """In a round's process of an installed reference: which of its modules came from elsewhere
+    (versions.shadowed_modules), for the parent to refuse the round."""
+    import os
+    import sys
+
+    from .jsonfile import atomic_write_text, dumps
+    from .versions import OVERLAY_ENV, shadowed_modules
+
+    overlay = os.environ.get(OVERLAY_ENV)
+    if overlay:
+        bad = shadowed_modules(overlay, sys.modules)
+        atomic_write_text(worker_out.with_name(worker_out.name + ".modules"), dumps(bad))
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash[STATE]
-    if not state.enabled or state.worker_out is not None:
+    if not state.enabled or state.worker_out is not None or state.aborted:
         return
     from .interrupts import held_signals
 
@@ -731,6 +819,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         threshold=base.threshold,
         alpha=base.alpha,
         comparisons=state.comparisons,
+        same_session=_same_session_text(state),
     )
     for line in wrap(head, width):
         write_line(line)
@@ -748,6 +837,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             write_line(line)
         for line in speedups(results):
             write_line(line)
+        if state.plan is not None and state.plan.option == "--perf-versions":
+            _versions_tables(write_line, state, results)
     write_line(f"perf: {counts_line(results)}")
     args = [a for a in state.invocation if a not in ("--perf", "--update-baselines")]
     record = shlex.join(["pytest", "--perf", "--update-baselines", *args])
@@ -757,7 +848,11 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             f"{len(legacy)} baseline(s) were recorded before pytest-burnperf recorded the hardware "
             "class, so they were not compared; re-record them on this machine with: " + record
         )
-    elif any(r.verdict.status == NO_BASELINE for r in results) and not state.update:
+    elif (
+        any(r.verdict.status == NO_BASELINE for r in results)
+        and not state.update
+        and state.plan is None
+    ):
         write_line("record baselines for this machine with: " + record)
     for message in state.messages:
         write_line(message)

@@ -295,6 +295,7 @@ def header(
     comparisons: int,
     max_rounds: int | None = None,
     rounds_per_result: Sequence[int] = (),
+    same_session: str | None = None,
 ) -> list[str]:
     """The lines above the table: hardware class, host state, probe, and the gate's settings."""
     from .hardware import cpu_identity, describe
@@ -307,10 +308,11 @@ def header(
     if max_rounds and max_rounds > rounds and rounds_per_result:
         low, high = min(rounds_per_result), max(rounds_per_result)
         text += f": {low}" + (f"-{high}" if high > low else "") + " ran"
+    where = f"baselines in {baselines}" if same_session is None else same_session
     return [
         f"machine {machine_id}: {describe(cpu_identity())}",
         f"{summary(windows, cpus)}; {probe_summary(results)}",
-        f"baselines in {baselines}; size {size}; {text}; threshold "
+        f"{where}; size {size}; {text}; threshold "
         f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
     ]
 

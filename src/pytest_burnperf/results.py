@@ -17,6 +17,7 @@ from .timing import Sample
 if TYPE_CHECKING:
     from .hoststate import Window
     from .roofline import Achieved, Peaks, Work
+    from .versions import VersionSummary
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
 RESULTS_VERSION = 1
@@ -48,6 +49,11 @@ class Result:
     #: pytest-benchmark's ``benchmark.extra_info`` and group, for tests written for it.
     extra_info: dict[str, Any] = field(default_factory=dict)
     group: str | None = None
+    #: A same-session comparison: each environment's measurement (versions.VersionSummary),
+    #: the label judged against and the one judged.
+    versions: tuple[VersionSummary, ...] = ()
+    reference: str | None = None
+    candidate: str | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -169,6 +175,8 @@ class Result:
                 "n": v.n_baseline,
                 "recorded": self.baseline.get("recorded"),
             }
+        elif self.reference is not None:
+            base = {"median": v.baseline_median, "n": v.n_baseline, "reference": self.reference}
         return {
             "test": self.nodeid,
             "module": self.module,
@@ -201,6 +209,8 @@ class Result:
             # what JSON cannot hold is written as its str(), as pytest-benchmark users expect
             "extra_info": json.loads(json.dumps(self.extra_info, default=str)),
             "baseline": base,
+            "versions": [s.as_json() for s in self.versions] or None,
+            "candidate": self.candidate,
             "verdict": {
                 "status": v.status,
                 "ratio": v.ratio,

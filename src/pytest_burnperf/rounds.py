@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from .jsonfile import Fields, FileFormatError, read_json
-from .session import PerfState
+from .session import PerfState, case_of
 
 #: Seconds between two progress lines of one round (a last line is always printed at its end).
 PROGRESS_EVERY_S = 15.0
@@ -90,6 +90,42 @@ def watch(
                 say(done)
                 last_done = done
             last_said = now()
+
+
+def tail(output: str, lines: int = 15) -> str:
+    """The last lines of a round's output, for a message."""
+    return "\n".join(output.strip().splitlines()[-lines:])
+
+
+def run_process(
+    cmd: Sequence[str],
+    *,
+    cwd: Path,
+    out: Path,
+    todo: Collection[str],
+    say: Callable[[int], None],
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, str]:
+    """One round's process: start ``cmd``, report its progress through ``say`` while it runs,
+    and return its exit status and output. Interrupted, the process goes with us."""
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
+        proc = subprocess.Popen(
+            list(cmd),
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=None if env is None else dict(env),
+        )
+        try:
+            watch(proc, progress_path(out), todo, say)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
+        log.seek(0)
+        return proc.returncode, log.read()
 
 
 def read_round_file(path: Path) -> dict[str, dict[str, Any]]:
@@ -169,27 +205,13 @@ def run_rounds(
                     f"{len(todo)} of {len(wanted)} benchmarks still undecided "
                     f"({clock(time.monotonic() - t0)} elapsed) ..."
                 )
-            with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log:
-                proc = subprocess.Popen(
-                    cmd,
-                    cwd=config.invocation_params.dir,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    text=True,
-                )
 
-                def say(done: int, r: int = r, of: int = of, n: int = len(todo)) -> None:
-                    write(progress_line(r, of, done, n, time.monotonic() - t0))
+            def say(done: int, r: int = r, of: int = of, n: int = len(todo)) -> None:
+                write(progress_line(r, of, done, n, time.monotonic() - t0))
 
-                try:
-                    watch(proc, progress_path(out), todo, say)
-                finally:
-                    if proc.poll() is None:  # interrupted: the round's process goes with us
-                        proc.terminate()
-                        proc.wait()
-                log.seek(0)
-                output = log.read()
+            returncode, output = run_process(
+                cmd, cwd=config.invocation_params.dir, out=out, todo=todo, say=say
+            )
             write(
                 progress_line(
                     r,
@@ -200,10 +222,9 @@ def run_rounds(
                 )
             )
             if not out.exists():
-                tail = "\n".join(output.strip().splitlines()[-15:])
                 state.messages.append(
-                    f"round {r} in a fresh process failed (exit {proc.returncode}); its samples "
-                    f"are missing from the verdicts:\n{tail}"
+                    f"round {r} in a fresh process failed (exit {returncode}); its samples "
+                    f"are missing from the verdicts:\n{tail(output)}"
                 )
                 if r >= state.rounds:
                     break  # no adaptive round after a failed one: it would fail alike
@@ -223,3 +244,85 @@ def run_rounds(
             f"pytest-burnperf: round {total}/{total} in this process "
             f"({clock(time.monotonic() - t0)} elapsed) ..."
         )
+
+
+def run_same_session(session: pytest.Session, state: PerfState, items: list[pytest.Item]) -> None:
+    """Build (or find) the environments of --perf-against / --perf-versions, then measure every
+    benchmark in each, interleaved (versions.run_env_rounds)."""
+    from .compare import Policy, needs_more_rounds
+    from .environments import EnvError, resolve
+    from .versions import Measured, run_env_rounds
+
+    plan = state.plan
+    assert plan is not None
+    config = session.config
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(line: str) -> None:
+        if tr is not None:
+            tr.write_line(line)
+
+    envs = {}
+    for ref in plan.refs:
+        try:
+            envs[ref] = resolve(ref, repo=config.invocation_params.dir, say=write)
+        except EnvError as exc:
+            state.aborted = True
+            raise pytest.UsageError(f"{plan.option} {exc}") from None
+    by_id = {item.nodeid: item for item in items}
+
+    def more(nodeid: str, got: Measured) -> bool:
+        case = case_of(by_id[nodeid])
+        if case is None:
+            return False
+        s = state.settings_for(case.spec)
+        policy = Policy(
+            alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons, paired=True
+        )
+        return needs_more_rounds(
+            got.of(plan.reference, nodeid), got.of(plan.candidate, nodeid), policy
+        )
+
+    state.measured = run_env_rounds(
+        plan=plan,
+        envs=envs,
+        invocation=state.invocation,
+        cwd=config.invocation_params.dir,
+        wanted=[item.nodeid for item in items],
+        rounds=state.rounds,
+        max_rounds=state.max_rounds,
+        more=more,
+        write=write,
+    )
+
+
+def round_judge(
+    state: PerfState, items: list[pytest.Item]
+) -> Callable[[str, list[list[float]]], bool]:
+    """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
+    each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
+    from .assess import baseline_runs
+    from .compare import Policy, needs_more_rounds
+    from .fixture import module_and_key
+    from .store import BaselineError
+
+    by_id = {item.nodeid: item for item in items}
+
+    def more(nodeid: str, runs: list[list[float]]) -> bool:
+        item = by_id[nodeid]
+        case = case_of(item)
+        if case is None:
+            return False
+        s = state.settings_for(case.spec)
+        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+        if state.update:
+            return needs_more_rounds(None, runs, policy, recording=True)
+        try:
+            entry = state.store.get(*module_and_key(item, state.rootpath))
+        except BaselineError:  # the test itself reports the unreadable file
+            return False
+        if entry is None:
+            return False
+        return needs_more_rounds(baseline_runs(entry), runs, policy)
+
+    return more

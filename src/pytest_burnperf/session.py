@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .results import Result
     from .roofline import PeakCache, Peaks
     from .store import BaselineStore
+    from .versions import Measured, Plan
 
 T = TypeVar("T")
 
@@ -106,6 +107,11 @@ class PerfState:
     #: The machine id came from --perf-machine or the ini file, not from this host.
     machine_explicit: bool = False
     _git: dict[str, Any] | None = None
+    #: A same-session comparison (--perf-against, --perf-versions) and what its rounds measured.
+    plan: Plan | None = None
+    measured: Measured | None = None
+    #: The run stopped with a usage error after the session began: no summary.
+    aborted: bool = False
 
     @property
     def registry(self) -> Registry:

@@ -300,10 +300,7 @@ def run_model(
     if not base or not cur:
         return None
     observed = pooled_run_spread_dof(baseline, current)
-    if prior is not None:
-        w = median_standard_error([r for r in (*baseline, *current) if len(r)])
-        prior = NoisePrior(math.hypot(prior.spread, w), prior.dof, prior.source)
-    combined = spread_or_prior(observed, prior)
+    combined = spread_or_prior(observed, _with_median_error(prior, baseline, current))
     if combined is None:
         return None
     spread, dof = combined
@@ -315,6 +312,54 @@ def run_model(
         se=spread * math.sqrt(1.0 / k + 1.0 / m),
         k=k,
         m=m,
+    )
+
+
+def _with_median_error(
+    prior: NoisePrior | None, *sides: Sequence[Sequence[float]]
+) -> NoisePrior | None:
+    """The prior widened by the runs' own median standard error (see :func:`run_model`)."""
+    if prior is None:
+        return None
+    w = median_standard_error([r for side in sides for r in side if len(r)])
+    return NoisePrior(math.hypot(prior.spread, w), prior.dof, prior.source)
+
+
+def paired_run_model(
+    reference: Sequence[Sequence[float]],
+    current: Sequence[Sequence[float]],
+    prior: NoisePrior | None,
+) -> RunModel | None:
+    """The :class:`RunModel` of same-session rounds: run ``i`` of ``current`` and run ``i`` of
+    ``reference`` were measured side by side (the same round, the order drawn at random), so
+    each round gives one log ratio and whatever moved the whole round (another job starting,
+    the machine warming) cancels in it.
+
+    ``spread`` keeps its meaning, the between-process spread of one side: the sd of the paired
+    log ratios over ``sqrt(2)``, pooled with the prior (``n - 1 + dof0`` degrees of freedom),
+    and ``se = spread * sqrt(2 / n)``. None unless both sides have the same number of runs.
+    """
+    pairs = [
+        (math.log(statistics.median(r)), math.log(statistics.median(c)))
+        for r, c in zip(reference, current, strict=False)
+        if len(r) and len(c)
+    ]
+    if not pairs or len(reference) != len(current):
+        return None
+    diffs = [c - r for r, c in pairs]
+    n = len(diffs)
+    observed = (statistics.stdev(diffs) / math.sqrt(2.0), n - 1) if n >= 2 else None
+    combined = spread_or_prior(observed, _with_median_error(prior, reference, current))
+    if combined is None:
+        return None
+    spread, dof = combined
+    return RunModel(
+        diff=statistics.fmean(diffs),
+        spread=spread,
+        dof=dof,
+        se=spread * math.sqrt(2.0 / n),
+        k=n,
+        m=n,
     )
 
 

@@ -1,0 +1,319 @@
+"""Same-session comparisons (``--perf-against REF``, ``--perf-versions A,B,C``): every selected
+benchmark measured in every environment, in fresh processes, round after round with the order of
+the environments drawn at random in each round, on one machine in one session; then judged
+current vs reference with the paired between-run model (run ``i`` of each side shares round
+``i``). No baseline file is read or written. No pytest in the summaries and tables here; the
+round loop reports through the terminal writer it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .environments import CURRENT, Env
+
+#: Environment variable a round's process reads: the overlay directory its project must come
+#: from (see :func:`shadowed_modules`).
+OVERLAY_ENV = "BURNPERF_OVERLAY"
+#: Options of the parent run that its round processes must not get.
+PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
+PARENT_FLAGS = ("--update-baselines", "--perf-strict")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which environments a same-session run measures and which two it judges."""
+
+    refs: tuple[str, ...]
+    #: The label the verdict compares against, and the one it judges.
+    reference: str
+    candidate: str
+    #: The option that asked for it, for messages.
+    option: str = "--perf-versions"
+
+    @classmethod
+    def against(cls, ref: str) -> Plan:
+        return cls((ref, CURRENT), ref, CURRENT, "--perf-against")
+
+    @classmethod
+    def versions(cls, refs: Sequence[str], reference: str | None) -> Plan:
+        """``--perf-versions``: the reference is the first unless ``reference`` names another;
+        the judged one is ``current`` where it is listed, else the last."""
+        refs = tuple(refs)
+        ref = refs[0] if reference is None else reference
+        if ref not in refs:
+            raise ValueError(
+                f"--perf-reference {ref!r} is not one of --perf-versions {','.join(refs)}"
+            )
+        others = [r for r in refs if r != ref]
+        cand = CURRENT if CURRENT in others else others[-1]
+        return cls(refs, ref, cand)
+
+
+@dataclass
+class Measured:
+    """What the rounds measured, per environment label and benchmark node id."""
+
+    envs: dict[str, Env] = field(default_factory=dict)
+    runs: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
+    host: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    #: The last record of each benchmark per environment (loops, timer...), for the report.
+    last: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: Why an environment has no (or too few) measurements: its failing round's message.
+    failures: dict[str, str] = field(default_factory=dict)
+    #: The order of the environments in each round, as run.
+    orders: list[list[str]] = field(default_factory=list)
+
+    def add(self, label: str, nodeid: str, rec: Mapping[str, Any]) -> None:
+        self.runs.setdefault(label, {}).setdefault(nodeid, []).append(list(rec["values"]))
+        self.host.setdefault(label, {}).setdefault(nodeid, []).append(dict(rec.get("host") or {}))
+        self.last.setdefault(label, {})[nodeid] = {
+            k: rec[k] for k in ("loops", "timer", "l2_flush") if k in rec
+        }
+
+    def of(self, label: str, nodeid: str) -> list[list[float]]:
+        return self.runs.get(label, {}).get(nodeid, [])
+
+
+def worker_args(invocation: Sequence[str]) -> list[str]:
+    """The parent's command-line arguments without the options only the parent acts on."""
+    out: list[str] = []
+    skip = False
+    for a in invocation:
+        if skip:
+            skip = False
+            continue
+        if a in PARENT_FLAGS:
+            continue
+        if a in PARENT_ONLY:
+            skip = True
+            continue
+        if any(a.startswith(o + "=") for o in PARENT_ONLY):
+            continue
+        out.append(a)
+    return out
+
+
+def shadowed_modules(overlay: str, modules: Mapping[str, Any]) -> dict[str, str]:
+    """In a round's process of an installed reference: the modules of the overlay's top-level
+    packages that were imported from somewhere else (the current checkout on ``sys.path``
+    before the overlay: a flat layout run from its root, or a ``pythonpath`` ini setting), as
+    ``{name: file}``. Such a round measures the current code under the reference's name."""
+    root = Path(overlay)
+    try:
+        tops = {
+            p.name.removesuffix(".py")
+            for p in root.iterdir()
+            if not p.name.endswith((".dist-info", ".egg-info", ".pth"))
+            and p.name not in ("bin", "__pycache__")
+            and (p.is_dir() or p.suffix == ".py")
+        }
+    except OSError:
+        return {}
+    bad: dict[str, str] = {}
+    real = str(root.resolve())
+    for name in sorted(tops):
+        mod = modules.get(name)
+        where = getattr(mod, "__file__", None) if mod is not None else None
+        if where and not str(Path(where).resolve()).startswith(real):
+            bad[name] = str(where)
+    return bad
+
+
+def run_env_rounds(
+    *,
+    plan: Plan,
+    envs: Mapping[str, Env],
+    invocation: Sequence[str],
+    cwd: Path,
+    wanted: Sequence[str],
+    rounds: int,
+    max_rounds: int,
+    more: Callable[[str, Measured], bool],
+    write: Callable[[str], None],
+    rng: random.Random | None = None,
+) -> Measured:
+    """``rounds`` rounds of every benchmark in every environment, then adaptive rounds of those
+    ``more`` calls undecided, up to ``max_rounds``; each round runs every environment once, in
+    an order drawn at random. A benchmark keeps a round only when every environment measured
+    it (the rounds stay paired). The first round an environment fails ends the rounds."""
+    from .jsonfile import FileFormatError
+    from .rounds import clock, count_done, progress_path, read_round_file, run_process, tail
+
+    rng = rng or random.Random()
+    got = Measured(envs=dict(envs))
+    labels = list(plan.refs)
+    args = worker_args(invocation)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="burnperf-versions-") as tmp:
+        for r in range(1, max_rounds + 1):
+            todo = list(wanted) if r <= rounds else [n for n in wanted if more(n, got)]
+            if not todo:
+                break
+            order = labels[:]
+            rng.shuffle(order)
+            got.orders.append(order)
+            of = rounds if r <= rounds else max_rounds
+            what = "round" if r <= rounds else "adaptive round"
+            write(
+                f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks in "
+                f"{len(order)} environments, in the order {', '.join(order)} "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+            docs: dict[str, dict[str, dict[str, Any]]] = {}
+            for i, label in enumerate(order):
+                env = envs[label]
+                out = Path(tmp, f"round{r}-{i}.json")
+                cmd = [env.python, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
+                if len(todo) < len(wanted):
+                    only = Path(tmp, f"round{r}.only")
+                    only.write_text("\n".join(todo) + "\n", encoding="utf-8")
+                    cmd.append(f"--perf-worker-only={only}")
+                environ = env.environ()
+                if env.overlay is not None:
+                    environ[OVERLAY_ENV] = env.overlay
+
+                def say(done: int, label: str = label, n: int = len(todo), r: int = r) -> None:
+                    write(
+                        f"pytest-burnperf: round {r} in {label}: {done}/{n} benchmarks, "
+                        f"{clock(time.monotonic() - t0)} elapsed"
+                    )
+
+                code, output = run_process(cmd, cwd=cwd, out=out, todo=todo, say=say, env=environ)
+                say(count_done(progress_path(out), todo))
+                problem = _round_problem(env, out, code, output, tail)
+                if problem is None:
+                    try:
+                        docs[label] = read_round_file(out)
+                    except FileFormatError as exc:
+                        problem = f"its samples file is unusable ({exc})"
+                if problem is not None:
+                    got.failures[label] = f"round {r} in {label} ({env.detail}): {problem}"
+                    break
+            if got.failures:
+                break
+            for nodeid in todo:
+                recs = [docs[label].get(nodeid) for label in labels]
+                if all(rec is not None for rec in recs):
+                    for label, rec in zip(labels, recs, strict=True):
+                        assert rec is not None
+                        got.add(label, nodeid, rec)
+    return got
+
+
+def _round_problem(
+    env: Env, out: Path, code: int, output: str, tail: Callable[[str], str]
+) -> str | None:
+    if not out.exists():
+        return f"its process failed (exit {code}):\n{tail(output)}"
+    modules = out.with_name(out.name + ".modules")
+    if env.overlay is not None and modules.exists():
+        try:
+            bad = json.loads(modules.read_text(encoding="utf-8"))
+        except ValueError:
+            bad = {}
+        if bad:
+            name, where = next(iter(bad.items()))
+            return (
+                f"it imported {name} from {where}, not from the installed reference: the current "
+                "checkout comes first on sys.path (a flat layout run from its root, or a "
+                "pythonpath ini setting); use a src/ layout or run from another directory"
+            )
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# summaries and the table
+
+
+@dataclass(frozen=True)
+class VersionSummary:
+    """One environment's measurement of one benchmark: the geometric mean of its run medians,
+    with a 95% Student's t interval over the runs (none with one run)."""
+
+    label: str
+    median: float
+    low: float | None
+    high: float | None
+    runs: int
+    #: How much faster than the first version: its median over this one's (> 1: faster).
+    speedup: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "median": self.median,
+            "ci95": None if self.low is None else [self.low, self.high],
+            "runs": self.runs,
+            "speedup_vs_first": self.speedup,
+        }
+
+
+def level(runs: Sequence[Sequence[float]]) -> tuple[float, float | None, float | None]:
+    """(geometric mean of the run medians, 95% t interval low, high)."""
+    from .stats import t_quantile
+
+    logs = [math.log(statistics.median(r)) for r in runs if len(r)]
+    if not logs:
+        raise ValueError("no runs")
+    mid = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mid), None, None
+    q = t_quantile(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mid), math.exp(mid - q), math.exp(mid + q)
+
+
+def summaries(labels: Sequence[str], got: Measured, nodeid: str) -> list[VersionSummary]:
+    out: list[VersionSummary] = []
+    first: float | None = None
+    for label in labels:
+        runs = got.of(label, nodeid)
+        if not runs:
+            continue
+        med, low, high = level(runs)
+        if first is None:
+            first = med
+        out.append(VersionSummary(label, med, low, high, len(runs), first / med))
+    return out
+
+
+def table(key: str, rows: Sequence[VersionSummary], verdict_line: str) -> list[str]:
+    """One benchmark's versions table, as printed after the run."""
+    from .compare import format_time
+
+    if not rows:
+        return []
+    cells = [("version", "median", "95% interval", "runs", f"vs {rows[0].label}")]
+    for s in rows:
+        interval = (
+            "-"
+            if s.low is None or s.high is None
+            else f"[{format_time(s.low)}, {format_time(s.high)}]"
+        )
+        if s is rows[0]:
+            vs = "1.00x"
+        elif s.speedup >= 1.0:
+            vs = f"{s.speedup:.2f}x faster"
+        else:
+            vs = f"{1 / s.speedup:.2f}x slower"
+        cells.append((s.label, format_time(s.median), interval, str(s.runs), vs))
+    widths = [max(len(c[i]) for c in cells) for i in range(5)]
+    lines = [key]
+    for c in cells:
+        lines.append(
+            "  "
+            + "  ".join(
+                c[i].ljust(widths[i]) if i in (0, 2) else c[i].rjust(widths[i]) for i in range(5)
+            ).rstrip()
+        )
+    lines.append("  " + verdict_line)
+    return lines

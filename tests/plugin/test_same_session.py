@@ -1,0 +1,238 @@
+"""Same-session comparisons on a throw-away git repository: a small package in src/ layout with a
+benchmark, committed three times (base, a docs-only change, a 30% slower change).
+
+The package's work is a busy-wait of a set duration (tests/plugin/_helpers.py explains why), so
+the +30% is far beyond any noise. The reference environments are built once per test session:
+the commits are made with a fixed author and date, so each has the same hash in every test, and
+the environment cache is shared by the tests of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ._helpers import FAST
+
+PYPROJECT = """
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "spinpkg"
+version = "1.0"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+
+PACKAGE = """
+import time
+
+FACTOR = {factor}
+
+
+def work():
+    end = time.perf_counter() + 300e-6 * FACTOR
+    while time.perf_counter() < end:
+        pass
+    return FACTOR
+"""
+
+BENCH = """
+import pytest
+import spinpkg
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_spin(perf, device, dtype):
+    assert perf(spinpkg.work) > 0
+"""
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+OPTS = (*FAST, "-p", "no:randomly", "-p", "no:cacheprovider")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("burnperf-envs")
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The repository, HEAD at the slow commit; this checkout's src/ on PYTHONPATH (the rounds
+    of 'current' import the package from there, as a developer's editable install would)."""
+    root = pytester.path
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "src" / "spinpkg").mkdir(parents=True)
+    (root / "src" / "spinpkg" / "__init__.py").write_text(PACKAGE.format(factor=1.0))
+    (root / "test_bench.py").write_text(BENCH)
+    (root / ".gitignore").write_text("__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "tag", "base")
+    (root / "README").write_text("docs only\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "docs")
+    git(root, "tag", "docs")
+    (root / "src" / "spinpkg" / "__init__.py").write_text(PACKAGE.format(factor=1.3))
+    git(root, "commit", "-q", "-am", "slower")
+    monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    monkeypatch.syspath_prepend(str(root / "src"))  # this (in-process) parent run's import
+    return root
+
+
+def test_a_docs_only_commit_against_its_parent_passes(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    git(repo, "checkout", "-q", "docs")
+    result = pytester.runpytest("--perf", "--perf-against", "base", *OPTS)
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "same-session comparison: current vs base (git base = " in out
+    assert "round 3/3" in out
+    assert "regressed" not in out
+
+
+def test_a_30_percent_slower_commit_fails_with_both_medians(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    result = pytester.runpytest(
+        "--perf", "--perf-against", "docs", "--perf-json", "out.json", *OPTS
+    )
+    result.assert_outcomes(failed=1)
+    line = next(ln for ln in result.outlines if ln.startswith("test_spin[numpy-cpu-f64]: docs "))
+    # both versions' medians, the change and its interval: 300 us -> 390 us
+    assert " -> current " in line and "us" in line and "exceeds 5% threshold" in line
+    doc = json.loads((repo / "out.json").read_text())
+    res = doc["results"][0]
+    assert res["verdict"]["status"] == "regressed"
+    assert 1.2 < res["verdict"]["ratio"] < 1.4
+    assert res["baseline"]["reference"] == "docs"
+    assert [v["label"] for v in res["versions"]] == ["docs", "current"]
+    same = doc["settings"]["same_session"]
+    assert same["reference"] == "docs" and same["candidate"] == "current"
+    assert len(same["round_orders"]) >= 3
+    assert all(sorted(o) == ["current", "docs"] for o in same["round_orders"])
+    assert doc["settings"]["baselines"] is None
+    schema = json.loads(
+        (Path(__file__).parents[2] / "schemas" / "results-v1.schema.json").read_text()
+    )
+    jsonschema.validate(doc, schema)
+    assert not (repo / "baselines").exists()  # no baseline file is read or written
+
+
+def test_versions_prints_one_table_per_benchmark(pytester: pytest.Pytester, repo: Path) -> None:
+    result = pytester.runpytest("--perf", "--perf-versions", "base,docs,current", *OPTS)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "test_spin[[]numpy-cpu-f64[]]",
+            "  version * median * 95% interval * runs * vs base",
+            "  base * us *[[]* us, * us[]] * 3 * 1.00x",
+            "  docs * us *1.0?x *",
+            "  current * us *1.[234]?x slower",
+            "  verdict current vs base: regressed +*",
+        ]
+    )
+    assert "also measured: docs (git docs = " in out
+
+
+def test_versions_reference_can_be_another_than_the_first(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    result = pytester.runpytest(
+        "--perf", "--perf-versions", "current,docs", "--perf-reference", "current", *OPTS
+    )
+    # the judged one is the last when the reference is current: docs is faster, never a failure
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["  verdict docs vs current: improved -*"])
+
+
+def test_a_ref_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester, repo: Path) -> None:
+    result = pytester.runpytest("--perf", "--perf-against", "no-such-branch", *OPTS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-against no-such-branch: no such git revision in *"])
+    assert "pytest-burnperf ===" not in result.stdout.str()
+
+
+def test_a_ref_whose_install_fails_names_the_step_and_keeps_the_log(
+    pytester: pytest.Pytester, repo: Path, env_cache: Path
+) -> None:
+    (repo / "pyproject.toml").write_text("[project\nthis is not toml\n")
+    git(repo, "commit", "-q", "-am", "broken")
+    git(repo, "tag", "broken")
+    git(repo, "checkout", "-q", "docs")
+    result = pytester.runpytest("--perf", "--perf-against", "broken", *OPTS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "ERROR: --perf-against broken: the reference environment could not be built: " in err
+    assert "installing it failed (exit " in err
+    log = err.split("its whole output is in ", 1)[1].split(". Last lines:", 1)[0]
+    assert Path(log).is_file() and Path(log).parent == env_cache
+    text = Path(log).read_text()
+    assert text.startswith("$ ") and "--no-deps --target" in text and "TOML" in text
+
+
+def test_an_interpreter_without_the_plugin_is_a_usage_error(
+    pytester: pytest.Pytester, repo: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    result = pytester.runpytest("--perf", "--perf-against", str(python), *OPTS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --perf-against {python}: {python} cannot import pytest and pytest-burnperf*"]
+    )
+
+
+def test_same_session_options_that_do_not_go_together(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x=BENCH)
+    cases = [
+        (("--perf-against", "main"), "needs --perf as well"),
+        (("--perf", "--perf-against", "main", "--perf-versions", "a,b"), "not both"),
+        (("--perf", "--perf-against", "main", "--update-baselines"), "--update-baselines"),
+        (("--perf", "--perf-against", "current"), "compare this code with itself"),
+        (("--perf", "--perf-reference", "a"), "--perf-reference names one of --perf-versions"),
+        (("--perf", "--perf-versions", "a,b", "--perf-reference", "c"), "is not one of"),
+    ]
+    for args, words in cases:
+        result = pytester.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, args
+        assert words in result.stderr.str(), (args, result.stderr.str())
+    for bad, words in (
+        ("numpy>=2", "a release is written name==version"),
+        ("a,a", "'a' is given twice"),
+        ("a", "give at least two"),
+        ("a,,b", "an empty entry"),
+    ):
+        option = "--perf-versions" if "," in bad or bad == "a" else "--perf-against"
+        result = pytester.runpytest("--perf", option, bad)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert words in result.stderr.str(), (bad, result.stderr.str())
