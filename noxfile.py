@@ -39,14 +39,14 @@ def install(session: nox.Session, extras: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
-    install(session, "torch,opencl,vulkan,nvml,dev")
+    install(session, "torch,opencl,vulkan,nvml,history,postgres,report,dev")
     session.run("pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check), mypy --strict on src/, actionlint on the workflows."""
-    install(session, "torch,opencl,vulkan,dev")
+    install(session, "torch,opencl,vulkan,history,postgres,report,dev")
     session.install(*LINT_TOOLS)
     paths = ("src", "tests", "perf_tests", "validation", "conftest.py", "noxfile.py")
     session.run("ruff", "check", *paths)
@@ -91,6 +91,8 @@ def perf(session: nox.Session) -> None:
         "8",
         "--perf-json",
         "perf-results.json",
+        "--perf-markdown",
+        "perf-summary.md",
         *session.posargs,
     )
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("torch", "cupy", "pyopencl", "wgpu", "scipy", "numpy")
+HEAVY = ("torch", "cupy", "pyopencl", "wgpu", "scipy", "numpy", "sqlalchemy", "ruptures", "plotly")
 
 
 def test_importing_the_plugin_is_cheap() -> None:

@@ -6,6 +6,14 @@
   plugin uses, and exits 1 if any benchmark regressed.
 * ``burnperf machines [--baselines DIR] [--json]`` lists the hardware classes that have baselines
   and says which one this host is.
+* ``burnperf import-results FILE... [--store URL]`` adds ``--perf-json`` files (a CI matrix's
+  runners') to the results store.
+* ``burnperf history [-k EXPR] [--device D] [--branch B] [--last N] [--store URL] [--json]``
+  shows each benchmark's series with the change points found in it.
+* ``burnperf compare-history NEW.json [--last N] [--branch B]`` judges a results file against the
+  last N stored runs (of a branch) on the same hardware class.
+* ``burnperf report [RESULTS.json] [--store URL] -o FILE`` writes a Markdown (``.md``), CSV
+  (``.csv``) or self-contained HTML (``.html``) report.
 """
 
 from __future__ import annotations
@@ -292,6 +300,163 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_USAGE if report.errors else EXIT_OK
 
 
+def _store(args: argparse.Namespace) -> Any:
+    from .history import resolve_url
+    from .history.store import Store, StoreError
+
+    try:
+        return Store(resolve_url(args.store, Path.cwd()))
+    except ImportError as exc:
+        raise InputError(
+            f"the results store needs SQLAlchemy ({exc}): pip install 'pytest-burnperf[history]'"
+        ) from None
+    except StoreError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _results_doc(path: Path) -> dict[str, Any]:
+    """A ``--perf-json`` results file, read strictly; InputError names what is wrong."""
+    from .jsonfile import FileFormatError, read_json
+    from .report import read_results
+    from .results import RESULTS_SCHEMA
+
+    try:
+        doc = read_json(path)
+        if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+            raise InputError(f"{path}: not a pytest-burnperf results file (--perf-json)")
+        read_results(path)  # every sample checked
+    except FileFormatError as exc:
+        raise InputError(str(exc)) from None
+    return doc
+
+
+def cmd_import_results(args: argparse.Namespace) -> int:
+    docs = [(path, _results_doc(path)) for path in args.files]
+    with _store(args) as store:
+        for path, doc in docs:
+            added = store.record(doc, source=f"import {path.name}")
+            n = len(doc.get("results") or [])
+            print(f"{path}: {'imported' if added else 'already in the store'} ({n} results)")
+        runs, res = store.counts()
+    print(f"the store holds {runs} runs, {res} results")
+    return EXIT_OK
+
+
+def _selection(args: argparse.Namespace) -> Any:
+    from .history.select import ExpressionError, matcher
+
+    try:
+        return matcher(args.k or "")
+    except ExpressionError as exc:
+        raise InputError(str(exc)) from None
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    import shutil
+
+    from .history.query import series, text
+
+    keep = _selection(args)
+    with _store(args) as store:
+        points = store.points(last=args.last, branch=args.branch)
+    found = series(points, keep=keep, device=args.device)
+    if args.json:
+        print(json.dumps([s.as_json() for s in found], indent=1))
+        return EXIT_OK
+    if not found:
+        print("no stored runs match")
+        return EXIT_OK
+    for line in text(found, width=shutil.get_terminal_size((100, 20)).columns):
+        print(line)
+    shifts = sum(len(s.changes) for s in found)
+    print(f"{len(found)} series, {shifts} shift(s) found")
+    return EXIT_OK
+
+
+def cmd_compare_history(args: argparse.Namespace) -> int:
+    from .compare import REGRESSED, Policy, failure_message, format_time
+    from .history.query import against_history
+
+    doc = _results_doc(args.new)
+    with _store(args) as store:
+        points = store.points(last=args.last, branch=args.branch, with_runs=True)
+    judged = against_history(doc, points, alpha=args.alpha, threshold=args.threshold)
+    policy = Policy(alpha=args.alpha, threshold=args.threshold, comparisons=max(1, len(judged)))
+    regressed = 0
+    where = f"the last {args.last} runs" + (f" on {args.branch}" if args.branch else "")
+    for test, v, used in judged:
+        change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
+        base = "-" if v.baseline_median is None else format_time(v.baseline_median)
+        print(
+            f"{v.status:<12} {change:>8} {base:>10} -> {format_time(v.current_median):>10}  "
+            f"{test}  ({used} stored runs)"
+        )
+        if v.status == REGRESSED:
+            regressed += 1
+            print(f"  {failure_message(test, v, policy)}")
+    print(f"judged against {where} of the same hardware class")
+    return EXIT_REGRESSED if regressed else EXIT_OK
+
+
+REPORT_KINDS = {
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".csv": "csv",
+}
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """A results file and/or the store's history to an HTML, Markdown or CSV file."""
+    from .jsonfile import FileFormatError, atomic_write_text
+
+    kind = REPORT_KINDS.get(args.output.suffix.lower())
+    if kind is None:
+        raise InputError(
+            f"-o {args.output}: the file's suffix picks the format: "
+            f"{', '.join(sorted(REPORT_KINDS))}"
+        )
+    doc = _results_doc(args.results) if args.results is not None else None
+    use_store = args.store is not None or doc is None
+    points: list[dict[str, Any]] = []
+    if use_store:
+        with _store(args) as store:
+            points = store.points(last=args.last, branch=args.branch)
+    keep = _selection(args)
+    if kind == "markdown":
+        from .report_markdown import render as md
+
+        if doc is None:
+            raise InputError("a Markdown report is made from a results file: give RESULTS.json")
+        text = md(doc)
+    elif kind == "csv":
+        from .report_csv import history_csv, results_csv
+
+        text = (
+            results_csv(doc)
+            if doc is not None
+            else history_csv([p for p in points if keep(str(p["test"]))])
+        )
+    else:
+        try:
+            from .report_html import render as page
+        except ImportError as exc:
+            raise InputError(
+                f"the HTML report needs plotly ({exc}): pip install 'pytest-burnperf[report]'"
+            ) from None
+        from .history.query import series
+
+        history = series(points, keep=keep, device=args.device) if points else []
+        text = page(doc, history)
+    try:
+        atomic_write_text(args.output, text)
+    except (OSError, FileFormatError) as exc:
+        raise InputError(f"-o {args.output}: cannot write it: {exc}") from None
+    print(f"wrote {args.output} ({kind}, {len(text) // 1024} KiB)")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -334,7 +499,73 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--machine", default=None, help="machine id. Default: this machine's")
     imp.set_defaults(func=cmd_import)
+
+    def store_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--store",
+            default=None,
+            help="the results store: a SQLAlchemy URL (postgresql://...), a SQLite file, or "
+            "'local'. Default: $BURNPERF_STORE, else .burnperf/history.sqlite here",
+        )
+
+    ir = sub.add_parser("import-results", help="add --perf-json results files to the store")
+    ir.add_argument("files", type=Path, nargs="+", help="--perf-json files")
+    store_arg(ir)
+    ir.set_defaults(func=cmd_import_results)
+    hist = sub.add_parser("history", help="each benchmark's stored series and its shifts")
+    hist.add_argument("-k", default=None, help="test ids to show, as pytest's -k")
+    hist.add_argument("--device", default=None, help="backend, kind or backend-kind (numpy-cpu)")
+    hist.add_argument("--branch", default=None, help="runs of this git branch only")
+    hist.add_argument(
+        "--last", type=_positive, default=100, help="newest runs per series. Default: 100"
+    )
+    hist.add_argument("--json", action="store_true", help="print JSON instead of text")
+    store_arg(hist)
+    hist.set_defaults(func=cmd_history)
+    ch = sub.add_parser(
+        "compare-history", help="judge a --perf-json file against the last N stored runs"
+    )
+    ch.add_argument("new", type=Path, help="the results to judge")
+    ch.add_argument("--last", type=_positive, default=20, help="stored runs per test. Default: 20")
+    ch.add_argument("--branch", default=None, help="stored runs of this branch only (e.g. main)")
+    ch.add_argument(
+        "--alpha",
+        type=_spec_type(parse_alpha, "--alpha"),
+        default=0.01,
+        help="family-wise significance level. Default: 0.01",
+    )
+    ch.add_argument(
+        "--threshold",
+        type=_spec_type(parse_threshold, "--threshold"),
+        default=0.05,
+        help="minimum slowdown of the median (0.05 or 5%%). Default: 0.05",
+    )
+    store_arg(ch)
+    ch.set_defaults(func=cmd_compare_history)
+    rep = sub.add_parser(
+        "report", help="an HTML, Markdown or CSV report of a results file and/or the store"
+    )
+    rep.add_argument("results", type=Path, nargs="?", default=None, help="a --perf-json file")
+    rep.add_argument(
+        "-o", "--output", type=Path, required=True, help="report.html, summary.md or results.csv"
+    )
+    rep.add_argument("-k", default=None, help="history series to include, as pytest's -k")
+    rep.add_argument("--device", default=None, help="history of this backend or kind only")
+    rep.add_argument("--branch", default=None, help="history of this branch only")
+    rep.add_argument("--last", type=_positive, default=50, help="newest runs per series")
+    store_arg(rep)
+    rep.set_defaults(func=cmd_report)
     return parser
+
+
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {value!r}")
+    return n
 
 
 def main(argv: Sequence[str] | None = None) -> int:

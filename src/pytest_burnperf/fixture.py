@@ -374,6 +374,7 @@ class Perf:
             verdict=verdict,
             runs=runs,
             baseline=self._baseline,
+            baseline_runs=_as_runs(self._baseline),
             work=self._work,
             peaks=None
             if self._work is None
@@ -475,6 +476,7 @@ class ComparePerf(SmokePerf):
             sample=sample,
             verdict=verdict,
             runs=cur,
+            baseline_runs=tuple(tuple(r) for r in ref),
             host=tuple(windows),
             versions=tuple(summaries(plan.refs, got, node)),
             reference=plan.reference,
@@ -494,6 +496,14 @@ class ComparePerf(SmokePerf):
                 f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
                 pytrace=False,
             )
+
+
+def _as_runs(baseline: dict[str, Any] | None) -> tuple[tuple[float, ...], ...]:
+    if baseline is None:
+        return ()
+    from .assess import baseline_runs
+
+    return tuple(tuple(r) for r in baseline_runs(baseline))
 
 
 def make_result(perf: Perf | ComparePerf, **fields: Any) -> Result:

@@ -129,7 +129,22 @@ def git_state(root: Path) -> dict[str, object]:
             text=True,
             timeout=10,
         )
-        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+        branch = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        if branch in ("", "HEAD"):  # detached, as in CI checkouts: the CI's own name for it
+            branch = os.environ.get("GITHUB_HEAD_REF") or os.environ.get("GITHUB_REF_NAME") or ""
+        state: dict[str, object] = {
+            "commit": head.stdout.strip(),
+            "dirty": bool(dirty.stdout.strip()),
+        }
+        if branch:
+            state["branch"] = branch
+        return state
     except (OSError, subprocess.SubprocessError):
         return {}
 

@@ -224,6 +224,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "write every result, with raw samples, to this JSON file (refused when the file exists "
         "and is not such a results file, or lies in the baselines directory). Default: none",
     ),
+    (
+        "--perf-markdown",
+        "perf_markdown",
+        _spec.parse_path,
+        "write a Markdown summary (regressions first, then improvements, then the full table "
+        "folded) to this .md file, for a pull-request comment; where $GITHUB_STEP_SUMMARY is set "
+        "it is appended there too. Default: none",
+    ),
 )
 
 
@@ -311,6 +319,23 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         metavar="REF",
         help="with --perf-versions: the version the verdict compares against. Default: the first",
+    )
+    group.addoption(
+        "--perf-store",
+        dest="perf_store",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="URL",
+        help="record this run (raw samples, verdicts, hardware class, git commit and branch, "
+        "settings) in the results store: a SQLAlchemy URL (postgresql://user@host/db), a SQLite "
+        "file, or nothing/'local' for $BURNPERF_STORE, else .burnperf/history.sqlite under the "
+        "rootdir (pip install 'pytest-burnperf[history]'). Default: not recorded",
+    )
+    parser.addini(
+        "perf_store",
+        default="",
+        help="same as --perf-store (keep passwords out of files: use $BURNPERF_STORE)",
     )
     group.addoption(
         "--perf-worker-out", dest="perf_worker_out", default=None, help=argparse.SUPPRESS

@@ -121,8 +121,10 @@ def pytest_configure(config: pytest.Config) -> None:
     baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
     json_path = pick("perf_json")
     worker_out = config.getoption("perf_worker_out")
+    markdown_path = pick("perf_markdown")
+    store_value = config.getoption("perf_store") or config.getini("perf_store") or None
     if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
-        update, json_path = False, None
+        update, json_path, markdown_path, store_value = False, None, None, None
     plan = None if worker_out else _plan(config, enabled=enabled, update=update)
     rounds, max_rounds = _rounds(
         pick, update=update, worker=bool(worker_out), same_session=plan is not None
@@ -145,6 +147,17 @@ def pytest_configure(config: pytest.Config) -> None:
                 else f"ini option perf_json in {config.inipath}"
             )
             raise pytest.UsageError(f"{where} {json_path}: {problem}")
+    if markdown_path and enabled:
+        from .report_markdown import target_problem
+
+        problem = target_problem(config.invocation_params.dir / markdown_path)
+        if problem:
+            where = (
+                "--perf-markdown"
+                if values["perf_markdown"] is not None
+                else f"ini option perf_markdown in {config.inipath}"
+            )
+            raise pytest.UsageError(f"{where} {markdown_path}: {problem}")
     config.stash[STATE] = PerfState(
         enabled=enabled,
         update=update,
@@ -160,6 +173,8 @@ def pytest_configure(config: pytest.Config) -> None:
         machine_id=machine_id or "",
         machine_explicit=pick("perf_machine") is not None,
         json_path=Path(json_path) if json_path else None,
+        markdown_path=Path(markdown_path) if markdown_path else None,
+        store_value=str(store_value) if store_value else None,
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
         rounds=rounds,
@@ -673,16 +688,11 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             session.exitstatus = (
                 pytest.ExitCode.INTERRUPTED if state.interrupted else pytest.ExitCode.TESTS_FAILED
             )
-    if state.json_path is not None and state.json_format == "pytest-benchmark":
-        from . import pytest_benchmark_json
-
-        doc = pytest_benchmark_json.document(
-            list(state.results.values()), machine=machine, created=now, git=state.git
-        )
-    elif state.json_path is not None:
+    ours = None
+    if state.json_path is not None or state.markdown_path is not None or state.store_value:
         from .report import json_document
 
-        doc = json_document(
+        ours = json_document(
             list(state.results.values()),
             machine=machine,
             created=now,
@@ -693,11 +703,22 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
                 "threshold": state.base.merged(state.cmdline).threshold,
                 "update_baselines": state.update,
                 "size": state.size,
-                "baselines": None if state.plan is not None else str(state.store.dir),
+                "baselines": None
+                if state.plan is not None
+                else rel(state.store.dir, state.rootpath),
                 "same_session": _same_session_json(state),
             },
         )
     if state.json_path is not None:
+        if state.json_format == "pytest-benchmark":
+            from . import pytest_benchmark_json
+
+            doc = pytest_benchmark_json.document(
+                list(state.results.values()), machine=machine, created=now, git=state.git
+            )
+        else:
+            assert ours is not None
+            doc = ours
         session.config.hook.pytest_burnperf_update_json(config=session.config, document=doc)
         path = session.config.invocation_params.dir / state.json_path
         try:
@@ -707,6 +728,52 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         else:
             state.messages.append(f"results written to {state.json_path}")
+    if state.store_value and ours is not None and state.results:
+        _record(session, state, finite(ours))
+    if state.markdown_path is not None:
+        assert ours is not None
+        from . import report_markdown as markdown
+
+        path = session.config.invocation_params.dir / state.markdown_path
+        try:
+            written = markdown.write(path, markdown.render(finite(ours)))
+        except (OSError, ValueError) as exc:
+            state.messages.append(f"--perf-markdown: could not write {path}: {_why(exc)}")
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        else:
+            also = " and appended to $GITHUB_STEP_SUMMARY" if len(written) > 1 else ""
+            state.messages.append(f"Markdown summary written to {state.markdown_path}{also}")
+
+
+def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> None:
+    """--perf-store: this run into the results store (history/store.py)."""
+    import time
+
+    from .history import redact, resolve_url
+
+    url = resolve_url(state.store_value, state.rootpath)
+    t0 = time.perf_counter()
+    try:
+        from .history.store import Store, StoreError
+    except ImportError as exc:
+        state.messages.append(
+            f"--perf-store: the results store needs SQLAlchemy ({exc}); pip install "
+            "'pytest-burnperf[history]'. This run was NOT recorded"
+        )
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        return
+    try:
+        with Store(url) as store:
+            added = store.record(doc)
+    except StoreError as exc:
+        state.messages.append(f"--perf-store: this run was NOT recorded: {exc}")
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        return
+    what = "recorded in" if added else "already in"
+    state.messages.append(
+        f"run {what} the results store {redact(url)} ({len(doc.get('results') or [])} results, "
+        f"{time.perf_counter() - t0:.2f} s); `burnperf history` shows the series"
+    )
 
 
 def _same_session_text(state: PerfState) -> str | None:

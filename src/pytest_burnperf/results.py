@@ -52,6 +52,9 @@ class Result:
     #: A same-session comparison: each environment's measurement (versions.VersionSummary),
     #: the label judged against and the one judged.
     versions: tuple[VersionSummary, ...] = ()
+    #: The samples per process round of what this result was judged against (the stored
+    #: baseline's runs, or the reference's rounds in a same-session comparison).
+    baseline_runs: tuple[tuple[float, ...], ...] = ()
     reference: str | None = None
     candidate: str | None = None
 
@@ -174,9 +177,15 @@ class Result:
                 "median": v.baseline_median,
                 "n": v.n_baseline,
                 "recorded": self.baseline.get("recorded"),
+                "runs": [list(r) for r in self.baseline_runs],
             }
         elif self.reference is not None:
-            base = {"median": v.baseline_median, "n": v.n_baseline, "reference": self.reference}
+            base = {
+                "median": v.baseline_median,
+                "n": v.n_baseline,
+                "reference": self.reference,
+                "runs": [list(r) for r in self.baseline_runs],
+            }
         return {
             "test": self.nodeid,
             "module": self.module,

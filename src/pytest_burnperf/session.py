@@ -110,6 +110,10 @@ class PerfState:
     #: A same-session comparison (--perf-against, --perf-versions) and what its rounds measured.
     plan: Plan | None = None
     measured: Measured | None = None
+    #: --perf-markdown: the Markdown summary to write (markdown.py).
+    markdown_path: Path | None = None
+    #: --perf-store: where to record this run (a URL, a SQLite path or "local"), or None.
+    store_value: str | None = None
     #: The run stopped with a usage error after the session began: no summary.
     aborted: bool = False
 

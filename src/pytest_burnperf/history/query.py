@@ -1,0 +1,141 @@
+"""Reading the history: each benchmark's series per hardware class (one per test id, which holds
+the device and dtype), its change points, and a results file judged against the last runs of a
+branch. No pytest here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .changepoints import ChangePoint, find
+
+
+@dataclass
+class Series:
+    hardware_class: str
+    test: str
+    name: str
+    device: str
+    dtype: str
+    points: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[ChangePoint] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "hardware_class": self.hardware_class,
+            "test": self.test,
+            "name": self.name,
+            "device": self.device,
+            "dtype": self.dtype,
+            "points": [
+                {
+                    k: p.get(k)
+                    for k in ("created", "commit", "branch", "median", "low", "high", "status")
+                }
+                for p in self.points
+            ],
+            "change_points": [
+                {
+                    "index": c.index,
+                    "ratio": c.ratio,
+                    "commit": self.points[c.index].get("commit"),
+                    "created": self.points[c.index].get("created"),
+                }
+                for c in self.changes
+            ],
+        }
+
+
+def series(
+    points: Sequence[Mapping[str, Any]],
+    *,
+    keep: Callable[[str], bool] = lambda _t: True,
+    device: str | None = None,
+) -> list[Series]:
+    """Group ``points`` (oldest first) by hardware class and test; find each one's change
+    points. ``device`` keeps the series whose backend, kind or ``backend-kind`` equals it."""
+    out: dict[tuple[str, str], Series] = {}
+    for p in points:
+        test = str(p["test"])
+        if not keep(test):
+            continue
+        backend, kind = str(p.get("backend") or ""), str(p.get("kind") or "")
+        if device is not None and device not in (backend, kind, f"{backend}-{kind}"):
+            continue
+        key = (str(p["hardware_class"]), test)
+        s = out.get(key)
+        if s is None:
+            s = out[key] = Series(
+                key[0],
+                test,
+                str(p.get("name") or test),
+                f"{backend} {kind}".strip(),
+                str(p.get("dtype") or ""),
+            )
+        s.points.append(dict(p))
+    for s in out.values():
+        s.changes = find([float(p["median"]) for p in s.points])
+    return sorted(out.values(), key=lambda s: (s.hardware_class, s.test))
+
+
+def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
+    """The terminal view: per series a header, one line per run, the change points."""
+    from ..compare import format_time
+
+    lines: list[str] = []
+    for s in all_series:
+        lines.append(f"{s.name}  [{s.device} {s.dtype}, class {s.hardware_class}]")
+        starts = {c.index: c for c in s.changes}
+        for i, p in enumerate(s.points):
+            interval = (
+                ""
+                if p.get("low") is None or p.get("high") is None
+                else f" [{format_time(p['low'])}, {format_time(p['high'])}]"
+            )
+            commit = str(p.get("commit") or "-")[:10] + ("+dirty" if p.get("dirty") else "")
+            mark = ""
+            if i in starts:
+                mark = f"  <- shift {100 * (starts[i].ratio - 1):+.1f}% begins here"
+            line = (
+                f"  {str(p.get('created') or '')[:16]:<16}  {commit:<16} "
+                f"{p.get('branch') or '-':<12} {format_time(float(p['median'])):>10}{interval}{mark}"
+            )
+            lines.append(line[: max(width, 60)] if not mark else line)
+        if not s.changes:
+            lines.append(f"  no shift found in {len(s.points)} runs")
+        lines.append("")
+    return lines
+
+
+def against_history(
+    doc: Mapping[str, Any],
+    points: Sequence[Mapping[str, Any]],
+    *,
+    alpha: float,
+    threshold: float,
+) -> list[tuple[str, Any, int]]:
+    """Each result of ``doc`` judged against the stored runs in ``points`` (same hardware class
+    and test; every process round of every stored run counts as one baseline run):
+    ``[(test, verdict, stored runs used)]``."""
+    from ..compare import Policy, judge
+
+    machine = doc.get("machine") if isinstance(doc.get("machine"), Mapping) else {}
+    assert isinstance(machine, Mapping)
+    hw = machine.get("hardware_class")
+    by_test: dict[str, list[list[float]]] = {}
+    used: dict[str, int] = {}
+    for p in points:
+        if p.get("hardware_class") != hw:
+            continue
+        rounds = [list(r) for r in p.get("runs") or [] if r]
+        by_test.setdefault(str(p["test"]), []).extend(rounds)
+        used[str(p["test"])] = used.get(str(p["test"]), 0) + 1
+    tests = [r for r in doc.get("results") or [] if isinstance(r, Mapping)]
+    policy = Policy(alpha=alpha, threshold=threshold, comparisons=max(1, len(tests)))
+    out = []
+    for r in tests:
+        test = str(r.get("test"))
+        current = [list(x) for x in r.get("runs") or [] if x] or [list(r.get("samples") or [])]
+        out.append((test, judge(by_test.get(test), current, policy), used.get(test, 0)))
+    return out

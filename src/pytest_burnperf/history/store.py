@@ -1,0 +1,337 @@
+"""The results store: runs and their benchmarks' results behind a SQLAlchemy URL.
+
+Schema (version :data:`SCHEMA_VERSION`, kept in ``burnperf_meta``):
+
+* ``burnperf_runs``: one row per run: ``run_key`` (sha256 of the run's results document, so
+  recording or importing the same run twice adds nothing), ``created``, ``machine_id``,
+  ``hardware_class``, ``commit``, ``branch``, ``dirty``, ``source`` (``run``, or ``import`` and
+  the file's name), ``machine`` and ``settings`` (JSON);
+* ``burnperf_results``: one row per benchmark of a run: ``test`` (node id), ``name``,
+  ``benchmark``, ``backend``, ``kind``, ``dtype``, ``median`` with its 95% interval ``low``,
+  ``high`` (geometric mean of the process rounds' medians, t interval over the rounds),
+  ``status``, ``ratio``, ``mds`` (minimum detectable slowdown) and the raw ``runs`` (JSON).
+
+Opening a store creates the tables, or migrates an older schema step by step
+(:data:`MIGRATIONS`) inside one transaction; a store written by a newer version is refused.
+On PostgreSQL the creation and migration hold an advisory lock, so runners starting at once do
+not race; each run is written in one transaction, so a run is stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+SCHEMA_VERSION = 1
+#: ``{n: step}``: the migration of a version-``n`` store to version ``n + 1``.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+_PG_LOCK = 0x6275726E  # "burn": the advisory lock of schema changes on PostgreSQL
+
+metadata = sa.MetaData()
+meta = sa.Table(
+    "burnperf_meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(255), nullable=False),
+)
+runs = sa.Table(
+    "burnperf_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_key", sa.String(64), nullable=False, unique=True),
+    sa.Column("created", sa.String(40), nullable=False, index=True),
+    sa.Column("machine_id", sa.String(255), nullable=False),
+    sa.Column("hardware_class", sa.String(64), nullable=False, index=True),
+    sa.Column("commit", sa.String(64)),
+    sa.Column("branch", sa.String(255), index=True),
+    sa.Column("dirty", sa.Boolean),
+    sa.Column("source", sa.String(255), nullable=False),
+    sa.Column("machine", sa.JSON),
+    sa.Column("settings", sa.JSON),
+)
+results = sa.Table(
+    "burnperf_results",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "run_id", sa.Integer, sa.ForeignKey("burnperf_runs.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("test", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("benchmark", sa.String(255), nullable=False),
+    sa.Column("backend", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("dtype", sa.String(16), nullable=False),
+    sa.Column("median", sa.Float, nullable=False),
+    sa.Column("low", sa.Float),
+    sa.Column("high", sa.Float),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("ratio", sa.Float),
+    sa.Column("mds", sa.Float),
+    sa.Column("runs", sa.JSON),
+    sa.UniqueConstraint("run_id", "test"),
+    sa.Index("ix_burnperf_results_test_run", "test", "run_id"),
+)
+
+
+class StoreError(Exception):
+    """A store that cannot be used; the message names it (password hidden) and why."""
+
+
+def _finite(x: object) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def engine_for(url: str) -> Engine:
+    from . import redact
+
+    try:
+        parsed = sa.engine.make_url(url)
+        if parsed.drivername.startswith("sqlite") and parsed.database not in (None, "", ":memory:"):
+            _make_home(Path(str(parsed.database)))
+        if url.startswith("sqlite"):
+            # wait for another writer instead of failing at once ("database is locked")
+            return sa.create_engine(url, connect_args={"timeout": 60})
+        return sa.create_engine(url, pool_pre_ping=True)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
+        raise StoreError(f"{redact(url)}: not a usable store URL ({exc})") from None
+
+
+def _make_home(path: Path) -> None:
+    """The directory of a SQLite store; the default one (``.burnperf``) keeps itself out of git."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = path.parent / ".gitignore"
+        if path.parent.name == ".burnperf" and not ignore.exists():
+            ignore.write_text("# written by pytest-burnperf: the local results store\n*\n")
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create its directory: {exc.strerror or exc}") from None
+
+
+def _version(conn: Connection) -> int | None:
+    if not sa.inspect(conn).has_table("burnperf_meta"):
+        return None
+    row = conn.execute(sa.select(meta.c.value).where(meta.c.key == "schema_version")).first()
+    return None if row is None else int(row[0])
+
+
+def prepare(conn: Connection, url: str = "") -> None:
+    """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION` (in the caller's
+    transaction)."""
+    from . import redact
+
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
+    version = _version(conn)
+    if version is None:
+        if sa.inspect(conn).has_table("burnperf_runs"):
+            raise StoreError(f"{redact(url)}: has burnperf tables but no schema version")
+        metadata.create_all(conn)
+        conn.execute(sa.insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+        return
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{redact(url)}: schema version {version} was written by a newer pytest-burnperf "
+            f"(this one knows up to {SCHEMA_VERSION}); upgrade pytest-burnperf"
+        )
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise StoreError(f"{redact(url)}: no migration from schema version {version}")
+        step(conn)
+        version += 1
+        conn.execute(
+            sa.update(meta).where(meta.c.key == "schema_version").values(value=str(version))
+        )
+
+
+class Store:
+    """One results store. ``Store(url)`` connects, creates or migrates; use as a context
+    manager (or call :meth:`close`)."""
+
+    def __init__(self, url: str) -> None:
+        from . import redact
+
+        self.url = url
+        self.engine = engine_for(url)
+        try:
+            with self.engine.begin() as conn:
+                prepare(conn, url)
+        except sa.exc.SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise StoreError(f"{redact(url)}: {_why(exc)}") from None
+        except StoreError:
+            self.engine.dispose()
+            raise
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def record(self, doc: Mapping[str, Any], source: str = "run") -> bool:
+        """Store one results document (the ``--perf-json`` format) as a run with its results;
+        False when this very run is stored already."""
+        from . import redact
+
+        key = run_key(doc)
+        row, rows = _rows(doc, key, source)
+        try:
+            with self.engine.begin() as conn:
+                if conn.execute(sa.select(runs.c.id).where(runs.c.run_key == key)).first():
+                    return False
+                inserted = conn.execute(sa.insert(runs).values(**row)).inserted_primary_key
+                assert inserted is not None
+                run_id = inserted[0]
+                if rows:
+                    conn.execute(sa.insert(results), [dict(r, run_id=run_id) for r in rows])
+        except sa.exc.IntegrityError:
+            return False  # another writer stored the same run between our check and insert
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"{redact(self.url)}: {_why(exc)}") from None
+        return True
+
+    def counts(self) -> tuple[int, int]:
+        with self.engine.connect() as conn:
+            n_runs = conn.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one()
+            n_res = conn.execute(sa.select(sa.func.count()).select_from(results)).scalar_one()
+        return int(n_runs), int(n_res)
+
+    def points(
+        self,
+        *,
+        last: int | None = None,
+        branch: str | None = None,
+        hardware_class: str | None = None,
+        with_runs: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Every stored result (newest ``last`` per test and hardware class), oldest first,
+        with its run's date, commit, branch and class."""
+        cols = [
+            results.c.test,
+            results.c.name,
+            results.c.backend,
+            results.c.kind,
+            results.c.dtype,
+            results.c.median,
+            results.c.low,
+            results.c.high,
+            results.c.status,
+            results.c.ratio,
+            results.c.mds,
+            runs.c.created,
+            runs.c.commit,
+            runs.c.branch,
+            runs.c.dirty,
+            runs.c.hardware_class,
+            runs.c.machine_id,
+            runs.c.id.label("run"),
+        ]
+        if with_runs:
+            cols.append(results.c.runs)
+        where = []
+        if branch is not None:
+            where.append(runs.c.branch == branch)
+        if hardware_class is not None:
+            where.append(runs.c.hardware_class == hardware_class)
+        q = sa.select(*cols).select_from(results.join(runs, results.c.run_id == runs.c.id))
+        if where:
+            q = q.where(*where)
+        if last is not None:
+            rank = (
+                sa.func.row_number()
+                .over(
+                    partition_by=(results.c.test, runs.c.hardware_class),
+                    order_by=(runs.c.created.desc(), runs.c.id.desc()),
+                )
+                .label("rank")
+            )
+            inner = q.add_columns(rank).subquery()
+            q = sa.select(*[inner.c[c.name] for c in cols]).where(inner.c.rank <= last)
+            q = q.order_by(inner.c.created, inner.c.run)
+        else:
+            q = q.order_by(runs.c.created, runs.c.id)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+
+def _why(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def run_key(doc: Mapping[str, Any]) -> str:
+    """The identity of a run: the sha256 of its results document written canonically."""
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def level(run_list: Sequence[Sequence[float]]) -> tuple[float, float | None, float | None]:
+    from ..versions import level as _level
+
+    return _level(run_list)
+
+
+def _rows(
+    doc: Mapping[str, Any], key: str, source: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    machine = doc.get("machine") if isinstance(doc.get("machine"), Mapping) else {}
+    git = doc.get("git") if isinstance(doc.get("git"), Mapping) else {}
+    assert isinstance(machine, Mapping) and isinstance(git, Mapping)
+    run = {
+        "run_key": key,
+        "created": str(doc.get("created") or ""),
+        "machine_id": str(machine.get("id") or "unknown"),
+        "hardware_class": str(machine.get("hardware_class") or "unknown"),
+        "commit": git.get("commit"),
+        "branch": git.get("branch"),
+        "dirty": git.get("dirty"),
+        "source": source,
+        "machine": dict(machine),
+        "settings": dict(doc.get("settings") or {}),
+    }
+    out = []
+    for r in _results(doc):
+        run_list = [list(x) for x in r.get("runs") or [] if x] or [list(r.get("samples") or [])]
+        run_list = [x for x in run_list if x]
+        if not run_list:
+            continue
+        med, low, high = level(run_list)
+        v = r.get("verdict") if isinstance(r.get("verdict"), Mapping) else {}
+        assert isinstance(v, Mapping)
+        name = str(r.get("name") or r.get("test"))
+        out.append(
+            {
+                "test": str(r.get("test") or name),
+                "name": name,
+                "benchmark": str(r.get("benchmark") or name.split("[", 1)[0]),
+                "backend": str(r.get("backend") or ""),
+                "kind": str(r.get("kind") or ""),
+                "dtype": str(r.get("dtype") or ""),
+                "median": med,
+                "low": low,
+                "high": high,
+                "status": str(v.get("status") or "unknown"),
+                "ratio": _finite(v.get("ratio")),
+                "mds": _finite(v.get("min_detectable_slowdown")),
+                "runs": run_list,
+            }
+        )
+    return run, out
+
+
+def _results(doc: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    for r in doc.get("results") or []:
+        if isinstance(r, Mapping):
+            yield r

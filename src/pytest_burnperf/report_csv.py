@@ -1,0 +1,114 @@
+"""CSV for spreadsheets: one row per benchmark of a results document, or one row per stored run
+of each benchmark from the results store. No pytest here."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+RESULT_COLUMNS = (
+    "test",
+    "name",
+    "backend",
+    "kind",
+    "dtype",
+    "median_s",
+    "baseline_median_s",
+    "change_pct",
+    "ci95_low_pct",
+    "ci95_high_pct",
+    "p_slower",
+    "min_detectable_pct",
+    "status",
+    "rounds",
+    "samples",
+)
+HISTORY_COLUMNS = (
+    "created",
+    "commit",
+    "branch",
+    "hardware_class",
+    "test",
+    "backend",
+    "kind",
+    "dtype",
+    "median_s",
+    "ci95_low_s",
+    "ci95_high_s",
+    "status",
+)
+
+
+def _pct(ratio: object) -> float | str:
+    return round(100 * (ratio - 1), 4) if isinstance(ratio, (int, float)) else ""
+
+
+def _cell(value: object) -> object:
+    """A spreadsheet cell: text that a spreadsheet would run as a formula is quoted."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return "" if value is None else value
+
+
+def results_csv(doc: Mapping[str, Any]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(RESULT_COLUMNS)
+    for r in doc.get("results") or []:
+        if not isinstance(r, Mapping):
+            continue
+        v = r.get("verdict") or {}
+        ci = v.get("ratio_ci95") or [None, None]
+        runs = r.get("runs") or []
+        w.writerow(
+            _cell(x)
+            for x in (
+                r.get("test"),
+                r.get("name"),
+                r.get("backend"),
+                r.get("kind"),
+                r.get("dtype"),
+                (r.get("stats") or {}).get("median"),
+                (r.get("baseline") or {}).get("median"),
+                _pct(v.get("ratio")),
+                _pct(ci[0]),
+                _pct(ci[1]),
+                v.get("p_slower"),
+                _pct(
+                    None
+                    if v.get("min_detectable_slowdown") is None
+                    else 1 + v["min_detectable_slowdown"]
+                ),
+                v.get("status"),
+                len(runs),
+                sum(len(x) for x in runs) or len(r.get("samples") or []),
+            )
+        )
+    return out.getvalue()
+
+
+def history_csv(points: Sequence[Mapping[str, Any]]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(HISTORY_COLUMNS)
+    for p in points:
+        w.writerow(
+            _cell(x)
+            for x in (
+                p.get("created"),
+                p.get("commit"),
+                p.get("branch"),
+                p.get("hardware_class"),
+                p.get("test"),
+                p.get("backend"),
+                p.get("kind"),
+                p.get("dtype"),
+                p.get("median"),
+                p.get("low"),
+                p.get("high"),
+                p.get("status"),
+            )
+        )
+    return out.getvalue()

@@ -1,0 +1,285 @@
+"""One self-contained HTML file (``burnperf report ... -o report.html``): the results table and
+plots a person would rather look at than read; plotly.js is embedded once, so the file works
+offline and needs no CDN. No pytest here.
+
+From a results document: per benchmark the distribution of its samples before and now (the
+baseline's, or the reference's in a same-session comparison), the versions of a
+``--perf-versions`` run as bars with their intervals, and the share of peak of the benchmarks
+that declared their work (roofline). From the results store: each series over time with its
+95% intervals, change points marked at the run where the shift begins.
+
+Every name that comes from a test or a file is escaped (``html.escape``) before it reaches the
+page or a plot's labels.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .history.query import Series
+
+_COLORS = {
+    "regressed": "#c62828",
+    "failed": "#c62828",
+    "improved": "#2e7d32",
+    "inconclusive": "#ef6c00",
+    "unchanged": "#455a64",
+}
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.status { font-weight: 600; }
+.plot { max-width: 1000px; }
+.meta { color: #555; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _time(s: object) -> str:
+    from .compare import format_time
+
+    return format_time(float(s)) if isinstance(s, (int, float)) and math.isfinite(s) else "-"
+
+
+def _change(v: Mapping[str, Any]) -> str:
+    r = v.get("ratio")
+    if not isinstance(r, (int, float)):
+        return "-"
+    text = f"{100 * (r - 1):+.1f}%"
+    ci = v.get("ratio_ci95")
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+        text += f" [{100 * (ci[0] - 1):+.1f}%, {100 * (ci[1] - 1):+.1f}%]"
+    return text
+
+
+class _Plots:
+    """Figures to HTML fragments, plotly.js embedded with the first."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def html(self, fig: Any) -> str:
+        import plotly.io as pio
+
+        first = self.count == 0
+        self.count += 1
+        fragment: str = pio.to_html(
+            fig,
+            include_plotlyjs=True if first else False,
+            full_html=False,
+            config={"displaylogo": False, "responsive": True},
+            default_height=360,
+        )
+        return f'<div class="plot">{fragment}</div>'
+
+
+def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
+    rows = []
+    for r in results:
+        v = r.get("verdict") or {}
+        st = str(v.get("status", "?"))
+        mds = v.get("min_detectable_slowdown")
+        rows.append(
+            "<tr>"
+            f"<td>{_e(r.get('name', r.get('test', '?')))}</td>"
+            f"<td>{_e(r.get('backend', ''))} {_e(r.get('kind', ''))}</td>"
+            f"<td>{_e(r.get('dtype', ''))}</td>"
+            f'<td class="num">{_time((r.get("stats") or {}).get("median"))}</td>'
+            f'<td class="num">{_time((r.get("baseline") or {}).get("median"))}</td>'
+            f'<td class="num">{_e(_change(v))}</td>'
+            f'<td class="num">{"-" if not isinstance(mds, (int, float)) else f"+{100 * mds:.1f}%"}'
+            "</td>"
+            f'<td class="status" style="color:{_COLORS.get(st, "#222")}">{_e(st)}</td>'
+            "</tr>"
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "benchmark",
+            "device",
+            "dtype",
+            "median",
+            "before",
+            "change [95% CI]",
+            "detects",
+            "verdict",
+        )
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _distribution(r: Mapping[str, Any], plots: _Plots) -> str | None:
+    import plotly.graph_objects as go
+
+    base = r.get("baseline") or {}
+    before = [v for run in base.get("runs") or [] for v in run]
+    now = [v for run in r.get("runs") or [] for v in run] or list(r.get("samples") or [])
+    if not now:
+        return None
+    label = "reference " + _e(base["reference"]) if base.get("reference") else "baseline"
+    fig = go.Figure()
+    if before:
+        fig.add_trace(go.Box(x=[1e6 * v for v in before], name=label, boxpoints="outliers"))
+    fig.add_trace(go.Box(x=[1e6 * v for v in now], name="now", boxpoints="outliers"))
+    v = r.get("verdict") or {}
+    fig.update_layout(
+        title=f"{_e(r.get('name', '?'))}: {_e(v.get('status', '?'))} {_e(_change(v))}",
+        xaxis_title="microseconds per call",
+        showlegend=False,
+        height=260,
+        margin={"l": 140, "r": 20, "t": 50, "b": 40},
+    )
+    return plots.html(fig)
+
+
+def _versions(r: Mapping[str, Any], plots: _Plots) -> str | None:
+    import plotly.graph_objects as go
+
+    vs = [x for x in r.get("versions") or [] if isinstance(x, Mapping)]
+    if len(vs) < 2:
+        return None
+    med = [1e6 * float(x["median"]) for x in vs]
+    up = [1e6 * (x["ci95"][1] - x["median"]) if x.get("ci95") else 0 for x in vs]
+    down = [1e6 * (x["median"] - x["ci95"][0]) if x.get("ci95") else 0 for x in vs]
+    fig = go.Figure(
+        go.Bar(
+            x=[_e(x["label"]) for x in vs],
+            y=med,
+            error_y={"type": "data", "array": up, "arrayminus": down},
+        )
+    )
+    fig.update_layout(
+        title=f"{_e(r.get('name', '?'))}: versions",
+        yaxis_title="microseconds per call",
+        height=300,
+    )
+    return plots.html(fig)
+
+
+def _roofline(results: Sequence[Mapping[str, Any]], plots: _Plots) -> str | None:
+    import plotly.graph_objects as go
+
+    rows = [
+        (_e(r.get("name", "?")), (r.get("roofline") or {}))
+        for r in results
+        if isinstance(r.get("roofline"), Mapping)
+    ]
+    rows = [
+        (n, x) for n, x in rows if x.get("arith_pct") is not None or x.get("mem_pct") is not None
+    ]
+    if not rows:
+        return None
+    fig = go.Figure()
+    fig.add_trace(
+        go.Bar(
+            name="% of peak GFLOP/s",
+            y=[n for n, _ in rows],
+            x=[x.get("arith_pct") for _, x in rows],
+            orientation="h",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            name="% of peak GB/s",
+            y=[n for n, _ in rows],
+            x=[x.get("mem_pct") for _, x in rows],
+            orientation="h",
+        )
+    )
+    fig.update_layout(
+        title="Roofline: share of the measured peaks",
+        barmode="group",
+        xaxis_title="% of peak",
+        height=120 + 40 * len(rows),
+        margin={"l": 260},
+    )
+    return plots.html(fig)
+
+
+def _history(s: Series, plots: _Plots) -> str:
+    import plotly.graph_objects as go
+
+    x = list(range(len(s.points)))
+    med = [1e6 * float(p["median"]) for p in s.points]
+    up = [1e6 * (p["high"] - p["median"]) if p.get("high") is not None else 0 for p in s.points]
+    down = [1e6 * (p["median"] - p["low"]) if p.get("low") is not None else 0 for p in s.points]
+    hover = [
+        f"{_e(str(p.get('commit') or '-')[:10])} {_e(p.get('branch') or '')} "
+        f"{_e(str(p.get('created') or '')[:16])}"
+        for p in s.points
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=x,
+            y=med,
+            mode="lines+markers",
+            text=hover,
+            error_y={"type": "data", "array": up, "arrayminus": down},
+            hovertemplate="%{text}<br>%{y:.4g} us<extra></extra>",
+        )
+    )
+    for c in s.changes:
+        commit = _e(str(s.points[c.index].get("commit") or "?")[:10])
+        fig.add_vline(
+            x=c.index - 0.5,
+            line_dash="dash",
+            line_color="#c62828",
+            annotation_text=f"{100 * (c.ratio - 1):+.1f}% at {commit}",
+        )
+    fig.update_layout(
+        title=f"{_e(s.name)} [{_e(s.device)} {_e(s.dtype)}, {_e(s.hardware_class)}]",
+        xaxis_title="run (oldest first)",
+        yaxis_title="microseconds per call",
+        height=320,
+    )
+    return plots.html(fig)
+
+
+def render(
+    doc: Mapping[str, Any] | None = None,
+    history: Sequence[Series] = (),
+    *,
+    title: str = "pytest-burnperf report",
+) -> str:
+    """The whole page."""
+    plots = _Plots()
+    parts = [f"<h1>{_e(title)}</h1>"]
+    if doc is not None:
+        results = [r for r in doc.get("results") or [] if isinstance(r, Mapping)]
+        machine = doc.get("machine") or {}
+        git = doc.get("git") or {}
+        parts.append(
+            f'<p class="meta">{_e(doc.get("created", ""))}; machine {_e(machine.get("id", "?"))}'
+            f" (class {_e(machine.get('hardware_class', '?'))}); commit "
+            f"{_e(str(git.get('commit') or '-')[:12])}; {len(results)} benchmarks</p>"
+        )
+        parts.append("<h2>Results</h2>")
+        parts.append(_results_table(results))
+        roof = _roofline(results, plots)
+        if roof:
+            parts += ["<h2>Roofline</h2>", roof]
+        figs = [f for r in results for f in (_versions(r, plots), _distribution(r, plots)) if f]
+        if figs:
+            parts += ["<h2>Samples, before and now</h2>", *figs]
+    if history:
+        parts.append("<h2>History</h2>")
+        shifts = sum(len(s.changes) for s in history)
+        parts.append(f'<p class="meta">{len(history)} series, {shifts} shift(s) found</p>')
+        parts += [_history(s, plots) for s in history]
+    if plots.count == 0:
+        parts.append("<p>Nothing to plot.</p>")
+    body = "\n".join(parts)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
+        f'<script>document.body.dataset.figures = "{plots.count}";</script>\n</body></html>\n'
+    )

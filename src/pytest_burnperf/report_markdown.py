@@ -1,0 +1,194 @@
+"""A run's results as Markdown for a pull-request comment or a CI job summary
+(``--perf-markdown FILE``, and appended to ``$GITHUB_STEP_SUMMARY`` where that is set).
+
+Made from the results document (``report.json_document``, the ``--perf-json`` format), so a
+results file from any run renders the same way. Regressions come first with their intervals,
+then improvements, then the inconclusive ones with their reasons, then the full table folded
+in a ``<details>`` block. Every name that comes from a test or a file is escaped. No pytest here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: Environment variable GitHub Actions sets to the job summary file.
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+SUFFIXES = (".md", ".markdown")
+_ORDER = ("regressed", "failed", "improved", "inconclusive", "unchanged", "incomparable")
+
+
+def escape(text: object) -> str:
+    """``text`` safe inside a Markdown table cell: no HTML, no table breaks, no line breaks."""
+    s = str(text)
+    for a, b in (
+        ("&", "&amp;"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("|", "\\|"),
+        ("`", "\\`"),
+        ("*", "\\*"),
+        ("_", "\\_"),
+        ("[", "\\["),
+        ("]", "\\]"),
+    ):
+        s = s.replace(a, b)
+    return " ".join(s.split())
+
+
+def _time(seconds: object) -> str:
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _change(v: Mapping[str, Any]) -> str:
+    ratio = v.get("ratio")
+    if not isinstance(ratio, (int, float)):
+        return "-"
+    text = f"{100 * (ratio - 1):+.1f}%"
+    ci = v.get("ratio_ci95")
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+        text += f" [{100 * (ci[0] - 1):+.1f}%, {100 * (ci[1] - 1):+.1f}%]"
+    return text
+
+
+def _detects(v: Mapping[str, Any]) -> str:
+    mds = v.get("min_detectable_slowdown")
+    return f"+{100 * mds:.1f}%" if isinstance(mds, (int, float)) and math.isfinite(mds) else "-"
+
+
+def _where(r: Mapping[str, Any]) -> str:
+    return escape(f"{r.get('backend', '?')} {r.get('kind', '')}".strip())
+
+
+def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
+    v = r.get("verdict") or {}
+    base = r.get("baseline") or {}
+    got = {
+        "benchmark": f"`{escape(r.get('name', r.get('test', '?'))).replace(chr(92) + '`', '')}`",
+        "device": _where(r),
+        "dtype": escape(r.get("dtype", "")),
+        "baseline": _time(base.get("median")),
+        "current": _time((r.get("stats") or {}).get("median")),
+        "change": _change(v),
+        "p": f"{v['p_slower']:.2g}" if isinstance(v.get("p_slower"), (int, float)) else "-",
+        "detects": _detects(v),
+        "verdict": escape(v.get("status", "?")),
+        "reason": escape(v.get("reason", "")) or "-",
+    }
+    return "| " + " | ".join(got[c] for c in cells) + " |"
+
+
+def _table(
+    rows: Sequence[Mapping[str, Any]], cells: Sequence[str], labels: Sequence[str]
+) -> list[str]:
+    out = ["| " + " | ".join(labels) + " |", "|" + "---|" * len(labels)]
+    out.extend(_row(r, cells) for r in rows)
+    return out
+
+
+def render(doc: Mapping[str, Any]) -> str:
+    """The Markdown summary of one results document."""
+    results = [r for r in doc.get("results") or [] if isinstance(r, Mapping)]
+    status = [str((r.get("verdict") or {}).get("status", "?")) for r in results]
+    counts = Counter(status)
+    parts = [f"{counts[s]} {s}" for s in (*_ORDER, "no-baseline") if counts[s]]
+    title = ", ".join(parts) if parts else "no benchmark ran"
+    machine = doc.get("machine") or {}
+    settings = doc.get("settings") or {}
+    same = settings.get("same_session")
+    lines = [f"## pytest-burnperf: {escape(title)}", ""]
+    what = (
+        f"same-session comparison of {escape(same.get('candidate'))} against "
+        f"{escape(same.get('reference'))}"
+        if isinstance(same, Mapping)
+        else f"baselines in `{escape(settings.get('baselines', '?'))}`"
+    )
+    lines.append(
+        f"Machine `{escape(machine.get('id', machine.get('machine_id', '?')))}`; {what}; "
+        f"threshold {100 * float(settings.get('threshold', 0.05)):g}%, alpha "
+        f"{float(settings.get('alpha', 0.01)):g} over the run; {escape(doc.get('created', ''))}."
+    )
+    lines.append("")
+    by = {s: [r for r, st in zip(results, status, strict=True) if st == s] for s in counts}
+    slow = by.get("regressed", []) + by.get("failed", [])
+    if slow:
+        lines += [f"### Regressions ({len(slow)})", ""]
+        lines += _table(
+            slow,
+            ("benchmark", "device", "dtype", "baseline", "current", "change", "p"),
+            ("benchmark", "device", "dtype", "before", "now", "change [95% CI]", "p"),
+        )
+        lines.append("")
+    if by.get("improved"):
+        lines += [f"### Improvements ({len(by['improved'])})", ""]
+        lines += _table(
+            by["improved"],
+            ("benchmark", "device", "dtype", "baseline", "current", "change"),
+            ("benchmark", "device", "dtype", "before", "now", "change [95% CI]"),
+        )
+        lines.append("")
+    if by.get("inconclusive"):
+        lines += [f"### Inconclusive ({len(by['inconclusive'])})", ""]
+        lines += _table(
+            by["inconclusive"],
+            ("benchmark", "device", "dtype", "change", "reason"),
+            ("benchmark", "device", "dtype", "change [95% CI]", "why"),
+        )
+        lines.append("")
+    if results:
+        rank = {s: i for i, s in enumerate((*_ORDER, "no-baseline"))}
+        ordered = [
+            r
+            for _, r in sorted(zip(status, results, strict=True), key=lambda p: rank.get(p[0], 99))
+        ]
+        lines += [f"<details><summary>All {len(results)} results</summary>", ""]
+        lines += _table(
+            ordered,
+            ("benchmark", "device", "dtype", "current", "baseline", "change", "detects", "verdict"),
+            (
+                "benchmark",
+                "device",
+                "dtype",
+                "median",
+                "before",
+                "change [95% CI]",
+                "detects",
+                "verdict",
+            ),
+        )
+        lines += ["", "</details>", ""]
+    return "\n".join(lines)
+
+
+def target_problem(path: Path) -> str | None:
+    """Why ``--perf-markdown`` must not write ``path``, or None."""
+    if path.suffix.lower() not in SUFFIXES:
+        return f"must be a Markdown file ending in {' or '.join(SUFFIXES)}, got {path.name!r}"
+    if path.is_dir():
+        return "is a directory"
+    return None
+
+
+def write(path: Path, text: str, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Write ``text`` to ``path`` (atomically) and append it to the job summary where
+    ``$GITHUB_STEP_SUMMARY`` names one; the files written."""
+    from .jsonfile import atomic_write_text
+
+    env = os.environ if environ is None else environ
+    atomic_write_text(path, text)
+    done = [str(path)]
+    summary = env.get(STEP_SUMMARY)
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+        done.append(summary)
+    return done

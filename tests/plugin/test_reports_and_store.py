@@ -1,0 +1,74 @@
+"""--perf-markdown and --perf-store as a user meets them: the Markdown file after a run with a
+planted slowdown, GitHub Actions' job summary, a target that is not a Markdown file, and runs
+recorded in a SQLite results store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST
+
+
+def test_markdown_summary_puts_the_regression_first_and_fills_the_job_summary(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    opts = ("--perf-rounds", "2", *FAST)
+    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "2.0")
+    slow = loop_project.runpytest("--perf", "--perf-markdown", "perf.md", *opts)
+    slow.assert_outcomes(passed=1, failed=1)
+    slow.stdout.fnmatch_lines(
+        ["Markdown summary written to perf.md and appended to $GITHUB_STEP_SUMMARY"]
+    )
+    text = (loop_project.path / "perf.md").read_text()
+    assert text.startswith("## pytest-burnperf: 1 regressed, ")
+    regressions = text.split("### Regressions (1)", 1)[1].split("<details>", 1)[0]
+    assert "`test\\_loop\\[numpy-cpu-f64\\]`" in regressions
+    assert "test\\_steady" not in regressions
+    assert "<summary>All 2 results</summary>" in text
+    assert summary.read_text() == text + ("" if text.endswith("\n") else "\n")
+
+
+def test_markdown_target_must_be_a_markdown_file(loop_project: pytest.Pytester) -> None:
+    result = loop_project.runpytest("--perf", "--perf-markdown", "summary.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --perf-markdown summary.json: must be a Markdown file ending in .md or .markdown*"]
+    )
+
+
+def test_perf_store_records_the_run_once_per_run(
+    loop_project: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytest.importorskip("sqlalchemy")
+    from pytest_burnperf.history.store import Store
+
+    db = tmp_path / "runs.sqlite"
+    opts = ("--perf-store", str(db), *FAST)
+    first = loop_project.runpytest("--perf", *opts)
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(
+        ["run recorded in the results store sqlite:///*runs.sqlite (2 results*"]
+    )
+    loop_project.runpytest("--perf", *opts).assert_outcomes(passed=2)
+    with Store(f"sqlite:///{db}") as store:
+        assert store.counts() == (2, 4)
+        points = store.points()
+    assert {p["test"].split("::")[1] for p in points} == {
+        "test_loop[numpy-cpu-f64]",
+        "test_steady[numpy-cpu-f64]",
+    }
+    assert all(p["hardware_class"] and p["median"] > 0 for p in points)
+
+
+def test_perf_store_that_cannot_be_opened_is_reported_and_fails_the_run(
+    loop_project: pytest.Pytester,
+) -> None:
+    pytest.importorskip("sqlalchemy")
+    result = loop_project.runpytest("--perf", "--perf-store", "nosuchdb://x", *FAST)
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    result.stdout.fnmatch_lines(["--perf-store: this run was NOT recorded: nosuchdb://x: *"])

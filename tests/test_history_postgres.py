@@ -1,0 +1,100 @@
+"""The results store on a real PostgreSQL server: concurrent writers lose nothing and duplicate
+nothing. Runs where ``BURNPERF_TEST_POSTGRES`` names a server URL whose role may create databases
+(``.ci/run`` installs and starts one); skipped elsewhere."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("psycopg")
+
+SERVER = os.environ.get("BURNPERF_TEST_POSTGRES")
+pytestmark = pytest.mark.skipif(
+    not SERVER, reason="BURNPERF_TEST_POSTGRES is not set (no PostgreSQL server to test with)"
+)
+WRITERS = 4
+RUNS_EACH = 50
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    """A fresh database on the server, dropped afterwards."""
+    assert SERVER is not None
+    name = f"burnperf_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(SERVER, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.engine.make_url(SERVER).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _doc(writer: int, i: int) -> dict[str, Any]:
+    return {
+        "schema": "pytest-burnperf-results",
+        "version": 1,
+        "created": f"2026-11-22T{i // 60:02d}:{i % 60:02d}:00+00:00",
+        "machine": {"id": f"runner-{writer}", "hardware_class": "x86-64-v3-f25m1"},
+        "git": {"commit": f"{i:040x}", "dirty": False, "branch": "main"},
+        "settings": {},
+        "results": [
+            {
+                "test": f"t.py::test_{k}[numpy-cpu-f32]",
+                "name": f"test_{k}[numpy-cpu-f32]",
+                "backend": "numpy",
+                "kind": "cpu",
+                "dtype": "f32",
+                "runs": [[1e-3 * (1 + 0.001 * (writer + i + k))] * 5] * 2,
+                "verdict": {"status": "unchanged"},
+            }
+            for k in range(3)
+        ],
+    }
+
+
+def _write(url: str, writer: int, same_as: int) -> int:
+    from pytest_burnperf.history.store import Store
+
+    added = 0
+    with Store(url) as store:
+        for i in range(RUNS_EACH):
+            added += store.record(_doc(same_as, i))
+    return added
+
+
+def test_concurrent_writers_lose_nothing_and_duplicate_nothing(database: str) -> None:
+    from pytest_burnperf.history.store import Store
+
+    # writers 0 and 1 record the very same 50 runs (a retried CI job), 2 and 3 their own;
+    # all four start on an empty server at once, so they also race to create the schema
+    plan = [(0, 0), (1, 0), (2, 2), (3, 3)]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(WRITERS) as pool:
+        added = pool.starmap(_write, [(database, w, same) for w, same in plan])
+    assert sum(added) == 3 * RUNS_EACH
+    assert sorted(added)[-2:] == [RUNS_EACH, RUNS_EACH]
+    with Store(database) as store:
+        assert store.counts() == (3 * RUNS_EACH, 3 * RUNS_EACH * 3)
+        with store.engine.connect() as conn:
+            keys = conn.execute(
+                sa.text("SELECT count(DISTINCT run_key), count(*) FROM burnperf_runs")
+            ).one()
+            per_run = conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM (SELECT run_id FROM burnperf_results GROUP BY run_id "
+                    "HAVING count(*) <> 3) AS bad"
+                )
+            ).scalar_one()
+    assert keys == (3 * RUNS_EACH, 3 * RUNS_EACH)
+    assert per_run == 0  # every run whole

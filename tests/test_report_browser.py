@@ -1,0 +1,68 @@
+"""The HTML report in a real headless Chromium (Debian's package; `.ci/run` installs it): the
+page loads from the file alone, every plot renders, the console has no error, and a screenshot is
+kept under the test's tmp dir. Skipped where no Chromium is installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ruptures")
+
+from tests.unit.test_report_files import EVIL, history_points, results_doc
+
+CHROMIUM = next(
+    (p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None
+)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed")
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=20000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_the_report_renders_offline_without_console_errors(tmp_path: Path) -> None:
+    from pytest_burnperf.history.query import series
+    from pytest_burnperf.report_html import render
+
+    page = tmp_path / "report.html"
+    page.write_text(render(results_doc(EVIL), series(history_points(EVIL))))
+    dom = chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # plotly drew each of the 4 figures as an SVG
+    assert len(re.findall(r'class="main-svg"', dom.stdout)) >= 4, dom.stderr[-2000:]
+    assert 'data-figures="4"' in dom.stdout
+    errors = [
+        ln
+        for ln in dom.stderr.splitlines()
+        if "CONSOLE" in ln and ("Uncaught" in ln or "Error" in ln)
+    ]
+    assert errors == []
+    assert "<script>alert(1)" not in dom.stdout  # the name stayed text
+    shot = tmp_path / "report.png"
+    done = chromium(f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.stat().st_size > 20_000  # a page with plots, not a blank one

@@ -1,0 +1,232 @@
+"""The results store (SQLite here; PostgreSQL in tests/test_history_postgres.py), its schema
+versions, the series and change points, -k expressions and judging against stored runs."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("ruptures")
+
+from pytest_burnperf.history import redact, resolve_url  # noqa: E402
+from pytest_burnperf.history import store as store_mod  # noqa: E402
+from pytest_burnperf.history.changepoints import find  # noqa: E402
+from pytest_burnperf.history.query import against_history, series, text  # noqa: E402
+from pytest_burnperf.history.select import ExpressionError, matcher  # noqa: E402
+from pytest_burnperf.history.store import Store, StoreError  # noqa: E402
+
+
+def doc(
+    i: int,
+    level: float = 1e-3,
+    *,
+    branch: str = "main",
+    hw: str = "x86-64-v3-f25m1",
+    tests: tuple[str, ...] = ("t.py::test_a[numpy-cpu-f32]", "t.py::test_b[torch-cpu-f32]"),
+) -> dict[str, Any]:
+    rng = random.Random(i)
+    return {
+        "schema": "pytest-burnperf-results",
+        "version": 1,
+        "created": f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00+00:00",
+        "machine": {"id": f"linux-{hw}", "hardware_class": hw},
+        "git": {"commit": f"{i:040x}", "dirty": False, "branch": branch},
+        "settings": {"threshold": 0.05},
+        "results": [
+            {
+                "test": t,
+                "name": t.split("::")[1],
+                "benchmark": t.split("::")[1].split("[")[0],
+                "backend": t.split("[")[1].split("-")[0],
+                "kind": "cpu",
+                "dtype": "f32",
+                "runs": [
+                    [level * (1 + 0.002 * rng.gauss(0, 1)) for _ in range(10)] for _ in range(3)
+                ],
+                "verdict": {"status": "unchanged", "ratio": 1.0, "min_detectable_slowdown": 0.06},
+            }
+            for t in tests
+        ],
+    }
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'h.sqlite'}"
+
+
+def test_a_run_is_stored_once_whole(url: str) -> None:
+    with Store(url) as s:
+        assert s.record(doc(0)) is True
+        assert s.record(doc(0)) is False  # the same run again: nothing added
+        assert s.record(doc(1)) is True
+        assert s.counts() == (2, 4)
+        pts = s.points(with_runs=True)
+    assert [p["commit"][-1] for p in pts] == ["0", "0", "1", "1"]
+    a = pts[0]
+    assert a["branch"] == "main" and a["hardware_class"] == "x86-64-v3-f25m1"
+    assert a["low"] < a["median"] < a["high"]
+    assert len(a["runs"]) == 3 and len(a["runs"][0]) == 10
+
+
+def test_points_newest_n_per_series_and_filters(url: str) -> None:
+    with Store(url) as s:
+        for i in range(6):
+            s.record(doc(i, branch="main" if i % 2 == 0 else "feature"))
+        s.record(doc(99, hw="x86-64-v4-f25m17"))
+        last = s.points(last=2)
+        main = s.points(branch="main")
+        v4 = s.points(hardware_class="x86-64-v4-f25m17")
+    # 2 newest per (test, class): 2 tests x (2 of v3 + 1 of v4)
+    assert len(last) == 6
+    assert {p["commit"][-2:] for p in last if p["hardware_class"].startswith("x86-64-v3")} == {
+        "04",
+        "05",
+    }
+    assert {p["branch"] for p in main} == {"main"}
+    assert {p["hardware_class"] for p in v4} == {"x86-64-v4-f25m17"}
+
+
+def test_the_default_store_keeps_out_of_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BURNPERF_STORE", raising=False)
+    url = resolve_url(None, tmp_path)
+    assert url == f"sqlite:///{tmp_path / '.burnperf' / 'history.sqlite'}"
+    Store(url).close()
+    assert (tmp_path / ".burnperf" / ".gitignore").read_text().endswith("*\n")
+    monkeypatch.setenv("BURNPERF_STORE", "postgresql://u:secret@db/perf")
+    assert resolve_url("local", tmp_path) == "postgresql://u:secret@db/perf"
+    assert resolve_url("runs.sqlite", tmp_path) == f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    assert redact("postgresql://u:secret@db/perf") == "postgresql://u:***@db/perf"
+
+
+def test_schema_versions(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store(url) as s:
+        s.record(doc(0))
+
+    # a newer pytest-burnperf adds a column; opening the old store migrates it, data kept
+    def add_note(conn: Any) -> None:
+        conn.execute(sa.text("ALTER TABLE burnperf_runs ADD COLUMN note VARCHAR(64)"))
+
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_mod, "MIGRATIONS", {1: add_note})
+    with Store(url) as s:
+        assert s.counts() == (1, 2)
+        with s.engine.connect() as conn:
+            cols = {c["name"] for c in sa.inspect(conn).get_columns("burnperf_runs")}
+            version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
+    assert "note" in cols and version == "2"
+    # and an older pytest-burnperf refuses the newer store instead of writing into it
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 1)
+    with pytest.raises(StoreError, match="schema version 2 was written by a newer"):
+        Store(url)
+
+
+def test_unusable_stores_are_named(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="not a usable store URL"):
+        Store("nosuchdb://x/y")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="cannot create its directory"):
+        Store(f"sqlite:///{tmp_path / 'file' / 'sub' / 'h.sqlite'}")
+    bad = tmp_path / "garbage.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match=r"garbage\.sqlite"):
+        Store(f"sqlite:///{bad}")
+
+
+# --------------------------------------------------------------------------------------------
+# change points and series
+
+
+def steady(n: int, sigma: float, seed: int, level: float = 1e-3) -> list[float]:
+    rng = random.Random(seed)
+    return [level * math.exp(rng.gauss(0, sigma)) for _ in range(n)]
+
+
+def test_a_planted_step_is_found_at_its_run() -> None:
+    values = steady(30, 0.013, 1)
+    values[17:] = [v * 1.10 for v in values[17:]]
+    (cp,) = find(values)
+    assert abs(cp.index - 17) <= 1
+    assert cp.ratio == pytest.approx(1.10, abs=0.03)
+
+
+def test_a_steady_series_has_no_change_point() -> None:
+    assert find(steady(40, 0.013, 2)) == []
+    assert find([1e-3] * 20) == []
+    assert find([1e-3, 2e-3]) == []  # too short to say
+
+
+def test_series_groups_by_class_and_test_and_marks_the_shift() -> None:
+    pts = []
+    for i, v in enumerate(steady(20, 0.01, 3)):
+        level = v * (1.2 if i >= 12 else 1.0)
+        for test in ("t::a[numpy-cpu-f32]", "t::b[torch-cpu-f32]"):
+            pts.append(
+                {
+                    "test": test,
+                    "name": test[3:],
+                    "backend": test[5:10].strip("["),
+                    "kind": "cpu",
+                    "dtype": "f32",
+                    "hardware_class": "v3",
+                    "median": level,
+                    "low": None,
+                    "high": None,
+                    "created": f"2026-11-{i + 1:02d}",
+                    "commit": f"c{i:02d}",
+                    "branch": "main",
+                    "status": "unchanged",
+                }
+            )
+    got = series(pts, keep=matcher("numpy"), device=None)
+    assert [s.test for s in got] == ["t::a[numpy-cpu-f32]"]
+    (s,) = got
+    assert [c.index for c in s.changes] == [12]
+    lines = text(got)
+    assert any(ln.split()[1] == "c12" and "<- shift +" in ln for ln in lines)
+    as_json = s.as_json()
+    assert as_json["change_points"][0]["commit"] == "c12"
+    assert series(pts, device="torch-cpu")[0].test == "t::b[torch-cpu-f32]"
+
+
+@pytest.mark.parametrize(
+    ("expr", "hits"),
+    [
+        ("matmul", ["test_matmul[numpy]", "test_matmul[torch]"]),
+        ("matmul and not torch", ["test_matmul[numpy]"]),
+        ("(sort or MATMUL) and numpy", ["test_matmul[numpy]", "test_sort[numpy]"]),
+        ("", ["test_matmul[numpy]", "test_matmul[torch]", "test_sort[numpy]"]),
+    ],
+)
+def test_k_expressions(expr: str, hits: list[str]) -> None:
+    names = ["test_matmul[numpy]", "test_matmul[torch]", "test_sort[numpy]"]
+    keep = matcher(expr)
+    assert [n for n in names if keep(n)] == hits
+
+
+@pytest.mark.parametrize("expr", ["a and", "(a", "a)", "or a", "a b"])
+def test_bad_k_expressions(expr: str) -> None:
+    with pytest.raises(ExpressionError, match="-k"):
+        matcher(expr)
+
+
+def test_judged_against_the_last_runs(url: str) -> None:
+    with Store(url) as s:
+        for i in range(5):
+            s.record(doc(i))
+        s.record(doc(50, level=2e-3, hw="other-class"))
+        pts = s.points(last=20, with_runs=True)
+    slow = doc(10, level=1.3e-3)
+    judged = dict((t, (v, n)) for t, v, n in against_history(slow, pts, alpha=0.01, threshold=0.05))
+    v, used = judged["t.py::test_a[numpy-cpu-f32]"]
+    assert used == 5  # the other class's run is not a baseline here
+    assert v.status == "regressed" and v.runs_baseline == 15 and v.runs_current == 3
+    same = dict((t, v) for t, v, _ in against_history(doc(11), pts, alpha=0.01, threshold=0.05))
+    assert {v.status for v in same.values()} == {"unchanged"}

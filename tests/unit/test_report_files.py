@@ -1,0 +1,123 @@
+"""`burnperf report`: HTML (structure and escaping; tests/test_report_browser.py renders it in
+Chromium), CSV and the CLI's choice of format, from results documents and a store."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("sqlalchemy")
+
+from pytest_burnperf.cli import main
+from pytest_burnperf.history.query import series
+from pytest_burnperf.report_csv import history_csv, results_csv
+from pytest_burnperf.report_html import render
+
+EVIL = "test_x[<script>alert(1)</script>]"
+
+
+def results_doc(name: str = "test_a[numpy-cpu-f32]") -> dict[str, Any]:
+    return {
+        "schema": "pytest-burnperf-results",
+        "version": 1,
+        "created": "2026-11-22T14:00:00+00:00",
+        "machine": {"id": "linux-test", "hardware_class": "x86-64-v3-f25m1"},
+        "git": {"commit": "ab" * 20, "dirty": False, "branch": "main"},
+        "settings": {"threshold": 0.05, "alpha": 0.01},
+        "results": [
+            {
+                "test": f"t.py::{name}",
+                "name": name,
+                "backend": "numpy",
+                "kind": "cpu",
+                "dtype": "f32",
+                "samples": [1.2e-3] * 5,
+                "runs": [[1.2e-3, 1.21e-3, 1.19e-3], [1.22e-3, 1.2e-3, 1.18e-3]],
+                "stats": {"median": 1.2e-3},
+                "baseline": {"median": 1e-3, "runs": [[1e-3, 1.01e-3, 0.99e-3]]},
+                "roofline": {"arith_pct": 12.5, "mem_pct": 40.0},
+                "versions": [
+                    {"label": "v1", "median": 1e-3, "ci95": [0.9e-3, 1.1e-3], "runs": 3},
+                    {"label": "current", "median": 1.2e-3, "ci95": None, "runs": 3},
+                ],
+                "verdict": {
+                    "status": "regressed",
+                    "ratio": 1.2,
+                    "ratio_ci95": [1.15, 1.25],
+                    "p_slower": 1e-5,
+                    "min_detectable_slowdown": 0.06,
+                },
+            }
+        ],
+    }
+
+
+def history_points(name: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "test": f"t.py::{name}",
+            "name": name,
+            "backend": "numpy",
+            "kind": "cpu",
+            "dtype": "f32",
+            "hardware_class": "x86-64-v3-f25m1",
+            "median": 1e-3 * (1.2 if i >= 10 else 1.0) * (1 + 0.003 * ((i * 7) % 5 - 2)),
+            "low": None,
+            "high": None,
+            "created": f"2026-11-{i + 1:02d}",
+            "commit": f"{i:040x}",
+            "branch": "main",
+            "status": "unchanged",
+        }
+        for i in range(20)
+    ]
+
+
+def test_html_has_every_plot_and_escapes_names() -> None:
+    doc = results_doc(EVIL)
+    page = render(doc, series(history_points(EVIL)))
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script>alert(1)" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # roofline, versions, distribution, history: 4 figures, plotly.js embedded once
+    assert 'document.body.dataset.figures = "4"' in page
+    assert page.count("Plotly.newPlot") == 4
+    assert "<script src=" not in page  # plotly.js is inline: nothing to fetch
+    assert "shift(s) found" in page
+
+
+def test_csv_of_results_and_of_history() -> None:
+    rows = list(csv.DictReader(io.StringIO(results_csv(results_doc("=cmd|' /C calc'!A0")))))
+    (row,) = rows
+    assert row["name"].startswith("'=")  # a spreadsheet formula is not run
+    assert float(row["change_pct"]) == pytest.approx(20.0)
+    assert row["status"] == "regressed" and row["rounds"] == "2" and row["samples"] == "6"
+    hist = list(csv.DictReader(io.StringIO(history_csv(history_points("test_a")))))
+    assert len(hist) == 20 and hist[0]["branch"] == "main"
+
+
+def test_cli_report_picks_the_format_by_suffix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    res = tmp_path / "r.json"
+    res.write_text(json.dumps(results_doc()))
+    store = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    assert main(["import-results", str(res), "--store", store]) == 0
+    for name in ("out.html", "out.md", "out.csv"):
+        assert main(["report", str(res), "-o", str(tmp_path / name)]) == 0
+    assert (tmp_path / "out.md").read_text().startswith("## pytest-burnperf: 1 regressed")
+    assert main(["report", "-o", str(tmp_path / "hist.html"), "--store", store]) == 0
+    assert "History" in (tmp_path / "hist.html").read_text()
+    assert main(["report", str(res), "-o", str(tmp_path / "out.txt")]) == 2
+    assert "the file's suffix picks the format" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "something-else"}')
+    assert main(["report", str(bad), "-o", str(tmp_path / "x.html")]) == 2
+    assert "not a pytest-burnperf results file" in capsys.readouterr().err

@@ -1,0 +1,112 @@
+"""The Markdown summary (markdown.py) from results documents, without pytest runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_burnperf import report_markdown as markdown
+
+
+def result(name: str, status: str, ratio: float | None, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "backend": "numpy",
+        "kind": "cpu",
+        "dtype": "f32",
+        "stats": {"median": 1.2e-3},
+        "baseline": {"median": 1.0e-3},
+        "verdict": {
+            "status": status,
+            "ratio": ratio,
+            "ratio_ci95": None if ratio is None else [ratio - 0.01, ratio + 0.01],
+            "p_slower": 1e-6,
+            "min_detectable_slowdown": 0.061,
+            "reason": extra.get("reason", ""),
+        },
+    }
+
+
+DOC = {
+    "created": "2026-11-22T14:00:00Z",
+    "machine": {"id": "linux-x86-64-test"},
+    "settings": {"threshold": 0.05, "alpha": 0.01, "baselines": "baselines/linux-x86-64-test"},
+    "results": [
+        result("test_ok[numpy-cpu-f32]", "unchanged", 1.001),
+        result("test_fast[numpy-cpu-f32]", "improved", 0.8),
+        result("test_slow[numpy-cpu-f32]", "regressed", 1.2),
+        result("test_maybe[numpy-cpu-f32]", "inconclusive", 1.06, reason="inside the floor"),
+    ],
+}
+
+
+def test_regressions_first_then_improvements_then_the_folded_table() -> None:
+    text = markdown.render(DOC)
+    assert text.startswith(
+        "## pytest-burnperf: 1 regressed, 1 improved, 1 inconclusive, 1 unchanged"
+    )
+    heads = [ln for ln in text.splitlines() if ln.startswith("### ")]
+    assert heads == ["### Regressions (1)", "### Improvements (1)", "### Inconclusive (1)"]
+    regress = text.split("### Regressions (1)", 1)[1].split("###", 1)[0]
+    assert "`test\\_slow\\[numpy-cpu-f32\\]`" in regress
+    assert "+20.0% [+19.0%, +21.0%]" in regress and "1 ms" in regress and "1.2 ms" in regress
+    assert "inside the floor" in text
+    details = text.split("<details><summary>All 4 results</summary>", 1)[1]
+    rows = [ln for ln in details.splitlines() if ln.startswith("| `")]
+    assert [r.split("|")[-2].strip() for r in rows] == [
+        "regressed",
+        "improved",
+        "inconclusive",
+        "unchanged",
+    ]
+    assert details.rstrip().endswith("</details>")
+    assert "baselines in `baselines/linux-x86-64-test`" in text
+
+
+def test_names_from_tests_are_escaped() -> None:
+    doc = dict(DOC, results=[result("test_x[<script>|a`b\nc]", "regressed", 1.5)])
+    text = markdown.render(doc)
+    assert "<script>" not in text
+    assert "&lt;script&gt;" in text
+    row = next(ln for ln in text.splitlines() if "script" in ln)
+    # the name's | is escaped, so the row keeps its 7 cells
+    assert row.replace("\\|", "").count("|") == 8
+    assert "\n c]" not in text
+
+
+def test_same_session_and_empty_runs() -> None:
+    same = dict(
+        DOC,
+        settings={
+            "threshold": 0.05,
+            "alpha": 0.01,
+            "same_session": {"reference": "main", "candidate": "current"},
+        },
+    )
+    assert "same-session comparison of current against main" in markdown.render(same)
+    empty = markdown.render({"results": []})
+    assert empty.startswith("## pytest-burnperf: no benchmark ran")
+    assert "<details>" not in empty
+
+
+def test_write_appends_to_the_job_summary(tmp_path: Path) -> None:
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    out = tmp_path / "perf.md"
+    done = markdown.write(out, "## hello", {markdown.STEP_SUMMARY: str(summary)})
+    assert done == [str(out), str(summary)]
+    assert out.read_text() == "## hello"
+    assert summary.read_text() == "earlier step\n## hello\n"
+    assert markdown.write(out, "## again", {}) == [str(out)]
+
+
+@pytest.mark.parametrize(
+    ("name", "words"), [("out.json", "must be a Markdown file"), ("dir.md", "is a directory")]
+)
+def test_bad_targets(tmp_path: Path, name: str, words: str) -> None:
+    (tmp_path / "dir.md").mkdir()
+    problem = markdown.target_problem(tmp_path / name)
+    assert problem is not None and words in problem
+    assert markdown.target_problem(tmp_path / "ok.md") is None
