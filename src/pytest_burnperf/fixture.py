@@ -452,16 +452,32 @@ class ComparePerf(SmokePerf):
         policy = Policy(
             alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons, paired=True
         )
-        verdict = judge(ref, cur, policy)
         windows = [
             w
             for label in plan.refs
             for d in got.host.get(label, {}).get(node, [])
             if (w := Window.from_dict(d)) is not None
         ]
-        busy = [w.disturbed() for w in windows if w.disturbed()]
-        if busy and os.environ.get(TRUST_HOST) != "1":
-            verdict = explain_by_host(verdict, f"host busy in a round: {busy[0]}", policy)
+        trust = os.environ.get(TRUST_HOST) == "1"
+        left_out: dict[int, str] = {}
+        if not trust:
+            ref, cur, left_out = got.clean_pairs(plan.reference, plan.candidate, node)
+        verdict = judge(ref, cur, policy)
+        if left_out:
+            rounds = ", ".join(str(i + 1) for i in sorted(left_out))
+            first = left_out[min(left_out)]
+            verdict = replace(
+                verdict,
+                notes=(
+                    *verdict.notes,
+                    f"round(s) {rounds} left out of the verdict: host busy ({first})",
+                ),
+            )
+        elif not trust:
+            busy = got.busy_rounds((plan.reference, plan.candidate), node)
+            if busy:
+                why = f"host busy in a round: {busy[min(busy)]}"
+                verdict = explain_by_host(verdict, why, policy)
         last = got.last.get(plan.candidate, {}).get(node, {})
         sample = Sample(
             values=tuple(v for r in cur for v in r),

@@ -27,6 +27,8 @@ OVERLAY_ENV = "BURNPERF_OVERLAY"
 #: Options of the parent run that its round processes must not get.
 PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
 PARENT_FLAGS = ("--update-baselines", "--perf-strict")
+#: Clean rounds a benchmark needs before its busy-host rounds are left out of the verdict.
+MIN_CLEAN_ROUNDS = 3
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,34 @@ class Measured:
 
     def of(self, label: str, nodeid: str) -> list[list[float]]:
         return self.runs.get(label, {}).get(nodeid, [])
+
+    def busy_rounds(self, labels: Sequence[str], nodeid: str) -> dict[int, str]:
+        """``{round index: why}`` of the rounds in which the host was busy while one of
+        ``labels`` measured ``nodeid`` (hoststate.Window.disturbed)."""
+        from .hoststate import Window
+
+        out: dict[int, str] = {}
+        for label in labels:
+            for i, d in enumerate(self.host.get(label, {}).get(nodeid, [])):
+                w = Window.from_dict(d)
+                why = None if w is None else w.disturbed()
+                if why and i not in out:
+                    out[i] = why
+        return out
+
+    def clean_pairs(
+        self, reference: str, candidate: str, nodeid: str, *, least: int = MIN_CLEAN_ROUNDS
+    ) -> tuple[list[list[float]], list[list[float]], dict[int, str]]:
+        """The paired rounds of ``nodeid`` without those measured on a busy host, when at least
+        ``least`` remain (a busy round measures the host as much as the code, and pairing
+        cancels only what hit both sides); else all of them. Returns (reference runs,
+        candidate runs, the rounds left out with why)."""
+        ref, cur = self.of(reference, nodeid), self.of(candidate, nodeid)
+        busy = self.busy_rounds((reference, candidate), nodeid)
+        keep = [i for i in range(min(len(ref), len(cur))) if i not in busy]
+        if not busy or len(keep) < least:
+            return ref, cur, {}
+        return [ref[i] for i in keep], [cur[i] for i in keep], busy
 
 
 def worker_args(invocation: Sequence[str]) -> list[str]:

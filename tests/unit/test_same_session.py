@@ -308,3 +308,24 @@ def test_versions_table() -> None:
     assert lines[3].endswith("2.00x faster")
     assert lines[4].endswith("2.00x slower")
     assert lines[5] == "  verdict current vs v1: regressed +100.0%"
+
+
+def test_busy_host_rounds_are_left_out_when_enough_clean_ones_remain() -> None:
+    from pytest_burnperf.hoststate import Window
+
+    quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.0).as_dict()
+    busy = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=1.0).as_dict()
+    assert Window.from_dict(busy).disturbed()  # type: ignore[union-attr]
+    assert not Window.from_dict(quiet).disturbed()  # type: ignore[union-attr]
+    got = Measured()
+    # round 2 ran beside another job: its candidate run looks 40% slower
+    for i, (hb, hc) in enumerate([(quiet, quiet), (quiet, busy), (quiet, quiet), (quiet, quiet)]):
+        got.add("main", "t", {"values": [1e-3] * 5, "host": hb})
+        got.add("current", "t", {"values": [1.4e-3 if i == 1 else 1e-3] * 5, "host": hc})
+    assert got.busy_rounds(("main", "current"), "t") == {1: Window.from_dict(busy).disturbed()}  # type: ignore[union-attr]
+    ref, cur, left = got.clean_pairs("main", "current", "t")
+    assert len(ref) == len(cur) == 3 and list(left) == [1]
+    assert judge(ref, cur, Policy(paired=True)).status == UNCHANGED
+    # with fewer than three clean rounds nothing is left out (the host rule decides instead)
+    ref, cur, left = got.clean_pairs("main", "current", "t", least=4)
+    assert len(ref) == 4 and left == {}

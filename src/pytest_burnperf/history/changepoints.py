@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Multiplier of the penalty (chosen with validation/changepoints.py, see docs/validation.md).
-PENALTY = 3.0
+PENALTY = 4.0
 #: Fewest runs in a segment.
 MIN_SIZE = 3
 #: A noise floor for sigma (0.2%), so a series of identical values does not make every wiggle

@@ -1,0 +1,273 @@
+"""Validation of same-session comparisons (``--perf-against REF``): false alarms and detection
+when the reference is the same code at another commit, on a machine with no stored baselines.
+
+Builds a throw-away git repository holding the harness's 13 synthetic workloads
+(``synthetic/workloads.py``) as an installable package, commits it, and then runs sessions of
+
+    pytest --perf --perf-against base --perf-rounds 3 --perf-max-rounds 8 test_wl.py
+
+with the checkout's ``src/`` on PYTHONPATH (the current code) against the commit ``base``
+(installed once into a cached overlay, as users get it). In each session some workloads do more
+or less work in the current code only (a ``knobs.json`` next to the package in the checkout,
+never committed): +10% on two, +20% on two, -10% on one, rotated from session to session; the
+other eight are unchanged and count as A/A comparisons. Nothing sleeps.
+
+Writes a Markdown report (``--out``) and the raw verdicts as JSON next to it. Run it on an idle
+machine: ``python validation/same_session.py --sessions 24 --out docs/validation-same-session.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from run import machine  # noqa: E402
+
+ARGS = ("--perf", "--perf-rounds", "3", "--perf-max-rounds", "8")
+PLANTS = (1.10, 1.10, 1.20, 1.20, 0.90)
+MDS_GATE = 0.07
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "burnperf-wl"
+version = "1.0"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+
+TESTS = """import pytest
+from burnperf_wl import NAMES, prepare
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+@pytest.mark.parametrize("workload", NAMES)
+def test_wl(perf, workload):
+    fn, args = prepare(workload)
+    perf(fn, *args)
+"""
+
+KNOB_FROM_FILE = '''def knob(name: str) -> float:
+    """The factor of ``name`` from knobs.json beside this module (the checkout's, never the
+    installed reference's)."""
+    path = os.path.join(os.path.dirname(__file__), "knobs.json")
+    factors = json.load(open(path)) if os.path.exists(path) else {}
+    return float(factors.get(name, 1.0))
+'''
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def git(repo: Path, *args: str) -> None:
+    env = dict(os.environ, GIT_AUTHOR_NAME="v", GIT_AUTHOR_EMAIL="v@example.com")
+    env.update(GIT_COMMITTER_NAME="v", GIT_COMMITTER_EMAIL="v@example.com")
+    subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+
+
+def setup(work: Path) -> list[str]:
+    """The repository with the workloads package committed as ``base``; the workload names."""
+    work.mkdir(parents=True, exist_ok=True)
+    pkg = work / "src" / "burnperf_wl"
+    pkg.mkdir(parents=True)
+    source = (HERE / "synthetic" / "workloads.py").read_text()
+    start = source.index("def knob(")
+    end = source.index("\n\n\n", start)
+    (pkg / "__init__.py").write_text(source[:start] + KNOB_FROM_FILE + source[end + 1 :])
+    (work / "pyproject.toml").write_text(PYPROJECT)
+    (work / "test_wl.py").write_text(TESTS)
+    (work / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark\n")
+    (work / ".gitignore").write_text("knobs.json\n__pycache__/\n*.json\n")
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "base")
+    git(work, "tag", "base")
+    sys.path.insert(0, str(HERE / "synthetic"))
+    from workloads import NAMES  # type: ignore[import-not-found]
+
+    return list(NAMES)
+
+
+def knobs_for(i: int, names: list[str]) -> dict[str, float]:
+    n = len(names)
+    return {names[(i * len(PLANTS) + j) % n]: f for j, f in enumerate(PLANTS)}
+
+
+def session(work: Path, i: int, knobs: dict[str, float]) -> dict[str, Any]:
+    (work / "src" / "burnperf_wl" / "knobs.json").write_text(json.dumps(knobs))
+    out = work / f"s{i}.json"
+    env = dict(os.environ, PYTHONPATH=str(work / "src"), BURNPERF_ENV_CACHE=str(work / "envs"))
+    cmd = [sys.executable, "-m", "pytest", *ARGS, "--perf-against", "base", "-q"]
+    cmd += ["--perf-json", str(out), "test_wl.py"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if not out.exists():
+        raise SystemExit(
+            f"session {i} wrote no results (exit {proc.returncode}):\n"
+            f"{(proc.stdout + proc.stderr)[-3000:]}"
+        )
+    doc = json.loads(out.read_text())
+    verdicts = {}
+    for r in doc["results"]:
+        v = r["verdict"]
+        name = r["name"].split("-")[-2] + "-" + r["name"].split("-")[-1].rstrip("]")
+        verdicts[name] = {
+            "status": v["status"],
+            "ratio": v["ratio"],
+            "mds": v["min_detectable_slowdown"],
+            "rounds": len(r["runs"]),
+            "reason": v["reason"],
+        }
+    return {
+        "i": i,
+        "knobs": knobs,
+        "rc": proc.returncode,
+        "wall": wall,
+        "verdicts": verdicts,
+        "orders": doc["settings"]["same_session"]["round_orders"],
+    }
+
+
+def analyse(sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    aa: list[str] = []
+    failed_sessions = 0
+    det: dict[float, list[tuple[str, float | None]]] = {f: [] for f in set(PLANTS)}
+    mds: list[float] = []
+    rounds: list[int] = []
+    busy = 0
+    for s in sessions:
+        bad = False
+        for name, v in s["verdicts"].items():
+            f = s["knobs"].get(name, 1.0)
+            rounds.append(v["rounds"])
+            busy += str(v.get("reason", "")).startswith("host busy")
+            if v["mds"] is not None:
+                mds.append(v["mds"])
+            if f == 1.0:
+                aa.append(v["status"])
+                bad = bad or v["status"] == "regressed"
+            else:
+                det[f].append((v["status"], v["mds"]))
+        failed_sessions += bad
+    return {
+        "sessions": len(sessions),
+        "aa": len(aa),
+        "aa_false": sum(st == "regressed" for st in aa),
+        "aa_counts": dict(Counter(aa)),
+        "failed_sessions": failed_sessions,
+        "host_busy": busy,
+        "comparisons": sum(len(s["verdicts"]) for s in sessions),
+        "detect": {
+            str(f): {
+                "all": [sum(st == "regressed" for st, _ in v), len(v)],
+                "gateable": [
+                    sum(st == "regressed" for st, m in v if m is not None and m <= MDS_GATE),
+                    sum(1 for _, m in v if m is not None and m <= MDS_GATE),
+                ],
+                "counts": dict(Counter(st for st, _ in v)),
+            }
+            for f, v in sorted(det.items())
+        },
+        "median_mds": statistics.median(mds) if mds else None,
+        "rounds_mean": statistics.fmean(rounds) if rounds else None,
+        "wall_median": statistics.median(s["wall"] for s in sessions) if sessions else None,
+    }
+
+
+def pct(k: int, n: int) -> str:
+    return f"{k}/{n} ({100 * k / n:.1f}%)" if n else "-"
+
+
+def report(a: dict[str, Any], started: str, mach: str, command: str) -> str:
+    d = a["detect"]
+    lines = [
+        "# Validation of same-session comparisons (`--perf-against`)",
+        "",
+        f"Measured {started} UTC on {mach}, with `{command}`",
+        "(validation/same_session.py). Each session: "
+        f"`pytest {' '.join(ARGS)} --perf-against base` over the 13 synthetic workloads, the "
+        "reference being the same package at the commit `base`, installed into a cached overlay; "
+        "in the current checkout two workloads do 10% more work, two 20% more and one 10% less "
+        "(rotated), the other eight are unchanged.",
+        "",
+        "| figure | measured | target |",
+        "|---|---|---|",
+        f"| sessions | {a['sessions']} | >= 20 |",
+        f"| unchanged comparisons failed (false alarms) | {pct(a['aa_false'], a['aa'])} | "
+        "<= 0.5% |",
+        f"| sessions with a false alarm | {pct(a['failed_sessions'], a['sessions'])} | <= 5% |",
+        f"| +10% caught, all | {pct(*d['1.1']['all'])} | |",
+        f"| +10% caught, detectable (MDS <= 7%) | {pct(*d['1.1']['gateable'])} | >= 90% |",
+        f"| +20% caught, all | {pct(*d['1.2']['all'])} | |",
+        f"| +20% caught, detectable (MDS <= 7%) | {pct(*d['1.2']['gateable'])} | >= 99% |",
+        f"| -10% (a speed-up) failed | {d['0.9']['counts'].get('regressed', 0)} of "
+        f"{d['0.9']['all'][1]} | 0 |",
+        f"| median minimum detectable slowdown | +{100 * a['median_mds']:.1f}% | |",
+        f"| process rounds per benchmark and side (mean) | {a['rounds_mean']:.1f} | |",
+        f"| session wall time (median) | {a['wall_median']:.0f} s | |",
+        "",
+        f"Comparisons made inconclusive by the host-state rule (`host busy in a round`): "
+        f"{a['host_busy']} of {a['comparisons']}. "
+        f"Verdicts of the unchanged comparisons: {a['aa_counts']}. "
+        f"+10%: {d['1.1']['counts']}; +20%: {d['1.2']['counts']}; -10%: {d['0.9']['counts']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=24)
+    ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--command", default="python validation/same_session.py --sessions 24")
+    ap.add_argument("--from-json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.from_json is not None:
+        raw = json.loads(args.from_json.read_text())
+        text = report(analyse(raw["sessions"]), raw["started"], raw["machine"], args.command)
+        print(text)
+        if args.out:
+            args.out.write_text(text)
+        return 0
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    work = args.work or Path(tempfile.mkdtemp(prefix="burnperf-same-session-"))
+    names = setup(work)
+    log(f"work directory {work}")
+    sessions = []
+    for i in range(args.sessions):
+        s = session(work, i, knobs_for(i, names))
+        sessions.append(s)
+        log(
+            f"session {i + 1}/{args.sessions}: "
+            f"{dict(Counter(v['status'] for v in s['verdicts'].values()))} in {s['wall']:.0f} s"
+        )
+        raw = {"started": started, "machine": machine(), "sessions": sessions}
+        if args.out:
+            args.out.with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
+    text = report(analyse(sessions), started, machine(), args.command)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
