@@ -1,5 +1,6 @@
 """Sessions: ``tests`` (the test suite), ``lint`` (ruff + mypy), ``perf`` (the shipped benchmarks),
-``perf_versions`` (the numpy benchmarks under two numpy releases, in one session), ``validate`` (the validation harness behind docs/validation.md; about 35 minutes on 2 cores).
+``perf_versions`` (the numpy benchmarks under two numpy releases, in one session), ``validate``
+(the validation harness behind docs/validation.md; about 35 minutes on 2 cores).
 
 Every session that needs torch installs the pinned CPU wheel first, so pip never resolves a
 multi-GB CUDA build for the ``torch>=2.3`` extra. Override the pin with BURNPERF_TORCH_SPEC.

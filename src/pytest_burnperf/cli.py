@@ -508,7 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
             "'local'. Default: $BURNPERF_STORE, else .burnperf/history.sqlite here",
         )
 
-    ir = sub.add_parser("import-results", help="add --perf-json results files to the store")
+    ir = sub.add_parser(
+        "import-results", aliases=["import"], help="add --perf-json results files to the store"
+    )
     ir.add_argument("files", type=Path, nargs="+", help="--perf-json files")
     store_arg(ir)
     ir.set_defaults(func=cmd_import_results)

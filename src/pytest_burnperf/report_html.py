@@ -74,7 +74,7 @@ class _Plots:
         self.count += 1
         fragment: str = pio.to_html(
             fig,
-            include_plotlyjs=True if first else False,
+            include_plotlyjs=first,
             full_html=False,
             config={"displaylogo": False, "responsive": True},
             default_height=360,

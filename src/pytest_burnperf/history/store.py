@@ -9,7 +9,9 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``burnperf_meta``):
 * ``burnperf_results``: one row per benchmark of a run: ``test`` (node id), ``name``,
   ``benchmark``, ``backend``, ``kind``, ``dtype``, ``median`` with its 95% interval ``low``,
   ``high`` (geometric mean of the process rounds' medians, t interval over the rounds),
-  ``status``, ``ratio``, ``mds`` (minimum detectable slowdown) and the raw ``runs`` (JSON).
+  ``status``, ``ratio``, ``mds`` (minimum detectable slowdown), the raw ``runs`` (JSON), and
+  ``detail`` (JSON: the whole verdict, the device fingerprint with its library versions, the
+  host state of each round, the benchmark's settings and its baseline).
 
 Opening a store creates the tables, or migrates an older schema step by step
 (:data:`MIGRATIONS`) inside one transaction; a store written by a newer version is refused.
@@ -76,6 +78,7 @@ results = sa.Table(
     sa.Column("ratio", sa.Float),
     sa.Column("mds", sa.Float),
     sa.Column("runs", sa.JSON),
+    sa.Column("detail", sa.JSON),
     sa.UniqueConstraint("run_id", "test"),
     sa.Index("ix_burnperf_results_test_run", "test", "run_id"),
 )
@@ -326,6 +329,14 @@ def _rows(
                 "ratio": _finite(v.get("ratio")),
                 "mds": _finite(v.get("min_detectable_slowdown")),
                 "runs": run_list,
+                "detail": {
+                    "verdict": dict(v),
+                    "device": r.get("device"),
+                    "host": r.get("host"),
+                    "host_disturbed": r.get("host_disturbed"),
+                    "settings": r.get("settings"),
+                    "baseline": r.get("baseline"),
+                },
             }
         )
     return run, out
