@@ -33,6 +33,7 @@ GOOD_BAD = {
     "group_by": ('"device"', '"colour"'),
     "json_format": ('"pytest-benchmark"', '"csv"'),
     "json": ('"perf.json"', '"a\\u0001b"'),
+    "markdown": ('"perf-summary.md"', '""'),
     "strict": ("true", '"maybe"'),
     "benches": ('["test_matmul"]', '"test_matmul"'),
 }
