@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--benchmarks", type=int, default=200)
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--repeat", type=int, default=5, help="times each history command is run")
     args = ap.parse_args(argv)
     from pytest_burnperf.history.store import Store
 
@@ -72,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(built in {time.perf_counter() - t0:.0f} s)"
     )
     one = run_doc(10**6, args.benchmarks, rng)
+    (work / "record.sqlite").unlink(missing_ok=True)  # time a real insert, not a duplicate
     t0 = time.perf_counter()
     done = subprocess.run(
         [
@@ -91,17 +94,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     burnperf = Path(sys.executable).with_name("burnperf")
     for extra in ([], ["--last", "1000"], ["-k", "op017"]):
-        t0 = time.perf_counter()
-        out = subprocess.run(
-            [str(burnperf), "history", "--store", url, *extra],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        took = time.perf_counter() - t0
+        took = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            out = subprocess.run(
+                [str(burnperf), "history", "--store", url, *extra],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            took.append(time.perf_counter() - t0)
         print(
-            f"burnperf history {' '.join(extra) or '(default --last 100)'}: {took:.2f} s; "
-            f"{out.stdout.strip().splitlines()[-1]}"
+            f"burnperf history {' '.join(extra) or '(default --last 100)'}: median "
+            f"{statistics.median(took):.2f} s of {args.repeat} "
+            f"({', '.join(f'{t:.2f}' for t in took)}); {out.stdout.strip().splitlines()[-1]}"
         )
     return 0
 

@@ -19,6 +19,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .report_markdown import device_label
+
 if TYPE_CHECKING:
     from .history.query import Series
 
@@ -91,7 +93,7 @@ def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
         rows.append(
             "<tr>"
             f"<td>{_e(r.get('name', r.get('test', '?')))}</td>"
-            f"<td>{_e(r.get('backend', ''))} {_e(r.get('kind', ''))}</td>"
+            f"<td>{_e(device_label(r))}</td>"
             f"<td>{_e(r.get('dtype', ''))}</td>"
             f'<td class="num">{_time((r.get("stats") or {}).get("median"))}</td>'
             f'<td class="num">{_time((r.get("baseline") or {}).get("median"))}</td>'

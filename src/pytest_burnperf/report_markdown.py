@@ -40,6 +40,12 @@ def escape(text: object) -> str:
     return " ".join(s.split())
 
 
+def code(text: object) -> str:
+    """``text`` as a code span: backslash escapes and entities would show literally inside one,
+    so only what could end the span or the line goes (backticks, line breaks)."""
+    return "`" + " ".join(str(text).replace("`", "'").split()) + "`"
+
+
 def _time(seconds: object) -> str:
     if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
         return "-"
@@ -65,15 +71,28 @@ def _detects(v: Mapping[str, Any]) -> str:
     return f"+{100 * mds:.1f}%" if isinstance(mds, (int, float)) and math.isfinite(mds) else "-"
 
 
+def device_label(r: Mapping[str, Any]) -> str:
+    """A results-file entry's device as the terminal table names it: the library, then the
+    device id without the library's prefix (``opencl pocl-cpu0``, ``torch cuda0``)."""
+    backend = str(r.get("backend") or "?")
+    device = r.get("device")
+    ident = str(device.get("id") or "") if isinstance(device, Mapping) else ""
+    if not ident:
+        ident = str(r.get("kind") or "")
+    ident = ident.removeprefix(f"{backend}-")
+    return backend if ident in ("", backend) else f"{backend} {ident}"
+
+
 def _where(r: Mapping[str, Any]) -> str:
-    return escape(f"{r.get('backend', '?')} {r.get('kind', '')}".strip())
+    return escape(device_label(r))
 
 
 def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
     v = r.get("verdict") or {}
     base = r.get("baseline") or {}
     got = {
-        "benchmark": f"`{escape(r.get('name', r.get('test', '?'))).replace(chr(92) + '`', '')}`",
+        # plain text, not a code span: inside one, the escapes would show as backslashes
+        "benchmark": escape(r.get("name", r.get("test", "?"))),
         "device": _where(r),
         "dtype": escape(r.get("dtype", "")),
         "baseline": _time(base.get("median")),
@@ -110,10 +129,10 @@ def render(doc: Mapping[str, Any]) -> str:
         f"same-session comparison of {escape(same.get('candidate'))} against "
         f"{escape(same.get('reference'))}"
         if isinstance(same, Mapping)
-        else f"baselines in `{escape(settings.get('baselines', '?'))}`"
+        else f"baselines in {code(settings.get('baselines', '?'))}"
     )
     lines.append(
-        f"Machine `{escape(machine.get('id', machine.get('machine_id', '?')))}`; {what}; "
+        f"Machine {code(machine.get('id', machine.get('machine_id', '?')))}; {what}; "
         f"threshold {100 * float(settings.get('threshold', 0.05)):g}%, alpha "
         f"{float(settings.get('alpha', 0.01)):g} over the run; {escape(doc.get('created', ''))}."
     )

@@ -90,6 +90,29 @@ def test_points_newest_n_per_series_and_filters(url: str) -> None:
     }
     assert {p["branch"] for p in main} == {"main"}
     assert {p["hardware_class"] for p in v4} == {"x86-64-v4-f25m17"}
+    with Store(url) as s:
+        last_main = s.points(last=1, branch="main")
+    # the newest main run of each class (99 is 0x63)
+    assert {(p["hardware_class"][:9], p["commit"][-2:]) for p in last_main} == {
+        ("x86-64-v3", "04"),
+        ("x86-64-v4", "63"),
+    }
+
+
+def test_last_n_counts_the_runs_that_have_the_test(url: str) -> None:
+    with Store(url) as s:
+        for i in range(5):
+            d = doc(i)
+            if i >= 2:  # the second test only ran in the first two runs
+                d["results"] = d["results"][:1]
+            s.record(d)
+        last = s.points(last=2)
+    by_test: dict[str, set[str]] = {}
+    for p in last:
+        by_test.setdefault(p["test"], set()).add(p["commit"][-2:])
+    first, second = sorted(by_test)
+    assert by_test[first] == {"03", "04"}
+    assert by_test[second] == {"00", "01"}  # its own newest two, not dropped
 
 
 def test_the_default_store_keeps_out_of_git(
@@ -155,6 +178,25 @@ def test_a_planted_step_is_found_at_its_run() -> None:
     (cp,) = find(values)
     assert abs(cp.index - 17) <= 1
     assert cp.ratio == pytest.approx(1.10, abs=0.03)
+
+
+def test_the_kernel_search_segments_as_pelt_l2() -> None:
+    """changepoints.find runs ruptures' C kernel search with the linear kernel for speed; it
+    must cut exactly where ruptures' Pelt with the l2 cost cuts."""
+    import numpy as np
+    import ruptures
+
+    rng = np.random.default_rng(3)
+    for k in range(60):
+        n = int(rng.integers(6, 80))
+        x = rng.normal(0.0, 0.01, n)
+        if k % 2:
+            x[n // 3 :] += 0.04
+        signal = x.reshape(-1, 1)
+        pen = 4 * 1e-4 * math.log(n)
+        pelt = ruptures.Pelt(model="l2", min_size=3, jump=1).fit(signal).predict(pen=pen)
+        kern = ruptures.KernelCPD(kernel="linear", min_size=3, jump=1).fit(signal).predict(pen=pen)
+        assert kern == pelt, (k, n)
 
 
 def test_a_steady_series_has_no_change_point() -> None:

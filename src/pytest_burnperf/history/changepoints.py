@@ -1,5 +1,7 @@
 """Where a benchmark's history shifted: change points of the log medians of its runs, found by
-ruptures' PELT (exact penalised segmentation, least-squares cost).
+ruptures' PELT (exact penalised segmentation, least-squares cost), run as its C
+kernel search with the linear kernel (``KernelCPD(kernel="linear")``: the same cost and the same
+segmentation as ``Pelt(model="l2")``, a few hundred times faster; a test checks they agree).
 
 The penalty is ``PENALTY * sigma^2 * log(n)`` (a BIC-like penalty scaled by the series' own noise),
 with ``sigma`` the robust sd of the run-to-run differences over sqrt 2 (1.4826 x their median
@@ -56,7 +58,7 @@ def find(medians: Sequence[float], *, penalty: float = PENALTY) -> list[ChangePo
     logs = [math.log(m) for m in medians]
     sigma = noise(logs)
     signal = np.asarray(logs, dtype=float).reshape(-1, 1)
-    algo = ruptures.Pelt(model="l2", min_size=MIN_SIZE, jump=1).fit(signal)
+    algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1).fit(signal)
     ends = algo.predict(pen=penalty * sigma * sigma * math.log(n))
     out: list[ChangePoint] = []
     start = 0

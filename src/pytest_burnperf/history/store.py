@@ -252,6 +252,8 @@ class Store:
         if where:
             q = q.where(*where)
         if last is not None:
+            # rank a narrow projection (result id, test, class, date) and fetch the whole rows
+            # of the newest ``last`` only: sorting the wide rows made this 4x slower
             rank = (
                 sa.func.row_number()
                 .over(
@@ -260,11 +262,15 @@ class Store:
                 )
                 .label("rank")
             )
-            inner = q.add_columns(rank).subquery()
-            q = sa.select(*[inner.c[c.name] for c in cols]).where(inner.c.rank <= last)
-            q = q.order_by(inner.c.created, inner.c.run)
-        else:
-            q = q.order_by(runs.c.created, runs.c.id)
+            ranked = (
+                sa.select(results.c.id.label("rid"), rank)
+                .select_from(results.join(runs, results.c.run_id == runs.c.id))
+                .where(*where)
+                .subquery()
+            )
+            newest = sa.select(ranked.c.rid).where(ranked.c.rank <= last)
+            q = q.where(results.c.id.in_(newest))
+        q = q.order_by(runs.c.created, runs.c.id)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(q)]
 
