@@ -9,11 +9,12 @@ A sample value is the time of one call of the benchmarked function, in seconds: 
   timestamp queries). Device timers also report the host wall time of the same span, kept as
   ``Sample.host_values`` so both clocks can be read side by side.
 
-Warm-up runs the function (at least once) before anything is timed, so one-time costs such as
-kernel compilation, pipeline creation, lazy initialisation and library handles never land in a
-sample. With ``flush`` (an L2-cache flush), every sample is a single call preceded by an untimed
-flush. With ``meter`` (a device's peak-memory meter), one untimed warm-up call, never the first,
-runs under the meter. The garbage collector is off while timing and back to its previous state
+Warm-up runs the function once, untimed and synchronised, then times calls for ``warmup``
+seconds (at least one): one-time costs such as kernel compilation, autotuning, pipeline creation,
+lazy initialisation and library handles never land in a sample, and never in the per-call
+estimate that sizes the loop either, however long the first call takes. With ``flush`` (an L2-cache flush), every sample is a single call preceded by an untimed
+flush. With ``meter`` (a device's peak-memory meter), the second call runs under the meter,
+untimed. The garbage collector is off while timing and back to its previous state
 afterwards.
 """
 
@@ -194,8 +195,9 @@ def measure(
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
     ``timer`` defaults to a :class:`HostTimer` around ``sync``. With ``flush``, each sample is
-    one call, after an untimed ``flush(); sync()``. With ``meter``, the second warm-up call runs
-    under it (there are then at least two) and is left out of the calibration.
+    one call, after an untimed ``flush(); sync()``. The first call is untimed (then ``sync()``),
+    and with ``meter`` the second runs under it; the loop is sized from the timed warm-up calls
+    after those (at least one, then until ``warmup`` seconds have passed).
 
     Adaptive sampling: with ``precise`` (a test of the values so far), sampling goes on in
     batches of :data:`BATCH` while ``precise(values)`` is false, until ``max_samples`` values or
@@ -223,21 +225,28 @@ def measure(
             flush()
             sync()
 
-    # Warm-up: at least one call; also the source of the per-call estimate for calibration.
-    deadline = clock() + int(warmup / NS)
-    calls = 0
-    best = math.inf
+    # The first call is untimed and synchronised, and the warm-up deadline starts after it: a
+    # first call that compiles, autotunes or creates library handles can outlast the warm-up,
+    # and the per-call estimate must come from the calls after it (else `loops` became 1, and
+    # depended on what ran earlier in the process). With a meter, the second call runs under
+    # it, also untimed. Then timed calls until the deadline (at least one) give the estimate.
+    before()
+    call_once()
+    sync()
+    calls = 1
     peak: int | None = None
-    least = 1 if meter is None else 2
+    if meter is not None:
+        before()
+        peak = meter(call_once)
+        calls += 1
+    deadline = clock() + int(warmup / NS)
+    best = math.inf
     while True:
         before()
-        if meter is not None and calls == 1:
-            peak = meter(call_once)
-        else:
-            elapsed, _ = clocks.span(call_once)
-            best = min(best, elapsed)
+        elapsed, _ = clocks.span(call_once)
+        best = min(best, elapsed)
         calls += 1
-        if calls >= least and (clock() >= deadline or calls >= MAX_WARMUP_CALLS):
+        if clock() >= deadline or calls >= MAX_WARMUP_CALLS:
             break
     loops = 1 if flush is not None else calibrate_loops(best, min_time)
 

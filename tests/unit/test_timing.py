@@ -42,16 +42,38 @@ def test_measure_with_fake_clock() -> None:
     )
     assert result == "result"
     assert sample.loops == 100
-    assert sample.warmup_calls == 1000  # 1 ms of warm-up at 1 us a call
+    assert sample.warmup_calls == 1 + 1000  # the untimed first call, then 1 ms at 1 us a call
     assert sample.values == (1e-6,) * 7
-    assert next(syncs) == 2 * (1000 + 7)  # before and after every warm-up call and every sample
+    # after the first call; before and after every timed warm-up call and every sample
+    assert next(syncs) == 1 + 2 * (1000 + 7)
+
+
+def test_a_slow_first_call_does_not_size_the_loop() -> None:
+    """A first call that compiles or autotunes (here 3 s, longer than the whole warm-up) is
+    untimed and the warm-up starts after it: the loop is sized from the 200 us calls after."""
+    clock = FakeClock(cost=200_000)
+    first = [True]
+
+    def fn() -> None:
+        clock.now += 3_000_000_000 if first[0] else 0
+        first[0] = False
+        clock.work()
+
+    _, sample = measure(fn, samples=3, warmup=0.2, min_time=0.005, clock=clock)
+    assert sample.loops == 25  # 5 ms / 200 us, not 1
+    assert sample.warmup_calls == 1 + 1000  # 0.2 s of warm-up at 200 us a call
+    assert sample.values == pytest.approx((2e-4,) * 3)
+    # the same function with its slow call already behind it sizes the same loop: the order of
+    # the tests in a process no longer decides `loops`
+    _, again = measure(fn, samples=3, warmup=0.2, min_time=0.005, clock=clock)
+    assert again.loops == sample.loops
 
 
 def test_measure_runs_at_least_one_warmup_call_and_restores_gc() -> None:
     clock = FakeClock(cost=10_000_000)
     assert gc.isenabled()
     _, sample = measure(clock.work, samples=3, warmup=0.0, min_time=0.0, clock=clock)
-    assert sample.warmup_calls == 1 and sample.loops == 1
+    assert sample.warmup_calls == 2 and sample.loops == 1  # the untimed first and one timed
     assert gc.isenabled()
 
     def boom() -> None:

@@ -72,7 +72,7 @@ def test_l2_flush_makes_every_sample_one_call_after_an_untimed_flush() -> None:
     m = Machine(host_ns=1000, device_ns=1000)
     _, sample = measure(m.work, samples=4, warmup=0.0, min_time=1.0, clock=m.clock, flush=m.flush)
     assert sample.loops == 1 and sample.l2_flush  # min_time would ask for a million loops
-    assert m.log == ["flush", "call"] * 5  # one warm-up call and four samples
+    assert m.log == ["flush", "call"] * 6  # the first call, one timed warm-up call, 4 samples
 
 
 def test_meter_runs_on_the_second_warmup_call_untimed() -> None:
@@ -83,7 +83,7 @@ def test_meter_runs_on_the_second_warmup_call_untimed() -> None:
         "meter",
         "call",
     ]  # the first call (compiles, caches) is not metered
-    assert sample.peak_memory == 4096 and sample.warmup_calls == 2
+    assert sample.peak_memory == 4096 and sample.warmup_calls == 3  # first, metered, one timed
     assert sample.loops == 10
 
 
