@@ -13,7 +13,8 @@ way, with the same clock and cache regime. Everything else about it is *noted*. 
   the hypervisor are noted.
 * **Dispatch** (``dispatch``): the code path each library picked at run time (numpy's SIMD target,
   torch's CPU capability, OpenBLAS's core type) must match.
-* **Regime**: the clock (device events vs host wall time) and the L2 flush must match.
+* **Regime**: the clock (device events vs host wall time), the L2 flush and the precision modes
+  (TF32, cudnn.benchmark, deterministic algorithms...: ``precision.py``) must match.
 * **Software** (driver, runtime, BLAS, library versions) is noted: a version change is what a
   regression test is for.
 """
@@ -172,5 +173,14 @@ def blocker(
     baseline: Mapping[str, Any], fingerprint: Mapping[str, Any], timer: str, l2_flush: bool
 ) -> tuple[str | None, tuple[str, ...]]:
     """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
+    from .precision import difference
+
     why, notes = comparability(baseline.get("device"), fingerprint)
-    return why or regime_difference(baseline, timer, l2_flush), notes
+    device = baseline.get("device")
+    modes = device.get("precision") if isinstance(device, Mapping) else None
+    return (
+        why
+        or difference(modes, fingerprint.get("precision"))
+        or regime_difference(baseline, timer, l2_flush),
+        notes,
+    )

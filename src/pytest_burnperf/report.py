@@ -314,6 +314,23 @@ def header(
         f"{summary(windows, cpus)}; {probe_summary(results)}",
         f"{where}; size {size}; {text}; threshold "
         f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
+        *precision_lines(results),
+    ]
+
+
+def precision_lines(results: Sequence[Result]) -> list[str]:
+    """One line per device whose benchmarks ran with precision modes other than the library's
+    defaults (TF32, cudnn.benchmark...): ``precision modes on torch-cuda0: ...``."""
+    from .precision import describe
+
+    seen: dict[str, set[str]] = {}
+    for r in results:
+        text = describe(r.fingerprint.get("precision") or {})
+        if text:
+            seen.setdefault(r.device_id, set()).add(text)
+    return [
+        f"precision modes on {device} (not the library defaults): {' | '.join(sorted(texts))}"
+        for device, texts in sorted(seen.items())
     ]
 
 

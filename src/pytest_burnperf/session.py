@@ -172,7 +172,10 @@ class PerfState:
             self._peak_cache = PeakCache(cache_path(), self.machine_id)
         cache = self._peak_cache
         name = str(device.fingerprint().get("name", device.id))
+        from .precision import key_part
+
         key = PeakCache.key(self.machine_id, device.id, name, dtype, threads)
+        key += key_part(device.precision() if hasattr(device, "precision") else {})
         fresh = self.recalibrate and key not in self._checked
         peaks = None if fresh else cache.get(key)
         if peaks is None and key in self._checked:

@@ -12,10 +12,10 @@ A sample value is the time of one call of the benchmarked function, in seconds: 
 Warm-up runs the function once, untimed and synchronised, then times calls for ``warmup``
 seconds (at least one): one-time costs such as kernel compilation, autotuning, pipeline creation,
 lazy initialisation and library handles never land in a sample, and never in the per-call
-estimate that sizes the loop either, however long the first call takes. With ``flush`` (an L2-cache flush), every sample is a single call preceded by an untimed
-flush. With ``meter`` (a device's peak-memory meter), the second call runs under the meter,
-untimed. The garbage collector is off while timing and back to its previous state
-afterwards.
+estimate that sizes the loop either, however long the first call takes. With ``flush`` (an
+L2-cache flush), every sample is a single call preceded by an untimed flush. With ``meter`` (a
+device's peak-memory meter), the second call runs under the meter, untimed. The garbage
+collector is off while timing and back to its previous state afterwards.
 """
 
 from __future__ import annotations

@@ -142,6 +142,10 @@ class DeviceBase:
         call()
         return None
 
+    def precision(self) -> dict[str, Any]:
+        """The library's precision modes now (``precision.py``); {} where it has none."""
+        return {}
+
     def gpu_slowdown(self) -> str | None:
         """Why the device is slowing itself down right now (NVML's clock-event reasons), or None."""
         return None

@@ -131,9 +131,15 @@ class CupyDevice(DeviceBase):
             "driver": _version(int(rt.driverGetVersion())),
             "runtime": f"{'HIP' if hip else 'CUDA'} {_version(int(rt.runtimeGetVersion()))}",
             "versions": {"cupy": str(cp.__version__)},
+            "precision": self.precision(),
             **identity(host_cpu=False),
             **({} if hip else nvml_fields(self.pci())),
         }
+
+    def precision(self) -> dict[str, Any]:
+        from ..precision import cupy_modes
+
+        return cupy_modes()
 
     def pci(self) -> str | None:
         """PCI address of the GPU (NVML finds it by that), or None."""

@@ -158,6 +158,11 @@ class TorchDevice(DeviceBase):
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
         return rss_peak(call)
 
+    def precision(self) -> dict[str, Any]:
+        from ..precision import torch_modes
+
+        return torch_modes(self._torch, self.kind)
+
     def pci(self) -> str | None:
         """PCI address of a CUDA GPU (NVML finds it by that), or None."""
         if self.kind != "cuda":
@@ -196,6 +201,7 @@ class TorchDevice(DeviceBase):
             fp.update(identity(host_cpu=True, dispatch={"torch": _torch_capability(torch)}))
         else:
             fp.update(identity(host_cpu=False))
+        fp["precision"] = self.precision()
         if self.kind in ("cuda", "rocm"):
             props = torch.cuda.get_device_properties(self.index or 0)
             fp["memory_bytes"] = int(props.total_memory)
