@@ -8,8 +8,9 @@ multi-GB CUDA build for the ``torch>=2.3`` extra. Override the pin with BURNPERF
 
 The ``opencl`` and ``vulkan`` extras (pyopencl, wgpu) are installed everywhere; they find devices
 only where a driver is present (on a CPU-only Debian machine: ``apt-get install pocl-opencl-icd
-ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1``, which ``.ci/run`` does). cupy is not
-installed here: without a GPU it has nothing to run, and its CUDA paths are tested with fakes.
+ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1``, which ``.ci/run`` does). The ``tests``
+session installs cupy too: it imports without a GPU, and the fakes of its CUDA paths are checked
+against its real classes (tests/unit/test_gpu_backends.py).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def install(session: nox.Session, extras: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
-    install(session, "torch,opencl,vulkan,nvml,history,postgres,report,dev")
+    install(session, "torch,cupy,opencl,vulkan,nvml,history,postgres,report,dev")
     session.run("pytest", *session.posargs)
 
 

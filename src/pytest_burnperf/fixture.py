@@ -3,6 +3,7 @@ once, untimed, without --perf), and what they hand to reports (JUnit properties)
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -237,7 +238,8 @@ class Perf:
 
         probe = self._state.probe_for(self.device)
         single = self.device.kind == "cpu" and self.settings.threads == 1
-        with self.device.threads(self.settings.threads):
+        active = getattr(self.device, "active", contextlib.nullcontext)
+        with self.device.threads(self.settings.threads), active():
             timer, flush = self._clock()
             marks: list[hoststate.Snapshot] = []
             result, sample = sampler(
@@ -259,6 +261,14 @@ class Perf:
             from .jsonfile import escape_strings
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
+        foreign = int(getattr(timer, "foreign", 0) or 0)
+        if foreign:
+            self._state.messages.append(
+                f"{self._item.nodeid}: in {foreign} of {getattr(timer, 'samples', '?')} timed "
+                "spans the device was still busy after the end event: work queued on other "
+                "streams is not in its device time (queue it on the current stream, or set "
+                "timer='host' on the marker)"
+            )
         self._judge(sample, fingerprint, host, probe)
         return result
 

@@ -151,7 +151,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-timer",
         "perf_timer",
         _spec.parse_timer,
-        "clock that gates: 'device' (the device's own events: CUDA/HIP/MPS events, OpenCL "
+        "clock that gates: 'device' (the device's own events: CUDA/HIP events, OpenCL "
         "profiling, Vulkan timestamps; the host clock where a device has none) or 'host' (wall "
         f"time bracketed by device.sync()). Default: {DEFAULTS.timer}",
     ),

@@ -431,6 +431,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     case = case_of(item)
     if case is not None and case.error is not None:
         pytest.fail(case.error, pytrace=False)
+    bad = item.config.stash[STATE].bad_devices
+    if case is not None and case.entry is not None and case.entry.id in bad:
+        pytest.skip(
+            f"{case.entry.id} faulted earlier in this process ({bad[case.entry.id]}); a GPU "
+            "fault is sticky, so its remaining benchmarks are skipped"
+        )
 
 
 def _function_name(item: pytest.Item) -> str:
@@ -587,7 +593,20 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "call" and report.passed and case_of(item) is not None:
+    case = case_of(item)
+    if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
+        from .devices.base import device_error
+
+        why = device_error(call.excinfo.value) if case.entry.kind != "cpu" else None
+        if why is not None:
+            state = item.config.stash[STATE]
+            if case.entry.id not in state.bad_devices:
+                state.bad_devices[case.entry.id] = f"{item.nodeid}: {why}"
+                state.messages.append(
+                    f"{case.entry.id} faulted in {item.nodeid} ({why}); its later benchmarks "
+                    "in this process were skipped"
+                )
+    if report.when == "call" and report.passed and case is not None:
         state = item.config.stash[STATE]
         timed = any(
             item.nodeid in got for got in (state.results, state.smoked, state.worker_samples)

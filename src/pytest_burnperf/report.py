@@ -68,7 +68,8 @@ def row(r: Result) -> tuple[str, ...]:
         format_ratio(v),
         "-" if p is None else f"{p:.2g}",
         "-" if v.min_detectable is None else f"+{100 * v.min_detectable:.1f}%",
-        format_bytes(r.peak_memory),
+        format_bytes(r.peak_memory)
+        + (" (MPS driver)" if r.peak_memory is not None and r.kind == "metal" else ""),
         *_roofline_cells(r),
         v.status,
     )

@@ -3,6 +3,7 @@ extra rounds' samples, peaks and probes; and writing baselines at the end."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,9 @@ class PerfState:
     #: Puts back the SIGTERM handler this perf run replaced (see interrupts.sigterm_as_interrupt).
     restore_sigterm: Callable[[], None] = lambda: None
     messages: list[str] = field(default_factory=list)
+    #: GPUs that faulted in this process: ``{device id: what failed where}``; their remaining
+    #: benchmarks are skipped with that reason (a CUDA fault is sticky).
+    bad_devices: dict[str, str] = field(default_factory=dict)
     recalibrate: bool = False
     _peak_cache: PeakCache | None = None
     #: Peak-cache keys measured (or failed) in this run: --perf-recalibrate measures each once.
@@ -189,7 +193,8 @@ class PerfState:
             )
             t0 = time.monotonic()
             try:
-                with device.threads(threads):
+                active = getattr(device, "active", contextlib.nullcontext)
+                with device.threads(threads), active():
                     peaks = calibrate(device, dtype)
             except Exception as exc:  # a driver that cannot run the calibration kernels
                 self._checked.add(key)

@@ -29,7 +29,7 @@ LIBRARY_KINDS: dict[str, tuple[str, ...]] = {
 #: Dtype names a benchmark may ask for, with the size of one element in bytes.
 DTYPES: dict[str, int] = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i64": 8}
 
-#: Clocks a sample can come from. ``device``: the device's own events (CUDA/HIP/MPS events, OpenCL
+#: Clocks a sample can come from. ``device``: the device's own events (CUDA/HIP events, OpenCL
 #: profiling, Vulkan timestamp queries) where it has them, else the host clock; ``host``: wall time
 #: on the host, bracketed by ``device.sync()``.
 TIMERS: tuple[str, ...] = ("device", "host")

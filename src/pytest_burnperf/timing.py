@@ -5,7 +5,7 @@ A sample value is the time of one call of the benchmarked function, in seconds: 
 
 * :class:`HostTimer`: host wall time bracketed by ``sync()`` on both sides (every device has it);
 * a device timer (``device.timer()``): the device's own clock, from events recorded on its queue
-  before and after the calls (CUDA/HIP events, MPS events, OpenCL profiling markers, Vulkan
+  before and after the calls (CUDA/HIP events, OpenCL profiling markers, Vulkan
   timestamp queries). Device timers also report the host wall time of the same span, kept as
   ``Sample.host_values`` so both clocks can be read side by side.
 

@@ -280,3 +280,50 @@ def test_a_projects_own_device_fixture_is_named_not_silently_replaced(
             "(conftest.device) is not used in this @pytest.mark.perf test*"
         ]
     )
+
+
+class _FakeGpu:
+    """numpy's device dressed as a CUDA GPU of cupy (for the bookkeeping of GPU faults)."""
+
+    id, kind, library, name = "cupy-cuda0", "cuda", "cupy", "Fake GPU"
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+def test_a_gpu_fault_skips_the_rest_of_that_gpus_benchmarks(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An illegal address is sticky: every later call on that GPU would fail too, so its later
+    benchmarks are skipped with the fault named, and the CPU's still run."""
+    cpu = devices.PROBES["numpy"]().devices[0]
+    monkeypatch.setitem(devices.PROBES, "cupy", lambda: devices.Probe("cupy", [_FakeGpu(cpu)]))
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy", "cupy"], dtypes=["f32"])
+        def test_a_faults(perf, device):
+            if device.kind == "cuda":
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
+            perf(sum, range(10))
+
+        @pytest.mark.perf(backends=["numpy", "cupy"], dtypes=["f32"])
+        def test_b_after(perf, device):
+            perf(sum, range(10))
+        """
+    )
+    fast = ("--perf-samples", "5", "--perf-max-samples", "5", "--perf-warmup", "0")
+    result = pytester.runpytest("--perf", "-p", "no:randomly", "-rs", *fast)
+    result.assert_outcomes(passed=2, failed=1, skipped=3)  # and cupy-rocm twice: absent
+    result.stdout.fnmatch_lines(
+        [
+            "cupy-cuda0 faulted in *test_a_faults* its later benchmarks in this process were "
+            "skipped*",
+            "SKIPPED*cupy-cuda0 faulted earlier in this process (*test_a_faults*"
+            "CUDA error: an illegal memory access*",
+        ]
+    )

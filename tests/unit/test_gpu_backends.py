@@ -1,23 +1,57 @@
 """CUDA, ROCm and Metal code paths with fake torch and cupy modules (no GPU needed).
 
-Where the lent GPU is available these paths also run for real (see the issue notes); here the
-fakes check detection, ids, skip reasons, dtype rules, the device clocks, the L2 flush and the
-memory meters.
+The fakes are checked against the real libraries (torch's CPU build and cupy both import here
+without a GPU): every attribute a fake offers must exist on the real module or class
+(``test_the_fakes_offer_nothing_the_real_libraries_lack``), so code that calls something the
+library does not have (cupy's events have no ``elapsed_time``) fails here, not on a GPU.
 """
 
 from __future__ import annotations
 
+import inspect
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
 
 from pytest_burnperf.devices import cupy_backend, torch_backend
-from pytest_burnperf.devices.base import EventTimer
+from pytest_burnperf.devices.base import (
+    FOREIGN_MIN_S,
+    PAD_MAX_S,
+    PAD_MIN_S,
+    EventTimer,
+    SleepPad,
+    device_error,
+    flush_bytes,
+)
+
+#: Attributes of the fakes that are test helpers, not library API.
+HELPERS = {"_mem", "_log"}
+#: Dunder names the code relies on (a module's version, a context manager, a callable).
+API_DUNDERS = ("__version__", "__enter__", "__exit__", "__call__")
 
 
-class FakeEvent:
-    """A timing event whose 'device time' is read from a shared counter, in milliseconds."""
+def unfaithful(fake: Any, real: Any, path: str) -> list[str]:
+    """What ``fake`` offers that ``real`` lacks (recursively through namespaces and classes)."""
+    missing: list[str] = []
+    if not (isinstance(fake, SimpleNamespace) or inspect.isclass(fake)):
+        return missing
+    for name, value in vars(fake).items():
+        if name in HELPERS or (name.startswith("__") and name not in API_DUNDERS):
+            continue
+        if name in ("clock_ms", "records", "launches", "log"):  # class-level logs of the fakes
+            continue
+        if not hasattr(real, name):
+            missing.append(f"{path}.{name}")
+            continue
+        ours = inspect.isclass(value) and value.__module__ == __name__  # a fake class of this file
+        if isinstance(value, SimpleNamespace) or ours:
+            missing += unfaithful(value, getattr(real, name), f"{path}.{name}")
+    return missing
+
+
+class FakeTorchEvent:
+    """torch.cuda.Event: 'device time' read from a shared counter, in milliseconds."""
 
     clock_ms: ClassVar[list[float]] = [0.0]
     records: ClassVar[list[Any]] = []
@@ -28,24 +62,136 @@ class FakeEvent:
         self.synced = False
 
     def record(self, stream: Any = None) -> None:
-        FakeEvent.records.append(stream)
-        self.t = FakeEvent.clock_ms[0]
+        FakeTorchEvent.records.append(stream)
+        self.t = FakeTorchEvent.clock_ms[0]
 
     def synchronize(self) -> None:
         self.synced = True
 
-    def elapsed_time(self, end: FakeEvent) -> float:
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: FakeTorchEvent) -> float:
         assert end.synced, "elapsed time read before the end event completed"
         return end.t - self.t
 
 
+class FakeCupyEvent:
+    """cupy.cuda.Event: no elapsed_time method (cupy.cuda.get_elapsed_time reads a pair)."""
+
+    clock_ms: ClassVar[list[float]] = [0.0]
+    records: ClassVar[list[Any]] = []
+
+    def __init__(self, block: bool = False, disable_timing: bool = False) -> None:
+        self.t = 0.0
+        self.synced = False
+
+    def record(self, stream: Any = None) -> None:
+        FakeCupyEvent.records.append(stream)
+        self.t = FakeCupyEvent.clock_ms[0]
+
+    def synchronize(self) -> None:
+        self.synced = True
+
+    @property
+    def done(self) -> bool:
+        return True
+
+
+def cupy_elapsed(start: FakeCupyEvent, end: FakeCupyEvent) -> float:
+    assert end.synced, "elapsed time read before the end event completed"
+    return end.t - start.t
+
+
+class Clock:
+    """A fake host clock (ns) and a log of what the timer did, in order."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.log: list[str] = []
+
+    def __call__(self) -> int:
+        return self.now
+
+
 def test_event_timer_records_on_the_stream_and_converts_ms() -> None:
-    FakeEvent.records.clear()
-    timer = EventTimer(FakeEvent, stream="stream-1", label="CUDA events")
+    FakeTorchEvent.records.clear()
+    timer = EventTimer(FakeTorchEvent, lambda: "stream-1", label="CUDA events")
     timer.start()
-    FakeEvent.clock_ms[0] += 2.5
+    FakeTorchEvent.clock_ms[0] += 2.5
     assert timer.stop() == pytest.approx(2.5e-3)
-    assert FakeEvent.records == ["stream-1", "stream-1"] and timer.name == "device"
+    assert FakeTorchEvent.records == ["stream-1", "stream-1"] and timer.name == "device"
+
+
+def test_the_stream_is_the_one_current_when_the_sample_starts() -> None:
+    FakeTorchEvent.records.clear()
+    streams = iter(["s-a", "s-b"])
+    timer = EventTimer(FakeTorchEvent, lambda: next(streams))
+    for _ in range(2):
+        timer.start()
+        timer.stop()
+    # each span starts and ends on the stream current at its start
+    assert FakeTorchEvent.records == ["s-a", "s-a", "s-b", "s-b"]
+
+
+def test_the_pad_is_queued_before_the_start_event_and_follows_the_queue_time() -> None:
+    clock = Clock()
+    pads: list[float] = []
+
+    class Ev(FakeTorchEvent):
+        def record(self, stream: Any = None) -> None:
+            clock.log.append("record")
+            super().record(stream)
+
+    def pad(seconds: float) -> None:
+        clock.log.append("pad")
+        pads.append(seconds)
+
+    timer = EventTimer(Ev, pad=pad, clock=clock)
+    timer.start()
+    clock.now += 4_000_000  # the host takes 4 ms to queue this sample's calls
+    timer.stop()
+    timer.start()
+    timer.stop()
+    assert clock.log[:2] == ["pad", "record"]  # no sync between the pad and the start event
+    assert pads[0] == PAD_MIN_S
+    assert pads[1] == pytest.approx(1.5 * 4e-3)  # a little longer than the host took to queue
+    timer.start()
+    clock.now += 10**9  # a second to queue: the pad is capped
+    timer.stop()
+    timer.start()
+    assert pads[-1] == PAD_MAX_S
+
+
+def test_work_on_other_streams_is_counted() -> None:
+    clock = Clock()
+
+    def device_sync() -> None:  # the device is still busy: another stream's 1 ms of work
+        clock.now += 1_000_000
+
+    timer = EventTimer(FakeTorchEvent, device_sync=device_sync, clock=clock)
+    timer.start()
+    FakeTorchEvent.clock_ms[0] += 0.5
+    timer.stop()
+    assert (timer.foreign, timer.samples) == (1, 1)
+    quiet = EventTimer(FakeTorchEvent, device_sync=lambda: None, clock=clock)
+    quiet.start()
+    quiet.stop()
+    assert quiet.foreign == 0 and FOREIGN_MIN_S > 0
+
+
+def test_the_sleep_pad_measures_its_rate_once() -> None:
+    slept: list[int] = []
+
+    def sleep(cycles: int) -> None:  # 2 GHz: 1e6 cycles take 0.5 ms
+        slept.append(cycles)
+        FakeTorchEvent.clock_ms[0] += cycles / 2e6
+
+    pad = SleepPad(sleep, FakeTorchEvent)
+    pad(1e-4)
+    pad(2e-4)
+    assert pad.rate == pytest.approx(2e9)
+    assert slept == [SleepPad.CALIBRATION_CYCLES, 200_000, 400_000]
 
 
 class FakeTensor:
@@ -57,8 +203,23 @@ class FakeTensor:
         self.zeroed += 1
 
 
+def fake_cuda_device(log: list[str]) -> type:
+    class Device:  # torch.cuda.device: a context manager that makes GPU i current
+        def __init__(self, device: Any) -> None:
+            self.idx = device
+
+        def __enter__(self) -> None:
+            log.append(f"enter {self.idx}")
+
+        def __exit__(self, *exc: object) -> None:
+            log.append(f"exit {self.idx}")
+
+    return Device
+
+
 def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
     mem = {"allocated": 100, "peak": 100}
+    log: list[str] = []
     props = SimpleNamespace(
         total_memory=80 * 2**30,
         multi_processor_count=132,
@@ -82,8 +243,10 @@ def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
             device_count=lambda: 1,
             get_device_name=lambda i: "Fake GPU",
             get_device_properties=lambda i: props,
-            Event=FakeEvent,
-            current_stream=lambda dev: ("stream", dev),
+            Event=FakeTorchEvent,
+            current_stream=lambda device=None: ("stream", device),
+            _sleep=lambda cycles: log.append(f"sleep {cycles}"),
+            device=fake_cuda_device(log),
             synchronize=lambda dev=None: None,
             reset_peak_memory_stats=reset_peak,
             memory_allocated=lambda dev: mem["allocated"],
@@ -91,6 +254,7 @@ def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
         ),
         backends=SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False)),
         _mem=mem,
+        _log=log,
     )
     return torch
 
@@ -146,18 +310,116 @@ def test_cpu_and_metal_have_no_flush_and_cpu_has_no_device_clock() -> None:
     assert cpu.timer() is None and cpu.l2_flusher() is None
 
 
+def test_metal_is_timed_on_the_host_clock() -> None:
+    """MPS events are host callback times, and synchronize-then-elapsed_time on them can hang:
+    Metal has no device timer; its memory figure says it is the driver's allocation."""
+    torch = fake_torch_gpu()
+    torch.backends.mps.is_available = lambda: True
+    metal = next(d for d in torch_backend.probe(torch).devices if d.kind == "metal")
+    assert metal.timer() is None
+    assert "driver" in metal.memory_meter
+
+
+def test_torch_cuda_timer_pads_with_sleep_and_runs_inside_its_device() -> None:
+    torch = fake_torch_gpu()
+    gpu = torch_backend.probe(torch).devices[1]
+    timer = gpu.timer()
+    assert timer is not None
+    timer.start()
+    timer.stop()
+    assert [x for x in torch._log if x.startswith("sleep")][:1] == ["sleep 1000000"]
+    with gpu.active():
+        pass
+    assert torch._log[-2:] == ["enter 0", "exit 0"]
+
+
+def test_a_gpu_that_fails_to_open_hides_neither_the_cpu_nor_the_other_gpus() -> None:
+    torch = fake_torch_gpu()
+    torch.cuda.device_count = lambda: 2
+
+    def name(i: int) -> str:
+        if i == 0:
+            raise RuntimeError("CUDA error: unknown error")
+        return "Fake GPU"
+
+    torch.cuda.get_device_name = name
+    p = torch_backend.probe(torch)
+    assert [d.id for d in p.devices] == ["torch-cpu", "torch-cuda1"]
+    assert "torch-cuda0 was found but could not be opened" in p.broken["torch-cuda0"][1]
+    torch.cuda.device_count = lambda: 1
+    p = torch_backend.probe(torch)
+    assert [d.id for d in p.devices] == ["torch-cpu"]
+    assert "could not be opened: RuntimeError: CUDA error" in p.absent["cuda"]
+
+
+def test_gpu_faults_are_told_from_ordinary_errors() -> None:
+    fault = RuntimeError("CUDA error: an illegal memory access was encountered")
+    assert (
+        device_error(fault) == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+    assert device_error(RuntimeError("CUDA error: out of memory")) is None
+    assert device_error(AssertionError("result differs from the reference")) is None
+    assert device_error(type("CUDARuntimeError", (Exception,), {})("cudaErrorLaunchFailure"))
+
+
+def test_the_fakes_offer_nothing_the_real_libraries_lack() -> None:
+    real_torch = pytest.importorskip("torch")
+    assert unfaithful(fake_torch_gpu(), real_torch, "torch") == []
+    assert unfaithful(FakeTorchEvent, real_torch.cuda.Event, "torch.cuda.Event") == []
+    real_cupy = pytest.importorskip("cupy")
+    assert unfaithful(fake_cupy(count=1), real_cupy, "cupy") == []
+    # the check bites: an elapsed_time method on cupy's fake event would be reported
+    drifted = type("Drifted", (FakeCupyEvent,), {"elapsed_time": lambda self, end: 0.0})
+    assert unfaithful(drifted, real_cupy.cuda.Event, "cupy.cuda.Event") == [
+        "cupy.cuda.Event.elapsed_time"
+    ]
+
+
 class FakeCupyDevice:
-    def __init__(self, index: int) -> None:
-        self.id = index
+    log: ClassVar[list[str]] = []
+
+    def __init__(self, device: int | None = None) -> None:
+        self.id = device
 
     def __enter__(self) -> FakeCupyDevice:
+        FakeCupyDevice.log.append(f"enter {self.id}")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        FakeCupyDevice.log.append(f"exit {self.id}")
 
     def synchronize(self) -> None:
-        return None
+        FakeCupyDevice.log.append(f"sync {self.id}")
+
+
+class FakeRawKernel:
+    launches: ClassVar[list[tuple[Any, ...]]] = []
+
+    def __init__(self, code: str, name: str) -> None:
+        assert "clock64" in code and name == "burnperf_spin"
+
+    def __call__(self, grid: Any, block: Any, args: Any) -> None:
+        FakeRawKernel.launches.append((grid, block, args))
+        FakeCupyEvent.clock_ms[0] += int(args[0]) / 1e6  # 1 GHz
+
+
+def _memory_hook_base() -> type:
+    """cupy's own MemoryHook where cupy is installed, so the hook is tested on the real base."""
+    try:
+        import cupy
+    except ImportError:
+
+        class MemoryHook:
+            name = "fake"
+
+            def __enter__(self) -> Any:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+        return MemoryHook
+    return cupy.cuda.MemoryHook  # type: ignore[no-any-return]
 
 
 def fake_cupy(*, count: int | Exception, hip: bool = False) -> SimpleNamespace:
@@ -186,9 +448,15 @@ def fake_cupy(*, count: int | Exception, hip: bool = False) -> SimpleNamespace:
         cuda=SimpleNamespace(
             runtime=runtime,
             Device=FakeCupyDevice,
-            Event=FakeEvent,
+            Event=FakeCupyEvent,
             get_current_stream=lambda: "cupy-stream",
+            get_elapsed_time=cupy_elapsed,
+            MemoryHook=_memory_hook_base(),
         ),
+        RawKernel=FakeRawKernel,
+        int64=int,
+        int8="int8",
+        empty=lambda n, dtype: FakeTensor(n),
     )
 
 
@@ -221,6 +489,66 @@ def test_cupy_rocm_build() -> None:
     assert p.absent["cuda"] == "cupy 14.0.0 is built for ROCm, not CUDA"
     fp = p.devices[0].fingerprint()
     assert fp["capability"] == "gfx942" and fp["runtime"] == "HIP 6.2.0"
+
+
+def test_cupy_timer_reads_the_span_with_get_elapsed_time_behind_a_spin_pad() -> None:
+    gpu = cupy_backend.probe(fake_cupy(count=1)).devices[0]
+    timer = gpu.timer()
+    FakeRawKernel.launches.clear()
+    FakeCupyEvent.records.clear()
+    timer.start()
+    FakeCupyEvent.clock_ms[0] += 0.25
+    assert timer.stop() == pytest.approx(0.25e-3)
+    # the calibration spin (1e6 cycles) and the pad (50 us at the measured 1 GHz)
+    assert [launch[2][0] for launch in FakeRawKernel.launches] == [1_000_000, 50_000]
+    assert FakeCupyEvent.records[-2:] == ["cupy-stream", "cupy-stream"]
+
+
+def test_cupy_times_meters_and_flushes_inside_its_device() -> None:
+    gpu = cupy_backend.probe(fake_cupy(count=2)).devices[1]
+    FakeCupyDevice.log.clear()
+    with gpu.active():
+        pass
+    assert FakeCupyDevice.log == ["enter 1", "exit 1"]
+    FakeCupyDevice.log.clear()
+
+    def call() -> None:  # two blocks of 1 MiB live at once, one freed, then 512 KiB
+        hook = gpu_hook[0]
+        hook.malloc_postprocess(device_id=1, size=2**20, mem_size=2**20, mem_ptr=1, pmem_id=1)
+        hook.malloc_postprocess(device_id=1, size=2**20, mem_size=2**20, mem_ptr=2, pmem_id=2)
+        hook.free_postprocess(device_id=1, mem_size=2**20, mem_ptr=1, pmem_id=1)
+        hook.malloc_postprocess(device_id=1, size=2**19, mem_size=2**19, mem_ptr=3, pmem_id=3)
+        hook.free_postprocess(device_id=1, mem_size=2**20, mem_ptr=99, pmem_id=9)  # older block
+
+    gpu_hook: list[Any] = []
+    real = cupy_backend.peak_hook
+
+    def keep(cp: Any) -> Any:
+        gpu_hook.append(real(cp))
+        return gpu_hook[0]
+
+    cupy_backend.peak_hook = keep  # type: ignore[assignment]
+    try:
+        assert gpu.peak_memory(call) == 2 * 2**20  # the true high-water mark, reuse included
+    finally:
+        cupy_backend.peak_hook = real  # type: ignore[assignment]
+    assert "enter 1" in FakeCupyDevice.log
+    assert "memory hook" in gpu.fingerprint()["memory_meter"]
+
+
+def test_the_flush_clears_the_infinity_cache_too() -> None:
+    mib = 2**20
+    assert flush_bytes(50 * mib) == 256 * mib  # H100: 50 MiB L2, triton's 256 MiB floor
+    assert flush_bytes(200 * mib) == 400 * mib
+    # MI300X: 4 MiB L2 + 256 MiB Infinity Cache; the runtime adds feature flags to the name
+    assert flush_bytes(4 * mib, "gfx942:sramecc+:xnack-") == 2 * 260 * mib
+    assert flush_bytes(4 * mib, "gfx90a") == 256 * mib  # MI200: no Infinity Cache
+    torch = fake_torch_gpu(hip="6.2")
+    torch.cuda.get_device_properties(0).L2_cache_size = 4 * mib
+    sizes: list[int] = []
+    torch.empty = lambda n, dtype, device: sizes.append(n)
+    torch_backend.probe(torch).devices[1].l2_flusher()
+    assert sizes == [2 * 260 * mib]
 
 
 def test_cupy_when_installed_here_probes_without_crashing() -> None:

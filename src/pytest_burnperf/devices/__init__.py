@@ -103,8 +103,10 @@ class Registry:
         out: list[Entry] = []
         for kind in kinds:
             devs = [d for d in p.devices if d.kind == kind]
+            broken = [(i, why) for i, (k, why) in p.broken.items() if k == kind]
             if devs:
                 out.extend(Entry(d.id, d.kind, d.library, device=d) for d in devs)
+                out.extend(Entry(i, kind, library, reason=why) for i, why in broken)
             else:
                 reason = p.absent.get(kind, f"{library} found no {kind} device")
                 out.append(Entry(_placeholder_id(library, kind), kind, library, reason=reason))

@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import os
 import re
+import time
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -83,17 +84,57 @@ class Device(Protocol):
 
 
 class EventTimer:
-    """Elapsed time between two timing events recorded on a stream (CUDA, HIP or MPS events)."""
+    """Device time between two timing events (CUDA or HIP events), without the launch idle.
+
+    * ``stream`` returns the stream to time; it is asked at each ``start()`` (the stream current
+      when the sample begins), and the stop event goes on that same stream.
+    * ``elapsed(start, end)`` reads the span in milliseconds after the end event completed:
+      ``start.elapsed_time(end)`` for torch, ``cupy.cuda.get_elapsed_time`` for cupy (cupy's
+      events have no such method).
+    * **Launch idle.** A sample starts with the device idle (the previous sample, or the L2
+      flush, was synchronised). A start event recorded on an idle device is stamped at once,
+      before the host has even launched the first kernel, so the launch latency would land in
+      the device span. With ``pad`` (``pad(seconds)`` queues a device-side wait of about that
+      long, as nvbench queues a blocking kernel and triton queues the cache clear), the start
+      event is queued behind the pad: it is stamped when the pad ends, by which time the host
+      has queued the work. The pad lasts a little longer than the host took to queue the
+      previous sample's calls (at least :data:`PAD_MIN_S`, at most :data:`PAD_MAX_S`), so
+      the span holds device execution only, unless the host cannot keep up with the device
+      for the whole sample (a launch-bound function: then the idle between its kernels is
+      part of what it costs, and host time shows it too).
+    * **Other streams.** Work the function queues on other streams is not between the events.
+      ``device_sync`` (a whole-device synchronise) runs after the end event: when it still has
+      to wait (longer than :data:`FOREIGN_MIN_S` and 2% of the span), work outside the timed
+      stream outlasted it, and the sample is counted in ``foreign`` (the report says so).
+    """
 
     name = "device"
 
     def __init__(
-        self, make_event: Callable[[], Any], stream: Any = None, label: str = "device events"
+        self,
+        make_event: Callable[[], Any],
+        stream: Callable[[], Any] | None = None,
+        label: str = "device events",
+        *,
+        elapsed: Callable[[Any, Any], float] | None = None,
+        pad: Callable[[float], None] | None = None,
+        device_sync: Callable[[], None] | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
         self.label = label
         self._e0 = make_event()
         self._e1 = make_event()
-        self._stream = stream
+        self._stream_of = stream
+        self._stream: Any = None
+        self._elapsed = elapsed or (lambda a, b: a.elapsed_time(b))
+        self._pad = pad
+        self._device_sync = device_sync
+        self._clock = clock
+        self._queued_s = 0.0  # host time the previous sample took to queue its calls
+        self._t_started = 0
+        #: Samples whose device-wide sync still waited after the end event.
+        self.foreign = 0
+        self.samples = 0
 
     def _record(self, event: Any) -> None:
         if self._stream is None:
@@ -102,12 +143,96 @@ class EventTimer:
             event.record(self._stream)
 
     def start(self) -> None:
+        self._stream = self._stream_of() if self._stream_of is not None else None
+        if self._pad is not None:
+            self._pad(min(max(1.5 * self._queued_s, PAD_MIN_S), PAD_MAX_S))
         self._record(self._e0)
+        self._t_started = self._clock()
 
     def stop(self) -> float:
+        queued = self._clock()
         self._record(self._e1)
+        self._queued_s = (queued - self._t_started) * 1e-9
         self._e1.synchronize()
-        return float(self._e0.elapsed_time(self._e1)) * 1e-3  # events report milliseconds
+        span = float(self._elapsed(self._e0, self._e1)) * 1e-3  # events report milliseconds
+        self.samples += 1
+        if self._device_sync is not None:
+            t0 = self._clock()
+            self._device_sync()
+            waited = (self._clock() - t0) * 1e-9
+            if waited > max(FOREIGN_MIN_S, 0.02 * span):
+                self.foreign += 1
+        return max(span, 0.0)
+
+
+class SleepPad:
+    """``pad(seconds)`` for :class:`EventTimer`: queues a device-side busy wait of about that
+    long through ``sleep(cycles)`` (``torch.cuda._sleep``, or a one-thread clock64 spin kernel
+    for cupy). The cycles per second are measured once, on first use, with events around a
+    known wait; where that fails the pad does nothing and ``rate`` stays 0."""
+
+    CALIBRATION_CYCLES = 1_000_000
+
+    def __init__(
+        self,
+        sleep: Callable[[int], Any],
+        make_event: Callable[[], Any],
+        elapsed: Callable[[Any, Any], float] | None = None,
+    ) -> None:
+        self._sleep = sleep
+        self._make = make_event
+        self._elapsed = elapsed or (lambda a, b: a.elapsed_time(b))
+        self.rate: float | None = None
+
+    def _calibrate(self) -> float:
+        a, b = self._make(), self._make()
+        a.record()
+        self._sleep(self.CALIBRATION_CYCLES)
+        b.record()
+        b.synchronize()
+        ms = float(self._elapsed(a, b))
+        return self.CALIBRATION_CYCLES / (ms * 1e-3) if ms > 0 else 0.0
+
+    def __call__(self, seconds: float) -> None:
+        if self.rate is None:
+            self.rate = self._calibrate()
+        if self.rate > 0:
+            self._sleep(max(1, int(seconds * self.rate)))
+
+
+#: The L2 flush zeroes at least this much (as triton's do_bench).
+FLUSH_MIN_BYTES = 256 * 1024 * 1024
+#: AMD GPUs with an Infinity Cache (MALL) behind the L2, by gfx architecture: the flush must
+#: clear it too. The runtime reports the L2 only; sizes from AMD's product specifications (the
+#: largest part of each architecture).
+INFINITY_CACHE_BYTES = {
+    "gfx942": 256 * 2**20,  # MI300X / MI300A / MI325X
+    "gfx950": 256 * 2**20,  # MI350 / MI355X
+    "gfx1030": 128 * 2**20,  # RX 6800 / 6900 (RDNA 2)
+    "gfx1031": 96 * 2**20,
+    "gfx1032": 32 * 2**20,
+    "gfx1100": 96 * 2**20,  # RX 7900 (RDNA 3)
+    "gfx1101": 64 * 2**20,
+    "gfx1102": 32 * 2**20,
+    "gfx1200": 32 * 2**20,  # RX 9060 (RDNA 4)
+    "gfx1201": 64 * 2**20,  # RX 9070
+}
+
+
+def flush_bytes(l2_bytes: int, arch: str = "") -> int:
+    """How much the L2 flush zeroes: twice the last-level cache (the L2, plus the Infinity
+    Cache of the AMD architectures that have one: ``gfx942:sramecc+:xnack-`` counts as
+    ``gfx942``), and at least :data:`FLUSH_MIN_BYTES`."""
+    base = arch.split(":", 1)[0].strip().lower()
+    return max(FLUSH_MIN_BYTES, 2 * (max(l2_bytes, 0) + INFINITY_CACHE_BYTES.get(base, 0)))
+
+
+#: Shortest and longest device-side pad before a start event (see :class:`EventTimer`).
+PAD_MIN_S = 50e-6
+PAD_MAX_S = 20e-3
+#: A whole-device sync after the end event that waits longer than this (and 2% of the span)
+#: means work on another stream outlasted the timed one.
+FOREIGN_MIN_S = 50e-6
 
 
 class DeviceBase:
@@ -121,6 +246,12 @@ class DeviceBase:
     @contextlib.contextmanager
     def threads(self, n: int) -> Iterator[None]:
         """Run the body with ``n`` host threads (0: the libraries' default); GPUs ignore it."""
+        yield
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """This device current for the body (a GPU of several): the benchmark's calls, the L2
+        flush, the memory meter, the calibration and the clock all run inside it."""
         yield
 
     @property
@@ -145,6 +276,9 @@ class DeviceBase:
     def precision(self) -> dict[str, Any]:
         """The library's precision modes now (``precision.py``); {} where it has none."""
         return {}
+
+    #: What :meth:`peak_memory` measures, in words (fingerprints carry it as ``memory_meter``).
+    memory_meter: str | None = None
 
     def gpu_slowdown(self) -> str | None:
         """Why the device is slowing itself down right now (NVML's clock-event reasons), or None."""
@@ -301,6 +435,40 @@ def rss_peak(call: Callable[[], Any]) -> int | None:
     return max(0, after - before)
 
 
+#: Words of the errors after which a GPU context is not to be trusted again in this process: an
+#: asynchronous CUDA/HIP fault (an illegal address, a device-side assert, a launch failure) is
+#: sticky and surfaces in whichever call syncs next, so every later benchmark would fail too.
+DEVICE_ERROR_WORDS = (
+    "cuda error",
+    "cudaerror",
+    "cuda_error",
+    "hip error",
+    "hiperror",
+    "device-side assert",
+    "illegal memory access",
+    "illegal address",
+    "illegal instruction",
+    "misaligned address",
+    "unspecified launch failure",
+    "launch timed out",
+    "cudaruntimeerror",
+    "cudadrivererror",
+    "acceleratorerror",
+)
+
+
+def device_error(exc: BaseException) -> str | None:
+    """The one-line text of ``exc`` when it is a GPU fault that poisons the device for the
+    rest of the process (``DEVICE_ERROR_WORDS``), else None; out-of-memory is not one."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    low = text.lower()
+    if "out of memory" in low:
+        return None
+    if any(w in low for w in DEVICE_ERROR_WORDS):
+        return " ".join(text.split())[:300]
+    return None
+
+
 @dataclass
 class Probe:
     """What probing one library found: devices, and for each kind it found nothing of, why."""
@@ -308,3 +476,16 @@ class Probe:
     library: str
     devices: list[Device] = field(default_factory=list)
     absent: dict[str, str] = field(default_factory=dict)
+    #: Devices found but failing to open, by the id they would have had: ``{id: (kind, why)}``.
+    #: One broken GPU never hides the others, nor the library's CPU device.
+    broken: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def open(self, kind: str, device_id: str, make: Callable[[], Device]) -> None:
+        """Add the device ``make()`` opens, or note why it could not be opened."""
+        try:
+            self.devices.append(make())
+        except Exception as exc:  # a bad driver or device: this one is out, the rest stay
+            why = f"{device_id} was found but could not be opened: {type(exc).__name__}: {exc}"
+            self.broken[device_id] = (kind, why)
+            if not any(d.kind == kind for d in self.devices):
+                self.absent[kind] = why

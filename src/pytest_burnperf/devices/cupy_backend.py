@@ -1,12 +1,15 @@
 """cupy on CUDA and ROCm (cupy built for HIP reports ``cupy.cuda.runtime.is_hip``).
 
-Device clock: ``cupy.cuda.Event`` pairs on the current stream. Peak memory: the growth of cupy's
-default memory pool while the call runs, after freeing its cached blocks first (the pool keeps what
-it allocated, so its total after the call is the high-water mark of the call).
+Device clock: ``cupy.cuda.Event`` pairs on the current stream, read with
+``cupy.cuda.get_elapsed_time``, behind a spin-kernel pad (``base.EventTimer``). Everything a
+benchmark's sample does runs inside ``with cupy.cuda.Device(i)`` (``active``). Peak memory: a
+memory hook on the pool's mallocs and frees (the true high-water mark of what the pool handed
+out; allocations outside cupy's pool are not seen).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,12 +18,46 @@ from .base import (
     DeviceBase,
     EventTimer,
     Probe,
+    SleepPad,
     fill_random,
+    flush_bytes,
     identity,
     nvml_fields,
 )
 
-_FLUSH_MIN_BYTES = 256 * 1024 * 1024
+#: The pad before a start event: one thread spinning on the GPU clock.
+SPIN_SOURCE = r"""
+extern "C" __global__ void burnperf_spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}
+"""
+
+
+def peak_hook(cupy: Any) -> Any:
+    """A ``cupy.cuda.MemoryHook`` that follows the bytes in use from the pool (every
+    ``malloc``/``free`` of a pool block, whether the pool reused it or allocated it) and keeps
+    their high-water mark above the level at entry, as ``peak``."""
+
+    class PeakHook(cupy.cuda.MemoryHook):  # type: ignore[misc]
+        name = "burnperf_peak"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.live: dict[int, int] = {}
+            self.used = 0
+            self.peak = 0
+
+        def malloc_postprocess(self, **kw: Any) -> None:
+            size = int(kw.get("mem_size") or kw.get("size") or 0)
+            self.live[int(kw.get("mem_ptr") or 0)] = size
+            self.used += size
+            self.peak = max(self.peak, self.used)
+
+        def free_postprocess(self, **kw: Any) -> None:
+            self.used -= self.live.pop(int(kw.get("mem_ptr") or 0), 0)
+
+    return PeakHook()
 
 
 def _text(value: Any) -> str:
@@ -47,6 +84,7 @@ class CupyDevice(DeviceBase):
         self.name = _text(self._props["name"])
         self._dev = cupy.cuda.Device(index)
         self._rng: Any = None
+        self._spin_kernel: Any = None
 
     @property
     def lib(self) -> Any:
@@ -88,29 +126,61 @@ class CupyDevice(DeviceBase):
         self._dev.synchronize()
 
     def timer(self) -> EventTimer:
+        """``cupy.cuda.Event`` pairs on the stream current when each sample starts, read with
+        ``cupy.cuda.get_elapsed_time`` (cupy's events have no ``elapsed_time`` method), behind a
+        spin-kernel pad so the launch latency stays out of the span (``base.EventTimer``)."""
         cp = self._cp
-        with self._dev:
-            label = "HIP events" if self.kind == "rocm" else "CUDA events"
-            return EventTimer(cp.cuda.Event, cp.cuda.get_current_stream(), label=label)
+        label = "HIP events" if self.kind == "rocm" else "CUDA events"
+        return EventTimer(
+            cp.cuda.Event,
+            cp.cuda.get_current_stream,
+            label=label,
+            elapsed=cp.cuda.get_elapsed_time,
+            pad=SleepPad(self._spin, cp.cuda.Event, cp.cuda.get_elapsed_time),
+            device_sync=self.sync,
+        )
+
+    def _spin(self, cycles: int) -> None:
+        """Queue a one-thread kernel that spins for ``cycles`` GPU clock cycles (compiled once
+        with NVRTC/hipRTC on first use)."""
+        if self._spin_kernel is None:
+            self._spin_kernel = self._cp.RawKernel(SPIN_SOURCE, "burnperf_spin")
+        self._spin_kernel((1,), (1,), (self._cp.int64(cycles),))
+
+    def active(self) -> Any:
+        """``with cupy.cuda.Device(i)``: everything timed, metered, flushed or calibrated runs
+        on this GPU, its current stream and its memory pool (cupy-cuda1 no longer times GPU 0's
+        work)."""
+        return self._dev
 
     def l2_flusher(self) -> Callable[[], None]:
-        l2 = int(self._props.get("l2CacheSize", 0) or 0)
+        props = self._props
+        size = flush_bytes(
+            int(props.get("l2CacheSize", 0) or 0), _text(props.get("gcnArchName", ""))
+        )
         with self._dev:
-            buf = self._cp.empty(max(_FLUSH_MIN_BYTES, 2 * l2), dtype=self._cp.int8)
+            buf = self._cp.empty(size, dtype=self._cp.int8)
 
         def flush() -> None:
             buf.fill(0)
 
         return flush
 
+    #: What :meth:`peak_memory` measures (the results carry it as ``peak_memory_how``).
+    memory_meter = (
+        "high-water mark of cupy's memory pool during the call (memory hook; allocations "
+        "outside the pool, such as cuBLAS workspaces, are not seen)"
+    )
+
     def peak_memory(self, call: Callable[[], Any]) -> int | None:
-        pool = self._cp.get_default_memory_pool()
+        """The true high-water mark of the bytes cupy's pool handed out during ``call``, split
+        and reused blocks included, from a memory hook on every pool malloc and free."""
+        hook = peak_hook(self._cp)
         self.sync()
-        pool.free_all_blocks()
-        before = int(pool.total_bytes())
-        call()
-        self.sync()
-        return max(0, int(pool.total_bytes()) - before)
+        with self._dev, hook:
+            call()
+            self.sync()
+        return int(hook.peak)
 
     def fingerprint(self) -> dict[str, Any]:
         cp, p = self._cp, self._props
@@ -132,6 +202,7 @@ class CupyDevice(DeviceBase):
             "runtime": f"{'HIP' if hip else 'CUDA'} {_version(int(rt.runtimeGetVersion()))}",
             "versions": {"cupy": str(cp.__version__)},
             "precision": self.precision(),
+            "memory_meter": self.memory_meter,
             **identity(host_cpu=False),
             **({} if hip else nvml_fields(self.pci())),
         }
@@ -183,5 +254,5 @@ def probe(cupy: Any = None) -> Probe:
     if count == 0:
         result.absent[kind] = f"cupy {version} is installed, but found no {label} device"
     for i in range(count):
-        result.devices.append(CupyDevice(cupy, kind, i))
+        result.open(kind, f"cupy-{kind}{i}", functools.partial(CupyDevice, cupy, kind, i))
     return result

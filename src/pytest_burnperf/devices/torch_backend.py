@@ -1,9 +1,12 @@
 """torch on the CPU, CUDA, ROCm (HIP builds) and Metal (MPS).
 
-Device clock: CUDA/HIP events recorded on the device's current stream (``torch.cuda.Event``), MPS
-events on Metal (``torch.mps.event.Event``); the host clock brackets the work with
-``torch.cuda.synchronize`` / ``torch.mps.synchronize``. The L2 flush (CUDA/HIP) zeroes a buffer of
-at least twice the L2 size (256 MiB at least, as triton's ``do_bench`` does). Peak memory comes
+Device clock: CUDA/HIP events (``torch.cuda.Event``) on the stream current when a sample starts,
+queued behind a ``torch.cuda._sleep`` pad so the launch latency stays out of the span
+(``base.EventTimer``); Metal is timed on the host clock around ``torch.mps.synchronize`` (MPS
+events are host callback times). The host clock brackets the work with ``torch.cuda.synchronize``
+/ ``torch.mps.synchronize``. The L2 flush (CUDA/HIP) zeroes a buffer of
+at least twice the L2 size, plus the Infinity Cache on the AMD GPUs that have one (256 MiB at
+least, as triton's ``do_bench`` does; ``base.flush_bytes``). Peak memory comes
 from the caching allocator's statistics on CUDA/HIP, from the growth of the MPS driver allocation
 after emptying the cache on Metal, and from the resident-set high-water mark on the CPU.
 """
@@ -11,14 +14,23 @@ after emptying the cache on Metal, and from the resident-set high-water mark on 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import DeviceBase, EventTimer, Probe, cpu_threads, identity, nvml_fields, rss_peak
-
-_FLUSH_MIN_BYTES = 256 * 1024 * 1024
+from .base import (
+    DeviceBase,
+    EventTimer,
+    Probe,
+    SleepPad,
+    cpu_threads,
+    flush_bytes,
+    identity,
+    nvml_fields,
+    rss_peak,
+)
 
 _NATIVE = {
     "f16": "float16",
@@ -116,29 +128,67 @@ class TorchDevice(DeviceBase):
             yield
 
     def timer(self) -> EventTimer | None:
+        """CUDA/HIP events on the stream current when each sample starts, behind a
+        ``torch.cuda._sleep`` pad (no launch idle in the span). Metal has no device clock here:
+        MPS events are stamped by host-side callbacks, and waiting on an MPS end event then
+        reading ``elapsed_time`` can hang or fail for short spans (a known torch issue), so
+        Metal is timed on the host clock around ``torch.mps.synchronize()``."""
         torch = self._torch
+        if self.kind not in ("cuda", "rocm"):
+            return None
+        dev = self._dev
+
+        def make() -> Any:
+            return torch.cuda.Event(enable_timing=True)
+
+        sleep = getattr(torch.cuda, "_sleep", None)
+        return EventTimer(
+            make,
+            lambda: torch.cuda.current_stream(dev),
+            label="HIP events" if self.kind == "rocm" else "CUDA events",
+            pad=None if sleep is None else SleepPad(sleep, make),
+            device_sync=self.sync,
+        )
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """This GPU current (``torch.cuda.device``) for everything timed, metered or flushed."""
         if self.kind in ("cuda", "rocm"):
-            return EventTimer(
-                lambda: torch.cuda.Event(enable_timing=True),
-                torch.cuda.current_stream(self._dev),
-                label="HIP events" if self.kind == "rocm" else "CUDA events",
-            )
-        if self.kind == "metal":
-            return EventTimer(lambda: torch.mps.event.Event(enable_timing=True), label="MPS events")
-        return None
+            with self._torch.cuda.device(self.index or 0):
+                yield
+        else:
+            yield
 
     def l2_flusher(self) -> Callable[[], None] | None:
         if self.kind not in ("cuda", "rocm"):
             return None
         torch = self._torch
         props = torch.cuda.get_device_properties(self.index or 0)
-        size = max(_FLUSH_MIN_BYTES, 2 * int(getattr(props, "L2_cache_size", 0) or 0))
+        size = flush_bytes(
+            int(getattr(props, "L2_cache_size", 0) or 0),
+            str(getattr(props, "gcnArchName", "") or "") if self.kind == "rocm" else "",
+        )
         buf = torch.empty(size, dtype=torch.int8, device=self._dev)
 
         def flush() -> None:
             buf.zero_()
 
         return flush
+
+    @property
+    def memory_meter(self) -> str:  # type: ignore[override]
+        if self.kind in ("cuda", "rocm"):
+            return (
+                "peak of torch's caching allocator during the call above its level at entry "
+                "(torch.cuda.max_memory_allocated)"
+            )
+        if self.kind == "metal":
+            return (
+                "growth of the Metal driver's allocation during the call, after emptying the "
+                "cache (torch.mps.driver_allocated_memory): what the driver holds, not the "
+                "tensors' peak"
+            )
+        return "growth of the process's resident-set high-water mark during the call"
 
     def peak_memory(self, call: Callable[[], Any]) -> int | None:
         torch = self._torch
@@ -202,6 +252,7 @@ class TorchDevice(DeviceBase):
         else:
             fp.update(identity(host_cpu=False))
         fp["precision"] = self.precision()
+        fp["memory_meter"] = self.memory_meter
         if self.kind in ("cuda", "rocm"):
             props = torch.cuda.get_device_properties(self.index or 0)
             fp["memory_bytes"] = int(props.total_memory)
@@ -303,12 +354,14 @@ def probe(torch: Any = None) -> Probe:
                     f"no {name} device found (torch.cuda.is_available() is False)"
                 )
         for i in range(count):
-            result.devices.append(TorchDevice(torch, gpu_kind, i))
+            result.open(
+                gpu_kind, f"torch-{gpu_kind}{i}", functools.partial(TorchDevice, torch, gpu_kind, i)
+            )
     del other
 
     mps = getattr(getattr(torch, "backends", None), "mps", None)
     if mps is not None and mps.is_available():
-        result.devices.append(TorchDevice(torch, "metal"))
+        result.open("metal", "torch-metal", lambda: TorchDevice(torch, "metal"))
     else:
         result.absent["metal"] = (
             "no Metal (MPS) device (torch.backends.mps.is_available() is False)"
