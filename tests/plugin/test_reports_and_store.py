@@ -27,7 +27,7 @@ def test_markdown_summary_puts_the_regression_first_and_fills_the_job_summary(
     text = (loop_project.path / "perf.md").read_text()
     assert text.startswith("## pytest-burnperf: 1 regressed, ")
     regressions = text.split("### Regressions (1)", 1)[1].split("<details>", 1)[0]
-    assert "`test\\_loop\\[numpy-cpu-f64\\]`" in regressions
+    assert "| test\\_loop\\[numpy-cpu-f64\\] |" in regressions
     assert "test\\_steady" not in regressions
     assert "<summary>All 2 results</summary>" in text
     assert summary.read_text() == text + ("" if text.endswith("\n") else "\n")
