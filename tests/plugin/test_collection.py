@@ -327,3 +327,51 @@ def test_a_gpu_fault_skips_the_rest_of_that_gpus_benchmarks(
             "CUDA error: an illegal memory access*",
         ]
     )
+
+
+def test_everything_a_sample_does_runs_inside_the_devices_context(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cupy-cuda1 must time GPU 1's work: the calls, the clock, the flush and the meter run
+    inside ``device.active()`` (``with cupy.cuda.Device(1)``)."""
+    import contextlib
+
+    cpu = devices.PROBES["numpy"]().devices[0]
+    inside: list[bool] = [False]
+
+    class Gpu(_FakeGpu):
+        id = "cupy-cuda1"
+
+        @contextlib.contextmanager
+        def active(self):  # type: ignore[no-untyped-def]
+            inside[0] = True
+            try:
+                yield
+            finally:
+                inside[0] = False
+
+        def peak_memory(self, call):  # type: ignore[no-untyped-def]
+            assert inside[0], "metered outside the device's context"
+            call()
+            return 64
+
+    monkeypatch.setitem(devices.PROBES, "cupy", lambda: devices.Probe("cupy", [Gpu(cpu)]))
+    monkeypatch.setattr("tests.plugin.test_collection.INSIDE", inside, raising=False)
+    pytester.makepyfile(
+        """
+        import pytest
+        from tests.plugin.test_collection import INSIDE
+
+        def work():
+            assert INSIDE[0], "called outside the device's context"
+            return sum(range(10))
+
+        @pytest.mark.perf(backends=["cupy-cuda1"], dtypes=["f32"])
+        def test_on_gpu1(perf):
+            perf(work)
+        """
+    )
+    fast = ("--perf-samples", "5", "--perf-max-samples", "5", "--perf-warmup", "0")
+    result = pytester.runpytest("--perf", "-p", "no:randomly", *fast)
+    result.assert_outcomes(passed=1)
+    assert inside == [False]  # and left afterwards

@@ -81,3 +81,28 @@ def test_calibrate_on_numpy_measures_both_peaks() -> None:
     assert "matmul 64x64 and 128x128" in peaks.how and "copy 4 MiB" in peaks.how
     ints = calibrate(NumpyDevice(), "i32", n=64, copy_mib=1, repeats=1)
     assert ints.gflops is None and ints.gbps is not None
+
+
+def test_peaks_are_timed_on_the_device_clock_where_there_is_one() -> None:
+    """The benchmarks of a GPU are timed on its events, so its peaks are too (else a
+    memory-bound benchmark could show more than 100% of the peak)."""
+    from pytest_burnperf import roofline
+
+    class Timer:
+        name = "device"
+
+        def __init__(self) -> None:
+            self.spans = 0
+
+        def start(self) -> None:
+            self.spans += 1
+
+        def stop(self) -> float:
+            return 2e-3
+
+    timer = Timer()
+    calls: list[str] = []
+    best = roofline._best(lambda: calls.append("call"), lambda: calls.append("sync"), 3, timer)
+    assert best == 2e-3 and timer.spans == 3
+    assert calls == ["call", "sync", "call", "call", "call"]  # one untimed call first
+    assert roofline._best(lambda: None, lambda: None, 2) < 1.0  # the host clock without one
