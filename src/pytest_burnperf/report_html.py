@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .report_markdown import device_label
+from .report_markdown import change_text, device_label
 
 if TYPE_CHECKING:
     from .history.query import Series
@@ -50,17 +50,6 @@ def _time(s: object) -> str:
     from .compare import format_time
 
     return format_time(float(s)) if isinstance(s, (int, float)) and math.isfinite(s) else "-"
-
-
-def _change(v: Mapping[str, Any]) -> str:
-    r = v.get("ratio")
-    if not isinstance(r, (int, float)):
-        return "-"
-    text = f"{100 * (r - 1):+.1f}%"
-    ci = v.get("ratio_ci95")
-    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
-        text += f" [{100 * (ci[0] - 1):+.1f}%, {100 * (ci[1] - 1):+.1f}%]"
-    return text
 
 
 class _Plots:
@@ -97,7 +86,7 @@ def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
             f"<td>{_e(r.get('dtype', ''))}</td>"
             f'<td class="num">{_time((r.get("stats") or {}).get("median"))}</td>'
             f'<td class="num">{_time((r.get("baseline") or {}).get("median"))}</td>'
-            f'<td class="num">{_e(_change(v))}</td>'
+            f'<td class="num">{_e(change_text(v))}</td>'
             f'<td class="num">{"-" if not isinstance(mds, (int, float)) else f"+{100 * mds:.1f}%"}'
             "</td>"
             f'<td class="status" style="color:{_COLORS.get(st, "#222")}">{_e(st)}</td>'
@@ -134,7 +123,7 @@ def _distribution(r: Mapping[str, Any], plots: _Plots) -> str | None:
     fig.add_trace(go.Box(x=[1e6 * v for v in now], name="now", boxpoints="outliers"))
     v = r.get("verdict") or {}
     fig.update_layout(
-        title=f"{_e(r.get('name', '?'))}: {_e(v.get('status', '?'))} {_e(_change(v))}",
+        title=f"{_e(r.get('name', '?'))}: {_e(v.get('status', '?'))} {_e(change_text(v))}",
         xaxis_title="microseconds per call",
         showlegend=False,
         height=260,

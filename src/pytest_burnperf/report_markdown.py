@@ -55,7 +55,8 @@ def _time(seconds: object) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def _change(v: Mapping[str, Any]) -> str:
+def change_text(v: Mapping[str, Any]) -> str:
+    """A verdict's change with its 95% interval, ``+12.3% [+10.1%, +14.6%]``, or ``-``."""
     ratio = v.get("ratio")
     if not isinstance(ratio, (int, float)):
         return "-"
@@ -97,7 +98,7 @@ def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
         "dtype": escape(r.get("dtype", "")),
         "baseline": _time(base.get("median")),
         "current": _time((r.get("stats") or {}).get("median")),
-        "change": _change(v),
+        "change": change_text(v),
         "p": f"{v['p_slower']:.2g}" if isinstance(v.get("p_slower"), (int, float)) else "-",
         "detects": _detects(v),
         "verdict": escape(v.get("status", "?")),
