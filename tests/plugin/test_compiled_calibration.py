@@ -31,7 +31,9 @@ def test_compiled_add(perf, device, dtype):
 
 def test_the_compiling_first_call_does_not_make_loops_one(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bench=MODULE)
-    result = pytester.runpytest(
+    # in a process of its own: torch.compile registers operator libraries once per process, and
+    # an in-process run's sys.modules cleanup would make a later compile register them twice
+    result = pytester.runpytest_subprocess(
         "--perf",
         "--perf-backends",
         "torch-cpu",
