@@ -96,14 +96,16 @@ def test_machines_lists_classes_and_marks_this_host(
 
     here = default_machine_id()
     write(here, {"id": here, "hardware_class": hardware_class()})
+    # another class: a model no host has (family 25 model 17 is a real AVX-512 EPYC, which
+    # this test may run on)
     write(
-        "linux-x86-64-amd-epyc-2cpu-x86-64-v4-f25m17",
+        "linux-x86-64-amd-epyc-2cpu-x86-64-v4-f25m255",
         {
-            "hardware_class": "x86-64-v4-f25m17",
+            "hardware_class": "x86-64-v4-f25m255",
             "cpu_identity": {
                 "vendor": "AuthenticAMD",
                 "family": "25",
-                "model": "17",
+                "model": "255",
                 "level": "x86-64-v4",
                 "features": ["avx512f"],
                 "logical": 2,
@@ -115,7 +117,7 @@ def test_machines_lists_classes_and_marks_this_host(
     out = capsys.readouterr().out
     assert f"this host: {here}" in out
     assert f" * {here}: 2 benchmark(s) in 1 file(s); class {hardware_class()}: this host's" in out
-    assert "x86-64-v4-f25m17: 2 benchmark(s) in 1 file(s); class x86-64-v4-f25m17: another" in out
+    assert "x86-64-v4-f25m255: 2 benchmark(s) in 1 file(s); class x86-64-v4-f25m255: another" in out
     assert "(AVX-512)" in out
     assert (
         f"{legacy_machine_id()}: 2 benchmark(s) in 1 file(s); recorded before the hardware" in out

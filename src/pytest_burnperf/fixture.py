@@ -261,14 +261,9 @@ class Perf:
             from .jsonfile import escape_strings
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
-        foreign = int(getattr(timer, "foreign", 0) or 0)
-        if foreign:
-            self._state.messages.append(
-                f"{self._item.nodeid}: in {foreign} of {getattr(timer, 'samples', '?')} timed "
-                "spans the device was still busy after the end event: work queued on other "
-                "streams is not in its device time (queue it on the current stream, or set "
-                "timer='host' on the marker)"
-            )
+        from .devices.base import timer_messages
+
+        self._state.messages.extend(f"{self._item.nodeid}: {m}" for m in timer_messages(timer))
         self._judge(sample, fingerprint, host, probe)
         return result
 

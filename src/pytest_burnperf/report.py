@@ -218,9 +218,15 @@ def wrap(lines: Sequence[str], width: int | None) -> list[str]:
     return out
 
 
+#: Host time at least this many times the device time: the report calls the benchmark
+#: launch-bound.
+LAUNCH_BOUND = 3.0
+
+
 def notes(results: Sequence[Result]) -> list[str]:
     """One line per reason or note a reader should see under the table."""
     lines: list[str] = []
+    bound: list[str] = []
     for r in results:
         v = r.verdict
         if v.reason and v.status not in ("no-baseline",):
@@ -239,6 +245,14 @@ def notes(results: Sequence[Result]) -> list[str]:
                     f"({format_time(host)}): does the benchmark queue its work on the device "
                     "(device.queue / device.kernel)?"
                 )
+            elif host >= LAUNCH_BOUND * dev:
+                bound.append(f"{r.key} {host / dev:.1f}x")
+    if bound:  # one line: on a fast GPU most small benchmarks are
+        lines.append(
+            f"launch-bound, host time {LAUNCH_BOUND:g}x device time or more (the device waits for "
+            "the host between calls; the verdict judges device time, so a slower host side shows "
+            f"only with timer='host'): {', '.join(bound)}"
+        )
     return lines
 
 

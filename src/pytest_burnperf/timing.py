@@ -153,6 +153,8 @@ class _Clocks:
         self.clock = clock
         self.cpu_clock = cpu_clock
         self.dual = timer.name != "host"
+        #: The timer reports its own host time per span (an EventTimer behind a pad).
+        self.padded = hasattr(timer, "host_ns")
         self.shares: list[float] = []
 
     def span(self, body: Callable[[], None]) -> tuple[float, float]:
@@ -163,7 +165,8 @@ class _Clocks:
         body()
         elapsed = self.timer.stop()
         h1 = self.clock()
-        wall = max(h1 - h0, 1)
+        # a device timer reports the host's own time for the span (without its pad's wait)
+        wall = max(int(getattr(self.timer, "host_ns", 0) or (h1 - h0)), 1)
         if self.cpu_clock is not None:
             self.shares.append((self.cpu_clock() - c0) / wall)
         return max(elapsed, NS), wall * NS
@@ -243,8 +246,11 @@ def measure(
     best = math.inf
     while True:
         before()
-        elapsed, _ = clocks.span(call_once)
-        best = min(best, elapsed)
+        elapsed, wall = clocks.span(call_once)
+        # behind a pad (CUDA/ROCm events) the larger clock: a launch-bound call takes longer to
+        # queue than to run, and a sample must not queue more than the host can in the minimum
+        # time (more overflows the launch queue, and the device then waits for the host)
+        best = min(best, max(elapsed, wall) if clocks.padded else elapsed)
         calls += 1
         if clock() >= deadline or calls >= MAX_WARMUP_CALLS:
             break

@@ -122,7 +122,7 @@ def test_bad_option_values_name_the_option(
         ("perf = maybe", "ini option perf in *tox.ini: must be true or false*maybe*"),
         (
             "perf_threshold = 5",
-            "ini option perf_threshold in *tox.ini: threshold 5* would mean a slowdown of +500%*",
+            "ini option perf_threshold in *tox.ini: threshold*5* would mean a slowdown of +500%*",
         ),
         ("perf_json = \x01", "ini option perf_json in *tox.ini: *"),
     ],

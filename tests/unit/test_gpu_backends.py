@@ -23,6 +23,7 @@ from pytest_burnperf.devices.base import (
     SleepPad,
     device_error,
     flush_bytes,
+    timer_messages,
 )
 
 #: Attributes of the fakes that are test helpers, not library API.
@@ -178,6 +179,81 @@ def test_work_on_other_streams_is_counted() -> None:
     quiet.start()
     quiet.stop()
     assert quiet.foreign == 0 and FOREIGN_MIN_S > 0
+
+
+class WaitingEvent(FakeTorchEvent):
+    """An event whose ``synchronize`` costs the host ``wait_ns`` on the fake clock."""
+
+    clock: ClassVar[Clock | None] = None
+    wait_ns: ClassVar[int] = 0
+
+    def synchronize(self) -> None:
+        super().synchronize()
+        assert WaitingEvent.clock is not None
+        WaitingEvent.clock.now += WaitingEvent.wait_ns
+
+
+def test_host_time_leaves_the_pad_out_and_a_host_that_cannot_keep_up_is_counted() -> None:
+    clock = Clock()
+    WaitingEvent.clock = clock
+    timer = EventTimer(WaitingEvent, pad=lambda seconds: None, clock=clock)
+    # device-bound: 10 us to queue, the device then runs the 50 us pad and 1 ms of work
+    timer.start()
+    clock.now += 10_000
+    WaitingEvent.wait_ns = 1_040_000
+    timer.stop()
+    assert timer.host_ns == 1_000_000  # the span's host time without the pad's 50 us
+    assert timer.host_bound == 0
+    # launch-bound: 2 ms to queue, behind a 15 us-per-call device: the pad (1.5 x 10 us = 50
+    # us minimum) ran out long before the host was done
+    timer.start()
+    clock.now += 2_000_000
+    WaitingEvent.wait_ns = 5_000
+    timer.stop()
+    assert timer.host_ns == 2_000_000  # the queue time: the host was the bottleneck
+    assert (timer.host_bound, timer.samples) == (1, 2)
+    # no pad: nothing is taken out, nothing is counted as host-bound
+    bare = EventTimer(WaitingEvent, clock=clock)
+    bare.start()
+    clock.now += 2_000_000
+    bare.stop()
+    assert bare.host_ns == 2_005_000 and bare.host_bound == 0
+
+
+def test_a_pad_that_failed_to_calibrate_is_not_taken_out_of_host_time() -> None:
+    clock = Clock()
+    WaitingEvent.clock = clock
+    WaitingEvent.wait_ns = 300_000
+    pad = SleepPad(lambda cycles: None, FakeTorchEvent)
+    pad.rate = 0.0  # calibration failed: the pad queues nothing
+    timer = EventTimer(WaitingEvent, pad=pad, clock=clock)
+    timer.start()
+    timer.stop()
+    assert timer.host_ns == 300_000 and timer.host_bound == 0
+
+
+@pytest.mark.parametrize(
+    ("foreign", "host_bound", "spans", "expected"),
+    [
+        (0, 0, 200, []),
+        (1, 1, 2673, []),  # rare: not reported
+        (14, 0, 2269, []),
+        (10, 0, 58, []),  # 1 in 6: not a quarter
+        (60, 0, 200, ["other streams"]),
+        (0, 120, 200, ["launch-bound"]),
+        (1, 1, 2, []),  # once is never enough
+        (2, 2, 4, ["other streams", "launch-bound"]),
+    ],
+)
+def test_timer_messages_report_what_happened_in_a_quarter_of_the_spans(
+    foreign: int, host_bound: int, spans: int, expected: list[str]
+) -> None:
+    timer = SimpleNamespace(foreign=foreign, host_bound=host_bound, samples=spans)
+    messages = timer_messages(timer)
+    assert len(messages) == len(expected)
+    for message, word in zip(messages, expected, strict=True):
+        assert word in message and f"of {spans} timed spans" in message
+    assert timer_messages(SimpleNamespace()) == []  # a host timer has none of these
 
 
 def test_the_sleep_pad_measures_its_rate_once() -> None:

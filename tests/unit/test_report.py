@@ -41,6 +41,21 @@ def test_device_time_far_below_host_time_asks_whether_work_reached_the_device() 
     assert notes([result(ok, Verdict(UNCHANGED, 9e-4))]) == []
 
 
+def test_host_time_several_times_device_time_is_called_launch_bound() -> None:
+    # 243 us on the device, 1.5 ms on the host (a chain of 128 small kernels on an H100)
+    s = Sample(
+        values=(243e-6,) * 3, loops=4, warmup_calls=1, timer="device", host_values=(1.5e-3,) * 3
+    )
+    other = replace(result(s, Verdict(UNCHANGED, 243e-6)), key="test_j[torch-cuda0-f32]")
+    (line,) = notes([result(s, Verdict(UNCHANGED, 243e-6)), other])  # one line for all
+    assert (
+        line.startswith("launch-bound, host time 3x device time or more") and "timer='host'" in line
+    )
+    assert line.endswith(": test_k[opencl-pocl-cpu0-f32] 6.2x, test_j[torch-cuda0-f32] 6.2x")
+    near = replace(s, host_values=(700e-6,) * 3)  # 2.9x: not called launch-bound
+    assert notes([result(near, Verdict(UNCHANGED, 243e-6))]) == []
+
+
 def test_reasons_and_notes_are_listed() -> None:
     s = Sample(values=(1.0,), loops=1, warmup_calls=1)
     v = Verdict(

@@ -61,6 +61,46 @@ def test_device_timer_gates_and_host_time_is_kept_alongside() -> None:
     assert sample.host_values == pytest.approx((3e-6,) * 5)
 
 
+class PaddedClock(DeviceClock):
+    """A device timer behind a pad (as ``EventTimer``): it reports the host's own time for the
+    span, without the pad's wait, in ``host_ns``."""
+
+    def __init__(self, machine: Machine) -> None:
+        super().__init__(machine)
+        self.host_ns = 0
+        self.t0 = 0
+
+    def start(self) -> None:
+        super().start()
+        self.m.now += 50_000  # the host waits out a 50 us pad it will not count
+        self.t0 = self.m.now
+
+    def stop(self) -> float:
+        self.host_ns = self.m.now - self.t0
+        return super().stop()
+
+
+def test_behind_a_pad_the_loop_is_sized_on_the_larger_clock_and_host_time_leaves_the_pad_out() -> (
+    None
+):
+    # launch-bound: the host takes 3 us to queue a call the device runs in 1 us. Sized on the
+    # device clock, a sample would queue 3x the minimum time of calls (and overflow a GPU's
+    # launch queue for tiny kernels); sized on the host's queue time it holds 10 us of them.
+    m = Machine(host_ns=3000, device_ns=1000)
+    _, sample = measure(
+        m.work, samples=5, warmup=0.0, min_time=3e-5, clock=m.clock, timer=PaddedClock(m)
+    )
+    assert sample.loops == 10
+    assert sample.values == pytest.approx((1e-6,) * 5)
+    assert sample.host_values == pytest.approx((3e-6,) * 5)  # the pad's 50 us left out
+    # device-bound work is sized on the device clock as before
+    d = Machine(host_ns=1000, device_ns=3000)
+    _, sample = measure(
+        d.work, samples=5, warmup=0.0, min_time=3e-5, clock=d.clock, timer=PaddedClock(d)
+    )
+    assert sample.loops == 10 and sample.values == pytest.approx((3e-6,) * 5)
+
+
 def test_host_timer_has_no_second_series() -> None:
     m = Machine(host_ns=2000, device_ns=0)
     _, sample = measure(m.work, samples=3, warmup=0.0, min_time=0.0, clock=m.clock)
