@@ -158,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     asv = shutil.which("asv") or str(Path(sys.executable).with_name("asv"))
+    if not Path(asv).exists():
+        raise SystemExit("asv_compare.py: asv is not installed here (pip install asv virtualenv)")
     work = args.work or Path(tempfile.mkdtemp(prefix="burnperf-asv-"))
     work.mkdir(parents=True, exist_ok=True)
     repo = make_repo(work)
