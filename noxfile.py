@@ -134,14 +134,16 @@ def validate(session: nox.Session) -> None:
     """False-alarm and detection rates of the gate, and pytest-benchmark's rule side by side.
 
     Runs 20 A/A and 15 planted-regression sessions (each: the shipped CPU suite and 13 synthetic
-    workloads at the CI settings, then the synthetic workloads under pytest-benchmark) and writes
-    docs/validation.md and docs/validation.json. Run it on an otherwise idle machine.
+    workloads at the CI settings, then the synthetic workloads under pytest-benchmark and under
+    ``asv continuous``) and writes its part of docs/validation.md (between the harness markers)
+    and docs/validation.json. Run it on an otherwise idle machine.
     ``nox -s validate -- --aa-sessions 5 --planted-sessions 5`` for a shorter run.
     """
     install(session, "torch,validate")
     session.run(
         "python",
         "validation/run.py",
+        "--asv",
         "--out",
         "docs/validation.md",
         "--command",

@@ -150,6 +150,20 @@ def session(asv: str, repo: Path, tag: str, knobs: dict[str, Any]) -> dict[str, 
     return {"tag": tag, "knobs": knobs, "rc": done.returncode, "wall": wall, "marks": marks}
 
 
+def find_asv() -> str:
+    asv = shutil.which("asv") or str(Path(sys.executable).with_name("asv"))
+    if not Path(asv).exists():
+        raise SystemExit("asv is not installed here (pip install asv virtualenv)")
+    return asv
+
+
+def prepare(asv: str, repo: Path) -> None:
+    """asv's machine file, and its environment built once with a quick run of the base."""
+    subprocess.run([asv, "machine", "--yes"], cwd=repo, check=True, capture_output=True)
+    log("building asv's environment (once) with a quick run")
+    subprocess.run([asv, "run", "--quick", "base^!"], cwd=repo, check=True, capture_output=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--aa", type=int, default=8, help="A/A sessions")
@@ -157,15 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    asv = shutil.which("asv") or str(Path(sys.executable).with_name("asv"))
-    if not Path(asv).exists():
-        raise SystemExit("asv_compare.py: asv is not installed here (pip install asv virtualenv)")
+    asv = find_asv()
     work = args.work or Path(tempfile.mkdtemp(prefix="burnperf-asv-"))
     work.mkdir(parents=True, exist_ok=True)
     repo = make_repo(work)
-    subprocess.run([asv, "machine", "--yes"], cwd=repo, check=True, capture_output=True)
-    log("building asv's environment (once) with a quick run")
-    subprocess.run([asv, "run", "--quick", "base^!"], cwd=repo, check=True, capture_output=True)
+    prepare(asv, repo)
     names = list(NAMES)
     # interleaved: each session at its fraction of its own kind's count
     plan = sorted(

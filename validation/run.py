@@ -54,6 +54,10 @@ SHIPPED_K = (
 )
 
 
+#: The part of ``--out`` this harness writes; notes around it are kept (appended when absent).
+START, END = "<!-- harness:start -->", "<!-- harness:end -->"
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -291,7 +295,9 @@ def analyse(h: Harness, base_bench: dict[str, Any]) -> dict[str, Any]:
                 d[f"bench_{field}"][0] += bench_fails(st, base_stats[name], field)
                 d[f"bench_{field}"][1] += 1
 
+    asv = analyse_asv(h.sessions)
     return {
+        "asv": asv,
         "per": per,
         "mds": mds,
         "bench_per": bench_per,
@@ -302,6 +308,29 @@ def analyse(h: Harness, base_bench: dict[str, Any]) -> dict[str, Any]:
         "bench_session": bench_session,
         "bench_rc_fail": bench_rc_fail,
         "det": det,
+    }
+
+
+def analyse_asv(sessions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``asv continuous`` in the same sessions (``--asv``): false alarms per benchmark and
+    session, detection per planted size, session wall time; None when it did not run."""
+    runs = [s for s in sessions if s.get("asv")]
+    if not runs:
+        return None
+    aa = [s for s in runs if s["kind"] == "aa"]
+    planted = [s for s in runs if s["kind"] == "planted"]
+    n_names = len(runs[0]["asv"]["marks"]) or 1
+    det = {size: [0, 0] for size in SIZES}
+    for s in planted:
+        for name, size in s["knobs"].items():
+            if size in det:
+                det[size][0] += s["asv"]["marks"].get(name) == "+"
+                det[size][1] += 1
+    return {
+        "fa": [sum(m == "+" for s in aa for m in s["asv"]["marks"].values()), len(aa) * n_names],
+        "sessions": [sum(any(m == "+" for m in s["asv"]["marks"].values()) for s in aa), len(aa)],
+        "det": det,
+        "wall": statistics.median(s["asv"]["wall"] for s in runs),
     }
 
 
@@ -361,9 +390,18 @@ def report(
     L.append(
         f"- burnperf at the CI settings: `pytest {' '.join(OURS_CI)}` (20 samples, adaptive up to "
         "200 samples or 1 s per process; 3 process rounds, and up to 8 for the benchmarks still "
-        "undecided; 1 thread, alpha 0.01 family-wise over the session, 5% threshold); baselines "
+        "undecided, the extra rounds forked from one round server (`--perf-round-start auto`); "
+        "1 thread, alpha 0.01 family-wise over the session, 5% threshold); baselines "
         "recorded once with the same settings and `--update-baselines`."
     )
+    if a["asv"] is not None:
+        L.append(
+            "- `asv continuous --factor 1.05 base SESSION` in every session on the same synthetic "
+            "workloads (validation/asv_compare.py: a throw-away repository whose session commit "
+            "carries the session's work factors; asv's defaults otherwise, 2 processes per "
+            "commit; its environment built once before the sessions). Its wall time covers both "
+            "commits and the session commit's install, as a user of asv meets it."
+        )
     L.append(
         "- pytest-benchmark at its defaults (min 5 rounds, 1 s max time, calibration, no "
         "warm-up), one BLAS thread, one saved run as the baseline, judged by "
@@ -406,6 +444,11 @@ def report(
             f"| pytest-benchmark `{field}:5%` (synthetic) | {cp(k, syn_bench_n)} | "
             f"{cp(a['bench_session'][field], a['aa_sessions'])} |"
         )
+    if a["asv"] is not None:
+        L.append(
+            f"| `asv continuous --factor 1.05` (synthetic) | {cp(*a['asv']['fa'])} | "
+            f"{cp(*a['asv']['sessions'])} |"
+        )
     L.append("")
     L.append(
         f"pytest-benchmark's own exit status (run with `--benchmark-compare-fail=median:5%`) "
@@ -446,11 +489,13 @@ def report(
         f"median reported minimum detectable slowdown is <= {100 * MDS_GATE:.0f}%."
     )
     L.append("")
+    asv = a["asv"]
     L.append(
         "| planted work | measured change (median) | burnperf, all | burnperf, gateable | "
         "pytest-benchmark median:5% | pytest-benchmark mean:5% |"
+        + (" asv continuous |" if asv else "")
     )
-    L.append("|---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|" + ("---|" if asv else ""))
     for size in SIZES:
         d = det[size]
         change = pct(statistics.median(d["ratios"]) - 1) if d["ratios"] else "-"
@@ -458,6 +503,7 @@ def report(
         L.append(
             f"| {label} | {change} | {cp(*d['ours'])} | {cp(*d['ours_gate'])} | "
             f"{cp(*d['bench_median'])} | {cp(*d['bench_mean'])} |"
+            + (f" {cp(*asv['det'][size])} |" if asv else "")
         )
     d = det[0.90]
     L.append("")
@@ -488,6 +534,11 @@ def report(
     L.append(
         f"| pytest-benchmark defaults, synthetic only | {n_syn} | {bw:.1f} s | {bw / n_syn:.2f} s |"
     )
+    if asv:
+        L.append(
+            f"| asv continuous (both commits), synthetic only | {n_syn} | {asv['wall']:.1f} s | "
+            f"{asv['wall'] / n_syn:.2f} s |"
+        )
     rounds = [len(v["n"]) for s in h.sessions for v in s["ours"]["verdicts"].values() if v["n"]]
     if rounds:
         hist = Counter(rounds)
@@ -561,13 +612,18 @@ def targets(
             None if ratio is None else ratio <= 3.0,
         )
     )
-    out.append(
-        row(
-            "wall time <= asv continuous",
-            "not in this harness: validation/asv_compare.py (section below)",
-            None,
+    asv = a["asv"]
+    if asv is None or not h.timing:
+        out.append(row("wall time <= asv continuous", "asv not run (--asv)", None))
+    else:
+        syn = statistics.median(h.timing)
+        out.append(
+            row(
+                "wall time <= asv continuous (same synthetic workloads, same run)",
+                f"{syn:.1f} s against {asv['wall']:.1f} s ({syn / asv['wall']:.2f}x)",
+                syn <= asv["wall"],
+            )
         )
-    )
     out.append("")
     return out
 
@@ -589,6 +645,12 @@ def main(argv: list[str] | None = None) -> int:
         "--work", type=Path, default=None, help="scratch directory (default: a temp dir)"
     )
     ap.add_argument("--out", type=Path, default=None, help="Markdown report to write")
+    ap.add_argument(
+        "--asv",
+        action="store_true",
+        help="also run `asv continuous` on the synthetic workloads in every session "
+        "(validation/asv_compare.py; needs asv and virtualenv installed)",
+    )
     ap.add_argument("--command", default="nox -s validate", help="command named in the report")
     ap.add_argument(
         "--rejudge",
@@ -613,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         text = report(h, analyse(h, raw["baseline_bench"]), args, raw["started"], raw["machine"])
         print(text)
         if args.out:
-            args.out.write_text(text)
+            write_section(args.out, text)
         return 0
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     work = args.work or Path(tempfile.mkdtemp(prefix="burnperf-validate-"))
@@ -629,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"burnperf baselines recorded in {rec['wall']:.0f} s (exit {rec['rc']})")
     base_bench = h.bench("record", {}, save=True)
     log(f"pytest-benchmark run saved in {base_bench['wall']:.0f} s")
+    asv_run = start_asv(work) if args.asv else None
 
     schedule: list[tuple[str, int]] = []
     a_i = p_i = 0
@@ -645,10 +708,13 @@ def main(argv: list[str] | None = None) -> int:
         ours = h.ours(tag, knobs)
         bench = h.bench(tag, knobs)
         h.sessions.append({"kind": kind, "i": i, "knobs": knobs, "ours": ours, "bench": bench})
+        if asv_run is not None:
+            h.sessions[-1]["asv"] = asv_run(tag, knobs)
         statuses = Counter(v["status"] for v in ours["verdicts"].values())
         log(
             f"session {n}/{len(schedule)} {tag}: burnperf {dict(statuses)} in {ours['wall']:.0f} s;"
             f" pytest-benchmark exit {bench['rc']} in {bench['wall']:.0f} s"
+            + (f"; asv in {h.sessions[-1]['asv']['wall']:.0f} s" if asv_run else "")
         )
     for i in range(args.timing_sessions):
         env_args = ["-p", "no:benchmark", *OURS_CI, "-q", SYNTH_PERF]
@@ -668,9 +734,37 @@ def main(argv: list[str] | None = None) -> int:
     text = report(h, analyse(h, base_bench), args, started, raw["machine"])
     print(text)
     if args.out:
-        args.out.write_text(text)
+        write_section(args.out, text)
         log(f"wrote {args.out} and {args.out.with_suffix('.json')}")
     return 0
+
+
+def write_section(path: Path, text: str) -> None:
+    """The harness's report between START and END of ``path``: the notes around them stay."""
+    block = f"{START}\n{text}{END}"
+    doc = path.read_text() if path.exists() else ""
+    if START in doc and END in doc:
+        doc = doc[: doc.index(START)] + block + doc[doc.index(END) + len(END) :]
+    else:
+        doc = block + "\n" + doc
+    path.write_text(doc)
+
+
+def start_asv(work: Path) -> Any:
+    """asv's repository and environment (built once, validation/asv_compare.py); returns
+    ``(tag, knobs) -> session record`` for one ``asv continuous`` session."""
+    import asv_compare
+
+    exe = asv_compare.find_asv()
+    repo = asv_compare.make_repo(work / "asv")
+    asv_compare.prepare(exe, repo)
+
+    def run(tag: str, knobs: dict[str, float]) -> dict[str, Any]:
+        # an A/A commit must differ from the base to be compared: it names the session
+        got = asv_compare.session(exe, repo, tag, {"_session": tag, **knobs})
+        return {"wall": got["wall"], "marks": got["marks"], "rc": got["rc"]}
+
+    return run
 
 
 if __name__ == "__main__":

@@ -175,6 +175,16 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-rounds, no adaptive rounds",
     ),
     (
+        "--perf-round-start",
+        "perf_round_start",
+        _spec.parse_round_start,
+        "how the extra process rounds start: 'fork' (each round a child forked from one process "
+        "that collected the tests and imported their modules once: no interpreter start-up, "
+        "collection or torch import per round), 'fresh' (a new interpreter per round) or 'auto' "
+        "(fork on Linux when every selected benchmark runs on a CPU device; fresh elsewhere, "
+        "since GPU runtimes do not survive a fork). Default: auto",
+    ),
+    (
         "--perf-threads",
         "perf_threads",
         _spec.parse_threads,
@@ -342,6 +352,9 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--perf-worker-only", dest="perf_worker_only", default=None, help=argparse.SUPPRESS
+    )
+    group.addoption(
+        "--perf-worker-serve", dest="perf_worker_serve", default=None, help=argparse.SUPPRESS
     )
     for option, ini, parse, text in VALUE_OPTIONS:
         group.addoption(

@@ -7,6 +7,7 @@ without pytest.
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Generator
 from dataclasses import replace
@@ -121,6 +122,14 @@ def pytest_configure(config: pytest.Config) -> None:
     baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
     json_path = pick("perf_json")
     worker_out = config.getoption("perf_worker_out")
+    serve = config.getoption("perf_worker_serve")
+    if serve:  # a round server: every forked round sets its own samples file
+        worker_out = str(Path(serve, "server.json"))
+    round_start = pick("perf_round_start") or "auto"
+    if round_start == "fork" and not hasattr(os, "fork"):
+        raise pytest.UsageError(
+            "--perf-round-start fork: this platform has no fork(); use 'fresh' or 'auto'"
+        )
     markdown_path = pick("perf_markdown")
     store_value = config.getoption("perf_store") or config.getini("perf_store") or None
     if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
@@ -190,6 +199,8 @@ def pytest_configure(config: pytest.Config) -> None:
             flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),
         worker_out=Path(worker_out) if worker_out else None,
+        serve_dir=Path(serve) if serve else None,
+        round_start=round_start,
         json_format=pick("perf_json_format") or "burnperf",
         benches=project.benches,
         environment=dict(project.environment),
@@ -206,6 +217,32 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_benchmark_compat(config)
     if worker_out:
         config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """In a round server (--perf-worker-serve): fork one child per requested round instead of
+    running the tests here (forkserver.py)."""
+    state = session.config.stash[STATE]
+    if state.serve_dir is None or session.config.option.collectonly:
+        return None
+    from .forkserver import run_items, serve
+    from .jsonfile import atomic_write_text, dumps, finite
+    from .rounds import progress_path
+
+    progress = session.config.pluginmanager.get_plugin("burnperf-round-progress")
+
+    def one_round(out: Path, only: frozenset[str] | None) -> None:
+        state.worker_out = out
+        state.worker_samples = {}
+        if progress is not None:
+            progress.path = progress_path(out)
+        run_items(session, [i for i in session.items if only is None or i.nodeid in only])
+        atomic_write_text(out, dumps(finite(state.worker_samples)))
+        _note_shadowed(out)
+
+    serve(state.serve_dir, one_round)
+    return True
 
 
 def _plan(config: pytest.Config, *, enabled: bool, update: bool) -> Plan | None:
@@ -476,7 +513,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             run_same_session(session, state, runnable)
         return
     if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
-        run_rounds(session, state, [item.nodeid for item in runnable], round_judge(state, runnable))
+        run_rounds(
+            session,
+            state,
+            [item.nodeid for item in runnable],
+            round_judge(state, runnable),
+            fork=_fork_rounds(state, runnable),
+        )
+
+
+def _fork_rounds(state: PerfState, runnable: list[pytest.Item]) -> bool:
+    """Whether the extra rounds fork from a round server (--perf-round-start)."""
+    if state.round_start != "auto":
+        return state.round_start == "fork"
+    from .forkserver import can_fork
+
+    devices = []
+    for item in runnable:
+        case = case_of(item)
+        if case is None or case.entry is None:
+            return False
+        devices.append((case.entry.library, case.entry.kind))
+    return can_fork(devices)
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:

@@ -16,12 +16,15 @@ import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .jsonfile import Fields, FileFormatError, read_json
 from .session import PerfState, case_of
+
+if TYPE_CHECKING:
+    from .forkserver import ForkServer
 
 #: Seconds between two progress lines of one round (a last line is always printed at its end).
 PROGRESS_EVERY_S = 15.0
@@ -71,7 +74,7 @@ def progress_path(worker_out: Path) -> Path:
 
 
 def watch(
-    proc: subprocess.Popen[str],
+    running: Callable[[], bool],
     progress: Path,
     wanted: Collection[str],
     say: Callable[[int], None],
@@ -81,9 +84,9 @@ def watch(
     now: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Until ``proc`` exits: ``say(done)`` every ``every_s`` seconds when the count moved."""
+    """While ``running()``: ``say(done)`` every ``every_s`` seconds when the count moved."""
     last_said, last_done = now(), -1
-    while proc.poll() is None:
+    while running():
         sleep(poll_s)
         if now() - last_said >= every_s:
             done = count_done(progress, wanted)
@@ -120,7 +123,7 @@ def run_process(
             env=None if env is None else dict(env),
         )
         try:
-            watch(proc, progress_path(out), todo, say)
+            watch(lambda: proc.poll() is None, progress_path(out), todo, say)
         finally:
             if proc.poll() is None:
                 proc.terminate()
@@ -163,10 +166,13 @@ def run_rounds(
     state: PerfState,
     wanted: Sequence[str],
     more: Callable[[str, list[list[float]]], bool],
+    *,
+    fork: bool = False,
 ) -> None:
-    """Rounds 1..N-1 in fresh processes, one after another; then, up to ``state.max_rounds``,
+    """Rounds 1..N-1 in other processes, one after another; then, up to ``state.max_rounds``,
     adaptive rounds of the benchmarks still undecided (``more``). This process measures the
-    last round of every benchmark.
+    last round of every benchmark. With ``fork``, each round is a child forked from one round
+    server (forkserver.py), else a fresh interpreter.
 
     ``wanted`` are the node ids this session will time; progress lines count them.
     """
@@ -180,71 +186,122 @@ def run_rounds(
             tr.write_line(line)
 
     with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
-        total = state.rounds
-        for r in range(1, state.max_rounds):
-            todo = round_plan(r, state.rounds, wanted, state.worker_runs, more)
-            if not todo:
-                break
-            total = max(total, r + 1)
-            of = state.rounds if r < state.rounds else state.max_rounds
-            out = Path(tmp, f"round{r}.json")
-            # option=value in one word: an existing file given as a separate word would count
-            # as a path argument, and move pytest's rootdir (and every node id) above this one
-            cmd = [sys.executable, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
-            if r < state.rounds:
-                write(
-                    f"pytest-burnperf: round {r}/{state.rounds} of {len(todo)} benchmarks in a "
-                    f"fresh process ({clock(time.monotonic() - t0)} elapsed; this process "
-                    f"measures the last round) ..."
-                )
-            else:
-                only = Path(tmp, f"round{r}.only")
-                only.write_text("\n".join(todo) + "\n", encoding="utf-8")
-                cmd.append(f"--perf-worker-only={only}")
-                write(
-                    f"pytest-burnperf: adaptive round {r} (of at most {state.max_rounds}) for "
-                    f"{len(todo)} of {len(wanted)} benchmarks still undecided "
-                    f"({clock(time.monotonic() - t0)} elapsed) ..."
-                )
+        server = None
+        if fork:
+            from .forkserver import ForkServer
 
-            def say(done: int, r: int = r, of: int = of, n: int = len(todo)) -> None:
-                write(progress_line(r, of, done, n, time.monotonic() - t0))
-
-            returncode, output = run_process(
-                cmd, cwd=config.invocation_params.dir, out=out, todo=todo, say=say
-            )
-            write(
-                progress_line(
-                    r,
-                    of,
-                    count_done(progress_path(out), todo),
-                    len(todo),
-                    time.monotonic() - t0,
-                )
-            )
-            if not out.exists():
-                state.messages.append(
-                    f"round {r} in a fresh process failed (exit {returncode}); its samples "
-                    f"are missing from the verdicts:\n{tail(output)}"
-                )
-                if r >= state.rounds:
-                    break  # no adaptive round after a failed one: it would fail alike
-                continue
             try:
-                doc = read_round_file(out)
-            except FileFormatError as exc:
-                state.messages.append(
-                    f"round {r}: its samples file is unusable and left out of the verdicts ({exc})"
+                server = ForkServer(
+                    [sys.executable, "-m", "pytest", *args, "-q"],
+                    cwd=config.invocation_params.dir,
+                    tmp=Path(tmp),
                 )
-                continue
-            for nodeid, rec in doc.items():
-                state.worker_runs.setdefault(nodeid, []).append(rec["values"])
-                state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
-                state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
+            except OSError as exc:
+                state.messages.append(
+                    f"the round server could not start ({exc}); the rounds ran in fresh processes"
+                )
+        try:
+            total = _rounds_loop(state, wanted, more, Path(tmp), args, server, write, t0, config)
+        finally:
+            if server is not None:
+                server.close()
         write(
             f"pytest-burnperf: round {total}/{total} in this process "
             f"({clock(time.monotonic() - t0)} elapsed) ..."
         )
+
+
+def _rounds_loop(
+    state: PerfState,
+    wanted: Sequence[str],
+    more: Callable[[str, list[list[float]]], bool],
+    tmp: Path,
+    args: Sequence[str],
+    server: ForkServer | None,
+    write: Callable[[str], None],
+    t0: float,
+    config: pytest.Config,
+) -> int:
+    """run_rounds' loop; returns the number of rounds in all (this process's included)."""
+    how = "a forked process" if server is not None else "a fresh process"
+    total = state.rounds
+    for r in range(1, state.max_rounds):
+        todo = round_plan(r, state.rounds, wanted, state.worker_runs, more)
+        if not todo:
+            break
+        total = max(total, r + 1)
+        of = state.rounds if r < state.rounds else state.max_rounds
+        out = Path(tmp, f"round{r}.json")
+        only: Path | None = None
+        # option=value in one word: an existing file given as a separate word would count
+        # as a path argument, and move pytest's rootdir (and every node id) above this one
+        cmd = [sys.executable, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
+        if r < state.rounds:
+            write(
+                f"pytest-burnperf: round {r}/{state.rounds} of {len(todo)} benchmarks in "
+                f"{how} ({clock(time.monotonic() - t0)} elapsed; this process "
+                f"measures the last round) ..."
+            )
+        else:
+            only = Path(tmp, f"round{r}.only")
+            only.write_text("\n".join(todo) + "\n", encoding="utf-8")
+            cmd.append(f"--perf-worker-only={only}")
+            write(
+                f"pytest-burnperf: adaptive round {r} (of at most {state.max_rounds}) for "
+                f"{len(todo)} of {len(wanted)} benchmarks still undecided "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+
+        def say(done: int, r: int = r, of: int = of, n: int = len(todo)) -> None:
+            write(progress_line(r, of, done, n, time.monotonic() - t0))
+
+        if server is not None:
+
+            def wait(
+                running: Callable[[], bool],
+                out: Path = out,
+                todo: list[str] = todo,
+                say: Callable[[int], None] = say,
+            ) -> None:
+                watch(running, progress_path(out), todo, say)
+
+            try:
+                returncode, output = server.round(out, None if only is None else todo, wait)
+            except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
+                returncode, output = 1, f"the round server could not be reached: {exc}"
+        else:
+            returncode, output = run_process(
+                cmd, cwd=config.invocation_params.dir, out=out, todo=todo, say=say
+            )
+        write(
+            progress_line(
+                r,
+                of,
+                count_done(progress_path(out), todo),
+                len(todo),
+                time.monotonic() - t0,
+            )
+        )
+        if not out.exists():
+            state.messages.append(
+                f"round {r} in {how} failed (exit {returncode}); its samples "
+                f"are missing from the verdicts:\n{tail(output)}"
+            )
+            if r >= state.rounds:
+                break  # no adaptive round after a failed one: it would fail alike
+            continue
+        try:
+            doc = read_round_file(out)
+        except FileFormatError as exc:
+            state.messages.append(
+                f"round {r}: its samples file is unusable and left out of the verdicts ({exc})"
+            )
+            continue
+        for nodeid, rec in doc.items():
+            state.worker_runs.setdefault(nodeid, []).append(rec["values"])
+            state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
+            state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
+    return total
 
 
 def run_same_session(session: pytest.Session, state: PerfState, items: list[pytest.Item]) -> None:

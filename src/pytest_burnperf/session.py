@@ -70,6 +70,10 @@ class PerfState:
     size: str = "small"
     #: In a worker process (one extra round): where to write its raw samples.
     worker_out: Path | None = None
+    #: In a round server (forkserver.py): the directory its requests come through.
+    serve_dir: Path | None = None
+    #: How extra rounds start: spec.ROUND_STARTS.
+    round_start: str = "auto"
     #: Perf comparisons in this session (for the family-wise correction).
     comparisons: int = 1
     #: Raw samples of the extra rounds, per node id: one list of values per worker process.

@@ -307,6 +307,15 @@ def parse_json_format(value: object, where: str) -> str:
     return _choice(value, where, "format", JSON_FORMATS)
 
 
+#: How the extra process rounds start: ``fork`` from one prepared process (collection and imports
+#: paid once), ``fresh`` interpreters, or ``auto`` (fork where that is safe: Linux, CPU devices).
+ROUND_STARTS: tuple[str, ...] = ("auto", "fork", "fresh")
+
+
+def parse_round_start(value: object, where: str) -> str:
+    return _choice(value, where, "round start", ROUND_STARTS)
+
+
 def parse_path(value: object, where: str) -> str:
     """A file or directory path: non-empty, at most 4096 characters, no control characters
     (a NUL byte, a newline)."""

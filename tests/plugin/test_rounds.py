@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,18 +79,52 @@ def test_max_rounds_below_rounds_is_a_usage_error(loop_project: pytest.Pytester)
     result.stderr.fnmatch_lines(["*--perf-max-rounds 2 is below --perf-rounds 3*"])
 
 
-def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester) -> None:
-    result = loop_project.runpytest("--perf", "--perf-rounds", "3", *FAST)
+@pytest.mark.parametrize("start", ["auto", "fresh"])
+def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester, start: str) -> None:
+    result = loop_project.runpytest(
+        "--perf", "--perf-rounds", "3", "--perf-round-start", start, *FAST
+    )
     result.assert_outcomes(passed=2)
+    # auto forks on Linux for CPU benchmarks (forkserver.can_fork); elsewhere a fresh process
+    how = "fresh" if start == "fresh" or not sys.platform.startswith("linux") else "forked"
     result.stdout.fnmatch_lines(
         [
-            "pytest-burnperf: round 1/3 of 2 benchmarks in a fresh process (*:* elapsed; *",
+            f"pytest-burnperf: round 1/3 of 2 benchmarks in a {how} process (*:* elapsed; *",
             "pytest-burnperf: round 1/3: 2/2 benchmarks, *:* elapsed",
-            "pytest-burnperf: round 2/3 of 2 benchmarks in a fresh process (*",
+            f"pytest-burnperf: round 2/3 of 2 benchmarks in a {how} process (*",
             "pytest-burnperf: round 2/3: 2/2 benchmarks, *:* elapsed",
             "pytest-burnperf: round 3/3 in this process (*:* elapsed) ...",
         ]
     )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_rounds_pool_like_fresh_ones_and_adaptive_rounds_run_the_undecided_only(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forked rounds give the same record as fresh ones: every round's samples, adaptive rounds
+    only for the benchmarks still undecided, and a planted slowdown fails."""
+    opts = ("--perf-rounds", "2", "--perf-round-start", "fork", *FAST)
+    rec = loop_project.runpytest("--perf", "--update-baselines", *opts)
+    rec.assert_outcomes(passed=2)
+    assert all(len(e["runs"]) == 2 for e in _baseline(loop_project).values())  # type: ignore[arg-type]
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")  # the server and its children inherit it
+    slow = loop_project.runpytest(
+        "--perf", "--perf-max-rounds", "4", "--perf-json", "r.json", *opts
+    )
+    slow.assert_outcomes(passed=1, failed=1)
+    slow.stdout.fnmatch_lines(
+        [
+            "pytest-burnperf: round 1/2 of 2 benchmarks in a forked process (*",
+            "pytest-burnperf: adaptive round 2 (of at most 4) for * of 2 benchmarks still "
+            "undecided (*",
+            "test_loop[[]numpy-cpu-f64[]]: * runs=2/4) exceeds *",
+        ]
+    )
+    doc = json.loads(Path(loop_project.path, "r.json").read_text())
+    runs = {r["name"].split("[")[0]: r["runs"] for r in doc["results"]}
+    assert len(runs["test_loop"]) == 4 and 2 <= len(runs["test_steady"]) <= 4
+    assert all(len(run) == 15 for run in runs["test_loop"])
 
 
 def test_results_json_keeps_every_round(loop_project: pytest.Pytester) -> None:
@@ -144,20 +180,76 @@ def test_bad_rounds_and_threads_are_usage_errors(pytester: pytest.Pytester) -> N
     result.stderr.fnmatch_lines(["*--perf-threads: threads must be a whole number*got 'many'"])
 
 
+@pytest.mark.parametrize("start", ["fork", "fresh"])
 def test_a_round_that_crashes_is_reported_and_the_run_goes_on(
-    loop_project: pytest.Pytester,
+    loop_project: pytest.Pytester, start: str
 ) -> None:
-    # only the fresh processes see --perf-worker-out on their command line
+    if start == "fork" and not hasattr(os, "fork"):
+        pytest.skip("needs fork()")
+    # only the round processes (fresh ones, or the server the forked ones come from) see
+    # --perf-worker-out / --perf-worker-serve on their command line
     loop_project.makeconftest(
         """
         import sys
 
-        if any(a.startswith("--perf-worker-out") for a in sys.argv):
+        if any(a.startswith(("--perf-worker-out", "--perf-worker-serve")) for a in sys.argv):
             raise SystemExit("round process refused to start")
         """
     )
-    result = loop_project.runpytest("--perf", "--perf-rounds", "2", *FAST)
+    result = loop_project.runpytest(
+        "--perf", "--perf-rounds", "2", "--perf-round-start", start, *FAST
+    )
     result.assert_outcomes(passed=2)
+    how = "forked" if start == "fork" else "fresh"
     result.stdout.fnmatch_lines(
-        ["round 1 in a fresh process failed (exit *); its samples are missing from the verdicts:*"]
+        [f"round 1 in a {how} process failed (exit *); its samples are missing from the verdicts:*"]
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_round_that_dies_is_reported_and_the_next_round_still_runs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        """
+        import os, sys
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+        def test_dies_in_round_one(perf, device, dtype):
+            if any(a.startswith("--perf-worker-serve") for a in sys.argv):
+                marker = os.path.join(os.environ["MARKER_DIR"], "died")
+                if not os.path.exists(marker):  # the first forked round dies, the second not
+                    open(marker, "w").close()
+                    os._exit(3)
+            a = device.random((32, 32), dtype)
+            perf(device.xp.add, a, a)
+        """
+    )
+    monkeypatch.setenv("MARKER_DIR", str(pytester.path))
+    result = pytester.runpytest(
+        "--perf", "--perf-rounds", "3", "--perf-round-start", "fork", "--perf-json", "r.json", *FAST
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["round 1 in a forked process failed (exit 3); its samples are missing from the verdicts:*"]
+    )
+    doc = json.loads(Path(pytester.path, "r.json").read_text())
+    assert len(doc["results"][0]["runs"]) == 2  # round 2 (forked) and this process's
+
+
+def test_fork_is_refused_where_there_is_no_fork(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(os, "fork", raising=False)
+    result = loop_project.runpytest("--perf", "--perf-round-start", "fork")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--perf-round-start fork: this platform has no fork()*"])
+
+
+def test_bad_round_start_is_a_usage_error(loop_project: pytest.Pytester) -> None:
+    result = loop_project.runpytest("--perf", "--perf-round-start", "spawn")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--perf-round-start*round start must be one of auto, fork, fresh*"]
     )

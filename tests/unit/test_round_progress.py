@@ -49,6 +49,15 @@ def test_watch_speaks_every_interval_only_when_the_count_moved(tmp_path: Path) -
     def sleep(s: float) -> None:
         t[0] += s
 
-    watch(proc, progress, wanted, said.append, every_s=3, poll_s=1, now=lambda: t[0], sleep=sleep)  # type: ignore[arg-type]
+    watch(
+        lambda: proc.poll() is None,
+        progress,
+        wanted,
+        said.append,
+        every_s=3,
+        poll_s=1,
+        now=lambda: t[0],
+        sleep=sleep,
+    )
     # at t=3 three are done, at t=6 four, at t=9 still four: said once each time it moved
     assert said == [3, 4]

@@ -1,0 +1,185 @@
+"""Forked process rounds: one prepared pytest process, a child forked from it for each round.
+
+A fresh interpreter per round pays start-up, pytest's collection and the test modules' imports
+(torch alone takes 1-2 s) every round. The *server* is one ``pytest ... --perf-worker-serve=DIR``
+process started once by the parent session: it collects, imports, and then waits. For each round
+the parent writes a request file ``DIR/<n>.req`` (JSON: the samples file to write and, for an
+adaptive round, the node ids to run); the server forks a child, which runs those tests exactly as
+a round's process does, writes its samples file and exits; the server then writes ``DIR/<n>.done``
+with the child's exit status. ``DIR/stop`` (or the parent's death) ends the server.
+
+Each child allocates its own buffers, so the physical pages under a benchmark's data, the main
+between-process effect measured on these machines, are drawn afresh each round;
+``validation/fork_rounds.py`` measures whether forked rounds scatter like fresh processes
+(docs/validation.md). GPU runtimes do not survive a fork, so ``auto`` forks only for CPU devices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: How often the server looks for a request (and the parent for an answer), in seconds.
+POLL_S = 0.01
+#: Backends whose CPU devices are safe to use in a forked child.
+FORK_SAFE_BACKENDS = frozenset({"numpy", "torch"})
+
+
+def can_fork(devices: Iterable[tuple[str, str]], *, platform: str = sys.platform) -> bool:
+    """Whether ``auto`` forks: on Linux, when every ``(backend, kind)`` is a CPU device of a
+    backend whose CPU path survives a fork (OpenCL and Vulkan drivers keep threads and device
+    handles that a child cannot use, even on the CPU)."""
+    if not platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    return all(kind == "cpu" and backend in FORK_SAFE_BACKENDS for backend, kind in devices)
+
+
+def request_path(ctl: Path, n: int) -> Path:
+    return ctl / f"{n}.req"
+
+
+def done_path(ctl: Path, n: int) -> Path:
+    return ctl / f"{n}.done"
+
+
+def stop_path(ctl: Path) -> Path:
+    return ctl / "stop"
+
+
+def write_request(ctl: Path, n: int, out: Path, only: Collection[str] | None) -> None:
+    """Ask the server for round ``n`` (written whole: a temporary name, then renamed)."""
+    doc = {"out": str(out), "only": None if only is None else sorted(only)}
+    tmp = ctl / f"{n}.req.tmp"
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    os.replace(tmp, request_path(ctl, n))
+
+
+def read_request(path: Path) -> tuple[Path, frozenset[str] | None]:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    only = doc.get("only")
+    return Path(doc["out"]), None if only is None else frozenset(only)
+
+
+def serve(
+    ctl: Path,
+    run_round: Callable[[Path, frozenset[str] | None], None],
+    *,
+    fork: Callable[[], int] = os.fork,
+    parent_alive: Callable[[], bool] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """The server's loop: for each request, fork a child that calls ``run_round(out, only)``
+    and exits (status 0, or 1 after printing the error); answer with the child's exit status.
+    Returns the number of rounds served when ``stop`` appears or the parent is gone."""
+    first_parent = os.getppid()
+    alive = parent_alive or (lambda: os.getppid() == first_parent)
+    n = 1
+    while True:
+        req = request_path(ctl, n)
+        if not req.exists():
+            if stop_path(ctl).exists() or not alive():
+                return n - 1
+            sleep(POLL_S)
+            continue
+        out, only = read_request(req)
+        pid = fork()
+        if pid == 0:  # the child: one round, then gone without running the server's teardown
+            code = 1
+            try:
+                run_round(out, only)
+                code = 0
+            except BaseException:  # reported in the log; the parent sees exit 1
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        tmp = ctl / f"{n}.done.tmp"
+        tmp.write_text(str(os.waitstatus_to_exitcode(status)), encoding="utf-8")
+        os.replace(tmp, done_path(ctl, n))
+        n += 1
+
+
+class ForkServer:
+    """The parent's handle on a server process: ``round(out, only, ...)`` per round, ``close()``."""
+
+    def __init__(
+        self,
+        cmd: Sequence[str],
+        *,
+        cwd: Path,
+        tmp: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.ctl = Path(tempfile.mkdtemp(prefix="serve-", dir=tmp))
+        self.log = (tmp / (self.ctl.name + ".log")).open("w+", encoding="utf-8", errors="replace")
+        self.n = 0
+        self.proc = subprocess.Popen(
+            [*cmd, f"--perf-worker-serve={self.ctl}"],
+            cwd=cwd,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=None if env is None else dict(env),
+        )
+
+    def output(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        text = self.log.read()
+        self.log.seek(0, os.SEEK_END)
+        return text
+
+    def round(
+        self,
+        out: Path,
+        only: Collection[str] | None,
+        watch: Callable[[Callable[[], bool]], None],
+    ) -> tuple[int, str]:
+        """Run one round; ``watch(running)`` is called to wait (and print progress) while
+        ``running()`` is true. Returns the child's exit status (or the server's, when it died)
+        and the server's output so far."""
+        self.n += 1
+        done = done_path(self.ctl, self.n)
+        write_request(self.ctl, self.n, out, only)
+
+        def running() -> bool:
+            return not done.exists() and self.proc.poll() is None
+
+        watch(running)
+        if done.exists():
+            return int(done.read_text(encoding="utf-8") or 1), self.output()
+        return (self.proc.returncode if self.proc.returncode is not None else 1), self.output()
+
+    def close(self) -> None:
+        try:
+            stop_path(self.ctl).touch()
+        except OSError:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait()
+        finally:
+            self.log.close()
+
+
+def run_items(session: Any, items: Sequence[Any]) -> None:
+    """Run ``items`` the way pytest's own test loop does (setup, call and teardown of each, with
+    the next item known so that shared fixtures are torn down at the right time)."""
+    for i, item in enumerate(items):
+        nextitem = items[i + 1] if i + 1 < len(items) else None
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldfail or session.shouldstop:
+            break

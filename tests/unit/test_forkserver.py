@@ -1,0 +1,136 @@
+"""The round server's protocol (forkserver.py) without pytest: when auto forks, the request and
+answer files, a real fork per round, and the parent's handle on a server process."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.forkserver import (
+    ForkServer,
+    can_fork,
+    done_path,
+    read_request,
+    request_path,
+    serve,
+    stop_path,
+    write_request,
+)
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+
+
+def test_auto_forks_on_linux_for_numpy_and_torch_cpu_devices_only() -> None:
+    cpu = [("numpy", "cpu"), ("torch", "cpu")]
+    assert can_fork(cpu, platform="linux") is hasattr(os, "fork")
+    assert not can_fork(cpu, platform="darwin")  # fork without exec is unsafe under macOS libraries
+    assert not can_fork(cpu, platform="win32")
+    for gpu in [("torch", "cuda"), ("cupy", "cuda"), ("torch", "rocm"), ("torch", "metal")]:
+        assert not can_fork([*cpu, gpu], platform="linux")
+    # OpenCL through PoCL and Vulkan through lavapipe run on the CPU but keep driver threads
+    assert not can_fork([("pyopencl", "opencl")], platform="linux")
+    assert not can_fork([("wgpu", "vulkan")], platform="linux")
+
+
+def test_requests_are_written_whole_and_read_back(tmp_path: Path) -> None:
+    write_request(tmp_path, 1, tmp_path / "r1.json", None)
+    write_request(tmp_path, 2, tmp_path / "r2.json", {"b", "a"})
+    assert read_request(request_path(tmp_path, 1)) == (tmp_path / "r1.json", None)
+    assert read_request(request_path(tmp_path, 2)) == (tmp_path / "r2.json", frozenset({"a", "b"}))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1.req", "2.req"]  # no temporary left
+
+
+@needs_fork
+def test_serve_forks_one_child_per_round_and_answers_with_its_exit_status(tmp_path: Path) -> None:
+    write_request(tmp_path, 1, tmp_path / "r1.json", None)
+    write_request(tmp_path, 2, tmp_path / "r2.json", {"t1"})
+    write_request(tmp_path, 3, tmp_path / "r3.json", None)
+    stop_path(tmp_path).touch()
+    me = os.getpid()
+
+    def one_round(out: Path, only: frozenset[str] | None) -> None:
+        if out.name == "r3.json":
+            raise RuntimeError("this round fails")
+        # the child is another process, and its work stays there
+        out.write_text(f"{os.getpid() != me} {sorted(only) if only else None}")
+
+    served = serve(tmp_path, one_round)
+    assert served == 3
+    assert (tmp_path / "r1.json").read_text() == "True None"
+    assert (tmp_path / "r2.json").read_text() == "True ['t1']"
+    assert not (tmp_path / "r3.json").exists()
+    assert [done_path(tmp_path, n).read_text() for n in (1, 2, 3)] == ["0", "0", "1"]
+
+
+def test_serve_ends_when_the_parent_is_gone(tmp_path: Path) -> None:
+    naps: list[float] = []
+    alive = iter([True, True, False])
+    served = serve(
+        tmp_path,
+        lambda out, only: None,
+        parent_alive=lambda: next(alive),
+        sleep=naps.append,
+    )
+    assert served == 0 and len(naps) == 2
+
+
+SERVER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from pytest_burnperf.forkserver import serve
+
+    ctl = Path(next(a for a in sys.argv if a.startswith("--perf-worker-serve=")).split("=", 1)[1])
+    if "die" in sys.argv:
+        print("server refused to start")
+        raise SystemExit(4)
+
+    def one_round(out, only):
+        print("measuring", out.name)
+        out.write_text("samples")
+
+    serve(ctl, one_round)
+    """
+)
+
+
+@needs_fork
+def test_the_parent_handle_runs_rounds_and_closes_the_server(tmp_path: Path) -> None:
+    server = ForkServer([sys.executable, "-c", SERVER], cwd=tmp_path, tmp=tmp_path)
+    waits: list[int] = []
+
+    def wait(running: object) -> None:
+        import time
+
+        while running():  # type: ignore[operator]
+            time.sleep(0.01)
+        waits.append(1)
+
+    try:
+        for n in (1, 2):
+            status, output = server.round(tmp_path / f"r{n}.json", None, wait)
+            assert status == 0
+            assert (tmp_path / f"r{n}.json").read_text() == "samples"
+            assert f"measuring r{n}.json" in output
+    finally:
+        server.close()
+    assert server.proc.returncode == 0 and waits == [1, 1]
+
+
+@needs_fork
+def test_a_server_that_dies_answers_every_round_with_its_exit_status(tmp_path: Path) -> None:
+    server = ForkServer([sys.executable, "-c", SERVER, "die"], cwd=tmp_path, tmp=tmp_path)
+
+    def wait(running: object) -> None:
+        while running():  # type: ignore[operator]
+            pass
+
+    try:
+        status, output = server.round(tmp_path / "r1.json", None, wait)
+    finally:
+        server.close()
+    assert status == 4 and "server refused to start" in output
