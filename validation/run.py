@@ -703,6 +703,11 @@ def main(argv: list[str] | None = None) -> int:
         if p_i < args.planted_sessions:
             schedule.append(("planted", p_i))
             p_i += 1
+    # the timing runs (synthetic workloads alone) spread over the sessions, not all at the end
+    timing_after = {
+        max(1, round((k + 1) * len(schedule) / max(1, args.timing_sessions)))
+        for k in range(args.timing_sessions)
+    }
     for n, (kind, i) in enumerate(schedule, 1):
         knobs = {} if kind == "aa" else planted_knobs(i, names)
         tag = f"{kind}{i}"
@@ -717,12 +722,27 @@ def main(argv: list[str] | None = None) -> int:
             f" pytest-benchmark exit {bench['rc']} in {bench['wall']:.0f} s"
             + (f"; asv in {h.sessions[-1]['asv']['wall']:.0f} s" if asv_run else "")
         )
-    for i in range(args.timing_sessions):
-        env_args = ["-p", "no:benchmark", *OURS_CI, "-q", SYNTH_PERF]
-        _rc, wall, _ = h._pytest(env_args, {})
-        h.timing.append(wall)
-        log(f"timing run {i + 1}: burnperf on the synthetic workloads alone, {wall:.0f} s")
+        if n in timing_after:
+            _rc, wall, _ = h._pytest(["-p", "no:benchmark", *OURS_CI, "-q", SYNTH_PERF], {})
+            h.timing.append(wall)
+            log(
+                f"timing run {len(h.timing)}: burnperf on the synthetic workloads alone, {wall:.0f} s"
+            )
+        if args.out:  # kept after every session: an interrupted run can still be rendered
+            save_raw(args.out, started, base_bench, h)
 
+    if args.out:
+        save_raw(args.out, started, base_bench, h)
+    text = report(h, analyse(h, base_bench), args, started, machine())
+    print(text)
+    if args.out:
+        write_section(args.out, text)
+        log(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+    return 0
+
+
+def save_raw(out: Path, started: str, base_bench: dict[str, Any], h: Harness) -> None:
+    """The raw verdicts next to the report (``--from-json`` renders them again)."""
     raw = {
         "started": started,
         "machine": machine(),
@@ -730,14 +750,7 @@ def main(argv: list[str] | None = None) -> int:
         "sessions": h.sessions,
         "timing": h.timing,
     }
-    if args.out:
-        args.out.with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
-    text = report(h, analyse(h, base_bench), args, started, raw["machine"])
-    print(text)
-    if args.out:
-        write_section(args.out, text)
-        log(f"wrote {args.out} and {args.out.with_suffix('.json')}")
-    return 0
+    out.with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
 
 
 def write_section(path: Path, text: str) -> None:

@@ -94,3 +94,12 @@ def test_summary_by_hand() -> None:
     assert (one.median, one.iqr, one.stdev) == (2.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="empty"):
         stats.summarize([])
+
+
+@pytest.mark.parametrize(("n", "m"), [(650, 670), (1600, 1600), (100_000, 3)])
+def test_min_attainable_p_of_pooled_rounds_does_not_overflow(n: int, m: int) -> None:
+    """Eight rounds of adaptive sampling pool hundreds of samples a side: C(n+m, n) is then far
+    beyond a float (it raised OverflowError in the gate on a noisy host)."""
+    p = stats.min_attainable_p(n, m)
+    assert 0.0 <= p < 1e-12
+    assert stats.min_attainable_p(3, 3) == pytest.approx(1 / 20, rel=1e-12)
