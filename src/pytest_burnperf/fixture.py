@@ -205,12 +205,13 @@ class Perf:
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
-        from .stats import median_halfwidth, precision_goal
-        from .timing import measure
+        from .stats import median_halfwidth, precision_goal, round_samples
+        from .timing import measure, settles
 
         self._start(fn, "perf()")
         s = self.settings
-        goal = precision_goal(s.threshold)
+        pooled = self._state.sampling_rounds
+        goal = precision_goal(s.threshold, pooled)
         return cast(
             T,
             self._measure(
@@ -218,12 +219,13 @@ class Perf:
                 fn,
                 args,
                 kwargs,
-                samples=s.samples,
+                samples=round_samples(s.samples, pooled),
                 warmup=s.warmup,
                 min_time=s.min_time,
                 precise=lambda values: median_halfwidth(values) <= goal,
                 max_samples=s.max_samples,
                 max_time=s.max_time,
+                settle=settles(self.device.kind, s.warmup),
             ),
         )
 
@@ -248,7 +250,8 @@ class Perf:
                 sync=self.device.sync,
                 timer=timer,
                 flush=flush,
-                meter=self.device.peak_memory,
+                # peak memory is the measuring process's; an extra round's would be dropped
+                meter=self.device.peak_memory if self._state.worker_out is None else None,
                 cpu_clock=time.process_time_ns,
                 watch=lambda: marks.append(hoststate.snapshot()),
             )
@@ -549,6 +552,7 @@ def make_result(perf: Perf | ComparePerf, **fields: Any) -> Result:
         runs=tuple(tuple(r) for r in runs),
         extra_info=dict(perf.extra_info),
         group=perf.group,
+        sampling_rounds=perf._state.sampling_rounds,
         **fields,
     )
 

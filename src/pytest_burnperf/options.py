@@ -117,13 +117,16 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-samples",
         "perf_samples",
         _spec.parse_samples,
-        f"timed samples per benchmark. Default: {DEFAULTS.samples}",
+        "timed samples per benchmark and process; with N process rounds each round takes "
+        f"samples/N, at least 10. Default: {DEFAULTS.samples}",
     ),
     (
         "--perf-warmup",
         "perf_warmup",
         _spec.parse_warmup,
-        f"warm-up time per benchmark in seconds (at least one call). Default: {DEFAULTS.warmup}",
+        "warm-up time per benchmark in seconds (at least one call); on CPU devices the default "
+        "ends after a quarter of it once the calls have settled, a value you set runs in full. "
+        f"Default: {DEFAULTS.warmup}",
     ),
     (
         "--perf-min-time",
@@ -355,6 +358,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--perf-worker-serve", dest="perf_worker_serve", default=None, help=argparse.SUPPRESS
+    )
+    group.addoption(
+        "--perf-worker-rounds",
+        dest="perf_worker_rounds",
+        type=int,
+        default=None,
+        help=argparse.SUPPRESS,
     )
     for option, ini, parse, text in VALUE_OPTIONS:
         group.addoption(

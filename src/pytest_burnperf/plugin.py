@@ -187,6 +187,7 @@ def pytest_configure(config: pytest.Config) -> None:
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
         rounds=rounds,
+        sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
         max_rounds=max_rounds,
         worker_only=_worker_only(config),
         size=pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE),
@@ -282,6 +283,15 @@ def _plan(config: pytest.Config, *, enabled: bool, update: bool) -> Plan | None:
         return Plan.versions(versions, reference)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _sampling_rounds(config: pytest.Config, rounds: int, *, worker: bool, plan: Any) -> int:
+    """The rounds each process round samples for (PerfState.sampling_rounds): the session's
+    fixed rounds, which a round's process hears through --perf-worker-rounds. Same-session
+    comparisons keep full rounds: their reference may be an older release without that option."""
+    if worker:
+        return max(1, config.getoption("perf_worker_rounds") or 1)
+    return 1 if plan is not None else rounds
 
 
 def _rounds(

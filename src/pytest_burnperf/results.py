@@ -57,6 +57,8 @@ class Result:
     baseline_runs: tuple[tuple[float, ...], ...] = ()
     reference: str | None = None
     candidate: str | None = None
+    #: The fixed process rounds the session pooled (their samples and precision goal follow it).
+    sampling_rounds: int = 1
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -129,7 +131,7 @@ class Result:
             "stopped": self.sample.stopped,
             "n": len(self.sample.values),
             "median_ci95_halfwidth": half if math.isfinite(half) else None,
-            "goal_halfwidth": precision_goal(self.settings.threshold),
+            "goal_halfwidth": precision_goal(self.settings.threshold, self.sampling_rounds),
         }
 
     def sampling_note(self) -> str | None:

@@ -179,6 +179,8 @@ def run_rounds(
     config = session.config
     tr = config.pluginmanager.get_plugin("terminalreporter")
     args = [a for a in state.invocation if a not in ("--update-baselines", "--perf-strict")]
+    # every round samples as the pooled session's rounds do (stats.round_samples)
+    args.append(f"--perf-worker-rounds={state.rounds}")
     t0 = time.monotonic()
 
     def write(line: str) -> None:

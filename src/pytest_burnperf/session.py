@@ -58,6 +58,9 @@ class PerfState:
     #: Writes a progress line to the terminal (set in pytest_configure).
     announce: Callable[[str], None] = print
     rounds: int = 1
+    #: The fixed process rounds the session pools per benchmark (a round's own process is told
+    #: by --perf-worker-rounds): sets each round's samples and precision goal (stats.round_samples).
+    sampling_rounds: int = 1
     #: Rounds an undecided benchmark may get in all (adaptive rounds; == rounds: off).
     max_rounds: int = 1
     #: In a worker process: the node ids to run (an adaptive round of undecided benchmarks).

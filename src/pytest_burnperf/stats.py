@@ -424,6 +424,27 @@ def median_halfwidth(values: Sequence[float], level: float = 0.95) -> float:
 PRECISION_SHARE = 0.25
 
 
-def precision_goal(threshold: float) -> float:
-    """Target half-width (log units) of one process's median for a given threshold."""
-    return PRECISION_SHARE * math.log1p(threshold)
+def precision_goal(threshold: float, rounds: int = 1) -> float:
+    """Target half-width (log units) of one process's median for a given threshold; when the
+    session pools ``rounds`` process rounds, ``sqrt(rounds)`` times that: the mean of the rounds'
+    medians then has the precision one process would have at the plain goal."""
+    return PRECISION_SHARE * math.log1p(threshold) * math.sqrt(max(1, rounds))
+
+
+#: A process round of a session that pools several takes at least this many samples (fewer make
+#: the median of a round swing with single samples, and the per-sample tests weak).
+MIN_ROUND_SAMPLES = 10
+
+
+def round_samples(samples: int, rounds: int) -> int:
+    """The samples each process round takes before adaptive sampling when the session pools
+    ``rounds`` rounds: ``samples / rounds``, so that the rounds together hold about what one
+    process would, but at least :data:`MIN_ROUND_SAMPLES` and never more than ``samples``.
+
+    Between-process spread, not the samples inside a process, limits what pooled rounds can
+    tell (docs/validation.md), and a round's fixed costs (start, warm-up) are paid anyway: the
+    time is better spent on rounds than on samples inside each.
+    """
+    if rounds <= 1:
+        return samples
+    return min(samples, max(MIN_ROUND_SAMPLES, math.ceil(samples / rounds)))

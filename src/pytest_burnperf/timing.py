@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,14 @@ MAX_WARMUP_CALLS = 1_000_000
 
 #: Adaptive sampling adds samples this many at a time, then checks the precision again.
 BATCH = 10
+
+#: Settling warm-up (``measure(settle=True)``, the default warm-up on CPU devices): warm-up may
+#: end once this share of its time has passed and the calls have settled (:func:`settled`).
+SETTLE_SHARE = 0.25
+#: Calls have settled when the median of the last ``SETTLE_CALLS`` timed warm-up calls is no
+#: faster than the median of the ``SETTLE_CALLS`` before them by more than ``SETTLE_TOLERANCE``.
+SETTLE_CALLS = 5
+SETTLE_TOLERANCE = 0.02
 
 #: Why sampling stopped: a fixed count (no adaptive sampling), the precision goal was reached,
 #: the sample cap, or the time budget.
@@ -135,6 +144,28 @@ def gc_off() -> Iterator[None]:
             gc.enable()
 
 
+def settled(
+    times: Sequence[float], calls: int = SETTLE_CALLS, tolerance: float = SETTLE_TOLERANCE
+) -> bool:
+    """Whether timed warm-up calls have stopped getting faster: the median of the last
+    ``calls`` is at least ``1 - tolerance`` times the median of the ``calls`` before them.
+    False with fewer than ``2 * calls`` times: too few to tell."""
+    if calls < 1 or len(times) < 2 * calls:
+        return False
+    last = statistics.median(times[-calls:])
+    before = statistics.median(times[-2 * calls : -calls])
+    return last >= before * (1.0 - tolerance)
+
+
+def settles(kind: str, warmup: float) -> bool:
+    """Whether a benchmark's warm-up may end once its calls have settled: the default warm-up
+    on a CPU device. A warm-up that was set (ini, marker, command line) runs its whole time, as
+    does a GPU's, whose clocks ramp up over it."""
+    from .spec import Settings
+
+    return kind == "cpu" and warmup == Settings.warmup
+
+
 def calibrate_loops(per_call_s: float, min_time_s: float) -> int:
     """Inner loop count so that one sample lasts at least ``min_time_s``."""
     if min_time_s <= 0.0 or per_call_s >= min_time_s:
@@ -194,8 +225,14 @@ def measure(
     max_time: float = 0.0,
     cpu_clock: Callable[[], int] | None = None,
     watch: Callable[[], Any] | None = None,
+    settle: bool = False,
 ) -> tuple[Any, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
+
+    With ``settle``, warm-up ends early once ``SETTLE_SHARE`` of ``warmup`` has passed and the
+    timed warm-up calls have stopped getting faster (:func:`settled`); a function that needs
+    the whole time (still speeding up, or slower than ``warmup / (2 * SETTLE_CALLS)`` a call)
+    gets it.
 
     ``timer`` defaults to a :class:`HostTimer` around ``sync``. With ``flush``, each sample is
     one call, after an untimed ``flush(); sync()``. The first call is untimed (then ``sync()``),
@@ -242,7 +279,10 @@ def measure(
         before()
         peak = meter(call_once)
         calls += 1
-    deadline = clock() + int(warmup / NS)
+    warm_start = clock()
+    deadline = warm_start + int(warmup / NS)
+    settle_from = warm_start + int(warmup * SETTLE_SHARE / NS) if settle else None
+    warm_times: list[float] = []
     best = math.inf
     while True:
         before()
@@ -252,8 +292,13 @@ def measure(
         # time (more overflows the launch queue, and the device then waits for the host)
         best = min(best, max(elapsed, wall) if clocks.padded else elapsed)
         calls += 1
-        if clock() >= deadline or calls >= MAX_WARMUP_CALLS:
+        now = clock()
+        if now >= deadline or calls >= MAX_WARMUP_CALLS:
             break
+        if settle_from is not None:
+            warm_times.append(elapsed)
+            if now >= settle_from and settled(warm_times):
+                break
     loops = 1 if flush is not None else calibrate_loops(best, min_time)
 
     def call_loops() -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_burnperf.stats import MIN_ROUND_SAMPLES
+
 from ._helpers import FAST
 
 
@@ -26,7 +28,9 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     rec.assert_outcomes(passed=2)
     entry = _baseline(loop_project)["test_loop[numpy-cpu-f64]"]
     assert len(entry["runs"]) == rounds  # type: ignore[arg-type]
-    assert all(len(r) == 15 for r in entry["runs"])  # type: ignore[attr-defined]
+    # pooled rounds take their share of --perf-samples 15 each, the worker rounds as this one
+    share = 15 if rounds == 1 else max(MIN_ROUND_SAMPLES, -(-15 // rounds))
+    assert all(len(r) == share for r in entry["runs"])  # type: ignore[attr-defined]
 
     again = loop_project.runpytest("--perf", *opts)
     again.assert_outcomes(passed=2)
@@ -124,7 +128,33 @@ def test_forked_rounds_pool_like_fresh_ones_and_adaptive_rounds_run_the_undecide
     doc = json.loads(Path(loop_project.path, "r.json").read_text())
     runs = {r["name"].split("[")[0]: r["runs"] for r in doc["results"]}
     assert len(runs["test_loop"]) == 4 and 2 <= len(runs["test_steady"]) <= 4
-    assert all(len(run) == 15 for run in runs["test_loop"])
+    # forked children take the 2 pooled rounds' share of 15 samples, as this process does
+    assert all(len(run) == MIN_ROUND_SAMPLES for run in runs["test_loop"])
+
+
+def test_only_the_measuring_process_meters_peak_memory(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An extra round's process skips the metered call (its peak memory would be dropped, and
+    tracemalloc slows pure Python many times over); the measuring process meters each benchmark
+    once. Both run in this interpreter, so the patched meter sees every call."""
+    from pytest_burnperf.devices.numpy_backend import NumpyDevice
+
+    metered: list[str] = []
+
+    def meter(self: NumpyDevice, call: object) -> int:
+        metered.append(self.id)
+        call()  # type: ignore[operator]
+        return 123
+
+    monkeypatch.setattr(NumpyDevice, "peak_memory", meter)
+    out = tmp_path / "round.json"
+    loop_project.runpytest("--perf", f"--perf-worker-out={out}", *FAST).assert_outcomes(passed=2)
+    assert out.exists() and metered == []
+    loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST).assert_outcomes(passed=2)
+    assert metered == ["numpy-cpu", "numpy-cpu"]
+    doc = json.loads(Path(loop_project.path, "r.json").read_text())
+    assert [r["peak_memory_bytes"] for r in doc["results"]] == [123, 123]
 
 
 def test_results_json_keeps_every_round(loop_project: pytest.Pytester) -> None:

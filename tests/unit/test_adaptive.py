@@ -9,7 +9,13 @@ import random
 import pytest
 from scipy.stats import binom
 
-from pytest_burnperf.stats import median_halfwidth, median_order_index, precision_goal
+from pytest_burnperf.stats import (
+    MIN_ROUND_SAMPLES,
+    median_halfwidth,
+    median_order_index,
+    precision_goal,
+    round_samples,
+)
 from pytest_burnperf.timing import BATCH, measure
 
 
@@ -31,6 +37,20 @@ def test_median_halfwidth_on_log_times() -> None:
     assert median_halfwidth(values) == pytest.approx((math.log(15) - math.log(6)) / 2)
     assert median_halfwidth([1.0] * 5) == math.inf
     assert precision_goal(0.05) == pytest.approx(math.log(1.05) / 4)
+
+
+def test_pooled_rounds_sample_less_each() -> None:
+    """With several process rounds pooled, each round takes its share of the samples (at least
+    MIN_ROUND_SAMPLES, never more than asked) and aims its median at sqrt(rounds) times the
+    goal, so that the rounds' mean is as precise as one process at the plain goal."""
+    assert round_samples(20, 1) == 20
+    assert round_samples(20, 3) == MIN_ROUND_SAMPLES == 10
+    assert round_samples(60, 3) == 20
+    assert round_samples(61, 3) == 21
+    assert round_samples(5, 8) == 5  # never more than asked for
+    assert round_samples(200, 8) == 25
+    assert precision_goal(0.05, 4) == pytest.approx(2 * precision_goal(0.05))
+    assert precision_goal(0.05, 0) == precision_goal(0.05)
 
 
 class Costs:

@@ -5,7 +5,16 @@ import itertools
 
 import pytest
 
-from pytest_burnperf.timing import Sample, calibrate_loops, measure, measure_pedantic
+from pytest_burnperf.timing import (
+    SETTLE_CALLS,
+    SETTLE_SHARE,
+    Sample,
+    calibrate_loops,
+    measure,
+    measure_pedantic,
+    settled,
+    settles,
+)
 
 
 class FakeClock:
@@ -67,6 +76,58 @@ def test_a_slow_first_call_does_not_size_the_loop() -> None:
     # the tests in a process no longer decides `loops`
     _, again = measure(fn, samples=3, warmup=0.2, min_time=0.005, clock=clock)
     assert again.loops == sample.loops
+
+
+def test_settled_needs_two_windows_and_no_more_speed_up() -> None:
+    k = SETTLE_CALLS
+    assert not settled([1.0] * (2 * k - 1))  # too few calls to tell
+    assert settled([1.0] * (2 * k))
+    assert settled([1.0] * k + [1.05] * k)  # slower is settled (noise, not warming)
+    assert settled([1.0] * k + [0.99] * k)  # within the 2% tolerance
+    assert not settled([1.0] * k + [0.9] * k)  # still getting faster
+    # only the last two windows count: an early speed-up that has ended is settled
+    assert settled([5.0] * k + [1.0] * (2 * k))
+
+
+def test_settling_warmup_ends_early_for_steady_calls() -> None:
+    """A steady function warms up for SETTLE_SHARE of the warm-up, not all of it."""
+    clock = FakeClock(cost=100_000)  # 100 us a call
+    _, sample = measure(clock.work, samples=3, warmup=0.2, min_time=0.001, clock=clock, settle=True)
+    settle_calls = round(0.2 * SETTLE_SHARE / 1e-4)
+    assert sample.warmup_calls == 1 + settle_calls  # the untimed first call, then 50 ms
+    _, full = measure(clock.work, samples=3, warmup=0.2, min_time=0.001, clock=clock)
+    assert full.warmup_calls == 1 + 2000  # without settle: the whole 0.2 s
+    assert sample.loops == full.loops == 10
+
+
+def test_settling_warmup_runs_on_while_calls_get_faster() -> None:
+    """A function that speeds up through the warm-up (a JIT, caches filling) gets all of it."""
+    clock = FakeClock(cost=0)
+    cost = [400_000.0]
+
+    def fn() -> None:
+        clock.now += int(cost[0])
+        cost[0] = max(100_000.0, cost[0] * 0.995)  # 0.5% faster a call until 100 us
+
+    _, sample = measure(fn, samples=3, warmup=0.2, min_time=0.001, clock=clock, settle=True)
+    # it settles only once the calls stop speeding up (~280 calls, ~0.1 s), after the 50 ms floor
+    assert clock.now > 0  # ran
+    assert sample.warmup_calls > 1 + 250
+    assert sample.loops == 10  # sized on the settled 100 us calls
+
+
+def test_slow_calls_get_the_whole_warmup() -> None:
+    """Too few calls fit in the warm-up to compare two windows: the warm-up runs its time."""
+    clock = FakeClock(cost=30_000_000)  # 30 ms a call: 7 calls in 0.2 s
+    _, sample = measure(clock.work, samples=2, warmup=0.2, min_time=0.001, clock=clock, settle=True)
+    assert sample.warmup_calls == 1 + 7
+
+
+def test_settles_only_the_default_warmup_on_cpu_devices() -> None:
+    assert settles("cpu", 0.2)
+    assert not settles("cpu", 0.5)  # a warm-up that was set runs its whole time
+    assert not settles("cuda", 0.2)  # GPU clocks ramp up over the warm-up
+    assert not settles("opencl", 0.2)  # an OpenCL or Vulkan device may be a GPU
 
 
 def test_measure_runs_at_least_one_warmup_call_and_restores_gc() -> None:
