@@ -205,13 +205,14 @@ class Perf:
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
-        from .stats import median_halfwidth, precision_goal, round_samples
+        from .stats import median_halfwidth, precision_goal, round_sampling
         from .timing import measure, settles
 
         self._start(fn, "perf()")
         s = self.settings
         pooled = self._state.sampling_rounds
         goal = precision_goal(s.threshold, pooled)
+        first, most = round_sampling(s.samples, s.max_samples, pooled)
         return cast(
             T,
             self._measure(
@@ -219,11 +220,11 @@ class Perf:
                 fn,
                 args,
                 kwargs,
-                samples=round_samples(s.samples, pooled),
+                samples=first,
                 warmup=s.warmup,
                 min_time=s.min_time,
                 precise=lambda values: median_halfwidth(values) <= goal,
-                max_samples=s.max_samples,
+                max_samples=most,
                 max_time=s.max_time,
                 settle=settles(self.device.kind, s.warmup),
             ),

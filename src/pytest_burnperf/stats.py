@@ -448,3 +448,10 @@ def round_samples(samples: int, rounds: int) -> int:
     if rounds <= 1:
         return samples
     return min(samples, max(MIN_ROUND_SAMPLES, math.ceil(samples / rounds)))
+
+
+def round_sampling(samples: int, max_samples: int, rounds: int) -> tuple[int, int]:
+    """``(samples, max_samples)`` for one of ``rounds`` pooled rounds: :func:`round_samples`,
+    and adaptive sampling stays off where it was off (``max_samples <= samples``)."""
+    first = round_samples(samples, rounds)
+    return first, (first if max_samples <= samples else max_samples)

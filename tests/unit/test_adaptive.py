@@ -15,6 +15,7 @@ from pytest_burnperf.stats import (
     median_order_index,
     precision_goal,
     round_samples,
+    round_sampling,
 )
 from pytest_burnperf.timing import BATCH, measure
 
@@ -49,6 +50,10 @@ def test_pooled_rounds_sample_less_each() -> None:
     assert round_samples(61, 3) == 21
     assert round_samples(5, 8) == 5  # never more than asked for
     assert round_samples(200, 8) == 25
+    # adaptive sampling stays off where it was off, and keeps its cap where it was on
+    assert round_sampling(15, 15, 2) == (10, 10)
+    assert round_sampling(20, 200, 3) == (10, 200)
+    assert round_sampling(20, 0, 1) == (20, 20)
     assert precision_goal(0.05, 4) == pytest.approx(2 * precision_goal(0.05))
     assert precision_goal(0.05, 0) == precision_goal(0.05)
 
