@@ -389,9 +389,11 @@ def report(
     L.append(f"- Machine: {where}")
     L.append(f"- Command: `{args.command}`")
     L.append(
-        f"- burnperf at the CI settings: `pytest {' '.join(OURS_CI)}` (20 samples, adaptive up to "
-        "200 samples or 1 s per process; 3 process rounds, and up to 8 for the benchmarks still "
-        "undecided, the extra rounds forked from one round server (`--perf-round-start auto`); "
+        f"- burnperf at the CI settings: `pytest {' '.join(OURS_CI)}` (10 samples a round, "
+        "the 3 pooled rounds' share of 20, adaptive up to 200 samples or 1 s per process; the "
+        "default CPU warm-up ending once its calls settle; 3 process rounds, and up to 8 for "
+        "the benchmarks still undecided, the extra rounds forked from one round server "
+        "(`--perf-round-start auto`); "
         "1 thread, alpha 0.01 family-wise over the session, 5% threshold); baselines "
         "recorded once with the same settings and `--update-baselines`."
     )
