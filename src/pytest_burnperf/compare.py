@@ -11,6 +11,10 @@ A benchmark *regressed* when both hold:
   freedom) calls significant at ``alpha``. Between-process noise, the main noise of a benchmark
   on a shared machine, is thus tested with the degrees of freedom the runs really have.
 
+Before any of this, a round far slower than the other rounds of its side (a process the host
+slowed as a whole) is set aside on either side (``stats.disturbed_runs``; not in same-session
+comparisons, whose rounds are pairs), and the verdict says how many.
+
 *Improved* is the mirror image (faster with ``p < alpha`` and by more than ``threshold``); it is
 reported, never failed. When the sample sizes cannot reach ``alpha`` at all, the verdict is
 *inconclusive*, not *unchanged*. A baseline measured on another device model, with another clock
@@ -94,6 +98,10 @@ class Verdict:
     effect: float | None = None
     #: Smallest slowdown this comparison detects with 90% probability.
     min_detectable: float | None = None
+    #: Process rounds of each side set aside as disturbed (``stats.disturbed_runs``): not in
+    #: ``runs_baseline``/``runs_current``, the medians, the model or the test.
+    set_aside_baseline: int = 0
+    set_aside_current: int = 0
 
     @property
     def change_pct(self) -> float | None:
@@ -145,9 +153,12 @@ def judge(
 ) -> Verdict:
     """Judge ``current`` against ``baseline``; each is a flat sample or a list of runs."""
     cur_runs = as_runs(current)
+    base_runs = as_runs(baseline)
+    aside = (0, 0)
+    if base_runs and not policy.paired:
+        (base_runs, cur_runs), aside = set_aside_disturbed(base_runs, cur_runs)
     cur_all = [v for r in cur_runs for v in r]
     cur = stats.summarize(cur_all)
-    base_runs = as_runs(baseline)
     if not base_runs:
         return Verdict(
             NO_BASELINE,
@@ -169,6 +180,8 @@ def judge(
         runs_baseline=k,
         runs_current=m,
         alpha_each=alpha,
+        set_aside_baseline=aside[0],
+        set_aside_current=aside[1],
     )
     p_min = stats.min_attainable_p(cur.n, base.n)
     if p_min >= alpha:
@@ -218,6 +231,13 @@ def judge(
         p_runs_slower=None if model is None else model.p_greater(),
     )
     notes: list[str] = []
+    if any(aside):
+        notes.append(
+            f"set aside as disturbed: {_rounds(aside[0], 'baseline')}"
+            f"{' and ' if all(aside) else ''}{_rounds(aside[1], 'current')}, each slower than "
+            "its side's median round by far more than the other rounds move (a process the "
+            "host slowed as a whole)"
+        )
     if floor > policy.threshold:
         assert model is not None
         if observed is not None:
@@ -292,6 +312,7 @@ def needs_more_rounds(
     if recording:
         if not cur:
             return True
+        (cur, _), _ = set_aside_disturbed(cur, [])
         combined = stats.spread_or_prior(stats.log_run_spread(cur), policy.prior)
         if combined is None:
             return False
@@ -304,10 +325,31 @@ def needs_more_rounds(
         return False
     if not cur:
         return True
+    if not policy.paired:
+        (base, cur), _ = set_aside_disturbed(base, cur)
     model = _model(base, cur, policy)
     if model is None:
         return False
     return model.upper(FUTILITY_CONFIDENCE) >= 1.0 + policy.threshold
+
+
+def set_aside_disturbed(
+    base: Runs, cur: Runs
+) -> tuple[tuple[list[list[float]], list[list[float]]], tuple[int, int]]:
+    """Both sides without their disturbed rounds (``stats.disturbed_runs``), and how many each
+    lost. Empty rounds are dropped as :func:`as_runs` drops them."""
+    sides = [[list(r) for r in side if len(r)] for side in (base, cur)]
+    drop = stats.disturbed_runs(*sides)
+    kept = [
+        [r for i, r in enumerate(side) if i not in d] for side, d in zip(sides, drop, strict=True)
+    ]
+    return (kept[0], kept[1]), (len(drop[0]), len(drop[1]))
+
+
+def _rounds(n: int, side: str) -> str:
+    if not n:
+        return ""
+    return f"{n} {side} round{'s' if n > 1 else ''}"
 
 
 def _model(base: Runs, cur: Runs, policy: Policy) -> stats.RunModel | None:

@@ -239,6 +239,7 @@ class Result:
                 "min_effect": v.effect,
                 "min_detectable_slowdown": v.min_detectable,
                 "runs": [v.runs_baseline, v.runs_current],
+                "runs_set_aside": [v.set_aside_baseline, v.set_aside_current],
                 "reason": v.reason,
                 "notes": list(v.notes),
             },

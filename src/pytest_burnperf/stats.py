@@ -143,6 +143,71 @@ def log_run_spread(runs: Sequence[Sequence[float]]) -> tuple[float, int] | None:
     return statistics.stdev(meds), len(meds) - 1
 
 
+#: A process round is set aside as disturbed when its median is slower than its side's median
+#: round by more than the larger of this and ``DISTURBED_SPREADS`` robust between-round spreads.
+DISTURBED_SLOWDOWN = 0.15
+DISTURBED_SPREADS = 5.0
+#: Fewest rounds a side needs before any of them can be set aside.
+DISTURBED_MIN_RUNS = 3
+#: Fewest rounds of a side whose own spread can widen its bound.
+DISTURBED_OWN_SPREAD_RUNS = 5
+
+
+def disturbed_runs(*sides: Sequence[Sequence[float]]) -> list[list[int]]:
+    """Indices, per side, of the process rounds set aside as disturbed.
+
+    On shared machines a few percent of processes run a whole round 1.2-1.8x slower while the
+    host monitor sees nothing (no steal, no other process on our CPUs): the round before and
+    after are normal. One such round among eight makes the sd of the round medians several
+    times what the other seven show, and a test on that sd is blind. So a round is set aside
+    when it is slower than its side's median round by more than ``max(DISTURBED_SLOWDOWN,
+    DISTURBED_SPREADS x s)``, with ``s`` the robust spread (1.4826 x the median absolute
+    deviation) of all rounds of all sides around their own side's median round, or that of the
+    side's own rounds where it is larger and the side has ``DISTURBED_OWN_SPREAD_RUNS`` rounds
+    (a side whose rounds all scatter widely is noisy, not disturbed in one round): far beyond
+    what a benchmark's ordinary between-process spread produces, so the ordinary spread is left
+    whole for the model. Only slow rounds (a disturbance slows a process; nothing makes one
+    faster than its code), only on sides of at least ``DISTURBED_MIN_RUNS`` rounds, and never
+    half of a side: a change that slows most rounds moves the median round, not the outliers.
+    Both sides get the same rule, so it removes no difference between them.
+    """
+    logs = [[math.log(statistics.median(r)) for r in side if len(r)] for side in sides]
+    centers = [statistics.median(side) if side else 0.0 for side in logs]
+    # the median of an odd side deviates by zero from itself: it says nothing of the spread
+    deviations = [
+        [abs(x - c) for x in _without_middle(side)] for side, c in zip(logs, centers, strict=True)
+    ]
+    pooled = [d for side in deviations for d in side]
+    if not pooled:
+        return [[] for _ in sides]
+    spread = _robust_sd(pooled)
+    out: list[list[int]] = []
+    for side, center, dev in zip(logs, centers, deviations, strict=True):
+        if len(side) < DISTURBED_MIN_RUNS:
+            out.append([])
+            continue
+        # a side noisier than the pair as a whole is judged by its own spread, where it has
+        # rounds enough that one slow round cannot set that spread itself
+        own = _robust_sd(dev) if len(side) >= DISTURBED_OWN_SPREAD_RUNS else 0.0
+        bound = max(math.log1p(DISTURBED_SLOWDOWN), DISTURBED_SPREADS * max(spread, own))
+        slow = sorted((i for i, x in enumerate(side) if x - center > bound), key=lambda i: -side[i])
+        out.append(sorted(slow[: (len(side) - 1) // 2]))
+    return out
+
+
+def _robust_sd(deviations: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation, from the absolute deviations themselves."""
+    return 1.4826 * statistics.median(deviations) if deviations else 0.0
+
+
+def _without_middle(values: Sequence[float]) -> list[float]:
+    if len(values) % 2 == 0:
+        return list(values)
+    order = sorted(values)
+    del order[len(order) // 2]
+    return order
+
+
 def pooled_run_spread_dof(*sides: Sequence[Sequence[float]]) -> tuple[float, int] | None:
     """Between-run spread pooled over both sides (each side around its own mean) and its degrees
     of freedom, or None."""

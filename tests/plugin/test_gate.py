@@ -176,6 +176,7 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
         "min_effect",
         "min_detectable_slowdown",
         "runs",
+        "runs_set_aside",
         "reason",
         "notes",
     }
