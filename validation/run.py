@@ -450,8 +450,8 @@ def report(
         "default CPU warm-up ending once its calls settle; 3 process rounds, and up to 8 for "
         "the benchmarks still undecided, the extra rounds forked from one round server "
         "(`--perf-round-start auto`); "
-        "1 thread, alpha 0.01 family-wise over the session, 5% threshold); baselines "
-        "recorded once with the same settings and `--update-baselines`."
+        "1 thread, alpha 0.01 family-wise over the session, 5% threshold, disturbed rounds "
+        "set aside); baselines recorded once with the same settings and `--update-baselines`."
     )
     if a["asv"] is not None:
         L.append(
