@@ -234,9 +234,8 @@ def judge(
     if any(aside):
         notes.append(
             f"set aside as disturbed: {_rounds(aside[0], 'baseline')}"
-            f"{' and ' if all(aside) else ''}{_rounds(aside[1], 'current')}, each slower than "
-            "its side's median round by far more than the other rounds move (a process the "
-            "host slowed as a whole)"
+            f"{' and ' if all(aside) else ''}{_rounds(aside[1], 'current')} (far slower than "
+            "the side's other rounds: a process the host slowed as a whole)"
         )
     if floor > policy.threshold:
         assert model is not None
