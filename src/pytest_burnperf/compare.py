@@ -311,14 +311,8 @@ def needs_more_rounds(
     if recording:
         if not cur:
             return True
-        (cur, _), _ = set_aside_disturbed(cur, [])
-        combined = stats.spread_or_prior(stats.log_run_spread(cur), policy.prior)
-        if combined is None:
-            return False
-        spread, dof = combined
-        k = len(cur)
-        floor = math.exp(stats.t_quantile(1.0 - policy.alpha_each, dof) * spread * math.sqrt(2 / k))
-        return floor - 1.0 > policy.threshold
+        floor = recording_floor(cur, policy)
+        return floor is not None and floor > policy.threshold
     base = as_runs(baseline)
     if not base:
         return False
@@ -330,6 +324,24 @@ def needs_more_rounds(
     if model is None:
         return False
     return model.upper(FUTILITY_CONFIDENCE) >= 1.0 + policy.threshold
+
+
+def recording_floor(runs: Runs, policy: Policy) -> float | None:
+    """The noise floor a baseline of these process ``runs`` would set: the slowdown a later
+    comparison with as many rounds a side could not tell from the between-run noise (its
+    disturbed rounds set aside, as a comparison sets them aside). None with fewer than two
+    rounds and no prior."""
+    kept = as_runs(runs)
+    if not kept:
+        return None
+    (kept, _), _ = set_aside_disturbed(kept, [])
+    combined = stats.spread_or_prior(stats.log_run_spread(kept), policy.prior)
+    if combined is None:
+        return None
+    spread, dof = combined
+    k = len(kept)
+    t = stats.t_quantile(1.0 - policy.alpha_each, dof)
+    return math.exp(t * spread * math.sqrt(2 / k)) - 1.0
 
 
 def set_aside_disturbed(

@@ -4,7 +4,7 @@ extra rounds' samples, peaks and probes; and writing baselines at the end."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -90,6 +90,9 @@ class PerfState:
     _host_probe: dict[str, float] | None = None
     results: dict[str, Result] = field(default_factory=dict)
     passed: set[str] = field(default_factory=set)
+    #: Recording: the benchmarks whose runs are too noisy for their threshold, with the noise
+    #: floor a comparison with as many rounds would have (compare.recording_floor).
+    noisy_records: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
     #: Format of the --perf-json file (spec.JSON_FORMATS).
     json_format: str = "burnperf"
@@ -304,6 +307,13 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
             f"baselines updated: {n} benchmark(s) in {len(written)} file(s) under "
             f"{rel(state.store.dir, state.rootpath)}"
         )
+    noisy = {
+        node: floor
+        for node, floor in state.noisy_records.items()
+        if node in state.passed and state.store.path_for(state.results[node].module) in written
+    }
+    if noisy:
+        state.messages.append(noisy_baselines_text(noisy, n))
     if report.deferred:
         state.interrupted = True
         state.messages.append(
@@ -311,6 +321,21 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
             "it was held until all of them were, so the update is whole"
         )
     return not errors
+
+
+def noisy_baselines_text(floors: Mapping[str, float], recorded: int, show: int = 5) -> str:
+    """The summary line of baselines recorded so noisy that comparisons against them will see
+    only slowdowns above their floor (node id -> floor, a fraction)."""
+    worst = sorted(floors.items(), key=lambda kv: (-kv[1], kv[0]))
+    names = ", ".join(f"{node} (+{100 * floor:.1f}%)" for node, floor in worst[:show])
+    if len(worst) > show:
+        names += f" and {len(worst) - show} more"
+    return (
+        f"noisy baselines: {len(floors)} of {recorded} recorded benchmark(s) varied so much "
+        "between their process rounds that a comparison with as many rounds will see only "
+        f"slowdowns above its floor: {names}; re-record them on a quieter host "
+        "(-k NAME --update-baselines), or with more rounds (--perf-max-rounds)"
+    )
 
 
 def rel(path: Path, root: Path) -> str:

@@ -83,6 +83,65 @@ def test_max_rounds_below_rounds_is_a_usage_error(loop_project: pytest.Pytester)
     result.stderr.fnmatch_lines(["*--perf-max-rounds 2 is below --perf-rounds 3*"])
 
 
+#: Every other process spins twice as long: process rounds far apart, whatever the machine does.
+ALTERNATING_MODULE = """
+import os
+import time
+
+import pytest
+
+_seen = None
+
+
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_alternating(perf):
+    global _seen
+    if _seen != os.getpid():  # a forked round inherits the module, not the pid
+        _seen = os.getpid()
+        with open("processes.log", "a") as f:
+            f.write(f"{_seen}\\n")
+    with open("processes.log") as f:
+        n = len(f.read().split())
+    perf(spin, 200e-6 * (2 if n % 2 else 1))
+"""
+
+
+def test_recording_a_noisy_baseline_takes_more_rounds_and_says_so(
+    pytester: pytest.Pytester,
+) -> None:
+    """Recording doubles --perf-max-rounds for benchmarks still too noisy, and a baseline that
+    stays too noisy for the threshold is named in the summary with its floor."""
+    pytester.makepyfile(test_alt=ALTERNATING_MODULE)
+    rec = pytester.runpytest(
+        "--perf", "--update-baselines", "--perf-rounds", "2", "--perf-max-rounds", "2", *FAST
+    )
+    rec.assert_outcomes(passed=1)
+    rec.stdout.fnmatch_lines(
+        [
+            "burnperf: baselines *, 2 process rounds (up to 4 for undecided benchmarks), size *",
+            "burnperf: recording: up to 2x --perf-max-rounds for benchmarks whose rounds are *",
+            "baselines updated: 1 benchmark(s) in 1 file(s) under *",
+            "noisy baselines: 1 of 1 recorded benchmark(s) varied so much between their process*: "
+            "test_alt.py::test_alternating[[]numpy-cpu-f64[]] (+*%); re-record them on a quieter "
+            "host*",
+        ]
+    )
+    (entry,) = _baseline(pytester).values()
+    assert len(entry["runs"]) == 4  # type: ignore[arg-type]
+
+
+def test_a_steady_baseline_is_not_called_noisy(loop_project: pytest.Pytester) -> None:
+    rec = loop_project.runpytest("--perf", "--update-baselines", *FAST)
+    rec.assert_outcomes(passed=2)
+    assert "noisy baselines" not in rec.stdout.str()
+
+
 @pytest.mark.parametrize("start", ["auto", "fresh"])
 def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester, start: str) -> None:
     result = loop_project.runpytest(

@@ -4,9 +4,13 @@ rounds.round_plan), on injected run medians; nothing is timed."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
-from pytest_burnperf.compare import REGRESSED, Policy, judge, needs_more_rounds
+import pytest
+
+from pytest_burnperf.compare import REGRESSED, Policy, judge, needs_more_rounds, recording_floor
 from pytest_burnperf.rounds import round_plan, rounds_text
+from pytest_burnperf.session import noisy_baselines_text
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 
@@ -43,6 +47,38 @@ def test_recording_continues_while_the_runs_are_too_noisy_for_the_threshold() ->
     assert not needs_more_rounds(None, quiet, POLICY, recording=True)
     assert needs_more_rounds(None, runs([1.0, 1.06, 0.95]), POLICY, recording=True)
     assert needs_more_rounds(None, [], POLICY, recording=True)
+
+
+def test_recording_floor_is_what_a_comparison_with_as_many_rounds_could_see() -> None:
+    quiet = runs([1.0, 1.002, 0.999, 1.001, 1.0, 0.998, 1.001, 1.0])
+    floor = recording_floor(quiet, POLICY)
+    assert floor is not None and 0 < floor < POLICY.threshold
+    noisy = recording_floor(runs([1.0, 1.06, 0.95, 1.04]), POLICY)
+    assert noisy is not None and noisy > POLICY.threshold
+    # more rounds of the same spread pin it down better: a lower floor
+    more = recording_floor(runs([1.0, 1.06, 0.95, 1.04] * 3), POLICY)
+    assert more is not None and more < noisy
+    # one round: only the prior speaks for the between-run spread, and it is wide
+    one = recording_floor(runs([1.0]), POLICY)
+    assert one is not None and one > noisy
+    assert recording_floor(runs([1.0]), replace(POLICY, prior=None)) is None
+    assert recording_floor([], POLICY) is None
+
+
+def test_recording_floor_sets_aside_a_disturbed_round_as_a_comparison_does() -> None:
+    quiet = [1.0, 1.002, 0.999, 1.001, 1.0, 0.998]
+    with_spike = recording_floor(runs([*quiet, 1.7]), POLICY)
+    alone = recording_floor(runs(quiet), POLICY)
+    assert with_spike is not None and alone is not None
+    assert with_spike < POLICY.threshold and with_spike == pytest.approx(alone, rel=0.5)
+
+
+def test_noisy_baselines_text_names_the_worst_first_and_counts_the_rest() -> None:
+    floors = {f"t.py::test_{i}": 0.06 + 0.01 * i for i in range(7)}
+    text = noisy_baselines_text(floors, recorded=31, show=3)
+    assert text.startswith("noisy baselines: 7 of 31 recorded benchmark(s) varied")
+    assert "t.py::test_6 (+12.0%), t.py::test_5 (+11.0%), t.py::test_4 (+10.0%) and 4 more" in text
+    assert "re-record them on a quieter host" in text
 
 
 def test_round_plan_runs_everything_in_the_fixed_rounds_then_only_the_undecided() -> None:
