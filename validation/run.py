@@ -122,7 +122,10 @@ class Harness:
                 ),
                 "n": [len(run) for run in r["runs"]],
             }
-        return {"rc": rc, "wall": wall, "verdicts": verdicts}
+        got: dict[str, Any] = {"rc": rc, "wall": wall, "verdicts": verdicts}
+        if update:  # the summary line naming baselines recorded too noisy, if any
+            got["noisy"] = [ln for ln in text.splitlines() if ln.startswith("noisy baselines:")]
+        return got
 
     def bench(self, tag: str, knobs: dict[str, float], *, save: bool = False) -> dict[str, Any]:
         out = self.work / f"bench-{tag}.json"
@@ -765,6 +768,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"work directory {work}; recording baselines")
     rec = h.ours("record", {}, update=True)
     log(f"burnperf baselines recorded in {rec['wall']:.0f} s (exit {rec['rc']})")
+    for line in rec["noisy"]:
+        log(line)
     base_bench = h.bench("record", {}, save=True)
     log(f"pytest-benchmark run saved in {base_bench['wall']:.0f} s")
     asv_run = start_asv(work) if args.asv else None
