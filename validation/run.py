@@ -454,8 +454,7 @@ def report(
         "the benchmarks still undecided, the extra rounds forked from one round server "
         "(`--perf-round-start auto`); "
         "1 thread, alpha 0.01 family-wise over the session, 5% threshold, disturbed rounds "
-        "set aside); baselines recorded once with the same settings and `--update-baselines` "
-        "(its adaptive rounds up to twice as many for benchmarks still too noisy)."
+        "set aside); baselines recorded once with the same settings and `--update-baselines`."
     )
     if a["asv"] is not None:
         L.append(

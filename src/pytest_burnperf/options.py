@@ -27,11 +27,6 @@ WITHOUT_PERF = (
 #: and judged against many times, and three processes show its between-process spread.
 DEFAULT_UPDATE_ROUNDS = 3
 
-#: With --update-baselines, the adaptive rounds go up to this many times --perf-max-rounds: a
-#: baseline is recorded once and its between-process noise sets the floor of every comparison
-#: against it, so a noisy one is worth more rounds than one comparison is.
-RECORD_ROUNDS_FACTOR = 2
-
 
 def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]:
     def parse(value: str) -> T:
@@ -178,9 +173,9 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         _spec.parse_rounds,
         "adaptive rounds: after --perf-rounds, more fresh processes run only the benchmarks "
         "still undecided (comparing: the change may still exceed the threshold; recording: the "
-        "runs are too noisy for a threshold-sized slowdown to show, up to twice this many), up "
-        "to this many rounds in all (the project's CI setting: --perf-rounds 3 "
-        "--perf-max-rounds 8). Default: --perf-rounds, no adaptive rounds",
+        "runs are too noisy for a threshold-sized slowdown to show), up to this many rounds in "
+        "all (the project's CI setting: --perf-rounds 3 --perf-max-rounds 8). Default: "
+        "--perf-rounds, no adaptive rounds",
     ),
     (
         "--perf-round-start",

@@ -21,7 +21,6 @@ from .fixture import Perf, SmokePerf, make_perf
 from .options import (
     DEFAULT_UPDATE_ROUNDS,
     DEFAULTS,
-    RECORD_ROUNDS_FACTOR,
     VALUE_OPTIONS,
     WITHOUT_PERF,
     add_options,
@@ -311,8 +310,6 @@ def _rounds(
             f"--perf-max-rounds {most} is below --perf-rounds {rounds}: the adaptive rounds come "
             "after the fixed ones, so it must be at least as large"
         )
-    if update:  # a baseline's noise sets the floor of every later comparison against it
-        return rounds, most * RECORD_ROUNDS_FACTOR
     return rounds, most
 
 
@@ -701,15 +698,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
         f"burnperf: baselines {rel(state.store.dir, state.rootpath)}, "
         f"{rounds_text(state.rounds, state.max_rounds)}, size {state.size}",
-        *(
-            [
-                f"burnperf: recording: up to {RECORD_ROUNDS_FACTOR}x --perf-max-rounds for "
-                "benchmarks whose rounds are still too noisy (a baseline's noise sets the floor "
-                "of every comparison against it)"
-            ]
-            if state.update and state.max_rounds > state.rounds
-            else []
-        ),
     ]
 
 

@@ -334,7 +334,8 @@ def noisy_baselines_text(floors: Mapping[str, float], recorded: int, show: int =
         f"noisy baselines: {len(floors)} of {recorded} recorded benchmark(s) varied so much "
         "between their process rounds that a comparison with as many rounds will see only "
         f"slowdowns above its floor: {names}; re-record them on a quieter host "
-        "(-k NAME --update-baselines), or with more rounds (--perf-max-rounds)"
+        "(-k NAME --update-baselines), or compare in one session (--perf-against), which "
+        "cancels what the host does between runs"
     )
 
 
