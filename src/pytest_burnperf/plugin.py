@@ -729,6 +729,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if state.enabled:
+        # Imported before any signal is turned into an interrupt: these modules define
+        # dataclasses, whose generated __init__ has no line numbers, and a Ctrl-C or SIGTERM
+        # landing in it while a test imported them lazily crashed pytest's own traceback printer
+        # (a traceback instead of "interrupted").
+        from . import assess, hoststate, jsonfile, results, timing  # noqa: F401
+        from .devices import base  # noqa: F401
         from .interrupts import sigterm_as_interrupt
 
         state.restore_sigterm = sigterm_as_interrupt()
