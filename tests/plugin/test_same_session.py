@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,8 +127,10 @@ def test_a_30_percent_slower_commit_fails_with_both_medians(
     )
     result.assert_outcomes(failed=1)
     line = next(ln for ln in result.outlines if ln.startswith("test_spin[numpy-cpu-f64]: docs "))
-    # both versions' medians, the change and its interval: 300 us -> 390 us
-    assert " -> current " in line and "us" in line and "exceeds 5% threshold" in line
+    # both versions' medians, the change and its interval: 300 us -> 390 us; what it exceeds is
+    # the threshold, or the noise floor where the host made the rounds scatter more than that
+    assert " -> current " in line and "us" in line
+    assert re.search(r"exceeds (5% threshold|\d+\.\d+% noise floor)", line), line
     doc = json.loads((repo / "out.json").read_text())
     res = doc["results"][0]
     assert res["verdict"]["status"] == "regressed"
