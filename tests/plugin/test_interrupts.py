@@ -86,3 +86,31 @@ def test_update_interrupted_at_random_moments(
             assert proc.returncode == 2, out
             assert "baselines NOT updated" in out, out
     assert seen  # (which outcomes occur depends on timing; each is checked above)
+
+
+# reports, when the first test starts, which of the verdict's modules were already imported
+FIRST_TEST_SEES = """
+import sys
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    names = ("assess", "compare", "results", "timing", "hoststate", "jsonfile", "devices.base")
+    missing = [n for n in names if "pytest_burnperf." + n not in sys.modules]
+    print("not yet imported:", missing or "none")
+"""
+
+
+def test_the_verdict_modules_are_imported_before_any_test_runs(
+    pytester: pytest.Pytester,
+) -> None:
+    """A signal landing in a dataclass's generated __init__ (no line numbers) while a test first
+    imports a verdict module crashed pytest's traceback printer; they are imported at session
+    start, so a perf run's tests never create those classes."""
+    pytester.makepyfile(test_a=LOOP_MODULE)
+    pytester.makeconftest(FIRST_TEST_SEES)
+    result = pytester.runpytest_subprocess("--perf", "-s", "-k", "steady", *FAST)
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*not yet imported: none*"])
