@@ -12,9 +12,10 @@ the share of time a task waited for a CPU (``/proc/pressure/cpu``).
 
 Printed per workload: the sd of the log block times (block to block, inside one process), the
 lag-1 autocorrelation of those (slow drift against fast jitter), the sd of the process medians
-(between processes) and the mean correlation with the other workloads' blocks of the same cycle
-(one cause slowing everything at once). Guest counters over the whole run are printed beside
-them. Run it with nothing else of yours running:
+(between processes), the mean correlation with the other workloads' blocks of the same cycle
+(one cause slowing everything at once), and the share of blocks at least 1.3x the process's
+fastest tenth (slow spells: the host's speed has two levels, not a bell curve). Guest counters
+over the whole run are printed beside them. Run it with nothing else of yours running:
 
     python validation/host_timeline.py --processes 4 --cycles 60 --out docs/host-timeline.json
 
@@ -114,6 +115,10 @@ print(json.dumps({"blocks": blocks, "host": host}))
 """
 
 
+#: A block this many times the process's 10th-percentile block ran in a slow spell of the host.
+SLOW = 1.3
+
+
 def run_child(cycles: int, block_ms: float) -> dict[str, Any]:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     done = subprocess.run(
@@ -148,13 +153,15 @@ def summarise(processes: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     names = list(processes[0]["blocks"])
     out: dict[str, dict[str, float]] = {}
     for name in names:
-        within, lag1, meds, corr = [], [], [], []
+        within, lag1, meds, corr, slow = [], [], [], [], []
         for proc in processes:
             blocks: dict[str, list[float]] = proc["blocks"]
             logs = [math.log(x) for x in blocks[name]]
             within.append(_sd(logs))
             lag1.append(_corr(logs[:-1], logs[1:]))
             meds.append(math.log(statistics.median(blocks[name])))
+            fast = statistics.quantiles(blocks[name], n=10)[0]
+            slow.append(sum(x >= SLOW * fast for x in blocks[name]) / len(blocks[name]))
             others = [_corr(logs, [math.log(x) for x in blocks[o]]) for o in names if o != name]
             corr.append(statistics.fmean(others))
         out[name] = {
@@ -162,6 +169,7 @@ def summarise(processes: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
             "lag1": statistics.median(lag1),
             "between_sd": _sd(meds),
             "corr_others": statistics.median(corr),
+            "slow_share": statistics.fmean(slow),
         }
     return out
 
@@ -182,13 +190,15 @@ def print_tables(doc: dict[str, Any]) -> None:
     table = summarise(doc["processes"])
     print(
         "| workload | block to block, inside a process | lag-1 autocorrelation | "
-        "between processes | correlation with the other workloads |"
+        f"between processes | correlation with the other workloads | blocks >= {SLOW:g}x the "
+        "process's fastest tenth |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name, row in table.items():
         print(
             f"| {name} | {100 * row['within_sd']:.1f}% | {row['lag1']:+.2f} | "
-            f"{100 * row['between_sd']:.1f}% | {row['corr_others']:+.2f} |"
+            f"{100 * row['between_sd']:.1f}% | {row['corr_others']:+.2f} | "
+            f"{100 * row['slow_share']:.0f}% |"
         )
     h = host_summary(doc["processes"])
     psi = "n/a" if h["psi_share_mean"] is None else f"{100 * h['psi_share_mean']:.2f}%"

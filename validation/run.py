@@ -149,7 +149,13 @@ class Harness:
         return {"rc": rc, "wall": wall, "stats": stats}
 
 
-def rejudge(work: Path, sessions: list[dict[str, Any]]) -> None:
+def fastest_share(runs: list[list[float]], share: float) -> list[list[float]]:
+    """Each round cut to its fastest ``share`` of samples (at least one): what a gate that
+    judged each round by a low quantile instead of its median would see (``--rejudge-fastest``)."""
+    return [sorted(r)[: max(1, round(len(r) * share))] for r in runs if len(r)]
+
+
+def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = None) -> None:
     """Judge every session's saved samples again with this checkout's decision rule.
 
     Sampling inside a round does not depend on the rule (adaptive sampling looks at precision
@@ -177,7 +183,10 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> None:
     for f in machine_dir.rglob("*.json"):
         module = f.relative_to(machine_dir).with_suffix(".py").as_posix()
         for name, entry in json.loads(f.read_text())["benchmarks"].items():
-            raw_base[f"{module}::{name}"] = entry["runs"]
+            runs = entry["runs"]
+            raw_base[f"{module}::{name}"] = (
+                runs if fastest is None else fastest_share(runs, fastest)
+            )
     record_comparisons = len(raw_base)
     base = {
         key: replay(
@@ -196,7 +205,8 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> None:
         for r in doc["results"]:
             key = f"{r['module']}::{r['name']}"
             b = base[key]
-            runs = replay(r["runs"], lambda c, b=b, policy=policy: needs_more_rounds(b, c, policy))
+            measured = r["runs"] if fastest is None else fastest_share(r["runs"], fastest)
+            runs = replay(measured, lambda c, b=b, policy=policy: needs_more_rounds(b, c, policy))
             v = judge(b, runs, policy)
             s["ours"]["verdicts"][key].update(
                 status=v.status,
@@ -481,6 +491,13 @@ def report(
             "- burnperf's verdicts below were judged again from the raw samples of that run "
             "with this checkout's decision rule (`--from-json ... --rejudge WORKDIR`); sampling "
             "does not depend on the rule, so no measurement was repeated."
+            + (
+                f" Each round of both sides was first cut to its fastest {100 * args.rejudge_fastest:g}% "
+                "of samples (`--rejudge-fastest`): a gate on a low quantile of each round, not "
+                "its median."
+                if getattr(args, "rejudge_fastest", None) is not None
+                else ""
+            )
         )
     L.append("")
     L.append("## A/A: unchanged code")
@@ -738,6 +755,14 @@ def main(argv: list[str] | None = None) -> int:
         "checkout's decision rule",
     )
     ap.add_argument(
+        "--rejudge-fastest",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="with --rejudge: cut every round of both sides to its fastest SHARE of samples "
+        "(0 < SHARE <= 1) before judging",
+    )
+    ap.add_argument(
         "--from-json",
         type=Path,
         default=None,
@@ -748,8 +773,12 @@ def main(argv: list[str] | None = None) -> int:
         raw = json.loads(args.from_json.read_text())
         h = Harness(Path("."))
         h.sessions, h.timing = raw["sessions"], raw["timing"]
+        if args.rejudge_fastest is not None and not 0.0 < args.rejudge_fastest <= 1.0:
+            ap.error(f"--rejudge-fastest must be in (0, 1], got {args.rejudge_fastest}")
+        if args.rejudge_fastest is not None and args.rejudge is None:
+            ap.error("--rejudge-fastest needs --rejudge WORKDIR")
         if args.rejudge is not None:
-            rejudge(args.rejudge, h.sessions)
+            rejudge(args.rejudge, h.sessions, args.rejudge_fastest)
         text = report(h, analyse(h, raw["baseline_bench"]), args, raw["started"], raw["machine"])
         print(text)
         if args.out:
