@@ -7,10 +7,13 @@ Order of the questions:
    compared (``comparability.legacy_reason``).
 2. May it be compared at all (``comparability.blocker``: hardware class, dispatch, clock, flush)?
 3. The statistics (``compare.judge``): Mann-Whitney, Hodges-Lehmann, the noise floor with its prior.
-4. Could the host explain the outcome? A round measured on a disturbed host (``hoststate``), or a
-   host that runs the reference probe slower or faster than the baseline's host (``probe``), turns
-   a verdict it could explain into ``inconclusive`` with the reason: never a failure blamed on the
-   code, never a silent pass through a floor the busy host raised.
+4. Could the host explain the outcome? Rounds measured on a disturbed host (``hoststate``) are
+   left out of the verdict when at least ``MIN_CLEAN_ROUNDS`` clean rounds remain: the host
+   monitor, not the timings, chose them, so leaving them out removes no difference between the
+   sides. With fewer clean rounds, or a host that runs the reference probe slower or faster than
+   the baseline's host (``probe``), a verdict the host could explain becomes ``inconclusive``
+   with the reason: never a failure blamed on the code, never a silent pass through a floor the
+   busy host raised.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from .compare import (
 )
 from .hoststate import Window
 
+#: Clean rounds a benchmark needs before its busy-host rounds are left out of the verdict.
+MIN_CLEAN_ROUNDS = 3
+
 
 @dataclass(frozen=True)
 class HostEvidence:
@@ -44,6 +50,13 @@ class HostEvidence:
     #: This run's reference probe of the device, and the baseline's.
     probe: Mapping[str, Any] | None = None
     baseline_probe: Mapping[str, Any] | None = None
+
+    def busy_rounds(self, rounds: int) -> dict[int, str]:
+        """``{round index: why}`` of this run's rounds measured on a disturbed host, when the
+        windows are one per round (``rounds`` of them); empty otherwise."""
+        if len(self.windows) != rounds:
+            return {}
+        return {i: why for i, w in enumerate(self.windows) if (why := w.disturbed())}
 
     def disturbed(self) -> str | None:
         """Why this run's host was not quiet in some round, or None."""
@@ -144,13 +157,26 @@ def assess(
         why, notes = blocker(baseline, fingerprint, timer, l2_flush)
         if why is not None:
             return not_comparable(pooled, [v for r in baseline_runs(baseline) for v in r], why)
-        verdict = judge(baseline_runs(baseline), [list(r) for r in runs], policy)
+        kept = [list(r) for r in runs]
+        left_out = {} if host is None else host.busy_rounds(len(runs))
+        if left_out and len(runs) - len(left_out) >= MIN_CLEAN_ROUNDS:
+            kept = [list(r) for i, r in enumerate(runs) if i not in left_out]
+            first = left_out[min(left_out)]
+            rounds = ", ".join(str(i + 1) for i in sorted(left_out))
+            notes = (
+                *notes,
+                f"round(s) {rounds} of {len(runs)} left out of the verdict: host busy ({first})",
+            )
+        else:
+            left_out = {}
+        verdict = judge(baseline_runs(baseline), kept, policy)
         verdict = replace(verdict, notes=(*notes, *verdict.notes))
     else:
+        left_out = {}
         verdict = judge(None, [list(r) for r in runs], policy)
     if host is None or baseline is None:
         return verdict
-    busy = host.disturbed()
+    busy = None if left_out else host.disturbed()
     if busy is not None:
         verdict = explain_by_host(verdict, busy, policy)
     old_busy = host.baseline_disturbed()

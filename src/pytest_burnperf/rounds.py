@@ -386,6 +386,22 @@ def round_judge(
             return False
         if entry is None:
             return False
-        return needs_more_rounds(baseline_runs(entry), runs, policy)
+        return needs_more_rounds(baseline_runs(entry), clean_runs(state, nodeid, runs), policy)
 
     return more
+
+
+def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[list[float]]:
+    """``runs`` (the other processes' rounds so far) without those the host monitor saw
+    disturbed: the verdict leaves them out where enough clean rounds remain (assess.py), so a
+    busy round does not count towards deciding, and another is run in its place."""
+    from .fixture import TRUST_HOST
+    from .hoststate import Window
+
+    if os.environ.get(TRUST_HOST) == "1":
+        return runs
+    recorded = state.worker_host.get(nodeid, [])
+    if len(recorded) != len(runs):
+        return runs
+    windows = [Window.from_dict(d) for d in recorded]
+    return [r for r, w in zip(runs, windows, strict=True) if w is None or not w.disturbed()]

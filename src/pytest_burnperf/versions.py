@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .assess import MIN_CLEAN_ROUNDS
 from .environments import CURRENT, Env
 
 #: Environment variable a round's process reads: the overlay directory its project must come
@@ -27,8 +28,6 @@ OVERLAY_ENV = "BURNPERF_OVERLAY"
 #: Options of the parent run that its round processes must not get.
 PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
 PARENT_FLAGS = ("--update-baselines", "--perf-strict")
-#: Clean rounds a benchmark needs before its busy-host rounds are left out of the verdict.
-MIN_CLEAN_ROUNDS = 3
 
 
 @dataclass(frozen=True)

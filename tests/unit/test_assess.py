@@ -66,6 +66,48 @@ def test_a_busy_round_turns_a_regression_into_inconclusive_with_the_reason() -> 
     assert "may be the host's, not the code's" in v.reason
 
 
+def _judge_rounds(current: list[list[float]], windows: tuple[Window, ...]) -> Verdict:
+    return assess(
+        entry(k=6),
+        current,
+        fingerprint=FP,
+        timer="host",
+        l2_flush=False,
+        policy=Policy(),
+        host=HostEvidence(windows=windows),
+    )
+
+
+def test_busy_rounds_are_left_out_where_enough_clean_rounds_remain() -> None:
+    # the clean rounds alone show the slowdown: the host cannot explain it, the test fails
+    v = _judge_rounds(runs(1.3, 6), (QUIET, QUIET, BUSY, QUIET, QUIET, QUIET))
+    assert v.status == REGRESSED
+    assert v.runs_current == 5
+    assert any(
+        n.startswith("round(s) 3 of 6 left out of the verdict: host busy (other processes used")
+        for n in v.notes
+    )
+    # a slow round the host monitor saw busy no longer decides an unchanged benchmark
+    slow_busy = runs(1.0, 6)
+    slow_busy[1] = [3.0 * x for x in slow_busy[1]]
+    v = _judge_rounds(slow_busy, (QUIET, BUSY, QUIET, QUIET, QUIET, QUIET))
+    assert v.status == UNCHANGED and v.runs_current == 5
+    assert any("round(s) 2 of 6 left out" in n for n in v.notes)
+
+
+def test_busy_rounds_stay_in_and_explain_where_too_few_clean_rounds_remain() -> None:
+    v = _judge_rounds(runs(1.3, 4), (QUIET, BUSY, BUSY, QUIET))
+    assert v.status == INCONCLUSIVE and v.runs_current == 4
+    assert v.reason.startswith("host busy in round(s) 2, 3 of 4")
+    assert not any("left out" in n for n in v.notes)
+
+
+def test_busy_rounds_stay_in_when_windows_and_rounds_do_not_match() -> None:
+    # a window lost from a round file: which round was busy is not known
+    v = _judge_rounds(runs(1.3, 6), (QUIET, BUSY, QUIET, QUIET, QUIET))
+    assert v.status == INCONCLUSIVE and v.runs_current == 6
+
+
 def test_a_busy_host_never_passes_silently_through_a_raised_floor() -> None:
     raised = Verdict(UNCHANGED, 1.0, 1.0, ratio=1.02, effect=4.0, min_detectable=5.0)
     v = explain_by_host(raised, "host busy while it ran: x", Policy())
