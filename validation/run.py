@@ -163,40 +163,53 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
     first round count (from the initial 3) at which this checkout's rule would have stopped
     (``needs_more_rounds``, recording for the baseline). A rule that would have run more rounds
     than the measured run took cannot be replayed: it gets the rounds there are.
+
+    Each verdict is assembled as the plugin assembles it (``assess.assess``), with the host
+    evidence the rounds recorded (host windows, reference probes; the baseline's too), so that
+    replaying a run with the rule it ran under gives its verdicts back.
     """
     sys.path.insert(0, str(REPO / "src"))
-    from pytest_burnperf.compare import Policy, judge, needs_more_rounds
+    from pytest_burnperf.assess import HostEvidence, assess
+    from pytest_burnperf.compare import Policy, needs_more_rounds
+    from pytest_burnperf.hoststate import Window
 
     first = int(OURS_CI[OURS_CI.index("--perf-rounds") + 1])
 
-    def replay(runs: list[list[float]], more: Any) -> list[list[float]]:
+    def replay(runs: list[Any], more: Any, *along: list[Any]) -> list[list[Any]]:
         # the measuring process's round is the last; the rounds before it ran in other
-        # processes, and whether another was run was decided on those alone (rounds.py)
+        # processes, and whether another was run was decided on those alone (rounds.py);
+        # ``along``: per-round lists cut the same way (host windows) where they line up
         for n in range(first - 1, len(runs) - 1):
             if not more(runs[:n]):
-                return [*runs[:n], runs[-1]]
-        return runs
+                return [[*x[:n], x[-1]] if len(x) == len(runs) else x for x in (runs, *along)]
+        return [runs, *along]
+
+    def windows(docs: Any) -> tuple[Window, ...]:
+        return tuple(w for d in docs or () if (w := Window.from_dict(d)) is not None)
 
     raw_base: dict[str, list[list[float]]] = {}
+    entries: dict[str, dict[str, Any]] = {}
     # the machine's directory (the store also keeps a .gitignore and its lock file there)
     (machine_dir,) = [d for d in (work / "baselines").iterdir() if d.is_dir()]
     for f in machine_dir.rglob("*.json"):
         module = f.relative_to(machine_dir).with_suffix(".py").as_posix()
         for name, entry in json.loads(f.read_text())["benchmarks"].items():
             runs = entry["runs"]
+            entries[f"{module}::{name}"] = entry
             raw_base[f"{module}::{name}"] = (
                 runs if fastest is None else fastest_share(runs, fastest)
             )
     record_comparisons = len(raw_base)
-    base = {
-        key: replay(
+    base = {}
+    for key, runs in raw_base.items():
+        kept, host = replay(
             runs,
             lambda r: needs_more_rounds(
                 None, r, Policy(0.01, 0.05, record_comparisons), recording=True
             ),
+            list(entries[key].get("host") or []),
         )
-        for key, runs in raw_base.items()
-    }
+        base[key] = {**entries[key], "runs": kept, "host": host}
     for s in sessions:
         tag = f"{s['kind']}{s['i']}"
         doc = json.loads((work / f"ours-{tag}.json").read_text())
@@ -206,8 +219,25 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
             key = f"{r['module']}::{r['name']}"
             b = base[key]
             measured = r["runs"] if fastest is None else fastest_share(r["runs"], fastest)
-            runs = replay(measured, lambda c, b=b, policy=policy: needs_more_rounds(b, c, policy))
-            v = judge(b, runs, policy)
+            runs, host = replay(
+                measured,
+                lambda c, b=b["runs"], policy=policy: needs_more_rounds(b, c, policy),
+                list(r.get("host") or []),
+            )
+            v = assess(
+                b,
+                runs,
+                fingerprint=r["device"],
+                timer=r["timer"],
+                l2_flush=bool(r.get("l2_flush")),
+                policy=policy,
+                host=HostEvidence(
+                    windows=windows(host),
+                    baseline_windows=windows(b.get("host")),
+                    probe=r.get("host_probe"),
+                    baseline_probe=b.get("host_probe"),
+                ),
+            )
             s["ours"]["verdicts"][key].update(
                 status=v.status,
                 ratio=v.ratio,
