@@ -14,8 +14,9 @@ Per sample, the timing loop also keeps the process's CPU time over the sample's 
 (``Sample.cpu_share``): a single-threaded CPU benchmark that got less than 90% of a CPU during a
 sample was descheduled, and that sample is flagged.
 
-:func:`Window.disturbed` turns these into one reason (or None); ``assess.py`` makes the verdicts
-such a host could explain ``inconclusive`` instead of failing the code or passing silently.
+:func:`Window.disturbed` turns these into one reason (or None); ``assess.py`` leaves the rounds
+it names out of a verdict where enough clean rounds remain, and otherwise makes the verdicts such
+a host could explain ``inconclusive`` instead of failing the code or passing silently.
 """
 
 from __future__ import annotations
