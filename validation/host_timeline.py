@@ -219,7 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--analyse", type=Path, default=None, help="print the tables of a saved run")
     args = ap.parse_args(argv)
     if args.analyse is not None:
-        print_tables(json.loads(args.analyse.read_text()))
+        try:
+            saved = json.loads(args.analyse.read_text())
+            ok = isinstance(saved, dict) and isinstance(saved.get("processes"), list)
+        except (OSError, ValueError) as exc:
+            ap.error(f"--analyse {args.analyse}: cannot read it ({exc})")
+        if not ok or not saved["processes"]:
+            ap.error(f"--analyse {args.analyse}: not a saved run of this script (no 'processes')")
+        print_tables(saved)
         return 0
     for name, value in (("--processes", args.processes), ("--cycles", args.cycles)):
         if value < 2:
