@@ -54,6 +54,9 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "-rs",
     ]
     env = dict(os.environ, BURNPERF_CACHE_DIR=str(tmp / "cache"))
+    # a plain run, also in CI (where --perf would default to --perf-against auto)
+    for name in ("CI", "GITHUB_BASE_REF", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME"):
+        env.pop(name, None)
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     doc = json.loads((tmp / "results.json").read_text()) if (tmp / "results.json").exists() else {}
     return {"proc": proc, "doc": doc}

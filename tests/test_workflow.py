@@ -60,3 +60,11 @@ def test_results_uploaded_and_summary_written(flow: dict[Any, Any]) -> None:
     assert any(u.startswith("actions/upload-artifact") for u in uses)
     assert "GITHUB_STEP_SUMMARY" in _runs(flow)
     assert sum(u.startswith("actions/github-script") for u in uses) == 2  # started, then summary
+
+
+def test_it_judges_against_the_base_of_the_change(flow: dict[Any, Any]) -> None:
+    """--perf-against auto needs the history and the tags (a shallow clone has neither)."""
+    steps = flow["jobs"]["perf"]["steps"]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0
+    assert "args=(--perf-against auto)" in _runs(flow)

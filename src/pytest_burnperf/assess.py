@@ -78,6 +78,13 @@ class HostEvidence:
         return _probe.host_ratio(self.baseline_probe, self.probe)
 
 
+def busy_round_costs_another(rounds: int, clean: int) -> bool:
+    """Whether the adaptive rounds should buy another round because the host disturbed some of
+    ``rounds``: a verdict leaves busy rounds out only where ``MIN_CLEAN_ROUNDS`` clean ones
+    remain, so until then a busy round costs a round rather than the verdict."""
+    return clean < rounds and clean < MIN_CLEAN_ROUNDS
+
+
 def baseline_runs(entry: Mapping[str, Any]) -> list[list[float]]:
     runs = entry.get("runs") or [entry["samples"]]
     return [list(r) for r in runs]

@@ -341,7 +341,13 @@ def _build(
             _export(ref, repo, what, Path(source), log, run)
             _check_installable(ref, Path(source), f"the tree at {what[:12]}")
         cmd = [*_installer(python), "--no-deps", "--target", str(tmp / "site"), source]
-        done = run(cmd, cwd=str(tmp))
+        extra: dict[str, str] = {}
+        if kind == "git":
+            assert repo is not None
+            # an exported tree has no .git: projects versioned by setuptools-scm or hatch-vcs
+            # (most) get the version from here instead
+            extra = {"SETUPTOOLS_SCM_PRETEND_VERSION": _scm_version(repo, what, run)}
+        done = run(cmd, cwd=str(tmp), **({"env": {**os.environ, **extra}} if extra else {}))
         if done.returncode != 0:
             _fail(ref, "installing it", cmd, done, log)
         version = _installed_version(tmp / "site", ref if kind == "release" else None)
@@ -360,6 +366,20 @@ def _build(
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+_VERSION_TAG = re.compile(r"^v?([0-9]+(?:\.[0-9]+)*(?:(?:a|b|rc|\.post|\.dev)[0-9]+)?)$")
+
+
+def _scm_version(repo: Path, commit: str, run: Runner) -> str:
+    """A version for an exported commit: its release tag where it has one (``v1.2.3`` ->
+    ``1.2.3``), else ``0+g<hash>``."""
+    done = run(["git", "-C", str(repo), "tag", "--points-at", commit])
+    for tag in (done.stdout or "").split() if done.returncode == 0 else []:
+        m = _VERSION_TAG.match(tag)
+        if m:
+            return m.group(1)
+    return f"0+g{commit[:12]}"
 
 
 def _export(ref: str, repo: Path, commit: str, dest: Path, log: Path, run: Runner) -> None:

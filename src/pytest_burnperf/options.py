@@ -223,6 +223,23 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         f"one table per {', '.join(_spec.GROUP_KEYS)}. Default: one table",
     ),
     (
+        "--perf-min-judged",
+        "perf_min_judged",
+        _spec.parse_share,
+        "fail the run when fewer than this share of its benchmarks got a verdict (regressed, "
+        "unchanged or improved) rather than no-baseline, incomparable or inconclusive: a "
+        "benchmark that was not judged is a miss, not a pass. A fraction (0.9) or a percentage "
+        "(90%%). Default: 0.9 where $CI is set, else 0 (the share is shown, not enforced)",
+    ),
+    (
+        "--perf-base",
+        "perf_base",
+        _spec.parse_git_ref,
+        "the git revision --perf-against auto compares with off a pull request, where this "
+        "hardware class has no baselines (a branch, a tag). Default: the last release tag "
+        "before HEAD",
+    ),
+    (
         "--perf-json-format",
         "perf_json_format",
         _spec.parse_json_format,
@@ -313,8 +330,11 @@ def add_options(parser: pytest.Parser) -> None:
         help="same-session comparison: measure every selected benchmark here and in REF, in "
         "alternating fresh processes on this machine, and fail the benchmarks that got slower "
         "than in REF (no baseline file is read or written). REF: a git revision of this "
-        "repository, name==version (a release), local=PATH (a source tree) or a Python "
-        "interpreter. Rounds: --perf-rounds (default 3) and --perf-max-rounds",
+        "repository, name==version (a release), local=PATH (a source tree), a Python "
+        "interpreter, or 'auto': the stored baselines where this hardware class has them, else "
+        "the base of the change (the merge base of a pull request, else --perf-base, else the "
+        "last release tag). Rounds: --perf-rounds (default 3) and --perf-max-rounds. Default: "
+        "auto where $CI is set, else the stored baselines",
     )
     group.addoption(
         "--perf-versions",
@@ -380,7 +400,14 @@ def add_options(parser: pytest.Parser) -> None:
 
 #: ini keys whose values are numbers: in pytest 9's native TOML configuration (``[tool.pytest]``)
 #: they may be written as TOML numbers (``perf_alpha = 0.05``) as well as strings (``"5%"``).
-_FLOAT_INI = ("perf_alpha", "perf_threshold", "perf_warmup", "perf_min_time", "perf_max_time")
+_FLOAT_INI = (
+    "perf_alpha",
+    "perf_threshold",
+    "perf_warmup",
+    "perf_min_time",
+    "perf_max_time",
+    "perf_min_judged",
+)
 
 
 _INT_INI = ("perf_samples", "perf_max_samples", "perf_rounds", "perf_max_rounds", "perf_threads")

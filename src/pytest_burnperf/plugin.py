@@ -18,6 +18,7 @@ import pytest
 
 from . import spec as _spec
 from .fixture import Perf, SmokePerf, make_perf
+from .judged import default_min_share
 from .options import (
     DEFAULT_UPDATE_ROUNDS,
     DEFAULTS,
@@ -34,6 +35,11 @@ from .spec import SpecError
 
 if TYPE_CHECKING:
     from .versions import Plan
+
+if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
+    from .overlay import install as _install_overlay
+
+    _install_overlay()  # before anything imports the project (overlay.py)
 
 T = TypeVar("T")
 
@@ -134,13 +140,36 @@ def pytest_configure(config: pytest.Config) -> None:
     store_value = config.getoption("perf_store") or config.getini("perf_store") or None
     if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
         update, json_path, markdown_path, store_value = False, None, None, None
-    plan = None if worker_out else _plan(config, enabled=enabled, update=update)
-    rounds, max_rounds = _rounds(
-        pick, update=update, worker=bool(worker_out), same_session=plan is not None
-    )
     baselines_root = (
         baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
     )
+    size = pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE)
+    choice = None
+    if worker_out:
+        plan = None
+    else:
+        against = _against(config, enabled=enabled, update=update)
+        if against == "auto":
+            from .reference import choose, has_baselines
+
+            group = machine_id or ""
+            if size != _spec.DEFAULT_SIZE:
+                group = f"{group}-{size}"
+            choice = choose(
+                stored=has_baselines(baselines_root / group),
+                machine=group,
+                repo=config.rootpath,
+                base=pick("perf_base"),
+            )
+            against = choice.ref
+        plan = _plan(config, against, enabled=enabled, update=update)
+    rounds, max_rounds = _rounds(
+        pick, update=update, worker=bool(worker_out), same_session=plan is not None
+    )
+    if choice is not None and plan is not None and pick("perf_max_rounds") is None:
+        # what CI needs: the undecided benchmarks, and those whose rounds the host disturbed,
+        # get more interleaved rounds (the project's CI setting, 3 then up to 8)
+        max_rounds = max(max_rounds, AUTO_MAX_ROUNDS)
     if json_path and enabled:
         from .report import json_target_problem
 
@@ -190,7 +219,7 @@ def pytest_configure(config: pytest.Config) -> None:
         sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
         max_rounds=max_rounds,
         worker_only=_worker_only(config),
-        size=pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE),
+        size=size,
         smoke=smoke,
         strict=bool(
             config.getoption("perf_strict")
@@ -207,6 +236,12 @@ def pytest_configure(config: pytest.Config) -> None:
         environment=dict(project.environment),
         config_file=project.path,
         plan=plan,
+        reference=choice,
+        min_judged=0.0
+        if update or worker_out
+        else (
+            pick("perf_min_judged") if pick("perf_min_judged") is not None else default_min_share()
+        ),
     )
 
     def announce(line: str) -> None:
@@ -246,12 +281,45 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     return True
 
 
-def _plan(config: pytest.Config, *, enabled: bool, update: bool) -> Plan | None:
-    """The same-session comparison --perf-against / --perf-versions ask for, checked."""
+#: --perf-max-rounds of a same-session comparison that --perf-against auto chose, unless given.
+AUTO_MAX_ROUNDS = 8
+
+
+def _against(config: pytest.Config, *, enabled: bool, update: bool) -> str | None:
+    """--perf-against as given; ``auto`` where it is not given, $CI is set and the run compares
+    (a --perf run that records nothing and names no --perf-versions)."""
+    against: str | None = config.getoption("perf_against")
+    if (
+        against is None
+        and enabled
+        and not update
+        and not config.getoption("perf_versions")
+        and default_min_share() > 0  # $CI is set
+    ):
+        return "auto"
+    if against == "auto":
+        if not enabled:
+            raise pytest.UsageError(
+                "--perf-against compares measurements, so it needs --perf as well"
+            )
+        if config.getoption("perf_versions"):
+            raise pytest.UsageError("give --perf-against REF or --perf-versions A,B,..., not both")
+        if update:
+            raise pytest.UsageError(
+                "--perf-against auto compares with stored baselines or in this session, so it "
+                "does not go with --update-baselines; record baselines in a run of their own"
+            )
+    return against
+
+
+def _plan(
+    config: pytest.Config, against: str | None, *, enabled: bool, update: bool
+) -> Plan | None:
+    """The same-session comparison --perf-against / --perf-versions ask for, checked
+    (``against``: --perf-against, with ``auto`` already resolved to a revision or None)."""
     from .environments import CURRENT
     from .versions import Plan
 
-    against = config.getoption("perf_against")
     versions = config.getoption("perf_versions")
     reference = config.getoption("perf_reference")
     option = "--perf-against" if against else "--perf-versions"
@@ -694,11 +762,25 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     from .hardware import cpu_identity, describe
 
-    return [
+    lines = [
         f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
         f"burnperf: baselines {rel(state.store.dir, state.rootpath)}, "
         f"{rounds_text(state.rounds, state.max_rounds)}, size {state.size}",
     ]
+    if state.reference is not None:
+        lines.append(f"burnperf: {_reference_text(state)}")
+    return lines
+
+
+def _reference_text(state: PerfState) -> str:
+    """What --perf-against auto chose, and why (or why it found nothing)."""
+    choice = state.reference
+    assert choice is not None
+    if choice.problem:
+        return f"--perf-against auto found no reference: {choice.problem}"
+    if choice.baselines:
+        return f"--perf-against auto compares with {choice.why}"
+    return f"--perf-against auto compares in this session with {choice.why}"
 
 
 def _check_required(state: PerfState) -> None:
@@ -742,6 +824,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         session.config.pluginmanager.register(_Recorder(state), "burnperf-recorder")
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the coverage properties
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash[STATE]
     if not state.enabled:
@@ -781,6 +864,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             session.exitstatus = (
                 pytest.ExitCode.INTERRUPTED if state.interrupted else pytest.ExitCode.TESTS_FAILED
             )
+    _judge_coverage(session, state)
     ours = None
     if state.json_path is not None or state.markdown_path is not None or state.store_value:
         from .report import json_document
@@ -800,7 +884,17 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
                 if state.plan is not None
                 else rel(state.store.dir, state.rootpath),
                 "same_session": _same_session_json(state),
+                "reference": None
+                if state.reference is None
+                else {
+                    "chosen_by": "--perf-against auto",
+                    "ref": state.reference.ref,
+                    "baselines": state.reference.baselines,
+                    "why": state.reference.why,
+                    "problem": state.reference.problem,
+                },
             },
+            coverage=state.coverage_json,
         )
     if state.json_path is not None:
         if state.json_format == "pytest-benchmark":
@@ -836,6 +930,72 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         else:
             also = " and appended to $GITHUB_STEP_SUMMARY" if len(written) > 1 else ""
             state.messages.append(f"Markdown summary written to {state.markdown_path}{also}")
+
+
+def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
+    """How many benchmarks got a verdict (judged.py): kept for the summary and the documents;
+    below --perf-min-judged the run fails."""
+    from .judged import advice, coverage, shortfall
+
+    results = list(state.results.values())
+    cov = coverage((r.nodeid, r.verdict.status, r.verdict.reason) for r in results)
+    lines = advice(
+        cov,
+        same_session=state.plan is not None,
+        command=shlex.join(_rest_args(state.invocation)),
+        hardware_class=state.store.machine_id,
+    )
+    state.coverage = cov
+    state.coverage_advice = lines
+    state.coverage_json = cov.as_json(state.min_judged or None, lines)
+    if state.update or state.interrupted:
+        return
+    state.shortfall = shortfall(cov, state.min_judged)
+    if state.shortfall and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _junit_properties(session.config, state)
+
+
+def _junit_properties(config: pytest.Config, state: PerfState) -> None:
+    """The run's coverage as <testsuite> properties of --junitxml (each benchmark's own
+    verdict is already a property of its test case)."""
+    cov = state.coverage
+    if cov is None:
+        return
+    props: list[tuple[str, object]] = [
+        ("burnperf_judged", cov.judged + cov.failed),
+        ("burnperf_not_judged", cov.not_judged),
+        ("burnperf_total", cov.total),
+        ("burnperf_min_judged", state.min_judged),
+        *((f"burnperf_not_judged_{w.replace(' ', '_')}", len(n)) for w, n in cov.missed.items()),
+    ]
+    if state.shortfall:
+        props.append(("burnperf_failed", state.shortfall))
+    for plugin in config.pluginmanager.get_plugins():
+        add = getattr(plugin, "add_global_property", None)
+        if callable(add):  # junitxml's LogXML, registered only with --junitxml
+            for name, value in props:
+                add(name, value)
+
+
+#: Options of a run that the commands its summary suggests replace.
+_SUGGESTION_REPLACES = ("--perf", "--update-baselines", "--perf-against", "--perf-min-judged")
+
+
+def _rest_args(invocation: tuple[str, ...]) -> list[str]:
+    """The run's arguments without those a suggested command sets itself."""
+    out: list[str] = []
+    skip = False
+    for a in invocation:
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if name in _SUGGESTION_REPLACES:
+            skip = "=" not in a and name not in ("--perf", "--update-baselines")
+            continue
+        out.append(a)
+    return out
 
 
 def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> None:
@@ -931,7 +1091,8 @@ def _note_shadowed(worker_out: Path) -> None:
     import sys
 
     from .jsonfile import atomic_write_text, dumps
-    from .versions import OVERLAY_ENV, shadowed_modules
+    from .overlay import OVERLAY_ENV
+    from .versions import shadowed_modules
 
     overlay = os.environ.get(OVERLAY_ENV)
     if overlay:
@@ -981,6 +1142,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         comparisons=state.comparisons,
         same_session=_same_session_text(state),
     )
+    if state.reference is not None:
+        head.insert(2, _reference_text(state))
     for line in wrap(head, width):
         write_line(line)
     if results:
@@ -1000,6 +1163,12 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         if state.plan is not None and state.plan.option == "--perf-versions":
             _versions_tables(write_line, state, results)
     write_line(f"perf: {counts_line(results)}")
+    if state.coverage is not None and state.coverage.total and not state.update:
+        write_line(f"perf: {state.coverage.line()}")
+        for line in wrap([f"  {a}" for a in state.coverage_advice], width):
+            write_line(line)
+        if state.shortfall:
+            write_line(f"FAILED: {state.shortfall}")
     args = [a for a in state.invocation if a not in ("--perf", "--update-baselines")]
     record = shlex.join(["pytest", "--perf", "--update-baselines", *args])
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
@@ -1012,6 +1181,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         any(r.verdict.status == NO_BASELINE for r in results)
         and not state.update
         and state.plan is None
+        and not state.coverage_advice
     ):
         write_line("record baselines for this machine with: " + record)
     for message in state.messages:

@@ -362,8 +362,9 @@ def json_document(
     created: str,
     git: dict[str, Any],
     settings: dict[str, Any],
+    coverage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    doc: dict[str, Any] = {
         "schema": RESULTS_SCHEMA,
         "version": RESULTS_VERSION,
         "created": created,
@@ -372,6 +373,9 @@ def json_document(
         "settings": settings,
         "results": [r.as_json() for r in results],
     }
+    if coverage is not None:
+        doc["coverage"] = coverage
+    return doc
 
 
 def read_results(path: Path) -> dict[str, list[list[float]]]:

@@ -138,6 +138,7 @@ def render(doc: Mapping[str, Any]) -> str:
         f"{float(settings.get('alpha', 0.01)):g} over the run; {escape(doc.get('created', ''))}."
     )
     lines.append("")
+    lines += _coverage_lines(doc.get("coverage"), settings.get("reference"))
     by = {s: [r for r, st in zip(results, status, strict=True) if st == s] for s in counts}
     slow = by.get("regressed", []) + by.get("failed", [])
     if slow:
@@ -187,6 +188,33 @@ def render(doc: Mapping[str, Any]) -> str:
         )
         lines += ["", "</details>", ""]
     return "\n".join(lines)
+
+
+def _coverage_lines(cov: object, reference: object) -> list[str]:
+    """**Judged 10 of 12 (83%)**, what the rest lacked and what would judge them."""
+    lines: list[str] = []
+    if isinstance(reference, Mapping):
+        text = reference.get("problem") or reference.get("why")
+        lines += [f"Reference (`--perf-against auto`): {escape(text)}.", ""]
+    if not isinstance(cov, Mapping):
+        return lines
+    try:
+        judged, total = int(cov.get("judged", 0)), int(cov.get("total", 0))
+        share, minimum = float(cov.get("share", 1.0)), cov.get("min_share")
+    except (TypeError, ValueError):
+        return lines
+    mark = ""
+    if isinstance(minimum, (int, float)) and minimum > 0:
+        mark = " (below the minimum: run failed)" if share < minimum else ""
+        mark = f"; minimum {100 * float(minimum):.0f}%{mark}"
+    lines.append(f"**Judged {judged} of {total} benchmarks ({100 * share:.0f}%)**{escape(mark)}")
+    missed = cov.get("missed")
+    if isinstance(missed, Mapping) and missed:
+        lines.append("")
+        for text in cov.get("advice") or []:
+            lines.append(f"- {escape(text)}")
+    lines.append("")
+    return lines
 
 
 def target_problem(path: Path) -> str | None:

@@ -309,6 +309,7 @@ def _rounds_loop(
 def run_same_session(session: pytest.Session, state: PerfState, items: list[pytest.Item]) -> None:
     """Build (or find) the environments of --perf-against / --perf-versions, then measure every
     benchmark in each, interleaved (versions.run_env_rounds)."""
+    from .assess import busy_round_costs_another
     from .compare import Policy, needs_more_rounds
     from .environments import EnvError, resolve
     from .fixture import TRUST_HOST
@@ -343,6 +344,10 @@ def run_same_session(session: pytest.Session, state: PerfState, items: list[pyte
         if os.environ.get(TRUST_HOST) == "1":
             ref, cur = got.of(plan.reference, nodeid), got.of(plan.candidate, nodeid)
         else:  # a round on a busy host does not count, so another is run in its place
+            busy = got.busy_rounds((plan.reference, plan.candidate), nodeid)
+            pairs = min(len(got.of(plan.reference, nodeid)), len(got.of(plan.candidate, nodeid)))
+            if busy_round_costs_another(pairs, pairs - len(busy)):
+                return True  # too few clean pairs to leave the busy ones out: buy another
             ref, cur, _ = got.clean_pairs(plan.reference, plan.candidate, nodeid)
         return needs_more_rounds(ref, cur, policy)
 
@@ -364,7 +369,7 @@ def round_judge(
 ) -> Callable[[str, list[list[float]]], bool]:
     """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
     each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
-    from .assess import baseline_runs
+    from .assess import baseline_runs, busy_round_costs_another
     from .compare import Policy, needs_more_rounds
     from .fixture import module_and_key
     from .store import BaselineError
@@ -386,7 +391,10 @@ def round_judge(
             return False
         if entry is None:
             return False
-        return needs_more_rounds(baseline_runs(entry), clean_runs(state, nodeid, runs), policy)
+        clean = clean_runs(state, nodeid, runs)
+        if busy_round_costs_another(len(runs), len(clean)):
+            return True  # a busy round costs another round, not the verdict
+        return needs_more_rounds(baseline_runs(entry), clean, policy)
 
     return more
 

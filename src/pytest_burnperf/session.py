@@ -15,6 +15,8 @@ from .spec import PerfSpec, Settings
 
 if TYPE_CHECKING:
     from .devices import Entry, Registry
+    from .judged import Coverage
+    from .reference import Choice
     from .results import Result
     from .roofline import PeakCache, Peaks
     from .store import BaselineStore
@@ -130,6 +132,16 @@ class PerfState:
     store_value: str | None = None
     #: The run stopped with a usage error after the session began: no summary.
     aborted: bool = False
+    #: --perf-against auto: what it chose and why (reference.Choice), for the header and JSON.
+    reference: Choice | None = None
+    #: --perf-min-judged: the share of benchmarks that must get a verdict (0: shown only).
+    min_judged: float = 0.0
+    #: What the run judged (judged.Coverage), the advice lines, its JSON, and the failure
+    #: message when it judged less than min_judged; set at session finish.
+    coverage: Coverage | None = None
+    coverage_advice: list[str] = field(default_factory=list)
+    coverage_json: dict[str, Any] | None = None
+    shortfall: str | None = None
 
     @property
     def registry(self) -> Registry:

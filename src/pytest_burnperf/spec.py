@@ -234,6 +234,30 @@ def parse_timer(value: object, where: str) -> str:
     raise SpecError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {_show(value)}")
 
 
+def parse_share(value: object, where: str) -> float:
+    """A share of the benchmarks: a fraction in [0, 1] (``0.9``) or a percentage (``"90%"``)."""
+    x = _number(value, where, "the share")
+    if not 0.0 <= x <= 1.0:
+        raise SpecError(
+            f"{where}: a share is a fraction in [0, 1] such as 0.9, or a percentage in "
+            f"[0%, 100%] such as 90%, got {_show(value)}"
+        )
+    return x
+
+
+def parse_git_ref(value: object, where: str) -> str:
+    """A git revision for ``base`` (a tag, a branch, a hash): one word, no option-like start."""
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"{where}: must be a git revision (a tag, a branch), got {_show(value)}")
+    ref = value.strip()
+    if ref.startswith("-") or any(ord(c) <= 32 or ord(c) == 127 for c in ref) or len(ref) > 256:
+        raise SpecError(
+            f"{where}: a git revision is one word of at most 256 characters that does not start "
+            f"with '-', got {_show(value)}"
+        )
+    return ref
+
+
 def parse_flag(value: object, where: str, what: str) -> bool:
     if isinstance(value, bool):
         return value

@@ -21,10 +21,8 @@ from typing import Any
 
 from .assess import MIN_CLEAN_ROUNDS
 from .environments import CURRENT, Env
+from .overlay import OVERLAY_ENV, top_level_names
 
-#: Environment variable a round's process reads: the overlay directory its project must come
-#: from (see :func:`shadowed_modules`).
-OVERLAY_ENV = "BURNPERF_OVERLAY"
 #: Options of the parent run that its round processes must not get.
 PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
 PARENT_FLAGS = ("--update-baselines", "--perf-strict")
@@ -138,16 +136,7 @@ def shadowed_modules(overlay: str, modules: Mapping[str, Any]) -> dict[str, str]
     before the overlay: a flat layout run from its root, or a ``pythonpath`` ini setting), as
     ``{name: file}``. Such a round measures the current code under the reference's name."""
     root = Path(overlay)
-    try:
-        tops = {
-            p.name.removesuffix(".py")
-            for p in root.iterdir()
-            if not p.name.endswith((".dist-info", ".egg-info", ".pth"))
-            and p.name not in ("bin", "__pycache__")
-            and (p.is_dir() or p.suffix == ".py")
-        }
-    except OSError:
-        return {}
+    tops = top_level_names(root)
     bad: dict[str, str] = {}
     real = str(root.resolve())
     for name in sorted(tops):
@@ -210,6 +199,8 @@ def run_env_rounds(
                 environ = env.environ()
                 if env.overlay is not None:
                     environ[OVERLAY_ENV] = env.overlay
+                    # a module inside a flat layout's package is the reference's copy (overlay.py)
+                    environ["PY_IGNORE_IMPORTMISMATCH"] = "1"
 
                 def say(done: int, label: str = label, n: int = len(todo), r: int = r) -> None:
                     write(
@@ -253,9 +244,9 @@ def _round_problem(
         if bad:
             name, where = next(iter(bad.items()))
             return (
-                f"it imported {name} from {where}, not from the installed reference: the current "
-                "checkout comes first on sys.path (a flat layout run from its root, or a "
-                "pythonpath ini setting); use a src/ layout or run from another directory"
+                f"it imported {name} from {where}, not from the installed reference (something "
+                f"imported {name} before pytest-burnperf could put the reference first: a plugin "
+                "loaded before it, or a sitecustomize); run with -p no:NAME for that plugin"
             )
     return None
 

@@ -140,3 +140,14 @@ def test_busy_rounds_do_not_count_towards_deciding(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("BURNPERF_TRUST_HOST", "1")
     state = SimpleNamespace(worker_host={"t": [quiet, busy, quiet]})
     assert clean_runs(state, "t", rounds) == rounds  # type: ignore[arg-type]
+
+
+def test_a_busy_round_costs_another_round_until_enough_clean_ones_remain() -> None:
+    from pytest_burnperf.assess import MIN_CLEAN_ROUNDS, busy_round_costs_another
+
+    assert MIN_CLEAN_ROUNDS == 3
+    assert busy_round_costs_another(3, 2)  # one of three busy: buy a fourth
+    assert busy_round_costs_another(4, 2)
+    assert not busy_round_costs_another(4, 3)  # three clean: the busy one is left out
+    assert not busy_round_costs_another(3, 3)  # nothing busy
+    assert not busy_round_costs_another(1, 1)

@@ -118,6 +118,7 @@ class FakeRunner:
         self.calls: list[list[str]] = []
         self.install_fails = install_fails
         self.plugin = plugin
+        self.install_env: Any = None
 
     def __call__(self, cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
         self.calls.append(cmd)
@@ -130,6 +131,8 @@ class FakeRunner:
                 if ref == "nosuch":
                     return subprocess.CompletedProcess(cmd, 1, "", "")
                 return subprocess.CompletedProcess(cmd, 0, "ab" * 20 + "\n", "")
+            if "--points-at" in cmd:  # the commit's release tag, for setuptools-scm
+                return subprocess.CompletedProcess(cmd, 0, "v1.2\nnot-a-version\n", "")
             if "archive" in cmd:
                 import io
                 import tarfile
@@ -142,6 +145,7 @@ class FakeRunner:
                     tar.addfile(info, io.BytesIO(data))
                 return ok
         if "install" in cmd:
+            self.install_env = kw.get("env")
             if self.install_fails:
                 return subprocess.CompletedProcess(cmd, 1, "building...\n", "error: no compiler\n")
             target = Path(cmd[cmd.index("--target") + 1])
@@ -173,6 +177,8 @@ def test_a_git_ref_is_built_once_and_then_found_in_the_cache(tmp_path: Path) -> 
     again = resolve("main", repo=tmp_path, cache=tmp_path / "c", say=said.append, run=runner)
     assert again.overlay == env.overlay
     assert installs(runner) == 1
+    # an exported tree has no .git: setuptools-scm / hatch-vcs get the commit's release tag
+    assert runner.install_env["SETUPTOOLS_SCM_PRETEND_VERSION"] == "1.2"
     assert "building the reference environment for main" in said[0]
     assert "from the cache" in said[1]
     # nothing half-made is left beside the entry

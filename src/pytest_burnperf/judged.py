@@ -1,0 +1,197 @@
+"""How much of a run was judged: a benchmark without a verdict is a miss, not a pass.
+
+A perf run that compared nothing (no baseline for this hardware class, a baseline of another
+class, a change the noise or a busy host left open) used to end green like a run that found
+nothing slower. This module counts the verdicts (``regressed``, ``unchanged``, ``improved``)
+against the abstentions (``no-baseline``, ``incomparable``, ``inconclusive``), groups the
+abstentions by why, names the command that would judge each group, and checks the share
+judged against ``--perf-min-judged``. No pytest here: the plugin, the JSON document, the
+Markdown summary and the JUnit properties all read the same :class:`Coverage`.
+
+The default minimum (:data:`CI_MIN_JUDGED`, only where ``$CI`` is set) is 0.9. A CI job's
+green must mean "compared, and nothing got slower"; a job that judged less than nine in ten of
+its benchmarks met a condition worth failing for (a runner of a new hardware class, no
+reference, a host too busy to measure), and says which. The tenth left over is room for the
+few benchmarks of a large suite whose noise floor sits above the threshold on shared runners,
+which would otherwise fail every run for a reason no code change causes. Outside CI the share
+is shown, not enforced: a first local run without baselines is how a user starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import (
+    FAILED,
+    IMPROVED,
+    INCOMPARABLE,
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    UNCHANGED,
+)
+
+#: Statuses that are a verdict on the code.
+JUDGED = (REGRESSED, UNCHANGED, IMPROVED)
+#: Statuses that are not.
+NOT_JUDGED = (NO_BASELINE, INCOMPARABLE, INCONCLUSIVE)
+#: ``--perf-min-judged`` where ``$CI`` is set and nothing else names a share.
+CI_MIN_JUDGED = 0.9
+
+#: Why a benchmark was not judged, in the order the summary lists them.
+NO_REFERENCE = "no reference"
+OTHER_MACHINE = "another machine"
+HOST = "host busy"
+NOISE = "noise"
+WHY_ORDER = (NO_REFERENCE, OTHER_MACHINE, HOST, NOISE)
+_WHY_TEXT = {
+    NO_REFERENCE: "no baseline for this hardware class and no same-session reference",
+    OTHER_MACHINE: "their baselines come from another machine or device",
+    HOST: "the host was busy while they ran",
+    NOISE: "the change lies inside their noise floor or needs more samples",
+}
+
+
+def why(status: str, reason: str) -> str | None:
+    """The group of an abstention (None for a verdict)."""
+    if status == NO_BASELINE:
+        return NO_REFERENCE
+    if status == INCOMPARABLE:
+        return OTHER_MACHINE
+    if status == INCONCLUSIVE:
+        text = reason.lower()
+        if "host" in text or "probe" in text:
+            return HOST
+        return NOISE
+    return None
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The verdicts and abstentions of one run."""
+
+    judged: int = 0
+    #: Benchmarks whose test failed for another reason after they were timed.
+    failed: int = 0
+    #: why -> the benchmarks' labels
+    missed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def not_judged(self) -> int:
+        return sum(len(v) for v in self.missed.values())
+
+    @property
+    def total(self) -> int:
+        return self.judged + self.failed + self.not_judged
+
+    @property
+    def share(self) -> float:
+        """The share of benchmarks with a verdict (failed ones count as judged: they fail)."""
+        return 1.0 if self.total == 0 else (self.judged + self.failed) / self.total
+
+    def line(self) -> str:
+        """``judged 10 of 12 benchmarks (83%); not judged: 2 (no reference)``."""
+        if self.total == 0:
+            return "judged 0 benchmarks: none ran"
+        text = (
+            f"judged {self.judged + self.failed} of {self.total} benchmarks "
+            f"({100 * self.share:.0f}%)"
+        )
+        if self.not_judged:
+            parts = [f"{len(self.missed[w])} {w}" for w in WHY_ORDER if self.missed.get(w)]
+            text += f"; NOT judged: {self.not_judged} ({', '.join(parts)})"
+        return text
+
+    def as_json(self, minimum: float | None = None, advice: Iterable[str] = ()) -> dict[str, Any]:
+        return {
+            "judged": self.judged + self.failed,
+            "not_judged": self.not_judged,
+            "total": self.total,
+            "share": self.share,
+            "min_share": minimum,
+            "missed": {w: list(self.missed[w]) for w in WHY_ORDER if self.missed.get(w)},
+            "advice": list(advice),
+        }
+
+
+def coverage(results: Iterable[tuple[str, str, str]]) -> Coverage:
+    """From ``(label, status, reason)`` of each result."""
+    judged = failed = 0
+    missed: dict[str, list[str]] = {}
+    for label, status, reason in results:
+        if status == FAILED:
+            failed += 1
+            continue
+        group = why(status, reason)
+        if group is None:
+            judged += 1
+        else:
+            missed.setdefault(group, []).append(label)
+    return Coverage(judged, failed, {k: tuple(v) for k, v in missed.items()})
+
+
+def advice(
+    cov: Coverage,
+    *,
+    same_session: bool,
+    command: str,
+    hardware_class: str = "",
+) -> list[str]:
+    """One line per group of abstentions: why, and the command that would judge them.
+
+    ``command`` is the run's own command line without ``--perf``; ``same_session`` says whether
+    this run already compared in one session (then more rounds, not a reference, is the cure).
+    """
+    out: list[str] = []
+    against = f"pytest --perf --perf-against auto {command}".rstrip()
+    for w in WHY_ORDER:
+        names = cov.missed.get(w)
+        if not names:
+            continue
+        head = f"{len(names)} not judged, {_WHY_TEXT[w]}"
+        if w in (NO_REFERENCE, OTHER_MACHINE):
+            where = f" ({hardware_class})" if hardware_class else ""
+            out.append(
+                f"{head}{where}: judge them in this session against the base of the change "
+                f"with `{against}`, or record baselines on this machine with "
+                f"`pytest --perf --update-baselines {command}`".rstrip()
+            )
+        elif w == HOST:
+            cure = (
+                "more interleaved rounds (--perf-max-rounds)"
+                if same_session
+                else f"a same-session comparison, whose interleaved rounds see the same host "
+                f"(`{against}`), or more rounds (--perf-max-rounds)"
+            )
+            out.append(f"{head}: run again on a quieter host, or use {cure}")
+        else:
+            cure = (
+                "more interleaved rounds (--perf-max-rounds)"
+                if same_session
+                else f"more process rounds (--perf-rounds 3 --perf-max-rounds 8), or a same-session "
+                f"comparison (`{against}`)"
+            )
+            out.append(f"{head}: {cure} narrows the floor")
+    return out
+
+
+def default_min_share(environ: Mapping[str, str] | None = None) -> float:
+    """:data:`CI_MIN_JUDGED` where ``$CI`` says this is a CI job, else 0 (shown, not enforced)."""
+    env = os.environ if environ is None else environ
+    ci = env.get("CI", "").strip().lower()
+    return CI_MIN_JUDGED if ci not in ("", "0", "false", "no", "off") else 0.0
+
+
+def shortfall(cov: Coverage, minimum: float) -> str | None:
+    """The failure message when the run judged less than ``minimum`` of its benchmarks."""
+    if cov.total == 0 or cov.share >= minimum or minimum <= 0:
+        return None
+    return (
+        f"perf run judged only {cov.judged + cov.failed} of {cov.total} benchmarks "
+        f"({100 * cov.share:.0f}%), below --perf-min-judged {minimum:g}: a benchmark that was "
+        "not judged is a miss, not a pass (what would judge them is listed above; "
+        "--perf-min-judged 0 reports without failing)"
+    )

@@ -1,0 +1,212 @@
+"""What ``--perf-against auto`` compares with, and why: a run always has something to judge by.
+
+Stored baselines are kept per hardware class, and rightly so: a baseline from another CPU says
+nothing about this one. But a CI runner's class changes from run to run, and a laptop is never
+the machine that recorded the project's baselines. ``auto`` chooses, in this order:
+
+1. the **stored baselines** where this hardware class has them (a fixed runner, the machine
+   that recorded them);
+2. on a **pull or merge request**, the merge base of ``HEAD`` with the target branch
+   (GitHub's ``GITHUB_BASE_REF``; GitLab's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``, else
+   ``CI_MERGE_REQUEST_TARGET_BRANCH_NAME``): the code before the change under review;
+3. ``--perf-base`` (ini ``perf_base``, ``base`` in benchmarks.toml) where the project names one;
+4. on a **branch** other than the default one, its merge base with the default branch
+   (``origin/HEAD``, else ``main`` or ``master``);
+5. the **last release tag** before ``HEAD`` (``v1.2.3`` or ``1.2.3``): what users have now.
+
+2-5 are same-session comparisons: both sides measured here, interleaved, so the hardware class
+does not matter. Where none applies the choice says so, with the command that would give one
+(a shallow clone gets the fetch command). No pytest here; git runs through an injectable
+runner so that unit tests choose without a repository.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+AUTO = "auto"
+#: Tags that count as releases for step 5 (git describe --match patterns).
+RELEASE_TAGS = ("v[0-9]*", "[0-9]*")
+
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+def _git(cmd: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(cmd),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        timeout=60,
+    )
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The reference of a run: stored baselines, a git revision to measure beside this code, or
+    nothing (``problem`` says why and what would give one)."""
+
+    #: A git revision (a commit hash or a tag) for a same-session comparison, else None.
+    ref: str | None
+    #: Compare with the stored baselines of this hardware class.
+    baselines: bool
+    #: For the header: what was chosen and why.
+    why: str
+    problem: str | None = None
+
+
+def has_baselines(directory: Path) -> bool:
+    """Whether a baselines directory of one machine group holds any baseline file."""
+    try:
+        return directory.is_dir() and any(directory.rglob("*.json"))
+    except OSError:
+        return False
+
+
+class _Repo:
+    def __init__(self, repo: Path, run: Runner) -> None:
+        self.repo, self.run = repo, run
+
+    def out(self, *args: str) -> str | None:
+        done = self.run(["git", "-C", str(self.repo), *args])
+        text = (done.stdout or "").strip()
+        return text if done.returncode == 0 and text else None
+
+    def commit(self, ref: str) -> str | None:
+        return self.out("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        return self.out("merge-base", a, b)
+
+
+def choose(
+    *,
+    stored: bool,
+    machine: str,
+    repo: Path,
+    base: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    run: Runner = _git,
+) -> Choice:
+    """The reference ``--perf-against auto`` takes (module docstring). ``stored``: this hardware
+    class has baselines; ``machine``: its id, for messages."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if stored:
+        return Choice(None, True, f"the stored baselines of this hardware class ({machine})")
+    git = _Repo(repo, run)
+    if git.out("rev-parse", "--show-toplevel") is None:
+        return Choice(
+            None,
+            False,
+            "nothing",
+            problem=(
+                f"no baselines for this hardware class ({machine}), and {repo} is not in a git "
+                "repository, so there is no earlier version to measure beside this one; record "
+                "baselines on this machine (pytest --perf --update-baselines) or name a "
+                "reference (--perf-against REF)"
+            ),
+        )
+    head = git.commit("HEAD")
+    shallow = git.out("rev-parse", "--is-shallow-repository") == "true"
+    unshallow = (
+        " This clone is shallow: fetch the history first (git fetch --unshallow --tags; with "
+        "actions/checkout, fetch-depth: 0)."
+        if shallow
+        else ""
+    )
+    lead = f"no baselines for this hardware class ({machine})"
+
+    # 2. a pull or merge request: the code before the change under review
+    gitlab_base = env.get("CI_MERGE_REQUEST_DIFF_BASE_SHA", "").strip()
+    if gitlab_base:
+        found = git.commit(gitlab_base)
+        if found:
+            return Choice(found, False, f"the merge request's base {found[:12]} ({lead})")
+    target = (
+        env.get("GITHUB_BASE_REF", "").strip()
+        or env.get("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "").strip()
+    )
+    if target:
+        branch = next((c for c in (f"origin/{target}", target) if git.commit(c) is not None), None)
+        if branch is None:
+            return Choice(
+                None,
+                False,
+                "nothing",
+                problem=(
+                    f"{lead}, and this pull request's target branch {target!r} is not in this "
+                    f"clone: fetch it first (git fetch --no-tags origin "
+                    f"{target}:refs/remotes/origin/{target}).{unshallow}"
+                ),
+            )
+        mb = git.merge_base("HEAD", branch)
+        if mb is None:
+            return Choice(
+                None,
+                False,
+                "nothing",
+                problem=(
+                    f"{lead}, and HEAD has no common ancestor with {branch} in this clone, so "
+                    f"the pull request's base cannot be found.{unshallow or ' Fetch more history.'}"
+                ),
+            )
+        return Choice(mb, False, f"the merge base {mb[:12]} of this pull request with {branch}")
+
+    # 3. the project's own choice
+    if base:
+        found = git.commit(base)
+        if found is None:
+            return Choice(
+                None,
+                False,
+                "nothing",
+                problem=(
+                    f"{lead}, and --perf-base {base!r} is no git revision here (`git log "
+                    f"--oneline` lists them; a tag may need git fetch --tags).{unshallow}"
+                ),
+            )
+        return Choice(base, False, f"--perf-base {base} = {found[:12]} ({lead})")
+
+    # 4. a branch other than the default one
+    default = _default_branch(git)
+    if default is not None and head is not None:
+        mb = git.merge_base("HEAD", default)
+        if mb is not None and mb != head:
+            return Choice(mb, False, f"the merge base {mb[:12]} with {default} ({lead})")
+
+    # 5. the last release
+    if head is not None:
+        matches = [a for p in RELEASE_TAGS for a in ("--match", p)]
+        tag = git.out("describe", "--tags", "--abbrev=0", *matches, "HEAD")
+        if tag is not None and git.commit(tag) == head:  # HEAD is the release: the one before
+            tag = git.out("describe", "--tags", "--abbrev=0", *matches, "HEAD^")
+        if tag is not None:
+            return Choice(tag, False, f"the last release tag {tag} ({lead})")
+    return Choice(
+        None,
+        False,
+        "nothing",
+        problem=(
+            f"{lead}; not a pull request, HEAD is on the default branch, and no release tag "
+            "(v1.2.3 or 1.2.3) lies before it, so --perf-against auto has nothing to compare "
+            'with: name a git revision with --perf-base REF (or base = "REF" in '
+            "benchmarks.toml), or record baselines on this machine (pytest --perf "
+            f"--update-baselines).{unshallow}"
+        ),
+    )
+
+
+def _default_branch(git: _Repo) -> str | None:
+    origin = git.out("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if origin is not None and git.commit(origin) is not None:
+        return origin
+    for name in ("main", "master", "origin/main", "origin/master"):
+        if git.commit(name) is not None:
+            return name
+    return None

@@ -1,0 +1,189 @@
+"""A verdict wherever the plugin runs: the share judged is counted, shown and enforced
+(--perf-min-judged, and by default in CI); --perf-against auto picks stored baselines of this
+hardware class or measures the base of the change in this session; a flat layout (package at the
+repository's root, a root conftest.py, benchmarks inside the package) compares two commits.
+
+The work is a busy-wait of a set duration (tests/plugin/_helpers.py): a 2x slower commit is far
+beyond any noise, so these tests check the choice and the wiring, not the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST
+
+OPTS = (*FAST, "-p", "no:randomly", "-p", "no:cacheprovider")
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+
+PYPROJECT = """
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "spinflat"
+version = "1.0"
+
+[tool.setuptools.packages.find]
+include = ["spinflat*"]
+"""
+
+PACKAGE = """
+import time
+
+FACTOR = {factor}
+
+
+def work():
+    end = time.perf_counter() + 300e-6 * FACTOR
+    while time.perf_counter() < end:
+        pass
+    return FACTOR
+"""
+
+# inside the package, with a relative import, as many projects keep their benchmarks
+BENCH = """
+import pytest
+
+from .. import work
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_spin(perf, device, dtype):
+    assert perf(work) > 0
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("burnperf-envs")
+
+
+@pytest.fixture
+def flat(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A flat-layout repository: v1.0 tagged, then a commit that makes the work 2x slower."""
+    root = pytester.path
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "spinflat" / "benchmarks").mkdir(parents=True)
+    (root / "spinflat" / "__init__.py").write_text(PACKAGE.format(factor=1.0))
+    (root / "spinflat" / "benchmarks" / "__init__.py").write_text("")
+    (root / "spinflat" / "benchmarks" / "test_spin.py").write_text(BENCH)
+    # a root conftest.py that imports the package: pytest puts the root first on sys.path
+    (root / "conftest.py").write_text("import spinflat  # noqa: F401\n")
+    (root / ".gitignore").write_text("__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "release")
+    git(root, "tag", "v1.0")
+    (root / "spinflat" / "__init__.py").write_text(PACKAGE.format(factor=2.0))
+    git(root, "commit", "-q", "-am", "slower")
+    monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
+    return root
+
+
+def test_a_flat_layout_compares_two_commits_in_one_session(
+    pytester: pytest.Pytester, flat: Path
+) -> None:
+    """`python -m pytest` from the root of a flat layout: the checkout is first on sys.path,
+    yet the reference's rounds measure the reference (before: a usage error)."""
+    result = pytester.runpytest_subprocess("--perf", "--perf-against", "v1.0", *OPTS)
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "regressed" in out and "judged 1 of 1 benchmarks (100%)" in out, out
+    assert "from the installed reference" not in out
+
+
+def test_in_ci_a_machine_without_baselines_judges_against_the_last_release(
+    pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    result = pytester.runpytest_subprocess("--perf", "--perf-json", "r.json", *OPTS)
+    out = result.stdout.str()
+    assert "--perf-against auto compares in this session with the last release tag v1.0" in out
+    assert result.ret == 1 and "regressed" in out, out
+    doc = json.loads((flat / "r.json").read_text())
+    assert doc["settings"]["reference"]["ref"] == "v1.0"
+    assert doc["coverage"]["judged"] == 1 and doc["coverage"]["min_share"] == 0.9
+
+
+def test_auto_takes_the_stored_baselines_of_this_hardware_class(
+    pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = pytester.runpytest("--perf", "--update-baselines", *OPTS)
+    assert recorded.ret == 0, recorded.stdout.str()
+    monkeypatch.setenv("CI", "true")
+    result = pytester.runpytest("--perf", *OPTS)
+    out = result.stdout.str()
+    assert "--perf-against auto compares with the stored baselines of this hardware class" in out
+    assert "judged 1 of 1 benchmarks (100%)" in out, out
+    assert result.ret == 0
+
+
+def test_a_run_that_judged_too_little_fails_and_says_what_would_judge(
+    pytester: pytest.Pytester,
+) -> None:
+    from ._helpers import LOOP_MODULE
+
+    pytester.makepyfile(test_bench=LOOP_MODULE)
+    result = pytester.runpytest(
+        "--perf", "--perf-min-judged", "50%", "--perf-markdown", "s.md", "--junitxml=j.xml", *OPTS
+    )
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert "judged 0 of 2 benchmarks (0%); NOT judged: 2 (2 no reference)" in out
+    assert "--perf-against auto" in out and "--update-baselines" in out
+    assert "FAILED: perf run judged only 0 of 2 benchmarks (0%), below --perf-min-judged 0.5" in out
+    md = (pytester.path / "s.md").read_text()
+    assert "**Judged 0 of 2 benchmarks (0%)**; minimum 50% (below the minimum: run failed)" in md
+    xml = (pytester.path / "j.xml").read_text()
+    assert '<property name="burnperf_not_judged" value="2" />' in xml
+    # shown, not enforced, outside CI by default
+    shown = pytester.runpytest("--perf", *OPTS)
+    assert shown.ret == 0 and "NOT judged: 2" in shown.stdout.str()
+
+
+def test_in_ci_outside_git_the_run_says_why_it_found_no_reference(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ._helpers import LOOP_MODULE
+
+    pytester.makepyfile(test_bench=LOOP_MODULE)
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(pytester.path.parent))
+    result = pytester.runpytest("--perf", *OPTS)
+    out = result.stdout.str()
+    assert "--perf-against auto found no reference" in out and "not in a git repository" in out
+    assert result.ret == 1 and "below --perf-min-judged 0.9" in out
+    quiet = pytester.runpytest("--perf", "--perf-min-judged", "0", *OPTS)
+    assert quiet.ret == 0
+
+
+def test_auto_is_refused_where_it_cannot_apply(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bench="def test_x():\n    pass\n")
+    result = pytester.runpytest("--perf", "--perf-against", "auto", "--update-baselines")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--perf-against auto * does not go with --update-baselines*"])
+    bad = pytester.runpytest("--perf", "--perf-min-judged", "2")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(["*--perf-min-judged*a share is a fraction in [[]0, 1[]]*"])

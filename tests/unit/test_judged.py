@@ -1,0 +1,102 @@
+"""What a run judged: verdicts against abstentions, why, what would judge them, and the
+minimum share (judged.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_burnperf.judged import (
+    CI_MIN_JUDGED,
+    HOST,
+    NO_REFERENCE,
+    NOISE,
+    OTHER_MACHINE,
+    advice,
+    coverage,
+    default_min_share,
+    shortfall,
+)
+from pytest_burnperf.spec import SpecError, parse_share
+
+RESULTS = [
+    ("t[a]", "unchanged", ""),
+    ("t[b]", "regressed", ""),
+    ("t[c]", "improved", ""),
+    ("t[d]", "no-baseline", "no baseline recorded"),
+    ("t[e]", "incomparable", "recorded on another hardware class"),
+    ("t[f]", "inconclusive", "host busy in a round: other processes used 1.2 of 2 CPUs"),
+    ("t[g]", "inconclusive", "host runs the reference probe 12% slower than the baseline's"),
+    ("t[h]", "inconclusive", "+7.0% is above the 5% threshold but inside this noise floor"),
+    ("t[i]", "failed", "AssertionError"),
+]
+
+
+def test_abstentions_are_counted_by_why() -> None:
+    cov = coverage(RESULTS)
+    assert (cov.judged, cov.failed, cov.not_judged, cov.total) == (3, 1, 5, 9)
+    assert cov.missed == {
+        NO_REFERENCE: ("t[d]",),
+        OTHER_MACHINE: ("t[e]",),
+        HOST: ("t[f]", "t[g]"),
+        NOISE: ("t[h]",),
+    }
+    assert cov.share == pytest.approx(4 / 9)
+    line = cov.line()
+    assert line.startswith("judged 4 of 9 benchmarks (44%); NOT judged: 5")
+    assert "1 no reference, 1 another machine, 2 host busy, 1 noise" in line
+
+
+def test_every_group_gets_a_command_that_would_judge_it() -> None:
+    lines = advice(coverage(RESULTS), same_session=False, command="-k mm", hardware_class="c-v3")
+    assert len(lines) == 4
+    assert "`pytest --perf --perf-against auto -k mm`" in lines[0] and "(c-v3)" in lines[0]
+    assert "--update-baselines -k mm" in lines[0]
+    assert "another machine" in lines[1] and "--perf-against auto" in lines[1]
+    assert "quieter host" in lines[2] and "same-session" in lines[2]
+    assert "--perf-max-rounds" in lines[3]
+    # a same-session run already has its reference: more interleaved rounds is the cure
+    same = advice(coverage(RESULTS[5:8]), same_session=True, command="")
+    assert all("--perf-against" not in line for line in same)
+
+
+def test_a_run_below_the_minimum_share_fails_with_the_numbers() -> None:
+    cov = coverage(RESULTS)
+    message = shortfall(cov, 0.9)
+    assert message is not None and "4 of 9" in message and "--perf-min-judged 0.9" in message
+    assert shortfall(cov, 0.4) is None
+    assert shortfall(cov, 0.0) is None
+    assert shortfall(coverage([]), 1.0) is None  # nothing ran: nothing missed
+    assert shortfall(coverage(RESULTS[:3]), 1.0) is None
+
+
+def test_the_json_form_names_the_missed_benchmarks() -> None:
+    doc = coverage(RESULTS).as_json(0.9, ["x"])
+    assert doc["judged"] == 4 and doc["not_judged"] == 5 and doc["min_share"] == 0.9
+    assert doc["missed"][HOST] == ["t[f]", "t[g]"] and doc["advice"] == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("environ", "share"),
+    [
+        ({}, 0.0),
+        ({"CI": "true"}, CI_MIN_JUDGED),
+        ({"CI": "1"}, CI_MIN_JUDGED),
+        ({"CI": "false"}, 0.0),
+        ({"CI": ""}, 0.0),
+    ],
+)
+def test_the_minimum_is_enforced_in_ci_only_by_default(
+    environ: dict[str, str], share: float
+) -> None:
+    assert default_min_share(environ) == share
+
+
+@pytest.mark.parametrize(("text", "value"), [("0.9", 0.9), ("90%", 0.9), ("0", 0.0), (1, 1.0)])
+def test_share_values(text: object, value: float) -> None:
+    assert parse_share(text, "--perf-min-judged") == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["1.5", "-0.1", "110%", "most", ""])
+def test_bad_share_values_name_the_option(text: str) -> None:
+    with pytest.raises(SpecError, match="--perf-min-judged"):
+        parse_share(text, "--perf-min-judged")

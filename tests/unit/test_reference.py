@@ -1,0 +1,188 @@
+"""--perf-against auto: which reference a run takes, with a fake git (reference.choose), and once
+with a real repository."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.reference import choose, has_baselines
+
+HEAD = "a" * 40
+BASE = "b" * 40
+MAIN = "c" * 40
+TAG = "d" * 40
+
+
+class FakeGit:
+    """Answers ``git -C REPO ARGS...`` from a table of ARGS -> stdout (absent: exit 1)."""
+
+    def __init__(self, answers: Mapping[tuple[str, ...], str]) -> None:
+        self.answers = dict(answers)
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, cmd: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        assert list(cmd[:3]) == ["git", "-C", "/repo"]
+        args = tuple(cmd[3:])
+        self.calls.append(args)
+        out = self.answers.get(args)
+        return subprocess.CompletedProcess(list(cmd), 0 if out else 1, out or "", "")
+
+
+def commit(ref: str) -> tuple[str, ...]:
+    return ("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+
+
+REPO = {("rev-parse", "--show-toplevel"): "/repo", commit("HEAD"): HEAD}
+DESCRIBE = ("describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "--match", "[0-9]*")
+
+
+def pick(answers: Mapping[tuple[str, ...], str], **kw: object) -> object:
+    git = FakeGit({**REPO, **answers})
+    kw.setdefault("stored", False)
+    kw.setdefault("environ", {})
+    return choose(machine="linux-x-v3", repo=Path("/repo"), run=git, **kw)  # type: ignore[arg-type]
+
+
+def test_stored_baselines_of_this_class_come_first() -> None:
+    git = FakeGit({})
+    got = choose(
+        stored=True,
+        machine="m-v3",
+        repo=Path("/repo"),
+        environ={"GITHUB_BASE_REF": "main"},
+        run=git,
+    )
+    assert got.baselines and got.ref is None and "m-v3" in got.why
+    assert git.calls == []  # no git needed
+
+
+def test_a_github_pull_request_compares_with_its_merge_base() -> None:
+    got = pick(
+        {commit("origin/main"): MAIN, ("merge-base", "HEAD", "origin/main"): BASE},
+        environ={"GITHUB_BASE_REF": "main"},
+        base="v9",  # the pull request's base wins over the project's fallback
+    )
+    assert got.ref == BASE and not got.baselines  # type: ignore[attr-defined]
+    assert "merge base" in got.why and "origin/main" in got.why  # type: ignore[attr-defined]
+
+
+def test_a_pull_request_whose_target_is_not_fetched_says_how_to_fetch_it() -> None:
+    got = pick(
+        {("rev-parse", "--is-shallow-repository"): "true"}, environ={"GITHUB_BASE_REF": "dev"}
+    )
+    assert got.ref is None and not got.baselines  # type: ignore[attr-defined]
+    problem = got.problem  # type: ignore[attr-defined]
+    assert "git fetch --no-tags origin dev:refs/remotes/origin/dev" in problem
+    assert "shallow" in problem and "fetch-depth: 0" in problem
+
+
+def test_a_shallow_clone_without_a_common_ancestor_names_the_fetch() -> None:
+    got = pick(
+        {commit("origin/main"): MAIN, ("rev-parse", "--is-shallow-repository"): "true"},
+        environ={"GITHUB_BASE_REF": "main"},
+    )
+    assert got.ref is None and "git fetch --unshallow" in got.problem  # type: ignore[attr-defined]
+
+
+def test_a_gitlab_merge_request_uses_its_diff_base() -> None:
+    got = pick({commit(BASE): BASE}, environ={"CI_MERGE_REQUEST_DIFF_BASE_SHA": BASE})
+    assert got.ref == BASE  # type: ignore[attr-defined]
+    got = pick(
+        {commit("origin/main"): MAIN, ("merge-base", "HEAD", "origin/main"): BASE},
+        environ={"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"},
+    )
+    assert got.ref == BASE  # type: ignore[attr-defined]
+
+
+def test_the_projects_base_comes_before_branch_and_tag() -> None:
+    got = pick(
+        {commit("release-2"): TAG, commit("main"): MAIN, ("merge-base", "HEAD", "main"): BASE},
+        base="release-2",
+    )
+    assert got.ref == "release-2" and "--perf-base" in got.why  # type: ignore[attr-defined]
+    bad = pick({}, base="nope")
+    assert bad.ref is None and "--perf-base 'nope'" in bad.problem  # type: ignore[attr-defined]
+
+
+def test_a_feature_branch_compares_with_its_merge_base_with_the_default_branch() -> None:
+    got = pick(
+        {
+            ("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"): "origin/trunk",
+            commit("origin/trunk"): MAIN,
+            ("merge-base", "HEAD", "origin/trunk"): BASE,
+        }
+    )
+    assert got.ref == BASE and "origin/trunk" in got.why  # type: ignore[attr-defined]
+
+
+def test_on_the_default_branch_the_last_release_tag() -> None:
+    answers = {
+        commit("main"): HEAD,
+        ("merge-base", "HEAD", "main"): HEAD,  # HEAD is main: no branch to compare with
+        (*DESCRIBE, "HEAD"): "v1.2.0",
+        commit("v1.2.0"): TAG,
+    }
+    got = pick(answers)
+    assert got.ref == "v1.2.0" and "release tag" in got.why  # type: ignore[attr-defined]
+
+
+def test_a_release_commit_compares_with_the_release_before() -> None:
+    answers = {
+        (*DESCRIBE, "HEAD"): "v1.3.0",
+        commit("v1.3.0"): HEAD,  # HEAD is tagged v1.3.0
+        (*DESCRIBE, "HEAD^"): "v1.2.0",
+    }
+    assert pick(answers).ref == "v1.2.0"  # type: ignore[attr-defined]
+
+
+def test_nothing_to_compare_with_says_what_would_give_a_reference() -> None:
+    got = pick({})
+    assert got.ref is None and not got.baselines  # type: ignore[attr-defined]
+    assert "--perf-base" in got.problem and "--update-baselines" in got.problem  # type: ignore[attr-defined]
+    outside = choose(stored=False, machine="m", repo=Path("/repo"), environ={}, run=FakeGit({}))
+    assert outside.problem is not None and "not in a git repository" in outside.problem
+
+
+def test_has_baselines_needs_a_baseline_file(tmp_path: Path) -> None:
+    assert not has_baselines(tmp_path / "absent")
+    (tmp_path / "m" / "tests").mkdir(parents=True)
+    assert not has_baselines(tmp_path / "m")
+    (tmp_path / "m" / "tests" / "test_x.json").write_text("{}")
+    assert has_baselines(tmp_path / "m")
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(subprocess.run(["git", "--version"], check=False).returncode, reason="git")
+def test_a_real_repository_branch_and_tags(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "f.txt").write_text("1")
+    _git(repo, "add", "f.txt")
+    _git(repo, "commit", "-qm", "one")
+    _git(repo, "tag", "v0.1.0")
+    (repo / "f.txt").write_text("2")
+    _git(repo, "commit", "-qam", "two")
+    on_main = choose(stored=False, machine="m", repo=repo, environ={})
+    assert on_main.ref == "v0.1.0", on_main
+    first = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-qb", "feature")
+    (repo / "f.txt").write_text("3")
+    _git(repo, "commit", "-qam", "three")
+    on_branch = choose(stored=False, machine="m", repo=repo, environ={})
+    assert on_branch.ref == first, on_branch
+    pr = choose(stored=False, machine="m", repo=repo, environ={"GITHUB_BASE_REF": "main"})
+    assert pr.ref == first, pr
