@@ -81,16 +81,29 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
 
 
-def setup(work: Path) -> list[str]:
-    """The repository with the workloads package committed as ``base``; the workload names."""
+def package_dir(work: Path, layout: str) -> Path:
+    return work / "burnperf_wl" if layout == "flat" else work / "src" / "burnperf_wl"
+
+
+def setup(work: Path, layout: str = "src") -> list[str]:
+    """The repository with the workloads package committed as ``base``; the workload names.
+    ``layout`` "flat" puts the package at the root beside a root conftest.py that imports it
+    (the current code then comes from the checkout, first on sys.path under
+    ``python -m pytest``)."""
     work.mkdir(parents=True, exist_ok=True)
-    pkg = work / "src" / "burnperf_wl"
+    pkg = package_dir(work, layout)
     pkg.mkdir(parents=True)
     source = (HERE / "synthetic" / "workloads.py").read_text()
     start = source.index("def knob(")
     end = source.index("\n\n\n", start)
     (pkg / "__init__.py").write_text(source[:start] + KNOB_FROM_FILE + source[end + 1 :])
-    (work / "pyproject.toml").write_text(PYPROJECT)
+    if layout == "flat":
+        (work / "pyproject.toml").write_text(
+            PYPROJECT.replace('where = ["src"]', 'include = ["burnperf_wl*"]')
+        )
+        (work / "conftest.py").write_text("import burnperf_wl  # noqa: F401\n")
+    else:
+        (work / "pyproject.toml").write_text(PYPROJECT)
     (work / "test_wl.py").write_text(TESTS)
     (work / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider -p no:benchmark\n")
     (work / ".gitignore").write_text("knobs.json\n__pycache__/\n*.json\n")
@@ -109,14 +122,30 @@ def knobs_for(i: int, names: list[str]) -> dict[str, float]:
     return {names[(i * len(PLANTS) + j) % n]: f for j, f in enumerate(PLANTS)}
 
 
-def session(work: Path, i: int, knobs: dict[str, float]) -> dict[str, Any]:
-    (work / "src" / "burnperf_wl" / "knobs.json").write_text(json.dumps(knobs))
+def session(
+    work: Path, i: int, knobs: dict[str, float], layout: str = "src", load: float = 0.0
+) -> dict[str, Any]:
+    (package_dir(work, layout) / "knobs.json").write_text(json.dumps(knobs))
     out = work / f"s{i}.json"
-    env = dict(os.environ, PYTHONPATH=str(work / "src"), BURNPERF_ENV_CACHE=str(work / "envs"))
+    env = dict(os.environ, BURNPERF_ENV_CACHE=str(work / "envs"))
+    for name in ("CI", "GITHUB_BASE_REF"):
+        env.pop(name, None)
+    if layout != "flat":
+        env["PYTHONPATH"] = str(work / "src")
     cmd = [sys.executable, "-m", "pytest", *ARGS, "--perf-against", "base", "-q"]
     cmd += ["--perf-json", str(out), "test_wl.py"]
+    background = None
+    if load > 0:
+        from load import start  # type: ignore[import-not-found]
+
+        background = start(load, seed=i)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=False)
+    finally:
+        if background is not None:
+            background.terminate()
+            background.wait()
     wall = time.perf_counter() - t0
     if not out.exists():
         raise SystemExit(
@@ -138,6 +167,8 @@ def session(work: Path, i: int, knobs: dict[str, float]) -> dict[str, Any]:
     return {
         "i": i,
         "knobs": knobs,
+        "load": load,
+        "layout": layout,
         "rc": proc.returncode,
         "wall": wall,
         "verdicts": verdicts,
@@ -152,11 +183,13 @@ def analyse(sessions: list[dict[str, Any]]) -> dict[str, Any]:
     mds: list[float] = []
     rounds: list[int] = []
     busy = 0
+    undecided = 0
     for s in sessions:
         bad = False
         for name, v in s["verdicts"].items():
             f = s["knobs"].get(name, 1.0)
             rounds.append(v["rounds"])
+            undecided += v["status"] in ("inconclusive", "no-baseline", "incomparable")
             busy += str(v.get("reason", "")).startswith("host busy")
             if v["mds"] is not None:
                 mds.append(v["mds"])
@@ -173,6 +206,7 @@ def analyse(sessions: list[dict[str, Any]]) -> dict[str, Any]:
         "aa_counts": dict(Counter(aa)),
         "failed_sessions": failed_sessions,
         "host_busy": busy,
+        "undecided": undecided,
         "comparisons": sum(len(s["verdicts"]) for s in sessions),
         "detect": {
             str(f): {
@@ -195,10 +229,10 @@ def pct(k: int, n: int) -> str:
     return f"{k}/{n} ({100 * k / n:.1f}%)" if n else "-"
 
 
-def report(a: dict[str, Any], started: str, mach: str, command: str) -> str:
+def report(a: dict[str, Any], started: str, mach: str, command: str, title: str = "") -> str:
     d = a["detect"]
     lines = [
-        "# Validation of same-session comparisons (`--perf-against`)",
+        f"# Validation of same-session comparisons (`--perf-against`){title}",
         "",
         f"Measured {started} UTC on {mach}, with `{command}`",
         "(validation/same_session.py). Each session: "
@@ -222,6 +256,8 @@ def report(a: dict[str, Any], started: str, mach: str, command: str) -> str:
         f"| median minimum detectable slowdown | +{100 * a['median_mds']:.1f}% | |",
         f"| process rounds per benchmark and side (mean) | {a['rounds_mean']:.1f} | |",
         f"| session wall time (median) | {a['wall_median']:.0f} s | |",
+        f"| comparisons not judged (inconclusive) | {pct(a['undecided'], a['comparisons'])} | "
+        "<= 5% |",
         "",
         f"Comparisons made inconclusive by the host-state rule (`host busy in a round`): "
         f"{a['host_busy']} of {a['comparisons']}. "
@@ -239,21 +275,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--command", default="python validation/same_session.py --sessions 24")
     ap.add_argument("--from-json", type=Path, default=None)
+    ap.add_argument(
+        "--layout",
+        choices=("src", "flat"),
+        default="src",
+        help="the workloads package in src/ or at the root beside a root conftest.py",
+    )
+    ap.add_argument(
+        "--load",
+        type=float,
+        default=0.0,
+        help="every other session runs beside validation/load.py at this busy share of a core "
+        "(0.33: light and bursty); the report gives quiet and loaded sessions apart",
+    )
     args = ap.parse_args(argv)
     if args.from_json is not None:
         raw = json.loads(args.from_json.read_text())
-        text = report(analyse(raw["sessions"]), raw["started"], raw["machine"], args.command)
+        text = reports(raw["sessions"], raw["started"], raw["machine"], args.command)
         print(text)
         if args.out:
             args.out.write_text(text)
         return 0
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     work = args.work or Path(tempfile.mkdtemp(prefix="burnperf-same-session-"))
-    names = setup(work)
+    names = setup(work, args.layout)
     log(f"work directory {work}")
     sessions = []
     for i in range(args.sessions):
-        s = session(work, i, knobs_for(i, names))
+        load = args.load if i % 2 == 1 else 0.0
+        s = session(work, i, knobs_for(i, names), args.layout, load)
         sessions.append(s)
         log(
             f"session {i + 1}/{args.sessions}: "
@@ -262,11 +312,32 @@ def main(argv: list[str] | None = None) -> int:
         raw = {"started": started, "machine": machine(), "sessions": sessions}
         if args.out:
             args.out.with_suffix(".json").write_text(json.dumps(raw, indent=1) + "\n")
-    text = report(analyse(sessions), started, machine(), args.command)
+    text = reports(sessions, started, machine(), args.command)
     print(text)
     if args.out:
         args.out.write_text(text)
     return 0
+
+
+def reports(sessions: list[dict[str, Any]], started: str, mach: str, command: str) -> str:
+    """One report, or one for the quiet sessions and one for the loaded ones."""
+    loaded = [s for s in sessions if s.get("load")]
+    quiet = [s for s in sessions if not s.get("load")]
+    if not loaded:
+        return report(analyse(sessions), started, mach, command)
+    duty = loaded[0]["load"]
+    return "\n".join(
+        [
+            report(analyse(quiet), started, mach, command, ": quiet sessions"),
+            report(
+                analyse(loaded),
+                started,
+                mach,
+                command,
+                f": sessions beside a bursty load (validation/load.py, {duty:g} of a core)",
+            ),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -235,9 +235,9 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-base",
         "perf_base",
         _spec.parse_git_ref,
-        "the git revision --perf-against auto compares with off a pull request, where this "
-        "hardware class has no baselines (a branch, a tag). Default: the last release tag "
-        "before HEAD",
+        "the git revision --perf-against auto compares with on the default branch (not a pull "
+        "request, not another branch), where this hardware class has no baselines: a branch, a "
+        "tag, HEAD~1. Default: the last release tag before HEAD",
     ),
     (
         "--perf-json-format",

@@ -9,10 +9,11 @@ the machine that recorded the project's baselines. ``auto`` chooses, in this ord
 2. on a **pull or merge request**, the merge base of ``HEAD`` with the target branch
    (GitHub's ``GITHUB_BASE_REF``; GitLab's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``, else
    ``CI_MERGE_REQUEST_TARGET_BRANCH_NAME``): the code before the change under review;
-3. ``--perf-base`` (ini ``perf_base``, ``base`` in benchmarks.toml) where the project names one;
-4. on a **branch** other than the default one, its merge base with the default branch
+3. on a **branch** other than the default one, its merge base with the default branch
    (``origin/HEAD``, else ``main`` or ``master``);
-5. the **last release tag** before ``HEAD`` (``v1.2.3`` or ``1.2.3``): what users have now.
+4. elsewhere (the default branch, a scheduled run), ``--perf-base`` where the project names one
+   (ini ``perf_base``, ``base`` in benchmarks.toml or ``[tool.burnperf]``);
+5. else the **last release tag** before ``HEAD`` (``v1.2.3`` or ``1.2.3``): what users have now.
 
 2-5 are same-session comparisons: both sides measured here, interleaved, so the hardware class
 does not matter. Where none applies the choice says so, with the command that would give one
@@ -158,7 +159,14 @@ def choose(
             )
         return Choice(mb, False, f"the merge base {mb[:12]} of this pull request with {branch}")
 
-    # 3. the project's own choice
+    # 3. a branch other than the default one
+    default = _default_branch(git)
+    if default is not None and head is not None:
+        mb = git.merge_base("HEAD", default)
+        if mb is not None and mb != head:
+            return Choice(mb, False, f"the merge base {mb[:12]} with {default} ({lead})")
+
+    # 4. the project's own choice off a pull request or branch
     if base:
         found = git.commit(base)
         if found is None:
@@ -172,13 +180,6 @@ def choose(
                 ),
             )
         return Choice(base, False, f"--perf-base {base} = {found[:12]} ({lead})")
-
-    # 4. a branch other than the default one
-    default = _default_branch(git)
-    if default is not None and head is not None:
-        mb = git.merge_base("HEAD", default)
-        if mb is not None and mb != head:
-            return Choice(mb, False, f"the merge base {mb[:12]} with {default} ({lead})")
 
     # 5. the last release
     if head is not None:

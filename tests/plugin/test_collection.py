@@ -174,9 +174,15 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
             "test_mm    -      numpy    cpu     f32    host  * -  *-  -  *-  * KiB      -    -  "
             "no-baseline",
             "perf: 1 no-baseline",
-            "record baselines for this machine with: "
-            "pytest --perf --update-baselines -v -k 'numpy and f32' --perf-samples 15 *",
+            "perf: judged 0 of 1 benchmarks (0%); NOT judged: 1 (1 no reference)",
+            "  1 not judged, no baseline for this hardware class * with "
+            "`pytest --perf --perf-against auto -v -k 'numpy and f32' --perf-samples 15 *",
         ]
+    )
+    flat = " ".join(result.stdout.str().split())
+    assert (
+        "record baselines on this machine with "
+        "`pytest --perf --update-baselines -v -k 'numpy and f32' --perf-samples 15 " in flat
     )
 
 

@@ -18,6 +18,8 @@ GOOD_BAD = {
     "machine": ('"ci-runner-a"', '"../up"'),
     "alpha": ("0.05", "0.9"),
     "threshold": ('"10%"', "5"),
+    "min_judged": ('"90%"', "2"),
+    "base": ('"v1.0"', '"--upload-pack=x"'),
     "samples": ("30", '"ten"'),
     "warmup": ("0.5", "-1"),
     "min_time": ("0.01", "100"),

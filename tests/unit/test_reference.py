@@ -98,14 +98,24 @@ def test_a_gitlab_merge_request_uses_its_diff_base() -> None:
     assert got.ref == BASE  # type: ignore[attr-defined]
 
 
-def test_the_projects_base_comes_before_branch_and_tag() -> None:
-    got = pick(
-        {commit("release-2"): TAG, commit("main"): MAIN, ("merge-base", "HEAD", "main"): BASE},
-        base="release-2",
-    )
+def test_on_the_default_branch_the_projects_base_comes_before_the_tag() -> None:
+    answers = {
+        commit("release-2"): TAG,
+        commit("main"): HEAD,
+        ("merge-base", "HEAD", "main"): HEAD,
+        (*DESCRIBE, "HEAD"): "v1.0",
+        commit("v1.0"): MAIN,
+    }
+    got = pick(answers, base="release-2")
     assert got.ref == "release-2" and "--perf-base" in got.why  # type: ignore[attr-defined]
     bad = pick({}, base="nope")
     assert bad.ref is None and "--perf-base 'nope'" in bad.problem  # type: ignore[attr-defined]
+    # a branch compares with where it left the default branch, whatever the project's base
+    branch = pick(
+        {commit("main"): MAIN, ("merge-base", "HEAD", "main"): BASE, commit("release-2"): TAG},
+        base="release-2",
+    )
+    assert branch.ref == BASE  # type: ignore[attr-defined]
 
 
 def test_a_feature_branch_compares_with_its_merge_base_with_the_default_branch() -> None:
