@@ -139,11 +139,13 @@ def advice(
     same_session: bool,
     command: str,
     hardware_class: str = "",
+    auto_problem: str | None = None,
 ) -> list[str]:
     """One line per group of abstentions: why, and the command that would judge them.
 
     ``command`` is the run's own command line without ``--perf``; ``same_session`` says whether
-    this run already compared in one session (then more rounds, not a reference, is the cure).
+    this run already compared in one session (then more rounds, not a reference, is the cure);
+    ``auto_problem``: why ``--perf-against auto`` found no reference in this run, if it did not.
     """
     out: list[str] = []
     against = f"pytest --perf --perf-against auto {command}".rstrip()
@@ -152,7 +154,9 @@ def advice(
         if not names:
             continue
         head = f"{len(names)} not judged, {_WHY_TEXT[w]}"
-        if w in (NO_REFERENCE, OTHER_MACHINE):
+        if w == NO_REFERENCE and auto_problem:
+            out.append(f"{head}: {auto_problem}")
+        elif w in (NO_REFERENCE, OTHER_MACHINE):
             where = f" ({hardware_class})" if hardware_class else ""
             out.append(
                 f"{head}{where}: judge them in this session against the base of the change "

@@ -944,6 +944,7 @@ def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
         same_session=state.plan is not None,
         command=shlex.join(_rest_args(state.invocation)),
         hardware_class=state.store.machine_id,
+        auto_problem=None if state.reference is None else state.reference.problem,
     )
     state.coverage = cov
     state.coverage_advice = lines

@@ -14,9 +14,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from ._helpers import FAST
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 OPTS = (*FAST, "-p", "no:randomly", "-p", "no:cacheprovider")
 GIT_ENV = {
@@ -123,6 +126,8 @@ def test_in_ci_a_machine_without_baselines_judges_against_the_last_release(
     assert "--perf-against auto compares in this session with the last release tag v1.0" in out
     assert result.ret == 1 and "regressed" in out, out
     doc = json.loads((flat / "r.json").read_text())
+    schema = json.loads((SCHEMAS / "results-v1.schema.json").read_text())
+    jsonschema.validate(doc, schema)
     assert doc["settings"]["reference"]["ref"] == "v1.0"
     assert doc["coverage"]["judged"] == 1 and doc["coverage"]["min_share"] == 0.9
 

@@ -100,3 +100,12 @@ def test_share_values(text: object, value: float) -> None:
 def test_bad_share_values_name_the_option(text: str) -> None:
     with pytest.raises(SpecError, match="--perf-min-judged"):
         parse_share(text, "--perf-min-judged")
+
+
+def test_where_auto_found_nothing_its_reason_is_the_advice() -> None:
+    cov = coverage(RESULTS[3:4])
+    lines = advice(cov, same_session=False, command="", auto_problem="name one with --perf-base")
+    assert lines == [
+        "1 not judged, no baseline for this hardware class and no same-session reference: "
+        "name one with --perf-base"
+    ]
