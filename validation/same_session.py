@@ -123,7 +123,12 @@ def knobs_for(i: int, names: list[str]) -> dict[str, float]:
 
 
 def session(
-    work: Path, i: int, knobs: dict[str, float], layout: str = "src", load: float = 0.0
+    work: Path,
+    i: int,
+    knobs: dict[str, float],
+    layout: str = "src",
+    load: float = 0.0,
+    round_start: str | None = None,
 ) -> dict[str, Any]:
     (package_dir(work, layout) / "knobs.json").write_text(json.dumps(knobs))
     out = work / f"s{i}.json"
@@ -134,6 +139,8 @@ def session(
         env["PYTHONPATH"] = str(work / "src")
     cmd = [sys.executable, "-m", "pytest", *ARGS, "--perf-against", "base", "-q"]
     cmd += ["--perf-json", str(out), "test_wl.py"]
+    if round_start is not None:
+        cmd += ["--perf-round-start", round_start]
     background = None
     if load > 0:
         from load import start  # type: ignore[import-not-found]
@@ -169,6 +176,7 @@ def session(
         "knobs": knobs,
         "load": load,
         "layout": layout,
+        "round_start": round_start or "auto",
         "rc": proc.returncode,
         "wall": wall,
         "verdicts": verdicts,
@@ -288,7 +296,29 @@ def main(argv: list[str] | None = None) -> int:
         help="every other session runs beside validation/load.py at this busy share of a core "
         "(0.33: light and bursty); the report gives quiet and loaded sessions apart",
     )
+    ap.add_argument(
+        "--rejudge",
+        type=Path,
+        default=None,
+        metavar="WORK",
+        help="with --from-json: judge the sessions' raw rounds in WORK again under other rules",
+    )
+    ap.add_argument(
+        "--round-starts",
+        default=None,
+        metavar="A,B",
+        help="cycle the sessions' --perf-round-start through these (e.g. fork,fresh: pairs back "
+        "to back from round servers against whole interleaved process rounds), in pairs of "
+        "sessions so that each is run quiet and loaded; the report gives each apart",
+    )
     args = ap.parse_args(argv)
+    starts = args.round_starts.split(",") if args.round_starts else [None]
+    if args.rejudge is not None:
+        if args.from_json is None:
+            ap.error("--rejudge WORK needs --from-json (the harness's JSON of those sessions)")
+        raw = json.loads(args.from_json.read_text())
+        print(rejudge(args.rejudge, raw["sessions"]))
+        return 0
     if args.from_json is not None:
         raw = json.loads(args.from_json.read_text())
         text = reports(raw["sessions"], raw["started"], raw["machine"], args.command)
@@ -303,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     sessions = []
     for i in range(args.sessions):
         load = args.load if i % 2 == 1 else 0.0
-        s = session(work, i, knobs_for(i, names), args.layout, load)
+        start = starts[(i // 2) % len(starts)]
+        s = session(work, i, knobs_for(i, names), args.layout, load, start)
         sessions.append(s)
         log(
             f"session {i + 1}/{args.sessions}: "
@@ -319,25 +350,115 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+#: Replays of --rejudge: (name, leave busy rounds out / inconclusive as the plugin does, the share
+#: of each round's fastest samples judged, None for all).
+RULES = (
+    ("committed (host rule)", True, None),
+    ("no host rule", False, None),
+    ("fastest 25%, host rule", True, 0.25),
+    ("fastest 25%, no host rule", False, 0.25),
+)
+
+
+def rejudge(work: Path, sessions: list[dict[str, Any]]) -> str:
+    """Each session's raw rounds (``s<i>.json`` in ``work``) judged again under each of
+    :data:`RULES`, as the plugin judges a same-session comparison (versions.Measured.clean_pairs,
+    assess.explain_by_host), quiet and loaded sessions apart. A Markdown table."""
+    from pytest_burnperf.assess import MIN_CLEAN_ROUNDS, explain_by_host
+    from pytest_burnperf.compare import Policy, judge
+    from pytest_burnperf.hoststate import Window
+
+    def fastest(runs: list[list[float]], share: float | None) -> list[list[float]]:
+        if share is None:
+            return runs
+        return [sorted(r)[: max(1, round(len(r) * share))] for r in runs]
+
+    rows = []
+    kinds = sorted({(bool(s.get("load")), s.get("round_start", "auto")) for s in sessions})
+    for name, host_rule, share in RULES:
+        for loaded, start in kinds:
+            aa = aa_false = undecided = total = 0
+            caught: dict[float, list[int]] = {1.1: [0, 0], 1.2: [0, 0]}
+            mds: list[float] = []
+            same = 0
+            for sess in sessions:
+                if (bool(sess.get("load")), sess.get("round_start", "auto")) != (loaded, start):
+                    continue
+                doc = json.loads((work / f"s{sess['i']}.json").read_text())
+                n = len(doc["results"])
+                for r in doc["results"]:
+                    wl = r["name"].split("-")[-2] + "-" + r["name"].split("-")[-1].rstrip("]")
+                    ref, cur = r["baseline"]["runs"], r["runs"]
+                    k = min(len(ref), len(cur))
+                    ref, cur = ref[:k], cur[:k]
+                    windows = r.get("host") or []
+                    busy: dict[int, str] = {}
+                    if len(windows) == 2 * k:  # reference's rounds, then the candidate's
+                        for j, d in enumerate(windows):
+                            w = Window.from_dict(d)
+                            why = None if w is None else w.disturbed()
+                            if why and j % k not in busy:
+                                busy[j % k] = why
+                    policy = Policy(
+                        alpha=r["settings"]["alpha"],
+                        threshold=r["settings"]["threshold"],
+                        comparisons=n,
+                        paired=True,
+                    )
+                    keep = [j for j in range(k) if j not in busy]
+                    if host_rule and busy and len(keep) >= MIN_CLEAN_ROUNDS:
+                        ref, cur = [ref[j] for j in keep], [cur[j] for j in keep]
+                        v = judge(fastest(ref, share), fastest(cur, share), policy)
+                    else:
+                        v = judge(fastest(ref, share), fastest(cur, share), policy)
+                        if host_rule and busy:
+                            v = explain_by_host(
+                                v, f"host busy in a round: {busy[min(busy)]}", policy
+                            )
+                    if name.startswith("committed"):
+                        same += v.status == r["verdict"]["status"]
+                    total += 1
+                    undecided += v.status == "inconclusive"
+                    if v.min_detectable is not None:
+                        mds.append(v.min_detectable)
+                    f = sess["knobs"].get(wl, 1.0)
+                    if f == 1.0:
+                        aa += 1
+                        aa_false += v.status == "regressed"
+                    elif f in caught:
+                        caught[f][0] += v.status == "regressed"
+                        caught[f][1] += 1
+            if not total:
+                continue
+            rows.append(
+                f"| {name} | {'loaded' if loaded else 'quiet'}, {start} | {aa_false}/{aa} | "
+                f"{caught[1.1][0]}/{caught[1.1][1]} | {caught[1.2][0]}/{caught[1.2][1]} | "
+                f"{undecided}/{total} | +{100 * statistics.median(mds):.1f}% |"
+                + (f" {same}/{total} |" if name.startswith("committed") else " |")
+            )
+    head = [
+        "| rule | sessions | unchanged failed | +10% caught | +20% caught | not judged | "
+        "median MDS | same as live |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    return "\n".join(head + rows) + "\n"
+
+
 def reports(sessions: list[dict[str, Any]], started: str, mach: str, command: str) -> str:
-    """One report, or one for the quiet sessions and one for the loaded ones."""
-    loaded = [s for s in sessions if s.get("load")]
-    quiet = [s for s in sessions if not s.get("load")]
-    if not loaded:
+    """One report per kind of session: quiet or beside the load, and per --perf-round-start."""
+    groups: dict[tuple[float, str], list[dict[str, Any]]] = {}
+    for s in sessions:
+        groups.setdefault((float(s.get("load") or 0.0), s.get("round_start", "auto")), []).append(s)
+    if len(groups) == 1:
         return report(analyse(sessions), started, mach, command)
-    duty = loaded[0]["load"]
-    return "\n".join(
-        [
-            report(analyse(quiet), started, mach, command, ": quiet sessions"),
-            report(
-                analyse(loaded),
-                started,
-                mach,
-                command,
-                f": sessions beside a bursty load (validation/load.py, {duty:g} of a core)",
-            ),
-        ]
-    )
+    out = []
+    for (duty, start), group in sorted(groups.items()):
+        where = (
+            f"beside a bursty load (validation/load.py, {duty:g} of a core)" if duty else "quiet"
+        )
+        title = f": {where}, --perf-round-start {start}"
+        out.append(report(analyse(group), started, mach, command, title))
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -182,11 +182,15 @@ def advice(
     return out
 
 
+def in_ci(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``$CI`` says this is a CI job (GitHub Actions, GitLab CI and most others set it)."""
+    env = os.environ if environ is None else environ
+    return env.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def default_min_share(environ: Mapping[str, str] | None = None) -> float:
     """:data:`CI_MIN_JUDGED` where ``$CI`` says this is a CI job, else 0 (shown, not enforced)."""
-    env = os.environ if environ is None else environ
-    ci = env.get("CI", "").strip().lower()
-    return CI_MIN_JUDGED if ci not in ("", "0", "false", "no", "off") else 0.0
+    return CI_MIN_JUDGED if in_ci(environ) else 0.0
 
 
 def shortfall(cov: Coverage, minimum: float) -> str | None:

@@ -18,7 +18,7 @@ import pytest
 
 from . import spec as _spec
 from .fixture import Perf, SmokePerf, make_perf
-from .judged import default_min_share
+from .judged import default_min_share, in_ci
 from .options import (
     DEFAULT_UPDATE_ROUNDS,
     DEFAULTS,
@@ -294,7 +294,7 @@ def _against(config: pytest.Config, *, enabled: bool, update: bool) -> str | Non
         and enabled
         and not update
         and not config.getoption("perf_versions")
-        and default_min_share() > 0  # $CI is set
+        and in_ci()
     ):
         return "auto"
     if against == "auto":
@@ -588,7 +588,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.comparisons = max(1, len(runnable))
     if state.plan is not None:
         if runnable and not session.config.option.collectonly:
-            run_same_session(session, state, runnable)
+            run_same_session(session, state, runnable, alternate=_fork_rounds(state, runnable))
         return
     if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
         run_rounds(

@@ -306,9 +306,16 @@ def _rounds_loop(
     return total
 
 
-def run_same_session(session: pytest.Session, state: PerfState, items: list[pytest.Item]) -> None:
+def run_same_session(
+    session: pytest.Session,
+    state: PerfState,
+    items: list[pytest.Item],
+    *,
+    alternate: bool = False,
+) -> None:
     """Build (or find) the environments of --perf-against / --perf-versions, then measure every
-    benchmark in each, interleaved (versions.run_env_rounds)."""
+    benchmark in each, interleaved (versions.run_env_rounds; ``alternate``: pair by pair from
+    one round server per environment)."""
     from .assess import busy_round_costs_another
     from .compare import Policy, needs_more_rounds
     from .environments import EnvError, resolve
@@ -361,6 +368,7 @@ def run_same_session(session: pytest.Session, state: PerfState, items: list[pyte
         max_rounds=state.max_rounds,
         more=more,
         write=write,
+        alternate=alternate,
     )
 
 

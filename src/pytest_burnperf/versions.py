@@ -159,11 +159,19 @@ def run_env_rounds(
     more: Callable[[str, Measured], bool],
     write: Callable[[str], None],
     rng: random.Random | None = None,
+    alternate: bool = False,
 ) -> Measured:
     """``rounds`` rounds of every benchmark in every environment, then adaptive rounds of those
     ``more`` calls undecided, up to ``max_rounds``; each round runs every environment once, in
     an order drawn at random. A benchmark keeps a round only when every environment measured
-    it (the rounds stay paired). The first round an environment fails ends the rounds."""
+    it (the rounds stay paired). The first round an environment fails ends the rounds.
+
+    With ``alternate`` (CPU benchmarks on Linux: forkserver.can_fork), each environment keeps
+    one round server (forkserver.py) alive, and a round measures benchmark after benchmark,
+    each in every environment back to back (a forked child per benchmark and environment, the
+    order drawn at random per benchmark): the two sides of a pair are seconds apart instead of
+    a whole round, so the host's slow spells, which last from hundreds of milliseconds to
+    seconds (docs/validation.md), fall on both sides of far fewer pairs."""
     from .jsonfile import FileFormatError
     from .rounds import clock, count_done, progress_path, read_round_file, run_process, tail
 
@@ -172,6 +180,20 @@ def run_env_rounds(
     labels = list(plan.refs)
     args = worker_args(invocation)
     t0 = time.monotonic()
+    if alternate:
+        return _alternating_rounds(
+            plan=plan,
+            envs=envs,
+            args=args,
+            cwd=cwd,
+            wanted=wanted,
+            rounds=rounds,
+            max_rounds=max_rounds,
+            more=more,
+            write=write,
+            rng=rng,
+            got=got,
+        )
     with tempfile.TemporaryDirectory(prefix="burnperf-versions-") as tmp:
         for r in range(1, max_rounds + 1):
             todo = list(wanted) if r <= rounds else [n for n in wanted if more(n, got)]
@@ -196,11 +218,7 @@ def run_env_rounds(
                     only = Path(tmp, f"round{r}.only")
                     only.write_text("\n".join(todo) + "\n", encoding="utf-8")
                     cmd.append(f"--perf-worker-only={only}")
-                environ = env.environ()
-                if env.overlay is not None:
-                    environ[OVERLAY_ENV] = env.overlay
-                    # a module inside a flat layout's package is the reference's copy (overlay.py)
-                    environ["PY_IGNORE_IMPORTMISMATCH"] = "1"
+                environ = _env_environ(env)
 
                 def say(done: int, label: str = label, n: int = len(todo), r: int = r) -> None:
                     write(
@@ -227,6 +245,104 @@ def run_env_rounds(
                     for label, rec in zip(labels, recs, strict=True):
                         assert rec is not None
                         got.add(label, nodeid, rec)
+    return got
+
+
+def _env_environ(env: Env) -> dict[str, str]:
+    environ = env.environ()
+    if env.overlay is not None:
+        environ[OVERLAY_ENV] = env.overlay
+        # a module inside a flat layout's package is the reference's copy (overlay.py)
+        environ["PY_IGNORE_IMPORTMISMATCH"] = "1"
+    return environ
+
+
+def _alternating_rounds(
+    *,
+    plan: Plan,
+    envs: Mapping[str, Env],
+    args: Sequence[str],
+    cwd: Path,
+    wanted: Sequence[str],
+    rounds: int,
+    max_rounds: int,
+    more: Callable[[str, Measured], bool],
+    write: Callable[[str], None],
+    rng: random.Random,
+    got: Measured,
+) -> Measured:
+    """run_env_rounds with ``alternate``: one round server per environment, pairs back to back."""
+    from .forkserver import POLL_S, ForkServer
+    from .jsonfile import FileFormatError
+    from .rounds import clock, read_round_file, tail
+
+    labels = list(plan.refs)
+    t0 = time.monotonic()
+
+    def wait(running: Callable[[], bool]) -> None:
+        while running():
+            time.sleep(POLL_S)
+
+    with tempfile.TemporaryDirectory(prefix="burnperf-versions-") as tmp:
+        servers: dict[str, ForkServer] = {}
+        try:
+            for label in labels:
+                env = envs[label]
+                servers[label] = ForkServer(
+                    [env.python, "-m", "pytest", *args, "-q"],
+                    cwd=cwd,
+                    tmp=Path(tmp),
+                    env=_env_environ(env),
+                )
+            for r in range(1, max_rounds + 1):
+                todo = list(wanted) if r <= rounds else [n for n in wanted if more(n, got)]
+                if not todo:
+                    break
+                of = rounds if r <= rounds else max_rounds
+                what = "round" if r <= rounds else "adaptive round"
+                write(
+                    f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks, each in "
+                    f"{len(labels)} environments back to back in an order drawn per benchmark "
+                    f"({clock(time.monotonic() - t0)} elapsed) ..."
+                )
+                first_order: list[str] | None = None
+                for k, nodeid in enumerate(todo):
+                    order = labels[:]
+                    rng.shuffle(order)
+                    first_order = first_order or order
+                    recs: dict[str, dict[str, Any]] = {}
+                    for label in order:
+                        env = envs[label]
+                        out = Path(tmp, f"round{r}-{k}-{labels.index(label)}.json")
+                        try:
+                            code, output = servers[label].round(out, [nodeid], wait)
+                        except OSError as exc:
+                            code, output = 1, f"its round server could not be reached: {exc}"
+                        problem = _round_problem(env, out, code, output, tail)
+                        if problem is None:
+                            try:
+                                rec = read_round_file(out).get(nodeid)
+                            except FileFormatError as exc:
+                                problem = f"its samples file is unusable ({exc})"
+                            else:
+                                if rec is not None:
+                                    recs[label] = rec
+                        if problem is not None:
+                            got.failures[label] = (
+                                f"round {r} in {label} ({env.detail}), {nodeid}: {problem}"
+                            )
+                            break
+                    if got.failures:
+                        break
+                    if len(recs) == len(labels):
+                        for label in labels:
+                            got.add(label, nodeid, recs[label])
+                got.orders.append(first_order or labels)
+                if got.failures:
+                    break
+        finally:
+            for server in servers.values():
+                server.close()
     return got
 
 
