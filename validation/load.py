@@ -12,6 +12,7 @@ runs it alone; :func:`start` runs it beside a session.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -23,7 +24,8 @@ def run(duty: float, seconds: float, seed: int | None = None) -> None:
     """Spin bursts and sleep gaps whose lengths keep the busy share near ``duty``."""
     rng = random.Random(seed)
     end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    parent = os.getppid()
+    while time.monotonic() < end and os.getppid() == parent:  # ends with the harness
         burst = rng.uniform(0.02, 0.4)
         stop = time.perf_counter() + burst
         x = 0
