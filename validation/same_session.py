@@ -350,13 +350,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-#: Replays of --rejudge: (name, leave busy rounds out / inconclusive as the plugin does, the share
-#: of each round's fastest samples judged, None for all).
+#: Replays of --rejudge: (name, leave busy rounds out where 3 clean remain, else make a verdict
+#: the host could explain inconclusive (assess.explain_by_host), the share of each round's
+#: fastest samples judged or None for all). "live" is the rule these sessions ran with.
 RULES = (
-    ("committed (host rule)", True, None),
-    ("no host rule", False, None),
-    ("fastest 25%, host rule", True, 0.25),
-    ("fastest 25%, no host rule", False, 0.25),
+    ("live: leave out, else inconclusive", True, True, None),
+    ("leave out, else keep (note_paired_host)", True, False, None),
+    ("no host rule", False, False, None),
+    ("fastest 25%, leave out, else inconclusive", True, True, 0.25),
+    ("fastest 25%, no host rule", False, False, 0.25),
 )
 
 
@@ -375,7 +377,7 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> str:
 
     rows = []
     kinds = sorted({(bool(s.get("load")), s.get("round_start", "auto")) for s in sessions})
-    for name, host_rule, share in RULES:
+    for name, leave_out, explain, share in RULES:
         for loaded, start in kinds:
             aa = aa_false = undecided = total = 0
             caught: dict[float, list[int]] = {1.1: [0, 0], 1.2: [0, 0]}
@@ -406,16 +408,16 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> str:
                         paired=True,
                     )
                     keep = [j for j in range(k) if j not in busy]
-                    if host_rule and busy and len(keep) >= MIN_CLEAN_ROUNDS:
+                    if leave_out and busy and len(keep) >= MIN_CLEAN_ROUNDS:
                         ref, cur = [ref[j] for j in keep], [cur[j] for j in keep]
                         v = judge(fastest(ref, share), fastest(cur, share), policy)
                     else:
                         v = judge(fastest(ref, share), fastest(cur, share), policy)
-                        if host_rule and busy:
+                        if explain and busy:
                             v = explain_by_host(
                                 v, f"host busy in a round: {busy[min(busy)]}", policy
                             )
-                    if name.startswith("committed"):
+                    if name.startswith("live"):
                         same += v.status == r["verdict"]["status"]
                     total += 1
                     undecided += v.status == "inconclusive"
@@ -434,7 +436,7 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> str:
                 f"| {name} | {'loaded' if loaded else 'quiet'}, {start} | {aa_false}/{aa} | "
                 f"{caught[1.1][0]}/{caught[1.1][1]} | {caught[1.2][0]}/{caught[1.2][1]} | "
                 f"{undecided}/{total} | +{100 * statistics.median(mds):.1f}% |"
-                + (f" {same}/{total} |" if name.startswith("committed") else " |")
+                + (f" {same}/{total} |" if name.startswith("live") else " |")
             )
     head = [
         "| rule | sessions | unchanged failed | +10% caught | +20% caught | not judged | "

@@ -444,7 +444,7 @@ class ComparePerf(SmokePerf):
 
     def _judge(self) -> None:
         __tracebackhide__ = True
-        from .assess import explain_by_host
+        from .assess import note_paired_host
         from .compare import INCONCLUSIVE, REGRESSED, Policy, failure_message, judge
         from .hoststate import Window
         from .jsonfile import escape_strings
@@ -491,10 +491,9 @@ class ComparePerf(SmokePerf):
                 ),
             )
         elif not trust:
-            busy = got.busy_rounds((plan.reference, plan.candidate), node)
-            if busy:
-                why = f"host busy in a round: {busy[min(busy)]}"
-                verdict = explain_by_host(verdict, why, policy)
+            verdict = note_paired_host(
+                verdict, got.busy_rounds((plan.reference, plan.candidate), node)
+            )
         last = got.last.get(plan.candidate, {}).get(node, {})
         sample = Sample(
             values=tuple(v for r in cur for v in r),

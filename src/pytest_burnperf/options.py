@@ -185,7 +185,9 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "that collected the tests and imported their modules once: no interpreter start-up, "
         "collection or torch import per round), 'fresh' (a new interpreter per round) or 'auto' "
         "(fork on Linux when every selected benchmark runs on a CPU device; fresh elsewhere, "
-        "since GPU runtimes do not survive a fork). Default: auto",
+        "since GPU runtimes do not survive a fork). In a same-session comparison, 'fork' keeps "
+        "a round server per environment and measures each benchmark in both back to back; "
+        "'auto' and 'fresh' run whole rounds in fresh processes. Default: auto",
     ),
     (
         "--perf-threads",

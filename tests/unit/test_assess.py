@@ -177,3 +177,19 @@ def test_probe_runs_on_a_real_cpu_device_in_well_under_a_second() -> None:
     assert {"python", "copy", "matmul"} <= set(got) and all(
         got[k] > 0 for k in ("python", "copy", "matmul")
     )
+
+
+def test_a_paired_verdict_over_busy_rounds_stands_with_a_note() -> None:
+    """Same-session pairs ran on the same host one after the other: a busy round widens their
+    spread (which the paired model measures) instead of turning the verdict inconclusive."""
+    from pytest_burnperf.assess import note_paired_host
+    from pytest_burnperf.compare import Policy, judge
+
+    ref = [[1.00, 1.01, 0.99] * 5, [1.02, 1.00, 1.01] * 5, [0.99, 1.00, 1.00] * 5]
+    cur = [[v * 1.5 for v in r] for r in ref]
+    verdict = judge(ref, cur, Policy(paired=True))
+    assert verdict.status == "regressed"
+    noted = note_paired_host(verdict, {1: "other processes used 1.2 of 2 CPUs"})
+    assert noted.status == "regressed"
+    assert "host busy in round(s) 2 (other processes used 1.2 of 2 CPUs)" in noted.notes[-1]
+    assert note_paired_host(verdict, {}) is verdict
