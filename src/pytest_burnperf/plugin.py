@@ -986,24 +986,11 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
                 add(name, value)
 
 
-#: Options of a run that the commands its summary suggests replace.
-_SUGGESTION_REPLACES = ("--perf", "--update-baselines", "--perf-against", "--perf-min-judged")
-
-
 def _rest_args(invocation: tuple[str, ...]) -> list[str]:
-    """The run's arguments without those a suggested command sets itself."""
-    out: list[str] = []
-    skip = False
-    for a in invocation:
-        if skip:
-            skip = False
-            continue
-        name = a.split("=", 1)[0]
-        if name in _SUGGESTION_REPLACES:
-            skip = "=" not in a and name not in ("--perf", "--update-baselines")
-            continue
-        out.append(a)
-    return out
+    """The run's arguments without those a command its summary suggests sets itself."""
+    return _spec.without_options(
+        invocation, ("--perf-against", "--perf-min-judged"), ("--perf", "--update-baselines")
+    )
 
 
 def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> None:

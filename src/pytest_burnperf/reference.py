@@ -125,7 +125,7 @@ def choose(
 
     # 2. a pull or merge request: the code before the change under review
     gitlab_base = env.get("CI_MERGE_REQUEST_DIFF_BASE_SHA", "").strip()
-    if gitlab_base:
+    if gitlab_base and all(c in "0123456789abcdefABCDEF" for c in gitlab_base):
         found = git.commit(gitlab_base)
         if found:
             return Choice(found, False, f"the merge request's base {found[:12]} ({lead})")
@@ -133,6 +133,13 @@ def choose(
         env.get("GITHUB_BASE_REF", "").strip()
         or env.get("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "").strip()
     )
+    if target.startswith("-") or any(c.isspace() for c in target):
+        return Choice(
+            None,
+            False,
+            "nothing",
+            problem=f"{lead}, and the pull request's target branch {target!r} is no branch name",
+        )
     if target:
         branch = next((c for c in (f"origin/{target}", target) if git.commit(c) is not None), None)
         if branch is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -433,3 +433,26 @@ def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
         if key in kwargs
     }
     return PerfSpec(backends=backends, dtypes=dtypes, overrides=overrides)
+
+
+def without_options(
+    args: Sequence[str], valued: Sequence[str], flags: Sequence[str] = ()
+) -> list[str]:
+    """``args`` without the options ``valued`` (with their value: ``--opt V`` or ``--opt=V``)
+    and the flags ``flags``: a round's process gets its parent's command line less what only
+    the parent acts on, a suggested command its run's less what it sets itself."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in flags:
+            continue
+        if a in valued:
+            skip = True
+            continue
+        if any(a.startswith(o + "=") for o in valued):
+            continue
+        out.append(a)
+    return out

@@ -113,21 +113,9 @@ class Measured:
 
 def worker_args(invocation: Sequence[str]) -> list[str]:
     """The parent's command-line arguments without the options only the parent acts on."""
-    out: list[str] = []
-    skip = False
-    for a in invocation:
-        if skip:
-            skip = False
-            continue
-        if a in PARENT_FLAGS:
-            continue
-        if a in PARENT_ONLY:
-            skip = True
-            continue
-        if any(a.startswith(o + "=") for o in PARENT_ONLY):
-            continue
-        out.append(a)
-    return out
+    from .spec import without_options
+
+    return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)
 
 
 def shadowed_modules(overlay: str, modules: Mapping[str, Any]) -> dict[str, str]:
@@ -166,12 +154,12 @@ def run_env_rounds(
     an order drawn at random. A benchmark keeps a round only when every environment measured
     it (the rounds stay paired). The first round an environment fails ends the rounds.
 
-    With ``alternate`` (CPU benchmarks on Linux: forkserver.can_fork), each environment keeps
-    one round server (forkserver.py) alive, and a round measures benchmark after benchmark,
-    each in every environment back to back (a forked child per benchmark and environment, the
-    order drawn at random per benchmark): the two sides of a pair are seconds apart instead of
-    a whole round, so the host's slow spells, which last from hundreds of milliseconds to
-    seconds (docs/validation.md), fall on both sides of far fewer pairs."""
+    Without ``alternate`` each environment measures a round's benchmarks in one fresh process.
+    With it (``--perf-round-start fork``, CPU benchmarks), each environment keeps one round
+    server (forkserver.py) alive and a round measures benchmark after benchmark, each in every
+    environment back to back (a forked child per benchmark and environment, the order drawn per
+    benchmark), so the two sides of a pair are seconds apart instead of a whole round."""
+    from .forkserver import POLL_S, ForkServer
     from .jsonfile import FileFormatError
     from .rounds import clock, count_done, progress_path, read_round_file, run_process, tail
 
@@ -180,71 +168,103 @@ def run_env_rounds(
     labels = list(plan.refs)
     args = worker_args(invocation)
     t0 = time.monotonic()
-    if alternate:
-        return _alternating_rounds(
-            plan=plan,
-            envs=envs,
-            args=args,
-            cwd=cwd,
-            wanted=wanted,
-            rounds=rounds,
-            max_rounds=max_rounds,
-            more=more,
-            write=write,
-            rng=rng,
-            got=got,
-        )
+
+    def wait(running: Callable[[], bool]) -> None:
+        while running():
+            time.sleep(POLL_S)
+
     with tempfile.TemporaryDirectory(prefix="burnperf-versions-") as tmp:
-        for r in range(1, max_rounds + 1):
-            todo = list(wanted) if r <= rounds else [n for n in wanted if more(n, got)]
-            if not todo:
-                break
-            order = labels[:]
-            rng.shuffle(order)
-            got.orders.append(order)
-            of = rounds if r <= rounds else max_rounds
-            what = "round" if r <= rounds else "adaptive round"
-            write(
-                f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks in "
-                f"{len(order)} environments, in the order {', '.join(order)} "
-                f"({clock(time.monotonic() - t0)} elapsed) ..."
+        servers: dict[str, ForkServer] = {}
+
+        def measure(r: int, label: str, out: Path, group: list[str]) -> tuple[int, str]:
+            """One environment's measurement of ``group`` in round ``r``."""
+            if label in servers:
+                try:
+                    return servers[label].round(out, group, wait)
+                except OSError as exc:
+                    return 1, f"its round server could not be reached: {exc}"
+            env = envs[label]
+            cmd = [env.python, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
+            if len(group) < len(wanted):
+                only = out.with_suffix(".only")
+                only.write_text("\n".join(group) + "\n", encoding="utf-8")
+                cmd.append(f"--perf-worker-only={only}")
+
+            def say(done: int) -> None:
+                write(
+                    f"pytest-burnperf: round {r} in {label}: {done}/{len(group)} benchmarks, "
+                    f"{clock(time.monotonic() - t0)} elapsed"
+                )
+
+            code, output = run_process(
+                cmd, cwd=cwd, out=out, todo=group, say=say, env=_env_environ(env)
             )
-            docs: dict[str, dict[str, dict[str, Any]]] = {}
-            for i, label in enumerate(order):
-                env = envs[label]
-                out = Path(tmp, f"round{r}-{i}.json")
-                cmd = [env.python, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
-                if len(todo) < len(wanted):
-                    only = Path(tmp, f"round{r}.only")
-                    only.write_text("\n".join(todo) + "\n", encoding="utf-8")
-                    cmd.append(f"--perf-worker-only={only}")
-                environ = _env_environ(env)
+            say(count_done(progress_path(out), group))
+            return code, output
 
-                def say(done: int, label: str = label, n: int = len(todo), r: int = r) -> None:
-                    write(
-                        f"pytest-burnperf: round {r} in {label}: {done}/{n} benchmarks, "
-                        f"{clock(time.monotonic() - t0)} elapsed"
+        try:
+            if alternate:
+                for label in labels:
+                    env = envs[label]
+                    servers[label] = ForkServer(
+                        [env.python, "-m", "pytest", *args, "-q"],
+                        cwd=cwd,
+                        tmp=Path(tmp),
+                        env=_env_environ(env),
                     )
-
-                code, output = run_process(cmd, cwd=cwd, out=out, todo=todo, say=say, env=environ)
-                say(count_done(progress_path(out), todo))
-                problem = _round_problem(env, out, code, output, tail)
-                if problem is None:
-                    try:
-                        docs[label] = read_round_file(out)
-                    except FileFormatError as exc:
-                        problem = f"its samples file is unusable ({exc})"
-                if problem is not None:
-                    got.failures[label] = f"round {r} in {label} ({env.detail}): {problem}"
+            for r in range(1, max_rounds + 1):
+                todo = list(wanted) if r <= rounds else [n for n in wanted if more(n, got)]
+                if not todo:
                     break
-            if got.failures:
-                break
-            for nodeid in todo:
-                recs = [docs[label].get(nodeid) for label in labels]
-                if all(rec is not None for rec in recs):
-                    for label, rec in zip(labels, recs, strict=True):
-                        assert rec is not None
-                        got.add(label, nodeid, rec)
+                of = rounds if r <= rounds else max_rounds
+                what = "round" if r <= rounds else "adaptive round"
+                how = (
+                    f"each in {len(labels)} environments back to back in an order drawn per "
+                    "benchmark"
+                    if alternate
+                    else f"in {len(labels)} environments"
+                )
+                # a group is measured in every environment before the next one starts
+                groups = [[n] for n in todo] if alternate else [todo]
+                orders = []
+                for k, group in enumerate(groups):
+                    order = labels[:]
+                    rng.shuffle(order)
+                    orders.append(order)
+                    if k == 0:
+                        write(
+                            f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks {how}"
+                            + ("" if alternate else f", in the order {', '.join(order)}")
+                            + f" ({clock(time.monotonic() - t0)} elapsed) ..."
+                        )
+                    docs: dict[str, dict[str, dict[str, Any]]] = {}
+                    for label in order:
+                        env = envs[label]
+                        out = Path(tmp, f"round{r}-{k}-{labels.index(label)}.json")
+                        code, output = measure(r, label, out, group)
+                        problem = _round_problem(env, out, code, output, tail)
+                        if problem is None:
+                            try:
+                                docs[label] = read_round_file(out)
+                            except FileFormatError as exc:
+                                problem = f"its samples file is unusable ({exc})"
+                        if problem is not None:
+                            got.failures[label] = f"round {r} in {label} ({env.detail}): {problem}"
+                            break
+                    if got.failures:
+                        break
+                    for nodeid in group:
+                        recs = [docs[label].get(nodeid) for label in labels]
+                        if all(rec is not None for rec in recs):
+                            for label, rec in zip(labels, recs, strict=True):
+                                assert rec is not None
+                                got.add(label, nodeid, rec)
+                got.orders.append(orders[0] if orders else labels)
+                if got.failures:
+                    break
+        finally:
+            for server in servers.values():
+                server.close()
     return got
 
 
@@ -255,95 +275,6 @@ def _env_environ(env: Env) -> dict[str, str]:
         # a module inside a flat layout's package is the reference's copy (overlay.py)
         environ["PY_IGNORE_IMPORTMISMATCH"] = "1"
     return environ
-
-
-def _alternating_rounds(
-    *,
-    plan: Plan,
-    envs: Mapping[str, Env],
-    args: Sequence[str],
-    cwd: Path,
-    wanted: Sequence[str],
-    rounds: int,
-    max_rounds: int,
-    more: Callable[[str, Measured], bool],
-    write: Callable[[str], None],
-    rng: random.Random,
-    got: Measured,
-) -> Measured:
-    """run_env_rounds with ``alternate``: one round server per environment, pairs back to back."""
-    from .forkserver import POLL_S, ForkServer
-    from .jsonfile import FileFormatError
-    from .rounds import clock, read_round_file, tail
-
-    labels = list(plan.refs)
-    t0 = time.monotonic()
-
-    def wait(running: Callable[[], bool]) -> None:
-        while running():
-            time.sleep(POLL_S)
-
-    with tempfile.TemporaryDirectory(prefix="burnperf-versions-") as tmp:
-        servers: dict[str, ForkServer] = {}
-        try:
-            for label in labels:
-                env = envs[label]
-                servers[label] = ForkServer(
-                    [env.python, "-m", "pytest", *args, "-q"],
-                    cwd=cwd,
-                    tmp=Path(tmp),
-                    env=_env_environ(env),
-                )
-            for r in range(1, max_rounds + 1):
-                todo = list(wanted) if r <= rounds else [n for n in wanted if more(n, got)]
-                if not todo:
-                    break
-                of = rounds if r <= rounds else max_rounds
-                what = "round" if r <= rounds else "adaptive round"
-                write(
-                    f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks, each in "
-                    f"{len(labels)} environments back to back in an order drawn per benchmark "
-                    f"({clock(time.monotonic() - t0)} elapsed) ..."
-                )
-                first_order: list[str] | None = None
-                for k, nodeid in enumerate(todo):
-                    order = labels[:]
-                    rng.shuffle(order)
-                    first_order = first_order or order
-                    recs: dict[str, dict[str, Any]] = {}
-                    for label in order:
-                        env = envs[label]
-                        out = Path(tmp, f"round{r}-{k}-{labels.index(label)}.json")
-                        try:
-                            code, output = servers[label].round(out, [nodeid], wait)
-                        except OSError as exc:
-                            code, output = 1, f"its round server could not be reached: {exc}"
-                        problem = _round_problem(env, out, code, output, tail)
-                        if problem is None:
-                            try:
-                                rec = read_round_file(out).get(nodeid)
-                            except FileFormatError as exc:
-                                problem = f"its samples file is unusable ({exc})"
-                            else:
-                                if rec is not None:
-                                    recs[label] = rec
-                        if problem is not None:
-                            got.failures[label] = (
-                                f"round {r} in {label} ({env.detail}), {nodeid}: {problem}"
-                            )
-                            break
-                    if got.failures:
-                        break
-                    if len(recs) == len(labels):
-                        for label in labels:
-                            got.add(label, nodeid, recs[label])
-                got.orders.append(first_order or labels)
-                if got.failures:
-                    break
-        finally:
-            for server in servers.values():
-                server.close()
-    return got
 
 
 def _round_problem(

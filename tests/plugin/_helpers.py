@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 #: Quick but still statistically usable settings for runs inside the tests. Adaptive sampling is
 #: off (--perf-max-samples at --perf-samples), so a test may count samples: with it on, a busy
 #: machine takes more. Tests of adaptive sampling give their own --perf-max-samples after FAST.
@@ -57,3 +61,23 @@ def skip_reasons(result: object) -> dict[str, str]:
             reason = rep.longrepr[2].removeprefix("Skipped: ")
             out[rep.nodeid.split("[", 1)[1].rstrip("]")] = reason
     return out
+
+
+#: A fixed author and date: a commit made twice gets the same hash, so the reference
+#: environments built from it are found in a shared cache.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()

@@ -52,3 +52,9 @@ CI_MERGE_REQUEST = ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "CI_MERGE_REQUEST_TARGET_B
 def loop_project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(test_bench=LOOP_MODULE)
     return pytester
+
+
+@pytest.fixture(scope="module")
+def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference environments of one test module's same-session runs, built once."""
+    return tmp_path_factory.mktemp("burnperf-envs")

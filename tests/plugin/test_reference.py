@@ -10,26 +10,16 @@ beyond any noise, so these tests check the choice and the wiring, not the machin
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from ._helpers import FAST
+from ._helpers import FAST, git
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 OPTS = (*FAST, "-p", "no:randomly", "-p", "no:cacheprovider")
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-}
 
 PYPROJECT = """
 [build-system]
@@ -68,19 +58,6 @@ from .. import work
 def test_spin(perf, device, dtype):
     assert perf(work) > 0
 """
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
-@pytest.fixture(scope="module")
-def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("burnperf-envs")
 
 
 @pytest.fixture

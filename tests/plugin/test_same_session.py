@@ -10,7 +10,6 @@ the environment cache is shared by the tests of this module.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ._helpers import FAST
+from ._helpers import FAST, git
 
 PYPROJECT = """
 [build-system]
@@ -57,28 +56,7 @@ def test_spin(perf, device, dtype):
     assert perf(spinpkg.work) > 0
 """
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-}
 OPTS = (*FAST, "-p", "no:randomly", "-p", "no:cacheprovider")
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
-@pytest.fixture(scope="module")
-def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("burnperf-envs")
 
 
 @pytest.fixture

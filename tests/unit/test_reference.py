@@ -196,3 +196,16 @@ def test_a_real_repository_branch_and_tags(tmp_path: Path) -> None:
     assert on_branch.ref == first, on_branch
     pr = choose(stored=False, machine="m", repo=repo, environ={"GITHUB_BASE_REF": "main"})
     assert pr.ref == first, pr
+
+
+def test_ci_variables_that_are_no_revision_are_not_passed_to_git() -> None:
+    git = FakeGit(REPO)
+    got = choose(
+        stored=False,
+        machine="m",
+        repo=Path("/repo"),
+        environ={"GITHUB_BASE_REF": "--output=x", "CI_MERGE_REQUEST_DIFF_BASE_SHA": "-x"},
+        run=git,
+    )
+    assert got.ref is None and "is no branch name" in (got.problem or "")
+    assert not any(a.startswith("-x") or "--output" in a for call in git.calls for a in call)
