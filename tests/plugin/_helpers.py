@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import textwrap
 from pathlib import Path
+from typing import Any
 
 #: Quick but still statistically usable settings for runs inside the tests. Adaptive sampling is
 #: off (--perf-max-samples at --perf-samples), so a test may count samples: with it on, a busy
 #: machine takes more. Tests of adaptive sampling give their own --perf-max-samples after FAST.
+#: --perf-quick: one process round when checking, 3 when recording or comparing in one session,
+#: no adaptive rounds (unless the test's own --perf-rounds says otherwise); the tests of the
+#: default rounds and of adaptive rounds use FAST_ADAPTIVE.
 FAST = (
     "--perf-samples",
     "15",
@@ -18,27 +23,84 @@ FAST = (
     "0.05",
     "--perf-min-time",
     "0.002",
+    "--perf-quick",
 )
+#: FAST without --perf-quick: the default 3 process rounds and adaptive rounds up to 8, or what
+#: the test's own --perf-rounds / --perf-max-rounds say.
+FAST_ADAPTIVE = tuple(a for a in FAST if a != "--perf-quick")
 
-#: Benchmarks whose duration a test controls through an environment variable. They busy-wait on
-#: ``time.perf_counter`` (the CPU spins; nothing sleeps), so a call lasts a set time whatever the
-#: machine's speed of the moment: these tests check the plugin's logic (record, compare, fail the
-#: right test) and must not flake on a shared machine, where real CPU work moved by up to 20%
-#: between back-to-back runs. How well the gate does on real work belongs to a validation harness,
-#: not to unit tests. ``BURNPERF_TEST_WORK`` scales test_loop's duration (1.3 = 30% slower).
-LOOP_MODULE = """
-import os
-import time
+#: The plugin tests' clock, a module written into a test project (``virtual_clock``). Its
+#: ``spin(seconds)`` does no work: it moves the clock the plugin times with forward by
+#: ``seconds``, give or take a fixed pattern of up to 1% (a sample never has all values equal).
+#: So a benchmark lasts what the test says on a quiet machine and beside busy processes alike,
+#: in every round process (each loads the project's conftest.py, which installs the clock) and
+#: in this one (pytest_unconfigure puts the real clock back). These tests check the plugin's
+#: logic (record, compare, fail the right test); how well the gate does on real work belongs to
+#: the validation harness (validation/), not to the test suite.
+VIRTUAL_CLOCK = """
+import pytest_burnperf.timing as timing
 
-import pytest
+_now = 0
+_calls = 0
+_real = {}
+
+
+def now_ns():
+    global _now
+    _now += 50  # reading a clock takes time too
+    return _now
 
 
 def spin(seconds):
-    end = time.perf_counter() + seconds
-    n = 0
-    while time.perf_counter() < end:
-        n += 1
-    return n
+    global _now, _calls
+    _calls += 1
+    wobble = ((_calls * 80) % 201 - 100) / 10000  # a fixed pattern in [-1%, +1%]
+    _now += int(seconds * 1e9 * (1.0 + wobble))
+    return 1
+
+
+def install():
+    for fn in (timing.measure, timing.measure_pedantic):
+        _real.setdefault(fn, fn.__kwdefaults__["clock"])
+        fn.__kwdefaults__["clock"] = now_ns
+
+
+def uninstall():
+    for fn, clock in _real.items():
+        fn.__kwdefaults__["clock"] = clock
+    _real.clear()
+"""
+
+VIRTUAL_CLOCK_CONFTEST = """
+import virtual_clock
+
+
+def pytest_configure(config):
+    virtual_clock.install()
+
+
+def pytest_unconfigure(config):
+    virtual_clock.uninstall()
+"""
+
+
+def use_virtual_clock(project: Any, conftest: str = "") -> None:
+    """Time ``project``'s benchmarks on the virtual clock (:data:`VIRTUAL_CLOCK`); they call
+    ``virtual_clock.spin(seconds)`` for their work. ``conftest``: more of the project's
+    conftest.py."""
+    project.makepyfile(virtual_clock=VIRTUAL_CLOCK)
+    project.makeconftest(VIRTUAL_CLOCK_CONFTEST + textwrap.dedent(conftest))
+
+
+#: Benchmarks whose duration a test controls through an environment variable, on the virtual
+#: clock (use_virtual_clock). ``BURNPERF_TEST_WORK`` scales test_loop's duration (1.3 = 30%
+#: slower).
+LOOP_MODULE = """
+import os
+
+import pytest
+
+from virtual_clock import spin
 
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
@@ -49,6 +111,25 @@ def test_loop(perf, device, dtype):
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
 def test_steady(perf):
+    perf(spin, 200e-6)
+"""
+
+
+#: A benchmark that does real work (it busy-waits on ``time.perf_counter``), for the tests of
+#: what a real competing process does to the host's counters; never for a verdict's logic.
+REAL_SPIN_MODULE = """
+import time
+
+import pytest
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_spin(perf):
+    def spin(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
     perf(spin, 200e-6)
 """
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy  # noqa: F401
@@ -8,9 +9,10 @@ import pytest
 import scipy.stats  # noqa: F401
 
 # Loaded once here, so that a test that monkeypatches it patches the module its runs use.
-import pytest_burnperf.roofline  # noqa: F401
+import pytest_burnperf.roofline
+import pytest_burnperf.timing
 
-from ._helpers import LOOP_MODULE
+from ._helpers import LOOP_MODULE, use_virtual_clock
 
 # pytester's in-process runs restore sys.modules afterwards, and numpy or torch cannot be imported
 # twice in one process; importing them here, before any run, keeps them loaded across runs.
@@ -45,11 +47,23 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _real_clock() -> Iterator[None]:
+    """The real clock back after every test, should a virtual one (use_virtual_clock) outlive
+    its in-process run."""
+    timed = (pytest_burnperf.timing.measure, pytest_burnperf.timing.measure_pedantic)
+    clocks = [fn.__kwdefaults__["clock"] for fn in timed]  # type: ignore[index]
+    yield
+    for fn, clock in zip(timed, clocks, strict=True):
+        fn.__kwdefaults__["clock"] = clock  # type: ignore[index]
+
+
 CI_MERGE_REQUEST = ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME")
 
 
 @pytest.fixture
 def loop_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_bench=LOOP_MODULE)
     return pytester
 

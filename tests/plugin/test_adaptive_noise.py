@@ -7,19 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from ._helpers import FAST
+from ._helpers import FAST, use_virtual_clock
 
+#: On the virtual clock (_helpers.use_virtual_clock): the levels are exact on a busy machine too.
 SPIN = """
 import pathlib
-import time
 
 import pytest
 
-
-def spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+from virtual_clock import spin
 """
 
 ADAPTIVE_MODULE = (
@@ -78,6 +74,7 @@ def test_adaptive_sampling_stops_early_on_a_clear_case_and_extends_on_a_noisy_on
     threshold (each process's median wanted to +-10.7%), a steady 200 us spin against one that
     takes 200 and 600 us in turn. The steady one's sample count is not asserted (a spike may
     extend it); the alternating one cannot reach the goal at any speed, so it runs to the cap."""
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_bench=ADAPTIVE_MODULE)
     opts = ("--perf-max-samples", "60", "--perf-max-time", "30", "--perf-json", "r.json")
     opts += ("--perf-min-time", "0", "--perf-threshold", "50%")
@@ -99,6 +96,7 @@ def test_adaptive_sampling_stops_early_on_a_clear_case_and_extends_on_a_noisy_on
 def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     pytester: pytest.Pytester,
 ) -> None:
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_bench=JUMPY_MODULE)
     opts = ("--perf-rounds", "3", "--perf-json", "r.json", *FAST)
     pytester.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=1)

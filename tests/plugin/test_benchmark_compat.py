@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from ._helpers import FAST
+from ._helpers import FAST, use_virtual_clock
 
+#: On the virtual clock (_helpers.use_virtual_clock), so a planted slowdown is exact.
 SUITE = """
 import os
-import time
 
 import pytest
 
+import virtual_clock
+
 
 def spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+    virtual_clock.spin(seconds)
     return seconds
 
 
@@ -44,10 +44,17 @@ def test_pedantic(benchmark):
     assert result == 200e-6 and TORN  # each round is torn down (once in smoke mode)
 """
 
+#: The suite doing real work (a busy-wait), where pytest-benchmark's own clock must see it.
+REAL_SUITE = SUITE.replace("import virtual_clock\n", "import time\n").replace(
+    "    virtual_clock.spin(seconds)\n",
+    "    end = time.perf_counter() + seconds\n    while time.perf_counter() < end:\n        pass\n",
+)
+
 
 def test_a_pytest_benchmark_suite_runs_unchanged(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_suite=SUITE)
     rec = pytester.runpytest("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
     rec.assert_outcomes(passed=2)
@@ -72,6 +79,7 @@ def test_a_pytest_benchmark_suite_runs_unchanged(
 
 
 def test_without_perf_the_body_runs_once(pytester: pytest.Pytester) -> None:
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "no:benchmark")
     result.assert_outcomes(passed=2)
@@ -113,6 +121,7 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
     pytester: pytest.Pytester,
 ) -> None:
     pytest.importorskip("pytest_benchmark")
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_suite=SUITE)
     theirs = pytester.runpytest("-p", "benchmark")
     theirs.assert_outcomes(passed=2)
@@ -135,6 +144,7 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
 
 
 def test_marker_known_without_pytest_benchmark(pytester: pytest.Pytester) -> None:
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest("-p", "no:benchmark", "--strict-markers", "--perf", *FAST)
     result.assert_outcomes(passed=2)
@@ -150,7 +160,9 @@ def test_pytest_benchmark_json_export_and_import(
     from pytest_burnperf.cli import main
 
     pytest.importorskip("pytest_benchmark")
-    pytester.makepyfile(test_suite=SUITE)
+    # real work: pytest-benchmark's timings and this plugin's must be of the same thing
+    assert "virtual_clock" not in REAL_SUITE
+    pytester.makepyfile(test_suite=REAL_SUITE)
     # a run saved by pytest-benchmark itself (this plugin off), with its raw data
     saved = pytester.runpytest(
         "-p",

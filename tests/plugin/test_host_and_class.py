@@ -19,7 +19,7 @@ from pytest_burnperf import hoststate, probe
 from pytest_burnperf.hardware import hardware_class
 from pytest_burnperf.machine import legacy_machine_id
 
-from ._helpers import FAST
+from ._helpers import FAST, REAL_SPIN_MODULE
 
 RECORD = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
 
@@ -202,7 +202,7 @@ def test_slower_host_explains_the_slowdown_it_covers(
     )
 
 
-def test_a_real_competing_process_is_seen(loop_project: pytest.Pytester) -> None:
+def test_a_real_competing_process_is_seen(pytester: pytest.Pytester) -> None:
     """Real counters, real load: CPU-bound processes spinning on half the CPUs take a whole CPU
     or more, far beyond any background noise, so the header must name the busy host."""
     import os
@@ -223,7 +223,9 @@ def test_a_real_competing_process_is_seen(loop_project: pytest.Pytester) -> None
         time.sleep(0.5)
         # samples long enough that /proc/stat's 10 ms ticks can be read (window >= 0.25 s)
         slow = ("--perf-samples", "60", "--perf-min-time", "0.01", "--perf-warmup", "0.05")
-        result = loop_project.runpytest("--perf", "-k", "test_steady", *slow)
+        slow += ("--perf-quick",)  # this process alone, which the load is beside
+        pytester.makepyfile(test_spin=REAL_SPIN_MODULE)
+        result = pytester.runpytest("--perf", *slow)
     finally:
         for hog in hogs:
             hog.kill()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ._helpers import FAST, LOOP_MODULE
+from ._helpers import FAST, LOOP_MODULE, use_virtual_clock
 
 # makes each temporary baseline file slow to write, so some signals land in the writing phase
 SLOW_WRITES = """
@@ -43,7 +43,7 @@ def test_update_interrupted_at_random_moments(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sig: int
 ) -> None:
     pytester.makepyfile(test_a=LOOP_MODULE, test_b=LOOP_MODULE)
-    pytester.makeconftest(SLOW_WRITES)
+    use_virtual_clock(pytester, SLOW_WRITES)
     record = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
     pytester.runpytest_subprocess(*record).assert_outcomes(passed=4)
     root = pytester.path / "baselines"
@@ -110,7 +110,7 @@ def test_the_verdict_modules_are_imported_before_any_test_runs(
     imports a verdict module crashed pytest's traceback printer; they are imported at session
     start, so a perf run's tests never create those classes."""
     pytester.makepyfile(test_a=LOOP_MODULE)
-    pytester.makeconftest(FIRST_TEST_SEES)
+    use_virtual_clock(pytester, FIRST_TEST_SEES)
     result = pytester.runpytest_subprocess("--perf", "-s", "-k", "steady", *FAST)
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["*not yet imported: none*"])

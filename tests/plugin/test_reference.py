@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ._helpers import FAST, git
+from ._helpers import FAST, LOOP_MODULE, git, use_virtual_clock
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -139,8 +139,7 @@ def test_auto_takes_the_stored_baselines_of_this_hardware_class(
 def test_a_run_that_judged_too_little_fails_and_says_what_would_judge(
     pytester: pytest.Pytester,
 ) -> None:
-    from ._helpers import LOOP_MODULE
-
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_bench=LOOP_MODULE)
     result = pytester.runpytest(
         "--perf", "--perf-min-judged", "50%", "--perf-markdown", "s.md", "--junitxml=j.xml", *OPTS
@@ -162,8 +161,7 @@ def test_a_run_that_judged_too_little_fails_and_says_what_would_judge(
 def test_in_ci_outside_git_the_run_says_why_it_found_no_reference(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ._helpers import LOOP_MODULE
-
+    use_virtual_clock(pytester)
     pytester.makepyfile(test_bench=LOOP_MODULE)
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(pytester.path.parent))

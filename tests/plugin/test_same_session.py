@@ -1,8 +1,8 @@
 """Same-session comparisons on a throw-away git repository: a small package in src/ layout with a
 benchmark, committed three times (base, a docs-only change, a 30% slower change).
 
-The package's work is a busy-wait of a set duration (tests/plugin/_helpers.py explains why), so
-the +30% is far beyond any noise. The reference environments are built once per test session:
+The package's work runs on a virtual clock (tests/plugin/_helpers.py explains why), so the +30%
+is exact, whatever else runs on the machine. The reference environments are built once per test session:
 the commits are made with a fixed author and date, so each has the same hash in every test, and
 the environment cache is shared by the tests of this module.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ._helpers import FAST, git
+from ._helpers import FAST, git, use_virtual_clock
 
 PYPROJECT = """
 [build-system]
@@ -33,16 +33,16 @@ version = "1.0"
 where = ["src"]
 """
 
+#: Its work runs on the virtual clock of the repository's root (_helpers.use_virtual_clock),
+#: which every round of either version imports: the +30% is exact on a busy machine too.
 PACKAGE = """
-import time
+from virtual_clock import spin
 
 FACTOR = {factor}
 
 
 def work():
-    end = time.perf_counter() + 300e-6 * FACTOR
-    while time.perf_counter() < end:
-        pass
+    spin(300e-6 * FACTOR)
     return FACTOR
 """
 
@@ -68,6 +68,7 @@ def repo(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyP
     (root / "src" / "spinpkg").mkdir(parents=True)
     (root / "src" / "spinpkg" / "__init__.py").write_text(PACKAGE.format(factor=1.0))
     (root / "test_bench.py").write_text(BENCH)
+    use_virtual_clock(pytester)
     (root / ".gitignore").write_text("__pycache__/\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
