@@ -9,8 +9,9 @@ the nine synthetic pure-Python, numpy and BLAS workloads), each pytest session a
    AVX512) and judged under ``--perf-machine`` (so the directory cannot keep them apart), with a
    planted +30% in every synthetic workload: how many regressed, how many incomparable with the
    difference named;
-2. **defaults** -- ``pytest --perf --update-baselines`` with the defaults (3 process rounds), then
-   ``--default-sessions`` sessions of plain ``pytest --perf`` (one process) on unchanged code;
+2. **one process** -- ``pytest --perf --update-baselines --perf-quick`` (3 process rounds), then
+   ``--default-sessions`` sessions of ``pytest --perf --perf-quick`` (one process; the defaults
+   until 3-8 rounds became them) on unchanged code;
 3. **busy** -- ``--busy-sessions`` plain sessions while a CPU-bound process spins on this machine;
 4. **planted** -- at the CI settings (``--perf-rounds 3``) against 3-round baselines, sessions in
    which the synthetic workloads do 10% or 20% more work (rotated), to check that detection
@@ -125,11 +126,18 @@ def main(argv: list[str] | None = None) -> int:
 
     # 2. defaults: a default recording (3 rounds), then one-process sessions
     base_dir = work / "baselines"
-    rec = session(h, "record", ["--update-baselines", "--perf-baselines-dir", str(base_dir)], {})
+    # --perf-quick: the one-process check this experiment measures (the default before 3-8
+    # rounds became it); the recording's 3 rounds, no adaptive ones, as the defaults then were
+    rec = session(
+        h,
+        "record",
+        ["--update-baselines", "--perf-quick", "--perf-baselines-dir", str(base_dir)],
+        {},
+    )
     log(f"default recording (3 rounds) in {rec['wall']:.0f} s")
     defaults = []
     for i in range(args.default_sessions):
-        s = session(h, f"default{i}", ["--perf-baselines-dir", str(base_dir)], {})
+        s = session(h, f"default{i}", ["--perf-quick", "--perf-baselines-dir", str(base_dir)], {})
         defaults.append(s)
         log(
             f"default session {i + 1}: {dict(Counter(v['status'] for v in s['verdicts'].values()))}"
@@ -155,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         time.sleep(1.0)
         for i in range(args.busy_sessions):
-            s = session(h, f"busy{i}", ["--perf-baselines-dir", str(base_dir)], {})
+            s = session(h, f"busy{i}", ["--perf-quick", "--perf-baselines-dir", str(base_dir)], {})
             busy.append(s)
             log(
                 f"busy session {i + 1}: {dict(Counter(v['status'] for v in s['verdicts'].values()))}"

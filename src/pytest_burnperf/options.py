@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from . import spec as _spec
-from .spec import Settings, SpecError
+from .spec import DEFAULT_ROUND_BUDGET_S, Settings, SpecError
 
 if TYPE_CHECKING:
     pass
@@ -21,11 +21,6 @@ WITHOUT_PERF = (
     "perf benchmark: run with --perf (or set perf = true in the ini file); perf_smoke = false "
     "skips it instead of running it once"
 )
-
-
-#: Process rounds of --update-baselines when --perf-rounds is not given: a baseline is recorded once
-#: and judged against many times, and three processes show its between-process spread.
-DEFAULT_UPDATE_ROUNDS = 3
 
 
 def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]:
@@ -162,10 +157,11 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-rounds",
         "perf_rounds",
         _spec.parse_rounds,
-        "measure every selected benchmark in this many processes (this one and N-1 fresh ones, "
-        "run one after another before the tests) and pool their samples; with "
+        "measure every selected benchmark in this many processes (this one and N-1 forked or "
+        "fresh ones, run one after another before the tests) and pool their samples; with "
         "--update-baselines the baseline keeps every run, so it carries the between-process "
-        "noise the gate needs. Default: 3 with --update-baselines, else 1",
+        "noise the gate needs. Given alone, exactly N rounds (no adaptive ones). Default: 3, "
+        "and up to 8 for the undecided benchmarks (--perf-quick: 1, 3 when recording)",
     ),
     (
         "--perf-max-rounds",
@@ -174,8 +170,16 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "adaptive rounds: after --perf-rounds, more fresh processes run only the benchmarks "
         "still undecided (comparing: the change may still exceed the threshold; recording: the "
         "runs are too noisy for a threshold-sized slowdown to show), up to this many rounds in "
-        "all (the project's CI setting: --perf-rounds 3 --perf-max-rounds 8). Default: "
-        "--perf-rounds, no adaptive rounds",
+        "all, while --perf-round-budget lasts. Default: 8 (with --perf-rounds N given alone, or "
+        "--perf-quick: N, no adaptive rounds)",
+    ),
+    (
+        "--perf-round-budget",
+        "perf_round_budget",
+        _spec.parse_round_budget,
+        "seconds after the first process round started past which no further adaptive round "
+        "starts (the fixed rounds always run); the benchmarks still undecided then stay "
+        f"inconclusive, and the run says so. 0: no limit. Default: {DEFAULT_ROUND_BUDGET_S:g}",
     ),
     (
         "--perf-round-start",
@@ -291,6 +295,14 @@ FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "(the cache is in $BURNPERF_CACHE_DIR, else $XDG_CACHE_HOME/pytest-burnperf). "
         "Default: off",
         "same as --perf-recalibrate. Default: false",
+    ),
+    (
+        "--perf-quick",
+        "perf_quick",
+        "a quick look: one process round (3 when recording) and no adaptive rounds, a third to "
+        "a fifth of the default run's time; it gates only large slowdowns (one process a side: "
+        "above about +25%; each verdict's 'detects' column says how far it sees). Default: off",
+        "same as --perf-quick. Default: false",
     ),
     (
         "--perf-strict",
@@ -409,6 +421,7 @@ _FLOAT_INI = (
     "perf_min_time",
     "perf_max_time",
     "perf_min_judged",
+    "perf_round_budget",
 )
 
 

@@ -20,7 +20,6 @@ from . import spec as _spec
 from .fixture import Perf, SmokePerf, make_perf
 from .judged import default_min_share, in_ci
 from .options import (
-    DEFAULT_UPDATE_ROUNDS,
     DEFAULTS,
     VALUE_OPTIONS,
     WITHOUT_PERF,
@@ -163,13 +162,15 @@ def pytest_configure(config: pytest.Config) -> None:
             )
             against = choice.ref
         plan = _plan(config, against, enabled=enabled, update=update)
+    quick = bool(config.getoption("perf_quick") or flag_value(config, "perf_quick"))
     rounds, max_rounds = _rounds(
-        pick, update=update, worker=bool(worker_out), same_session=plan is not None
+        pick,
+        update=update,
+        worker=bool(worker_out) or not enabled,
+        same_session=plan is not None,
+        quick=quick,
     )
-    if choice is not None and plan is not None and pick("perf_max_rounds") is None:
-        # what CI needs: the undecided benchmarks, and those whose rounds the host disturbed,
-        # get more interleaved rounds (the project's CI setting, 3 then up to 8)
-        max_rounds = max(max_rounds, AUTO_MAX_ROUNDS)
+    round_budget = pick("perf_round_budget")
     if json_path and enabled:
         from .report import json_target_problem
 
@@ -218,6 +219,7 @@ def pytest_configure(config: pytest.Config) -> None:
         rounds=rounds,
         sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
         max_rounds=max_rounds,
+        round_budget=_spec.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
         worker_only=_worker_only(config),
         size=size,
         smoke=smoke,
@@ -279,10 +281,6 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 
     serve(state.serve_dir, one_round)
     return True
-
-
-#: --perf-max-rounds of a same-session comparison that --perf-against auto chose, unless given.
-AUTO_MAX_ROUNDS = 8
 
 
 def _against(config: pytest.Config, *, enabled: bool, update: bool) -> str | None:
@@ -363,22 +361,27 @@ def _sampling_rounds(config: pytest.Config, rounds: int, *, worker: bool, plan: 
 
 
 def _rounds(
-    pick: Callable[[str], Any], *, update: bool, worker: bool, same_session: bool = False
+    pick: Callable[[str], Any],
+    *,
+    update: bool,
+    worker: bool,
+    same_session: bool = False,
+    quick: bool = False,
 ) -> tuple[int, int]:
-    """(--perf-rounds, --perf-max-rounds) with their defaults; a round's process runs one."""
+    """(--perf-rounds, --perf-max-rounds) with their defaults (spec.round_counts); a round's
+    process, and a run without --perf, runs one."""
     if worker:
         return 1, 1
-    default = DEFAULT_UPDATE_ROUNDS if update or same_session else 1
-    rounds = pick("perf_rounds") or default
-    most = pick("perf_max_rounds")
-    if most is None:
-        return rounds, rounds
-    if most < rounds:
-        raise pytest.UsageError(
-            f"--perf-max-rounds {most} is below --perf-rounds {rounds}: the adaptive rounds come "
-            "after the fixed ones, so it must be at least as large"
+    try:
+        return _spec.round_counts(
+            pick("perf_rounds"),
+            pick("perf_max_rounds"),
+            update=update,
+            same_session=same_session,
+            quick=quick,
         )
-    return rounds, most
+    except _spec.SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _worker_only(config: pytest.Config) -> frozenset[str] | None:

@@ -47,6 +47,22 @@ def rounds_text(rounds: int, max_rounds: int) -> str:
     return text
 
 
+def budget_spent(elapsed_s: float, budget_s: float) -> bool:
+    """Whether the round budget (--perf-round-budget; 0: none) forbids another adaptive round
+    ``elapsed_s`` after the first round started."""
+    return budget_s > 0 and elapsed_s >= budget_s
+
+
+def budget_text(budget_s: float, undecided: int, total: int) -> str:
+    """The run's message when the round budget stopped the adaptive rounds."""
+    return (
+        f"adaptive rounds stopped: the round budget of {budget_s:g} s was spent with "
+        f"{undecided} of {total} benchmark(s) still undecided, which stay inconclusive where "
+        "their rounds cannot tell; a longer --perf-round-budget (0: no limit) buys them more "
+        "rounds"
+    )
+
+
 def progress_line(r: int, rounds: int, done: int, total: int, elapsed_s: float) -> str:
     return f"pytest-burnperf: round {r}/{rounds}: {done}/{total} benchmarks, {clock(elapsed_s)} elapsed"
 
@@ -231,6 +247,9 @@ def _rounds_loop(
         todo = round_plan(r, state.rounds, wanted, state.worker_runs, more)
         if not todo:
             break
+        if r >= state.rounds and budget_spent(time.monotonic() - t0, state.round_budget):
+            state.messages.append(budget_text(state.round_budget, len(todo), len(wanted)))
+            break
         total = max(total, r + 1)
         of = state.rounds if r < state.rounds else state.max_rounds
         out = Path(tmp, f"round{r}.json")
@@ -268,7 +287,9 @@ def _rounds_loop(
                 watch(running, progress_path(out), todo, say)
 
             try:
-                returncode, output = server.round(out, None if only is None else todo, wait)
+                # always the node ids: the server collected on its own, and may see a device
+                # this process does not (a driver that cannot survive its fork, say)
+                returncode, output = server.round(out, todo, wait)
             except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
                 returncode, output = 1, f"the round server could not be reached: {exc}"
         else:
@@ -369,7 +390,12 @@ def run_same_session(
         more=more,
         write=write,
         alternate=alternate,
+        budget_s=state.round_budget,
     )
+    if state.measured.budget_stopped:
+        state.messages.append(
+            budget_text(state.round_budget, state.measured.budget_stopped, len(items))
+        )
 
 
 def round_judge(

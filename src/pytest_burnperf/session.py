@@ -65,6 +65,8 @@ class PerfState:
     sampling_rounds: int = 1
     #: Rounds an undecided benchmark may get in all (adaptive rounds; == rounds: off).
     max_rounds: int = 1
+    #: Seconds after the first round started past which no adaptive round starts (0: no limit).
+    round_budget: float = 0.0
     #: In a worker process: the node ids to run (an adaptive round of undecided benchmarks).
     worker_only: frozenset[str] | None = None
     strict: bool = False

@@ -271,6 +271,58 @@ def parse_threads(value: object, where: str) -> int:
     return _whole_number(value, where, "threads", 0, 4096, " (0 = the libraries' default)")
 
 
+#: Process rounds when neither --perf-rounds nor --perf-max-rounds is given, comparing or
+#: recording: three processes show a benchmark's between-process spread, and the undecided ones
+#: (comparing: a change that may still exceed the threshold; recording: runs too noisy for a
+#: threshold-sized slowdown to show) get adaptive rounds up to DEFAULT_MAX_ROUNDS, within
+#: --perf-round-budget. These are the settings docs/validation.md measures (1 false alarm in 764
+#: unchanged comparisons, +10% caught 20/21, +20% 22/22); one process a side gates only above
+#: +24-34% on a quiet host. --perf-quick asks for one round and no adaptive ones.
+DEFAULT_ROUNDS = 3
+DEFAULT_MAX_ROUNDS = 8
+#: Process rounds of --update-baselines under --perf-quick: a baseline is recorded once and judged
+#: against many times, and three processes show its between-process spread.
+DEFAULT_UPDATE_ROUNDS = 3
+#: Seconds after the first round started past which no further adaptive round starts.
+DEFAULT_ROUND_BUDGET_S = 600.0
+
+
+def round_counts(
+    given: int | None,
+    most: int | None,
+    *,
+    update: bool,
+    same_session: bool = False,
+    quick: bool = False,
+) -> tuple[int, int]:
+    """(rounds, max rounds) of a --perf run from --perf-rounds (``given``) and
+    --perf-max-rounds (``most``), None where not set: 3 and up to 8 for the undecided
+    benchmarks; --perf-rounds given alone, or ``quick`` (--perf-quick), means no adaptive
+    rounds, and ``quick`` one round (3 recording or comparing in one session)."""
+    if quick and most is not None:
+        raise SpecError(
+            f"--perf-quick runs no adaptive rounds, so --perf-max-rounds {most} contradicts it: "
+            "give one or the other"
+        )
+    if quick:
+        rounds = given or (DEFAULT_UPDATE_ROUNDS if update or same_session else 1)
+        return rounds, rounds
+    rounds = given or DEFAULT_ROUNDS
+    if most is None:
+        return rounds, rounds if given else max(rounds, DEFAULT_MAX_ROUNDS)
+    if most < rounds:
+        raise SpecError(
+            f"--perf-max-rounds {most} is below --perf-rounds {rounds}: the adaptive rounds come "
+            "after the fixed ones, so it must be at least as large"
+        )
+    return rounds, most
+
+
+def parse_round_budget(value: object, where: str) -> float:
+    """Seconds of process rounds past which no adaptive round starts (0: no limit)."""
+    return parse_seconds(value, where, "the round budget", maximum=86400.0)
+
+
 def parse_rounds(value: object, where: str) -> int:
     """Fresh processes that each measure every benchmark (1 = this process only)."""
     return _whole_number(value, where, "rounds", 1, 50)

@@ -71,6 +71,9 @@ class Measured:
     failures: dict[str, str] = field(default_factory=dict)
     #: The order of the environments in each round, as run.
     orders: list[list[str]] = field(default_factory=list)
+    #: Benchmarks still undecided when the round budget stopped the adaptive rounds (0: it did
+    #: not).
+    budget_stopped: int = 0
 
     def add(self, label: str, nodeid: str, rec: Mapping[str, Any]) -> None:
         self.runs.setdefault(label, {}).setdefault(nodeid, []).append(list(rec["values"]))
@@ -148,6 +151,7 @@ def run_env_rounds(
     write: Callable[[str], None],
     rng: random.Random | None = None,
     alternate: bool = False,
+    budget_s: float = 0.0,
 ) -> Measured:
     """``rounds`` rounds of every benchmark in every environment, then adaptive rounds of those
     ``more`` calls undecided, up to ``max_rounds``; each round runs every environment once, in
@@ -158,10 +162,20 @@ def run_env_rounds(
     With it (``--perf-round-start fork``, CPU benchmarks), each environment keeps one round
     server (forkserver.py) alive and a round measures benchmark after benchmark, each in every
     environment back to back (a forked child per benchmark and environment, the order drawn per
-    benchmark), so the two sides of a pair are seconds apart instead of a whole round."""
+    benchmark), so the two sides of a pair are seconds apart instead of a whole round.
+    No adaptive round starts once ``budget_s`` seconds (0: no limit) have passed since the first
+    round started (``Measured.budget_stopped``)."""
     from .forkserver import POLL_S, ForkServer
     from .jsonfile import FileFormatError
-    from .rounds import clock, count_done, progress_path, read_round_file, run_process, tail
+    from .rounds import (
+        budget_spent,
+        clock,
+        count_done,
+        progress_path,
+        read_round_file,
+        run_process,
+        tail,
+    )
 
     rng = rng or random.Random()
     got = Measured(envs=dict(envs))
@@ -215,6 +229,9 @@ def run_env_rounds(
             for r in range(1, max_rounds + 1):
                 todo = list(wanted) if r <= rounds else [n for n in wanted if more(n, got)]
                 if not todo:
+                    break
+                if r > rounds and budget_spent(time.monotonic() - t0, budget_s):
+                    got.budget_stopped = len(todo)
                     break
                 of = rounds if r <= rounds else max_rounds
                 what = "round" if r <= rounds else "adaptive round"

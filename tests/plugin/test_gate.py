@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ._helpers import FAST
+from ._helpers import FAST, use_virtual_clock
 
 
 def baseline_files(root: Path) -> dict[Path, bytes]:
@@ -136,7 +136,7 @@ def test_too_few_samples_are_inconclusive(pytester: pytest.Pytester) -> None:
     )
     record = ("--perf", "--update-baselines", "--perf-rounds", "1", "--perf-warmup", "0")
     pytester.runpytest(*record).assert_outcomes(passed=1)
-    result = pytester.runpytest("--perf", "--perf-warmup", "0")
+    result = pytester.runpytest("--perf", "--perf-rounds", "1", "--perf-warmup", "0")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_few *numpy*inconclusive", "perf: 1 inconclusive"])
 
@@ -250,7 +250,8 @@ def test_a_benchmark_that_never_calls_perf_fails(pytester: pytest.Pytester) -> N
 
 
 def test_hooks_add_machine_facts_and_change_the_json(loop_project: pytest.Pytester) -> None:
-    loop_project.makeconftest(
+    use_virtual_clock(
+        loop_project,
         """
         def pytest_burnperf_update_machine_info(config, machine_info):
             machine_info["runner"] = "gpu-runner-7"
@@ -259,7 +260,7 @@ def test_hooks_add_machine_facts_and_change_the_json(loop_project: pytest.Pytest
             for r in document["results"]:
                 r.pop("samples")
             document["ci_job"] = 42
-        """
+        """,
     )
     result = loop_project.runpytest(
         "--perf", "--update-baselines", "--perf-rounds", "1", "--perf-json", "r.json", *FAST

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_burnperf.stats import MIN_ROUND_SAMPLES
 
-from ._helpers import FAST
+from ._helpers import FAST, FAST_ADAPTIVE, use_virtual_clock
 
 
 def _baseline(project: pytest.Pytester) -> dict[str, dict[str, object]]:
@@ -55,7 +55,7 @@ def test_adaptive_rounds_go_to_the_undecided_benchmarks_only(
     """A planted +30% cannot be ruled out, so test_loop runs all 4 rounds and fails; the
     unchanged test_steady may stop earlier (how soon depends on the machine's noise, so its count
     is only bounded)."""
-    opts = ("--perf-rounds", "2", *FAST)
+    opts = ("--perf-rounds", "2", *FAST_ADAPTIVE)
     loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
     slow = loop_project.runpytest(
@@ -119,7 +119,13 @@ def test_recording_a_noisy_baseline_runs_all_rounds_and_says_so(
     stays too noisy for the threshold is named in the summary with its floor."""
     pytester.makepyfile(test_alt=ALTERNATING_MODULE)
     rec = pytester.runpytest(
-        "--perf", "--update-baselines", "--perf-rounds", "2", "--perf-max-rounds", "4", *FAST
+        "--perf",
+        "--update-baselines",
+        "--perf-rounds",
+        "2",
+        "--perf-max-rounds",
+        "4",
+        *FAST_ADAPTIVE,
     )
     rec.assert_outcomes(passed=1)
     rec.stdout.fnmatch_lines(
@@ -166,7 +172,7 @@ def test_forked_rounds_pool_like_fresh_ones_and_adaptive_rounds_run_the_undecide
 ) -> None:
     """Forked rounds give the same record as fresh ones: every round's samples, adaptive rounds
     only for the benchmarks still undecided, and a planted slowdown fails."""
-    opts = ("--perf-rounds", "2", "--perf-round-start", "fork", *FAST)
+    opts = ("--perf-rounds", "2", "--perf-round-start", "fork", *FAST_ADAPTIVE)
     rec = loop_project.runpytest("--perf", "--update-baselines", *opts)
     rec.assert_outcomes(passed=2)
     assert all(len(e["runs"]) == 2 for e in _baseline(loop_project).values())  # type: ignore[arg-type]
@@ -236,7 +242,7 @@ def test_inconclusive_when_samples_are_too_few(loop_project: pytest.Pytester) ->
     few += ["--perf-min-time", "0.001"]
     update = ("--perf", "--update-baselines", "--perf-rounds", "1")
     loop_project.runpytest(*update, *few).assert_outcomes(passed=2)
-    result = loop_project.runpytest("--perf", *few)
+    result = loop_project.runpytest("--perf", "--perf-rounds", "1", *few)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*n=3/3 samples can reach p=0.05 at best, not below alpha=0.005*"])
 
@@ -276,13 +282,14 @@ def test_a_round_that_crashes_is_reported_and_the_run_goes_on(
         pytest.skip("needs fork()")
     # only the round processes (fresh ones, or the server the forked ones come from) see
     # --perf-worker-out / --perf-worker-serve on their command line
-    loop_project.makeconftest(
+    use_virtual_clock(
+        loop_project,
         """
         import sys
 
         if any(a.startswith(("--perf-worker-out", "--perf-worker-serve")) for a in sys.argv):
             raise SystemExit("round process refused to start")
-        """
+        """,
     )
     result = loop_project.runpytest(
         "--perf", "--perf-rounds", "2", "--perf-round-start", start, *FAST
@@ -341,3 +348,75 @@ def test_bad_round_start_is_a_usage_error(loop_project: pytest.Pytester) -> None
     result.stderr.fnmatch_lines(
         ["*--perf-round-start*round start must be one of auto, fork, fresh*"]
     )
+
+
+def test_the_round_budget_stops_the_adaptive_rounds_and_says_so(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted +30% wants every adaptive round; a budget every round outlasts (1 ms) leaves
+    it the fixed ones, and the run names the budget and what buys more."""
+    opts = ("--perf-rounds", "2", *FAST_ADAPTIVE)
+    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    slow = loop_project.runpytest(
+        "--perf",
+        "--perf-max-rounds",
+        "4",
+        "--perf-round-budget",
+        "0.001",
+        "--perf-json",
+        "r.json",
+        *opts,
+    )
+    slow.assert_outcomes(passed=1, failed=1)  # +30% with 2+2 rounds is far past the noise
+    slow.stdout.fnmatch_lines(
+        [
+            "*adaptive rounds stopped: the round budget of 0.001 s was spent with * of 2 "
+            "benchmark(s) still undecided*--perf-round-budget*"
+        ]
+    )
+    assert "adaptive round 2" not in slow.stdout.str()
+    doc = json.loads(Path(loop_project.path, "r.json").read_text())
+    assert all(len(r["runs"]) == 2 for r in doc["results"])
+
+
+def test_defaults_take_three_rounds_and_quick_takes_one(loop_project: pytest.Pytester) -> None:
+    loop_project.runpytest("--perf", "--update-baselines", *FAST_ADAPTIVE).assert_outcomes(passed=2)
+    default = loop_project.runpytest("--perf", *FAST_ADAPTIVE)
+    default.assert_outcomes(passed=2)
+    default.stdout.fnmatch_lines(
+        ["burnperf: baselines *, 3 process rounds (up to 8 for undecided benchmarks), size *"]
+    )
+    quick = loop_project.runpytest("--perf", *FAST)  # FAST asks for --perf-quick
+    quick.assert_outcomes(passed=2)
+    quick.stdout.fnmatch_lines(["burnperf: baselines *, 1 process round, size *"])
+    both = loop_project.runpytest("--perf", "--perf-quick", "--perf-max-rounds", "4")
+    assert both.ret == pytest.ExitCode.USAGE_ERROR
+    both.stderr.fnmatch_lines(["*--perf-quick runs no adaptive rounds*--perf-max-rounds 4*"])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_round_server_runs_only_what_this_process_asked_for(
+    loop_project: pytest.Pytester,
+) -> None:
+    """The round server collects on its own and may see a benchmark this process does not (a
+    device present there but hidden here, whose driver a forked child then hangs in): it runs
+    the node ids it is sent, never its own collection."""
+    loop_project.makepyfile(
+        test_server_only="""
+        import sys
+
+        import pytest
+
+        if any(a.startswith("--perf-worker-serve") for a in sys.argv):
+
+            @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+            def test_only_the_server_sees(perf):
+                raise SystemExit("the round server ran a benchmark nobody asked for")
+        """
+    )
+    result = loop_project.runpytest(
+        "--perf", "--perf-rounds", "2", "--perf-round-start", "fork", *FAST
+    )
+    result.assert_outcomes(passed=2)
+    assert "failed" not in result.stdout.str()

@@ -151,3 +151,60 @@ def test_a_busy_round_costs_another_round_until_enough_clean_ones_remain() -> No
     assert not busy_round_costs_another(4, 3)  # three clean: the busy one is left out
     assert not busy_round_costs_another(3, 3)  # nothing busy
     assert not busy_round_costs_another(1, 1)
+
+
+@pytest.mark.parametrize(
+    ("given", "most", "update", "same", "quick", "expected"),
+    [
+        # the default, checking or recording, stored or same-session: 3, then up to 8
+        (None, None, False, False, False, (3, 8)),
+        (None, None, True, False, False, (3, 8)),
+        (None, None, False, True, False, (3, 8)),
+        # --perf-rounds alone: exactly that many
+        (1, None, False, False, False, (1, 1)),
+        (5, None, True, False, False, (5, 5)),
+        # --perf-max-rounds alone: adaptive rounds after the default 3
+        (None, 4, False, False, False, (3, 4)),
+        (2, 6, False, False, False, (2, 6)),
+        # --perf-quick: one round checking, 3 recording or in one session, never adaptive
+        (None, None, False, False, True, (1, 1)),
+        (None, None, True, False, True, (3, 3)),
+        (None, None, False, True, True, (3, 3)),
+        (2, None, False, False, True, (2, 2)),
+    ],
+)
+def test_round_counts_defaults(
+    given: int | None,
+    most: int | None,
+    update: bool,
+    same: bool,
+    quick: bool,
+    expected: tuple[int, int],
+) -> None:
+    from pytest_burnperf.spec import round_counts
+
+    got = round_counts(given, most, update=update, same_session=same, quick=quick)
+    assert got == expected
+
+
+def test_round_counts_refuses_contradictions() -> None:
+    from pytest_burnperf.spec import SpecError, round_counts
+
+    with pytest.raises(SpecError, match="--perf-max-rounds 2 is below --perf-rounds 3"):
+        round_counts(3, 2, update=False)
+    with pytest.raises(SpecError, match="--perf-quick runs no adaptive rounds"):
+        round_counts(None, 8, update=False, quick=True)
+
+
+def test_round_budget() -> None:
+    from pytest_burnperf.rounds import budget_spent, budget_text
+    from pytest_burnperf.spec import SpecError, parse_round_budget
+
+    assert not budget_spent(599.9, 600.0) and budget_spent(600.0, 600.0)
+    assert not budget_spent(1e9, 0.0)  # 0: no limit
+    text = budget_text(600.0, 3, 40)
+    assert "round budget of 600 s" in text and "3 of 40 benchmark(s) still undecided" in text
+    assert "--perf-round-budget" in text
+    assert parse_round_budget("90", "--perf-round-budget") == 90.0
+    with pytest.raises(SpecError, match="--perf-round-budget: the round budget must be seconds"):
+        parse_round_budget("-1", "--perf-round-budget")

@@ -28,6 +28,7 @@ GOOD_BAD = {
     "timer": ('"host"', '"wall"'),
     "rounds": ("3", "0"),
     "max_rounds": ("8", "51"),
+    "round_budget": ("120", "-5"),
     "round_start": ('"fork"', '"spawn"'),
     "threads": ("2", "-1"),
     "size": ('"tiny"', '"huge"'),
