@@ -299,9 +299,9 @@ FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     (
         "--perf-quick",
         "perf_quick",
-        "a quick look: one process round (3 when recording) and no adaptive rounds, a third to "
-        "a fifth of the default run's time; it gates only large slowdowns (one process a side: "
-        "above about +25%; each verdict's 'detects' column says how far it sees). Default: off",
+        "a quick look: one process round (3 when recording) and no adaptive rounds (the shipped "
+        "CPU suite: 117 s against the default's 452 s, docs/validation.md); it gates only large "
+        "slowdowns (each verdict's 'detects' column says how far it sees). Default: off",
         "same as --perf-quick. Default: false",
     ),
     (
