@@ -154,11 +154,13 @@ def pytest_configure(config: pytest.Config) -> None:
             group = machine_id or ""
             if size != _spec.DEFAULT_SIZE:
                 group = f"{group}-{size}"
+            stored = has_baselines(baselines_root / group)
             choice = choose(
-                stored=has_baselines(baselines_root / group),
+                stored=stored,
                 machine=group,
                 repo=config.rootpath,
                 base=pick("perf_base"),
+                host_off=_stored_host_off(baselines_root / group) if stored else None,
             )
             against = choice.ref
         plan = _plan(config, against, enabled=enabled, update=update)
@@ -281,6 +283,20 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 
     serve(state.serve_dir, one_round)
     return True
+
+
+def _stored_host_off(directory: Path) -> str | None:
+    """How far this host runs the reference probe from the stored baselines' host, where too
+    far for them to judge the code (``reference.stored_host_off``); never with
+    BURNPERF_TRUST_HOST=1, which keeps the host out of every decision."""
+    from .fixture import TRUST_HOST
+
+    if os.environ.get(TRUST_HOST) == "1":
+        return None
+    from .probe import host_parts
+    from .reference import stored_host_off
+
+    return stored_host_off(directory, host_parts())
 
 
 def _against(config: pytest.Config, *, enabled: bool, update: bool) -> str | None:

@@ -133,14 +133,12 @@ def host_ratio(
     return gm, ratios
 
 
-def describe(ratio: float, parts: Mapping[str, float]) -> str:
-    """``+12% slower than the baseline's host on the reference probe (python +10%, ...)``."""
+def describe(ratio: float, parts: Mapping[str, float], than: str = "the baseline's host") -> str:
+    """``this host runs the reference probe 12% slower than the baseline's host (python +10%,
+    ...)``."""
     word = "slower" if ratio >= 1 else "faster"
     each = ", ".join(f"{k} {100 * (v - 1):+.0f}%" for k, v in sorted(parts.items()))
-    return (
-        f"this host runs the reference probe {100 * abs(ratio - 1):.0f}% {word} than the "
-        f"baseline's host ({each})"
-    )
+    return f"this host runs the reference probe {100 * abs(ratio - 1):.0f}% {word} than {than} ({each})"
 
 
 def differs(ratio: float) -> bool:

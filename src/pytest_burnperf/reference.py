@@ -5,7 +5,11 @@ nothing about this one. But a CI runner's class changes from run to run, and a l
 the machine that recorded the project's baselines. ``auto`` chooses, in this order:
 
 1. the **stored baselines** where this hardware class has them (a fixed runner, the machine
-   that recorded them);
+   that recorded them), unless this host runs the reference probe (``probe.py``) further from
+   their host's than ``probe.TOLERANCE``: then the baselines would judge the host of the day,
+   not the code (docs/validation.md measured a same-class host whose memory ran half as fast
+   fail four unchanged benchmarks), and the steps below are tried first, falling back to the
+   baselines, with that said, where none applies;
 2. on a **pull or merge request**, the merge base of ``HEAD`` with the target branch
    (GitHub's ``GITHUB_BASE_REF``; GitLab's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``, else
    ``CI_MERGE_REQUEST_TARGET_BRANCH_NAME``): the code before the change under review;
@@ -84,6 +88,37 @@ class _Repo:
         return self.out("merge-base", a, b)
 
 
+def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None:
+    """How far this host is from the one that recorded the baselines under ``directory``, where
+    beyond ``probe.TOLERANCE`` (``current``: this host's probe parts, ``probe.host_parts()``);
+    None where within it or where no baseline recorded a probe. Only the host parts (pure
+    Python, memory copy) are compared: they are the same for every device. A corrupt baseline
+    file is skipped here; the run reports it when it reads it."""
+    from . import probe
+    from .store import BaselineError, load_file
+
+    host = {"python", "copy"}
+    recorded = []
+    try:
+        files = sorted(directory.rglob("*.json"))
+    except OSError:
+        return None
+    for path in files:
+        try:
+            entries = load_file(path)
+        except (BaselineError, OSError):
+            continue
+        for entry in entries.values():
+            doc = entry.get("host_probe")
+            if isinstance(doc, Mapping):
+                recorded.append({k: v for k, v in doc.items() if k in host or k == "version"})
+    theirs = probe.pooled(recorded)
+    ratio = probe.host_ratio(theirs, {"version": probe.VERSION, **current})
+    if ratio is None or not probe.differs(ratio[0]):
+        return None
+    return probe.describe(*ratio, than="the baselines' host")
+
+
 def choose(
     *,
     stored: bool,
@@ -92,14 +127,36 @@ def choose(
     base: str | None = None,
     environ: Mapping[str, str] | None = None,
     run: Runner = _git,
+    host_off: str | None = None,
 ) -> Choice:
     """The reference ``--perf-against auto`` takes (module docstring). ``stored``: this hardware
-    class has baselines; ``machine``: its id, for messages."""
+    class has baselines; ``machine``: its id, for messages; ``host_off``: how this host differs
+    from the baselines' host, where it does (``stored_host_off``)."""
+    stored_why = f"the stored baselines of this hardware class ({machine})"
+    if stored and host_off is None:
+        return Choice(None, True, stored_why)
+    if stored:
+        lead = f"{stored_why} came from another host: {host_off}"
+    else:
+        lead = f"no baselines for this hardware class ({machine})"
+    found = _same_session(lead, repo, base, environ, run)
+    if stored and found.problem:
+        return Choice(
+            None,
+            True,
+            f"{stored_why}, as no earlier version could be measured beside this one: "
+            f"{found.problem}. Verdicts that host could explain stay inconclusive",
+        )
+    return found
+
+
+def _same_session(
+    lead: str, repo: Path, base: str | None, environ: Mapping[str, str] | None, run: Runner
+) -> Choice:
+    """Steps 2-5 of the module docstring; ``lead`` says why stored baselines were not taken."""
     import os
 
     env = os.environ if environ is None else environ
-    if stored:
-        return Choice(None, True, f"the stored baselines of this hardware class ({machine})")
     git = _Repo(repo, run)
     if git.out("rev-parse", "--show-toplevel") is None:
         return Choice(
@@ -107,7 +164,7 @@ def choose(
             False,
             "nothing",
             problem=(
-                f"no baselines for this hardware class ({machine}), and {repo} is not in a git "
+                f"{lead}, and {repo} is not in a git "
                 "repository, so there is no earlier version to measure beside this one; record "
                 "baselines on this machine (pytest --perf --update-baselines) or name a "
                 "reference (--perf-against REF)"
@@ -121,7 +178,6 @@ def choose(
         if shallow
         else ""
     )
-    lead = f"no baselines for this hardware class ({machine})"
 
     # 2. a pull or merge request: the code before the change under review
     gitlab_base = env.get("CI_MERGE_REQUEST_DIFF_BASE_SHA", "").strip()
@@ -164,7 +220,9 @@ def choose(
                     f"the pull request's base cannot be found.{unshallow or ' Fetch more history.'}"
                 ),
             )
-        return Choice(mb, False, f"the merge base {mb[:12]} of this pull request with {branch}")
+        return Choice(
+            mb, False, f"the merge base {mb[:12]} of this pull request with {branch} ({lead})"
+        )
 
     # 3. a branch other than the default one
     default = _default_branch(git)

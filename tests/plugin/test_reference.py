@@ -136,6 +136,31 @@ def test_auto_takes_the_stored_baselines_of_this_hardware_class(
     assert result.ret == 0
 
 
+def test_auto_measures_the_release_beside_this_code_where_the_baselines_host_was_faster(
+    pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stored baselines of this class from a host that ran the reference probe far faster: auto
+    measures the last release in this session instead (the probe, not the clock, decides)."""
+    recorded = pytester.runpytest("--perf", "--update-baselines", *OPTS)
+    assert recorded.ret == 0, recorded.stdout.str()
+    [path] = (flat / "baselines").rglob("test_spin.json")
+    doc = json.loads(path.read_text())
+    for entry in doc["benchmarks"].values():
+        entry["host_probe"].update(python=1e-5, copy=1e-5)  # a host hundreds of times faster
+    path.write_text(json.dumps(doc))
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("BURNPERF_TRUST_HOST")  # the host's evidence counts in this test
+    result = pytester.runpytest_subprocess("--perf", "--perf-min-judged", "0", *OPTS)
+    out = result.stdout.str()
+    assert "--perf-against auto compares in this session with the last release tag v1.0" in out
+    assert "came from another host: this host runs the reference probe" in out, out
+    assert "same-session comparison: current vs v1.0" in out, out
+    # under BURNPERF_TRUST_HOST=1 the host is kept out of the choice too
+    monkeypatch.setenv("BURNPERF_TRUST_HOST", "1")
+    trusted = pytester.runpytest("--perf", "--perf-min-judged", "0", *OPTS)
+    assert "--perf-against auto compares with the stored baselines" in trusted.stdout.str()
+
+
 def test_a_run_that_judged_too_little_fails_and_says_what_would_judge(
     pytester: pytest.Pytester,
 ) -> None:

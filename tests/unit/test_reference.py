@@ -3,13 +3,14 @@ with a real repository."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.reference import choose, has_baselines
+from pytest_burnperf.reference import choose, has_baselines, stored_host_off
 
 HEAD = "a" * 40
 BASE = "b" * 40
@@ -155,6 +156,72 @@ def test_nothing_to_compare_with_says_what_would_give_a_reference() -> None:
     assert "--perf-base" in got.problem and "--update-baselines" in got.problem  # type: ignore[attr-defined]
     outside = choose(stored=False, machine="m", repo=Path("/repo"), environ={}, run=FakeGit({}))
     assert outside.problem is not None and "not in a git repository" in outside.problem
+
+
+OFF = "this host runs the reference probe 30% slower than the baselines' host (copy +50%)"
+
+
+def test_stored_baselines_from_another_host_give_way_to_a_same_session_comparison() -> None:
+    answers = {
+        commit("main"): HEAD,
+        ("merge-base", "HEAD", "main"): HEAD,
+        (*DESCRIBE, "HEAD"): "v1.2.0",
+        commit("v1.2.0"): TAG,
+    }
+    got = pick(answers, stored=True, host_off=OFF)
+    assert got.ref == "v1.2.0" and not got.baselines  # type: ignore[attr-defined]
+    why = got.why  # type: ignore[attr-defined]
+    assert "the stored baselines of this hardware class (linux-x-v3) came from another host" in why
+    assert OFF in why and "last release tag v1.2.0" in why
+
+
+def test_stored_baselines_from_another_host_stay_where_nothing_else_can_be_measured() -> None:
+    got = choose(
+        stored=True, machine="m", repo=Path("/repo"), environ={}, run=FakeGit({}), host_off=OFF
+    )
+    assert got.baselines and got.ref is None and got.problem is None
+    assert got.why.startswith("the stored baselines of this hardware class (m), as no earlier")
+    assert OFF in got.why and "not in a git repository" in got.why
+    assert got.why.endswith("Verdicts that host could explain stay inconclusive")
+
+
+BASELINES = Path(__file__).resolve().parents[2] / "baselines"
+
+
+def _baselines_with_probe(root: Path, probe: dict[str, float] | None) -> Path:
+    """A copy of a committed baseline file whose entries recorded ``probe`` (None: no probe)."""
+    src = next(BASELINES.glob("*/perf_tests/test_dogfood.json"))
+    doc = json.loads(src.read_text())
+    for entry in doc["benchmarks"].values():
+        entry.pop("host_probe", None)
+        if probe is not None:
+            entry["host_probe"] = {"version": 2, "matmul": 1e-4, **probe}
+    target = root / "m" / "perf_tests"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "test_dogfood.json").write_text(json.dumps(doc))
+    return root / "m"
+
+
+def test_a_host_far_from_the_baselines_host_is_named(tmp_path: Path) -> None:
+    group = _baselines_with_probe(tmp_path, {"python": 0.004, "copy": 0.006})
+    assert stored_host_off(group, {"python": 0.0042, "copy": 0.0063}) is None  # +5%: within
+    slower = stored_host_off(group, {"python": 0.0044, "copy": 0.009})
+    assert slower is not None, "python +10%, copy +50%: geometric mean +28%"
+    assert "28% slower than the baselines' host (copy +50%, python +10%)" in slower
+    faster = stored_host_off(group, {"python": 0.002, "copy": 0.003})
+    assert faster is not None and "50% faster than the baselines' host" in faster
+
+
+def test_baselines_without_a_probe_or_unreadable_are_no_evidence(tmp_path: Path) -> None:
+    far = {"python": 0.04, "copy": 0.06}
+    assert stored_host_off(_baselines_with_probe(tmp_path / "a", None), far) is None
+    assert stored_host_off(tmp_path / "absent", far) is None
+    group = _baselines_with_probe(tmp_path / "b", {"python": 0.004, "copy": 0.006})
+    (group / "perf_tests" / "test_broken.json").write_text("{not json")
+    corrupt = group / "perf_tests" / "test_broken.json"
+    got = stored_host_off(group, far)  # the readable file still counts; the corrupt one is
+    assert got is not None and "900% slower" in got  # skipped here and left as it was
+    assert corrupt.read_text() == "{not json"
 
 
 def test_has_baselines_needs_a_baseline_file(tmp_path: Path) -> None:
