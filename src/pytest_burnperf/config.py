@@ -68,7 +68,8 @@ def find(rootdir: Path) -> tuple[Path, dict[str, Any], dict[str, Any]] | None:
         unknown = sorted(set(doc) - {"burnperf", "environment"})
         if unknown:
             raise ConfigError(
-                f"{bench}: unknown table {', '.join(unknown)}; allowed: [burnperf], [environment]"
+                f"{bench}: unknown table or top-level key {', '.join(unknown)}; allowed: "
+                "[burnperf] (settings such as rounds = 3 go under it), [environment]"
             )
         found.append((bench, doc.get("burnperf", {}), doc.get("environment", {}), "[burnperf]"))
     if pyproject.is_file():

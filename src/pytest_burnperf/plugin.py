@@ -87,6 +87,14 @@ def pytest_configure(config: pytest.Config) -> None:
     def pick(ini: str) -> Any:
         return values[ini] if values[ini] is not None else ini_values[ini]
 
+    def source(ini: str) -> str:
+        """Where ``pick(ini)`` came from, for messages."""
+        if values[ini] is not None:
+            return "--" + ini.replace("_", "-")
+        if project.values.get(ini) is not None:
+            return f"{ini.removeprefix('perf_')} in {project.path}"
+        return f"ini option {ini} in {config.inipath}"
+
     enabled = bool(flag_value(config, "perf") or config.getoption("perf"))
     smoke_opt = config.getoption("perf_smoke")
     smoke = not enabled and bool(
@@ -164,13 +172,13 @@ def pytest_configure(config: pytest.Config) -> None:
             )
             against = choice.ref
         plan = _plan(config, against, enabled=enabled, update=update)
-    quick = bool(config.getoption("perf_quick") or flag_value(config, "perf_quick"))
     rounds, max_rounds = _rounds(
         pick,
+        source,
+        config,
         update=update,
         worker=bool(worker_out) or not enabled,
         same_session=plan is not None,
-        quick=quick,
     )
     round_budget = pick("perf_round_budget")
     if json_path and enabled:
@@ -378,23 +386,36 @@ def _sampling_rounds(config: pytest.Config, rounds: int, *, worker: bool, plan: 
 
 def _rounds(
     pick: Callable[[str], Any],
+    source: Callable[[str], str],
+    config: pytest.Config,
     *,
     update: bool,
     worker: bool,
     same_session: bool = False,
-    quick: bool = False,
 ) -> tuple[int, int]:
     """(--perf-rounds, --perf-max-rounds) with their defaults (spec.round_counts); a round's
-    process, and a run without --perf, runs one."""
+    process, and a run without --perf, runs one. Between --perf-quick and --perf-max-rounds
+    the command line wins over the project's settings; given at one level, both are an error."""
     if worker:
         return 1, 1
+    quick_given = bool(config.getoption("perf_quick"))
+    quick = quick_given or flag_value(config, "perf_quick")
+    most = pick("perf_max_rounds")
+    if quick and most is not None:
+        most_given = source("perf_max_rounds") == "--perf-max-rounds"
+        if quick_given and not most_given:
+            most = None  # --perf-quick over the project's max_rounds
+        elif most_given and not quick_given:
+            quick = False  # --perf-max-rounds over the ini's perf_quick
+    quick_name = "--perf-quick" if quick_given else f"ini option perf_quick in {config.inipath}"
     try:
         return _spec.round_counts(
             pick("perf_rounds"),
-            pick("perf_max_rounds"),
+            most,
             update=update,
             same_session=same_session,
             quick=quick,
+            names=(source("perf_rounds"), source("perf_max_rounds"), quick_name),
         )
     except _spec.SpecError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -294,14 +294,17 @@ def round_counts(
     update: bool,
     same_session: bool = False,
     quick: bool = False,
+    names: tuple[str, str, str] = ("--perf-rounds", "--perf-max-rounds", "--perf-quick"),
 ) -> tuple[int, int]:
     """(rounds, max rounds) of a --perf run from --perf-rounds (``given``) and
     --perf-max-rounds (``most``), None where not set: 3 and up to 8 for the undecided
     benchmarks; --perf-rounds given alone, or ``quick`` (--perf-quick), means no adaptive
-    rounds, and ``quick`` one round (3 recording or comparing in one session)."""
+    rounds, and ``quick`` one round (3 recording or comparing in one session). ``names``: where
+    each of the three came from, for errors (the option, or the ini or benchmarks.toml key)."""
+    rounds_name, most_name, quick_name = names
     if quick and most is not None:
         raise SpecError(
-            f"--perf-quick runs no adaptive rounds, so --perf-max-rounds {most} contradicts it: "
+            f"{quick_name} runs no adaptive rounds, so {most_name} {most} contradicts it: "
             "give one or the other"
         )
     if quick:
@@ -311,8 +314,9 @@ def round_counts(
     if most is None:
         return rounds, rounds if given else max(rounds, DEFAULT_MAX_ROUNDS)
     if most < rounds:
+        given_name = rounds_name if given else "the default rounds"
         raise SpecError(
-            f"--perf-max-rounds {most} is below --perf-rounds {rounds}: the adaptive rounds come "
+            f"{most_name} {most} is below {given_name} {rounds}: the adaptive rounds come "
             "after the fixed ones, so it must be at least as large"
         )
     return rounds, most

@@ -83,6 +83,19 @@ def test_max_rounds_below_rounds_is_a_usage_error(loop_project: pytest.Pytester)
     result.stderr.fnmatch_lines(["*--perf-max-rounds 2 is below --perf-rounds 3*"])
 
 
+def test_the_command_line_wins_over_the_projects_round_settings(
+    loop_project: pytest.Pytester,
+) -> None:
+    """max_rounds in benchmarks.toml does not block --perf-quick; errors name the file's key."""
+    loop_project.makefile(".toml", benchmarks="[burnperf]\nmax_rounds = 2\n")
+    quick = loop_project.runpytest("--perf", "--perf-quick", "-p", "no:randomly")
+    assert quick.ret == 0, quick.stderr.str()
+    assert "1 process round" in quick.stdout.str() or "round 1/1" in quick.stdout.str()
+    bad = loop_project.runpytest("--perf", "-p", "no:randomly")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*max_rounds in *benchmarks.toml 2 is below the default rounds 3*"])
+
+
 #: Every other process spins twice as long: process rounds far apart, whatever the machine does.
 ALTERNATING_MODULE = """
 import os
