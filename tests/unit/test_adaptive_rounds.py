@@ -196,9 +196,9 @@ def test_round_counts_refuses_contradictions() -> None:
         round_counts(None, 8, update=False, quick=True)
     # the error names where each value came from
     names = ("rounds in b.toml", "max_rounds in b.toml", "ini option perf_quick in tox.ini")
-    with pytest.raises(SpecError, match="^max_rounds in b.toml 2 is below the default rounds 3"):
+    with pytest.raises(SpecError, match=r"^max_rounds in b\.toml 2 is below the default rounds 3"):
         round_counts(None, 2, update=False, names=names)
-    with pytest.raises(SpecError, match="^ini option perf_quick in tox.ini runs no adaptive"):
+    with pytest.raises(SpecError, match=r"^ini option perf_quick in tox\.ini runs no adaptive"):
         round_counts(None, 8, update=False, quick=True, names=names)
 
 
