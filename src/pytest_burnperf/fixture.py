@@ -227,6 +227,7 @@ class Perf:
                 max_samples=most,
                 max_time=s.max_time,
                 settle=settles(self.device.kind, s.warmup),
+                turns=self._state.turn_side,
             ),
         )
 
@@ -257,8 +258,7 @@ class Perf:
                 watch=lambda: marks.append(hoststate.snapshot()),
             )
             host = hoststate.window(
-                marks[0],
-                marks[-1],
+                *hoststate.spans(marks),
                 sample.cpu_share if single else None,
                 gpu_slowdown=self.device.gpu_slowdown(),
             )

@@ -54,29 +54,44 @@ def stop_path(ctl: Path) -> Path:
     return ctl / "stop"
 
 
-def write_request(ctl: Path, n: int, out: Path, only: Collection[str] | None) -> None:
-    """Ask the server for round ``n`` (written whole: a temporary name, then renamed)."""
-    doc = {"out": str(out), "only": None if only is None else sorted(only)}
+def write_request(
+    ctl: Path,
+    n: int,
+    out: Path,
+    only: Collection[str] | None,
+    turns: Mapping[str, Any] | None = None,
+) -> None:
+    """Ask the server for round ``n`` (written whole: a temporary name, then renamed);
+    ``turns``: where the round's child takes its seat at a turn table (turns.Seat, as JSON)."""
+    doc: dict[str, Any] = {"out": str(out), "only": None if only is None else sorted(only)}
+    if turns is not None:
+        doc["turns"] = dict(turns)
     tmp = ctl / f"{n}.req.tmp"
     tmp.write_text(json.dumps(doc), encoding="utf-8")
     os.replace(tmp, request_path(ctl, n))
 
 
-def read_request(path: Path) -> tuple[Path, frozenset[str] | None]:
+def read_request(path: Path) -> tuple[Path, frozenset[str] | None, dict[str, Any] | None]:
     doc = json.loads(path.read_text(encoding="utf-8"))
     only = doc.get("only")
-    return Path(doc["out"]), None if only is None else frozenset(only)
+    turns = doc.get("turns")
+    return (
+        Path(doc["out"]),
+        None if only is None else frozenset(only),
+        dict(turns) if isinstance(turns, dict) else None,
+    )
 
 
 def serve(
     ctl: Path,
-    run_round: Callable[[Path, frozenset[str] | None], None],
+    run_round: Callable[[Path, frozenset[str] | None, dict[str, Any] | None], None],
     *,
     fork: Callable[[], int] = os.fork,
     parent_alive: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """The server's loop: for each request, fork a child that calls ``run_round(out, only)``
+    """The server's loop: for each request, fork a child that calls ``run_round(out, only,
+    turns)``
     and exits (status 0, or 1 after printing the error); answer with the child's exit status.
     Returns the number of rounds served when ``stop`` appears or the parent is gone."""
     first_parent = os.getppid()
@@ -89,12 +104,12 @@ def serve(
                 return n - 1
             sleep(POLL_S)
             continue
-        out, only = read_request(req)
+        out, only, turns = read_request(req)
         pid = fork()
         if pid == 0:  # the child: one round, then gone without running the server's teardown
             code = 1
             try:
-                run_round(out, only)
+                run_round(out, only, turns)
                 code = 0
             except BaseException:  # reported in the log; the parent sees exit 1
                 traceback.print_exc()
@@ -149,14 +164,28 @@ class ForkServer:
         """Run one round; ``watch(running)`` is called to wait (and print progress) while
         ``running()`` is true. Returns the child's exit status (or the server's, when it died)
         and the server's output so far."""
+        running = self.start(out, only)
+        watch(running)
+        return self.result()
+
+    def start(
+        self, out: Path, only: Collection[str] | None, turns: Mapping[str, Any] | None = None
+    ) -> Callable[[], bool]:
+        """Ask for a round without waiting; returns ``running()``, true until its child is
+        done (or the server died). ``result()`` then gives what ``round`` returns."""
         self.n += 1
         done = done_path(self.ctl, self.n)
-        write_request(self.ctl, self.n, out, only)
+        write_request(self.ctl, self.n, out, only, turns)
 
         def running() -> bool:
             return not done.exists() and self.proc.poll() is None
 
-        watch(running)
+        return running
+
+    def result(self) -> tuple[int, str]:
+        """The exit status of the last round's child (or the server's, when it died) and the
+        server's output so far."""
+        done = done_path(self.ctl, self.n)
         if done.exists():
             return int(done.read_text(encoding="utf-8") or 1), self.output()
         return (self.proc.returncode if self.proc.returncode is not None else 1), self.output()

@@ -282,6 +282,36 @@ def window(
     )
 
 
+def spans(marks: Sequence[Snapshot]) -> tuple[Snapshot, Snapshot]:
+    """Two snapshots whose difference is the sum of the spans ``marks[0]``-``marks[1]``,
+    ``marks[2]``-``marks[3]``, ...: the host while a side of a turn-taking pair held the turn
+    (turns.py), not while the other side ran. Two marks give them back as they are."""
+    if len(marks) < 2:
+        raise ValueError("spans need at least a start and an end")
+    if len(marks) == 2:
+        return marks[0], marks[1]
+    pairs = list(zip(marks[0::2], marks[1::2], strict=False))
+
+    def total(name: str) -> float | None:
+        got = [(getattr(a, name), getattr(b, name)) for a, b in pairs]
+        if any(x is None or y is None for x, y in got):
+            return None
+        return float(sum(y - x for x, y in got))
+
+    busy, steal = total("busy"), total("steal")
+    pressure, throttled = total("pressure_us"), total("throttled_us")
+
+    def base(x: float | None) -> float | None:
+        return None if x is None else 0.0
+
+    cpus = pairs[-1][1].cpus
+    zero = Snapshot(0.0, 0.0, base(busy), base(steal), base(pressure), base(throttled), cpus)
+    summed = Snapshot(
+        total("wall") or 0.0, total("own_cpu") or 0.0, busy, steal, pressure, throttled, cpus
+    )
+    return zero, summed
+
+
 def cpufreq() -> dict[str, Any] | None:
     """Governor and current/maximum clock of CPU 0 where cpufreq is exposed (None elsewhere,
     as on most VMs). Shown in the header; a clock well under its maximum hints at throttling."""

@@ -280,16 +280,49 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 
     progress = session.config.pluginmanager.get_plugin("burnperf-round-progress")
 
-    def one_round(out: Path, only: frozenset[str] | None) -> None:
+    def one_round(
+        out: Path, only: frozenset[str] | None, turns: dict[str, Any] | None = None
+    ) -> None:
         state.worker_out = out
         state.worker_samples = {}
         if progress is not None:
             progress.path = progress_path(out)
-        run_items(session, [i for i in session.items if only is None or i.nodeid in only])
-        atomic_write_text(out, dumps(finite(state.worker_samples)))
-        _note_shadowed(out)
+        items = [i for i in session.items if only is None or i.nodeid in only]
+        if turns is None:
+            run_items(session, items)
+            atomic_write_text(out, dumps(finite(state.worker_samples)))
+            _note_shadowed(out)
+            return
+        # one side of a turn-taking pair: work only while holding the turn (turns.py), on the
+        # CPU the other side uses too where the benchmarks are single-threaded
+        from .turns import Seat, Side
+
+        seat = Seat.from_json(turns)
+        if seat.cpu is not None and _single_threaded(state, items):
+            os.sched_setaffinity(0, {seat.cpu})
+        state.turn_side = side = Side(seat.address, seat.label)
+        try:
+            side.wait()
+            run_items(session, items)
+            atomic_write_text(out, dumps(finite(state.worker_samples)))
+            _note_shadowed(out)
+        finally:
+            state.turn_side = None
+            side.finish()
 
     serve(state.serve_dir, one_round)
+    return True
+
+
+def _single_threaded(state: PerfState, items: list[pytest.Item]) -> bool:
+    """Whether every item is a benchmark on a CPU device with one host thread (binding its
+    process to one CPU then takes nothing from it)."""
+    for item in items:
+        case = case_of(item)
+        if case is None or case.entry is None or case.entry.kind != "cpu":
+            return False
+        if state.settings_for(case.spec).threads != 1:
+            return False
     return True
 
 

@@ -86,6 +86,8 @@ class PerfState:
     #: Raw samples of the extra rounds, per node id: one list of values per worker process.
     worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
     worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: In a round process of a turn-taking pair (turns.py): this side's end of the turn table.
+    turn_side: Any = None
     #: Host windows (hoststate.Window as dicts) and reference probes of the extra rounds, per node.
     worker_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     worker_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)

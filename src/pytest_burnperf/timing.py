@@ -226,6 +226,7 @@ def measure(
     cpu_clock: Callable[[], int] | None = None,
     watch: Callable[[], Any] | None = None,
     settle: bool = False,
+    turns: TurnTaker | None = None,
 ) -> tuple[Any, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
@@ -247,6 +248,14 @@ def measure(
     ``cpu_clock`` (``time.process_time_ns``) adds the CPU share of each sample (``cpu_share``).
     ``watch`` is called right before the first sample and right after the last (the host-state
     window covers the samples, not the warm-up, where compilers may run worker processes).
+
+    With ``turns`` (a side of a turn-taking pair, turns.py), this process holds the turn when
+    called; warm-up and calibration run in it, and sampling runs in windows: the turn is given
+    back before each (``turns.give_back()`` returns the window's length), samples are taken
+    until the window has passed, and the rules above (``samples``, ``precise``,
+    ``max_samples``, ``max_time`` counted over this side's windows only) are checked after each
+    window; the process keeps the turn after the last. ``watch`` is called at the start and end
+    of every window, so the host state covers this side's windows, not the other side's.
     Returns the result of the last call and the :class:`Sample`.
     """
     __tracebackhide__ = True
@@ -320,6 +329,30 @@ def measure(
 
     stopped = "fixed"
     first_sample = len(clocks.shares)
+    if turns is not None:
+        stopped = _sample_in_turns(
+            take,
+            values,
+            turns,
+            clock,
+            watch,
+            samples=samples,
+            precise=precise,
+            max_samples=max_samples,
+            max_time=max_time,
+        )
+        return result, Sample(
+            values=tuple(values),
+            loops=loops,
+            warmup_calls=calls,
+            timer=clocks.timer.name,
+            mode="auto",
+            host_values=tuple(host) if clocks.dual else None,
+            l2_flush=flush is not None,
+            peak_memory=peak,
+            stopped=stopped,
+            cpu_share=clocks.sample_shares(first_sample),
+        )
     if watch is not None:
         watch()
     with gc_off():
@@ -352,6 +385,57 @@ def measure(
         stopped=stopped,
         cpu_share=clocks.sample_shares(first_sample),
     )
+
+
+class TurnTaker(Protocol):
+    """A side of a turn-taking pair (turns.Side)."""
+
+    def give_back(self) -> float: ...
+
+    def wants_more(self) -> bool: ...
+
+
+def _sample_in_turns(
+    take: Callable[[int], None],
+    values: list[float],
+    turns: TurnTaker,
+    clock: Callable[[], int],
+    watch: Callable[[], Any] | None,
+    *,
+    samples: int,
+    precise: Callable[[Sequence[float]], bool] | None,
+    max_samples: int,
+    max_time: float,
+) -> str:
+    """measure()'s sampling in windows of a turn-taking pair; returns why it stopped."""
+    cap = max(samples, max_samples if precise is not None else samples)
+    spent = 0
+    while True:
+        window = turns.give_back()
+        with gc_off():
+            if watch is not None:
+                watch()
+            start = clock()
+            end = start + int(window / NS)
+            while True:
+                take(1)
+                now = clock()
+                if now >= end or len(values) >= cap:
+                    break
+            if watch is not None:
+                watch()
+        spent += now - start
+        if len(values) >= samples:
+            if precise is None:
+                return "fixed"
+            if precise(values):
+                return "precise"
+            if len(values) >= cap:
+                return "cap"
+            if spent >= int(max_time / NS):
+                return "budget"
+        if not turns.wants_more():
+            return "budget"
 
 
 def measure_pedantic(

@@ -161,8 +161,9 @@ def run_env_rounds(
     Without ``alternate`` each environment measures a round's benchmarks in one fresh process.
     With it (``--perf-round-start fork``, CPU benchmarks), each environment keeps one round
     server (forkserver.py) alive and a round measures benchmark after benchmark, each in every
-    environment back to back (a forked child per benchmark and environment, the order drawn per
-    benchmark), so the two sides of a pair are seconds apart instead of a whole round.
+    environment at once: a forked child per benchmark and environment, the children taking
+    turns in short sampling windows (turns.py), so the host's slow spells fall on every side
+    alike instead of on whichever side ran at the time.
     No adaptive round starts once ``budget_s`` seconds (0: no limit) have passed since the first
     round started (``Measured.budget_stopped``)."""
     from .forkserver import POLL_S, ForkServer
@@ -176,6 +177,7 @@ def run_env_rounds(
         run_process,
         tail,
     )
+    from .turns import WINDOW_S
 
     rng = rng or random.Random()
     got = Measured(envs=dict(envs))
@@ -192,11 +194,6 @@ def run_env_rounds(
 
         def measure(r: int, label: str, out: Path, group: list[str]) -> tuple[int, str]:
             """One environment's measurement of ``group`` in round ``r``."""
-            if label in servers:
-                try:
-                    return servers[label].round(out, group, wait)
-                except OSError as exc:
-                    return 1, f"its round server could not be reached: {exc}"
             env = envs[label]
             cmd = [env.python, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
             if len(group) < len(wanted):
@@ -236,8 +233,8 @@ def run_env_rounds(
                 of = rounds if r <= rounds else max_rounds
                 what = "round" if r <= rounds else "adaptive round"
                 how = (
-                    f"each in {len(labels)} environments back to back in an order drawn per "
-                    "benchmark"
+                    f"each in {len(labels)} environments at once, taking turns in "
+                    f"{WINDOW_S:g} s windows"
                     if alternate
                     else f"in {len(labels)} environments"
                 )
@@ -255,10 +252,17 @@ def run_env_rounds(
                             + f" ({clock(time.monotonic() - t0)} elapsed) ..."
                         )
                     docs: dict[str, dict[str, dict[str, Any]]] = {}
+                    outs = {x: Path(tmp, f"round{r}-{k}-{labels.index(x)}.json") for x in labels}
+                    turned = (
+                        _take_turns(servers, order, outs, group, rng, wait) if alternate else None
+                    )
                     for label in order:
                         env = envs[label]
-                        out = Path(tmp, f"round{r}-{k}-{labels.index(label)}.json")
-                        code, output = measure(r, label, out, group)
+                        out = outs[label]
+                        if turned is not None:
+                            code, output = turned[label]
+                        else:
+                            code, output = measure(r, label, out, group)
                         problem = _round_problem(env, out, code, output, tail)
                         if problem is None:
                             try:
@@ -283,6 +287,59 @@ def run_env_rounds(
             for server in servers.values():
                 server.close()
     return got
+
+
+def _take_turns(
+    servers: Mapping[str, Any],
+    order: Sequence[str],
+    outs: Mapping[str, Path],
+    group: Sequence[str],
+    rng: random.Random,
+    wait: Callable[[Callable[[], bool]], None],
+    pin: bool = True,
+) -> dict[str, tuple[int, str]]:
+    """One benchmark measured by a child of every environment's round server at once, the
+    children taking turns (turns.py): the first turn of each (set-up, warm-up, calibration) in
+    ``order``, then sampling windows in an order drawn per cycle; with ``pin``, both bound to
+    one CPU drawn for the pair (where their benchmarks are single-threaded): a virtual CPU
+    slower than another (a busy sibling thread on the host) then slows both sides alike.
+    Returns each environment's (exit status, server output); a side the table lost is
+    reported by its status."""
+    import os
+
+    from .turns import Seat, Table, TurnError, shared_cpu
+
+    name = f"\0burnperf-turns-{os.getpid()}-{rng.getrandbits(48):012x}"
+    cpu = shared_cpu(rng) if pin else None
+    table = Table(name, order)
+    try:
+        running: dict[str, Callable[[], bool]] = {}
+        unreachable: dict[str, str] = {}
+        for label in order:
+            try:
+                seat = Seat(name, label, cpu).as_json()
+                running[label] = servers[label].start(outs[label], group, seat)
+            except OSError as exc:
+                unreachable[label] = f"its round server could not be reached: {exc}"
+                running[label] = lambda: False
+        problem = None
+        try:
+            table.run(lambda label: running[label](), rng, first=order)
+        except TurnError as exc:
+            problem = str(exc)
+    finally:
+        table.close()
+    results = {}
+    for label in order:
+        if label in unreachable:
+            results[label] = (1, unreachable[label])
+            continue
+        wait(running[label])
+        code, output = servers[label].result()
+        if problem and code == 0 and not outs[label].exists():
+            code, output = 1, f"{output}\nturn table: {problem}"
+        results[label] = (code, output)
+    return results
 
 
 def _env_environ(env: Env) -> dict[str, str]:

@@ -85,7 +85,7 @@ def flat(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize(
     ("start", "rounds"),
     [
-        ("fork", "each in 2 environments back to back"),  # pairs from two round servers
+        ("fork", "each in 2 environments at once, taking turns"),  # two round servers
         ("fresh", "in 2 environments, in the order"),  # whole process rounds
     ],
 )

@@ -39,9 +39,20 @@ def test_auto_forks_on_linux_for_numpy_and_torch_cpu_devices_only() -> None:
 def test_requests_are_written_whole_and_read_back(tmp_path: Path) -> None:
     write_request(tmp_path, 1, tmp_path / "r1.json", None)
     write_request(tmp_path, 2, tmp_path / "r2.json", {"b", "a"})
-    assert read_request(request_path(tmp_path, 1)) == (tmp_path / "r1.json", None)
-    assert read_request(request_path(tmp_path, 2)) == (tmp_path / "r2.json", frozenset({"a", "b"}))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["1.req", "2.req"]  # no temporary left
+    seat = {"address": "\0burnperf-turns-1", "label": "current", "cpu": 1}
+    write_request(tmp_path, 3, tmp_path / "r3.json", None, seat)
+    assert read_request(request_path(tmp_path, 1)) == (tmp_path / "r1.json", None, None)
+    assert read_request(request_path(tmp_path, 2)) == (
+        tmp_path / "r2.json",
+        frozenset({"a", "b"}),
+        None,
+    )
+    assert read_request(request_path(tmp_path, 3))[2] == seat
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "1.req",
+        "2.req",
+        "3.req",
+    ]  # no temporary left
 
 
 @needs_fork
@@ -52,7 +63,7 @@ def test_serve_forks_one_child_per_round_and_answers_with_its_exit_status(tmp_pa
     stop_path(tmp_path).touch()
     me = os.getpid()
 
-    def one_round(out: Path, only: frozenset[str] | None) -> None:
+    def one_round(out: Path, only: frozenset[str] | None, turns: object) -> None:
         if out.name == "r3.json":
             raise RuntimeError("this round fails")
         # the child is another process, and its work stays there
@@ -71,7 +82,7 @@ def test_serve_ends_when_the_parent_is_gone(tmp_path: Path) -> None:
     alive = iter([True, True, False])
     served = serve(
         tmp_path,
-        lambda out, only: None,
+        lambda out, only, turns: None,
         parent_alive=lambda: next(alive),
         sleep=naps.append,
     )
@@ -89,7 +100,7 @@ SERVER = textwrap.dedent(
         print("server refused to start")
         raise SystemExit(4)
 
-    def one_round(out, only):
+    def one_round(out, only, turns):
         print("measuring", out.name)
         out.write_text("samples")
 

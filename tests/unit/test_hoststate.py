@@ -38,6 +38,27 @@ def test_a_competing_cpu_bound_process_is_named() -> None:
     assert w.disturbed() == "other processes used 1.00 of 2 CPUs"
 
 
+def test_a_turn_taking_side_sees_the_host_only_while_it_held_the_turn() -> None:
+    """Two 1 s windows of this side, the other side of the pair busy for 1 s between them:
+    summed over the windows, nobody else ran; over the whole span, a CPU seemed taken."""
+    marks = [
+        snap(0.0, 0.0, 10.0),  # this side's first window: 0-1 s
+        snap(1.0, 1.0, 11.0),
+        snap(2.0, 1.0, 12.0),  # (1-2 s: the other side's turn, one CPU busy) second: 2-3 s
+        snap(3.0, 2.0, 13.0),
+    ]
+    quiet = window(*hoststate.spans(marks))
+    assert quiet.seconds == pytest.approx(2.0) and quiet.others_cpus == pytest.approx(0.0)
+    assert quiet.disturbed() is None
+    whole = window(marks[0], marks[-1])
+    assert whole.others_cpus == pytest.approx(1 / 3)
+    assert hoststate.spans(marks[:2]) == (marks[0], marks[1])
+    with pytest.raises(ValueError, match="a start and an end"):
+        hoststate.spans(marks[:1])
+    missing = hoststate.spans([*marks[:2], Snapshot(2.0, 1.0), Snapshot(3.0, 2.0)])
+    assert missing[1].busy is None and missing[1].wall == pytest.approx(2.0)
+
+
 def test_short_windows_do_not_read_clock_ticks_as_load() -> None:
     """Over 20 ms one 10 ms tick of someone else is half a CPU: not judged."""
     w = window(snap(0.0, 0.0, 10.0), snap(0.02, 0.02, 10.03))
