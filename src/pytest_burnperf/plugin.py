@@ -293,14 +293,13 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
             atomic_write_text(out, dumps(finite(state.worker_samples)))
             _note_shadowed(out)
             return
-        # one side of a turn-taking pair: work only while holding the turn (turns.py), on the
-        # CPU the other side uses too where the benchmarks are single-threaded
+        # one side of a turn-taking pair: work only while holding the turn (turns.py), sampling
+        # on the CPU the other side uses too where the benchmarks are single-threaded
         from .turns import Seat, Side
 
         seat = Seat.from_json(turns)
-        if seat.cpu is not None and _single_threaded(state, items):
-            os.sched_setaffinity(0, {seat.cpu})
-        state.turn_side = side = Side(seat.address, seat.label)
+        cpu = seat.cpu if _single_threaded(state, items) else None
+        state.turn_side = side = Side(seat.address, seat.label, cpu)
         try:
             side.wait()
             run_items(session, items)
@@ -661,14 +660,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.comparisons = max(1, len(runnable))
     if state.plan is not None:
         if runnable and not session.config.option.collectonly:
-            # pairs back to back from round servers only when asked for: on the harness run of
-            # 2026-11-23 they did not judge more than whole rounds (docs/validation.md)
-            run_same_session(
-                session,
-                state,
-                runnable,
-                alternate=state.round_start == "fork" and _fork_rounds(state, runnable),
-            )
+            # where rounds can fork, both sides take turns in short windows on one CPU: the
+            # spread of an A/A pair fell from 9-20% (whole blocks a side) to 0.4-2.3%
+            # (docs/validation.md, "How long a turn should be")
+            run_same_session(session, state, runnable, alternate=_fork_rounds(state, runnable))
         return
     if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
         run_rounds(

@@ -9,7 +9,8 @@ table hands out the turn. A side works only while it holds the turn:
 * ``go SECONDS`` (table -> side): the side's turn; it runs (fixture set-up, warm-up and loop
   calibration on its first turn; a sampling window of SECONDS after that) and then answers
 * ``yield`` (side -> table): it wants another window, or
-* ``finished`` (side -> table, or the connection closing): the test is over, teardown included.
+* ``finished`` (side -> table, or the connection closing): the test is over, teardown included;
+  the table waits for the side's process to exit before the next turn.
 
 Turns alternate between the sides still working, in an order drawn at random in each cycle of
 turns. A test that never asks for a window (``benchmark.pedantic``, a failure, a skip) simply
@@ -39,6 +40,11 @@ WINDOW_S = 0.25
 STALL_S = 600.0
 #: How often waits look at whether the side's process is still alive.
 POLL_S = 0.2
+#: After a side yields, the table waits at most this long for it to sleep, looking this often.
+SETTLE_S = 0.05
+SETTLE_POLL_S = 0.0002
+#: How often a table looks whether a finished side's process has exited.
+EXIT_POLL_S = 0.002
 #: A side asks for at most this many windows (a runaway loop ends; the measurement stands).
 MAX_TURNS = 400
 
@@ -91,10 +97,16 @@ class Side:
     """A round process's end: ``wait()`` blocks until this side holds the turn and returns the
     window's length; ``give_back()`` yields the turn asking for another; ``finish()`` ends."""
 
-    def __init__(self, address: str, label: str) -> None:
+    def __init__(self, address: str, label: str, cpu: int | None = None) -> None:
+        """``cpu``: where the sampling runs (the other side's too); the calling thread is bound
+        to it when sampling starts (``give_back``), after set-up and warm-up, so that threads
+        the process starts meanwhile (a BLAS pool) stay free to run elsewhere instead of
+        waiting behind the benchmark on its CPU."""
+        self.cpu = cpu
+        self.bound = False
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(address)
-        self.sock.sendall(f"hello {label}\n".encode("ascii"))
+        self.sock.sendall(f"hello {label} {os.getpid()}\n".encode("ascii"))
         self.buf = bytearray()
         self.turns = 0
         self.closed = False
@@ -109,6 +121,10 @@ class Side:
 
     def give_back(self) -> float:
         """Yield the turn, asking for another; blocks until it comes; its window's length."""
+        if self.cpu is not None and not self.bound:
+            self.bound = True
+            with contextlib.suppress(OSError, AttributeError):
+                os.sched_setaffinity(0, {self.cpu})  # this thread only (pid 0 on Linux)
         self.sock.sendall(b"yield\n")
         return self.wait()
 
@@ -125,6 +141,24 @@ class Side:
             self.sock.close()
 
 
+def asleep(pid: int, most: float = SETTLE_S, stat: str | None = None) -> bool:
+    """Wait until process ``pid`` is no longer running or runnable (``/proc/PID/stat``'s
+    state), at most ``most`` seconds; False where it did not (or cannot be read)."""
+    path = stat or f"/proc/{pid}/stat"
+    end = time.monotonic() + most
+    while True:
+        try:
+            with open(path, encoding="ascii", errors="replace") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        if state != "R":
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(SETTLE_POLL_S)
+
+
 class Table:
     """The parent's end for one benchmark and round: ``run(alive)`` hands out the turns until
     both sides are finished; ``turns`` counts the windows each side got."""
@@ -139,6 +173,7 @@ class Table:
         self.conns: dict[str, socket.socket] = {}
         self.bufs: dict[str, bytearray] = {}
         self.turns: dict[str, int] = {label: 0 for label in labels}
+        self.pids: dict[str, int] = {}
         #: The order in which the sides held the turn (for tests and the record).
         self.log: list[str] = []
 
@@ -187,11 +222,13 @@ class Table:
             conn, _ = self.listener.accept()
             buf = bytearray()
             hello = _read_line(conn, buf)
-            label = (hello or "").removeprefix("hello ").strip()
-            if label not in self.labels or label in self.conns:
+            words = (hello or "").split()
+            label = words[1] if len(words) == 3 and words[0] == "hello" else ""
+            if label not in self.labels or label in self.conns or not words[2].isdigit():
                 conn.close()
                 raise TurnError(f"unexpected turn-table greeting {hello!r}")
             self.conns[label], self.bufs[label] = conn, buf
+            self.pids[label] = int(words[2])
         return gone
 
     def _turn(self, label: str, alive: Callable[[str], bool], stall: float) -> bool:
@@ -208,7 +245,18 @@ class Table:
             line = _read_line(conn, self.bufs[label])
         except OSError:
             line = None
-        return line == "yield"
+        if line == "yield":
+            # the next side starts only once this one sleeps: woken on the CPU they share
+            # while this one still runs towards its wait, it would preempt it and leave it
+            # runnable behind its whole window (tens of ms of CPU pressure a window, measured)
+            asleep(self.pids[label])
+            return True
+        # finished: its process exits (unmapping its memory) before anyone else's turn, so
+        # that the exit does not run beside the other side's windows (on the CPU they share)
+        end = time.monotonic() + stall
+        while alive(label) and time.monotonic() < end:
+            time.sleep(EXIT_POLL_S)
+        return False
 
     def run(
         self,
