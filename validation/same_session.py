@@ -307,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         "--round-starts",
         default=None,
         metavar="A,B",
-        help="cycle the sessions' --perf-round-start through these (e.g. fork,fresh: pairs back "
-        "to back from round servers against whole interleaved process rounds), in pairs of "
+        help="cycle the sessions' --perf-round-start through these (e.g. fork,fresh: the sides "
+        "taking turns in short windows against whole interleaved process rounds), in pairs of "
         "sessions so that each is run quiet and loaded; the report gives each apart",
     )
     args = ap.parse_args(argv)
