@@ -189,10 +189,10 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "that collected the tests and imported their modules once: no interpreter start-up, "
         "collection or torch import per round), 'fresh' (a new interpreter per round) or 'auto' "
         "(fork on Linux when every selected benchmark runs on a CPU device; fresh elsewhere, "
-        "since GPU runtimes do not survive a fork). In a same-session comparison, forked rounds "
-        "keep a round server per environment and measure each benchmark in all of them at "
-        "once, the processes taking turns in 0.25 s sampling windows on one CPU; 'fresh' runs "
-        "whole interleaved rounds. Default: auto",
+        "since GPU runtimes do not survive a fork). In a same-session comparison, 'fork' keeps "
+        "a round server per environment and measures each benchmark in all of them at once, "
+        "the processes taking turns in 0.25 s sampling windows on one CPU; 'auto' and 'fresh' "
+        "run whole interleaved rounds in fresh processes. Default: auto",
     ),
     (
         "--perf-threads",

@@ -660,10 +660,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.comparisons = max(1, len(runnable))
     if state.plan is not None:
         if runnable and not session.config.option.collectonly:
-            # where rounds can fork, both sides take turns in short windows on one CPU: the
-            # spread of an A/A pair fell from 9-20% (whole blocks a side) to 0.4-2.3%
-            # (docs/validation.md, "How long a turn should be")
-            run_same_session(session, state, runnable, alternate=_fork_rounds(state, runnable))
+            # turn-taking pairs only when asked for (--perf-round-start fork): they made a
+            # single A/A pair far steadier, but in the plugin's own harness run of 2026-11-24
+            # they judged no better than whole rounds (docs/validation.md, "How long a turn
+            # should be")
+            run_same_session(
+                session,
+                state,
+                runnable,
+                alternate=state.round_start == "fork" and _fork_rounds(state, runnable),
+            )
         return
     if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
         run_rounds(

@@ -26,6 +26,7 @@ import os
 import random
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,7 +107,9 @@ class Side:
         self.bound = False
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(address)
-        self.sock.sendall(f"hello {label} {os.getpid()}\n".encode("ascii"))
+        # the thread that will sample (this one), for the table's look at whether it sleeps
+        tid = threading.get_native_id()
+        self.sock.sendall(f"hello {label} {tid}\n".encode("ascii"))
         self.buf = bytearray()
         self.turns = 0
         self.closed = False
@@ -141,10 +144,10 @@ class Side:
             self.sock.close()
 
 
-def asleep(pid: int, most: float = SETTLE_S, stat: str | None = None) -> bool:
-    """Wait until process ``pid`` is no longer running or runnable (``/proc/PID/stat``'s
-    state), at most ``most`` seconds; False where it did not (or cannot be read)."""
-    path = stat or f"/proc/{pid}/stat"
+def asleep(tid: int, most: float = SETTLE_S, stat: str | None = None) -> bool:
+    """Wait until thread ``tid`` is no longer running or runnable (``/proc/TID/stat``'s state),
+    at most ``most`` seconds; False where it did not (or cannot be read)."""
+    path = stat or f"/proc/{tid}/stat"
     end = time.monotonic() + most
     while True:
         try:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from pytest_burnperf import timing
-from pytest_burnperf.turns import Seat, Side, Table, TurnError, shared_cpu
+from pytest_burnperf.turns import Seat, Side, Table, TurnError, asleep, shared_cpu
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="abstract Unix sockets are Linux's"
@@ -60,12 +60,18 @@ def side(addr: str, label: str, windows: int, work: Work, errors: list[BaseExcep
 def start(addr: str, plan: dict[str, int], work: Work) -> tuple[list[threading.Thread], list]:
     errors: list[BaseException] = []
     threads = [
-        threading.Thread(target=side, args=(addr, label, n, work, errors))
+        threading.Thread(target=side, args=(addr, label, n, work, errors), name=label)
         for label, n in plan.items()
     ]
     for t in threads:
         t.start()
     return threads, errors
+
+
+def alive_of(threads: list[threading.Thread]) -> Callable[[str], bool]:
+    """A side's "process" is alive while its thread runs (a finished side's ends soon)."""
+    by_name = {t.name: t for t in threads}
+    return lambda label: label in by_name and by_name[label].is_alive()
 
 
 def test_the_sides_take_turns_one_at_a_time_first_turns_in_the_given_order() -> None:
@@ -74,7 +80,7 @@ def test_the_sides_take_turns_one_at_a_time_first_turns_in_the_given_order() -> 
     work = Work()
     threads, errors = start(addr, {"ref": 5, "current": 3}, work)
     try:
-        turns = table.run(lambda label: True, random.Random(1), first=["current", "ref"])
+        turns = table.run(alive_of(threads), random.Random(1), first=["current", "ref"])
     finally:
         table.close()
     for t in threads:
@@ -97,7 +103,7 @@ def test_a_side_that_never_connects_is_not_waited_for_once_its_process_ended() -
     work = Work()
     threads, errors = start(addr, {"current": 2}, work)
     try:
-        turns = table.run(lambda label: label != "ref")
+        turns = table.run(alive_of(threads))
     finally:
         table.close()
     for t in threads:
@@ -115,11 +121,11 @@ def test_a_side_that_dies_holding_the_turn_ends_its_part_not_the_run() -> None:
         me.wait()
         me.sock.close()  # a crash: no "finished"
 
-    killer = threading.Thread(target=dies)
+    killer = threading.Thread(target=dies, name="ref")
     killer.start()
     threads, errors = start(addr, {"current": 2}, work)
     try:
-        turns = table.run(lambda label: True)
+        turns = table.run(alive_of([killer, *threads]))
     finally:
         table.close()
     for t in [killer, *threads]:
@@ -251,3 +257,18 @@ def test_a_seat_travels_as_json_and_the_shared_cpu_is_one_this_process_may_use()
     import os
 
     assert shared_cpu(random.Random(0)) in os.sched_getaffinity(0)
+
+
+def test_asleep_reads_the_threads_state() -> None:
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        stat = os.path.join(tmp, "stat")
+        with open(stat, "w") as f:
+            f.write("123 (py (x)) S 1 2 3")
+        assert asleep(0, stat=stat)
+        with open(stat, "w") as f:
+            f.write("123 (py) R 1 2 3")
+        assert not asleep(0, most=0.01, stat=stat)
+        assert not asleep(0, stat=os.path.join(tmp, "absent"))
