@@ -329,6 +329,21 @@ def measure(
 
     stopped = "fixed"
     first_sample = len(clocks.shares)
+
+    def sample(stopped: str) -> Sample:
+        return Sample(
+            values=tuple(values),
+            loops=loops,
+            warmup_calls=calls,
+            timer=clocks.timer.name,
+            mode="auto",
+            host_values=tuple(host) if clocks.dual else None,
+            l2_flush=flush is not None,
+            peak_memory=peak,
+            stopped=stopped,
+            cpu_share=clocks.sample_shares(first_sample),
+        )
+
     if turns is not None:
         stopped = _sample_in_turns(
             take,
@@ -341,18 +356,7 @@ def measure(
             max_samples=max_samples,
             max_time=max_time,
         )
-        return result, Sample(
-            values=tuple(values),
-            loops=loops,
-            warmup_calls=calls,
-            timer=clocks.timer.name,
-            mode="auto",
-            host_values=tuple(host) if clocks.dual else None,
-            l2_flush=flush is not None,
-            peak_memory=peak,
-            stopped=stopped,
-            cpu_share=clocks.sample_shares(first_sample),
-        )
+        return result, sample(stopped)
     if watch is not None:
         watch()
     with gc_off():
@@ -373,18 +377,7 @@ def measure(
                 take(min(BATCH, max_samples - len(values)))
     if watch is not None:
         watch()
-    return result, Sample(
-        values=tuple(values),
-        loops=loops,
-        warmup_calls=calls,
-        timer=clocks.timer.name,
-        mode="auto",
-        host_values=tuple(host) if clocks.dual else None,
-        l2_flush=flush is not None,
-        peak_memory=peak,
-        stopped=stopped,
-        cpu_share=clocks.sample_shares(first_sample),
-    )
+    return result, sample(stopped)
 
 
 class TurnTaker(Protocol):

@@ -176,7 +176,8 @@ class Table:
         self.conns: dict[str, socket.socket] = {}
         self.bufs: dict[str, bytearray] = {}
         self.turns: dict[str, int] = {label: 0 for label in labels}
-        self.pids: dict[str, int] = {}
+        #: Each side's sampling thread (its native id), to look whether it sleeps.
+        self.tids: dict[str, int] = {}
         #: The order in which the sides held the turn (for tests and the record).
         self.log: list[str] = []
 
@@ -231,7 +232,7 @@ class Table:
                 conn.close()
                 raise TurnError(f"unexpected turn-table greeting {hello!r}")
             self.conns[label], self.bufs[label] = conn, buf
-            self.pids[label] = int(words[2])
+            self.tids[label] = int(words[2])
         return gone
 
     def _turn(self, label: str, alive: Callable[[str], bool], stall: float) -> bool:
@@ -252,7 +253,7 @@ class Table:
             # the next side starts only once this one sleeps: woken on the CPU they share
             # while this one still runs towards its wait, it would preempt it and leave it
             # runnable behind its whole window (tens of ms of CPU pressure a window, measured)
-            asleep(self.pids[label])
+            asleep(self.tids[label])
             return True
         # finished: its process exits (unmapping its memory) before anyone else's turn, so
         # that the exit does not run beside the other side's windows (on the CPU they share)

@@ -201,53 +201,38 @@ def test_measure_samples_in_windows_until_its_rule_is_met() -> None:
     assert len(marks) == 6  # the host is read at both ends of every window
 
 
-def test_measure_in_windows_keeps_the_adaptive_rules() -> None:
-    clock, fn = fake_clock(0.002)
-    precise = timing.measure(
+@pytest.mark.parametrize(
+    ("samples", "most_windows", "precise", "max_samples", "max_time", "stopped", "count"),
+    [
+        (5, 400, lambda values: len(values) >= 20, 100, 10.0, "precise", 20),
+        (5, 400, lambda values: False, 12, 10.0, "cap", 12),  # the cap ends a window early
+        (5, 400, lambda values: False, 1000, 0.03, "budget", 15),  # this side's windows only
+        (50, 2, None, 0, 0.0, "budget", 10),  # the table ends the turns
+    ],
+    ids=["precise", "cap", "time-budget", "table-ends"],
+)
+def test_measure_in_windows_keeps_the_adaptive_rules(
+    samples: int,
+    most_windows: int,
+    precise: Callable[[object], bool] | None,
+    max_samples: int,
+    max_time: float,
+    stopped: str,
+    count: int,
+) -> None:
+    clock, fn = fake_clock(0.002)  # 2 ms a call, 10 ms windows: 5 samples a window
+    got = timing.measure(
         fn,
-        samples=5,
+        samples=samples,
         warmup=0.004,
         min_time=0.001,
         clock=clock,
-        turns=FakeTurns(0.01),
-        precise=lambda values: len(values) >= 20,
-        max_samples=100,
-        max_time=10.0,
+        turns=FakeTurns(0.01, most=most_windows),
+        precise=precise,
+        max_samples=max_samples,
+        max_time=max_time,
     )[1]
-    assert precise.stopped == "precise" and len(precise.values) == 20
-    capped = timing.measure(
-        fn,
-        samples=5,
-        warmup=0.004,
-        min_time=0.001,
-        clock=clock,
-        turns=FakeTurns(0.01),
-        precise=lambda values: False,
-        max_samples=12,
-        max_time=10.0,
-    )[1]
-    assert capped.stopped == "cap" and len(capped.values) == 12  # the cap ends a window early
-    budget = timing.measure(
-        fn,
-        samples=5,
-        warmup=0.004,
-        min_time=0.001,
-        clock=clock,
-        turns=FakeTurns(0.01),
-        precise=lambda values: False,
-        max_samples=1000,
-        max_time=0.03,  # counted over this side's windows only
-    )[1]
-    assert budget.stopped == "budget" and len(budget.values) == 15
-    table_ends = timing.measure(
-        fn,
-        samples=50,
-        warmup=0.004,
-        min_time=0.001,
-        clock=clock,
-        turns=FakeTurns(0.01, most=2),
-    )[1]
-    assert table_ends.stopped == "budget" and len(table_ends.values) == 10
+    assert got.stopped == stopped and len(got.values) == count
 
 
 def test_a_seat_travels_as_json_and_the_shared_cpu_is_one_this_process_may_use() -> None:
