@@ -26,6 +26,7 @@ import os
 import random
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -66,6 +67,17 @@ class Seat:
     def from_json(cls, doc: Mapping[str, Any]) -> Seat:
         cpu = doc.get("cpu")
         return cls(str(doc["address"]), str(doc["label"]), None if cpu is None else int(cpu))
+
+
+def table_address(rng: random.Random, platform: str = sys.platform) -> str:
+    """A fresh address for a turn table: a name in Linux's abstract socket namespace (no file),
+    elsewhere a short socket path in the temporary directory (Table.close removes it)."""
+    tag = f"burnperf-turns-{os.getpid()}-{rng.getrandbits(48):012x}"
+    if platform.startswith("linux"):
+        return "\0" + tag
+    import tempfile
+
+    return str(Path(tempfile.gettempdir(), tag + ".sock"))
 
 
 def shared_cpu(rng: random.Random) -> int | None:

@@ -305,11 +305,9 @@ def _take_turns(
     slower than another (a busy sibling thread on the host) then slows both sides alike.
     Returns each environment's (exit status, server output); a side the table lost is
     reported by its status."""
-    import os
+    from .turns import Seat, Table, TurnError, shared_cpu, table_address
 
-    from .turns import Seat, Table, TurnError, shared_cpu
-
-    name = f"\0burnperf-turns-{os.getpid()}-{rng.getrandbits(48):012x}"
+    name = table_address(rng)
     cpu = shared_cpu(rng) if pin else None
     table = Table(name, order)
     try:

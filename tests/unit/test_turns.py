@@ -13,7 +13,15 @@ from collections.abc import Callable
 import pytest
 
 from pytest_burnperf import timing
-from pytest_burnperf.turns import Seat, Side, Table, TurnError, asleep, shared_cpu
+from pytest_burnperf.turns import (
+    Seat,
+    Side,
+    Table,
+    TurnError,
+    asleep,
+    shared_cpu,
+    table_address,
+)
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="abstract Unix sockets are Linux's"
@@ -257,3 +265,15 @@ def test_asleep_reads_the_threads_state() -> None:
             f.write("123 (py) R 1 2 3")
         assert not asleep(0, most=0.01, stat=stat)
         assert not asleep(0, stat=os.path.join(tmp, "absent"))
+
+
+def test_a_table_address_is_abstract_on_linux_and_a_removed_socket_file_elsewhere() -> None:
+    import os
+
+    assert table_address(random.Random(0)).startswith("\0burnperf-turns-")
+    path = table_address(random.Random(0), platform="darwin")
+    assert path.endswith(".sock") and not path.startswith("\0")
+    table = Table(path, ["ref"])  # a path works on Linux too
+    assert os.path.exists(path)
+    table.close()
+    assert not os.path.exists(path)
