@@ -191,7 +191,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "(fork on Linux when every selected benchmark runs on a CPU device; fresh elsewhere, "
         "since GPU runtimes do not survive a fork). In a same-session comparison, 'fork' keeps "
         "a round server per environment and measures each benchmark in all of them at once, "
-        "the processes taking turns in 0.25 s sampling windows on one CPU; 'auto' and 'fresh' "
+        "the processes taking turns in 0.25 s sampling windows; 'auto' and 'fresh' "
         "run whole interleaved rounds in fresh processes. Default: auto",
     ),
     (

@@ -296,13 +296,15 @@ def _take_turns(
     group: Sequence[str],
     rng: random.Random,
     wait: Callable[[Callable[[], bool]], None],
-    pin: bool = True,
+    pin: bool = False,
 ) -> dict[str, tuple[int, str]]:
     """One benchmark measured by a child of every environment's round server at once, the
     children taking turns (turns.py): the first turn of each (set-up, warm-up, calibration) in
     ``order``, then sampling windows in an order drawn per cycle; with ``pin``, both bound to
     one CPU drawn for the pair (where their benchmarks are single-threaded): a virtual CPU
-    slower than another (a busy sibling thread on the host) then slows both sides alike.
+    slower than another (a busy sibling thread on the host) then slows both sides alike. Off:
+    on a busy host a bound side cannot leave a CPU another process holds (a fresh-clone CI run
+    beside other work measured a 2x slowdown as +42% [-28%, +178%], inconclusive).
     Returns each environment's (exit status, server output); a side the table lost is
     reported by its status."""
     from .turns import Seat, Table, TurnError, shared_cpu, table_address
