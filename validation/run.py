@@ -47,6 +47,8 @@ SHIPPED = "perf_tests"
 SYNTH_PERF = "test_synthetic_perf.py"
 SYNTH_BENCH = "test_synthetic_bench.py"
 MDS_GATE = 0.07
+#: Verdicts that judged; every other status (no-baseline, incomparable, inconclusive) did not.
+JUDGED = ("regressed", "unchanged", "improved")
 #: The shipped benchmarks the harness includes (a -k expression): one representative per kind of
 #: work, 18 CPU comparisons, so that 35 sessions take about 30 minutes on 2 cores.
 SHIPPED_K = (
@@ -365,6 +367,7 @@ def analyse(h: Harness, base_bench: dict[str, Any]) -> dict[str, Any]:
             "ours": [0, 0],
             "ours_gate": [0, 0],
             "improved": 0,
+            "undecided": 0,
             "bench_median": [0, 0],
             "bench_mean": [0, 0],
             "ratios": [],
@@ -385,6 +388,7 @@ def analyse(h: Harness, base_bench: dict[str, Any]) -> dict[str, Any]:
                 d["ours_gate"][0] += hit
                 d["ours_gate"][1] += 1
             d["improved"] += v["status"] == "improved"
+            d["undecided"] += v["status"] not in JUDGED
             base_med = statistics.median(per[key]["med"])
             d["ratios"].append(v["median"] / base_med)
         for name, st in s["bench"]["stats"].items():
@@ -516,6 +520,15 @@ def report(
         "+5/+10/+20/+50% or -10% work (rotated); the shipped benchmarks stay unchanged there "
         "and count as A/A comparisons."
     )
+    loads = sorted({s.get("load", 0.0) for s in h.sessions})
+    if loads != [0.0]:
+        L.append(
+            f"- Every session (all three tools, and the timing runs) ran beside "
+            f"`validation/load.py --duty {max(loads):g}`: one process spinning in bursts of "
+            "20-400 ms with sleeps between them, about a third of one core on average, "
+            "arriving unannounced as another program's work does. The baselines were recorded "
+            "without it, as on a quiet runner."
+        )
     if getattr(args, "rejudge", None) is not None:
         L.append(
             "- burnperf's verdicts below were judged again from the raw samples of that run "
@@ -558,6 +571,12 @@ def report(
             f"| `asv continuous --factor 1.05` (synthetic) | {cp(*a['asv']['fa'])} | "
             f"{cp(*a['asv']['sessions'])} |"
         )
+    undecided = sum(n for p in per.values() for s, n in p["status"].items() if s not in JUDGED)
+    L.append("")
+    L.append(
+        f"burnperf left {cp(undecided, total_n)} of the unchanged comparisons undecided "
+        "(`no-baseline`, `incomparable` or `inconclusive`: not judged, so not a pass)."
+    )
     L.append("")
     L.append(
         f"pytest-benchmark's own exit status (run with `--benchmark-compare-fail=median:5%`) "
@@ -611,17 +630,17 @@ def report(
     asv = a["asv"]
     L.append(
         "| planted work | measured change (median) | burnperf, all | burnperf, gateable | "
-        "pytest-benchmark median:5% | pytest-benchmark mean:5% |"
+        "burnperf not judged | pytest-benchmark median:5% | pytest-benchmark mean:5% |"
         + (" asv continuous |" if asv else "")
     )
-    L.append("|---|---|---|---|---|---|" + ("---|" if asv else ""))
+    L.append("|---|---|---|---|---|---|---|" + ("---|" if asv else ""))
     for size in SIZES:
         d = det[size]
         change = pct(statistics.median(d["ratios"]) - 1) if d["ratios"] else "-"
         label = f"{100 * (size - 1):+.0f}%"
         L.append(
             f"| {label} | {change} | {cp(*d['ours'])} | {cp(*d['ours_gate'])} | "
-            f"{cp(*d['bench_median'])} | {cp(*d['bench_mean'])} |"
+            f"{d['undecided']}/{d['ours'][1]} | {cp(*d['bench_median'])} | {cp(*d['bench_mean'])} |"
             + (f" {cp(*asv['det'][size])} |" if asv else "")
         )
     d = det[0.90]
@@ -720,6 +739,15 @@ def targets(
             None if g10 is None else g10 >= 0.90,
         )
     )
+    every = [v["status"] for s in h.sessions for v in s["ours"]["verdicts"].values()]
+    left = sum(st not in JUDGED for st in every)
+    out.append(
+        row(
+            "undecided (no-baseline, incomparable, inconclusive) <= 5% of benchmark-sessions",
+            f"{left}/{len(every)}",
+            None if not every else left / len(every) <= 0.05,
+        )
+    )
     out.append(
         row("planted -10% never fails", f"{det[0.90]['ours'][0]} failed", det[0.90]["ours"][0] == 0)
     )
@@ -776,6 +804,15 @@ def main(argv: list[str] | None = None) -> int:
         help="also run `asv continuous` on the synthetic workloads in every session "
         "(validation/asv_compare.py; needs asv and virtualenv installed)",
     )
+    ap.add_argument(
+        "--load",
+        type=float,
+        default=0.0,
+        metavar="DUTY",
+        help="run every session (all tools, and its timing run) beside validation/load.py at "
+        "this busy share of one core (0.33: light and bursty); the baselines are recorded "
+        "without it, as on a quiet runner",
+    )
     ap.add_argument("--command", default="nox -s validate", help="command named in the report")
     ap.add_argument(
         "--rejudge",
@@ -799,6 +836,8 @@ def main(argv: list[str] | None = None) -> int:
         help="re-render the report from the raw JSON of an earlier run instead of measuring",
     )
     args = ap.parse_args(argv)
+    if not 0.0 <= args.load < 1.0:
+        ap.error(f"--load must be in [0, 1), got {args.load}")
     if args.from_json is not None:
         raw = json.loads(args.from_json.read_text())
         h = Harness(Path("."))
@@ -820,6 +859,7 @@ def main(argv: list[str] | None = None) -> int:
     h.shipped_k = args.shipped_k
     h.setup()
     sys.path.insert(0, str(HERE / "synthetic"))
+    sys.path.insert(0, str(HERE))
     from workloads import NAMES  # type: ignore[import-not-found]
 
     names = list(NAMES)
@@ -849,11 +889,33 @@ def main(argv: list[str] | None = None) -> int:
     for n, (kind, i) in enumerate(schedule, 1):
         knobs = {} if kind == "aa" else planted_knobs(i, names)
         tag = f"{kind}{i}"
-        ours = h.ours(tag, knobs)
-        bench = h.bench(tag, knobs)
-        h.sessions.append({"kind": kind, "i": i, "knobs": knobs, "ours": ours, "bench": bench})
-        if asv_run is not None:
-            h.sessions[-1]["asv"] = asv_run(tag, knobs)
+        background = None
+        if args.load > 0:
+            from load import start as start_load  # type: ignore[import-not-found]
+
+            background = start_load(args.load, seed=n)
+        try:
+            ours = h.ours(tag, knobs)
+            bench = h.bench(tag, knobs)
+            h.sessions.append(
+                {
+                    "kind": kind,
+                    "i": i,
+                    "knobs": knobs,
+                    "ours": ours,
+                    "bench": bench,
+                    "load": args.load,
+                }
+            )
+            if asv_run is not None:
+                h.sessions[-1]["asv"] = asv_run(tag, knobs)
+            if n in timing_after:
+                _rc, wall, _ = h._pytest(["-p", "no:benchmark", *OURS_CI, "-q", SYNTH_PERF], {})
+                h.timing.append(wall)
+        finally:
+            if background is not None:
+                background.kill()
+                background.wait()
         statuses = Counter(v["status"] for v in ours["verdicts"].values())
         log(
             f"session {n}/{len(schedule)} {tag}: burnperf {dict(statuses)} in {ours['wall']:.0f} s;"
@@ -861,8 +923,6 @@ def main(argv: list[str] | None = None) -> int:
             + (f"; asv in {h.sessions[-1]['asv']['wall']:.0f} s" if asv_run else "")
         )
         if n in timing_after:
-            _rc, wall, _ = h._pytest(["-p", "no:benchmark", *OURS_CI, "-q", SYNTH_PERF], {})
-            h.timing.append(wall)
             log(
                 f"timing run {len(h.timing)}: burnperf on the synthetic workloads alone, {wall:.0f} s"
             )
