@@ -80,8 +80,8 @@ def test_closed_pipe_is_quiet(tmp_path: Path) -> None:
 def test_machines_lists_classes_and_marks_this_host(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_burnperf.hardware import hardware_class
-    from pytest_burnperf.machine import default_machine_id, legacy_machine_id
+    from pytest_burnperf.host.hardware import hardware_class
+    from pytest_burnperf.host.machine import default_machine_id, legacy_machine_id
 
     def write(machine_dir: str, machine: dict[str, object]) -> None:
         path = tmp_path / machine_dir / "perf_tests" / "test_x.json"

@@ -64,7 +64,7 @@ def _doc(writer: int, i: int) -> dict[str, Any]:
 
 
 def _write(url: str, writer: int, same_as: int) -> int:
-    from pytest_burnperf.history.store import Store
+    from pytest_burnperf.storage.history.store import Store
 
     added = 0
     with Store(url) as store:
@@ -74,7 +74,7 @@ def _write(url: str, writer: int, same_as: int) -> int:
 
 
 def test_concurrent_writers_lose_nothing_and_duplicate_nothing(database: str) -> None:
-    from pytest_burnperf.history.store import Store
+    from pytest_burnperf.storage.history.store import Store
 
     # writers 0 and 1 record the very same 50 runs (a retried CI job), 2 and 3 their own;
     # all four start on an empty server at once, so they also race to create the schema

@@ -58,8 +58,8 @@ def test_console_messages_are_seen(tmp_path: Path) -> None:
 
 
 def test_the_report_renders_offline_without_console_errors(tmp_path: Path) -> None:
-    from pytest_burnperf.history.query import series
-    from pytest_burnperf.report_html import render
+    from pytest_burnperf.report.html import render
+    from pytest_burnperf.storage.history.query import series
 
     page = tmp_path / "report.html"
     page.write_text(render(results_doc(EVIL), series(history_points(EVIL))))

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pytest_burnperf.history import changepoints
-from pytest_burnperf.stats import DEFAULT_PRIOR
+from pytest_burnperf.core.stats import DEFAULT_PRIOR
+from pytest_burnperf.storage.history import changepoints
 
 
 def spread(rng: random.Random) -> float:

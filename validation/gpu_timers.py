@@ -37,9 +37,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pytest_burnperf.core.timing import measure
 from pytest_burnperf.devices.base import EventTimer
 from pytest_burnperf.devices.torch_backend import TorchDevice
-from pytest_burnperf.timing import measure
 
 
 def torch_kernels(torch: Any) -> dict[str, Callable[[], Any]]:

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--repeat", type=int, default=5, help="times each history command is run")
     args = ap.parse_args(argv)
-    from pytest_burnperf.history.store import Store
+    from pytest_burnperf.storage.history.store import Store
 
     work = args.work or Path(tempfile.mkdtemp(prefix="burnperf-history-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             sys.executable,
             "-c",
-            "import json,sys; from pytest_burnperf.history.store import Store\n"
+            "import json,sys; from pytest_burnperf.storage.history.store import Store\n"
             "with Store(sys.argv[1]) as s: s.record(json.load(open(sys.argv[2])))",
             f"sqlite:///{work / 'record.sqlite'}",
             str(_dump(work, one)),

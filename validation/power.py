@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pytest_burnperf.compare import REGRESSED, Policy, judge
+from pytest_burnperf.core.verdict import REGRESSED, Policy, judge
 
 SHIFTS = (0.0, 0.05, 0.10, 0.20)
 

@@ -75,7 +75,7 @@ import os
 import time
 
 if os.environ.get("SLOW_WRITES"):
-    import pytest_burnperf.store as store
+    import pytest_burnperf.storage.baselines as store
 
     real = store.write_temporary
 
@@ -114,7 +114,7 @@ def pytest_cmd(*args: str) -> list[str]:
 
 def stored(root: Path) -> tuple[set[str], int]:
     """Benchmark keys in the baseline files, and how many files failed to load."""
-    from pytest_burnperf.store import BaselineError, load_file
+    from pytest_burnperf.storage.baselines import BaselineError, load_file
 
     keys: set[str] = set()
     bad = 0
@@ -348,7 +348,7 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
 
 def baseline_cases(work: Path) -> list[dict[str, Any]]:
     """Every bad baseline file through the plugin's reader; the outcome of each."""
-    from pytest_burnperf.store import BaselineError, load_file
+    from pytest_burnperf.storage.baselines import BaselineError, load_file
 
     d = work / "files"
     d.mkdir(parents=True, exist_ok=True)
@@ -416,9 +416,9 @@ def baseline_cases(work: Path) -> list[dict[str, Any]]:
 def cache_and_round_cases(work: Path) -> list[dict[str, Any]]:
     """Bad peak-cache files (a bad one costs a re-measurement, named among the problems) and bad
     round files (named, the round left out)."""
-    from pytest_burnperf.jsonfile import FileFormatError
-    from pytest_burnperf.roofline import CALIBRATION_VERSION, PeakCache, Peaks
-    from pytest_burnperf.rounds import read_round_file
+    from pytest_burnperf.core.roofline import CALIBRATION_VERSION, PeakCache, Peaks
+    from pytest_burnperf.runs.rounds import read_round_file
+    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     d = work / "own"
     d.mkdir()
@@ -722,7 +722,7 @@ def main() -> None:
     ap.add_argument("--pytest-cases", type=int, default=None, help="cap on pytest-process cases")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write the section to")
     args = ap.parse_args()
-    from pytest_burnperf.hardware import cpu_identity, describe, hardware_class
+    from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class
 
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="burnperf-reliability-") as tmp:

@@ -171,9 +171,9 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
     replaying a run with the rule it ran under gives its verdicts back.
     """
     sys.path.insert(0, str(REPO / "src"))
-    from pytest_burnperf.assess import HostEvidence, assess
-    from pytest_burnperf.compare import Policy, needs_more_rounds
-    from pytest_burnperf.hoststate import Window
+    from pytest_burnperf.core.assess import HostEvidence, assess
+    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+    from pytest_burnperf.host.state import Window
 
     first = int(OURS_CI[OURS_CI.index("--perf-rounds") + 1])
 
@@ -466,7 +466,7 @@ def machine() -> str:
     except ImportError:
         pbv = "not installed"
     sys.path.insert(0, str(REPO / "src"))
-    from pytest_burnperf.hardware import hardware_class
+    from pytest_burnperf.host.hardware import hardware_class
 
     return (
         f"{platform.system()} {platform.machine()}, {model} (hardware class {hardware_class()}), "

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .spec import SpecError, parse_alpha, parse_threshold
+from pytest_burnperf.core.settings import SpecError, parse_alpha, parse_threshold
 
 #: Exit codes: 0 all is well, 1 a benchmark regressed, 2 bad usage or an input that cannot be used.
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -47,7 +47,7 @@ def _spec_type(parser: Any, name: str) -> Any:
 
 def device_info(device: Any) -> dict[str, Any]:
     """What ``burnperf devices`` shows for one device: its fingerprint, dtypes and clock."""
-    from .spec import DTYPES
+    from pytest_burnperf.core.settings import DTYPES
 
     info = dict(device.fingerprint())
     info["dtypes"] = [d for d in DTYPES if device.unsupported(d) is None]
@@ -85,7 +85,7 @@ def _quiet_mesa() -> None:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from .devices import Registry
+    from pytest_burnperf.devices import Registry
 
     _quiet_mesa()
     probes = Registry().probe_all()
@@ -129,8 +129,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def _load_results(path: Path) -> dict[str, list[list[float]]]:
-    from .jsonfile import FileFormatError
-    from .report import read_results
+    from pytest_burnperf.report.terminal import read_results
+    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     try:
         return read_results(path)
@@ -139,7 +139,7 @@ def _load_results(path: Path) -> dict[str, list[list[float]]]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import REGRESSED, Policy, failure_message, format_time, judge
+    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, format_time, judge
 
     old = _load_results(args.old)
     new = _load_results(args.new)
@@ -161,7 +161,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def machine_dirs(root: Path) -> list[dict[str, Any]]:
     """One record per machine directory under a baselines directory: its id, hardware class and
     CPU (from the files' ``machine`` section), how many files and benchmarks it holds."""
-    from .jsonfile import FileFormatError, escape, escape_strings, read_json
+    from pytest_burnperf.storage.jsonfile import FileFormatError, escape, escape_strings, read_json
 
     out: list[dict[str, Any]] = []
     if not root.is_dir():
@@ -194,8 +194,8 @@ def machine_dirs(root: Path) -> list[dict[str, Any]]:
 
 
 def cmd_machines(args: argparse.Namespace) -> int:
-    from .hardware import cpu_identity, describe, hardware_class
-    from .machine import default_machine_id, legacy_machine_id
+    from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class
+    from pytest_burnperf.host.machine import default_machine_id, legacy_machine_id
 
     here = default_machine_id()
     cls = hardware_class()
@@ -247,14 +247,19 @@ def cmd_machines(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """A saved pytest-benchmark run with raw data, as this machine's baselines of those tests."""
-    from .devices import Registry
-    from .hardware import cpu_identity, hardware_class
-    from .jsonfile import FileFormatError, escape_strings
-    from .machine import check_machine_id, default_machine_id, machine_info, now_utc
-    from .pytest_benchmark_json import read_saved_run, same_simd_class
-    from .spec import SpecError
-    from .stats import summarize
-    from .store import BaselineStore
+    from pytest_burnperf.core.settings import SpecError
+    from pytest_burnperf.core.stats import summarize
+    from pytest_burnperf.devices import Registry
+    from pytest_burnperf.host.hardware import cpu_identity, hardware_class
+    from pytest_burnperf.host.machine import (
+        check_machine_id,
+        default_machine_id,
+        machine_info,
+        now_utc,
+    )
+    from pytest_burnperf.report.pytest_benchmark import read_saved_run, same_simd_class
+    from pytest_burnperf.storage.baselines import BaselineStore
+    from pytest_burnperf.storage.jsonfile import FileFormatError, escape_strings
 
     try:
         saved, their_machine = read_saved_run(args.file)
@@ -301,8 +306,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from .history import resolve_url
-    from .history.store import Store, StoreError
+    from pytest_burnperf.storage.history import resolve_url
+    from pytest_burnperf.storage.history.store import Store, StoreError
 
     try:
         return Store(resolve_url(args.store, Path.cwd()))
@@ -316,9 +321,9 @@ def _store(args: argparse.Namespace) -> Any:
 
 def _results_doc(path: Path) -> dict[str, Any]:
     """A ``--perf-json`` results file, read strictly; InputError names what is wrong."""
-    from .jsonfile import FileFormatError, read_json
-    from .report import read_results
-    from .results import RESULTS_SCHEMA
+    from pytest_burnperf.core.results import RESULTS_SCHEMA
+    from pytest_burnperf.report.terminal import read_results
+    from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
     try:
         doc = read_json(path)
@@ -343,7 +348,7 @@ def cmd_import_results(args: argparse.Namespace) -> int:
 
 
 def _selection(args: argparse.Namespace) -> Any:
-    from .history.select import ExpressionError, matcher
+    from pytest_burnperf.storage.history.select import ExpressionError, matcher
 
     try:
         return matcher(args.k or "")
@@ -354,7 +359,7 @@ def _selection(args: argparse.Namespace) -> Any:
 def cmd_history(args: argparse.Namespace) -> int:
     import shutil
 
-    from .history.query import series, text
+    from pytest_burnperf.storage.history.query import series, text
 
     keep = _selection(args)
     with _store(args) as store:
@@ -374,8 +379,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare_history(args: argparse.Namespace) -> int:
-    from .compare import REGRESSED, Policy, failure_message, format_time
-    from .history.query import against_history
+    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, format_time
+    from pytest_burnperf.storage.history.query import against_history
 
     doc = _results_doc(args.new)
     with _store(args) as store:
@@ -409,7 +414,7 @@ REPORT_KINDS = {
 
 def cmd_report(args: argparse.Namespace) -> int:
     """A results file and/or the store's history to an HTML, Markdown or CSV file."""
-    from .jsonfile import FileFormatError, atomic_write_text
+    from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text
 
     kind = REPORT_KINDS.get(args.output.suffix.lower())
     if kind is None:
@@ -425,13 +430,13 @@ def cmd_report(args: argparse.Namespace) -> int:
             points = store.points(last=args.last, branch=args.branch)
     keep = _selection(args)
     if kind == "markdown":
-        from .report_markdown import render as md
+        from pytest_burnperf.report.markdown import render as md
 
         if doc is None:
             raise InputError("a Markdown report is made from a results file: give RESULTS.json")
         text = md(doc)
     elif kind == "csv":
-        from .report_csv import history_csv, results_csv
+        from pytest_burnperf.report.csv import history_csv, results_csv
 
         text = (
             results_csv(doc)
@@ -440,12 +445,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     else:
         try:
-            from .report_html import render as page
+            from pytest_burnperf.report.html import render as page
         except ImportError as exc:
             raise InputError(
                 f"the HTML report needs plotly ({exc}): pip install 'pytest-burnperf[report]'"
             ) from None
-        from .history.query import series
+        from pytest_burnperf.storage.history.query import series
 
         history = series(points, keep=keep, device=args.device) if points else []
         text = page(doc, history)

@@ -38,7 +38,7 @@ FAST_ADAPTIVE = tuple(a for a in FAST if a != "--perf-quick")
 #: logic (record, compare, fail the right test); how well the gate does on real work belongs to
 #: the validation harness (validation/), not to the test suite.
 VIRTUAL_CLOCK = """
-import pytest_burnperf.timing as timing
+import pytest_burnperf.core.timing as timing
 
 _now = 0
 _calls = 0

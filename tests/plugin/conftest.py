@@ -9,8 +9,8 @@ import pytest
 import scipy.stats  # noqa: F401
 
 # Loaded once here, so that a test that monkeypatches it patches the module its runs use.
-import pytest_burnperf.roofline
-import pytest_burnperf.timing
+import pytest_burnperf.core.roofline
+import pytest_burnperf.core.timing
 
 from ._helpers import LOOP_MODULE, use_virtual_clock
 
@@ -51,7 +51,7 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _real_clock() -> Iterator[None]:
     """The real clock back after every test, should a virtual one (use_virtual_clock) outlive
     its in-process run."""
-    timed = (pytest_burnperf.timing.measure, pytest_burnperf.timing.measure_pedantic)
+    timed = (pytest_burnperf.core.timing.measure, pytest_burnperf.core.timing.measure_pedantic)
     clocks = [fn.__kwdefaults__["clock"] for fn in timed]  # type: ignore[index]
     yield
     for fn, clock in zip(timed, clocks, strict=True):

@@ -47,7 +47,9 @@ def test_user_errors_show_user_frames_and_failed_benchmarks_count_as_failed(
     out = result.stdout.str()
     # the user's frames are there, the plugin's timing machinery is not
     assert "def helper_that_fails(n):" in out and "ZeroDivisionError: user bug 3" in out
-    assert "pytest_burnperf/timing.py" not in out and "pytest_burnperf/plugin.py" not in out
+    assert (
+        "pytest_burnperf/core/timing.py" not in out and "pytest_burnperf/plugin/hooks.py" not in out
+    )
     # timed, then failed: shown and counted as failed, not as no-baseline
     result.stdout.fnmatch_lines(
         [

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf import hoststate, probe
-from pytest_burnperf.hardware import hardware_class
-from pytest_burnperf.machine import legacy_machine_id
+from pytest_burnperf.host import probe
+from pytest_burnperf.host import state as hoststate
+from pytest_burnperf.host.hardware import hardware_class
+from pytest_burnperf.host.machine import legacy_machine_id
 
 from ._helpers import FAST, REAL_SPIN_MODULE
 

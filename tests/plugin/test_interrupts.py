@@ -22,7 +22,7 @@ import os
 import time
 
 if os.environ.get("SLOW_WRITES"):
-    import pytest_burnperf.store as store
+    import pytest_burnperf.storage.baselines as store
 
     real = store.write_temporary
 

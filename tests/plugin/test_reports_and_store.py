@@ -45,7 +45,7 @@ def test_perf_store_records_the_run_once_per_run(
     loop_project: pytest.Pytester, tmp_path: Path
 ) -> None:
     pytest.importorskip("sqlalchemy")
-    from pytest_burnperf.history.store import Store
+    from pytest_burnperf.storage.history.store import Store
 
     db = tmp_path / "runs.sqlite"
     opts = ("--perf-store", str(db), *FAST)

@@ -13,7 +13,7 @@ MODULE = """
 import numpy as np
 import pytest
 
-from pytest_burnperf.roofline import matmul_work
+from pytest_burnperf.core.roofline import matmul_work
 
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
@@ -127,7 +127,7 @@ def test_cached_peaks_are_used_and_recalibrate_replaces_them(
 def test_a_calibration_that_fails_is_reported_and_not_cached(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_burnperf import roofline
+    from pytest_burnperf.core import roofline
 
     def broken(device: object, dtype: str) -> roofline.Peaks:
         raise RuntimeError("CL_OUT_OF_RESOURCES")

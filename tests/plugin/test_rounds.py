@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.stats import MIN_ROUND_SAMPLES
+from pytest_burnperf.core.stats import MIN_ROUND_SAMPLES
 
 from ._helpers import FAST, FAST_ADAPTIVE, use_virtual_clock
 

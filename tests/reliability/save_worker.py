@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_burnperf import store
-from pytest_burnperf.store import Interrupted
+from pytest_burnperf.storage import baselines as store
+from pytest_burnperf.storage.baselines import Interrupted
 
 root, tag, modules, keys = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 slow = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0

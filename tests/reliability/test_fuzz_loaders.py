@@ -12,13 +12,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_burnperf.assess import HostEvidence, assess
-from pytest_burnperf.compare import VERDICTS, Policy
-from pytest_burnperf.hoststate import Window
-from pytest_burnperf.jsonfile import MAX_SECONDS, MIN_SECONDS, FileFormatError
-from pytest_burnperf.report import read_results
-from pytest_burnperf.rounds import read_round_file
-from pytest_burnperf.store import BaselineError, load_file
+from pytest_burnperf.core.assess import HostEvidence, assess
+from pytest_burnperf.core.verdict import VERDICTS, Policy
+from pytest_burnperf.host.state import Window
+from pytest_burnperf.report.terminal import read_results
+from pytest_burnperf.runs.rounds import read_round_file
+from pytest_burnperf.storage.baselines import BaselineError, load_file
+from pytest_burnperf.storage.jsonfile import MAX_SECONDS, MIN_SECONDS, FileFormatError
 
 JSON = st.recursive(
     st.none()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.store import GITIGNORE, LOCK_NAME, BaselineStore, load_file
+from pytest_burnperf.storage.baselines import GITIGNORE, LOCK_NAME, BaselineStore, load_file
 
 WORKER = str(Path(__file__).with_name("save_worker.py"))
 

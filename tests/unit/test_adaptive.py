@@ -9,7 +9,7 @@ import random
 import pytest
 from scipy.stats import binom
 
-from pytest_burnperf.stats import (
+from pytest_burnperf.core.stats import (
     MIN_ROUND_SAMPLES,
     median_halfwidth,
     median_order_index,
@@ -17,7 +17,7 @@ from pytest_burnperf.stats import (
     round_samples,
     round_sampling,
 )
-from pytest_burnperf.timing import BATCH, measure
+from pytest_burnperf.core.timing import BATCH, measure
 
 
 @pytest.mark.parametrize(

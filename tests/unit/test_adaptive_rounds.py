@@ -8,9 +8,15 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_burnperf.compare import REGRESSED, Policy, judge, needs_more_rounds, recording_floor
-from pytest_burnperf.rounds import round_plan, rounds_text
-from pytest_burnperf.session import noisy_baselines_text
+from pytest_burnperf.core.verdict import (
+    REGRESSED,
+    Policy,
+    judge,
+    needs_more_rounds,
+    recording_floor,
+)
+from pytest_burnperf.plugin.state import noisy_baselines_text
+from pytest_burnperf.runs.rounds import round_plan, rounds_text
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 
@@ -124,8 +130,8 @@ def test_stopping_for_futility_does_not_raise_false_alarms() -> None:
 def test_busy_rounds_do_not_count_towards_deciding(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from pytest_burnperf.hoststate import Window
-    from pytest_burnperf.rounds import clean_runs
+    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.runs.rounds import clean_runs
 
     monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
     quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01).as_dict()
@@ -143,7 +149,7 @@ def test_busy_rounds_do_not_count_towards_deciding(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_busy_round_costs_another_round_until_enough_clean_ones_remain() -> None:
-    from pytest_burnperf.assess import MIN_CLEAN_ROUNDS, busy_round_costs_another
+    from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_round_costs_another
 
     assert MIN_CLEAN_ROUNDS == 3
     assert busy_round_costs_another(3, 2)  # one of three busy: buy a fourth
@@ -181,14 +187,14 @@ def test_round_counts_defaults(
     quick: bool,
     expected: tuple[int, int],
 ) -> None:
-    from pytest_burnperf.spec import round_counts
+    from pytest_burnperf.core.settings import round_counts
 
     got = round_counts(given, most, update=update, same_session=same, quick=quick)
     assert got == expected
 
 
 def test_round_counts_refuses_contradictions() -> None:
-    from pytest_burnperf.spec import SpecError, round_counts
+    from pytest_burnperf.core.settings import SpecError, round_counts
 
     with pytest.raises(SpecError, match="--perf-max-rounds 2 is below --perf-rounds 3"):
         round_counts(3, 2, update=False)
@@ -203,8 +209,8 @@ def test_round_counts_refuses_contradictions() -> None:
 
 
 def test_round_budget() -> None:
-    from pytest_burnperf.rounds import budget_spent, budget_text
-    from pytest_burnperf.spec import SpecError, parse_round_budget
+    from pytest_burnperf.core.settings import SpecError, parse_round_budget
+    from pytest_burnperf.runs.rounds import budget_spent, budget_text
 
     assert not budget_spent(599.9, 600.0) and budget_spent(600.0, 600.0)
     assert not budget_spent(1e9, 0.0)  # 0: no limit

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf import probe
-from pytest_burnperf.assess import HostEvidence, assess, explain_by_host
-from pytest_burnperf.compare import (
+from pytest_burnperf.core.assess import HostEvidence, assess, explain_by_host
+from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCOMPARABLE,
     INCONCLUSIVE,
@@ -18,7 +17,8 @@ from pytest_burnperf.compare import (
     Policy,
     Verdict,
 )
-from pytest_burnperf.hoststate import Window
+from pytest_burnperf.host import probe
+from pytest_burnperf.host.state import Window
 
 FP: dict[str, Any] = {"id": "numpy-cpu", "kind": "cpu", "name": "AMD EPYC"}
 QUIET = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01)
@@ -182,8 +182,8 @@ def test_probe_runs_on_a_real_cpu_device_in_well_under_a_second() -> None:
 def test_a_paired_verdict_over_busy_rounds_stands_with_a_note() -> None:
     """Same-session pairs ran on the same host one after the other: a busy round widens their
     spread (which the paired model measures) instead of turning the verdict inconclusive."""
-    from pytest_burnperf.assess import note_paired_host
-    from pytest_burnperf.compare import Policy, judge
+    from pytest_burnperf.core.assess import note_paired_host
+    from pytest_burnperf.core.verdict import Policy, judge
 
     ref = [[1.00, 1.01, 0.99] * 5, [1.02, 1.00, 1.01] * 5, [0.99, 1.00, 1.00] * 5]
     cur = [[v * 1.5 for v in r] for r in ref]

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf import hardware
-from pytest_burnperf.comparability import comparability
-from pytest_burnperf.machine import default_machine_id
+from pytest_burnperf.core.comparability import comparability
+from pytest_burnperf.host import hardware
+from pytest_burnperf.host.machine import default_machine_id
 
 ROOT = Path(__file__).resolve().parents[2] / "baselines"
 FILES = sorted(ROOT.rglob("*.json"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_burnperf.comparability import LEGACY, blocker, comparability
-from pytest_burnperf.compare import INCOMPARABLE, not_comparable
-from pytest_burnperf.hardware import IDENTITY_VERSION
+from pytest_burnperf.core.comparability import LEGACY, blocker, comparability
+from pytest_burnperf.core.verdict import INCOMPARABLE, not_comparable
+from pytest_burnperf.host.hardware import IDENTITY_VERSION
 
 H200: dict[str, Any] = {
     "id": "torch-cuda0",

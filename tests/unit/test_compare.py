@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.compare import (
+from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCONCLUSIVE,
     NO_BASELINE,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.config import ConfigError, load
-from pytest_burnperf.options import VALUE_OPTIONS
+from pytest_burnperf.plugin.options import VALUE_OPTIONS
+from pytest_burnperf.storage.project_config import ConfigError, load
 
 PARSERS = {ini: parse for _o, ini, parse, _t in VALUE_OPTIONS}
 GOOD_BAD = {

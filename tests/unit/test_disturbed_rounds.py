@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from pytest_burnperf import stats
-from pytest_burnperf.compare import (
+from pytest_burnperf.core import stats
+from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     REGRESSED,
     UNCHANGED,

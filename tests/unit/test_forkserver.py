@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.forkserver import (
+from pytest_burnperf.runs.forkserver import (
     ForkServer,
     can_fork,
     done_path,
@@ -93,7 +93,7 @@ SERVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from pytest_burnperf.forkserver import serve
+    from pytest_burnperf.runs.forkserver import serve
 
     ctl = Path(next(a for a in sys.argv if a.startswith("--perf-worker-serve=")).split("=", 1)[1])
     if "die" in sys.argv:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf import hardware
-from pytest_burnperf.hardware import (
+from pytest_burnperf.host import hardware
+from pytest_burnperf.host.hardware import (
     cache_sizes,
     cpu_identity_from,
     describe,

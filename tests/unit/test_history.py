@@ -13,12 +13,12 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("ruptures")
 
-from pytest_burnperf.history import redact, resolve_url  # noqa: E402
-from pytest_burnperf.history import store as store_mod  # noqa: E402
-from pytest_burnperf.history.changepoints import find  # noqa: E402
-from pytest_burnperf.history.query import against_history, series, text  # noqa: E402
-from pytest_burnperf.history.select import ExpressionError, matcher  # noqa: E402
-from pytest_burnperf.history.store import Store, StoreError  # noqa: E402
+from pytest_burnperf.storage.history import redact, resolve_url  # noqa: E402
+from pytest_burnperf.storage.history import store as store_mod  # noqa: E402
+from pytest_burnperf.storage.history.changepoints import find  # noqa: E402
+from pytest_burnperf.storage.history.query import against_history, series, text  # noqa: E402
+from pytest_burnperf.storage.history.select import ExpressionError, matcher  # noqa: E402
+from pytest_burnperf.storage.history.store import Store, StoreError  # noqa: E402
 
 
 def doc(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf import hoststate
-from pytest_burnperf.hoststate import Snapshot, Window, parse_proc_stat, window
+from pytest_burnperf.host import state as hoststate
+from pytest_burnperf.host.state import Snapshot, Window, parse_proc_stat, window
 
 PROC_STAT = """cpu  300 0 100 1000 5 0 2 7 0 0
 cpu0 100 0 50 500 5 0 1 3 0 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.judged import (
+from pytest_burnperf.core.coverage import (
     CI_MIN_JUDGED,
     HOST,
     NO_REFERENCE,
@@ -16,7 +16,7 @@ from pytest_burnperf.judged import (
     default_min_share,
     shortfall,
 )
-from pytest_burnperf.spec import SpecError, parse_share
+from pytest_burnperf.core.settings import SpecError, parse_share
 
 RESULTS = [
     ("t[a]", "unchanged", ""),

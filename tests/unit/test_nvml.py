@@ -9,8 +9,8 @@ from unittest import mock
 
 import pytest
 
-from pytest_burnperf import nvml
-from pytest_burnperf.hoststate import Window
+from pytest_burnperf.host import nvml
+from pytest_burnperf.host.state import Window
 
 pynvml = pytest.importorskip("pynvml", reason="the nvml extra (nvidia-ml-py) is not installed")
 
@@ -66,7 +66,7 @@ def test_without_nvml_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_power_limit_makes_another_class() -> None:
-    from pytest_burnperf.comparability import comparability
+    from pytest_burnperf.core.comparability import comparability
 
     h100 = {"id": "torch-cuda0", "kind": "cuda", "name": "NVIDIA H100", "power_limit_w": 700.0}
     reason, _ = comparability({**h100, "power_limit_w": 500.0}, h100)

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_burnperf import precision
-from pytest_burnperf.comparability import blocker
-from pytest_burnperf.report import precision_lines
+from pytest_burnperf.core import precision
+from pytest_burnperf.core.comparability import blocker
+from pytest_burnperf.report.terminal import precision_lines
 
 torch = pytest.importorskip("torch")
 

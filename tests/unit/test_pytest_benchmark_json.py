@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.jsonfile import FileFormatError
-from pytest_burnperf.pytest_benchmark_json import (
+from pytest_burnperf.report.pytest_benchmark import (
     read_saved_run,
     same_simd_class,
     stats,
     to_burnperf_key,
     to_pytest_benchmark_name,
 )
+from pytest_burnperf.storage.jsonfile import FileFormatError
 
 
 @pytest.mark.parametrize(

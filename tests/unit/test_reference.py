@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.reference import choose, has_baselines, stored_host_off
+from pytest_burnperf.runs.reference import choose, has_baselines, stored_host_off
 
 HEAD = "a" * 40
 BASE = "b" * 40

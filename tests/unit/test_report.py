@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_burnperf.compare import INCOMPARABLE, UNCHANGED, Verdict
-from pytest_burnperf.report import format_bytes, notes, row, speedups
-from pytest_burnperf.results import Result
-from pytest_burnperf.roofline import Peaks, Work
-from pytest_burnperf.spec import Settings
-from pytest_burnperf.timing import Sample
+from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.roofline import Peaks, Work
+from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.timing import Sample
+from pytest_burnperf.core.verdict import INCOMPARABLE, UNCHANGED, Verdict
+from pytest_burnperf.report.terminal import format_bytes, notes, row, speedups
 
 
 def result(sample: Sample, verdict: Verdict) -> Result:

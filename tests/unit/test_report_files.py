@@ -14,9 +14,9 @@ pytest.importorskip("plotly")
 pytest.importorskip("sqlalchemy")
 
 from pytest_burnperf.cli import main
-from pytest_burnperf.history.query import series
-from pytest_burnperf.report_csv import history_csv, results_csv
-from pytest_burnperf.report_html import render
+from pytest_burnperf.report.csv import history_csv, results_csv
+from pytest_burnperf.report.html import render
+from pytest_burnperf.storage.history.query import series
 
 EVIL = "test_x[<script>alert(1)</script>]"
 

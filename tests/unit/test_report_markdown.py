@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf import report_markdown as markdown
+from pytest_burnperf.report import markdown
 
 
 def result(name: str, status: str, ratio: float | None, **extra: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.roofline import (
+from pytest_burnperf.core.roofline import (
     PeakCache,
     Peaks,
     Work,
@@ -86,7 +86,7 @@ def test_calibrate_on_numpy_measures_both_peaks() -> None:
 def test_peaks_are_timed_on_the_device_clock_where_there_is_one() -> None:
     """The benchmarks of a GPU are timed on its events, so its peaks are too (else a
     memory-bound benchmark could show more than 100% of the peak)."""
-    from pytest_burnperf import roofline
+    from pytest_burnperf.core import roofline
 
     class Timer:
         name = "device"

@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf import stats
-from pytest_burnperf.compare import IMPROVED, REGRESSED, UNCHANGED, Policy, judge
-from pytest_burnperf.environments import (
+from pytest_burnperf.core import stats
+from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Policy, judge
+from pytest_burnperf.runs.environments import (
     EnvError,
     check_ref,
     kind_of,
     parse_refs,
     resolve,
 )
-from pytest_burnperf.versions import (
+from pytest_burnperf.runs.same_session import (
     Measured,
     Plan,
     level,
@@ -317,7 +317,7 @@ def test_versions_table() -> None:
 
 
 def test_busy_host_rounds_are_left_out_when_enough_clean_ones_remain() -> None:
-    from pytest_burnperf.hoststate import Window
+    from pytest_burnperf.host.state import Window
 
     quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.0).as_dict()
     busy = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=1.0).as_dict()

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pytest_burnperf.store import BaselineStore
+from pytest_burnperf.storage.baselines import BaselineStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

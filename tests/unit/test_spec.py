@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.spec import (
+from pytest_burnperf.core.settings import (
     PerfSpec,
     Settings,
     SpecError,

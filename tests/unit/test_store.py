@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf import store
-from pytest_burnperf.store import BaselineError, BaselineStore
+from pytest_burnperf.storage import baselines as store
+from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
 
 
 def entry(*samples: float) -> dict:

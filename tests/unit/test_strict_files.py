@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.jsonfile import FileFormatError, escape, read_json
-from pytest_burnperf.store import BaselineError, BaselineStore, load_file
+from pytest_burnperf.storage.baselines import BaselineError, BaselineStore, load_file
+from pytest_burnperf.storage.jsonfile import FileFormatError, escape, read_json
 
 HEAD = '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": '
 

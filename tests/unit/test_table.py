@@ -3,11 +3,11 @@ sorting and grouping; long notes wrapped."""
 
 from __future__ import annotations
 
-from pytest_burnperf.compare import IMPROVED, REGRESSED, UNCHANGED, Verdict
-from pytest_burnperf.report import ESSENTIAL, HEADERS, table, wrap
-from pytest_burnperf.results import Result
-from pytest_burnperf.spec import COLUMN_KEYS, Settings
-from pytest_burnperf.timing import Sample
+from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.settings import COLUMN_KEYS, Settings
+from pytest_burnperf.core.timing import Sample
+from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.report.terminal import ESSENTIAL, HEADERS, table, wrap
 
 
 def result(name: str, device: str, dtype: str, median: float, status: str, ratio: float) -> Result:

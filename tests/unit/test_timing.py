@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from pytest_burnperf.timing import (
+from pytest_burnperf.core.timing import (
     SETTLE_CALLS,
     SETTLE_SHARE,
     Sample,

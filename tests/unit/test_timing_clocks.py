@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.timing import HostTimer, Sample, Timer, measure, measure_pedantic
+from pytest_burnperf.core.timing import HostTimer, Sample, Timer, measure, measure_pedantic
 
 
 class Machine:
@@ -151,7 +151,7 @@ def test_sample_checks_its_second_series_and_timer() -> None:
 def test_cpu_share_and_watch_cover_the_samples_only() -> None:
     """Per-sample CPU share from a fake process clock (half the wall time: descheduled), and the
     watch hook called once before the first sample and once after the last."""
-    from pytest_burnperf.timing import measure as _measure
+    from pytest_burnperf.core.timing import measure as _measure
 
     wall = {"t": 0}
     cpu = {"t": 0}

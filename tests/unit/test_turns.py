@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_burnperf import timing
-from pytest_burnperf.turns import (
+from pytest_burnperf.core import timing
+from pytest_burnperf.runs.turns import (
     Seat,
     Side,
     Table,

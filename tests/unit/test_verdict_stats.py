@@ -10,8 +10,8 @@ import statistics
 import pytest
 from scipy.stats import mannwhitneyu
 
-from pytest_burnperf import stats
-from pytest_burnperf.compare import INCONCLUSIVE, REGRESSED, UNCHANGED, Policy, judge
+from pytest_burnperf.core import stats
+from pytest_burnperf.core.verdict import INCONCLUSIVE, REGRESSED, UNCHANGED, Policy, judge
 
 
 def test_hodges_lehmann_point_estimate_is_the_median_pairwise_log_difference() -> None:

@@ -10,38 +10,38 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..spec import KINDS, LIBRARY_KINDS
-from .base import Device, DeviceBase, Probe
+from pytest_burnperf.core.settings import KINDS, LIBRARY_KINDS
+from pytest_burnperf.devices.base import Device, DeviceBase, Probe
 
 __all__ = ["Device", "DeviceBase", "Entry", "Probe", "Registry", "matches"]
 
 
 def _probe_numpy() -> Probe:
-    from . import numpy_backend
+    from pytest_burnperf.devices import numpy_backend
 
     return numpy_backend.probe()
 
 
 def _probe_torch() -> Probe:
-    from . import torch_backend
+    from pytest_burnperf.devices import torch_backend
 
     return torch_backend.probe()
 
 
 def _probe_cupy() -> Probe:
-    from . import cupy_backend
+    from pytest_burnperf.devices import cupy_backend
 
     return cupy_backend.probe()
 
 
 def _probe_opencl() -> Probe:
-    from . import opencl_backend
+    from pytest_burnperf.devices import opencl_backend
 
     return opencl_backend.probe()
 
 
 def _probe_vulkan() -> Probe:
-    from . import vulkan_backend
+    from pytest_burnperf.devices import vulkan_backend
 
     return vulkan_backend.probe()
 

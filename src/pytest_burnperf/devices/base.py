@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ..timing import Timer
+    from pytest_burnperf.core.timing import Timer
 
 
 @runtime_checkable
@@ -340,7 +340,7 @@ class DeviceBase:
 
 def nvml_fields(pci: str | None) -> dict[str, Any]:
     """Max clocks, power limit and driver of an NVIDIA GPU from NVML (the ``nvml`` extra), or {}."""
-    from .. import nvml
+    from pytest_burnperf.host import nvml
 
     return nvml.facts(pci) or {}
 
@@ -402,7 +402,7 @@ def identity(*, host_cpu: bool, dispatch: dict[str, str | None] | None = None) -
     """The hardware-identity part of a fingerprint: its version, and for a device that computes
     on the host CPU (numpy, torch-cpu, PoCL, llvmpipe) the CPU's identity and the code paths the
     libraries dispatch to there."""
-    from ..hardware import IDENTITY_VERSION, cpu_identity
+    from pytest_burnperf.host.hardware import IDENTITY_VERSION, cpu_identity
 
     out: dict[str, Any] = {"identity": IDENTITY_VERSION}
     if host_cpu:

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .base import (
+from pytest_burnperf.devices.base import (
     NUMPY_DTYPE_NAMES,
     DeviceBase,
     EventTimer,
@@ -208,13 +208,13 @@ class CupyDevice(DeviceBase):
         }
 
     def precision(self) -> dict[str, Any]:
-        from ..precision import cupy_modes
+        from pytest_burnperf.core.precision import cupy_modes
 
         return cupy_modes()
 
     def pci(self) -> str | None:
         """PCI address of the GPU (NVML finds it by that), or None."""
-        from ..nvml import pci_address
+        from pytest_burnperf.host.nvml import pci_address
 
         p = self._props
         try:
@@ -223,7 +223,7 @@ class CupyDevice(DeviceBase):
             return None
 
     def gpu_slowdown(self) -> str | None:
-        from ..nvml import slowdown
+        from pytest_burnperf.host.nvml import slowdown
 
         return None if self.kind == "rocm" else slowdown(self.pci())
 

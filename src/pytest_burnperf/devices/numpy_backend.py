@@ -6,9 +6,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..hardware import blas_core, numpy_dispatch
-from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import (
+from pytest_burnperf.devices.base import (
     NUMPY_DTYPE_NAMES,
     DeviceBase,
     Probe,
@@ -18,6 +16,8 @@ from .base import (
     identity,
     tracemalloc_peak,
 )
+from pytest_burnperf.host.hardware import blas_core, numpy_dispatch
+from pytest_burnperf.host.machine import cpu_count, cpu_model, memory_bytes
 
 
 class NumpyDevice(DeviceBase):

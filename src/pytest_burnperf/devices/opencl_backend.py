@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
+from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
 
 #: Short names for well-known platforms, for readable device ids.
 _PLATFORM_SLUGS = (

@@ -19,8 +19,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..machine import cpu_count, cpu_model, memory_bytes
-from .base import (
+from pytest_burnperf.devices.base import (
     DeviceBase,
     EventTimer,
     Probe,
@@ -31,6 +30,7 @@ from .base import (
     nvml_fields,
     rss_peak,
 )
+from pytest_burnperf.host.machine import cpu_count, cpu_model, memory_bytes
 
 _NATIVE = {
     "f16": "float16",
@@ -209,7 +209,7 @@ class TorchDevice(DeviceBase):
         return rss_peak(call)
 
     def precision(self) -> dict[str, Any]:
-        from ..precision import torch_modes
+        from pytest_burnperf.core.precision import torch_modes
 
         return torch_modes(self._torch, self.kind)
 
@@ -217,7 +217,7 @@ class TorchDevice(DeviceBase):
         """PCI address of a CUDA GPU (NVML finds it by that), or None."""
         if self.kind != "cuda":
             return None
-        from ..nvml import pci_address
+        from pytest_burnperf.host.nvml import pci_address
 
         props = self._torch.cuda.get_device_properties(self.index or 0)
         try:
@@ -230,7 +230,7 @@ class TorchDevice(DeviceBase):
             return None
 
     def gpu_slowdown(self) -> str | None:
-        from ..nvml import slowdown
+        from pytest_burnperf.host.nvml import slowdown
 
         return slowdown(self.pci()) if self.kind == "cuda" else None
 

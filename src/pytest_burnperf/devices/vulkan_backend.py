@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
+from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
 
 #: dtype names with a WGSL type (f16 also needs the adapter's shader-f16 feature).
 _WGSL = ("f16", "f32", "i32")

@@ -19,10 +19,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .report_markdown import change_text, device_label
+from pytest_burnperf.report.markdown import change_text, device_label
 
 if TYPE_CHECKING:
-    from .history.query import Series
+    from pytest_burnperf.storage.history.query import Series
 
 _COLORS = {
     "regressed": "#c62828",
@@ -47,7 +47,7 @@ def _e(text: object) -> str:
 
 
 def _time(s: object) -> str:
-    from .compare import format_time
+    from pytest_burnperf.core.verdict import format_time
 
     return format_time(float(s)) if isinstance(s, (int, float)) and math.isfinite(s) else "-"
 

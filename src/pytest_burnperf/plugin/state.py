@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from .spec import PerfSpec, Settings
+from pytest_burnperf.core.settings import PerfSpec, Settings
 
 if TYPE_CHECKING:
-    from .devices import Entry, Registry
-    from .judged import Coverage
-    from .reference import Choice
-    from .results import Result
-    from .roofline import PeakCache, Peaks
-    from .store import BaselineStore
-    from .versions import Measured, Plan
+    from pytest_burnperf.core.coverage import Coverage
+    from pytest_burnperf.core.results import Result
+    from pytest_burnperf.core.roofline import PeakCache, Peaks
+    from pytest_burnperf.devices import Entry, Registry
+    from pytest_burnperf.runs.reference import Choice
+    from pytest_burnperf.runs.same_session import Measured, Plan
+    from pytest_burnperf.storage.baselines import BaselineStore
 
 T = TypeVar("T")
 
@@ -150,7 +150,7 @@ class PerfState:
     @property
     def registry(self) -> Registry:
         if self._registry is None:
-            from .devices import Registry
+            from pytest_burnperf.devices import Registry
 
             self._registry = Registry()
         return self._registry
@@ -158,8 +158,8 @@ class PerfState:
     @property
     def store(self) -> BaselineStore:
         if self._store is None:
-            from .spec import DEFAULT_SIZE
-            from .store import BaselineStore
+            from pytest_burnperf.core.settings import DEFAULT_SIZE
+            from pytest_burnperf.storage.baselines import BaselineStore
 
             group = self.machine_id
             if self.size != DEFAULT_SIZE:
@@ -174,9 +174,9 @@ class PerfState:
         if self.machine_explicit:
             return None
         if self._legacy_store is None:
-            from .machine import legacy_machine_id
-            from .spec import DEFAULT_SIZE
-            from .store import BaselineStore
+            from pytest_burnperf.core.settings import DEFAULT_SIZE
+            from pytest_burnperf.host.machine import legacy_machine_id
+            from pytest_burnperf.storage.baselines import BaselineStore
 
             group = legacy_machine_id()
             if self.size != DEFAULT_SIZE:
@@ -189,20 +189,20 @@ class PerfState:
     @property
     def git(self) -> dict[str, Any]:
         if self._git is None:
-            from .machine import git_state
+            from pytest_burnperf.host.machine import git_state
 
             self._git = git_state(self.rootpath)
         return self._git
 
     def peaks_for(self, device: Any, dtype: str, threads: int) -> Peaks:
         """The device's measured peaks for ``dtype``: from the cache, else calibrated now."""
-        from .roofline import PeakCache, Peaks, cache_path, calibrate
+        from pytest_burnperf.core.roofline import PeakCache, Peaks, cache_path, calibrate
 
         if self._peak_cache is None:
             self._peak_cache = PeakCache(cache_path(), self.machine_id)
         cache = self._peak_cache
         name = str(device.fingerprint().get("name", device.id))
-        from .precision import key_part
+        from pytest_burnperf.core.precision import key_part
 
         key = PeakCache.key(self.machine_id, device.id, name, dtype, threads)
         key += key_part(device.precision() if hasattr(device, "precision") else {})
@@ -240,7 +240,7 @@ class PerfState:
 
     def probe_for(self, device: Any) -> dict[str, Any] | None:
         """The reference probe of ``device`` in this process, measured on first use."""
-        from . import probe
+        from pytest_burnperf.host import probe
 
         if device.id not in self.probes:
             try:
@@ -272,7 +272,7 @@ def case_of(item: pytest.Item) -> Case | None:
 
 def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, Any]:
     """This machine's facts, with whatever the project's hooks add."""
-    from .machine import machine_info
+    from pytest_burnperf.host.machine import machine_info
 
     info = dict(machine_info(state.machine_id))
     if state.environment:
@@ -283,7 +283,7 @@ def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, A
 
 def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool:
     """Write the new baselines; False if some file could not be read or written."""
-    from .results import provenance
+    from pytest_burnperf.core.results import provenance
 
     updates: dict[str, dict[str, dict[str, Any]]] = {}
     for nodeid in sorted(state.passed):
@@ -293,7 +293,7 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
     if not updates:
         state.messages.append("baselines not updated: no benchmark ran and passed")
         return True
-    from .store import Interrupted, LockTimeout
+    from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
 
     try:
         report = state.store.save(updates, machine)

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .hoststate import WINDOW_COUNTS, WINDOW_NUMBERS
-from .jsonfile import (
+from pytest_burnperf.host.state import WINDOW_COUNTS, WINDOW_NUMBERS
+from pytest_burnperf.storage.jsonfile import (
     Fields,
     FileFormatError,
     escape_strings,
@@ -48,7 +48,7 @@ from .jsonfile import (
     stale_temporaries,
     write_temporary,
 )
-from .jsonfile import dumps as json_dumps
+from pytest_burnperf.storage.jsonfile import dumps as json_dumps
 
 SCHEMA = "pytest-burnperf-baselines"
 VERSION = 1
@@ -294,7 +294,7 @@ class BaselineStore:
         :class:`Interrupted` when a signal arrived before the first rename (no file changed) and
         ``filelock.Timeout`` when another run held the lock for :data:`LOCK_TIMEOUT_S`.
         """
-        from .interrupts import held_signals
+        from pytest_burnperf.host.interrupts import held_signals
 
         report = SaveReport()
         with held_signals() as held:

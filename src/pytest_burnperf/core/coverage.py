@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compare import (
+from pytest_burnperf.core.verdict import (
     FAILED,
     IMPROVED,
     INCOMPARABLE,

@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from . import stats
+from pytest_burnperf.core import stats
 
 REGRESSED = "regressed"
 IMPROVED = "improved"

@@ -161,7 +161,7 @@ def settles(kind: str, warmup: float) -> bool:
     """Whether a benchmark's warm-up may end once its calls have settled: the default warm-up
     on a CPU device. A warm-up that was set (ini, marker, command line) runs its whole time, as
     does a GPU's, whose clocks ramp up over it."""
-    from .spec import Settings
+    from pytest_burnperf.core.settings import Settings
 
     return kind == "cpu" and warmup == Settings.warmup
 

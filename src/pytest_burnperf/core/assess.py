@@ -1,5 +1,5 @@
 """Verdict assembly: a benchmark's runs, its baseline entry and what is known about the host, in;
-one :class:`~pytest_burnperf.compare.Verdict`, out. No pytest here.
+one :class:`~pytest_burnperf.core.verdict.Verdict`, out. No pytest here.
 
 Order of the questions:
 
@@ -22,9 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import probe as _probe
-from .comparability import blocker, legacy_reason
-from .compare import (
+from pytest_burnperf.core.comparability import blocker, legacy_reason
+from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCONCLUSIVE,
     REGRESSED,
@@ -34,7 +33,8 @@ from .compare import (
     judge,
     not_comparable,
 )
-from .hoststate import Window
+from pytest_burnperf.host import probe as _probe
+from pytest_burnperf.host.state import Window
 
 #: Clean rounds a benchmark needs before its busy-host rounds are left out of the verdict.
 MIN_CLEAN_ROUNDS = 3

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from . import spec as _spec
-from .fixture import Perf, SmokePerf, make_perf
-from .judged import default_min_share, in_ci
-from .options import (
+from pytest_burnperf.core import settings as _spec
+from pytest_burnperf.core.coverage import default_min_share, in_ci
+from pytest_burnperf.core.settings import SpecError
+from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
+from pytest_burnperf.plugin.options import (
     DEFAULTS,
     VALUE_OPTIONS,
     WITHOUT_PERF,
@@ -28,15 +29,22 @@ from .options import (
     ini_value,
     xdist_workers,
 )
-from .rounds import round_judge, rounds_text, run_rounds, run_same_session
-from .session import STATE, Case, PerfState, case_of, rel, session_machine_info, write_baselines
-from .spec import SpecError
+from pytest_burnperf.plugin.state import (
+    STATE,
+    Case,
+    PerfState,
+    case_of,
+    rel,
+    session_machine_info,
+    write_baselines,
+)
+from pytest_burnperf.runs.rounds import round_judge, rounds_text, run_rounds, run_same_session
 
 if TYPE_CHECKING:
-    from .versions import Plan
+    from pytest_burnperf.runs.same_session import Plan
 
 if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
-    from .overlay import install as _install_overlay
+    from pytest_burnperf.runs.overlay import install as _install_overlay
 
     _install_overlay()  # before anything imports the project (overlay.py)
 
@@ -51,7 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hooks
+    from pytest_burnperf.plugin import hookspecs as hooks
 
     pluginmanager.add_hookspecs(hooks)
 
@@ -67,8 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "timer='device'|'host', flush_l2=False, threads=1, max_samples=, max_time=): "
         "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
     )
-    from .config import ConfigError
-    from .config import load as load_project_config
+    from pytest_burnperf.storage.project_config import ConfigError
+    from pytest_burnperf.storage.project_config import load as load_project_config
 
     try:  # benchmarks.toml or [tool.burnperf]: between the command line and the ini keys
         project = load_project_config(
@@ -129,7 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
     cmdline = {k: values[f"perf_{k}"] for k in settings_keys if values[f"perf_{k}"] is not None}
     machine_id = pick("perf_machine")
     if machine_id is None and enabled:
-        from .machine import default_machine_id
+        from pytest_burnperf.host.machine import default_machine_id
 
         machine_id = default_machine_id()
     baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
@@ -157,7 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         against = _against(config, enabled=enabled, update=update)
         if against == "auto":
-            from .reference import choose, has_baselines
+            from pytest_burnperf.runs.reference import choose, has_baselines
 
             group = machine_id or ""
             if size != _spec.DEFAULT_SIZE:
@@ -182,7 +190,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     round_budget = pick("perf_round_budget")
     if json_path and enabled:
-        from .report import json_target_problem
+        from pytest_burnperf.report.terminal import json_target_problem
 
         problem = json_target_problem(
             config.invocation_params.dir / json_path,
@@ -197,7 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )
             raise pytest.UsageError(f"{where} {json_path}: {problem}")
     if markdown_path and enabled:
-        from .report_markdown import target_problem
+        from pytest_burnperf.report.markdown import target_problem
 
         problem = target_problem(config.invocation_params.dir / markdown_path)
         if problem:
@@ -274,9 +282,9 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     state = session.config.stash[STATE]
     if state.serve_dir is None or session.config.option.collectonly:
         return None
-    from .forkserver import run_items, serve
-    from .jsonfile import atomic_write_text, dumps, finite
-    from .rounds import progress_path
+    from pytest_burnperf.runs.forkserver import run_items, serve
+    from pytest_burnperf.runs.rounds import progress_path
+    from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
 
     progress = session.config.pluginmanager.get_plugin("burnperf-round-progress")
 
@@ -295,7 +303,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
             return
         # one side of a turn-taking pair: work only while holding the turn (turns.py), sampling
         # on the CPU the other side uses too where the benchmarks are single-threaded
-        from .turns import Seat, Side
+        from pytest_burnperf.runs.turns import Seat, Side
 
         seat = Seat.from_json(turns)
         cpu = seat.cpu if _single_threaded(state, items) else None
@@ -329,12 +337,12 @@ def _stored_host_off(directory: Path) -> str | None:
     """How far this host runs the reference probe from the stored baselines' host, where too
     far for them to judge the code (``reference.stored_host_off``); never with
     BURNPERF_TRUST_HOST=1, which keeps the host out of every decision."""
-    from .fixture import TRUST_HOST
+    from pytest_burnperf.plugin.fixture import TRUST_HOST
 
     if os.environ.get(TRUST_HOST) == "1":
         return None
-    from .probe import host_parts
-    from .reference import stored_host_off
+    from pytest_burnperf.host.probe import host_parts
+    from pytest_burnperf.runs.reference import stored_host_off
 
     return stored_host_off(directory, host_parts())
 
@@ -371,8 +379,8 @@ def _plan(
 ) -> Plan | None:
     """The same-session comparison --perf-against / --perf-versions ask for, checked
     (``against``: --perf-against, with ``auto`` already resolved to a revision or None)."""
-    from .environments import CURRENT
-    from .versions import Plan
+    from pytest_burnperf.runs.environments import CURRENT
+    from pytest_burnperf.runs.same_session import Plan
 
     versions = config.getoption("perf_versions")
     reference = config.getoption("perf_reference")
@@ -462,7 +470,7 @@ def _worker_only(config: pytest.Config) -> frozenset[str] | None:
 
 def _register_benchmark_compat(config: pytest.Config) -> None:
     """pytest-benchmark's ``benchmark`` fixture from this plugin (compat.py) where it applies."""
-    from . import compat
+    from pytest_burnperf.plugin import compat
 
     # registered always: pytest-benchmark may be absent, disabled (-p no:benchmark) or switched
     # off below before it registered the marker itself, and --strict-markers must still accept it
@@ -485,12 +493,12 @@ class _RoundProgress:
     """In a round's process: tells the parent one more test is done, for its progress lines."""
 
     def __init__(self, worker_out: Path) -> None:
-        from .rounds import progress_path
+        from pytest_burnperf.runs.rounds import progress_path
 
         self.path = progress_path(worker_out)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        from .rounds import note_finished
+        from pytest_burnperf.runs.rounds import note_finished
 
         note_finished(self.path, nodeid)
 
@@ -556,7 +564,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     """A test written for pytest-benchmark: one case, the host CPU (numpy's device), ``[cpu]``."""
-    from . import compat
+    from pytest_burnperf.plugin import compat
 
     if not compat.active(metafunc.config):
         return
@@ -685,7 +693,7 @@ def _fork_rounds(state: PerfState, runnable: list[pytest.Item]) -> bool:
     """Whether the extra rounds fork from a round server (--perf-round-start)."""
     if state.round_start != "auto":
         return state.round_start == "fork"
-    from .forkserver import can_fork
+    from pytest_burnperf.runs.forkserver import can_fork
 
     devices = []
     for item in runnable:
@@ -711,7 +719,7 @@ def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.It
             items[:] = chosen
     if state.backends_filter is None and state.dtypes_filter is None:
         return
-    from .devices import matches
+    from pytest_burnperf.devices import matches
 
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
@@ -786,7 +794,7 @@ class _Recorder:
         self.state = state
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from .compare import FAILED, REGRESSED
+        from pytest_burnperf.core.verdict import FAILED, REGRESSED
 
         results = self.state.results
         if report.when == "call" and report.passed and report.nodeid in results:
@@ -812,7 +820,7 @@ def pytest_runtest_makereport(
     report = yield
     case = case_of(item)
     if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
-        from .devices.base import device_error
+        from pytest_burnperf.devices.base import device_error
 
         why = device_error(call.excinfo.value) if case.entry.kind != "cpu" else None
         if why is not None:
@@ -841,7 +849,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = config.stash[STATE]
     if not state.enabled or state.worker_out is not None:
         return None
-    from .hardware import cpu_identity, describe
+    from pytest_burnperf.host.hardware import cpu_identity, describe
 
     lines = [
         f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
@@ -884,7 +892,7 @@ def _check_required(state: PerfState) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The run is over: signals held since its write-up are no longer held (they arrived while
     the process was ending anyway, after every file was written)."""
-    from .interrupts import release
+    from pytest_burnperf.host.interrupts import release
 
     release()
 
@@ -896,9 +904,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # dataclasses, whose generated __init__ has no line numbers, and a Ctrl-C or SIGTERM
         # landing in it while a test imported them lazily crashed pytest's own traceback printer
         # (a traceback instead of "interrupted").
-        from . import assess, hoststate, jsonfile, results, timing  # noqa: F401
-        from .devices import base  # noqa: F401
-        from .interrupts import sigterm_as_interrupt
+        from pytest_burnperf.core import timing  # noqa: F401
+        from pytest_burnperf.devices import base  # noqa: F401
+        from pytest_burnperf.host.interrupts import sigterm_as_interrupt
 
         state.restore_sigterm = sigterm_as_interrupt()
         _check_required(state)
@@ -911,7 +919,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not state.enabled:
         return
     state.restore_sigterm()
-    from .interrupts import hold
+    from pytest_burnperf.host.interrupts import hold
 
     # Ctrl-C or SIGTERM from here to pytest_unconfigure is held: every file below is written whole
     # or not at all, and the run ends as interrupted with a message instead of a traceback.
@@ -924,7 +932,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
-    from .jsonfile import _why, atomic_write_text, dumps, finite
+    from pytest_burnperf.storage.jsonfile import _why, atomic_write_text, dumps, finite
 
     if state.worker_out is not None:
         atomic_write_text(state.worker_out, dumps(finite(state.worker_samples)))
@@ -932,7 +940,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.interrupted = True
-    from .machine import now_utc
+    from pytest_burnperf.host.machine import now_utc
 
     now = now_utc()
     machine = session_machine_info(session.config, state)
@@ -948,7 +956,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
     _judge_coverage(session, state)
     ours = None
     if state.json_path is not None or state.markdown_path is not None or state.store_value:
-        from .report import json_document
+        from pytest_burnperf.report.terminal import json_document
 
         ours = json_document(
             list(state.results.values()),
@@ -979,7 +987,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         )
     if state.json_path is not None:
         if state.json_format == "pytest-benchmark":
-            from . import pytest_benchmark_json
+            from pytest_burnperf.report import pytest_benchmark as pytest_benchmark_json
 
             doc = pytest_benchmark_json.document(
                 list(state.results.values()), machine=machine, created=now, git=state.git
@@ -1000,7 +1008,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         _record(session, state, finite(ours))
     if state.markdown_path is not None:
         assert ours is not None
-        from . import report_markdown as markdown
+        from pytest_burnperf.report import markdown
 
         path = session.config.invocation_params.dir / state.markdown_path
         try:
@@ -1016,7 +1024,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
 def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
     """How many benchmarks got a verdict (judged.py): kept for the summary and the documents;
     below --perf-min-judged the run fails."""
-    from .judged import advice, coverage, shortfall
+    from pytest_burnperf.core.coverage import advice, coverage, shortfall
 
     results = list(state.results.values())
     cov = coverage((r.nodeid, r.verdict.status, r.verdict.reason) for r in results)
@@ -1071,12 +1079,12 @@ def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> N
     """--perf-store: this run into the results store (history/store.py)."""
     import time
 
-    from .history import redact, resolve_url
+    from pytest_burnperf.storage.history import redact, resolve_url
 
     url = resolve_url(state.store_value, state.rootpath)
     t0 = time.perf_counter()
     try:
-        from .history.store import Store, StoreError
+        from pytest_burnperf.storage.history.store import Store, StoreError
     except ImportError as exc:
         state.messages.append(
             f"--perf-store: the results store needs SQLAlchemy ({exc}); pip install "
@@ -1136,8 +1144,8 @@ def _same_session_json(state: PerfState) -> dict[str, Any] | None:
 def _versions_tables(
     write_line: Callable[[str], None], state: PerfState, results: list[Any]
 ) -> None:
-    from .compare import format_ratio
-    from .versions import table
+    from pytest_burnperf.core.verdict import format_ratio
+    from pytest_burnperf.runs.same_session import table
 
     plan = state.plan
     assert plan is not None
@@ -1159,9 +1167,9 @@ def _note_shadowed(worker_out: Path) -> None:
     import os
     import sys
 
-    from .jsonfile import atomic_write_text, dumps
-    from .overlay import OVERLAY_ENV
-    from .versions import shadowed_modules
+    from pytest_burnperf.runs.overlay import OVERLAY_ENV
+    from pytest_burnperf.runs.same_session import shadowed_modules
+    from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps
 
     overlay = os.environ.get(OVERLAY_ENV)
     if overlay:
@@ -1173,7 +1181,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE]
     if not state.enabled or state.worker_out is not None or state.aborted:
         return
-    from .interrupts import held_signals
+    from pytest_burnperf.host.interrupts import held_signals
 
     with held_signals() as held:  # the summary is printed whole; a Ctrl-C now ends nothing early
         before = len(held.received)
@@ -1183,10 +1191,17 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> None:
-    from .comparability import LEGACY
-    from .compare import NO_BASELINE
-    from .jsonfile import escape
-    from .report import counts_line, header, notes, speedups, table, wrap
+    from pytest_burnperf.core.comparability import LEGACY
+    from pytest_burnperf.core.verdict import NO_BASELINE
+    from pytest_burnperf.report.terminal import (
+        counts_line,
+        header,
+        notes,
+        speedups,
+        table,
+        wrap,
+    )
+    from pytest_burnperf.storage.jsonfile import escape
 
     def write_line(text: str) -> None:
         # a safety net below the strict reader: no control character reaches the terminal

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
-from .jsonfile import escape
-from .session import Case, PerfState
+from pytest_burnperf.plugin.state import Case, PerfState
+from pytest_burnperf.storage.jsonfile import escape
 
 if TYPE_CHECKING:
-    from .assess import HostEvidence
-    from .hoststate import Window
-    from .results import Result
-    from .roofline import Work
+    from pytest_burnperf.core.assess import HostEvidence
+    from pytest_burnperf.core.results import Result
+    from pytest_burnperf.core.roofline import Work
+    from pytest_burnperf.host.state import Window
 
 T = TypeVar("T")
 
@@ -173,9 +173,9 @@ class Perf:
     ) -> None:
         """Declare what one call of the benchmarked function computes and moves: floating-point
         operations and bytes read or written in memory (or a ``Work`` from the helpers in
-        ``pytest_burnperf.roofline``), and optionally the shape to show. The report then shows
+        ``pytest_burnperf.core.roofline``), and optionally the shape to show. The report then shows
         the shape, GFLOP/s, GB/s and % of peak."""
-        from .roofline import Work, WorkError
+        from pytest_burnperf.core.roofline import Work, WorkError
 
         where = f"{self._item.nodeid}: perf.work"
         if shape is not None and not isinstance(shape, str):
@@ -205,8 +205,8 @@ class Perf:
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
-        from .stats import median_halfwidth, precision_goal, round_sampling
-        from .timing import measure, settles
+        from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
+        from pytest_burnperf.core.timing import measure, settles
 
         self._start(fn, "perf()")
         s = self.settings
@@ -238,7 +238,7 @@ class Perf:
         __tracebackhide__ = True
         import time
 
-        from . import hoststate
+        from pytest_burnperf.host import state as hoststate
 
         probe = self._state.probe_for(self.device)
         single = self.device.kind == "cpu" and self.settings.threads == 1
@@ -262,10 +262,10 @@ class Perf:
                 sample.cpu_share if single else None,
                 gpu_slowdown=self.device.gpu_slowdown(),
             )
-            from .jsonfile import escape_strings
+            from pytest_burnperf.storage.jsonfile import escape_strings
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
-        from .devices.base import timer_messages
+        from pytest_burnperf.devices.base import timer_messages
 
         self._state.messages.extend(f"{self._item.nodeid}: {m}" for m in timer_messages(timer))
         self._judge(sample, fingerprint, host, probe)
@@ -292,7 +292,7 @@ class Perf:
         says so).
         """
         __tracebackhide__ = True
-        from .timing import measure_pedantic
+        from pytest_burnperf.core.timing import measure_pedantic
 
         where = f"{self._item.nodeid}: perf.pedantic"
         rounds = self.settings.samples if rounds is None else rounds
@@ -343,8 +343,14 @@ class Perf:
         host: Window,
         probe: dict[str, Any] | None,
     ) -> None:
-        from .assess import assess
-        from .compare import INCONCLUSIVE, NO_BASELINE, REGRESSED, Policy, failure_message
+        from pytest_burnperf.core.assess import assess
+        from pytest_burnperf.core.verdict import (
+            INCONCLUSIVE,
+            NO_BASELINE,
+            REGRESSED,
+            Policy,
+            failure_message,
+        )
 
         state = self._state
         node = self._item.nodeid
@@ -394,7 +400,7 @@ class Perf:
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if state.update:
-            from .compare import recording_floor
+            from pytest_burnperf.core.verdict import recording_floor
 
             # named only where its own rounds show the noise: with few rounds the prior alone
             # puts the floor above the threshold, which more rounds, not a quieter host, cure
@@ -444,12 +450,18 @@ class ComparePerf(SmokePerf):
 
     def _judge(self) -> None:
         __tracebackhide__ = True
-        from .assess import note_paired_host
-        from .compare import INCONCLUSIVE, REGRESSED, Policy, failure_message, judge
-        from .hoststate import Window
-        from .jsonfile import escape_strings
-        from .timing import Sample
-        from .versions import summaries
+        from pytest_burnperf.core.assess import note_paired_host
+        from pytest_burnperf.core.timing import Sample
+        from pytest_burnperf.core.verdict import (
+            INCONCLUSIVE,
+            REGRESSED,
+            Policy,
+            failure_message,
+            judge,
+        )
+        from pytest_burnperf.host.state import Window
+        from pytest_burnperf.runs.same_session import summaries
+        from pytest_burnperf.storage.jsonfile import escape_strings
 
         state = self._state
         plan, got = state.plan, state.measured
@@ -533,7 +545,7 @@ class ComparePerf(SmokePerf):
 def _as_runs(baseline: dict[str, Any] | None) -> tuple[tuple[float, ...], ...]:
     if baseline is None:
         return ()
-    from .assess import baseline_runs
+    from pytest_burnperf.core.assess import baseline_runs
 
     return tuple(tuple(r) for r in baseline_runs(baseline))
 
@@ -541,7 +553,7 @@ def _as_runs(baseline: dict[str, Any] | None) -> tuple[tuple[float, ...], ...]:
 def make_result(perf: Perf | ComparePerf, **fields: Any) -> Result:
     """The :class:`Result` of ``perf``'s benchmark: its identity from the fixture object, the
     measurement and verdict from ``fields`` (``runs`` as lists, ``baseline`` None by default)."""
-    from .results import Result
+    from pytest_burnperf.core.results import Result
 
     case = perf._case
     assert case.entry is not None
@@ -601,9 +613,9 @@ def _host_evidence(
     baseline: dict[str, Any] | None,
 ) -> HostEvidence:
     """This benchmark's host windows and probe over all rounds, and the baseline's."""
-    from . import probe as _probe
-    from .assess import HostEvidence
-    from .hoststate import Window
+    from pytest_burnperf.core.assess import HostEvidence
+    from pytest_burnperf.host import probe as _probe
+    from pytest_burnperf.host.state import Window
 
     windows = [w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None]
     windows.append(host)
@@ -630,8 +642,8 @@ def _host_evidence(
 def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
     """The ``perf`` object of one benchmark: timing and judging under ``--perf``, a single untimed
     call in smoke mode. Its baseline is loaded here; a bad baseline file fails this test only."""
-    from .session import STATE
-    from .store import BaselineError
+    from pytest_burnperf.plugin.state import STATE
+    from pytest_burnperf.storage.baselines import BaselineError
 
     state = request.config.stash[STATE]
     assert case.entry is not None and case.entry.device is not None

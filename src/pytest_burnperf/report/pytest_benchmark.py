@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compat import CASE_ID
-from .jsonfile import Fields, loads, read_bytes
+from pytest_burnperf.plugin.compat import CASE_ID
+from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes
 
 # --------------------------------------------------------------------------------------------
 # names
@@ -44,7 +44,7 @@ def to_pytest_benchmark_name(key: str) -> str:
 def stats(values: Sequence[float], loops: int) -> dict[str, Any]:
     """pytest-benchmark's ``stats`` of per-call times ``values`` (each the mean of ``loops``),
     from this plugin's summary plus the outlier counts pytest-benchmark adds."""
-    from .stats import summarize
+    from pytest_burnperf.core.stats import summarize
 
     s = summarize(values)
     iqr = s.q3 - s.q1
@@ -79,7 +79,7 @@ def document(
 ) -> dict[str, Any]:
     """The results of a run (``results.Result``) as a pytest-benchmark JSON document. The verdict
     of each benchmark is kept under ``extra_info["burnperf"]``."""
-    from . import __version__
+    from pytest_burnperf import __version__
 
     benchmarks = []
     for r in results:

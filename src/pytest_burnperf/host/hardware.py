@@ -227,12 +227,12 @@ def _hypervisor() -> str | None:
 @lru_cache(maxsize=1)
 def cpu_identity() -> dict[str, Any]:
     """This machine's CPU identity (see the module docstring). Cached: read once per process."""
-    from .machine import cpu_count
+    from pytest_burnperf.host.machine import cpu_count
 
     machine = platform.machine()
     text = _read(_CPUINFO) or ""
     if not text and sys.platform == "darwin":  # pragma: no cover - macOS: no /proc
-        from .machine import cpu_model
+        from pytest_burnperf.host.machine import cpu_model
 
         return {
             "vendor": "apple" if machine == "arm64" else "unknown",

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .jsonfile import Fields, FileFormatError, read_json
-from .session import PerfState, case_of
+from pytest_burnperf.plugin.state import PerfState, case_of
+from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 if TYPE_CHECKING:
-    from .forkserver import ForkServer
+    from pytest_burnperf.runs.forkserver import ForkServer
 
 #: Seconds between two progress lines of one round (a last line is always printed at its end).
 PROGRESS_EVERY_S = 15.0
@@ -206,7 +206,7 @@ def run_rounds(
     with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
         server = None
         if fork:
-            from .forkserver import ForkServer
+            from pytest_burnperf.runs.forkserver import ForkServer
 
             try:
                 server = ForkServer(
@@ -337,11 +337,11 @@ def run_same_session(
     """Build (or find) the environments of --perf-against / --perf-versions, then measure every
     benchmark in each, interleaved (versions.run_env_rounds; ``alternate``: pair by pair from
     one round server per environment)."""
-    from .assess import busy_round_costs_another
-    from .compare import Policy, needs_more_rounds
-    from .environments import EnvError, resolve
-    from .fixture import TRUST_HOST
-    from .versions import Measured, run_env_rounds
+    from pytest_burnperf.core.assess import busy_round_costs_another
+    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+    from pytest_burnperf.plugin.fixture import TRUST_HOST
+    from pytest_burnperf.runs.environments import EnvError, resolve
+    from pytest_burnperf.runs.same_session import Measured, run_env_rounds
 
     plan = state.plan
     assert plan is not None
@@ -403,10 +403,10 @@ def round_judge(
 ) -> Callable[[str, list[list[float]]], bool]:
     """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
     each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
-    from .assess import baseline_runs, busy_round_costs_another
-    from .compare import Policy, needs_more_rounds
-    from .fixture import module_and_key
-    from .store import BaselineError
+    from pytest_burnperf.core.assess import baseline_runs, busy_round_costs_another
+    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+    from pytest_burnperf.plugin.fixture import module_and_key
+    from pytest_burnperf.storage.baselines import BaselineError
 
     by_id = {item.nodeid: item for item in items}
 
@@ -437,8 +437,8 @@ def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[l
     """``runs`` (the other processes' rounds so far) without those the host monitor saw
     disturbed: the verdict leaves them out where enough clean rounds remain (assess.py), so a
     busy round does not count towards deciding, and another is run in its place."""
-    from .fixture import TRUST_HOST
-    from .hoststate import Window
+    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.plugin.fixture import TRUST_HOST
 
     if os.environ.get(TRUST_HOST) == "1":
         return runs

@@ -84,13 +84,13 @@ def default_machine_id() -> str:
     """``<os>-<arch>-<CPU model>-<N>cpu-<hardware class>``, e.g.
     ``linux-x86-64-amd-epyc-2cpu-x86-64-v3-f25m1``: machines behind the same CPU name but with
     another instruction-set level or micro-architecture get their own baselines directory."""
-    from .hardware import hardware_class
+    from pytest_burnperf.host.hardware import hardware_class
 
     return f"{legacy_machine_id()}-{slug(hardware_class())}"
 
 
 def check_machine_id(value: str, where: str) -> str:
-    from .spec import SpecError
+    from pytest_burnperf.core.settings import SpecError
 
     if not MACHINE_ID_RE.match(value):
         raise SpecError(
@@ -101,7 +101,7 @@ def check_machine_id(value: str, where: str) -> str:
 
 
 def machine_info(machine_id: str) -> dict[str, object]:
-    from .hardware import cpu_identity, hardware_class
+    from pytest_burnperf.host.hardware import cpu_identity, hardware_class
 
     return {
         "id": machine_id,

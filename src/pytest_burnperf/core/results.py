@@ -8,16 +8,16 @@ import platform
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .compare import Verdict
-from .spec import Settings
-from .stats import median_halfwidth, precision_goal, summarize
-from .timing import Sample
+from pytest_burnperf import __version__
+from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summarize
+from pytest_burnperf.core.timing import Sample
+from pytest_burnperf.core.verdict import Verdict
 
 if TYPE_CHECKING:
-    from .hoststate import Window
-    from .roofline import Achieved, Peaks, Work
-    from .versions import VersionSummary
+    from pytest_burnperf.core.roofline import Achieved, Peaks, Work
+    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.runs.same_session import VersionSummary
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
 RESULTS_VERSION = 1
@@ -64,7 +64,7 @@ class Result:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
         if self.work is None:
             return None
-        from .roofline import achieved
+        from pytest_burnperf.core.roofline import achieved
 
         return achieved(self.work, summarize(self.sample.values).median, self.peaks)
 

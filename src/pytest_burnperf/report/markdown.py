@@ -229,7 +229,7 @@ def target_problem(path: Path) -> str | None:
 def write(path: Path, text: str, environ: Mapping[str, str] | None = None) -> list[str]:
     """Write ``text`` to ``path`` (atomically) and append it to the job summary where
     ``$GITHUB_STEP_SUMMARY`` names one; the files written."""
-    from .jsonfile import atomic_write_text
+    from pytest_burnperf.storage.jsonfile import atomic_write_text
 
     env = os.environ if environ is None else environ
     atomic_write_text(path, text)

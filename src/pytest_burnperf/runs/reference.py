@@ -94,8 +94,8 @@ def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None
     None where within it or where no baseline recorded a probe. Only the host parts (pure
     Python, memory copy) are compared: they are the same for every device. A corrupt baseline
     file is skipped here; the run reports it when it reads it."""
-    from . import probe
-    from .store import BaselineError, load_file
+    from pytest_burnperf.host import probe
+    from pytest_burnperf.storage.baselines import BaselineError, load_file
 
     host = {"python", "copy"}
     recorded = []

@@ -9,11 +9,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .compare import VERDICTS, format_ratio, format_time
-from .jsonfile import Fields, loads, read_bytes, read_json
-from .results import RESULTS_SCHEMA, RESULTS_VERSION, Result
-from .spec import COLUMN_KEYS
-from .stats import summarize
+from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
+from pytest_burnperf.core.settings import COLUMN_KEYS
+from pytest_burnperf.core.stats import summarize
+from pytest_burnperf.core.verdict import VERDICTS, format_ratio, format_time
+from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes, read_json
 
 #: Headers of the table's columns where they differ from their --perf-columns key.
 _HEADER_TEXT = {
@@ -41,7 +41,7 @@ def _device_label(r: Result) -> str:
 
 def _roofline_cells(r: Result) -> tuple[str, str]:
     """``41.2 GF/s 63%`` and ``12.1 GB/s 20%``: achieved rates and % of the device's peak."""
-    from .roofline import format_rate
+    from pytest_burnperf.core.roofline import format_rate
 
     got = r.roofline()
     if got is None:
@@ -281,7 +281,7 @@ def speedups(results: Sequence[Result]) -> list[str]:
 
 def probe_summary(results: Sequence[Result]) -> str:
     """The header's reference-probe part: how this host compares with the baselines' hosts."""
-    from .probe import describe, differs, host_ratio
+    from pytest_burnperf.host.probe import describe, differs, host_ratio
 
     ratios = []
     for r in results:
@@ -313,9 +313,9 @@ def header(
     same_session: str | None = None,
 ) -> list[str]:
     """The lines above the table: hardware class, host state, probe, and the gate's settings."""
-    from .hardware import cpu_identity, describe
-    from .hoststate import summary
-    from .rounds import rounds_text
+    from pytest_burnperf.host.hardware import cpu_identity, describe
+    from pytest_burnperf.host.state import summary
+    from pytest_burnperf.runs.rounds import rounds_text
 
     windows = [w for r in results for w in r.host]
     cpus = int(cpu_identity().get("logical") or 1)
@@ -336,7 +336,7 @@ def header(
 def precision_lines(results: Sequence[Result]) -> list[str]:
     """One line per device whose benchmarks ran with precision modes other than the library's
     defaults (TF32, cudnn.benchmark...): ``precision modes on torch-cuda0: ...``."""
-    from .precision import describe
+    from pytest_burnperf.core.precision import describe
 
     seen: dict[str, set[str]] = {}
     for r in results:
@@ -413,7 +413,7 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
 def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf") -> str | None:
     """Why ``--perf-json`` must not write ``path``, or None: it lies inside the baselines
     directory, or it exists and is not a results file (a test module, the ini file, a baseline)."""
-    from .jsonfile import FileFormatError
+    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     target = path.resolve()
     if target.is_relative_to(baselines_root.resolve()):
@@ -430,7 +430,7 @@ def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf")
             f"exists and {exc.problem}; refusing to overwrite it (delete it or choose another path)"
         )
     if fmt == "pytest-benchmark":
-        from .pytest_benchmark_json import looks_like_one
+        from pytest_burnperf.report.pytest_benchmark import looks_like_one
 
         if looks_like_one(doc):
             return None

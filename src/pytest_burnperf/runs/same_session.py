@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .assess import MIN_CLEAN_ROUNDS
-from .environments import CURRENT, Env
-from .overlay import OVERLAY_ENV, top_level_names
+from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS
+from pytest_burnperf.runs.environments import CURRENT, Env
+from pytest_burnperf.runs.overlay import OVERLAY_ENV, top_level_names
 
 #: Options of the parent run that its round processes must not get.
 PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
@@ -88,7 +88,7 @@ class Measured:
     def busy_rounds(self, labels: Sequence[str], nodeid: str) -> dict[int, str]:
         """``{round index: why}`` of the rounds in which the host was busy while one of
         ``labels`` measured ``nodeid`` (hoststate.Window.disturbed)."""
-        from .hoststate import Window
+        from pytest_burnperf.host.state import Window
 
         out: dict[int, str] = {}
         for label in labels:
@@ -116,7 +116,7 @@ class Measured:
 
 def worker_args(invocation: Sequence[str]) -> list[str]:
     """The parent's command-line arguments without the options only the parent acts on."""
-    from .spec import without_options
+    from pytest_burnperf.core.settings import without_options
 
     return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)
 
@@ -166,9 +166,8 @@ def run_env_rounds(
     alike instead of on whichever side ran at the time.
     No adaptive round starts once ``budget_s`` seconds (0: no limit) have passed since the first
     round started (``Measured.budget_stopped``)."""
-    from .forkserver import POLL_S, ForkServer
-    from .jsonfile import FileFormatError
-    from .rounds import (
+    from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
+    from pytest_burnperf.runs.rounds import (
         budget_spent,
         clock,
         count_done,
@@ -177,7 +176,8 @@ def run_env_rounds(
         run_process,
         tail,
     )
-    from .turns import WINDOW_S
+    from pytest_burnperf.runs.turns import WINDOW_S
+    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     rng = rng or random.Random()
     got = Measured(envs=dict(envs))
@@ -307,7 +307,7 @@ def _take_turns(
     beside other work measured a 2x slowdown as +42% [-28%, +178%], inconclusive).
     Returns each environment's (exit status, server output); a side the table lost is
     reported by its status."""
-    from .turns import Seat, Table, TurnError, shared_cpu, table_address
+    from pytest_burnperf.runs.turns import Seat, Table, TurnError, shared_cpu, table_address
 
     name = table_address(rng)
     cpu = shared_cpu(rng) if pin else None
@@ -401,7 +401,7 @@ class VersionSummary:
 
 def level(runs: Sequence[Sequence[float]]) -> tuple[float, float | None, float | None]:
     """(geometric mean of the run medians, 95% t interval low, high)."""
-    from .stats import t_quantile
+    from pytest_burnperf.core.stats import t_quantile
 
     logs = [math.log(statistics.median(r)) for r in runs if len(r)]
     if not logs:
@@ -429,7 +429,7 @@ def summaries(labels: Sequence[str], got: Measured, nodeid: str) -> list[Version
 
 def table(key: str, rows: Sequence[VersionSummary], verdict_line: str) -> list[str]:
     """One benchmark's versions table, as printed after the run."""
-    from .compare import format_time
+    from pytest_burnperf.core.verdict import format_time
 
     if not rows:
         return []

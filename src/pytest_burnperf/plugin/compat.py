@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .fixture import Perf, SmokePerf, make_perf
-from .session import STATE, Case
+from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
+from pytest_burnperf.plugin.state import STATE, Case
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ CASE_ID = "cpu"
 
 def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Settings from ``@pytest.mark.benchmark(...)``, and its group; SpecError on a bad one."""
-    from . import spec as _spec
+    from pytest_burnperf.core import settings as _spec
 
     where = f"{test}: @pytest.mark.benchmark"
     unknown = sorted(set(kwargs) - set(MAPPED) - set(IGNORED))

@@ -93,7 +93,7 @@ def _finite(x: object) -> float | None:
 
 
 def engine_for(url: str) -> Engine:
-    from . import redact
+    from pytest_burnperf.storage.history import redact
 
     try:
         parsed = sa.engine.make_url(url)
@@ -128,7 +128,7 @@ def _version(conn: Connection) -> int | None:
 def prepare(conn: Connection, url: str = "") -> None:
     """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION` (in the caller's
     transaction)."""
-    from . import redact
+    from pytest_burnperf.storage.history import redact
 
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
@@ -160,7 +160,7 @@ class Store:
     manager (or call :meth:`close`)."""
 
     def __init__(self, url: str) -> None:
-        from . import redact
+        from pytest_burnperf.storage.history import redact
 
         self.url = url
         self.engine = engine_for(url)
@@ -186,7 +186,7 @@ class Store:
     def record(self, doc: Mapping[str, Any], source: str = "run") -> bool:
         """Store one results document (the ``--perf-json`` format) as a run with its results;
         False when this very run is stored already."""
-        from . import redact
+        from pytest_burnperf.storage.history import redact
 
         key = run_key(doc)
         row, rows = _rows(doc, key, source)
@@ -287,7 +287,7 @@ def run_key(doc: Mapping[str, Any]) -> str:
 
 
 def level(run_list: Sequence[Sequence[float]]) -> tuple[float, float | None, float | None]:
-    from ..versions import level as _level
+    from pytest_burnperf.runs.same_session import level as _level
 
     return _level(run_list)
 

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .jsonfile import escape
-from .spec import DTYPES
+from pytest_burnperf.core.settings import DTYPES
+from pytest_burnperf.storage.jsonfile import escape
 
 #: Bump when calibration changes so that old cached peaks are measured again.
 CALIBRATION_VERSION = 3  # 3: peaks on the device clock where benchmarks use it
@@ -356,7 +356,7 @@ class PeakCache:
     def _load(self) -> dict[str, Any]:
         if self._doc is None:
             doc: dict[str, Any] = {}
-            from .jsonfile import FileFormatError, read_json
+            from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
             try:
                 loaded = read_json(self.path, max_bytes=4 * 1024 * 1024)
@@ -394,7 +394,7 @@ class PeakCache:
         return Peaks(rates[0], rates[1], escape(str(entry.get("how", ""))))
 
     def put(self, key: str, peaks: Peaks) -> None:
-        from .jsonfile import atomic_write_text, dumps
+        from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps
 
         doc = self._load()
         doc["peaks"][key] = peaks.as_dict()
