@@ -416,9 +416,10 @@ def baseline_cases(work: Path) -> list[dict[str, Any]]:
 def cache_and_round_cases(work: Path) -> list[dict[str, Any]]:
     """Bad peak-cache files (a bad one costs a re-measurement, named among the problems) and bad
     round files (named, the round left out)."""
-    from pytest_burnperf.core.roofline import CALIBRATION_VERSION, PeakCache, Peaks
+    from pytest_burnperf.core.roofline import Peaks
     from pytest_burnperf.runs.rounds import read_round_file
     from pytest_burnperf.storage.jsonfile import FileFormatError
+    from pytest_burnperf.storage.peaks import CALIBRATION_VERSION, PeakCache
 
     d = work / "own"
     d.mkdir()

@@ -139,7 +139,8 @@ def _load_results(path: Path) -> dict[str, list[list[float]]]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, format_time, judge
+    from pytest_burnperf.core.text import format_time
+    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, judge
 
     old = _load_results(args.old)
     new = _load_results(args.new)
@@ -161,7 +162,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def machine_dirs(root: Path) -> list[dict[str, Any]]:
     """One record per machine directory under a baselines directory: its id, hardware class and
     CPU (from the files' ``machine`` section), how many files and benchmarks it holds."""
-    from pytest_burnperf.storage.jsonfile import FileFormatError, escape, escape_strings, read_json
+    from pytest_burnperf.core.text import escape, escape_strings
+    from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
     out: list[dict[str, Any]] = []
     if not root.is_dir():
@@ -247,19 +249,15 @@ def cmd_machines(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """A saved pytest-benchmark run with raw data, as this machine's baselines of those tests."""
-    from pytest_burnperf.core.settings import SpecError
+    from pytest_burnperf.core.settings import SpecError, check_machine_id
     from pytest_burnperf.core.stats import summarize
+    from pytest_burnperf.core.text import escape_strings
     from pytest_burnperf.devices import Registry
     from pytest_burnperf.host.hardware import cpu_identity, hardware_class
-    from pytest_burnperf.host.machine import (
-        check_machine_id,
-        default_machine_id,
-        machine_info,
-        now_utc,
-    )
+    from pytest_burnperf.host.machine import default_machine_id, machine_info, now_utc
     from pytest_burnperf.report.pytest_benchmark import read_saved_run, same_simd_class
     from pytest_burnperf.storage.baselines import BaselineStore
-    from pytest_burnperf.storage.jsonfile import FileFormatError, escape_strings
+    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     try:
         saved, their_machine = read_saved_run(args.file)
@@ -379,7 +377,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare_history(args: argparse.Namespace) -> int:
-    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, format_time
+    from pytest_burnperf.core.text import format_time
+    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message
     from pytest_burnperf.storage.history.query import against_history
 
     doc = _results_doc(args.new)

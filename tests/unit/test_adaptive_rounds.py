@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from pytest_burnperf.core.text import rounds_text
 from pytest_burnperf.core.verdict import (
     REGRESSED,
     Policy,
@@ -16,7 +17,7 @@ from pytest_burnperf.core.verdict import (
     recording_floor,
 )
 from pytest_burnperf.plugin.state import noisy_baselines_text
-from pytest_burnperf.runs.rounds import round_plan, rounds_text
+from pytest_burnperf.runs.rounds import round_plan
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 

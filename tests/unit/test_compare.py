@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_burnperf.core.text import format_time
 from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCONCLUSIVE,
@@ -10,7 +11,6 @@ from pytest_burnperf.core.verdict import (
     UNCHANGED,
     Policy,
     failure_message,
-    format_time,
     judge,
 )
 

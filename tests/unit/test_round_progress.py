@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_burnperf.runs.rounds import clock, count_done, note_finished, progress_line, watch
+from pytest_burnperf.core.text import clock
+from pytest_burnperf.runs.rounds import count_done, note_finished, progress_line, watch
 
 
 def test_clock_and_line() -> None:

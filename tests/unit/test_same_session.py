@@ -15,6 +15,8 @@ import pytest
 
 from pytest_burnperf.core import stats
 from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Policy, judge
+from pytest_burnperf.core.versions import level
+from pytest_burnperf.report.terminal import versions_table as table
 from pytest_burnperf.runs.environments import (
     EnvError,
     check_ref,
@@ -25,10 +27,8 @@ from pytest_burnperf.runs.environments import (
 from pytest_burnperf.runs.same_session import (
     Measured,
     Plan,
-    level,
     shadowed_modules,
     summaries,
-    table,
     worker_args,
 )
 

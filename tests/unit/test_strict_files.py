@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_burnperf.core.text import escape
 from pytest_burnperf.storage.baselines import BaselineError, BaselineStore, load_file
-from pytest_burnperf.storage.jsonfile import FileFormatError, escape, read_json
+from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
 HEAD = '{"schema": "pytest-burnperf-baselines", "version": 1, "benchmarks": '
 

@@ -16,8 +16,8 @@ from pytest_burnperf.core.verdict import Verdict
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.roofline import Achieved, Peaks, Work
+    from pytest_burnperf.core.versions import VersionSummary
     from pytest_burnperf.host.state import Window
-    from pytest_burnperf.runs.same_session import VersionSummary
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
 RESULTS_VERSION = 1

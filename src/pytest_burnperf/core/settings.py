@@ -512,3 +512,15 @@ def without_options(
             continue
         out.append(a)
     return out
+
+
+MACHINE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_machine_id(value: str, where: str) -> str:
+    if not MACHINE_ID_RE.match(value):
+        raise SpecError(
+            f"{where}: machine id {value!r} is not allowed; use letters, digits, '.', '_' and '-' "
+            "(it becomes a folder name under the baselines directory)"
+        )
+    return value

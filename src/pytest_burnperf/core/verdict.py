@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_burnperf.core import stats
+from pytest_burnperf.core.text import format_time
 
 REGRESSED = "regressed"
 IMPROVED = "improved"
@@ -118,15 +119,6 @@ class Verdict:
     def noisy(self) -> bool:
         """The noise floor, not the threshold, sets the minimum effect."""
         return self.effect is not None and self.reason.startswith("noisy")
-
-
-def format_time(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.2f} {unit}"
-    return f"{seconds / 1e-9:.1f} ns"
 
 
 Runs = Sequence[Sequence[float]]

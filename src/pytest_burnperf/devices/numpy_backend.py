@@ -16,8 +16,13 @@ from pytest_burnperf.devices.base import (
     identity,
     tracemalloc_peak,
 )
-from pytest_burnperf.host.hardware import blas_core, numpy_dispatch
-from pytest_burnperf.host.machine import cpu_count, cpu_model, memory_bytes
+from pytest_burnperf.host.hardware import (
+    blas_core,
+    cpu_count,
+    cpu_model,
+    memory_bytes,
+    numpy_dispatch,
+)
 
 
 class NumpyDevice(DeviceBase):

@@ -30,7 +30,7 @@ from pytest_burnperf.devices.base import (
     nvml_fields,
     rss_peak,
 )
-from pytest_burnperf.host.machine import cpu_count, cpu_model, memory_bytes
+from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 
 _NATIVE = {
     "f16": "float16",

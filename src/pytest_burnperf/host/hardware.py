@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import subprocess
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -227,13 +228,9 @@ def _hypervisor() -> str | None:
 @lru_cache(maxsize=1)
 def cpu_identity() -> dict[str, Any]:
     """This machine's CPU identity (see the module docstring). Cached: read once per process."""
-    from pytest_burnperf.host.machine import cpu_count
-
     machine = platform.machine()
     text = _read(_CPUINFO) or ""
     if not text and sys.platform == "darwin":  # pragma: no cover - macOS: no /proc
-        from pytest_burnperf.host.machine import cpu_model
-
         return {
             "vendor": "apple" if machine == "arm64" else "unknown",
             "family": None,
@@ -259,7 +256,8 @@ def cpu_identity() -> dict[str, Any]:
     )
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """``text`` lower-cased, every run of other characters than a-z and 0-9 one ``-``."""
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
 
 
@@ -267,15 +265,15 @@ def hardware_class(ident: dict[str, Any] | None = None) -> str:
     """The must-match part of the CPU identity as a short slug: ``x86-64-v3-f25m1`` (AMD family
     25 model 1 with AVX2 but no AVX-512), ``sve-i0x41-p0xd40`` on Arm."""
     ident = cpu_identity() if ident is None else ident
-    level = _slug(ident.get("level") or "unknown")
+    level = slug(ident.get("level") or "unknown")
     family, model = ident.get("family"), ident.get("model")
     if level in ("neon", "sve", "sve2", "armv8"):
         parts = [level]
         if family or model:
-            parts.append(f"i{_slug(str(ident.get('vendor')))}-p{_slug(str(model))}")
+            parts.append(f"i{slug(str(ident.get('vendor')))}-p{slug(str(model))}")
         return "-".join(parts)
     if family is not None and model is not None:
-        return f"{level}-f{_slug(str(family))}m{_slug(str(model))}"
+        return f"{level}-f{slug(str(family))}m{slug(str(model))}"
     return level
 
 
@@ -336,3 +334,47 @@ def describe(ident: dict[str, Any]) -> str:
 
 def _kib(n: int) -> str:
     return f"{n // 2**20} MiB" if n >= 2**20 and n % 2**20 == 0 else f"{n // 2**10} KiB"
+
+
+@lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's model name, best effort, without reading anything slow."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if (
+                    key.strip() in ("model name", "Model", "cpu model", "Hardware")
+                    and value.strip()
+                ):
+                    return value.strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+            if out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def memory_bytes() -> int | None:
+    """Physical memory of this machine, where the OS tells."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def cpu_count() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -15,62 +15,11 @@ import os
 import platform
 import re
 import subprocess
-import sys
-from functools import lru_cache
 from pathlib import Path
 
-_SLUG = re.compile(r"[^a-z0-9]+")
+from pytest_burnperf.host.hardware import cpu_count, cpu_identity, cpu_model, hardware_class, slug
+
 _NOISE = re.compile(r"\((r|tm)\)|\bcpu\b|\bprocessor\b|\b\d+-core\b|@.*$", re.IGNORECASE)
-
-MACHINE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def slug(text: str) -> str:
-    return _SLUG.sub("-", text.lower()).strip("-")
-
-
-@lru_cache(maxsize=1)
-def cpu_model() -> str:
-    """The CPU's model name, best effort, without reading anything slow."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                if (
-                    key.strip() in ("model name", "Model", "cpu model", "Hardware")
-                    and value.strip()
-                ):
-                    return value.strip()
-    except OSError:
-        pass
-    if sys.platform == "darwin":
-        try:
-            out = subprocess.run(
-                ["sysctl", "-n", "machdep.cpu.brand_string"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=False,
-            )
-            if out.stdout.strip():
-                return out.stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return platform.processor() or platform.machine() or "unknown-cpu"
-
-
-def memory_bytes() -> int | None:
-    """Physical memory of this machine, where the OS tells."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-def cpu_count() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def legacy_machine_id() -> str:
@@ -84,25 +33,10 @@ def default_machine_id() -> str:
     """``<os>-<arch>-<CPU model>-<N>cpu-<hardware class>``, e.g.
     ``linux-x86-64-amd-epyc-2cpu-x86-64-v3-f25m1``: machines behind the same CPU name but with
     another instruction-set level or micro-architecture get their own baselines directory."""
-    from pytest_burnperf.host.hardware import hardware_class
-
     return f"{legacy_machine_id()}-{slug(hardware_class())}"
 
 
-def check_machine_id(value: str, where: str) -> str:
-    from pytest_burnperf.core.settings import SpecError
-
-    if not MACHINE_ID_RE.match(value):
-        raise SpecError(
-            f"{where}: machine id {value!r} is not allowed; use letters, digits, '.', '_' and '-' "
-            "(it becomes a folder name under the baselines directory)"
-        )
-    return value
-
-
 def machine_info(machine_id: str) -> dict[str, object]:
-    from pytest_burnperf.host.hardware import cpu_identity, hardware_class
-
     return {
         "id": machine_id,
         "system": platform.system(),

@@ -32,7 +32,6 @@ T = TypeVar("T")
 MAPPED = ("min_rounds", "max_time", "min_time", "warmup", "group")
 #: Keywords of pytest-benchmark's marker that are accepted and have no effect here.
 IGNORED = ("timer", "disable_gc", "calibration_precision", "warmup_iterations", "cprofile")
-CASE_ID = "cpu"
 
 
 def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:

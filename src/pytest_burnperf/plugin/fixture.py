@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
+from pytest_burnperf.core.text import escape
 from pytest_burnperf.plugin.state import Case, PerfState
-from pytest_burnperf.storage.jsonfile import escape
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.assess import HostEvidence
@@ -262,7 +262,7 @@ class Perf:
                 sample.cpu_share if single else None,
                 gpu_slowdown=self.device.gpu_slowdown(),
             )
-            from pytest_burnperf.storage.jsonfile import escape_strings
+            from pytest_burnperf.core.text import escape_strings
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
         from pytest_burnperf.devices.base import timer_messages
@@ -451,6 +451,7 @@ class ComparePerf(SmokePerf):
     def _judge(self) -> None:
         __tracebackhide__ = True
         from pytest_burnperf.core.assess import note_paired_host
+        from pytest_burnperf.core.text import escape_strings
         from pytest_burnperf.core.timing import Sample
         from pytest_burnperf.core.verdict import (
             INCONCLUSIVE,
@@ -461,7 +462,6 @@ class ComparePerf(SmokePerf):
         )
         from pytest_burnperf.host.state import Window
         from pytest_burnperf.runs.same_session import summaries
-        from pytest_burnperf.storage.jsonfile import escape_strings
 
         state = self._state
         plan, got = state.plan, state.measured

@@ -19,6 +19,7 @@ import pytest
 from pytest_burnperf.core import settings as _spec
 from pytest_burnperf.core.coverage import default_min_share, in_ci
 from pytest_burnperf.core.settings import SpecError
+from pytest_burnperf.core.text import rounds_text
 from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
 from pytest_burnperf.plugin.options import (
     DEFAULTS,
@@ -38,7 +39,7 @@ from pytest_burnperf.plugin.state import (
     session_machine_info,
     write_baselines,
 )
-from pytest_burnperf.runs.rounds import round_judge, rounds_text, run_rounds, run_same_session
+from pytest_burnperf.runs.rounds import round_judge, run_rounds, run_same_session
 
 if TYPE_CHECKING:
     from pytest_burnperf.runs.same_session import Plan
@@ -1145,7 +1146,7 @@ def _versions_tables(
     write_line: Callable[[str], None], state: PerfState, results: list[Any]
 ) -> None:
     from pytest_burnperf.core.verdict import format_ratio
-    from pytest_burnperf.runs.same_session import table
+    from pytest_burnperf.report.terminal import versions_table
 
     plan = state.plan
     assert plan is not None
@@ -1157,7 +1158,7 @@ def _versions_tables(
             f" ({v.reason})" if v.reason else ""
         )
         write_line("")
-        for text in table(r.key, r.versions, line):
+        for text in versions_table(r.key, r.versions, line):
             write_line(text)
 
 
@@ -1192,6 +1193,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> None:
     from pytest_burnperf.core.comparability import LEGACY
+    from pytest_burnperf.core.text import escape
     from pytest_burnperf.core.verdict import NO_BASELINE
     from pytest_burnperf.report.terminal import (
         counts_line,
@@ -1201,7 +1203,6 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         table,
         wrap,
     )
-    from pytest_burnperf.storage.jsonfile import escape
 
     def write_line(text: str) -> None:
         # a safety net below the strict reader: no control character reaches the terminal

@@ -49,7 +49,7 @@ def _refs(value: str, option: str) -> tuple[str, ...]:
 
 
 def _machine_arg(value: str, where: str) -> str:
-    from pytest_burnperf.host.machine import check_machine_id
+    from pytest_burnperf.core.settings import check_machine_id
 
     return check_machine_id(value, where)
 

@@ -16,11 +16,12 @@ from pytest_burnperf.core.settings import PerfSpec, Settings
 if TYPE_CHECKING:
     from pytest_burnperf.core.coverage import Coverage
     from pytest_burnperf.core.results import Result
-    from pytest_burnperf.core.roofline import PeakCache, Peaks
+    from pytest_burnperf.core.roofline import Peaks
     from pytest_burnperf.devices import Entry, Registry
     from pytest_burnperf.runs.reference import Choice
     from pytest_burnperf.runs.same_session import Measured, Plan
     from pytest_burnperf.storage.baselines import BaselineStore
+    from pytest_burnperf.storage.peaks import PeakCache
 
 T = TypeVar("T")
 
@@ -196,7 +197,9 @@ class PerfState:
 
     def peaks_for(self, device: Any, dtype: str, threads: int) -> Peaks:
         """The device's measured peaks for ``dtype``: from the cache, else calibrated now."""
-        from pytest_burnperf.core.roofline import PeakCache, Peaks, cache_path, calibrate
+        from pytest_burnperf.core.roofline import Peaks
+        from pytest_burnperf.devices.peaks import calibrate
+        from pytest_burnperf.storage.peaks import PeakCache, cache_path
 
         if self._peak_cache is None:
             self._peak_cache = PeakCache(cache_path(), self.machine_id)

@@ -47,7 +47,7 @@ def _e(text: object) -> str:
 
 
 def _time(s: object) -> str:
-    from pytest_burnperf.core.verdict import format_time
+    from pytest_burnperf.core.text import format_time
 
     return format_time(float(s)) if isinstance(s, (int, float)) and math.isfinite(s) else "-"
 

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.plugin.compat import CASE_ID
 from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes
 
 # --------------------------------------------------------------------------------------------
 # names
+
+#: The case id a pytest-benchmark-style test gets (``test_x[cpu]``): the one CPU case it runs in.
+CASE_ID = "cpu"
 
 
 def to_burnperf_key(test: str) -> str:

@@ -12,7 +12,9 @@ from typing import Any
 from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.verdict import VERDICTS, format_ratio, format_time
+from pytest_burnperf.core.text import format_time
+from pytest_burnperf.core.verdict import VERDICTS, format_ratio
+from pytest_burnperf.core.versions import VersionSummary
 from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes, read_json
 
 #: Headers of the table's columns where they differ from their --perf-columns key.
@@ -313,9 +315,9 @@ def header(
     same_session: str | None = None,
 ) -> list[str]:
     """The lines above the table: hardware class, host state, probe, and the gate's settings."""
+    from pytest_burnperf.core.text import rounds_text
     from pytest_burnperf.host.hardware import cpu_identity, describe
     from pytest_burnperf.host.state import summary
-    from pytest_burnperf.runs.rounds import rounds_text
 
     windows = [w for r in results for w in r.host]
     cpus = int(cpu_identity().get("logical") or 1)
@@ -440,3 +442,36 @@ def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf")
             "it or choose another path)"
         )
     return None
+
+
+def versions_table(key: str, rows: Sequence[VersionSummary], verdict_line: str) -> list[str]:
+    """One benchmark's versions table, as printed after the run."""
+    from pytest_burnperf.core.text import format_time
+
+    if not rows:
+        return []
+    cells = [("version", "median", "95% interval", "runs", f"vs {rows[0].label}")]
+    for s in rows:
+        interval = (
+            "-"
+            if s.low is None or s.high is None
+            else f"[{format_time(s.low)}, {format_time(s.high)}]"
+        )
+        if s is rows[0]:
+            vs = "1.00x"
+        elif s.speedup >= 1.0:
+            vs = f"{s.speedup:.2f}x faster"
+        else:
+            vs = f"{1 / s.speedup:.2f}x slower"
+        cells.append((s.label, format_time(s.median), interval, str(s.runs), vs))
+    widths = [max(len(c[i]) for c in cells) for i in range(5)]
+    lines = [key]
+    for c in cells:
+        lines.append(
+            "  "
+            + "  ".join(
+                c[i].ljust(widths[i]) if i in (0, 2) else c[i].rjust(widths[i]) for i in range(5)
+            ).rstrip()
+        )
+    lines.append("  " + verdict_line)
+    return lines

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_burnperf.core.text import clock
 from pytest_burnperf.plugin.state import PerfState, case_of
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
@@ -30,21 +31,6 @@ if TYPE_CHECKING:
 PROGRESS_EVERY_S = 15.0
 #: How often the parent looks at the progress file.
 POLL_S = 0.5
-
-
-def clock(seconds: float) -> str:
-    """``m:ss`` (or ``h:mm:ss``) for a progress line."""
-    s = max(0, int(seconds))
-    h, rest = divmod(s, 3600)
-    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
-
-
-def rounds_text(rounds: int, max_rounds: int) -> str:
-    """``3 process rounds (up to 8 for undecided benchmarks)`` for the header lines."""
-    text = f"{rounds} process round" + ("s" if rounds != 1 else "")
-    if max_rounds > rounds:
-        text += f" (up to {max_rounds} for undecided benchmarks)"
-    return text
 
 
 def budget_spent(elapsed_s: float, budget_s: float) -> bool:

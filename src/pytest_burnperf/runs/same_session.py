@@ -9,9 +9,7 @@ round loop reports through the terminal writer it is given.
 from __future__ import annotations
 
 import json
-import math
 import random
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS
+from pytest_burnperf.core.versions import VersionSummary, level
 from pytest_burnperf.runs.environments import CURRENT, Env
 from pytest_burnperf.runs.overlay import OVERLAY_ENV, top_level_names
 
@@ -166,10 +165,10 @@ def run_env_rounds(
     alike instead of on whichever side ran at the time.
     No adaptive round starts once ``budget_s`` seconds (0: no limit) have passed since the first
     round started (``Measured.budget_stopped``)."""
+    from pytest_burnperf.core.text import clock
     from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
     from pytest_burnperf.runs.rounds import (
         budget_spent,
-        clock,
         count_done,
         progress_path,
         read_round_file,
@@ -376,43 +375,6 @@ def _round_problem(
 # summaries and the table
 
 
-@dataclass(frozen=True)
-class VersionSummary:
-    """One environment's measurement of one benchmark: the geometric mean of its run medians,
-    with a 95% Student's t interval over the runs (none with one run)."""
-
-    label: str
-    median: float
-    low: float | None
-    high: float | None
-    runs: int
-    #: How much faster than the first version: its median over this one's (> 1: faster).
-    speedup: float
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "median": self.median,
-            "ci95": None if self.low is None else [self.low, self.high],
-            "runs": self.runs,
-            "speedup_vs_first": self.speedup,
-        }
-
-
-def level(runs: Sequence[Sequence[float]]) -> tuple[float, float | None, float | None]:
-    """(geometric mean of the run medians, 95% t interval low, high)."""
-    from pytest_burnperf.core.stats import t_quantile
-
-    logs = [math.log(statistics.median(r)) for r in runs if len(r)]
-    if not logs:
-        raise ValueError("no runs")
-    mid = statistics.fmean(logs)
-    if len(logs) < 2:
-        return math.exp(mid), None, None
-    q = t_quantile(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mid), math.exp(mid - q), math.exp(mid + q)
-
-
 def summaries(labels: Sequence[str], got: Measured, nodeid: str) -> list[VersionSummary]:
     out: list[VersionSummary] = []
     first: float | None = None
@@ -425,36 +387,3 @@ def summaries(labels: Sequence[str], got: Measured, nodeid: str) -> list[Version
             first = med
         out.append(VersionSummary(label, med, low, high, len(runs), first / med))
     return out
-
-
-def table(key: str, rows: Sequence[VersionSummary], verdict_line: str) -> list[str]:
-    """One benchmark's versions table, as printed after the run."""
-    from pytest_burnperf.core.verdict import format_time
-
-    if not rows:
-        return []
-    cells = [("version", "median", "95% interval", "runs", f"vs {rows[0].label}")]
-    for s in rows:
-        interval = (
-            "-"
-            if s.low is None or s.high is None
-            else f"[{format_time(s.low)}, {format_time(s.high)}]"
-        )
-        if s is rows[0]:
-            vs = "1.00x"
-        elif s.speedup >= 1.0:
-            vs = f"{s.speedup:.2f}x faster"
-        else:
-            vs = f"{1 / s.speedup:.2f}x slower"
-        cells.append((s.label, format_time(s.median), interval, str(s.runs), vs))
-    widths = [max(len(c[i]) for c in cells) for i in range(5)]
-    lines = [key]
-    for c in cells:
-        lines.append(
-            "  "
-            + "  ".join(
-                c[i].ljust(widths[i]) if i in (0, 2) else c[i].rjust(widths[i]) for i in range(5)
-            ).rstrip()
-        )
-    lines.append("  " + verdict_line)
-    return lines

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.host.state import WINDOW_COUNTS, WINDOW_NUMBERS
 from pytest_burnperf.storage.jsonfile import (
     Fields,
     FileFormatError,
-    escape_strings,
     loads,
     read_bytes,
     stale_temporaries,

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pytest_burnperf.core.text import escape, has_control
+
 #: Largest file read (baselines of a big suite with 3 rounds are a few MiB).
 MAX_BYTES = 64 * 1024 * 1024
 #: Longest integer literal accepted.
@@ -157,10 +159,6 @@ MIN_SECONDS = 1e-12
 MAX_SECONDS = 86400.0
 
 
-def has_control(text: str) -> bool:
-    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
-
-
 class Fields:
     """Checks of one loaded document; each failure names the file and the field."""
 
@@ -264,17 +262,6 @@ def _describe(value: object) -> str:
 # text for terminals, Markdown and HTML
 
 
-def escape(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1; newlines and escapes included) written as
-    ``\\x1b``-style escapes, so text from a file or a driver can never move the cursor, colour the
-    terminal or start a line of its own."""
-    if not has_control(text):
-        return text
-    return "".join(
-        c if not (ord(c) < 32 or 127 <= ord(c) < 160) else f"\\x{ord(c):02x}" for c in text
-    )
-
-
 def finite(obj: Any) -> Any:
     """``obj`` with every NaN or infinite float replaced by null, so the JSON written is valid."""
     if isinstance(obj, float):
@@ -283,17 +270,6 @@ def finite(obj: Any) -> Any:
         return {k: finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [finite(v) for v in obj]
-    return obj
-
-
-def escape_strings(obj: Any) -> Any:
-    """``obj`` with :func:`escape` applied to every string in it, keys included."""
-    if isinstance(obj, str):
-        return escape(obj)
-    if isinstance(obj, Mapping):
-        return {escape(str(k)): escape_strings(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [escape_strings(v) for v in obj]
     return obj
 
 

@@ -81,7 +81,7 @@ def series(
 
 def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
     """The terminal view: per series a header, one line per run, the change points."""
-    from pytest_burnperf.core.verdict import format_time
+    from pytest_burnperf.core.text import format_time
 
     lines: list[str] = []
     for s in all_series:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+
+from pytest_burnperf.core.versions import level
 
 SCHEMA_VERSION = 1
 #: ``{n: step}``: the migration of a version-``n`` store to version ``n + 1``.
@@ -284,12 +286,6 @@ def run_key(doc: Mapping[str, Any]) -> str:
     """The identity of a run: the sha256 of its results document written canonically."""
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def level(run_list: Sequence[Sequence[float]]) -> tuple[float, float | None, float | None]:
-    from pytest_burnperf.runs.same_session import level as _level
-
-    return _level(run_list)
 
 
 def _rows(

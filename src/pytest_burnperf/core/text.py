@@ -1,0 +1,60 @@
+"""Text for people: the one time formatter, durations, and escaping of anything read from
+files, test ids or metadata before a terminal shows it. Standard library only."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0, DEL or C1)."""
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
+def escape(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1; newlines and escapes included) written as
+    ``\\x1b``-style escapes, so text from a file or a driver can never move the cursor, colour the
+    terminal or start a line of its own."""
+    if not has_control(text):
+        return text
+    return "".join(
+        c if not (ord(c) < 32 or 127 <= ord(c) < 160) else f"\\x{ord(c):02x}" for c in text
+    )
+
+
+def escape_strings(obj: Any) -> Any:
+    """``obj`` with :func:`escape` applied to every string in it, keys included."""
+    if isinstance(obj, str):
+        return escape(obj)
+    if isinstance(obj, Mapping):
+        return {escape(str(k)): escape_strings(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [escape_strings(v) for v in obj]
+    return obj
+
+
+def format_time(seconds: float) -> str:
+    """``1.23 ms``: seconds in the largest unit (s, ms, us, ns) they reach."""
+    if not math.isfinite(seconds):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.2f} {unit}"
+    return f"{seconds / 1e-9:.1f} ns"
+
+
+def clock(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) for a progress line."""
+    s = max(0, int(seconds))
+    h, rest = divmod(s, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def rounds_text(rounds: int, max_rounds: int) -> str:
+    """``3 process rounds (up to 8 for undecided benchmarks)`` for the header lines."""
+    text = f"{rounds} process round" + ("s" if rounds != 1 else "")
+    if max_rounds > rounds:
+        text += f" (up to {max_rounds} for undecided benchmarks)"
+    return text
