@@ -132,7 +132,7 @@ def test_busy_rounds_do_not_count_towards_deciding(monkeypatch: pytest.MonkeyPat
     from types import SimpleNamespace
 
     from pytest_burnperf.host.state import Window
-    from pytest_burnperf.runs.rounds import clean_runs
+    from pytest_burnperf.plugin.rounds import clean_runs
 
     monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
     quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01).as_dict()

@@ -30,6 +30,7 @@ from pytest_burnperf.plugin.options import (
     ini_value,
     xdist_workers,
 )
+from pytest_burnperf.plugin.rounds import round_judge, run_rounds, run_same_session
 from pytest_burnperf.plugin.state import (
     STATE,
     Case,
@@ -39,7 +40,6 @@ from pytest_burnperf.plugin.state import (
     session_machine_info,
     write_baselines,
 )
-from pytest_burnperf.runs.rounds import round_judge, run_rounds, run_same_session
 
 if TYPE_CHECKING:
     from pytest_burnperf.runs.same_session import Plan

@@ -1,0 +1,306 @@
+"""The plugin's side of process rounds: starts the rounds of a stored-baseline run or of a
+same-session comparison (runs/) with this session's settings, and decides, benchmark by
+benchmark, whether another round would help."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_burnperf.core.text import clock
+from pytest_burnperf.plugin.state import PerfState, case_of
+from pytest_burnperf.runs.rounds import (
+    budget_spent,
+    budget_text,
+    count_done,
+    progress_line,
+    progress_path,
+    read_round_file,
+    round_plan,
+    run_process,
+    tail,
+    watch,
+)
+from pytest_burnperf.storage.jsonfile import FileFormatError
+
+if TYPE_CHECKING:
+    from pytest_burnperf.runs.forkserver import ForkServer
+
+
+def run_rounds(
+    session: pytest.Session,
+    state: PerfState,
+    wanted: Sequence[str],
+    more: Callable[[str, list[list[float]]], bool],
+    *,
+    fork: bool = False,
+) -> None:
+    """Rounds 1..N-1 in other processes, one after another; then, up to ``state.max_rounds``,
+    adaptive rounds of the benchmarks still undecided (``more``). This process measures the
+    last round of every benchmark. With ``fork``, each round is a child forked from one round
+    server (forkserver.py), else a fresh interpreter.
+
+    ``wanted`` are the node ids this session will time; progress lines count them.
+    """
+    config = session.config
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    args = [a for a in state.invocation if a not in ("--update-baselines", "--perf-strict")]
+    # every round samples as the pooled session's rounds do (stats.round_samples)
+    args.append(f"--perf-worker-rounds={state.rounds}")
+    t0 = time.monotonic()
+
+    def write(line: str) -> None:
+        if tr is not None:
+            tr.write_line(line)
+
+    with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
+        server = None
+        if fork:
+            from pytest_burnperf.runs.forkserver import ForkServer
+
+            try:
+                server = ForkServer(
+                    [sys.executable, "-m", "pytest", *args, "-q"],
+                    cwd=config.invocation_params.dir,
+                    tmp=Path(tmp),
+                )
+            except OSError as exc:
+                state.messages.append(
+                    f"the round server could not start ({exc}); the rounds ran in fresh processes"
+                )
+        try:
+            total = _rounds_loop(state, wanted, more, Path(tmp), args, server, write, t0, config)
+        finally:
+            if server is not None:
+                server.close()
+        write(
+            f"pytest-burnperf: round {total}/{total} in this process "
+            f"({clock(time.monotonic() - t0)} elapsed) ..."
+        )
+
+
+def _rounds_loop(
+    state: PerfState,
+    wanted: Sequence[str],
+    more: Callable[[str, list[list[float]]], bool],
+    tmp: Path,
+    args: Sequence[str],
+    server: ForkServer | None,
+    write: Callable[[str], None],
+    t0: float,
+    config: pytest.Config,
+) -> int:
+    """run_rounds' loop; returns the number of rounds in all (this process's included)."""
+    how = "a forked process" if server is not None else "a fresh process"
+    total = state.rounds
+    for r in range(1, state.max_rounds):
+        todo = round_plan(r, state.rounds, wanted, state.worker_runs, more)
+        if not todo:
+            break
+        if r >= state.rounds and budget_spent(time.monotonic() - t0, state.round_budget):
+            state.messages.append(budget_text(state.round_budget, len(todo), len(wanted)))
+            break
+        total = max(total, r + 1)
+        of = state.rounds if r < state.rounds else state.max_rounds
+        out = Path(tmp, f"round{r}.json")
+        only: Path | None = None
+        # option=value in one word: an existing file given as a separate word would count
+        # as a path argument, and move pytest's rootdir (and every node id) above this one
+        cmd = [sys.executable, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
+        if r < state.rounds:
+            write(
+                f"pytest-burnperf: round {r}/{state.rounds} of {len(todo)} benchmarks in "
+                f"{how} ({clock(time.monotonic() - t0)} elapsed; this process "
+                f"measures the last round) ..."
+            )
+        else:
+            only = Path(tmp, f"round{r}.only")
+            only.write_text("\n".join(todo) + "\n", encoding="utf-8")
+            cmd.append(f"--perf-worker-only={only}")
+            write(
+                f"pytest-burnperf: adaptive round {r} (of at most {state.max_rounds}) for "
+                f"{len(todo)} of {len(wanted)} benchmarks still undecided "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+
+        def say(done: int, r: int = r, of: int = of, n: int = len(todo)) -> None:
+            write(progress_line(r, of, done, n, time.monotonic() - t0))
+
+        if server is not None:
+
+            def wait(
+                running: Callable[[], bool],
+                out: Path = out,
+                todo: list[str] = todo,
+                say: Callable[[int], None] = say,
+            ) -> None:
+                watch(running, progress_path(out), todo, say)
+
+            try:
+                # always the node ids: the server collected on its own, and may see a device
+                # this process does not (a driver that cannot survive its fork, say)
+                returncode, output = server.round(out, todo, wait)
+            except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
+                returncode, output = 1, f"the round server could not be reached: {exc}"
+        else:
+            returncode, output = run_process(
+                cmd, cwd=config.invocation_params.dir, out=out, todo=todo, say=say
+            )
+        write(
+            progress_line(
+                r,
+                of,
+                count_done(progress_path(out), todo),
+                len(todo),
+                time.monotonic() - t0,
+            )
+        )
+        if not out.exists():
+            state.messages.append(
+                f"round {r} in {how} failed (exit {returncode}); its samples "
+                f"are missing from the verdicts:\n{tail(output)}"
+            )
+            if r >= state.rounds:
+                break  # no adaptive round after a failed one: it would fail alike
+            continue
+        try:
+            doc = read_round_file(out)
+        except FileFormatError as exc:
+            state.messages.append(
+                f"round {r}: its samples file is unusable and left out of the verdicts ({exc})"
+            )
+            continue
+        for nodeid, rec in doc.items():
+            state.worker_runs.setdefault(nodeid, []).append(rec["values"])
+            state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
+            state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
+    return total
+
+
+def run_same_session(
+    session: pytest.Session,
+    state: PerfState,
+    items: list[pytest.Item],
+    *,
+    alternate: bool = False,
+) -> None:
+    """Build (or find) the environments of --perf-against / --perf-versions, then measure every
+    benchmark in each, interleaved (versions.run_env_rounds; ``alternate``: pair by pair from
+    one round server per environment)."""
+    from pytest_burnperf.core.assess import busy_round_costs_another
+    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+    from pytest_burnperf.plugin.fixture import TRUST_HOST
+    from pytest_burnperf.runs.environments import EnvError, resolve
+    from pytest_burnperf.runs.same_session import Measured, run_env_rounds
+
+    plan = state.plan
+    assert plan is not None
+    config = session.config
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(line: str) -> None:
+        if tr is not None:
+            tr.write_line(line)
+
+    envs = {}
+    for ref in plan.refs:
+        try:
+            envs[ref] = resolve(ref, repo=config.invocation_params.dir, say=write)
+        except EnvError as exc:
+            state.aborted = True
+            raise pytest.UsageError(f"{plan.option} {exc}") from None
+    by_id = {item.nodeid: item for item in items}
+
+    def more(nodeid: str, got: Measured) -> bool:
+        case = case_of(by_id[nodeid])
+        if case is None:
+            return False
+        s = state.settings_for(case.spec)
+        policy = Policy(
+            alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons, paired=True
+        )
+        if os.environ.get(TRUST_HOST) == "1":
+            ref, cur = got.of(plan.reference, nodeid), got.of(plan.candidate, nodeid)
+        else:  # a round on a busy host does not count, so another is run in its place
+            busy = got.busy_rounds((plan.reference, plan.candidate), nodeid)
+            pairs = min(len(got.of(plan.reference, nodeid)), len(got.of(plan.candidate, nodeid)))
+            if busy_round_costs_another(pairs, pairs - len(busy)):
+                return True  # too few clean pairs to leave the busy ones out: buy another
+            ref, cur, _ = got.clean_pairs(plan.reference, plan.candidate, nodeid)
+        return needs_more_rounds(ref, cur, policy)
+
+    state.measured = run_env_rounds(
+        plan=plan,
+        envs=envs,
+        invocation=state.invocation,
+        cwd=config.invocation_params.dir,
+        wanted=[item.nodeid for item in items],
+        rounds=state.rounds,
+        max_rounds=state.max_rounds,
+        more=more,
+        write=write,
+        alternate=alternate,
+        budget_s=state.round_budget,
+    )
+    if state.measured.budget_stopped:
+        state.messages.append(
+            budget_text(state.round_budget, state.measured.budget_stopped, len(items))
+        )
+
+
+def round_judge(
+    state: PerfState, items: list[pytest.Item]
+) -> Callable[[str, list[list[float]]], bool]:
+    """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
+    each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
+    from pytest_burnperf.core.assess import baseline_runs, busy_round_costs_another
+    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+    from pytest_burnperf.plugin.fixture import module_and_key
+    from pytest_burnperf.storage.baselines import BaselineError
+
+    by_id = {item.nodeid: item for item in items}
+
+    def more(nodeid: str, runs: list[list[float]]) -> bool:
+        item = by_id[nodeid]
+        case = case_of(item)
+        if case is None:
+            return False
+        s = state.settings_for(case.spec)
+        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+        if state.update:
+            return needs_more_rounds(None, runs, policy, recording=True)
+        try:
+            entry = state.store.get(*module_and_key(item, state.rootpath))
+        except BaselineError:  # the test itself reports the unreadable file
+            return False
+        if entry is None:
+            return False
+        clean = clean_runs(state, nodeid, runs)
+        if busy_round_costs_another(len(runs), len(clean)):
+            return True  # a busy round costs another round, not the verdict
+        return needs_more_rounds(baseline_runs(entry), clean, policy)
+
+    return more
+
+
+def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[list[float]]:
+    """``runs`` (the other processes' rounds so far) without those the host monitor saw
+    disturbed: the verdict leaves them out where enough clean rounds remain (assess.py), so a
+    busy round does not count towards deciding, and another is run in its place."""
+    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.plugin.fixture import TRUST_HOST
+
+    if os.environ.get(TRUST_HOST) == "1":
+        return runs
+    recorded = state.worker_host.get(nodeid, [])
+    if len(recorded) != len(runs):
+        return runs
+    windows = [Window.from_dict(d) for d in recorded]
+    return [r for r, w in zip(runs, windows, strict=True) if w is None or not w.disturbed()]

@@ -1,0 +1,157 @@
+"""The package's layers (docs/architecture.md): imports point down only, only ``plugin/`` imports
+pytest, the ``burnperf`` command never imports the plugin, and no two modules import each other
+in a circle. Read from the source with ``ast``, so a new violation fails here, in ``nox -s tests``
+and ``nox -s lint``, whichever runs first."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pytest_burnperf"
+
+#: Each part of the package and the parts it may import (besides itself).
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "host": frozenset(),
+    "core": frozenset({"host"}),
+    "devices": frozenset({"host", "core"}),
+    "storage": frozenset({"host", "core"}),
+    "runs": frozenset({"host", "core", "devices", "storage"}),
+    "report": frozenset({"host", "core", "storage"}),
+    "plugin": frozenset({"host", "core", "devices", "storage", "runs", "report"}),
+    "cli": frozenset({"host", "core", "devices", "storage", "runs", "report"}),
+    "__init__": frozenset({"host", "core", "devices", "storage", "runs", "report"}),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(p for p in parts if p != "__init__")
+
+
+def _part(module: str) -> str:
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 else "__init__"
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(imported module or ``module.name``, line, at module level) for every import of ours."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body} | {
+        id(sub) for n in tree.body if isinstance(n, ast.If) for sub in ast.walk(n)
+    }
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}:{node.lineno}: relative import; write it absolute")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pytest_burnperf"):
+            for alias in node.names:
+                out.append((f"{node.module}.{alias.name}", node.lineno, id(node) in top))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("pytest_burnperf"):
+                    out.append((alias.name, node.lineno, id(node) in top))
+    return out
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(target: str, modules: dict[str, Path]) -> str:
+    """``pytest_burnperf.core.stats.summarize`` -> ``pytest_burnperf.core.stats``."""
+    while target not in modules and "." in target:
+        target = target.rsplit(".", 1)[0]
+    return target
+
+
+def test_every_part_is_known() -> None:
+    parts = {_part(m) for m in _modules()}
+    assert parts <= set(MAY_IMPORT), f"parts without a layer: {sorted(parts - set(MAY_IMPORT))}"
+
+
+def test_imports_point_down_only() -> None:
+    modules = _modules()
+    wrong = []
+    for name, path in modules.items():
+        here = _part(name)
+        for target, line, _ in _imports(path):
+            there = _part(_resolve(target, modules))
+            if there not in (here, "__init__") and there not in MAY_IMPORT[here]:
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line}: {here} imports {there}")
+    assert not wrong, "imports against the layers (docs/architecture.md):\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("library", ["pytest", "_pytest", "pluggy"])
+def test_only_the_plugin_imports_pytest(library: str) -> None:
+    wrong = []
+    for name, path in _modules().items():
+        if _part(name) == "plugin":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n == library or n.startswith(library + ".") for n in names):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not wrong, f"{library} imported outside plugin/: {wrong}"
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_cycles_finds_a_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle() -> None:
+    """Counting the imports inside functions too: a lazy import hides a cycle, it does not
+    remove it."""
+    modules = _modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        for target, _, _ in _imports(path):
+            other = _resolve(target, modules)
+            if other != name and other in modules and other != "pytest_burnperf":
+                edges[name].add(other)
+    assert cycles(edges) == []
