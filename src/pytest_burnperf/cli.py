@@ -25,7 +25,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.settings import SpecError, parse_alpha, parse_threshold
+from pytest_burnperf.core.results import RESULTS_SCHEMA
+from pytest_burnperf.core.settings import (
+    DTYPES,
+    SpecError,
+    check_machine_id,
+    parse_alpha,
+    parse_threshold,
+)
+from pytest_burnperf.core.stats import summarize
+from pytest_burnperf.core.text import escape, escape_strings, format_time
+from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, judge
+from pytest_burnperf.devices import Registry
+from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class
+from pytest_burnperf.host.machine import (
+    default_machine_id,
+    legacy_machine_id,
+    machine_info,
+    now_utc,
+)
+from pytest_burnperf.report.pytest_benchmark import read_saved_run, same_simd_class
+from pytest_burnperf.report.terminal import read_results
+from pytest_burnperf.storage.baselines import BaselineStore
+from pytest_burnperf.storage.history import resolve_url
+from pytest_burnperf.storage.history.query import against_history, series, text
+from pytest_burnperf.storage.history.select import ExpressionError, matcher
+from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, read_json
 
 #: Exit codes: 0 all is well, 1 a benchmark regressed, 2 bad usage or an input that cannot be used.
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -47,7 +72,6 @@ def _spec_type(parser: Any, name: str) -> Any:
 
 def device_info(device: Any) -> dict[str, Any]:
     """What ``burnperf devices`` shows for one device: its fingerprint, dtypes and clock."""
-    from pytest_burnperf.core.settings import DTYPES
 
     info = dict(device.fingerprint())
     info["dtypes"] = [d for d in DTYPES if device.unsupported(d) is None]
@@ -85,7 +109,6 @@ def _quiet_mesa() -> None:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from pytest_burnperf.devices import Registry
 
     _quiet_mesa()
     probes = Registry().probe_all()
@@ -129,8 +152,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def _load_results(path: Path) -> dict[str, list[list[float]]]:
-    from pytest_burnperf.report.terminal import read_results
-    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     try:
         return read_results(path)
@@ -139,8 +160,6 @@ def _load_results(path: Path) -> dict[str, list[list[float]]]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pytest_burnperf.core.text import format_time
-    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, judge
 
     old = _load_results(args.old)
     new = _load_results(args.new)
@@ -162,8 +181,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def machine_dirs(root: Path) -> list[dict[str, Any]]:
     """One record per machine directory under a baselines directory: its id, hardware class and
     CPU (from the files' ``machine`` section), how many files and benchmarks it holds."""
-    from pytest_burnperf.core.text import escape, escape_strings
-    from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
     out: list[dict[str, Any]] = []
     if not root.is_dir():
@@ -196,8 +213,6 @@ def machine_dirs(root: Path) -> list[dict[str, Any]]:
 
 
 def cmd_machines(args: argparse.Namespace) -> int:
-    from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class
-    from pytest_burnperf.host.machine import default_machine_id, legacy_machine_id
 
     here = default_machine_id()
     cls = hardware_class()
@@ -249,15 +264,6 @@ def cmd_machines(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """A saved pytest-benchmark run with raw data, as this machine's baselines of those tests."""
-    from pytest_burnperf.core.settings import SpecError, check_machine_id
-    from pytest_burnperf.core.stats import summarize
-    from pytest_burnperf.core.text import escape_strings
-    from pytest_burnperf.devices import Registry
-    from pytest_burnperf.host.hardware import cpu_identity, hardware_class
-    from pytest_burnperf.host.machine import default_machine_id, machine_info, now_utc
-    from pytest_burnperf.report.pytest_benchmark import read_saved_run, same_simd_class
-    from pytest_burnperf.storage.baselines import BaselineStore
-    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     try:
         saved, their_machine = read_saved_run(args.file)
@@ -304,7 +310,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from pytest_burnperf.storage.history import resolve_url
     from pytest_burnperf.storage.history.store import Store, StoreError
 
     try:
@@ -319,9 +324,6 @@ def _store(args: argparse.Namespace) -> Any:
 
 def _results_doc(path: Path) -> dict[str, Any]:
     """A ``--perf-json`` results file, read strictly; InputError names what is wrong."""
-    from pytest_burnperf.core.results import RESULTS_SCHEMA
-    from pytest_burnperf.report.terminal import read_results
-    from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
     try:
         doc = read_json(path)
@@ -346,7 +348,6 @@ def cmd_import_results(args: argparse.Namespace) -> int:
 
 
 def _selection(args: argparse.Namespace) -> Any:
-    from pytest_burnperf.storage.history.select import ExpressionError, matcher
 
     try:
         return matcher(args.k or "")
@@ -356,8 +357,6 @@ def _selection(args: argparse.Namespace) -> Any:
 
 def cmd_history(args: argparse.Namespace) -> int:
     import shutil
-
-    from pytest_burnperf.storage.history.query import series, text
 
     keep = _selection(args)
     with _store(args) as store:
@@ -377,9 +376,6 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_compare_history(args: argparse.Namespace) -> int:
-    from pytest_burnperf.core.text import format_time
-    from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message
-    from pytest_burnperf.storage.history.query import against_history
 
     doc = _results_doc(args.new)
     with _store(args) as store:
@@ -413,7 +409,6 @@ REPORT_KINDS = {
 
 def cmd_report(args: argparse.Namespace) -> int:
     """A results file and/or the store's history to an HTML, Markdown or CSV file."""
-    from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text
 
     kind = REPORT_KINDS.get(args.output.suffix.lower())
     if kind is None:

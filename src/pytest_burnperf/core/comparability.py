@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_burnperf.core.precision import difference
 from pytest_burnperf.host.hardware import CPU_MUST_MATCH, CPU_NOTED
 
 #: Fingerprint keys that identify the hardware (and how it is driven). A baseline whose value for
@@ -173,7 +174,6 @@ def blocker(
     baseline: Mapping[str, Any], fingerprint: Mapping[str, Any], timer: str, l2_flush: bool
 ) -> tuple[str | None, tuple[str, ...]]:
     """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
-    from pytest_burnperf.core.precision import difference
 
     why, notes = comparability(baseline.get("device"), fingerprint)
     device = baseline.get("device")

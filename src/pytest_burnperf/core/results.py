@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf import __version__
+from pytest_burnperf.core.roofline import achieved
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summarize
 from pytest_burnperf.core.timing import Sample
@@ -64,7 +65,6 @@ class Result:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
         if self.work is None:
             return None
-        from pytest_burnperf.core.roofline import achieved
 
         return achieved(self.work, summarize(self.sample.values).median, self.peaks)
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_burnperf.core.settings import Settings
+
 NS = 1e-9
 
 #: Warm-up never runs more calls than this, however fast the function is.
@@ -161,7 +163,6 @@ def settles(kind: str, warmup: float) -> bool:
     """Whether a benchmark's warm-up may end once its calls have settled: the default warm-up
     on a CPU device. A warm-up that was set (ini, marker, command line) runs its whole time, as
     does a GPU's, whose clocks ramp up over it."""
-    from pytest_burnperf.core.settings import Settings
 
     return kind == "cpu" and warmup == Settings.warmup
 

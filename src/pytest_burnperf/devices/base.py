@@ -12,6 +12,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pytest_burnperf.host import nvml
+from pytest_burnperf.host.hardware import IDENTITY_VERSION, cpu_identity
+
 if TYPE_CHECKING:
     from pytest_burnperf.core.timing import Timer
 
@@ -340,7 +343,6 @@ class DeviceBase:
 
 def nvml_fields(pci: str | None) -> dict[str, Any]:
     """Max clocks, power limit and driver of an NVIDIA GPU from NVML (the ``nvml`` extra), or {}."""
-    from pytest_burnperf.host import nvml
 
     return nvml.facts(pci) or {}
 
@@ -402,7 +404,6 @@ def identity(*, host_cpu: bool, dispatch: dict[str, str | None] | None = None) -
     """The hardware-identity part of a fingerprint: its version, and for a device that computes
     on the host CPU (numpy, torch-cpu, PoCL, llvmpipe) the CPU's identity and the code paths the
     libraries dispatch to there."""
-    from pytest_burnperf.host.hardware import IDENTITY_VERSION, cpu_identity
 
     out: dict[str, Any] = {"identity": IDENTITY_VERSION}
     if host_cpu:

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_burnperf.core.precision import cupy_modes
 from pytest_burnperf.devices.base import (
     NUMPY_DTYPE_NAMES,
     DeviceBase,
@@ -24,6 +25,7 @@ from pytest_burnperf.devices.base import (
     identity,
     nvml_fields,
 )
+from pytest_burnperf.host.nvml import pci_address, slowdown
 
 #: The pad before a start event: one thread spinning on the GPU clock.
 SPIN_SOURCE = r"""
@@ -208,13 +210,11 @@ class CupyDevice(DeviceBase):
         }
 
     def precision(self) -> dict[str, Any]:
-        from pytest_burnperf.core.precision import cupy_modes
 
         return cupy_modes()
 
     def pci(self) -> str | None:
         """PCI address of the GPU (NVML finds it by that), or None."""
-        from pytest_burnperf.host.nvml import pci_address
 
         p = self._props
         try:
@@ -223,7 +223,6 @@ class CupyDevice(DeviceBase):
             return None
 
     def gpu_slowdown(self) -> str | None:
-        from pytest_burnperf.host.nvml import slowdown
 
         return None if self.kind == "rocm" else slowdown(self.pci())
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from pytest_burnperf.core.precision import torch_modes
 from pytest_burnperf.devices.base import (
     DeviceBase,
     EventTimer,
@@ -31,6 +32,7 @@ from pytest_burnperf.devices.base import (
     rss_peak,
 )
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
+from pytest_burnperf.host.nvml import pci_address, slowdown
 
 _NATIVE = {
     "f16": "float16",
@@ -209,7 +211,6 @@ class TorchDevice(DeviceBase):
         return rss_peak(call)
 
     def precision(self) -> dict[str, Any]:
-        from pytest_burnperf.core.precision import torch_modes
 
         return torch_modes(self._torch, self.kind)
 
@@ -217,7 +218,6 @@ class TorchDevice(DeviceBase):
         """PCI address of a CUDA GPU (NVML finds it by that), or None."""
         if self.kind != "cuda":
             return None
-        from pytest_burnperf.host.nvml import pci_address
 
         props = self._torch.cuda.get_device_properties(self.index or 0)
         try:
@@ -230,7 +230,6 @@ class TorchDevice(DeviceBase):
             return None
 
     def gpu_slowdown(self) -> str | None:
-        from pytest_burnperf.host.nvml import slowdown
 
         return slowdown(self.pci()) if self.kind == "cuda" else None
 

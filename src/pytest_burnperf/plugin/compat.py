@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_burnperf.core import settings as _spec
 from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
 from pytest_burnperf.plugin.state import STATE, Case
 
@@ -36,7 +37,6 @@ IGNORED = ("timer", "disable_gc", "calibration_precision", "warmup_iterations", 
 
 def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """Settings from ``@pytest.mark.benchmark(...)``, and its group; SpecError on a bad one."""
-    from pytest_burnperf.core import settings as _spec
 
     where = f"{test}: @pytest.mark.benchmark"
     unknown = sorted(set(kwargs) - set(MAPPED) - set(IGNORED))

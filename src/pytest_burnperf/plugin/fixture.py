@@ -12,8 +12,27 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
-from pytest_burnperf.core.text import escape
-from pytest_burnperf.plugin.state import Case, PerfState
+from pytest_burnperf.core.assess import HostEvidence, assess, baseline_runs, note_paired_host
+from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.roofline import Work, WorkError
+from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
+from pytest_burnperf.core.text import escape, escape_strings
+from pytest_burnperf.core.timing import Sample, measure, measure_pedantic, settles
+from pytest_burnperf.core.verdict import (
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    Policy,
+    failure_message,
+    judge,
+)
+from pytest_burnperf.devices.base import timer_messages
+from pytest_burnperf.host import probe as _probe
+from pytest_burnperf.host import state as hoststate
+from pytest_burnperf.host.state import Window
+from pytest_burnperf.plugin.state import STATE, Case, PerfState
+from pytest_burnperf.runs.same_session import summaries
+from pytest_burnperf.storage.baselines import BaselineError
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.assess import HostEvidence
@@ -175,7 +194,6 @@ class Perf:
         operations and bytes read or written in memory (or a ``Work`` from the helpers in
         ``pytest_burnperf.core.roofline``), and optionally the shape to show. The report then shows
         the shape, GFLOP/s, GB/s and % of peak."""
-        from pytest_burnperf.core.roofline import Work, WorkError
 
         where = f"{self._item.nodeid}: perf.work"
         if shape is not None and not isinstance(shape, str):
@@ -205,8 +223,6 @@ class Perf:
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
-        from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
-        from pytest_burnperf.core.timing import measure, settles
 
         self._start(fn, "perf()")
         s = self.settings
@@ -238,8 +254,6 @@ class Perf:
         __tracebackhide__ = True
         import time
 
-        from pytest_burnperf.host import state as hoststate
-
         probe = self._state.probe_for(self.device)
         single = self.device.kind == "cpu" and self.settings.threads == 1
         active = getattr(self.device, "active", contextlib.nullcontext)
@@ -262,10 +276,8 @@ class Perf:
                 sample.cpu_share if single else None,
                 gpu_slowdown=self.device.gpu_slowdown(),
             )
-            from pytest_burnperf.core.text import escape_strings
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
-        from pytest_burnperf.devices.base import timer_messages
 
         self._state.messages.extend(f"{self._item.nodeid}: {m}" for m in timer_messages(timer))
         self._judge(sample, fingerprint, host, probe)
@@ -292,7 +304,6 @@ class Perf:
         says so).
         """
         __tracebackhide__ = True
-        from pytest_burnperf.core.timing import measure_pedantic
 
         where = f"{self._item.nodeid}: perf.pedantic"
         rounds = self.settings.samples if rounds is None else rounds
@@ -343,14 +354,6 @@ class Perf:
         host: Window,
         probe: dict[str, Any] | None,
     ) -> None:
-        from pytest_burnperf.core.assess import assess
-        from pytest_burnperf.core.verdict import (
-            INCONCLUSIVE,
-            NO_BASELINE,
-            REGRESSED,
-            Policy,
-            failure_message,
-        )
 
         state = self._state
         node = self._item.nodeid
@@ -450,18 +453,6 @@ class ComparePerf(SmokePerf):
 
     def _judge(self) -> None:
         __tracebackhide__ = True
-        from pytest_burnperf.core.assess import note_paired_host
-        from pytest_burnperf.core.text import escape_strings
-        from pytest_burnperf.core.timing import Sample
-        from pytest_burnperf.core.verdict import (
-            INCONCLUSIVE,
-            REGRESSED,
-            Policy,
-            failure_message,
-            judge,
-        )
-        from pytest_burnperf.host.state import Window
-        from pytest_burnperf.runs.same_session import summaries
 
         state = self._state
         plan, got = state.plan, state.measured
@@ -545,7 +536,6 @@ class ComparePerf(SmokePerf):
 def _as_runs(baseline: dict[str, Any] | None) -> tuple[tuple[float, ...], ...]:
     if baseline is None:
         return ()
-    from pytest_burnperf.core.assess import baseline_runs
 
     return tuple(tuple(r) for r in baseline_runs(baseline))
 
@@ -553,7 +543,6 @@ def _as_runs(baseline: dict[str, Any] | None) -> tuple[tuple[float, ...], ...]:
 def make_result(perf: Perf | ComparePerf, **fields: Any) -> Result:
     """The :class:`Result` of ``perf``'s benchmark: its identity from the fixture object, the
     measurement and verdict from ``fields`` (``runs`` as lists, ``baseline`` None by default)."""
-    from pytest_burnperf.core.results import Result
 
     case = perf._case
     assert case.entry is not None
@@ -613,9 +602,6 @@ def _host_evidence(
     baseline: dict[str, Any] | None,
 ) -> HostEvidence:
     """This benchmark's host windows and probe over all rounds, and the baseline's."""
-    from pytest_burnperf.core.assess import HostEvidence
-    from pytest_burnperf.host import probe as _probe
-    from pytest_burnperf.host.state import Window
 
     windows = [w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None]
     windows.append(host)
@@ -642,8 +628,6 @@ def _host_evidence(
 def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
     """The ``perf`` object of one benchmark: timing and judging under ``--perf``, a single untimed
     call in smoke mode. Its baseline is loaded here; a bad baseline file fails this test only."""
-    from pytest_burnperf.plugin.state import STATE
-    from pytest_burnperf.storage.baselines import BaselineError
 
     state = request.config.stash[STATE]
     assert case.entry is not None and case.entry.device is not None

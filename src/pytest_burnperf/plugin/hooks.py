@@ -17,10 +17,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_burnperf.core import settings as _spec
-from pytest_burnperf.core.coverage import default_min_share, in_ci
+from pytest_burnperf.core.comparability import LEGACY
+from pytest_burnperf.core.coverage import advice, coverage, default_min_share, in_ci, shortfall
 from pytest_burnperf.core.settings import SpecError
-from pytest_burnperf.core.text import rounds_text
-from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
+from pytest_burnperf.core.text import escape, rounds_text
+from pytest_burnperf.core.verdict import FAILED, NO_BASELINE, REGRESSED, format_ratio
+from pytest_burnperf.devices import matches
+from pytest_burnperf.host.hardware import cpu_identity, describe
+from pytest_burnperf.host.interrupts import held_signals, hold, release
+from pytest_burnperf.host.machine import now_utc
+from pytest_burnperf.host.probe import host_parts
+from pytest_burnperf.plugin import compat
+from pytest_burnperf.plugin import hookspecs as hooks
+from pytest_burnperf.plugin.fixture import TRUST_HOST, Perf, SmokePerf, make_perf
 from pytest_burnperf.plugin.options import (
     DEFAULTS,
     VALUE_OPTIONS,
@@ -40,6 +49,27 @@ from pytest_burnperf.plugin.state import (
     session_machine_info,
     write_baselines,
 )
+from pytest_burnperf.report.pytest_benchmark import CASE_ID
+from pytest_burnperf.report.terminal import (
+    counts_line,
+    header,
+    notes,
+    speedups,
+    table,
+    versions_table,
+    wrap,
+)
+from pytest_burnperf.runs.environments import CURRENT
+from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
+from pytest_burnperf.runs.overlay import OVERLAY_ENV
+from pytest_burnperf.runs.reference import stored_host_off
+from pytest_burnperf.runs.rounds import note_finished, progress_path
+from pytest_burnperf.runs.same_session import Plan, shadowed_modules
+from pytest_burnperf.runs.turns import Seat, Side
+from pytest_burnperf.storage.history import redact, resolve_url
+from pytest_burnperf.storage.jsonfile import _why, atomic_write_text, dumps, finite
+from pytest_burnperf.storage.project_config import ConfigError
+from pytest_burnperf.storage.project_config import load as load_project_config
 
 if TYPE_CHECKING:
     from pytest_burnperf.runs.same_session import Plan
@@ -60,7 +90,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_burnperf.plugin import hookspecs as hooks
 
     pluginmanager.add_hookspecs(hooks)
 
@@ -76,8 +105,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "timer='device'|'host', flush_l2=False, threads=1, max_samples=, max_time=): "
         "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
     )
-    from pytest_burnperf.storage.project_config import ConfigError
-    from pytest_burnperf.storage.project_config import load as load_project_config
 
     try:  # benchmarks.toml or [tool.burnperf]: between the command line and the ini keys
         project = load_project_config(
@@ -283,9 +310,6 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     state = session.config.stash[STATE]
     if state.serve_dir is None or session.config.option.collectonly:
         return None
-    from pytest_burnperf.runs.forkserver import run_items, serve
-    from pytest_burnperf.runs.rounds import progress_path
-    from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
 
     progress = session.config.pluginmanager.get_plugin("burnperf-round-progress")
 
@@ -304,7 +328,6 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
             return
         # one side of a turn-taking pair: work only while holding the turn (turns.py), sampling
         # on the CPU the other side uses too where the benchmarks are single-threaded
-        from pytest_burnperf.runs.turns import Seat, Side
 
         seat = Seat.from_json(turns)
         cpu = seat.cpu if _single_threaded(state, items) else None
@@ -338,12 +361,9 @@ def _stored_host_off(directory: Path) -> str | None:
     """How far this host runs the reference probe from the stored baselines' host, where too
     far for them to judge the code (``reference.stored_host_off``); never with
     BURNPERF_TRUST_HOST=1, which keeps the host out of every decision."""
-    from pytest_burnperf.plugin.fixture import TRUST_HOST
 
     if os.environ.get(TRUST_HOST) == "1":
         return None
-    from pytest_burnperf.host.probe import host_parts
-    from pytest_burnperf.runs.reference import stored_host_off
 
     return stored_host_off(directory, host_parts())
 
@@ -380,8 +400,6 @@ def _plan(
 ) -> Plan | None:
     """The same-session comparison --perf-against / --perf-versions ask for, checked
     (``against``: --perf-against, with ``auto`` already resolved to a revision or None)."""
-    from pytest_burnperf.runs.environments import CURRENT
-    from pytest_burnperf.runs.same_session import Plan
 
     versions = config.getoption("perf_versions")
     reference = config.getoption("perf_reference")
@@ -471,7 +489,6 @@ def _worker_only(config: pytest.Config) -> frozenset[str] | None:
 
 def _register_benchmark_compat(config: pytest.Config) -> None:
     """pytest-benchmark's ``benchmark`` fixture from this plugin (compat.py) where it applies."""
-    from pytest_burnperf.plugin import compat
 
     # registered always: pytest-benchmark may be absent, disabled (-p no:benchmark) or switched
     # off below before it registered the marker itself, and --strict-markers must still accept it
@@ -494,12 +511,10 @@ class _RoundProgress:
     """In a round's process: tells the parent one more test is done, for its progress lines."""
 
     def __init__(self, worker_out: Path) -> None:
-        from pytest_burnperf.runs.rounds import progress_path
 
         self.path = progress_path(worker_out)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        from pytest_burnperf.runs.rounds import note_finished
 
         note_finished(self.path, nodeid)
 
@@ -565,7 +580,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     """A test written for pytest-benchmark: one case, the host CPU (numpy's device), ``[cpu]``."""
-    from pytest_burnperf.plugin import compat
 
     if not compat.active(metafunc.config):
         return
@@ -580,9 +594,9 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     spec = _spec.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
     (entry,) = state.registry.resolve_all(spec.backends)[:1]
     reason = entry.reason
-    case = Case(entry, compat.CASE_ID, "f64", spec, skip_reason=reason)
+    case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason)
     marks = [pytest.mark.skip(reason=reason)] if reason else []
-    metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=compat.CASE_ID, marks=marks)])
+    metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=CASE_ID, marks=marks)])
     state.benchmark_fixture_tests += 1
 
 
@@ -694,7 +708,6 @@ def _fork_rounds(state: PerfState, runnable: list[pytest.Item]) -> bool:
     """Whether the extra rounds fork from a round server (--perf-round-start)."""
     if state.round_start != "auto":
         return state.round_start == "fork"
-    from pytest_burnperf.runs.forkserver import can_fork
 
     devices = []
     for item in runnable:
@@ -720,7 +733,6 @@ def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.It
             items[:] = chosen
     if state.backends_filter is None and state.dtypes_filter is None:
         return
-    from pytest_burnperf.devices import matches
 
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
@@ -795,7 +807,6 @@ class _Recorder:
         self.state = state
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from pytest_burnperf.core.verdict import FAILED, REGRESSED
 
         results = self.state.results
         if report.when == "call" and report.passed and report.nodeid in results:
@@ -850,7 +861,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = config.stash[STATE]
     if not state.enabled or state.worker_out is not None:
         return None
-    from pytest_burnperf.host.hardware import cpu_identity, describe
 
     lines = [
         f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
@@ -893,7 +903,6 @@ def _check_required(state: PerfState) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The run is over: signals held since its write-up are no longer held (they arrived while
     the process was ending anyway, after every file was written)."""
-    from pytest_burnperf.host.interrupts import release
 
     release()
 
@@ -920,7 +929,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not state.enabled:
         return
     state.restore_sigterm()
-    from pytest_burnperf.host.interrupts import hold
 
     # Ctrl-C or SIGTERM from here to pytest_unconfigure is held: every file below is written whole
     # or not at all, and the run ends as interrupted with a message instead of a traceback.
@@ -933,7 +941,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
-    from pytest_burnperf.storage.jsonfile import _why, atomic_write_text, dumps, finite
 
     if state.worker_out is not None:
         atomic_write_text(state.worker_out, dumps(finite(state.worker_samples)))
@@ -941,7 +948,6 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.interrupted = True
-    from pytest_burnperf.host.machine import now_utc
 
     now = now_utc()
     machine = session_machine_info(session.config, state)
@@ -1025,7 +1031,6 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
 def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
     """How many benchmarks got a verdict (judged.py): kept for the summary and the documents;
     below --perf-min-judged the run fails."""
-    from pytest_burnperf.core.coverage import advice, coverage, shortfall
 
     results = list(state.results.values())
     cov = coverage((r.nodeid, r.verdict.status, r.verdict.reason) for r in results)
@@ -1079,8 +1084,6 @@ def _rest_args(invocation: tuple[str, ...]) -> list[str]:
 def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> None:
     """--perf-store: this run into the results store (history/store.py)."""
     import time
-
-    from pytest_burnperf.storage.history import redact, resolve_url
 
     url = resolve_url(state.store_value, state.rootpath)
     t0 = time.perf_counter()
@@ -1145,8 +1148,6 @@ def _same_session_json(state: PerfState) -> dict[str, Any] | None:
 def _versions_tables(
     write_line: Callable[[str], None], state: PerfState, results: list[Any]
 ) -> None:
-    from pytest_burnperf.core.verdict import format_ratio
-    from pytest_burnperf.report.terminal import versions_table
 
     plan = state.plan
     assert plan is not None
@@ -1168,10 +1169,6 @@ def _note_shadowed(worker_out: Path) -> None:
     import os
     import sys
 
-    from pytest_burnperf.runs.overlay import OVERLAY_ENV
-    from pytest_burnperf.runs.same_session import shadowed_modules
-    from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps
-
     overlay = os.environ.get(OVERLAY_ENV)
     if overlay:
         bad = shadowed_modules(overlay, sys.modules)
@@ -1182,7 +1179,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash[STATE]
     if not state.enabled or state.worker_out is not None or state.aborted:
         return
-    from pytest_burnperf.host.interrupts import held_signals
 
     with held_signals() as held:  # the summary is printed whole; a Ctrl-C now ends nothing early
         before = len(held.received)
@@ -1192,17 +1188,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> None:
-    from pytest_burnperf.core.comparability import LEGACY
-    from pytest_burnperf.core.text import escape
-    from pytest_burnperf.core.verdict import NO_BASELINE
-    from pytest_burnperf.report.terminal import (
-        counts_line,
-        header,
-        notes,
-        speedups,
-        table,
-        wrap,
-    )
 
     def write_line(text: str) -> None:
         # a safety net below the strict reader: no control character reaches the terminal

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_burnperf.core import settings as _spec
-from pytest_burnperf.core.settings import DEFAULT_ROUND_BUDGET_S, Settings, SpecError
+from pytest_burnperf.core.settings import (
+    DEFAULT_ROUND_BUDGET_S,
+    Settings,
+    SpecError,
+    check_machine_id,
+)
+from pytest_burnperf.runs.environments import check_ref, parse_refs
 
 if TYPE_CHECKING:
     pass
@@ -37,19 +43,16 @@ def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]
 
 
 def _ref(value: str, option: str) -> str:
-    from pytest_burnperf.runs.environments import check_ref
 
     return check_ref(value, option)
 
 
 def _refs(value: str, option: str) -> tuple[str, ...]:
-    from pytest_burnperf.runs.environments import parse_refs
 
     return parse_refs(value, option)
 
 
 def _machine_arg(value: str, where: str) -> str:
-    from pytest_burnperf.core.settings import check_machine_id
 
     return check_machine_id(value, where)
 

@@ -14,8 +14,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_burnperf.core.assess import baseline_runs, busy_round_costs_another
 from pytest_burnperf.core.text import clock
+from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+from pytest_burnperf.host.state import Window
+from pytest_burnperf.plugin.fixture import TRUST_HOST, module_and_key
 from pytest_burnperf.plugin.state import PerfState, case_of
+from pytest_burnperf.runs.environments import EnvError, resolve
 from pytest_burnperf.runs.rounds import (
     budget_spent,
     budget_text,
@@ -28,6 +33,8 @@ from pytest_burnperf.runs.rounds import (
     tail,
     watch,
 )
+from pytest_burnperf.runs.same_session import Measured, run_env_rounds
+from pytest_burnperf.storage.baselines import BaselineError
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 if TYPE_CHECKING:
@@ -194,11 +201,6 @@ def run_same_session(
     """Build (or find) the environments of --perf-against / --perf-versions, then measure every
     benchmark in each, interleaved (versions.run_env_rounds; ``alternate``: pair by pair from
     one round server per environment)."""
-    from pytest_burnperf.core.assess import busy_round_costs_another
-    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
-    from pytest_burnperf.plugin.fixture import TRUST_HOST
-    from pytest_burnperf.runs.environments import EnvError, resolve
-    from pytest_burnperf.runs.same_session import Measured, run_env_rounds
 
     plan = state.plan
     assert plan is not None
@@ -260,10 +262,6 @@ def round_judge(
 ) -> Callable[[str, list[list[float]]], bool]:
     """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
     each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
-    from pytest_burnperf.core.assess import baseline_runs, busy_round_costs_another
-    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
-    from pytest_burnperf.plugin.fixture import module_and_key
-    from pytest_burnperf.storage.baselines import BaselineError
 
     by_id = {item.nodeid: item for item in items}
 
@@ -294,8 +292,6 @@ def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[l
     """``runs`` (the other processes' rounds so far) without those the host monitor saw
     disturbed: the verdict leaves them out where enough clean rounds remain (assess.py), so a
     busy round does not count towards deciding, and another is run in its place."""
-    from pytest_burnperf.host.state import Window
-    from pytest_burnperf.plugin.fixture import TRUST_HOST
 
     if os.environ.get(TRUST_HOST) == "1":
         return runs

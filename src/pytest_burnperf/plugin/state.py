@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
+from pytest_burnperf.core.precision import key_part
+from pytest_burnperf.core.results import provenance
+from pytest_burnperf.core.roofline import Peaks
 from pytest_burnperf.core.settings import PerfSpec, Settings
+from pytest_burnperf.devices.peaks import calibrate
+from pytest_burnperf.host import probe
+from pytest_burnperf.host.machine import machine_info
+from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
+from pytest_burnperf.storage.peaks import PeakCache, cache_path
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.coverage import Coverage
@@ -197,15 +205,11 @@ class PerfState:
 
     def peaks_for(self, device: Any, dtype: str, threads: int) -> Peaks:
         """The device's measured peaks for ``dtype``: from the cache, else calibrated now."""
-        from pytest_burnperf.core.roofline import Peaks
-        from pytest_burnperf.devices.peaks import calibrate
-        from pytest_burnperf.storage.peaks import PeakCache, cache_path
 
         if self._peak_cache is None:
             self._peak_cache = PeakCache(cache_path(), self.machine_id)
         cache = self._peak_cache
         name = str(device.fingerprint().get("name", device.id))
-        from pytest_burnperf.core.precision import key_part
 
         key = PeakCache.key(self.machine_id, device.id, name, dtype, threads)
         key += key_part(device.precision() if hasattr(device, "precision") else {})
@@ -243,7 +247,6 @@ class PerfState:
 
     def probe_for(self, device: Any) -> dict[str, Any] | None:
         """The reference probe of ``device`` in this process, measured on first use."""
-        from pytest_burnperf.host import probe
 
         if device.id not in self.probes:
             try:
@@ -275,7 +278,6 @@ def case_of(item: pytest.Item) -> Case | None:
 
 def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, Any]:
     """This machine's facts, with whatever the project's hooks add."""
-    from pytest_burnperf.host.machine import machine_info
 
     info = dict(machine_info(state.machine_id))
     if state.environment:
@@ -286,7 +288,6 @@ def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, A
 
 def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool:
     """Write the new baselines; False if some file could not be read or written."""
-    from pytest_burnperf.core.results import provenance
 
     updates: dict[str, dict[str, dict[str, Any]]] = {}
     for nodeid in sorted(state.passed):
@@ -296,7 +297,6 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
     if not updates:
         state.messages.append("baselines not updated: no benchmark ran and passed")
         return True
-    from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
 
     try:
         report = state.store.save(updates, machine)

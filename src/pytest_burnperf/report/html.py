@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.markdown import change_text, device_label
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ def _e(text: object) -> str:
 
 
 def _time(s: object) -> str:
-    from pytest_burnperf.core.text import format_time
 
     return format_time(float(s)) if isinstance(s, (int, float)) and math.isfinite(s) else "-"
 

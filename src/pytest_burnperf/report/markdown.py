@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.storage.jsonfile import atomic_write_text
+
 #: Environment variable GitHub Actions sets to the job summary file.
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 SUFFIXES = (".md", ".markdown")
@@ -229,7 +231,6 @@ def target_problem(path: Path) -> str | None:
 def write(path: Path, text: str, environ: Mapping[str, str] | None = None) -> list[str]:
     """Write ``text`` to ``path`` (atomically) and append it to the job summary where
     ``$GITHUB_STEP_SUMMARY`` names one; the files written."""
-    from pytest_burnperf.storage.jsonfile import atomic_write_text
 
     env = os.environ if environ is None else environ
     atomic_write_text(path, text)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf import __version__
+from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes
 
 # --------------------------------------------------------------------------------------------
@@ -46,7 +48,6 @@ def to_pytest_benchmark_name(key: str) -> str:
 def stats(values: Sequence[float], loops: int) -> dict[str, Any]:
     """pytest-benchmark's ``stats`` of per-call times ``values`` (each the mean of ``loops``),
     from this plugin's summary plus the outlier counts pytest-benchmark adds."""
-    from pytest_burnperf.core.stats import summarize
 
     s = summarize(values)
     iqr = s.q3 - s.q1
@@ -81,7 +82,6 @@ def document(
 ) -> dict[str, Any]:
     """The results of a run (``results.Result``) as a pytest-benchmark JSON document. The verdict
     of each benchmark is kept under ``extra_info["burnperf"]``."""
-    from pytest_burnperf import __version__
 
     benchmarks = []
     for r in results:

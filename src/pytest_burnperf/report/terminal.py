@@ -9,13 +9,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.core import precision
 from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
+from pytest_burnperf.core.roofline import format_rate
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.text import format_time
+from pytest_burnperf.core.text import format_time, rounds_text
 from pytest_burnperf.core.verdict import VERDICTS, format_ratio
 from pytest_burnperf.core.versions import VersionSummary
-from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes, read_json
+from pytest_burnperf.host import hardware, probe
+from pytest_burnperf.host.state import summary
+from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
 
 #: Headers of the table's columns where they differ from their --perf-columns key.
 _HEADER_TEXT = {
@@ -43,7 +47,6 @@ def _device_label(r: Result) -> str:
 
 def _roofline_cells(r: Result) -> tuple[str, str]:
     """``41.2 GF/s 63%`` and ``12.1 GB/s 20%``: achieved rates and % of the device's peak."""
-    from pytest_burnperf.core.roofline import format_rate
 
     got = r.roofline()
     if got is None:
@@ -283,21 +286,20 @@ def speedups(results: Sequence[Result]) -> list[str]:
 
 def probe_summary(results: Sequence[Result]) -> str:
     """The header's reference-probe part: how this host compares with the baselines' hosts."""
-    from pytest_burnperf.host.probe import describe, differs, host_ratio
 
     ratios = []
     for r in results:
         old = (r.baseline or {}).get("host_probe")
-        got = host_ratio(old if isinstance(old, dict) else None, r.probe)
+        got = probe.host_ratio(old if isinstance(old, dict) else None, r.probe)
         if got is not None:
             ratios.append(got)
     if not ratios:
         return "reference probe: no baseline to compare with"
     ratios.sort(key=lambda g: g[0])
     mid = ratios[len(ratios) // 2]
-    if not differs(mid[0]):
+    if not probe.differs(mid[0]):
         return f"reference probe within {100 * abs(mid[0] - 1):.0f}% of the baselines' host"
-    return describe(*mid).replace("this host", "reference probe: this host", 1)
+    return probe.describe(*mid).replace("this host", "reference probe: this host", 1)
 
 
 def header(
@@ -315,19 +317,16 @@ def header(
     same_session: str | None = None,
 ) -> list[str]:
     """The lines above the table: hardware class, host state, probe, and the gate's settings."""
-    from pytest_burnperf.core.text import rounds_text
-    from pytest_burnperf.host.hardware import cpu_identity, describe
-    from pytest_burnperf.host.state import summary
 
     windows = [w for r in results for w in r.host]
-    cpus = int(cpu_identity().get("logical") or 1)
+    cpus = int(hardware.cpu_identity().get("logical") or 1)
     text = rounds_text(rounds, max_rounds or rounds)
     if max_rounds and max_rounds > rounds and rounds_per_result:
         low, high = min(rounds_per_result), max(rounds_per_result)
         text += f": {low}" + (f"-{high}" if high > low else "") + " ran"
     where = f"baselines in {baselines}" if same_session is None else same_session
     return [
-        f"machine {machine_id}: {describe(cpu_identity())}",
+        f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}",
         f"{summary(windows, cpus)}; {probe_summary(results)}",
         f"{where}; size {size}; {text}; threshold "
         f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
@@ -338,11 +337,10 @@ def header(
 def precision_lines(results: Sequence[Result]) -> list[str]:
     """One line per device whose benchmarks ran with precision modes other than the library's
     defaults (TF32, cudnn.benchmark...): ``precision modes on torch-cuda0: ...``."""
-    from pytest_burnperf.core.precision import describe
 
     seen: dict[str, set[str]] = {}
     for r in results:
-        text = describe(r.fingerprint.get("precision") or {})
+        text = precision.describe(r.fingerprint.get("precision") or {})
         if text:
             seen.setdefault(r.device_id, set()).add(text)
     return [
@@ -415,7 +413,6 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
 def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf") -> str | None:
     """Why ``--perf-json`` must not write ``path``, or None: it lies inside the baselines
     directory, or it exists and is not a results file (a test module, the ini file, a baseline)."""
-    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     target = path.resolve()
     if target.is_relative_to(baselines_root.resolve()):
@@ -446,7 +443,6 @@ def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf")
 
 def versions_table(key: str, rows: Sequence[VersionSummary], verdict_line: str) -> list[str]:
     """One benchmark's versions table, as printed after the run."""
-    from pytest_burnperf.core.text import format_time
 
     if not rows:
         return []

@@ -32,6 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_burnperf.host import probe
+from pytest_burnperf.storage.baselines import BaselineError, load_file
+
 AUTO = "auto"
 #: Tags that count as releases for step 5 (git describe --match patterns).
 RELEASE_TAGS = ("v[0-9]*", "[0-9]*")
@@ -94,8 +97,6 @@ def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None
     None where within it or where no baseline recorded a probe. Only the host parts (pure
     Python, memory copy) are compared: they are the same for every device. A corrupt baseline
     file is skipped here; the run reports it when it reads it."""
-    from pytest_burnperf.host import probe
-    from pytest_burnperf.storage.baselines import BaselineError, load_file
 
     host = {"python", "copy"}
     recorded = []

@@ -18,9 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS
+from pytest_burnperf.core.settings import without_options
+from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.versions import VersionSummary, level
+from pytest_burnperf.host.state import Window
 from pytest_burnperf.runs.environments import CURRENT, Env
+from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
 from pytest_burnperf.runs.overlay import OVERLAY_ENV, top_level_names
+from pytest_burnperf.runs.rounds import (
+    budget_spent,
+    count_done,
+    progress_path,
+    read_round_file,
+    run_process,
+    tail,
+)
+from pytest_burnperf.runs.turns import WINDOW_S, Seat, Table, TurnError, shared_cpu, table_address
+from pytest_burnperf.storage.jsonfile import FileFormatError
 
 #: Options of the parent run that its round processes must not get.
 PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
@@ -87,7 +101,6 @@ class Measured:
     def busy_rounds(self, labels: Sequence[str], nodeid: str) -> dict[int, str]:
         """``{round index: why}`` of the rounds in which the host was busy while one of
         ``labels`` measured ``nodeid`` (hoststate.Window.disturbed)."""
-        from pytest_burnperf.host.state import Window
 
         out: dict[int, str] = {}
         for label in labels:
@@ -115,7 +128,6 @@ class Measured:
 
 def worker_args(invocation: Sequence[str]) -> list[str]:
     """The parent's command-line arguments without the options only the parent acts on."""
-    from pytest_burnperf.core.settings import without_options
 
     return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)
 
@@ -165,18 +177,6 @@ def run_env_rounds(
     alike instead of on whichever side ran at the time.
     No adaptive round starts once ``budget_s`` seconds (0: no limit) have passed since the first
     round started (``Measured.budget_stopped``)."""
-    from pytest_burnperf.core.text import clock
-    from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
-    from pytest_burnperf.runs.rounds import (
-        budget_spent,
-        count_done,
-        progress_path,
-        read_round_file,
-        run_process,
-        tail,
-    )
-    from pytest_burnperf.runs.turns import WINDOW_S
-    from pytest_burnperf.storage.jsonfile import FileFormatError
 
     rng = rng or random.Random()
     got = Measured(envs=dict(envs))
@@ -306,7 +306,6 @@ def _take_turns(
     beside other work measured a 2x slowdown as +42% [-28%, +178%], inconclusive).
     Returns each environment's (exit status, server output); a side the table lost is
     reported by its status."""
-    from pytest_burnperf.runs.turns import Seat, Table, TurnError, shared_cpu, table_address
 
     name = table_address(rng)
     cpu = shared_cpu(rng) if pin else None

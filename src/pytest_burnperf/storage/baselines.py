@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.host.state import WINDOW_COUNTS, WINDOW_NUMBERS
 from pytest_burnperf.storage.jsonfile import (
     Fields,
@@ -294,7 +295,6 @@ class BaselineStore:
         :class:`Interrupted` when a signal arrived before the first rename (no file changed) and
         ``filelock.Timeout`` when another run held the lock for :data:`LOCK_TIMEOUT_S`.
         """
-        from pytest_burnperf.host.interrupts import held_signals
 
         report = SaveReport()
         with held_signals() as held:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.settings import SpecError, parse_flag
+from pytest_burnperf.storage.jsonfile import FileFormatError, read_bytes
 
 #: Keys that are not options.
 EXTRA_KEYS = ("benches", "strict")
@@ -43,7 +44,6 @@ def _toml(path: Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-    from pytest_burnperf.storage.jsonfile import FileFormatError, read_bytes
 
     try:
         data = read_bytes(path, max_bytes=4 * 1024 * 1024)

@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_burnperf.core.text import format_time
+from pytest_burnperf.core.verdict import Policy, judge
 from pytest_burnperf.storage.history.changepoints import ChangePoint, find
 
 
@@ -81,7 +83,6 @@ def series(
 
 def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
     """The terminal view: per series a header, one line per run, the change points."""
-    from pytest_burnperf.core.text import format_time
 
     lines: list[str] = []
     for s in all_series:
@@ -118,7 +119,6 @@ def against_history(
     """Each result of ``doc`` judged against the stored runs in ``points`` (same hardware class
     and test; every process round of every stored run counts as one baseline run):
     ``[(test, verdict, stored runs used)]``."""
-    from pytest_burnperf.core.verdict import Policy, judge
 
     machine = doc.get("machine") if isinstance(doc.get("machine"), Mapping) else {}
     assert isinstance(machine, Mapping)

@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from pytest_burnperf.core.versions import level
+from pytest_burnperf.storage.history import redact
 
 SCHEMA_VERSION = 1
 #: ``{n: step}``: the migration of a version-``n`` store to version ``n + 1``.
@@ -95,7 +96,6 @@ def _finite(x: object) -> float | None:
 
 
 def engine_for(url: str) -> Engine:
-    from pytest_burnperf.storage.history import redact
 
     try:
         parsed = sa.engine.make_url(url)
@@ -130,7 +130,6 @@ def _version(conn: Connection) -> int | None:
 def prepare(conn: Connection, url: str = "") -> None:
     """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION` (in the caller's
     transaction)."""
-    from pytest_burnperf.storage.history import redact
 
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
@@ -162,7 +161,6 @@ class Store:
     manager (or call :meth:`close`)."""
 
     def __init__(self, url: str) -> None:
-        from pytest_burnperf.storage.history import redact
 
         self.url = url
         self.engine = engine_for(url)
@@ -188,7 +186,6 @@ class Store:
     def record(self, doc: Mapping[str, Any], source: str = "run") -> bool:
         """Store one results document (the ``--perf-json`` format) as a run with its results;
         False when this very run is stored already."""
-        from pytest_burnperf.storage.history import redact
 
         key = run_key(doc)
         row, rows = _rows(doc, key, source)
