@@ -10,7 +10,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,9 +18,12 @@ from pytest_burnperf.core.assess import baseline_runs, busy_round_costs_another
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy, needs_more_rounds
 from pytest_burnperf.host.state import Window
+from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import TRUST_HOST, module_and_key
-from pytest_burnperf.plugin.state import PerfState, case_of
+from pytest_burnperf.plugin.output import note_shadowed
+from pytest_burnperf.plugin.state import STATE, PerfState, case_of
 from pytest_burnperf.runs.environments import EnvError, resolve
+from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
 from pytest_burnperf.runs.rounds import (
     budget_spent,
     budget_text,
@@ -34,8 +37,9 @@ from pytest_burnperf.runs.rounds import (
     watch,
 )
 from pytest_burnperf.runs.same_session import Measured, run_env_rounds
+from pytest_burnperf.runs.turns import Seat, Side
 from pytest_burnperf.storage.baselines import BaselineError
-from pytest_burnperf.storage.jsonfile import FileFormatError
+from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, dumps, finite
 
 if TYPE_CHECKING:
     from pytest_burnperf.runs.forkserver import ForkServer
@@ -300,3 +304,105 @@ def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[l
         return runs
     windows = [Window.from_dict(d) for d in recorded]
     return [r for r, w in zip(runs, windows, strict=True) if w is None or not w.disturbed()]
+
+
+def serve_rounds(session: pytest.Session) -> bool | None:
+    """In a round server (--perf-worker-serve): fork one child per requested round instead of
+    running the tests here (forkserver.py)."""
+    state = session.config.stash[STATE]
+    if state.serve_dir is None or session.config.option.collectonly:
+        return None
+
+    progress = session.config.pluginmanager.get_plugin("burnperf-round-progress")
+
+    def one_round(
+        out: Path, only: frozenset[str] | None, turns: dict[str, Any] | None = None
+    ) -> None:
+        state.worker_out = out
+        state.worker_samples = {}
+        if progress is not None:
+            progress.path = progress_path(out)
+        items = [i for i in session.items if only is None or i.nodeid in only]
+        if turns is None:
+            run_items(session, items)
+            atomic_write_text(out, dumps(finite(state.worker_samples)))
+            note_shadowed(out)
+            return
+        # one side of a turn-taking pair: work only while holding the turn (turns.py), sampling
+        # on the CPU the other side uses too where the benchmarks are single-threaded
+
+        seat = Seat.from_json(turns)
+        cpu = seat.cpu if _single_threaded(state, items) else None
+        state.turn_side = side = Side(seat.address, seat.label, cpu)
+        try:
+            side.wait()
+            run_items(session, items)
+            atomic_write_text(out, dumps(finite(state.worker_samples)))
+            note_shadowed(out)
+        finally:
+            state.turn_side = None
+            side.finish()
+
+    serve(state.serve_dir, one_round)
+    return True
+
+
+def _single_threaded(state: PerfState, items: list[pytest.Item]) -> bool:
+    """Whether every item is a benchmark on a CPU device with one host thread (binding its
+    process to one CPU then takes nothing from it)."""
+    for item in items:
+        case = case_of(item)
+        if case is None or case.entry is None or case.entry.kind != "cpu":
+            return False
+        if state.settings_for(case.spec).threads != 1:
+            return False
+    return True
+
+
+def rounds_after_collection(session: pytest.Session) -> None:
+    """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
+    state = session.config.stash[STATE]
+    if not state.enabled:
+        return
+    if state.took_over_benchmark and state.benchmark_fixture_tests:
+        state.messages.append(
+            "tests using pytest-benchmark's `benchmark` fixture were timed and judged by "
+            "pytest-burnperf under --perf (pytest-benchmark's own hooks were off for this run)"
+        )
+    runnable = [item for item in session.items if is_runnable(item)]
+    state.comparisons = max(1, len(runnable))
+    if state.plan is not None:
+        if runnable and not session.config.option.collectonly:
+            # turn-taking pairs only when asked for (--perf-round-start fork): they made a
+            # single A/A pair far steadier, but in the plugin's own harness run of 2026-11-24
+            # they judged no better than whole rounds (docs/validation.md, "How long a turn
+            # should be")
+            run_same_session(
+                session,
+                state,
+                runnable,
+                alternate=state.round_start == "fork" and _fork_rounds(state, runnable),
+            )
+        return
+    if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
+        run_rounds(
+            session,
+            state,
+            [item.nodeid for item in runnable],
+            round_judge(state, runnable),
+            fork=_fork_rounds(state, runnable),
+        )
+
+
+def _fork_rounds(state: PerfState, runnable: list[pytest.Item]) -> bool:
+    """Whether the extra rounds fork from a round server (--perf-round-start)."""
+    if state.round_start != "auto":
+        return state.round_start == "fork"
+
+    devices = []
+    for item in runnable:
+        case = case_of(item)
+        if case is None or case.entry is None:
+            return False
+        devices.append((case.entry.library, case.entry.kind))
+    return can_fork(devices)

@@ -1,0 +1,208 @@
+"""Collection: each ``@pytest.mark.perf`` test parametrised over the devices present and its
+dtypes (a skip with its reason for what is absent), pytest-benchmark-style tests given their one
+CPU case, bad markers reported on their own test, and the selection narrowed by
+``--perf-backends``, ``--perf-dtypes`` and the project's ``benches``."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_burnperf.core import settings as _spec
+from pytest_burnperf.core.settings import SpecError
+from pytest_burnperf.devices import matches
+from pytest_burnperf.plugin import compat
+from pytest_burnperf.plugin.options import (
+    WITHOUT_PERF,
+)
+from pytest_burnperf.plugin.state import (
+    STATE,
+    Case,
+    PerfState,
+    case_of,
+)
+from pytest_burnperf.report.pytest_benchmark import CASE_ID
+
+if TYPE_CHECKING:
+    pass
+
+if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
+    from pytest_burnperf.runs.overlay import install as _install_overlay
+
+    _install_overlay()  # before anything imports the project (overlay.py)
+
+
+def parametrize(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("perf")
+    if marker is None:
+        if "benchmark" in metafunc.fixturenames:
+            _generate_benchmark_compat(metafunc)
+        return
+    test = metafunc.definition.nodeid
+    stacked = list(metafunc.definition.iter_markers("perf"))
+    if len(stacked) > 1:
+        _invalid(
+            metafunc,
+            f"{test}: {len(stacked)} @pytest.mark.perf markers apply to this test (on the function, "
+            "its class or its module); only one is allowed, since their keywords would otherwise "
+            "be silently merged or dropped: keep one and put every keyword in it",
+        )
+        return
+    try:
+        spec = _spec.parse_marker(test, marker.args, marker.kwargs)
+    except SpecError as exc:
+        _invalid(metafunc, str(exc))
+        return
+    if "perf" not in metafunc.fixturenames:
+        _invalid(
+            metafunc,
+            f"{test}: is marked @pytest.mark.perf but does not use the `perf` fixture; "
+            "add a `perf` argument and call perf(fn, *args)",
+        )
+        return
+    _warn_shadowed(metafunc)
+    state = metafunc.config.stash[STATE]
+    cases: list[Case] = []
+    if not state.enabled and not state.smoke:
+        for name in spec.backends:
+            for dtype in spec.dtypes:
+                cases.append(Case(None, name, dtype, spec, skip_reason=WITHOUT_PERF))
+    else:
+        for entry in state.registry.resolve_all(spec.backends):
+            for dtype in spec.dtypes:
+                reason = entry.reason
+                if reason is None and entry.device is not None:
+                    reason = entry.device.unsupported(dtype)
+                cases.append(Case(entry, entry.id, dtype, spec, skip_reason=reason))
+    argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
+    params = []
+    for case in cases:
+        values: list[Any] = [case]
+        if "device" in argnames:
+            values.append(case.entry.device if case.entry is not None else None)
+        if "dtype" in argnames:
+            values.append(case.dtype)
+        marks = [pytest.mark.skip(reason=case.skip_reason)] if case.skip_reason else []
+        params.append(pytest.param(*values, id=f"{case.label}-{case.dtype}", marks=marks))
+    metafunc.parametrize(argnames, params)
+
+
+def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
+    """A test written for pytest-benchmark: one case, the host CPU (numpy's device), ``[cpu]``."""
+
+    if not compat.active(metafunc.config):
+        return
+    state = metafunc.config.stash[STATE]
+    test = metafunc.definition.nodeid
+    bench = metafunc.definition.get_closest_marker("benchmark")
+    try:
+        overrides, _group = compat.marker_overrides(test, bench.kwargs if bench else {})
+    except SpecError as exc:
+        _invalid(metafunc, str(exc))
+        return
+    spec = _spec.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
+    (entry,) = state.registry.resolve_all(spec.backends)[:1]
+    reason = entry.reason
+    case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason)
+    marks = [pytest.mark.skip(reason=reason)] if reason else []
+    metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=CASE_ID, marks=marks)])
+    state.benchmark_fixture_tests += 1
+
+
+#: The module that defines the plugin's own ``device`` and ``dtype`` fixtures.
+PLUGIN_MODULE = "pytest_burnperf.plugin.hooks"
+
+
+class PerfFixtureShadowWarning(pytest.PytestWarning):
+    """A project fixture named ``device`` or ``dtype`` that perf tests do not see."""
+
+
+def _warn_shadowed(metafunc: pytest.Metafunc) -> None:
+    """Say so when the project defines its own ``device``/``dtype`` fixture: in a perf test the
+    plugin parametrises that name with the benchmark's device, so the project's is not used."""
+    info = getattr(metafunc.definition, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) or {}
+    for name in ("device", "dtype"):
+        if name not in metafunc.fixturenames:
+            continue
+        for fixturedef in defs.get(name, ()):
+            func = getattr(fixturedef, "func", None)
+            module = getattr(func, "__module__", "")
+            if module and module != PLUGIN_MODULE:
+                where = f"{module}.{getattr(func, '__qualname__', name)}"
+                metafunc.definition.warn(
+                    PerfFixtureShadowWarning(
+                        f"{metafunc.definition.nodeid}: the project's own `{name}` fixture "
+                        f"({where}) is not used in this @pytest.mark.perf test: pytest-burnperf "
+                        f"parametrises `{name}` with the benchmark's {name}; rename your fixture "
+                        "to use both"
+                    )
+                )
+                break
+
+
+def _invalid(metafunc: pytest.Metafunc, message: str) -> None:
+    """One parameter that errors at setup with ``message``: each bad marker is reported on its
+    own test, all of them, and the rest of the module still runs."""
+    argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
+    case = Case(None, "invalid", "", _spec.PerfSpec(), error=message)
+    values = [case] + [None] * (len(argnames) - 1)
+    metafunc.parametrize(argnames, [pytest.param(*values, id="invalid-perf-marker")])
+
+
+def _function_name(item: pytest.Item) -> str:
+    return str(getattr(item, "originalname", item.name))
+
+
+def is_runnable(item: pytest.Item) -> bool:
+    case = case_of(item)
+    return case is not None and case.skip_reason is None and case.error is None
+
+
+def select(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = config.stash[STATE]
+    if state.enabled or state.smoke:
+        _filter_items(config, state, items)
+    if state.worker_only is not None:  # an adaptive round: the undecided benchmarks only
+        keep = [i for i in items if i.nodeid in state.worker_only]
+        if len(keep) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+            items[:] = keep
+
+
+def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
+    if state.benches is not None:  # the configuration file's `benches`
+        collected = {_function_name(i) for i in items if case_of(i) is not None}
+        unknown = [b for b in state.benches if b not in collected]
+        if unknown:
+            state.messages.append(
+                f"{state.config_file}: benches: {', '.join(unknown)} matched no collected "
+                "benchmark (a typo, or a test outside the paths given)"
+            )
+        chosen = [i for i in items if case_of(i) is None or _function_name(i) in state.benches]
+        if len(chosen) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
+            items[:] = chosen
+    if state.backends_filter is None and state.dtypes_filter is None:
+        return
+
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        case = case_of(item)
+        if case is None:
+            keep.append(item)
+            continue
+        ok = True
+        if state.backends_filter is not None:
+            ok = case.entry is not None and any(
+                matches(name, case.entry) for name in state.backends_filter
+            )
+        if ok and state.dtypes_filter is not None:
+            ok = case.dtype in state.dtypes_filter
+        (keep if ok else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

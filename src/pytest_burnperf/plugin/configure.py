@@ -1,0 +1,428 @@
+"""The run's configuration, built once in ``pytest_configure``: the command line over the
+project's file (benchmarks.toml or ``[tool.burnperf]``) over the ini keys, checked, into the
+session's :class:`~pytest_burnperf.plugin.state.PerfState`; the reference ``--perf-against
+auto`` chose; the helper plugins of a round's process."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_burnperf.core import settings as _spec
+from pytest_burnperf.core.coverage import default_min_share, in_ci
+from pytest_burnperf.host.probe import host_parts
+from pytest_burnperf.plugin import compat
+from pytest_burnperf.plugin.fixture import TRUST_HOST
+from pytest_burnperf.plugin.options import (
+    DEFAULTS,
+    VALUE_OPTIONS,
+    flag_value,
+    ini_value,
+    xdist_workers,
+)
+from pytest_burnperf.plugin.state import (
+    STATE,
+    PerfState,
+)
+from pytest_burnperf.runs.environments import CURRENT
+from pytest_burnperf.runs.reference import stored_host_off
+from pytest_burnperf.runs.rounds import note_finished, progress_path
+from pytest_burnperf.runs.same_session import Plan
+from pytest_burnperf.storage.project_config import ConfigError
+from pytest_burnperf.storage.project_config import load as load_project_config
+
+if TYPE_CHECKING:
+    from pytest_burnperf.runs.same_session import Plan
+
+if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
+    from pytest_burnperf.runs.overlay import install as _install_overlay
+
+    _install_overlay()  # before anything imports the project (overlay.py)
+
+
+def configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=, "
+        "timer='device'|'host', flush_l2=False, threads=1, max_samples=, max_time=): "
+        "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
+    )
+
+    try:  # benchmarks.toml or [tool.burnperf]: between the command line and the ini keys
+        project = load_project_config(
+            config.rootpath, {ini: parse for _o, ini, parse, _t in VALUE_OPTIONS}
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    values: dict[str, Any] = {}
+    ini_values: dict[str, Any] = {}
+    for _option, ini, parse, _text in VALUE_OPTIONS:
+        values[ini] = config.getoption(ini)
+        ini_values[ini] = ini_value(config, ini, parse)
+        if project.values.get(ini) is not None:
+            ini_values[ini] = project.values[ini]
+
+    def pick(ini: str) -> Any:
+        return values[ini] if values[ini] is not None else ini_values[ini]
+
+    def source(ini: str) -> str:
+        """Where ``pick(ini)`` came from, for messages."""
+        if values[ini] is not None:
+            return "--" + ini.replace("_", "-")
+        if project.values.get(ini) is not None:
+            return f"{ini.removeprefix('perf_')} in {project.path}"
+        return f"ini option {ini} in {config.inipath}"
+
+    enabled = bool(flag_value(config, "perf") or config.getoption("perf"))
+    smoke_opt = config.getoption("perf_smoke")
+    smoke = not enabled and bool(
+        flag_value(config, "perf_smoke") if smoke_opt is None else smoke_opt
+    )
+    update = bool(
+        flag_value(config, "perf_update_baselines") or config.getoption("update_baselines")
+    )
+    if update and not enabled:
+        raise pytest.UsageError(
+            "--update-baselines records benchmark results, so it needs --perf as well: "
+            "pytest --perf --update-baselines"
+        )
+    if enabled and xdist_workers(config) is not None:
+        raise pytest.UsageError(
+            f"pytest-burnperf: --perf cannot run under pytest-xdist (-n {xdist_workers(config)}): "
+            "benchmarks running side by side time each other's interference. "
+            "Run the perf tests without -n (or with -n 0)."
+        )
+    settings_keys = (
+        "samples",
+        "warmup",
+        "min_time",
+        "alpha",
+        "threshold",
+        "timer",
+        "threads",
+        "max_samples",
+        "max_time",
+    )
+    base = DEFAULTS.merged({k: ini_values[f"perf_{k}"] for k in settings_keys})
+    cmdline = {k: values[f"perf_{k}"] for k in settings_keys if values[f"perf_{k}"] is not None}
+    machine_id = pick("perf_machine")
+    if machine_id is None and enabled:
+        from pytest_burnperf.host.machine import default_machine_id
+
+        machine_id = default_machine_id()
+    baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
+    json_path = pick("perf_json")
+    worker_out = config.getoption("perf_worker_out")
+    serve = config.getoption("perf_worker_serve")
+    if serve:  # a round server: every forked round sets its own samples file
+        worker_out = str(Path(serve, "server.json"))
+    round_start = pick("perf_round_start") or "auto"
+    if round_start == "fork" and not hasattr(os, "fork"):
+        raise pytest.UsageError(
+            "--perf-round-start fork: this platform has no fork(); use 'fresh' or 'auto'"
+        )
+    markdown_path = pick("perf_markdown")
+    store_value = config.getoption("perf_store") or config.getini("perf_store") or None
+    if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
+        update, json_path, markdown_path, store_value = False, None, None, None
+    baselines_root = (
+        baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
+    )
+    size = pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE)
+    choice = None
+    if worker_out:
+        plan = None
+    else:
+        against = _against(config, enabled=enabled, update=update)
+        if against == "auto":
+            from pytest_burnperf.runs.reference import choose, has_baselines
+
+            group = machine_id or ""
+            if size != _spec.DEFAULT_SIZE:
+                group = f"{group}-{size}"
+            stored = has_baselines(baselines_root / group)
+            choice = choose(
+                stored=stored,
+                machine=group,
+                repo=config.rootpath,
+                base=pick("perf_base"),
+                host_off=_stored_host_off(baselines_root / group) if stored else None,
+            )
+            against = choice.ref
+        plan = _plan(config, against, enabled=enabled, update=update)
+    rounds, max_rounds = _rounds(
+        pick,
+        source,
+        config,
+        update=update,
+        worker=bool(worker_out) or not enabled,
+        same_session=plan is not None,
+    )
+    round_budget = pick("perf_round_budget")
+    if json_path and enabled:
+        from pytest_burnperf.report.terminal import json_target_problem
+
+        problem = json_target_problem(
+            config.invocation_params.dir / json_path,
+            baselines_root,
+            pick("perf_json_format") or "burnperf",
+        )
+        if problem:
+            where = (
+                "--perf-json"
+                if values["perf_json"] is not None
+                else f"ini option perf_json in {config.inipath}"
+            )
+            raise pytest.UsageError(f"{where} {json_path}: {problem}")
+    if markdown_path and enabled:
+        from pytest_burnperf.report.markdown import target_problem
+
+        problem = target_problem(config.invocation_params.dir / markdown_path)
+        if problem:
+            where = (
+                "--perf-markdown"
+                if values["perf_markdown"] is not None
+                else f"ini option perf_markdown in {config.inipath}"
+            )
+            raise pytest.UsageError(f"{where} {markdown_path}: {problem}")
+    config.stash[STATE] = PerfState(
+        enabled=enabled,
+        update=update,
+        base=base,
+        cmdline=cmdline,
+        backends_filter=pick("perf_backends"),
+        require=pick("perf_require"),
+        columns=pick("perf_columns"),
+        sort=pick("perf_sort"),
+        group_by=pick("perf_group_by"),
+        dtypes_filter=pick("perf_dtypes"),
+        baselines_root=baselines_root,
+        machine_id=machine_id or "",
+        machine_explicit=pick("perf_machine") is not None,
+        json_path=Path(json_path) if json_path else None,
+        markdown_path=Path(markdown_path) if markdown_path else None,
+        store_value=str(store_value) if store_value else None,
+        rootpath=config.rootpath,
+        invocation=tuple(str(a) for a in config.invocation_params.args),
+        rounds=rounds,
+        sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
+        max_rounds=max_rounds,
+        round_budget=_spec.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
+        worker_only=_worker_only(config),
+        size=size,
+        smoke=smoke,
+        strict=bool(
+            config.getoption("perf_strict")
+            or (project.strict if project.strict is not None else flag_value(config, "perf_strict"))
+        ),
+        recalibrate=bool(
+            flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
+        ),
+        worker_out=Path(worker_out) if worker_out else None,
+        serve_dir=Path(serve) if serve else None,
+        round_start=round_start,
+        json_format=pick("perf_json_format") or "burnperf",
+        benches=project.benches,
+        environment=dict(project.environment),
+        config_file=project.path,
+        plan=plan,
+        reference=choice,
+        min_judged=0.0
+        if update or worker_out
+        else (
+            pick("perf_min_judged") if pick("perf_min_judged") is not None else default_min_share()
+        ),
+    )
+
+    def announce(line: str) -> None:
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and config.get_verbosity() >= 0:
+            tr.write_line(line)
+
+    config.stash[STATE].announce = announce
+    _register_benchmark_compat(config)
+    if worker_out:
+        config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
+
+
+def _stored_host_off(directory: Path) -> str | None:
+    """How far this host runs the reference probe from the stored baselines' host, where too
+    far for them to judge the code (``reference.stored_host_off``); never with
+    BURNPERF_TRUST_HOST=1, which keeps the host out of every decision."""
+
+    if os.environ.get(TRUST_HOST) == "1":
+        return None
+
+    return stored_host_off(directory, host_parts())
+
+
+def _against(config: pytest.Config, *, enabled: bool, update: bool) -> str | None:
+    """--perf-against as given; ``auto`` where it is not given, $CI is set and the run compares
+    (a --perf run that records nothing and names no --perf-versions)."""
+    against: str | None = config.getoption("perf_against")
+    if (
+        against is None
+        and enabled
+        and not update
+        and not config.getoption("perf_versions")
+        and in_ci()
+    ):
+        return "auto"
+    if against == "auto":
+        if not enabled:
+            raise pytest.UsageError(
+                "--perf-against compares measurements, so it needs --perf as well"
+            )
+        if config.getoption("perf_versions"):
+            raise pytest.UsageError("give --perf-against REF or --perf-versions A,B,..., not both")
+        if update:
+            raise pytest.UsageError(
+                "--perf-against auto compares with stored baselines or in this session, so it "
+                "does not go with --update-baselines; record baselines in a run of their own"
+            )
+    return against
+
+
+def _plan(
+    config: pytest.Config, against: str | None, *, enabled: bool, update: bool
+) -> Plan | None:
+    """The same-session comparison --perf-against / --perf-versions ask for, checked
+    (``against``: --perf-against, with ``auto`` already resolved to a revision or None)."""
+
+    versions = config.getoption("perf_versions")
+    reference = config.getoption("perf_reference")
+    option = "--perf-against" if against else "--perf-versions"
+    if not against and not versions:
+        if reference:
+            raise pytest.UsageError("--perf-reference names one of --perf-versions; give those")
+        return None
+    if not enabled:
+        raise pytest.UsageError(f"{option} compares measurements, so it needs --perf as well")
+    if against and versions:
+        raise pytest.UsageError("give --perf-against REF or --perf-versions A,B,..., not both")
+    if update:
+        raise pytest.UsageError(
+            f"{option} compares in this session and reads or writes no baseline, so it does not "
+            "go with --update-baselines; record baselines in a run of their own"
+        )
+    if against:
+        if reference:
+            raise pytest.UsageError(
+                "--perf-reference goes with --perf-versions, not --perf-against"
+            )
+        if against == CURRENT:
+            raise pytest.UsageError(
+                "--perf-against current would compare this code with itself; for a check of "
+                "the gate give the git revision of this commit (--perf-against HEAD)"
+            )
+        return Plan.against(against)
+    try:
+        return Plan.versions(versions, reference)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _sampling_rounds(config: pytest.Config, rounds: int, *, worker: bool, plan: Any) -> int:
+    """The rounds each process round samples for (PerfState.sampling_rounds): the session's
+    fixed rounds, which a round's process hears through --perf-worker-rounds. Same-session
+    comparisons keep full rounds: their reference may be an older release without that option."""
+    if worker:
+        return max(1, config.getoption("perf_worker_rounds") or 1)
+    return 1 if plan is not None else rounds
+
+
+def _rounds(
+    pick: Callable[[str], Any],
+    source: Callable[[str], str],
+    config: pytest.Config,
+    *,
+    update: bool,
+    worker: bool,
+    same_session: bool = False,
+) -> tuple[int, int]:
+    """(--perf-rounds, --perf-max-rounds) with their defaults (spec.round_counts); a round's
+    process, and a run without --perf, runs one. Between --perf-quick and --perf-max-rounds
+    the command line wins over the project's settings; given at one level, both are an error."""
+    if worker:
+        return 1, 1
+    quick_given = bool(config.getoption("perf_quick"))
+    quick = quick_given or flag_value(config, "perf_quick")
+    most = pick("perf_max_rounds")
+    if quick and most is not None:
+        most_given = source("perf_max_rounds") == "--perf-max-rounds"
+        if quick_given and not most_given:
+            most = None  # --perf-quick over the project's max_rounds
+        elif most_given and not quick_given:
+            quick = False  # --perf-max-rounds over the ini's perf_quick
+    quick_name = "--perf-quick" if quick_given else f"ini option perf_quick in {config.inipath}"
+    try:
+        return _spec.round_counts(
+            pick("perf_rounds"),
+            most,
+            update=update,
+            same_session=same_session,
+            quick=quick,
+            names=(source("perf_rounds"), source("perf_max_rounds"), quick_name),
+        )
+    except _spec.SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _worker_only(config: pytest.Config) -> frozenset[str] | None:
+    path = config.getoption("perf_worker_only")
+    if not path:
+        return None
+    return frozenset(Path(path).read_text(encoding="utf-8").splitlines())
+
+
+def _register_benchmark_compat(config: pytest.Config) -> None:
+    """pytest-benchmark's ``benchmark`` fixture from this plugin (compat.py) where it applies."""
+
+    # registered always: pytest-benchmark may be absent, disabled (-p no:benchmark) or switched
+    # off below before it registered the marker itself, and --strict-markers must still accept it
+    config.addinivalue_line(
+        "markers",
+        "benchmark(group=, min_rounds=, max_time=, min_time=, warmup=, ...): pytest-benchmark's "
+        "settings, honoured by pytest-burnperf for tests using the `benchmark` fixture",
+    )
+    if compat.active(config):
+        config.pluginmanager.register(compat, "burnperf-benchmark-compat")
+        theirs = config.pluginmanager.get_plugin("benchmark")
+        if theirs is not None and config.stash[STATE].enabled:
+            # under --perf this plugin times those tests; pytest-benchmark's hooks would reject
+            # the fixture object and report an empty run, so they are switched off for this run
+            config.pluginmanager.unregister(theirs)
+            config.stash[STATE].took_over_benchmark = True
+
+
+class _RoundProgress:
+    """In a round's process: tells the parent one more test is done, for its progress lines."""
+
+    def __init__(self, worker_out: Path) -> None:
+
+        self.path = progress_path(worker_out)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+
+        note_finished(self.path, nodeid)
+
+
+def check_required(state: PerfState) -> None:
+    """--perf-require: every named device must be here, else a usage error with the reasons."""
+    if not state.require or state.worker_out is not None:
+        return
+    missing = []
+    for name in state.require:
+        entries = state.registry.resolve(name)
+        if not any(e.device is not None for e in entries):
+            reasons = "; ".join(dict.fromkeys(e.reason or "absent" for e in entries))
+            missing.append(f"{name} ({reasons})")
+    if missing:
+        raise pytest.UsageError(
+            "--perf-require: no device for " + ", ".join(missing) + "; this run would only skip "
+            "those benchmarks, so it fails instead"
+        )
