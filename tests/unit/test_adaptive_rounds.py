@@ -128,24 +128,26 @@ def test_stopping_for_futility_does_not_raise_false_alarms() -> None:
     assert stopped_early > 100
 
 
-def test_busy_rounds_do_not_count_towards_deciding(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_busy_rounds_do_not_count_towards_deciding() -> None:
     from types import SimpleNamespace
 
     from pytest_burnperf.host.state import Window
     from pytest_burnperf.plugin.rounds import clean_runs
 
-    monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
     quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01).as_dict()
     busy = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.97).as_dict()
     rounds = [[1.0], [2.0], [3.0]]
-    state = SimpleNamespace(worker_host={"t": [quiet, busy, quiet]})
-    assert clean_runs(state, "t", rounds) == [[1.0], [3.0]]  # type: ignore[arg-type]
+    state = SimpleNamespace(trust_host=False, worker_host={"t": [quiet, busy, quiet]})
+    # two clean rounds of three: too few to leave the busy one out, so it costs another round
+    assert clean_runs(state, "t", rounds) is None  # type: ignore[arg-type]
+    # three clean rounds of four: the busy one is left out, as the verdict leaves it out
+    state = SimpleNamespace(trust_host=False, worker_host={"t": [quiet, busy, quiet, quiet]})
+    assert clean_runs(state, "t", [*rounds, [4.0]]) == [[1.0], [3.0], [4.0]]  # type: ignore[arg-type]
     # windows that do not line up with the rounds (a lost window): all rounds count
-    state = SimpleNamespace(worker_host={"t": [busy, quiet]})
+    state = SimpleNamespace(trust_host=False, worker_host={"t": [busy, quiet]})
     assert clean_runs(state, "t", rounds) == rounds  # type: ignore[arg-type]
-    # a trusted host (the plugin's own tests): nothing is left out
-    monkeypatch.setenv("BURNPERF_TRUST_HOST", "1")
-    state = SimpleNamespace(worker_host={"t": [quiet, busy, quiet]})
+    # a trusted host (BURNPERF_TRUST_HOST=1, the plugin's own tests): nothing is left out
+    state = SimpleNamespace(trust_host=True, worker_host={"t": [quiet, busy, quiet]})
     assert clean_runs(state, "t", rounds) == rounds  # type: ignore[arg-type]
 
 

@@ -76,13 +76,13 @@ def test_failure_message_is_one_actionable_line() -> None:
     v = judge(base, cur, policy)
     msg = failure_message("test_matmul[numpy-cpu-f32]", v, policy)
     assert "\n" not in msg
-    assert msg.startswith("test_matmul[numpy-cpu-f32]: 12.31 ms -> 14.12 ms (+14.7% [+14.")
+    assert msg.startswith("test_matmul[numpy-cpu-f32]: 12.3 ms -> 14.1 ms (+14.7% [+14.")
     assert msg.endswith("n=20/20, runs=1/1) exceeds 5% threshold")
 
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(2.5, "2.50 s"), (0.0123, "12.30 ms"), (4.2e-5, "42.00 us"), (5e-8, "50.0 ns")],
+    [(2.5, "2.50 s"), (0.0123, "12.3 ms"), (4.2e-5, "42.0 us"), (5e-8, "50.0 ns"), (0.4, "400 ms"), (1e-3, "1.00 ms"), (float("nan"), "-")],
 )
 def test_format_time(seconds: float, text: str) -> None:
     assert format_time(seconds) == text

@@ -52,7 +52,7 @@ def test_regressions_first_then_improvements_then_the_folded_table() -> None:
     regress = text.split("### Regressions (1)", 1)[1].split("###", 1)[0]
     # escaped as text (a code span would show the backslashes)
     assert "| test\\_slow\\[numpy-cpu-f32\\] |" in regress
-    assert "+20.0% [+19.0%, +21.0%]" in regress and "1 ms" in regress and "1.2 ms" in regress
+    assert "+20.0% [+19.0%, +21.0%]" in regress and "1.00 ms" in regress and "1.20 ms" in regress
     assert "inside the floor" in text
     details = text.split("<details><summary>All 4 results</summary>", 1)[1]
     rows = [ln for ln in details.splitlines() if ln.startswith("| test")]

@@ -40,6 +40,22 @@ from pytest_burnperf.host.state import Window
 MIN_CLEAN_ROUNDS = 3
 
 
+def busy_rounds(windows: Sequence[Window | None]) -> dict[int, str]:
+    """``{round index: why}`` of the rounds whose host window says the host was disturbed
+    (another process on our CPUs, steal, CPU pressure, a descheduled sample)."""
+    return {i: why for i, w in enumerate(windows) if w is not None and (why := w.disturbed())}
+
+
+def leave_out_busy(
+    rounds: int, busy: Mapping[int, str], *, least: int = MIN_CLEAN_ROUNDS
+) -> dict[int, str]:
+    """THE busy-round rule, for stored baselines and same-session pairs alike: the busy rounds
+    of ``rounds`` are left out of a verdict where at least ``least`` clean ones remain (the
+    monitor picked them, not the timings, so leaving them out removes no difference between the
+    sides); with fewer, none is (and the adaptive rounds buy another, busy_round_costs_another)."""
+    return dict(busy) if busy and rounds - len(busy) >= least else {}
+
+
 @dataclass(frozen=True)
 class HostEvidence:
     """What the session knows about the host for one benchmark."""
@@ -56,7 +72,7 @@ class HostEvidence:
         windows are one per round (``rounds`` of them); empty otherwise."""
         if len(self.windows) != rounds:
             return {}
-        return {i: why for i, w in enumerate(self.windows) if (why := w.disturbed())}
+        return busy_rounds(self.windows)
 
     def disturbed(self) -> str | None:
         """Why this run's host was not quiet in some round, or None."""
@@ -187,8 +203,8 @@ def assess(
         if why is not None:
             return not_comparable(pooled, [v for r in baseline_runs(baseline) for v in r], why)
         kept = [list(r) for r in runs]
-        left_out = {} if host is None else host.busy_rounds(len(runs))
-        if left_out and len(runs) - len(left_out) >= MIN_CLEAN_ROUNDS:
+        left_out = {} if host is None else leave_out_busy(len(runs), host.busy_rounds(len(runs)))
+        if left_out:
             kept = [list(r) for i, r in enumerate(runs) if i not in left_out]
             first = left_out[min(left_out)]
             rounds = ", ".join(str(i + 1) for i in sorted(left_out))
@@ -196,8 +212,6 @@ def assess(
                 *notes,
                 f"round(s) {rounds} of {len(runs)} left out of the verdict: host busy ({first})",
             )
-        else:
-            left_out = {}
         verdict = judge(baseline_runs(baseline), kept, policy)
         verdict = replace(verdict, notes=(*notes, *verdict.notes))
     else:

@@ -36,13 +36,17 @@ def escape_strings(obj: Any) -> Any:
 
 
 def format_time(seconds: float) -> str:
-    """``1.23 ms``: seconds in the largest unit (s, ms, us, ns) they reach."""
+    """``12.3 ms``: seconds in the largest unit (s, ms, us, ns) they reach, to three significant
+    digits (``1.00 ms``, ``12.3 ms``, ``123 ms``); ``-`` for what is not a finite time. The one
+    time format of the terminal, Markdown, HTML and CLI output."""
     if not math.isfinite(seconds):
         return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.2f} {unit}"
-    return f"{seconds / 1e-9:.1f} ns"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale or unit == "ns":
+            value = seconds / scale
+            digits = 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
+            return f"{value:.{digits}f} {unit}"
+    raise AssertionError("unreachable")
 
 
 def clock(seconds: float) -> str:

@@ -16,7 +16,6 @@ from pytest_burnperf.core import settings as _spec
 from pytest_burnperf.core.coverage import default_min_share, in_ci
 from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
-from pytest_burnperf.plugin.fixture import TRUST_HOST
 from pytest_burnperf.plugin.options import (
     DEFAULTS,
     VALUE_OPTIONS,
@@ -42,6 +41,12 @@ if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed refe
     from pytest_burnperf.runs.overlay import install as _install_overlay
 
     _install_overlay()  # before anything imports the project (overlay.py)
+
+
+#: Set to 1, the gate does not let the host state or the reference probe change verdicts or
+#: rounds (they are still measured and reported): for the plugin's own tests of the statistics
+#: under load. Read once, into ``PerfState.trust_host``.
+TRUST_HOST = "BURNPERF_TRUST_HOST"
 
 
 def configure(config: pytest.Config) -> None:
@@ -231,6 +236,7 @@ def configure(config: pytest.Config) -> None:
         config_file=project.path,
         plan=plan,
         reference=choice,
+        trust_host=os.environ.get(TRUST_HOST) == "1",
         min_judged=0.0
         if update or worker_out
         else (
@@ -254,7 +260,7 @@ def _stored_host_off(directory: Path) -> str | None:
     far for them to judge the code (``reference.stored_host_off``); never with
     BURNPERF_TRUST_HOST=1, which keeps the host out of every decision."""
 
-    if os.environ.get(TRUST_HOST) == "1":
+    if os.environ.get(TRUST_HOST) == "1":  # read here and once below, into PerfState
         return None
 
     return stored_host_off(directory, host_parts())

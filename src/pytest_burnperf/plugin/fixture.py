@@ -379,7 +379,7 @@ class Perf:
             l2_flush=sample.l2_flush,
             policy=policy,
             legacy=self._legacy,
-            host=None if os.environ.get(TRUST_HOST) == "1" else evidence,
+            host=None if state.trust_host else evidence,
         )
         if s.flush_l2 and not sample.l2_flush:
             verdict = replace(
@@ -478,7 +478,7 @@ class ComparePerf(SmokePerf):
             for d in got.host.get(label, {}).get(node, [])
             if (w := Window.from_dict(d)) is not None
         ]
-        trust = os.environ.get(TRUST_HOST) == "1"
+        trust = state.trust_host
         left_out: dict[int, str] = {}
         if not trust:
             ref, cur, left_out = got.clean_pairs(plan.reference, plan.candidate, node)
@@ -587,11 +587,6 @@ def junit_properties(result: Result) -> list[tuple[str, object]]:
     if v.reason:
         props.append(("perf_reason", v.reason))
     return props
-
-
-#: Set to 1, the gate does not let the host state or the reference probe change verdicts (they are
-#: still measured and reported): for the plugin's own tests of the statistics under load.
-TRUST_HOST = "BURNPERF_TRUST_HOST"
 
 
 def _host_evidence(

@@ -4,7 +4,6 @@ benchmark, whether another round would help."""
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -14,12 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_burnperf.core.assess import baseline_runs, busy_round_costs_another
+from pytest_burnperf.core.assess import (
+    baseline_runs,
+    busy_round_costs_another,
+    busy_rounds,
+    leave_out_busy,
+)
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy, needs_more_rounds
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.plugin.collection import is_runnable
-from pytest_burnperf.plugin.fixture import TRUST_HOST, module_and_key
+from pytest_burnperf.plugin.fixture import module_and_key
 from pytest_burnperf.plugin.output import note_shadowed
 from pytest_burnperf.plugin.state import STATE, PerfState, case_of
 from pytest_burnperf.runs.environments import EnvError, resolve
@@ -232,7 +236,7 @@ def run_same_session(
         policy = Policy(
             alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons, paired=True
         )
-        if os.environ.get(TRUST_HOST) == "1":
+        if state.trust_host:
             ref, cur = got.of(plan.reference, nodeid), got.of(plan.candidate, nodeid)
         else:  # a round on a busy host does not count, so another is run in its place
             busy = got.busy_rounds((plan.reference, plan.candidate), nodeid)
@@ -285,25 +289,27 @@ def round_judge(
         if entry is None:
             return False
         clean = clean_runs(state, nodeid, runs)
-        if busy_round_costs_another(len(runs), len(clean)):
+        if clean is None:
             return True  # a busy round costs another round, not the verdict
         return needs_more_rounds(baseline_runs(entry), clean, policy)
 
     return more
 
 
-def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[list[float]]:
-    """``runs`` (the other processes' rounds so far) without those the host monitor saw
-    disturbed: the verdict leaves them out where enough clean rounds remain (assess.py), so a
-    busy round does not count towards deciding, and another is run in its place."""
-
-    if os.environ.get(TRUST_HOST) == "1":
+def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[list[float]] | None:
+    """``runs`` (the other processes' rounds so far) as the verdict will judge them, the busy
+    rounds left out by the one rule (core.assess.leave_out_busy); None where a busy round
+    should first cost another round (too few clean ones yet to leave it out)."""
+    if state.trust_host:
         return runs
     recorded = state.worker_host.get(nodeid, [])
     if len(recorded) != len(runs):
         return runs
-    windows = [Window.from_dict(d) for d in recorded]
-    return [r for r, w in zip(runs, windows, strict=True) if w is None or not w.disturbed()]
+    busy = busy_rounds([Window.from_dict(d) for d in recorded])
+    if busy_round_costs_another(len(runs), len(runs) - len(busy)):
+        return None
+    left = leave_out_busy(len(runs), busy)
+    return [r for i, r in enumerate(runs) if i not in left]
 
 
 def serve_rounds(session: pytest.Session) -> bool | None:

@@ -109,6 +109,9 @@ class PerfState:
     #: floor a comparison with as many rounds would have (compare.recording_floor).
     noisy_records: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
+    #: BURNPERF_TRUST_HOST=1 (read once, in configure.py): the host state and the reference
+    #: probe are measured and reported but change no verdict and no round.
+    trust_host: bool = False
     #: Format of the --perf-json file (spec.JSON_FORMATS).
     json_format: str = "burnperf"
     #: From the configuration file (config.py): test functions to run, free environment facts,

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.core.text import format_time
 from pytest_burnperf.storage.jsonfile import atomic_write_text
 
 #: Environment variable GitHub Actions sets to the job summary file.
@@ -49,12 +50,10 @@ def code(text: object) -> str:
 
 
 def _time(seconds: object) -> str:
-    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+    """A time from the results document (any JSON value) in the terminal's format."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    return format_time(float(seconds))
 
 
 def change_text(v: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS
+from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
 from pytest_burnperf.core.settings import without_options
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.versions import VersionSummary, level
@@ -100,15 +100,12 @@ class Measured:
 
     def busy_rounds(self, labels: Sequence[str], nodeid: str) -> dict[int, str]:
         """``{round index: why}`` of the rounds in which the host was busy while one of
-        ``labels`` measured ``nodeid`` (hoststate.Window.disturbed)."""
-
+        ``labels`` measured ``nodeid`` (core.assess.busy_rounds)."""
         out: dict[int, str] = {}
         for label in labels:
-            for i, d in enumerate(self.host.get(label, {}).get(nodeid, [])):
-                w = Window.from_dict(d)
-                why = None if w is None else w.disturbed()
-                if why and i not in out:
-                    out[i] = why
+            windows = [Window.from_dict(d) for d in self.host.get(label, {}).get(nodeid, [])]
+            for i, why in busy_rounds(windows).items():
+                out.setdefault(i, why)
         return out
 
     def clean_pairs(
@@ -119,11 +116,12 @@ class Measured:
         cancels only what hit both sides); else all of them. Returns (reference runs,
         candidate runs, the rounds left out with why)."""
         ref, cur = self.of(reference, nodeid), self.of(candidate, nodeid)
-        busy = self.busy_rounds((reference, candidate), nodeid)
-        keep = [i for i in range(min(len(ref), len(cur))) if i not in busy]
-        if not busy or len(keep) < least:
+        pairs = min(len(ref), len(cur))
+        left = leave_out_busy(pairs, self.busy_rounds((reference, candidate), nodeid), least=least)
+        if not left:
             return ref, cur, {}
-        return [ref[i] for i in keep], [cur[i] for i in keep], busy
+        keep = [i for i in range(pairs) if i not in left]
+        return [ref[i] for i in keep], [cur[i] for i in keep], left
 
 
 def worker_args(invocation: Sequence[str]) -> list[str]:
