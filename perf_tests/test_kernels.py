@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from _suite import pick
 
-from pytest_burnperf.core.roofline import elementwise_work, matmul_work, reduction_work
+from pytest_burnperf import elementwise_work, matmul_work, reduction_work
 
 
 def _vector(perf_size):

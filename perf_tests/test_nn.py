@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from _suite import check, host64, pick
 
-from pytest_burnperf.core.roofline import Work, elementwise_work
+from pytest_burnperf import Work, elementwise_work
 
 BACKENDS = ["torch"]
 DTYPES = ["f32"]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from _suite import ARRAY_BACKENDS, check, host64, pick
 
-from pytest_burnperf.core.roofline import Work, elementwise_work, matmul_work, reduction_work
+from pytest_burnperf import Work, elementwise_work, matmul_work, reduction_work
 
 DTYPES = ["f32", "f64"]
 

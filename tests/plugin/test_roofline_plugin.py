@@ -13,7 +13,7 @@ MODULE = """
 import numpy as np
 import pytest
 
-from pytest_burnperf.core.roofline import matmul_work
+from pytest_burnperf import matmul_work
 
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])

@@ -82,7 +82,15 @@ def test_failure_message_is_one_actionable_line() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(2.5, "2.50 s"), (0.0123, "12.3 ms"), (4.2e-5, "42.0 us"), (5e-8, "50.0 ns"), (0.4, "400 ms"), (1e-3, "1.00 ms"), (float("nan"), "-")],
+    [
+        (2.5, "2.50 s"),
+        (0.0123, "12.3 ms"),
+        (4.2e-5, "42.0 us"),
+        (5e-8, "50.0 ns"),
+        (0.4, "400 ms"),
+        (1e-3, "1.00 ms"),
+        (float("nan"), "-"),
+    ],
 )
 def test_format_time(seconds: float, text: str) -> None:
     assert format_time(seconds) == text

@@ -24,13 +24,8 @@ from pytest_burnperf.runs.environments import (
     parse_refs,
     resolve,
 )
-from pytest_burnperf.runs.same_session import (
-    Measured,
-    Plan,
-    shadowed_modules,
-    summaries,
-    worker_args,
-)
+from pytest_burnperf.runs.rounds import worker_args
+from pytest_burnperf.runs.same_session import Measured, Plan, shadowed_modules, summaries
 
 
 @pytest.mark.parametrize(

@@ -54,10 +54,11 @@ def test_run_spread_and_pooling() -> None:
     assert spread == pytest.approx(statistics.stdev([0.0, math.log(1.1), math.log(0.9)]))
     assert stats.log_run_spread([[1.0, 2.0]]) is None
     other = [[2.0], [2.0 * 1.05]]
-    pooled = stats.pooled_run_spread(runs, other)
+    pooled, pooled_dof = stats.pooled_run_spread_dof(runs, other)  # type: ignore[misc]
     s2 = statistics.variance([math.log(2.0), math.log(2.1)])
+    assert pooled_dof == 3
     assert pooled == pytest.approx(math.sqrt((spread**2 * 2 + s2 * 1) / 3))
-    assert stats.pooled_run_spread([[1.0]], [[2.0]]) is None
+    assert stats.pooled_run_spread_dof([[1.0]], [[2.0]]) is None
 
 
 def test_run_model_floor_interval_and_power_reference_values() -> None:

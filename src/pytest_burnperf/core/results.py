@@ -8,7 +8,7 @@ import platform
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_burnperf import __version__
+from pytest_burnperf._version import __version__
 from pytest_burnperf.core.roofline import achieved
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summarize

@@ -221,12 +221,6 @@ def pooled_run_spread_dof(*sides: Sequence[Sequence[float]]) -> tuple[float, int
     return (math.sqrt(num / dof), dof) if dof else None
 
 
-def pooled_run_spread(*sides: Sequence[Sequence[float]]) -> float | None:
-    """Between-run spread pooled over both sides, or None (see pooled_run_spread_dof)."""
-    got = pooled_run_spread_dof(*sides)
-    return None if got is None else got[0]
-
-
 @dataclass(frozen=True)
 class NoisePrior:
     """What is assumed about a benchmark's between-process spread when neither side has more

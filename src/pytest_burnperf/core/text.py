@@ -62,3 +62,14 @@ def rounds_text(rounds: int, max_rounds: int) -> str:
     if max_rounds > rounds:
         text += f" (up to {max_rounds} for undecided benchmarks)"
     return text
+
+
+def tail(output: str, lines: int = 15) -> str:
+    """The last lines of a round's output, for a message."""
+    return "\n".join(output.strip().splitlines()[-lines:])
+
+
+def device_within(library: str, device_id: str) -> str:
+    """A device id without its library's prefix, as the tables name it under the library
+    (``pocl-cpu0`` for ``opencl-pocl-cpu0`` of ``opencl``)."""
+    return device_id.removeprefix(f"{library}-")

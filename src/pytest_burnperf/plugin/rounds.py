@@ -19,7 +19,7 @@ from pytest_burnperf.core.assess import (
     busy_rounds,
     leave_out_busy,
 )
-from pytest_burnperf.core.text import clock
+from pytest_burnperf.core.text import clock, tail
 from pytest_burnperf.core.verdict import Policy, needs_more_rounds
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.plugin.collection import is_runnable
@@ -37,8 +37,8 @@ from pytest_burnperf.runs.rounds import (
     read_round_file,
     round_plan,
     run_process,
-    tail,
     watch,
+    worker_args,
 )
 from pytest_burnperf.runs.same_session import Measured, run_env_rounds
 from pytest_burnperf.runs.turns import Seat, Side
@@ -66,7 +66,7 @@ def run_rounds(
     """
     config = session.config
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    args = [a for a in state.invocation if a not in ("--update-baselines", "--perf-strict")]
+    args = worker_args(state.invocation)
     # every round samples as the pooled session's rounds do (stats.round_samples)
     args.append(f"--perf-worker-rounds={state.rounds}")
     t0 = time.monotonic()

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from pytest_burnperf.runs.same_session import Measured, Plan
     from pytest_burnperf.storage.baselines import BaselineStore
     from pytest_burnperf.storage.peaks import PeakCache
-
-T = TypeVar("T")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.text import format_time
+from pytest_burnperf.core.text import device_within, format_time
 from pytest_burnperf.storage.jsonfile import atomic_write_text
 
 #: Environment variable GitHub Actions sets to the job summary file.
@@ -81,7 +81,7 @@ def device_label(r: Mapping[str, Any]) -> str:
     ident = str(device.get("id") or "") if isinstance(device, Mapping) else ""
     if not ident:
         ident = str(r.get("kind") or "")
-    ident = ident.removeprefix(f"{backend}-")
+    ident = device_within(backend, ident)
     return backend if ident in ("", backend) else f"{backend} {ident}"
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf import __version__
+from pytest_burnperf._version import __version__
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes
 

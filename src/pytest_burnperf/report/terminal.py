@@ -14,7 +14,7 @@ from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.core.roofline import format_rate
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.text import format_time, rounds_text
+from pytest_burnperf.core.text import device_within, format_time, rounds_text
 from pytest_burnperf.core.verdict import VERDICTS, format_ratio
 from pytest_burnperf.core.versions import VersionSummary
 from pytest_burnperf.host import hardware, probe
@@ -40,11 +40,6 @@ def format_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
-def _device_label(r: Result) -> str:
-    prefix = f"{r.library}-"
-    return r.device_id[len(prefix) :] if r.device_id.startswith(prefix) else r.device_id
-
-
 def _roofline_cells(r: Result) -> tuple[str, str]:
     """``41.2 GF/s 63%`` and ``12.1 GB/s 20%``: achieved rates and % of the device's peak."""
 
@@ -64,7 +59,7 @@ def row(r: Result) -> tuple[str, ...]:
         r.label,
         r.work.shape if r.work is not None and r.work.shape else "-",
         r.library,
-        _device_label(r),
+        device_within(r.library, r.device_id),
         r.dtype,
         r.sample.timer + ("+flush" if r.sample.l2_flush else ""),
         format_time(s.median),

@@ -40,6 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_burnperf.core.text import tail
+
 #: Environment variable that moves the cache of reference environments.
 CACHE_ENV = "BURNPERF_ENV_CACHE"
 CURRENT = "current"
@@ -162,11 +164,6 @@ def _run(cmd: Sequence[str], **kw: object) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _tail(text: str, n: int = TAIL_LINES) -> str:
-    lines = text.strip().splitlines()
-    return "\n".join(lines[-n:])
-
-
 def resolve(
     ref: str,
     *,
@@ -235,7 +232,7 @@ def _git_commit(ref: str, repo: Path, run: Runner) -> str:
     if top.returncode != 0:
         raise EnvError(
             f"{ref}: not a git revision here: {repo} is not in a git repository "
-            f"({_tail(top.stderr, 2) or 'git failed'}); a REF is a git revision, name==version, "
+            f"({tail(top.stderr, 2) or 'git failed'}); a REF is a git revision, name==version, "
             "local=PATH, a Python interpreter or 'current'"
         )
     got = run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
@@ -417,7 +414,7 @@ def _fail(
         log.write_text(f"$ {' '.join(cmd)}\n{output}", encoding="utf-8")
     raise EnvError(
         f"{ref}: the reference environment could not be built: {step} failed "
-        f"(exit {done.returncode}); its whole output is in {log}. Last lines:\n{_tail(output)}"
+        f"(exit {done.returncode}); its whole output is in {log}. Last lines:\n{tail(output)}"
     )
 
 
@@ -434,7 +431,7 @@ def check_plugin(env: Env, *, run: Runner = _run) -> dict[str, str]:
     it cannot run the benchmarks at all."""
     done = run([env.python, "-c", _PROBE], env=env.environ())
     if done.returncode != 0:
-        why = _tail(done.stderr or done.stdout, 3) or f"exit {done.returncode}"
+        why = tail(done.stderr or done.stdout, 3) or f"exit {done.returncode}"
         raise EnvError(
             f"{env.label}: {env.python} cannot import pytest and pytest-burnperf ({why}); "
             "a reference interpreter needs both installed (pip install pytest-burnperf)"

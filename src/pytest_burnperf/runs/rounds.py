@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_burnperf.core.settings import without_options
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.storage.jsonfile import Fields, read_json
 
@@ -93,11 +94,6 @@ def watch(
             last_said = now()
 
 
-def tail(output: str, lines: int = 15) -> str:
-    """The last lines of a round's output, for a message."""
-    return "\n".join(output.strip().splitlines()[-lines:])
-
-
 def run_process(
     cmd: Sequence[str],
     *,
@@ -156,3 +152,16 @@ def round_plan(
     if r < rounds:
         return list(wanted)
     return [n for n in wanted if more(n, runs.get(n, []))]
+
+
+#: Options of the parent run that its round processes must not get.
+PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
+
+
+PARENT_FLAGS = ("--update-baselines", "--perf-strict")
+
+
+def worker_args(invocation: Sequence[str]) -> list[str]:
+    """The parent's command-line arguments without the options only the parent acts on."""
+
+    return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)

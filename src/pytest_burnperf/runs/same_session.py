@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
-from pytest_burnperf.core.settings import without_options
-from pytest_burnperf.core.text import clock
+from pytest_burnperf.core.text import clock, tail
 from pytest_burnperf.core.versions import VersionSummary, level
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.runs.environments import CURRENT, Env
@@ -31,14 +30,10 @@ from pytest_burnperf.runs.rounds import (
     progress_path,
     read_round_file,
     run_process,
-    tail,
+    worker_args,
 )
 from pytest_burnperf.runs.turns import WINDOW_S, Seat, Table, TurnError, shared_cpu, table_address
 from pytest_burnperf.storage.jsonfile import FileFormatError
-
-#: Options of the parent run that its round processes must not get.
-PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
-PARENT_FLAGS = ("--update-baselines", "--perf-strict")
 
 
 @dataclass(frozen=True)
@@ -122,12 +117,6 @@ class Measured:
             return ref, cur, {}
         keep = [i for i in range(pairs) if i not in left]
         return [ref[i] for i in keep], [cur[i] for i in keep], left
-
-
-def worker_args(invocation: Sequence[str]) -> list[str]:
-    """The parent's command-line arguments without the options only the parent acts on."""
-
-    return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)
 
 
 def shadowed_modules(overlay: str, modules: Mapping[str, Any]) -> dict[str, str]:

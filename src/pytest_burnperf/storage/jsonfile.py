@@ -332,7 +332,3 @@ def stale_temporaries(directory: Path) -> list[Path]:
         for p in directory.rglob(f"{TMP_PREFIX}*{TMP_SUFFIX}")
         if p.is_file() and not p.is_symlink()
     )
-
-
-def as_mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
