@@ -1,5 +1,5 @@
 """Adaptive rounds: which benchmarks get another process round (compare.needs_more_rounds,
-rounds.round_plan), on injected run medians; nothing is timed."""
+the round scheduler: tests/unit/test_scheduler.py), on injected run medians; nothing is timed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pytest_burnperf.core.verdict import (
     recording_floor,
 )
 from pytest_burnperf.plugin.state import noisy_baselines_text
-from pytest_burnperf.runs.rounds import round_plan
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 
@@ -88,22 +87,6 @@ def test_noisy_baselines_text_names_the_worst_first_and_counts_the_rest() -> Non
     assert "re-record them on a quieter host" in text
 
 
-def test_round_plan_runs_everything_in_the_fixed_rounds_then_only_the_undecided() -> None:
-    wanted = ["a", "b", "c"]
-    asked: list[tuple[str, int]] = []
-
-    def more(nodeid: str, got: list[list[float]]) -> bool:
-        asked.append((nodeid, len(got)))
-        return nodeid == "b"
-
-    have = {"a": runs([1.0, 1.0]), "b": runs([1.0, 1.1])}
-    assert round_plan(1, 3, wanted, have, more) == wanted
-    assert round_plan(2, 3, wanted, have, more) == wanted
-    assert asked == []  # the fixed rounds ask nothing
-    assert round_plan(3, 3, wanted, have, more) == ["b"]
-    assert asked == [("a", 2), ("b", 2), ("c", 0)]
-
-
 def test_rounds_text() -> None:
     assert rounds_text(1, 1) == "1 process round"
     assert rounds_text(3, 3) == "3 process rounds"
@@ -129,26 +112,21 @@ def test_stopping_for_futility_does_not_raise_false_alarms() -> None:
 
 
 def test_busy_rounds_do_not_count_towards_deciding() -> None:
-    from types import SimpleNamespace
-
     from pytest_burnperf.host.state import Window
     from pytest_burnperf.plugin.rounds import clean_runs
 
     quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01).as_dict()
     busy = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.97).as_dict()
     rounds = [[1.0], [2.0], [3.0]]
-    state = SimpleNamespace(trust_host=False, worker_host={"t": [quiet, busy, quiet]})
     # two clean rounds of three: too few to leave the busy one out, so it costs another round
-    assert clean_runs(state, "t", rounds) is None  # type: ignore[arg-type]
+    assert clean_runs(rounds, [quiet, busy, quiet], trust_host=False) is None
     # three clean rounds of four: the busy one is left out, as the verdict leaves it out
-    state = SimpleNamespace(trust_host=False, worker_host={"t": [quiet, busy, quiet, quiet]})
-    assert clean_runs(state, "t", [*rounds, [4.0]]) == [[1.0], [3.0], [4.0]]  # type: ignore[arg-type]
+    four = [*rounds, [4.0]]
+    assert clean_runs(four, [quiet, busy, quiet, quiet], trust_host=False) == [[1.0], [3.0], [4.0]]
     # windows that do not line up with the rounds (a lost window): all rounds count
-    state = SimpleNamespace(trust_host=False, worker_host={"t": [busy, quiet]})
-    assert clean_runs(state, "t", rounds) == rounds  # type: ignore[arg-type]
+    assert clean_runs(rounds, [busy, quiet], trust_host=False) == rounds
     # a trusted host (BURNPERF_TRUST_HOST=1, the plugin's own tests): nothing is left out
-    state = SimpleNamespace(trust_host=True, worker_host={"t": [quiet, busy, quiet]})
-    assert clean_runs(state, "t", rounds) == rounds  # type: ignore[arg-type]
+    assert clean_runs(rounds, [quiet, busy, quiet], trust_host=True) == rounds
 
 
 def test_a_busy_round_costs_another_round_until_enough_clean_ones_remain() -> None:

@@ -25,7 +25,8 @@ from pytest_burnperf.runs.environments import (
     resolve,
 )
 from pytest_burnperf.runs.rounds import worker_args
-from pytest_burnperf.runs.same_session import Measured, Plan, shadowed_modules, summaries
+from pytest_burnperf.runs.same_session import Plan, shadowed_modules, summaries
+from pytest_burnperf.runs.scheduler import Measured
 
 
 @pytest.mark.parametrize(

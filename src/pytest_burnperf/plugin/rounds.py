@@ -5,9 +5,8 @@ benchmark, whether another round would help."""
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,184 +18,87 @@ from pytest_burnperf.core.assess import (
     busy_rounds,
     leave_out_busy,
 )
-from pytest_burnperf.core.text import clock, tail
+from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy, needs_more_rounds
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import module_and_key
 from pytest_burnperf.plugin.output import note_shadowed
 from pytest_burnperf.plugin.state import STATE, PerfState, case_of
-from pytest_burnperf.runs.environments import EnvError, resolve
+from pytest_burnperf.runs import scheduler
+from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
 from pytest_burnperf.runs.rounds import (
-    budget_spent,
     budget_text,
-    count_done,
-    progress_line,
     progress_path,
-    read_round_file,
-    round_plan,
-    run_process,
-    watch,
     worker_args,
 )
-from pytest_burnperf.runs.same_session import Measured, run_env_rounds
+from pytest_burnperf.runs.same_session import side_of
+from pytest_burnperf.runs.scheduler import Measured
 from pytest_burnperf.runs.turns import Seat, Side
 from pytest_burnperf.storage.baselines import BaselineError
-from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, dumps, finite
+from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
 
 if TYPE_CHECKING:
-    from pytest_burnperf.runs.forkserver import ForkServer
+    pass
 
 
 def run_rounds(
     session: pytest.Session,
     state: PerfState,
     wanted: Sequence[str],
-    more: Callable[[str, list[list[float]]], bool],
+    more: Callable[[str, Measured], bool],
     *,
     fork: bool = False,
 ) -> None:
     """Rounds 1..N-1 in other processes, one after another; then, up to ``state.max_rounds``,
-    adaptive rounds of the benchmarks still undecided (``more``). This process measures the
-    last round of every benchmark. With ``fork``, each round is a child forked from one round
-    server (forkserver.py), else a fresh interpreter.
-
-    ``wanted`` are the node ids this session will time; progress lines count them.
-    """
+    adaptive rounds of the benchmarks still undecided (``more``), by the one round scheduler
+    (runs/scheduler.py). This process measures the last round of every benchmark. With
+    ``fork``, each round is a child forked from one round server (forkserver.py), else a fresh
+    interpreter. ``wanted`` are the node ids this session will time."""
     config = session.config
-    tr = config.pluginmanager.get_plugin("terminalreporter")
     args = worker_args(state.invocation)
     # every round samples as the pooled session's rounds do (stats.round_samples)
     args.append(f"--perf-worker-rounds={state.rounds}")
+    write = _writer(config)
     t0 = time.monotonic()
+    got = scheduler.run(
+        [scheduler.Side(CURRENT, sys.executable, None, "this interpreter")],
+        scheduler.Schedule(
+            fixed=state.rounds - 1,
+            most=state.max_rounds - 1,
+            start="fork" if fork else "fresh",
+            budget_s=state.round_budget,
+            failure_ends_all=False,
+            own_rounds=1,
+        ),
+        args=args,
+        cwd=config.invocation_params.dir,
+        wanted=wanted,
+        more=more,
+        write=write,
+    )
+    state.messages.extend(got.problems)
+    if got.budget_stopped:
+        state.messages.append(budget_text(state.round_budget, got.budget_stopped, len(wanted)))
+    state.worker_runs = got.runs.get(CURRENT, {})
+    state.worker_host = got.host.get(CURRENT, {})
+    state.worker_probes = got.probes.get(CURRENT, {})
+    total = max(state.rounds, got.rounds + 1)
+    write(
+        f"pytest-burnperf: round {total}/{total} in this process "
+        f"({clock(time.monotonic() - t0)} elapsed) ..."
+    )
+
+
+def _writer(config: pytest.Config) -> Callable[[str], None]:
+    tr = config.pluginmanager.get_plugin("terminalreporter")
 
     def write(line: str) -> None:
         if tr is not None:
             tr.write_line(line)
 
-    with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
-        server = None
-        if fork:
-            from pytest_burnperf.runs.forkserver import ForkServer
-
-            try:
-                server = ForkServer(
-                    [sys.executable, "-m", "pytest", *args, "-q"],
-                    cwd=config.invocation_params.dir,
-                    tmp=Path(tmp),
-                )
-            except OSError as exc:
-                state.messages.append(
-                    f"the round server could not start ({exc}); the rounds ran in fresh processes"
-                )
-        try:
-            total = _rounds_loop(state, wanted, more, Path(tmp), args, server, write, t0, config)
-        finally:
-            if server is not None:
-                server.close()
-        write(
-            f"pytest-burnperf: round {total}/{total} in this process "
-            f"({clock(time.monotonic() - t0)} elapsed) ..."
-        )
-
-
-def _rounds_loop(
-    state: PerfState,
-    wanted: Sequence[str],
-    more: Callable[[str, list[list[float]]], bool],
-    tmp: Path,
-    args: Sequence[str],
-    server: ForkServer | None,
-    write: Callable[[str], None],
-    t0: float,
-    config: pytest.Config,
-) -> int:
-    """run_rounds' loop; returns the number of rounds in all (this process's included)."""
-    how = "a forked process" if server is not None else "a fresh process"
-    total = state.rounds
-    for r in range(1, state.max_rounds):
-        todo = round_plan(r, state.rounds, wanted, state.worker_runs, more)
-        if not todo:
-            break
-        if r >= state.rounds and budget_spent(time.monotonic() - t0, state.round_budget):
-            state.messages.append(budget_text(state.round_budget, len(todo), len(wanted)))
-            break
-        total = max(total, r + 1)
-        of = state.rounds if r < state.rounds else state.max_rounds
-        out = Path(tmp, f"round{r}.json")
-        only: Path | None = None
-        # option=value in one word: an existing file given as a separate word would count
-        # as a path argument, and move pytest's rootdir (and every node id) above this one
-        cmd = [sys.executable, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
-        if r < state.rounds:
-            write(
-                f"pytest-burnperf: round {r}/{state.rounds} of {len(todo)} benchmarks in "
-                f"{how} ({clock(time.monotonic() - t0)} elapsed; this process "
-                f"measures the last round) ..."
-            )
-        else:
-            only = Path(tmp, f"round{r}.only")
-            only.write_text("\n".join(todo) + "\n", encoding="utf-8")
-            cmd.append(f"--perf-worker-only={only}")
-            write(
-                f"pytest-burnperf: adaptive round {r} (of at most {state.max_rounds}) for "
-                f"{len(todo)} of {len(wanted)} benchmarks still undecided "
-                f"({clock(time.monotonic() - t0)} elapsed) ..."
-            )
-
-        def say(done: int, r: int = r, of: int = of, n: int = len(todo)) -> None:
-            write(progress_line(r, of, done, n, time.monotonic() - t0))
-
-        if server is not None:
-
-            def wait(
-                running: Callable[[], bool],
-                out: Path = out,
-                todo: list[str] = todo,
-                say: Callable[[int], None] = say,
-            ) -> None:
-                watch(running, progress_path(out), todo, say)
-
-            try:
-                # always the node ids: the server collected on its own, and may see a device
-                # this process does not (a driver that cannot survive its fork, say)
-                returncode, output = server.round(out, todo, wait)
-            except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
-                returncode, output = 1, f"the round server could not be reached: {exc}"
-        else:
-            returncode, output = run_process(
-                cmd, cwd=config.invocation_params.dir, out=out, todo=todo, say=say
-            )
-        write(
-            progress_line(
-                r,
-                of,
-                count_done(progress_path(out), todo),
-                len(todo),
-                time.monotonic() - t0,
-            )
-        )
-        if not out.exists():
-            state.messages.append(
-                f"round {r} in {how} failed (exit {returncode}); its samples "
-                f"are missing from the verdicts:\n{tail(output)}"
-            )
-            if r >= state.rounds:
-                break  # no adaptive round after a failed one: it would fail alike
-            continue
-        try:
-            doc = read_round_file(out)
-        except FileFormatError as exc:
-            state.messages.append(
-                f"round {r}: its samples file is unusable and left out of the verdicts ({exc})"
-            )
-            continue
-        for nodeid, rec in doc.items():
-            state.worker_runs.setdefault(nodeid, []).append(rec["values"])
-            state.worker_host.setdefault(nodeid, []).append(rec.get("host") or {})
-            state.worker_probes.setdefault(nodeid, []).append(rec.get("probe") or {})
-    return total
+    return write
 
 
 def run_same_session(
@@ -246,34 +148,36 @@ def run_same_session(
             ref, cur, _ = got.clean_pairs(plan.reference, plan.candidate, nodeid)
         return needs_more_rounds(ref, cur, policy)
 
-    state.measured = run_env_rounds(
-        plan=plan,
-        envs=envs,
-        invocation=state.invocation,
+    sides = [side_of(label, envs[label]) for label in plan.refs]
+    state.measured = scheduler.run(
+        sides,
+        scheduler.Schedule(
+            fixed=state.rounds,
+            most=state.max_rounds,
+            start="turns" if alternate else "fresh",
+            budget_s=state.round_budget,
+        ),
+        args=worker_args(state.invocation),
         cwd=config.invocation_params.dir,
         wanted=[item.nodeid for item in items],
-        rounds=state.rounds,
-        max_rounds=state.max_rounds,
         more=more,
         write=write,
-        alternate=alternate,
-        budget_s=state.round_budget,
     )
+    state.measured.envs = dict(envs)
     if state.measured.budget_stopped:
         state.messages.append(
             budget_text(state.round_budget, state.measured.budget_stopped, len(items))
         )
 
 
-def round_judge(
-    state: PerfState, items: list[pytest.Item]
-) -> Callable[[str, list[list[float]]], bool]:
+def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Measured], bool]:
     """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
     each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
 
     by_id = {item.nodeid: item for item in items}
 
-    def more(nodeid: str, runs: list[list[float]]) -> bool:
+    def more(nodeid: str, got: Measured) -> bool:
+        runs = got.of(CURRENT, nodeid)
         item = by_id[nodeid]
         case = case_of(item)
         if case is None:
@@ -288,7 +192,8 @@ def round_judge(
             return False
         if entry is None:
             return False
-        clean = clean_runs(state, nodeid, runs)
+        windows = got.host.get(CURRENT, {}).get(nodeid, [])
+        clean = clean_runs(runs, windows, trust_host=state.trust_host)
         if clean is None:
             return True  # a busy round costs another round, not the verdict
         return needs_more_rounds(baseline_runs(entry), clean, policy)
@@ -296,16 +201,16 @@ def round_judge(
     return more
 
 
-def clean_runs(state: PerfState, nodeid: str, runs: list[list[float]]) -> list[list[float]] | None:
+def clean_runs(
+    runs: list[list[float]], windows: Sequence[Mapping[str, Any]], *, trust_host: bool
+) -> list[list[float]] | None:
     """``runs`` (the other processes' rounds so far) as the verdict will judge them, the busy
     rounds left out by the one rule (core.assess.leave_out_busy); None where a busy round
-    should first cost another round (too few clean ones yet to leave it out)."""
-    if state.trust_host:
+    should first cost another round (too few clean ones yet to leave it out). ``windows``: the
+    host window each round recorded; where they do not line up with the rounds, all count."""
+    if trust_host or len(windows) != len(runs):
         return runs
-    recorded = state.worker_host.get(nodeid, [])
-    if len(recorded) != len(runs):
-        return runs
-    busy = busy_rounds([Window.from_dict(d) for d in recorded])
+    busy = busy_rounds([Window.from_dict(d) for d in windows])
     if busy_round_costs_another(len(runs), len(runs) - len(busy)):
         return None
     left = leave_out_busy(len(runs), busy)

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from pytest_burnperf.core.roofline import Peaks
     from pytest_burnperf.devices import Entry, Registry
     from pytest_burnperf.runs.reference import Choice
-    from pytest_burnperf.runs.same_session import Measured, Plan
+    from pytest_burnperf.runs.same_session import Plan
+    from pytest_burnperf.runs.scheduler import Measured
     from pytest_burnperf.storage.baselines import BaselineStore
     from pytest_burnperf.storage.peaks import PeakCache
 

@@ -140,28 +140,12 @@ def read_round_file(path: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
-def round_plan(
-    r: int,
-    rounds: int,
-    wanted: Sequence[str],
-    runs: Mapping[str, list[list[float]]],
-    more: Callable[[str, list[list[float]]], bool],
-) -> list[str]:
-    """The benchmarks fresh round ``r`` (1-based) measures: all of ``wanted`` in the fixed rounds
-    (``r < rounds``), then only those ``more`` says another round would help."""
-    if r < rounds:
-        return list(wanted)
-    return [n for n in wanted if more(n, runs.get(n, []))]
-
-
-#: Options of the parent run that its round processes must not get.
+#: Options of the parent run that its round processes must not get: what to compare with ...
 PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
-
-
+#: ... and what only the parent writes or enforces.
 PARENT_FLAGS = ("--update-baselines", "--perf-strict")
 
 
 def worker_args(invocation: Sequence[str]) -> list[str]:
     """The parent's command-line arguments without the options only the parent acts on."""
-
     return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)

@@ -1,0 +1,481 @@
+"""The one round scheduler: fixed rounds of every benchmark, then adaptive rounds of those still
+undecided, in one environment (a stored-baseline run: the current interpreter, whose own
+process then measures one more round) or in several (a same-session comparison: every
+environment once per round, in an order drawn at random, so that the host's drifts fall on
+every side alike).
+
+How a round starts (:class:`Schedule` ``start``):
+
+* ``fresh``: a new interpreter per round and environment;
+* ``fork``: a child forked from one round server per environment (forkserver.py), which saves
+  the interpreter's start, collection and library imports of every round;
+* ``turns``: benchmark after benchmark, a forked child per environment at once, the children
+  taking turns in short sampling windows (turns.py).
+
+A round's process writes its samples, host windows and probes (``--perf-worker-out``); the
+scheduler pools them in :class:`Measured`, keeping a benchmark's round only where every
+environment measured it (the rounds stay paired). No adaptive round starts once the budget
+is spent (``Measured.budget_stopped``). No pytest here: the plugin passes the arguments of the
+round processes, says which benchmarks need another round (``more``), and prints through
+``write``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
+from pytest_burnperf.core.text import clock, tail
+from pytest_burnperf.host.state import Window
+from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
+from pytest_burnperf.runs.rounds import (
+    budget_spent,
+    count_done,
+    progress_line,
+    progress_path,
+    read_round_file,
+    run_process,
+    watch,
+)
+from pytest_burnperf.runs.turns import WINDOW_S, Seat, Table, TurnError, shared_cpu, table_address
+from pytest_burnperf.storage.jsonfile import FileFormatError
+
+#: How a round's process starts (see the module docstring).
+STARTS = ("fresh", "fork", "turns")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One environment the rounds run in."""
+
+    label: str
+    #: Its interpreter.
+    python: str
+    #: Its environment variables (None: this process's).
+    environ: Mapping[str, str] | None = None
+    #: For messages: what it is (``numpy==2.2.6 in a cached overlay``).
+    detail: str = ""
+    #: The directory of an installed reference that must shadow the checkout (overlay.py):
+    #: a round that imported the checkout's package instead is refused.
+    overlay: str | None = None
+
+
+#: ``(side, round, samples file, node ids) -> (exit status, output)``: one side's round.
+Launch = Callable[[Side, int, Path, list[str]], tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    #: Rounds every benchmark gets from this scheduler.
+    fixed: int
+    #: Rounds at most, adaptive ones included.
+    most: int
+    start: str = "fresh"
+    #: Seconds after the first round started from which no adaptive round starts (0: none).
+    budget_s: float = 0.0
+    #: A failed round ends the rounds (same-session: the sides would no longer pair); else it
+    #: is reported, and only a failed adaptive round ends them (stored baselines).
+    failure_ends_all: bool = True
+    #: Rounds the calling process measures itself after these (stored baselines: 1, the
+    #: session's own), for the numbering of the progress lines.
+    own_rounds: int = 0
+
+    def __post_init__(self) -> None:
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {', '.join(STARTS)}, got {self.start!r}")
+        if not 0 <= self.fixed <= self.most:
+            raise ValueError(f"need 0 <= fixed <= most, got {self.fixed} and {self.most}")
+
+
+@dataclass
+class Measured:
+    """What the rounds measured, per environment label and benchmark node id."""
+
+    #: The environments as the caller describes them (environments.Env), for the report.
+    envs: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
+    host: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    probes: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    #: The last record of each benchmark per environment (loops, timer...), for the report.
+    last: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: Why an environment has no (or too few) measurements: its failing round's message.
+    failures: dict[str, str] = field(default_factory=dict)
+    #: Rounds that failed without ending the rounds (``Schedule.failure_ends_all`` false).
+    problems: list[str] = field(default_factory=list)
+    #: The order of the environments in each round, as run.
+    orders: list[list[str]] = field(default_factory=list)
+    #: Benchmarks still undecided when the round budget stopped the adaptive rounds (0: it did
+    #: not).
+    budget_stopped: int = 0
+    #: Rounds run.
+    rounds: int = 0
+
+    def add(self, label: str, nodeid: str, rec: Mapping[str, Any]) -> None:
+        self.runs.setdefault(label, {}).setdefault(nodeid, []).append(list(rec["values"]))
+        self.host.setdefault(label, {}).setdefault(nodeid, []).append(dict(rec.get("host") or {}))
+        self.probes.setdefault(label, {}).setdefault(nodeid, []).append(
+            dict(rec.get("probe") or {})
+        )
+        self.last.setdefault(label, {})[nodeid] = {
+            k: rec[k] for k in ("loops", "timer", "l2_flush") if k in rec
+        }
+
+    def of(self, label: str, nodeid: str) -> list[list[float]]:
+        return self.runs.get(label, {}).get(nodeid, [])
+
+    def busy_rounds(self, labels: Sequence[str], nodeid: str) -> dict[int, str]:
+        """``{round index: why}`` of the rounds in which the host was busy while one of
+        ``labels`` measured ``nodeid`` (core.assess.busy_rounds)."""
+        out: dict[int, str] = {}
+        for label in labels:
+            windows = [Window.from_dict(d) for d in self.host.get(label, {}).get(nodeid, [])]
+            for i, why in busy_rounds(windows).items():
+                out.setdefault(i, why)
+        return out
+
+    def clean_pairs(
+        self, reference: str, candidate: str, nodeid: str, *, least: int = MIN_CLEAN_ROUNDS
+    ) -> tuple[list[list[float]], list[list[float]], dict[int, str]]:
+        """The paired rounds of ``nodeid`` without those measured on a busy host, by the one
+        rule (core.assess.leave_out_busy): a busy round measures the host as much as the code,
+        and pairing cancels only what hit both sides. Returns (reference runs, candidate runs,
+        the rounds left out with why)."""
+        ref, cur = self.of(reference, nodeid), self.of(candidate, nodeid)
+        pairs = min(len(ref), len(cur))
+        left = leave_out_busy(pairs, self.busy_rounds((reference, candidate), nodeid), least=least)
+        if not left:
+            return ref, cur, {}
+        keep = [i for i in range(pairs) if i not in left]
+        return [ref[i] for i in keep], [cur[i] for i in keep], left
+
+
+def run(
+    sides: Sequence[Side],
+    schedule: Schedule,
+    *,
+    args: Sequence[str],
+    cwd: Path,
+    wanted: Sequence[str],
+    more: Callable[[str, Measured], bool],
+    write: Callable[[str], None],
+    rng: random.Random | None = None,
+    launch: Launch | None = None,
+) -> Measured:
+    """Run the rounds of ``schedule`` for the node ids ``wanted`` in every one of ``sides``:
+    rounds ``1..fixed`` of all of them, then rounds of those ``more(node id, measured so
+    far)`` calls undecided, up to ``most``. ``args`` are the round processes' pytest
+    arguments (the parent's, without the options only the parent acts on). ``launch``
+    replaces the round processes of a fresh or forked start (tests: ``(side, round, samples
+    file, node ids) -> (exit status, output)``, writing the samples file as a round would)."""
+    rng = rng or random.Random()
+    got = Measured()
+    labels = [s.label for s in sides]
+    by_label = {s.label: s for s in sides}
+    t0 = time.monotonic()
+    one = len(sides) == 1
+    with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
+        servers: dict[str, ForkServer] = {}
+        start = schedule.start
+        try:
+            if start != "fresh" and launch is None:
+                try:
+                    for side in sides:
+                        servers[side.label] = ForkServer(
+                            [side.python, "-m", "pytest", *args, "-q"],
+                            cwd=cwd,
+                            tmp=Path(tmp),
+                            env=None if side.environ is None else dict(side.environ),
+                        )
+                except OSError as exc:
+                    if start == "turns":
+                        raise
+                    got.problems.append(
+                        f"the round server could not start ({exc}); the rounds ran in fresh "
+                        "processes"
+                    )
+                    for server in servers.values():
+                        server.close()
+                    servers.clear()
+                    start = "fresh"
+            for r in range(1, schedule.most + 1):
+                fixed = r <= schedule.fixed
+                todo = list(wanted) if fixed else [n for n in wanted if more(n, got)]
+                if not todo:
+                    break
+                if not fixed and budget_spent(time.monotonic() - t0, schedule.budget_s):
+                    got.budget_stopped = len(todo)
+                    break
+                got.rounds = r
+                failed = _round(
+                    got,
+                    r,
+                    todo,
+                    sides=sides,
+                    by_label=by_label,
+                    labels=labels,
+                    schedule=schedule,
+                    start=start,
+                    servers=servers,
+                    args=args,
+                    cwd=cwd,
+                    tmp=Path(tmp),
+                    wanted=wanted,
+                    write=write,
+                    rng=rng,
+                    t0=t0,
+                    one=one,
+                    launch=launch,
+                )
+                if failed and (schedule.failure_ends_all or not fixed):
+                    break
+        finally:
+            for server in servers.values():
+                server.close()
+    return got
+
+
+def _announce(
+    r: int, todo: Sequence[str], order: Sequence[str], *, schedule: Schedule, start: str,
+    wanted: Sequence[str], elapsed: float, one: bool,
+) -> str:  # fmt: skip
+    """The line that starts a round."""
+    fixed = r <= schedule.fixed
+    if one:  # stored baselines: this process measures the last round itself
+        how = "a forked process" if start == "fork" else "a fresh process"
+        if fixed:
+            return (
+                f"pytest-burnperf: round {r}/{schedule.fixed + schedule.own_rounds} of "
+                f"{len(todo)} benchmarks in {how} ({clock(elapsed)} elapsed; this process "
+                "measures the last round) ..."
+            )
+        return (
+            f"pytest-burnperf: adaptive round {r} (of at most "
+            f"{schedule.most + schedule.own_rounds}) for {len(todo)} of {len(wanted)} "
+            f"benchmarks still undecided ({clock(elapsed)} elapsed) ..."
+        )
+    of = schedule.fixed if fixed else schedule.most
+    what = "round" if fixed else "adaptive round"
+    if start == "turns":
+        how = f"each in {len(order)} environments at once, taking turns in {WINDOW_S:g} s windows"
+    else:
+        how = f"in {len(order)} environments, in the order {', '.join(order)}"
+    return (
+        f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks {how} "
+        f"({clock(elapsed)} elapsed) ..."
+    )
+
+
+def _round(
+    got: Measured, r: int, todo: list[str], *, sides: Sequence[Side], by_label: Mapping[str, Side],
+    labels: Sequence[str], schedule: Schedule, start: str, servers: Mapping[str, ForkServer],
+    args: Sequence[str], cwd: Path, tmp: Path, wanted: Sequence[str], write: Callable[[str], None],
+    rng: random.Random, t0: float, one: bool, launch: Launch | None,
+) -> bool:  # fmt: skip
+    """One round of ``todo`` in every side; whether a side's round failed."""
+    fixed = r <= schedule.fixed
+    of = schedule.fixed + schedule.own_rounds if fixed else schedule.most + schedule.own_rounds
+    # a group is measured in every side before the next one starts
+    groups = [[n] for n in todo] if start == "turns" else [todo]
+    first_order: list[str] | None = None
+    for k, group in enumerate(groups):
+        order = list(labels)
+        rng.shuffle(order)
+        if first_order is None:
+            first_order = order
+            write(
+                _announce(
+                    r,
+                    todo,
+                    order,
+                    schedule=schedule,
+                    start=start,
+                    wanted=wanted,
+                    elapsed=time.monotonic() - t0,
+                    one=one,
+                )
+            )
+        outs = {x: tmp / f"round{r}-{k}-{labels.index(x)}.json" for x in labels}
+        if start == "turns" and launch is None:
+            results = _take_turns(servers, order, outs, group, rng)
+        else:
+            results = {}
+            for label in order:
+                if launch is not None:
+                    results[label] = launch(by_label[label], r, outs[label], group)
+                    continue
+                results[label] = _one(
+                    by_label[label],
+                    r,
+                    of,
+                    outs[label],
+                    group,
+                    wanted=wanted,
+                    args=args,
+                    cwd=cwd,
+                    server=servers.get(label),
+                    write=write,
+                    t0=t0,
+                    one=one,
+                )
+        docs: dict[str, dict[str, dict[str, Any]]] = {}
+        for label in order:
+            side = by_label[label]
+            code, output = results[label]
+            problem = _problem(side, outs[label], code, output)
+            if problem is None:
+                try:
+                    docs[label] = read_round_file(outs[label])
+                except FileFormatError as exc:
+                    problem = f"its samples file is unusable ({exc})"
+            if problem is not None:
+                _fail(got, r, side, problem, start=start, one=one, code=code, output=output)
+                got.orders.append(first_order)
+                return True
+        for nodeid in group:
+            recs = [docs[label].get(nodeid) for label in labels]
+            if all(rec is not None for rec in recs):
+                for label, rec in zip(labels, recs, strict=True):
+                    assert rec is not None
+                    got.add(label, nodeid, rec)
+    got.orders.append(first_order or list(labels))
+    return False
+
+
+def _fail(
+    got: Measured, r: int, side: Side, problem: str, *, start: str, one: bool, code: int,
+    output: str,
+) -> None:  # fmt: skip
+    if one:
+        how = "a forked process" if start == "fork" else "a fresh process"
+        if problem.startswith("its process failed"):
+            got.problems.append(
+                f"round {r} in {how} failed (exit {code}); its samples are missing from the "
+                f"verdicts:\n{tail(output)}"
+            )
+        else:
+            got.problems.append(f"round {r}: {problem}; its samples are left out of the verdicts")
+        return
+    got.failures[side.label] = f"round {r} in {side.label} ({side.detail}): {problem}"
+
+
+def _one(
+    side: Side, r: int, of: int, out: Path, group: list[str], *, wanted: Sequence[str],
+    args: Sequence[str], cwd: Path, server: ForkServer | None, write: Callable[[str], None],
+    t0: float, one: bool,
+) -> tuple[int, str]:  # fmt: skip
+    """One side's measurement of ``group`` in round ``r``: (exit status, output)."""
+
+    def say(done: int) -> None:
+        if one:
+            write(progress_line(r, of, done, len(group), time.monotonic() - t0))
+        else:
+            write(
+                f"pytest-burnperf: round {r} in {side.label}: {done}/{len(group)} benchmarks, "
+                f"{clock(time.monotonic() - t0)} elapsed"
+            )
+
+    if server is not None:
+
+        def wait(running: Callable[[], bool]) -> None:
+            watch(running, progress_path(out), group, say)
+
+        try:
+            # always the node ids: the server collected on its own, and may see a device
+            # this process does not (a driver that cannot survive its fork, say)
+            code, output = server.round(out, group, wait)
+        except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
+            code, output = 1, f"the round server could not be reached: {exc}"
+    else:
+        cmd = [side.python, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
+        if len(group) < len(wanted):
+            only = out.with_suffix(".only")
+            only.write_text("\n".join(group) + "\n", encoding="utf-8")
+            cmd.append(f"--perf-worker-only={only}")
+        code, output = run_process(
+            cmd,
+            cwd=cwd,
+            out=out,
+            todo=group,
+            say=say,
+            env=None if side.environ is None else dict(side.environ),
+        )
+    say(count_done(progress_path(out), group))
+    return code, output
+
+
+def _problem(side: Side, out: Path, code: int, output: str) -> str | None:
+    """Why a side's round cannot be used, or None."""
+    if not out.exists():
+        return f"its process failed (exit {code}):\n{tail(output)}"
+    modules = out.with_name(out.name + ".modules")
+    if side.overlay is not None and modules.exists():
+        try:
+            bad = json.loads(modules.read_text(encoding="utf-8"))
+        except ValueError:
+            bad = {}
+        if bad:
+            name, where = next(iter(bad.items()))
+            return (
+                f"it imported {name} from {where}, not from the installed reference (something "
+                f"imported {name} before pytest-burnperf could put the reference first: a plugin "
+                "loaded before it, or a sitecustomize); run with -p no:NAME for that plugin"
+            )
+    return None
+
+
+def _take_turns(
+    servers: Mapping[str, Any],
+    order: Sequence[str],
+    outs: Mapping[str, Path],
+    group: Collection[str],
+    rng: random.Random,
+    pin: bool = False,
+) -> dict[str, tuple[int, str]]:
+    """One benchmark measured by a child of every side's round server at once, the children
+    taking turns (turns.py): the first turn of each (set-up, warm-up, calibration) in
+    ``order``, then sampling windows in an order drawn per cycle; with ``pin``, both bound to
+    one CPU drawn for the pair (where their benchmarks are single-threaded): a virtual CPU
+    slower than another (a busy sibling thread on the host) then slows both sides alike. Off:
+    on a busy host a bound side cannot leave a CPU another process holds (a fresh-clone CI run
+    beside other work measured a 2x slowdown as +42% [-28%, +178%], inconclusive).
+    Returns each side's (exit status, server output); a side the table lost is reported by
+    its status."""
+    name = table_address(rng)
+    cpu = shared_cpu(rng) if pin else None
+    table = Table(name, order)
+    try:
+        running: dict[str, Callable[[], bool]] = {}
+        unreachable: dict[str, str] = {}
+        for label in order:
+            try:
+                seat = Seat(name, label, cpu).as_json()
+                running[label] = servers[label].start(outs[label], group, seat)
+            except OSError as exc:
+                unreachable[label] = f"its round server could not be reached: {exc}"
+                running[label] = lambda: False
+        problem = None
+        try:
+            table.run(lambda label: running[label](), rng, first=order)
+        except TurnError as exc:
+            problem = str(exc)
+    finally:
+        table.close()
+    results = {}
+    for label in order:
+        if label in unreachable:
+            results[label] = (1, unreachable[label])
+            continue
+        while running[label]():
+            time.sleep(POLL_S)
+        code, output = servers[label].result()
+        if problem and code == 0 and not outs[label].exists():
+            code, output = 1, f"{output}\nturn table: {problem}"
+        results[label] = (code, output)
+    return results
