@@ -14,6 +14,7 @@ from pytest_burnperf.core.coverage import (
     advice,
     coverage,
     default_min_share,
+    in_ci,
     shortfall,
 )
 from pytest_burnperf.core.settings import SpecError, parse_share
@@ -88,7 +89,7 @@ def test_the_json_form_names_the_missed_benchmarks() -> None:
 def test_the_minimum_is_enforced_in_ci_only_by_default(
     environ: dict[str, str], share: float
 ) -> None:
-    assert default_min_share(environ) == share
+    assert default_min_share(in_ci(environ)) == share
 
 
 @pytest.mark.parametrize(("text", "value"), [("0.9", 0.9), ("90%", 0.9), ("0", 0.0), (1, 1.0)])

@@ -188,9 +188,9 @@ def in_ci(environ: Mapping[str, str] | None = None) -> bool:
     return env.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def default_min_share(environ: Mapping[str, str] | None = None) -> float:
-    """:data:`CI_MIN_JUDGED` where ``$CI`` says this is a CI job, else 0 (shown, not enforced)."""
-    return CI_MIN_JUDGED if in_ci(environ) else 0.0
+def default_min_share(ci: bool) -> float:
+    """:data:`CI_MIN_JUDGED` in a CI job (:func:`in_ci`), else 0 (shown, not enforced)."""
+    return CI_MIN_JUDGED if ci else 0.0
 
 
 def shortfall(cov: Coverage, minimum: float) -> str | None:

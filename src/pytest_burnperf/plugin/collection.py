@@ -5,7 +5,6 @@ CPU case, bad markers reported on their own test, and the selection narrowed by
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -27,11 +26,6 @@ from pytest_burnperf.report.pytest_benchmark import CASE_ID
 
 if TYPE_CHECKING:
     pass
-
-if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
-    from pytest_burnperf.runs.overlay import install as _install_overlay
-
-    _install_overlay()  # before anything imports the project (overlay.py)
 
 
 def parametrize(metafunc: pytest.Metafunc) -> None:

@@ -37,11 +37,6 @@ from pytest_burnperf.storage.project_config import load as load_project_config
 if TYPE_CHECKING:
     from pytest_burnperf.runs.same_session import Plan
 
-if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
-    from pytest_burnperf.runs.overlay import install as _install_overlay
-
-    _install_overlay()  # before anything imports the project (overlay.py)
-
 
 #: Set to 1, the gate does not let the host state or the reference probe change verdicts or
 #: rounds (they are still measured and reported): for the plugin's own tests of the statistics
@@ -50,6 +45,9 @@ TRUST_HOST = "BURNPERF_TRUST_HOST"
 
 
 def configure(config: pytest.Config) -> None:
+    # the environment switches, read once for the whole run
+    trust_host = os.environ.get(TRUST_HOST) == "1"
+    ci = in_ci()
     config.addinivalue_line(
         "markers",
         "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=, "
@@ -142,7 +140,7 @@ def configure(config: pytest.Config) -> None:
     if worker_out:
         plan = None
     else:
-        against = _against(config, enabled=enabled, update=update)
+        against = _against(config, enabled=enabled, update=update, ci=ci)
         if against == "auto":
             from pytest_burnperf.runs.reference import choose, has_baselines
 
@@ -155,7 +153,7 @@ def configure(config: pytest.Config) -> None:
                 machine=group,
                 repo=config.rootpath,
                 base=pick("perf_base"),
-                host_off=_stored_host_off(baselines_root / group) if stored else None,
+                host_off=_stored_host_off(baselines_root / group, trust_host) if stored else None,
             )
             against = choice.ref
         plan = _plan(config, against, enabled=enabled, update=update)
@@ -236,11 +234,13 @@ def configure(config: pytest.Config) -> None:
         config_file=project.path,
         plan=plan,
         reference=choice,
-        trust_host=os.environ.get(TRUST_HOST) == "1",
+        trust_host=trust_host,
         min_judged=0.0
         if update or worker_out
         else (
-            pick("perf_min_judged") if pick("perf_min_judged") is not None else default_min_share()
+            pick("perf_min_judged")
+            if pick("perf_min_judged") is not None
+            else default_min_share(ci)
         ),
     )
 
@@ -255,28 +255,22 @@ def configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
 
 
-def _stored_host_off(directory: Path) -> str | None:
+def _stored_host_off(directory: Path, trust_host: bool) -> str | None:
     """How far this host runs the reference probe from the stored baselines' host, where too
     far for them to judge the code (``reference.stored_host_off``); never with
     BURNPERF_TRUST_HOST=1, which keeps the host out of every decision."""
 
-    if os.environ.get(TRUST_HOST) == "1":  # read here and once below, into PerfState
+    if trust_host:
         return None
 
     return stored_host_off(directory, host_parts())
 
 
-def _against(config: pytest.Config, *, enabled: bool, update: bool) -> str | None:
+def _against(config: pytest.Config, *, enabled: bool, update: bool, ci: bool) -> str | None:
     """--perf-against as given; ``auto`` where it is not given, $CI is set and the run compares
     (a --perf run that records nothing and names no --perf-versions)."""
     against: str | None = config.getoption("perf_against")
-    if (
-        against is None
-        and enabled
-        and not update
-        and not config.getoption("perf_versions")
-        and in_ci()
-    ):
+    if against is None and enabled and not update and not config.getoption("perf_versions") and ci:
         return "auto"
     if against == "auto":
         if not enabled:

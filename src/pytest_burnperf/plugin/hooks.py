@@ -13,7 +13,6 @@ run.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator
 from typing import Any
 
@@ -25,11 +24,11 @@ from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
 from pytest_burnperf.plugin.options import add_options
 from pytest_burnperf.plugin.state import STATE, Case, case_of
+from pytest_burnperf.runs.overlay import install as install_overlay
 
-if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
-    from pytest_burnperf.runs.overlay import install as _install_overlay
-
-    _install_overlay()  # before anything imports the project (overlay.py)
+# In a round's process of an installed reference ($BURNPERF_OVERLAY), its overlay goes first,
+# before anything imports the project (runs/overlay.py); elsewhere this does nothing.
+install_overlay()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

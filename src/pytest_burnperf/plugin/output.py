@@ -4,8 +4,8 @@ check, JUnit properties, and the terminal summary."""
 
 from __future__ import annotations
 
-import os
 import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -37,18 +37,13 @@ from pytest_burnperf.report.terminal import (
     versions_table,
     wrap,
 )
-from pytest_burnperf.runs.overlay import OVERLAY_ENV
+from pytest_burnperf.runs.overlay import installed_from
 from pytest_burnperf.runs.same_session import shadowed_modules
 from pytest_burnperf.storage.history import redact, resolve_url
 from pytest_burnperf.storage.jsonfile import _why, atomic_write_text, dumps, finite
 
 if TYPE_CHECKING:
     pass
-
-if os.environ.get("BURNPERF_OVERLAY"):  # a round's process of an installed reference
-    from pytest_burnperf.runs.overlay import install as _install_overlay
-
-    _install_overlay()  # before anything imports the project (overlay.py)
 
 
 class Recorder:
@@ -344,10 +339,7 @@ def _versions_tables(
 def note_shadowed(worker_out: Path) -> None:
     """In a round's process of an installed reference: which of its modules came from elsewhere
     (versions.shadowed_modules), for the parent to refuse the round."""
-    import os
-    import sys
-
-    overlay = os.environ.get(OVERLAY_ENV)
+    overlay = installed_from()
     if overlay:
         bad = shadowed_modules(overlay, sys.modules)
         atomic_write_text(worker_out.with_name(worker_out.name + ".modules"), dumps(bad))

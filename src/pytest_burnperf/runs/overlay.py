@@ -119,14 +119,28 @@ class OverlayFirst(importlib.abc.MetaPathFinder):
         pass
 
 
+#: The overlay this process's round runs from ($BURNPERF_OVERLAY, read once by :func:`install`
+#: as the plugin loads), or None.
+_installed_from: str | None = None
+
+
+def installed_from() -> str | None:
+    """The overlay directory this process's round runs from, or None (not a reference's
+    round). Read from ``$BURNPERF_OVERLAY`` once, when the plugin loaded."""
+    return _installed_from
+
+
 def install(
     environ: Any = None, meta_path: list[Any] | None = None, cwd: Path | None = None
 ) -> OverlayFirst | None:
     """In a round's process of an installed reference, the overlay-first finder at the front
     of ``meta_path`` (``sys.meta_path``); None elsewhere. Call it before the project is imported
     (the plugin does, on load)."""
+    global _installed_from
     env = os.environ if environ is None else environ
     where = env.get(OVERLAY_ENV)
+    if environ is None:
+        _installed_from = where or None
     if not where:
         return None
     overlay = Path(where)
