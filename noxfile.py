@@ -142,7 +142,8 @@ def validate(session: nox.Session) -> None:
     install(session, "torch,validate")
     session.run(
         "python",
-        "validation/run.py",
+        "-m",
+        "validation.run",
         "--asv",
         "--out",
         "docs/validation.md",

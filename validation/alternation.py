@@ -22,7 +22,7 @@ Every turn length is measured in every repetition, in a shuffled order, so that 
 hits all alike. ``--load`` runs ``validation/load.py`` (a bursty third of a core) beside every
 other repetition. The children are plain Python processes, not pytest:
 
-    python validation/alternation.py --repetitions 12 --load 0.33 --out docs/alternation.json
+    python -m validation.alternation --repetitions 12 --load 0.33 --out docs/alternation.json
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from validation import load as _load
 
-import load as _load  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 #: A child: sets up one workload, warms it, says "ready", then for each "TURN SECONDS" line on
 #: stdin times calls of the workload for that long and answers with their durations.
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = {
             "started": started,
             "machine": platform.processor() or platform.machine(),
-            "command": "python validation/alternation.py " + " ".join(argv or sys.argv[1:]),
+            "command": "python -m validation.alternation " + " ".join(argv or sys.argv[1:]),
             "settings": vars(args) | {"out": str(args.out)},
             "analysis": a,
             "repetitions": reps,

@@ -12,7 +12,7 @@ statistical test; factor 1.05 is the 5% threshold the other tools use) in a virt
 builds once (numpy, threadpoolctl, torch 2.13.0) and counts the benchmarks it reports worse.
 The workloads run with one BLAS/torch thread, as in the harness.
 
-``python validation/asv_compare.py --aa 8 --planted 5 --json docs/asv.json`` (about a minute a
+``python -m validation.asv_compare --aa 8 --planted 5 --json docs/asv.json`` (about a minute a
 session on 2 cores; asv must be installed: ``pip install asv virtualenv``).
 """
 
@@ -30,12 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "synthetic"))
+from validation.common import SIZES, cp, log, machine, planted_knobs
+from validation.synthetic.workloads import NAMES
 
-from run import SIZES, cp, log, machine, planted_knobs  # noqa: E402
-from workloads import NAMES  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 PYPROJECT = """[build-system]
 requires = ["setuptools>=61"]
@@ -219,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "started": started,
                     "machine": machine(),
-                    "command": f"python validation/asv_compare.py --aa {args.aa} "
+                    "command": f"python -m validation.asv_compare --aa {args.aa} "
                     f"--planted {args.planted}",
                     "sessions": sessions,
                 },

@@ -11,7 +11,7 @@ from a random run on (at least 5 runs from either end). Reported for several pen
 * found, any: named within one position, other change points allowed;
 * quiet: a series without a step reports no change point.
 
-``python validation/changepoints.py --series 1000`` (a few seconds).
+``python -m validation.changepoints --series 1000`` (a few seconds).
 """
 
 from __future__ import annotations
@@ -20,10 +20,7 @@ import argparse
 import json
 import math
 import random
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from pytest_burnperf.core.stats import DEFAULT_PRIOR
 from pytest_burnperf.storage.history import changepoints

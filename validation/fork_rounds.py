@@ -14,7 +14,7 @@ the sd within one parent's forks, and the between-parent component (one-way rand
 analysis of variance). Forked rounds are usable for the gate when the within-parent sd is about
 the fresh sd and the between-parent component is about zero.
 
-    python validation/fork_rounds.py --parents 8 --forks 6 --torch --out docs/fork-rounds.json
+    python -m validation.fork_rounds --parents 8 --forks 6 --torch --out docs/fork-rounds.json
 """
 
 from __future__ import annotations
@@ -30,9 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from variance_sources import CHILD
+from validation.variance_sources import CHILD
 
 #: A prepared parent: imports once, then forks one measuring child per line on stdin (a path for
 #: the child's JSON), answering each with a line once the child has exited.
@@ -166,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             doc["forked"].append(runs)
             print(f"parent {p + 1}/{args.parents}, {time.monotonic() - t0:.0f} s", flush=True)
     doc["seconds"] = {"fresh": statistics.median(fresh_s), "forked": statistics.median(fork_s)}
-    doc["command"] = "python validation/fork_rounds.py " + " ".join(argv or sys.argv[1:])
+    doc["command"] = "python -m validation.fork_rounds " + " ".join(argv or sys.argv[1:])
     print_table(analyse(doc), args.parents, args.forks)
     print(
         f"median seconds a round: fresh process {doc['seconds']['fresh']:.2f}, "

@@ -20,7 +20,7 @@ The same kernels timed by each tool, in alternating order, several repetitions e
 Kernels: a large f32 and bf16 matmul, an elementwise add that is memory-bound, a tiny add whose
 time is mostly launch, and a launch-bound chain of 64 small operations.
 
-    python validation/gpu_timers.py --json OUT.json [--reps 5]
+    python -m validation.gpu_timers --json OUT.json [--reps 5]
 
 Needs a CUDA GPU, torch and triton (cupy optional). Prints a table (microseconds, median over the
 repetitions of each tool's median) and writes every repetition to the JSON file.
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         "gpu": torch.cuda.get_device_name(0),
         "torch": torch.__version__,
         "python": platform.python_version(),
-        "command": "python validation/gpu_timers.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m validation.gpu_timers " + " ".join(argv or sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     try:

@@ -4,7 +4,7 @@ planted shifts), then ``burnperf history`` over all of it, timed as a user runs 
 process). Also times recording one run of ``--benchmarks`` results into the store, the cost
 ``--perf-store`` adds to a perf run.
 
-``python validation/history_scale.py --runs 1000 --benchmarks 200`` (building the store takes a
+``python -m validation.history_scale --runs 1000 --benchmarks 200`` (building the store takes a
 few minutes; it is kept in ``--work`` for reruns).
 """
 

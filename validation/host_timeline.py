@@ -17,7 +17,7 @@ lag-1 autocorrelation of those (slow drift against fast jitter), the sd of the p
 fastest tenth (slow spells: the host's speed has two levels, not a bell curve). Guest counters
 over the whole run are printed beside them. Run it with nothing else of yours running:
 
-    python validation/host_timeline.py --processes 4 --cycles 60 --out docs/host-timeline.json
+    python -m validation.host_timeline --processes 4 --cycles 60 --out docs/host-timeline.json
 
 ``--analyse FILE`` prints the tables of a saved run again.
 """
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     processes = [run_child(args.cycles, args.block_ms) for _ in range(args.processes)]
     doc: dict[str, Any] = {
         "started": started,
-        "command": "python validation/host_timeline.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m validation.host_timeline " + " ".join(argv or sys.argv[1:]),
         "processes": processes,
     }
     print_tables(doc)

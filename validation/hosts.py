@@ -17,7 +17,7 @@ the nine synthetic pure-Python, numpy and BLAS workloads), each pytest session a
    which the synthetic workloads do 10% or 20% more work (rotated), to check that detection
    holds with the host-state and probe rules in place.
 
-    python validation/hosts.py --out docs/validation.md
+    python -m validation.hosts --out docs/validation.md
 
 writes the section between the markers ``<!-- hosts:start -->`` and ``<!-- hosts:end -->`` of
 ``--out`` (appending them if absent) and the raw verdicts next to it (``validation-hosts.json``).
@@ -38,10 +38,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from validation.common import cp, log, machine
+from validation.run import SHIPPED, SHIPPED_K, SYNTH_PERF, Harness
 
-from run import SHIPPED, SHIPPED_K, SYNTH_PERF, Harness, cp, log, machine  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 START, END = "<!-- hosts:start -->", "<!-- hosts:end -->"
 SELECT = ["-k", f"{SHIPPED_K} or test_synthetic"]
@@ -70,8 +71,7 @@ def session(h: Harness, tag: str, extra: list[str], knobs: dict[str, float]) -> 
 
 
 def synthetic_names() -> list[str]:
-    sys.path.insert(0, str(HERE / "synthetic"))
-    from workloads import NAMES  # type: ignore[import-not-found]
+    from validation.synthetic.workloads import NAMES
 
     return list(NAMES)
 
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--busy-sessions", type=int, default=5)
     ap.add_argument("--planted-sessions", type=int, default=6)
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--command", default="python validation/hosts.py --out docs/validation.md")
+    ap.add_argument("--command", default="python -m validation.hosts --out docs/validation.md")
     args = ap.parse_args(argv)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     work = Path(tempfile.mkdtemp(prefix="burnperf-hosts-"))

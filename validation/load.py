@@ -5,7 +5,7 @@ One process that spins the CPU in bursts and sleeps between them, both of random
 of 20-400 ms, on average about a third of one core with the default ``duty`` of 0.33), so the
 interference arrives unannounced and in pieces, as another program's does, rather than as a
 steady second core's worth that any round would see alike. It stops by itself after
-``seconds`` (a harness kills it sooner). ``python validation/load.py --duty 0.33 --seconds 60``
+``seconds`` (a harness kills it sooner). ``python -m validation.load --duty 0.33 --seconds 60``
 runs it alone; :func:`start` runs it beside a session.
 """
 

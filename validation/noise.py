@@ -10,7 +10,7 @@ after another, each with ``--perf-json``, and prints per benchmark the standard 
 log of the process medians, then its quantiles over all benchmarks. ``--out FILE`` keeps them as
 JSON. Run it on an otherwise idle machine:
 
-    python validation/noise.py --processes 16 --out noise.json
+    python -m validation.noise --processes 16 --out noise.json
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from validation.common import log
+from validation.run import SHIPPED, SHIPPED_K, SYNTH_PERF, Harness
 
-from run import SHIPPED, SHIPPED_K, SYNTH_PERF, Harness, log  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 def run_processes(work: Path, n: int) -> dict[str, list[float]]:

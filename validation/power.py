@@ -9,7 +9,7 @@ alpha of a session of ``--comparisons`` benchmarks) gives the verdict. Printed p
 rounds: the share of ``regressed`` verdicts for unchanged code (false alarms) and for +5%, +10%
 and +20% (power), and the median noise floor. Nothing is timed, so it runs anywhere:
 
-    python validation/power.py --reps 2000
+    python -m validation.power --reps 2000
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from pytest_burnperf.core.verdict import REGRESSED, Policy, judge
 

@@ -20,7 +20,7 @@ Three experiments, each against real ``pytest --perf`` processes where a user wo
    when the error names the thing at fault and no traceback appears; a bad value that is
    accepted counts as silently misread.
 
-    python validation/reliability.py --out docs/reliability.md
+    python -m validation.reliability --out docs/reliability.md
 
 writes the section between ``<!-- reliability:start -->`` and ``<!-- reliability:end -->`` of
 ``--out`` and the raw outcomes next to it (``reliability-results.json``).
@@ -732,7 +732,7 @@ def main() -> None:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": f"hardware class {hardware_class()} ({describe(cpu_identity())}), "
             f"{platform.system()}, Python {platform.python_version()}",
-            "command": "python validation/reliability.py --out docs/reliability.md"
+            "command": "python -m validation.reliability --out docs/reliability.md"
             + (f" --trials {args.trials}" if args.trials != 30 else ""),
         }
         doc["malformed"] = baseline_cases(work) + results_cases(work) + cache_and_round_cases(work)

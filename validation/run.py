@@ -17,7 +17,7 @@ Measures the gate the way a user meets it, in separate pytest processes:
 
 Writes a Markdown report (``--out``) and the raw per-session verdicts as JSON next to it.
 Run it on a quiet machine with nothing else running: ``nox -s validate`` or
-``python validation/run.py --out docs/validation.md``.
+``python -m validation.run --out docs/validation.md``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import datetime
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -38,9 +37,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from validation.common import SIZES, cp, log, machine, ms, pct, planted_knobs
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-SIZES = (1.05, 1.10, 1.20, 1.50, 0.90)
 #: CI settings of the shipped suite (``nox -s perf``); everything else is the plugin's default.
 OURS_CI = ("--perf", "--perf-rounds", "3", "--perf-max-rounds", "8", "--perf-backends", "cpu")
 SHIPPED = "perf_tests"
@@ -59,10 +59,6 @@ SHIPPED_K = (
 
 #: The part of ``--out`` this harness writes; notes around it are kept (appended when absent).
 START, END = "<!-- harness:start -->", "<!-- harness:end -->"
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 # ------------------------------------------------------------------------------------------
@@ -170,7 +166,6 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
     evidence the rounds recorded (host windows, reference probes; the baseline's too), so that
     replaying a run with the rule it ran under gives its verdicts back.
     """
-    sys.path.insert(0, str(REPO / "src"))
     from pytest_burnperf.core.assess import HostEvidence, assess
     from pytest_burnperf.core.verdict import Policy, needs_more_rounds
     from pytest_burnperf.host.state import Window
@@ -279,30 +274,8 @@ def _ours_synthetic(key: str) -> str | None:
     return inside.removeprefix("numpy-cpu-f64-").removesuffix("-numpy-cpu-f64")
 
 
-def planted_knobs(i: int, names: list[str]) -> dict[str, float]:
-    return {name: SIZES[(i + j) % len(SIZES)] for j, name in enumerate(names)}
-
-
 # ------------------------------------------------------------------------------------------
 # statistics of the outcomes
-
-
-def cp(k: int, n: int) -> str:
-    """``k/n = p% [low%, high%]`` with the exact (Clopper-Pearson) 95% interval."""
-    from scipy.stats import binomtest
-
-    if n == 0:
-        return "-"
-    ci = binomtest(k, n).proportion_ci(0.95, method="exact")
-    return f"{k}/{n} = {100 * k / n:.1f}% [{100 * ci.low:.1f}%, {100 * ci.high:.1f}%]"
-
-
-def pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:+.1f}%"
-
-
-def ms(x: float) -> str:
-    return f"{1e3 * x:.3g} ms"
 
 
 def bench_fails(cur: dict[str, float], base: dict[str, float], field: str) -> bool:
@@ -440,39 +413,6 @@ def analyse_asv(sessions: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 # ------------------------------------------------------------------------------------------
 # report
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import numpy
-
-    try:
-        import torch
-
-        tv = torch.__version__
-    except ImportError:
-        tv = "not installed"
-    try:
-        import pytest_benchmark
-
-        pbv = pytest_benchmark.__version__
-    except ImportError:
-        pbv = "not installed"
-    sys.path.insert(0, str(REPO / "src"))
-    from pytest_burnperf.host.hardware import hardware_class
-
-    return (
-        f"{platform.system()} {platform.machine()}, {model} (hardware class {hardware_class()}), "
-        f"{os.cpu_count()} logical CPUs; Python {platform.python_version()}, numpy "
-        f"{numpy.__version__}, torch {tv}, pytest-benchmark {pbv}"
-    )
 
 
 def report(
@@ -858,9 +798,7 @@ def main(argv: list[str] | None = None) -> int:
     h = Harness(work)
     h.shipped_k = args.shipped_k
     h.setup()
-    sys.path.insert(0, str(HERE / "synthetic"))
-    sys.path.insert(0, str(HERE))
-    from workloads import NAMES  # type: ignore[import-not-found]
+    from validation.synthetic.workloads import NAMES
 
     names = list(NAMES)
     log(f"work directory {work}; recording baselines")
@@ -891,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
         tag = f"{kind}{i}"
         background = None
         if args.load > 0:
-            from load import start as start_load  # type: ignore[import-not-found]
+            from validation.load import start as start_load
 
             background = start_load(args.load, seed=n)
         try:
@@ -965,7 +903,7 @@ def write_section(path: Path, text: str) -> None:
 def start_asv(work: Path) -> Any:
     """asv's repository and environment (built once, validation/asv_compare.py); returns
     ``(tag, knobs) -> session record`` for one ``asv continuous`` session."""
-    import asv_compare
+    from validation import asv_compare
 
     exe = asv_compare.find_asv()
     repo = asv_compare.make_repo(work / "asv")

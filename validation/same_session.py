@@ -13,7 +13,7 @@ never committed): +10% on two, +20% on two, -10% on one, rotated from session to
 other eight are unchanged and count as A/A comparisons. Nothing sleeps.
 
 Writes a Markdown report (``--out``) and the raw verdicts as JSON next to it. Run it on an idle
-machine: ``python validation/same_session.py --sessions 24 --out docs/validation-same-session.md``.
+machine: ``python -m validation.same_session --sessions 24 --out docs/validation-same-session.md``.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from validation.common import machine
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from run import machine  # noqa: E402
 
 ARGS = ("--perf", "--perf-rounds", "3", "--perf-max-rounds", "8")
 PLANTS = (1.10, 1.10, 1.20, 1.20, 0.90)
@@ -111,8 +111,7 @@ def setup(work: Path, layout: str = "src") -> list[str]:
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "base")
     git(work, "tag", "base")
-    sys.path.insert(0, str(HERE / "synthetic"))
-    from workloads import NAMES  # type: ignore[import-not-found]
+    from validation.synthetic.workloads import NAMES
 
     return list(NAMES)
 
@@ -143,7 +142,7 @@ def session(
         cmd += ["--perf-round-start", round_start]
     background = None
     if load > 0:
-        from load import start  # type: ignore[import-not-found]
+        from validation.load import start
 
         background = start(load, seed=i)
     t0 = time.perf_counter()
@@ -281,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", type=int, default=24)
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--command", default="python validation/same_session.py --sessions 24")
+    ap.add_argument("--command", default="python -m validation.same_session --sessions 24")
     ap.add_argument("--from-json", type=Path, default=None)
     ap.add_argument(
         "--layout",

@@ -19,7 +19,7 @@ condition alike, and reports per workload and condition the sd of the log of the
 The child is a plain Python process, not pytest, so that each source is seen alone; the plugin's
 own mitigations are measured end to end by ``validation/noise.py``. Run it on an idle machine:
 
-    python validation/variance_sources.py --processes 16 --out docs/variance-sources.json
+    python -m validation.variance_sources --processes 16 --out docs/variance-sources.json
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         doc = {
             "started": started,
-            "command": "python validation/variance_sources.py " + " ".join(argv or sys.argv[1:]),
+            "command": "python -m validation.variance_sources " + " ".join(argv or sys.argv[1:]),
             "processes": args.processes,
             "conditions": conds,
             "summary": table,
