@@ -47,13 +47,16 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format check), mypy --strict on src/, actionlint on the workflows."""
+    """ruff (lint and format check), mypy --strict on src/, the layer contract
+    (tests/unit/test_layers.py), actionlint on the workflows."""
     install(session, "torch,opencl,vulkan,history,postgres,report,dev")
     session.install(*LINT_TOOLS)
     paths = ("src", "tests", "perf_tests", "validation", "conftest.py", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
     session.run("mypy")
+    # the layers of docs/architecture.md: imports point down, pytest only in plugin/, no cycle
+    session.run("pytest", "-q", "-p", "no:randomly", "tests/unit/test_layers.py")
     lint_workflows(session)
 
 

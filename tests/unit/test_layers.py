@@ -158,3 +158,60 @@ def test_no_import_cycle() -> None:
             if other != name and other in modules and other != "pytest_burnperf":
                 edges[name].add(other)
     assert cycles(edges) == []
+
+
+# --------------------------------------------------------------------------------------------
+# validation/: a package of its own above the plugin, under the same rules
+
+VALIDATION = PACKAGE.parents[1] / "validation"
+
+
+def _validation_modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(VALIDATION.rglob("*.py")):
+        parts = path.relative_to(VALIDATION.parent).with_suffix("").parts
+        out[".".join(p for p in parts if p != "__init__")] = path
+    return out
+
+
+def test_validation_edits_no_import_path() -> None:
+    wrong = []
+    for path in _validation_modules().values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and ast.unparse(node.func.value) == "sys.path"
+            ):
+                wrong.append(f"{path.relative_to(VALIDATION.parent)}:{node.lineno}")
+    assert not wrong, f"sys.path edited (import validation.NAME instead): {wrong}"
+
+
+def test_validation_has_no_import_cycle() -> None:
+    modules = _validation_modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("validation"):
+                for alias in node.names:
+                    other = _resolve(f"{node.module}.{alias.name}", modules)
+                    if other != name and other in modules and other != "validation":
+                        edges[name].add(other)
+    assert edges, "no import between the harnesses found: the walk is broken"
+    assert cycles(edges) == []
+
+
+def test_the_package_never_imports_the_harnesses() -> None:
+    wrong = []
+    for path in _modules().values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n == "validation" or n.startswith("validation.") for n in names):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not wrong
