@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.runs.reference import choose, has_baselines, stored_host_off
+from pytest_burnperf.runs.reference import (
+    NOISY_FLOOR,
+    choose,
+    has_baselines,
+    stored_host_off,
+    stored_noisy,
+)
 
 HEAD = "a" * 40
 BASE = "b" * 40
@@ -276,3 +282,59 @@ def test_ci_variables_that_are_no_revision_are_not_passed_to_git() -> None:
     )
     assert got.ref is None and "is no branch name" in (got.problem or "")
     assert not any(a.startswith("-x") or "--output" in a for call in git.calls for a in call)
+
+
+NOISY = "half of its 12 baselines see no slowdown below +40%"
+
+
+def test_noisy_stored_baselines_give_way_to_a_same_session_comparison() -> None:
+    answers = {
+        commit("main"): HEAD,
+        ("merge-base", "HEAD", "main"): HEAD,
+        (*DESCRIBE, "HEAD"): "v1.2.0",
+        commit("v1.2.0"): TAG,
+    }
+    got = pick(answers, stored=True, noisy=NOISY)
+    assert got.ref == "v1.2.0" and not got.baselines  # type: ignore[attr-defined]
+    why = got.why  # type: ignore[attr-defined]
+    assert "the stored baselines of this hardware class (linux-x-v3) are too noisy" in why
+    assert NOISY in why and "last release tag v1.2.0" in why
+    # where nothing else can be measured, the noisy baselines stay, and the run says so
+    kept = choose(
+        stored=True, machine="m", repo=Path("/repo"), environ={}, run=FakeGit({}), noisy=NOISY
+    )
+    assert kept.baselines and kept.ref is None and kept.why.endswith(f"They are noisy: {NOISY}")
+
+
+def _baselines_with_runs(root: Path, runs: list[list[float]]) -> Path:
+    """A committed baseline entry, four times under other names, each with ``runs``."""
+    src = next(BASELINES.glob("*/perf_tests/test_dogfood.json"))
+    doc = json.loads(src.read_text())
+    (name, entry), *_ = doc["benchmarks"].items()
+    entry["runs"] = runs
+    entry["samples"] = [v for r in runs for v in r]
+    doc["benchmarks"] = {f"{name}-{i}": entry for i in range(4)}
+    target = root / "m" / "perf_tests"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "test_dogfood.json").write_text(json.dumps(doc))
+    return root / "m"
+
+
+def test_baselines_whose_rounds_scattered_are_named_noisy(tmp_path: Path) -> None:
+    steady = [[1.0 + 0.001 * i for i in range(10)] for _ in range(8)]
+    steady = [[v * (1 + 0.01 * (k % 3 - 1)) for v in r] for k, r in enumerate(steady)]
+    assert stored_noisy(_baselines_with_runs(tmp_path / "a", steady)) is None
+    scattered = [[v * f for v in steady[0]] for f in (0.7, 1.0, 1.5, 0.8, 1.3, 1.0, 0.6, 1.4)]
+    why = stored_noisy(_baselines_with_runs(tmp_path / "b", scattered))
+    assert why is not None and why.startswith("half of its ") and "see no slowdown below +" in why
+    floor = int(why.split("below +")[1].split("%")[0])
+    assert floor > 100 * NOISY_FLOOR
+
+
+def test_unreadable_or_too_few_baselines_are_no_evidence_of_noise(tmp_path: Path) -> None:
+    group = tmp_path / "m" / "perf_tests"
+    group.mkdir(parents=True)
+    (group / "test_x.json").write_text("{not json")
+    assert stored_noisy(tmp_path / "m") is None
+    assert (group / "test_x.json").read_text() == "{not json"  # left untouched
+    assert stored_noisy(tmp_path / "absent") is None

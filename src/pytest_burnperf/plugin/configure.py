@@ -28,7 +28,7 @@ from pytest_burnperf.plugin.state import (
     PerfState,
 )
 from pytest_burnperf.runs.environments import CURRENT
-from pytest_burnperf.runs.reference import stored_host_off
+from pytest_burnperf.runs.reference import choose, has_baselines, stored_host_off, stored_noisy
 from pytest_burnperf.runs.rounds import note_finished, progress_path
 from pytest_burnperf.runs.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
@@ -142,18 +142,20 @@ def configure(config: pytest.Config) -> None:
     else:
         against = _against(config, enabled=enabled, update=update, ci=ci)
         if against == "auto":
-            from pytest_burnperf.runs.reference import choose, has_baselines
-
             group = machine_id or ""
             if size != _spec.DEFAULT_SIZE:
                 group = f"{group}-{size}"
             stored = has_baselines(baselines_root / group)
+            host_off = _stored_host_off(baselines_root / group, trust_host) if stored else None
             choice = choose(
                 stored=stored,
                 machine=group,
                 repo=config.rootpath,
                 base=pick("perf_base"),
-                host_off=_stored_host_off(baselines_root / group, trust_host) if stored else None,
+                host_off=host_off,
+                noisy=None
+                if not stored or host_off is not None or trust_host
+                else stored_noisy(baselines_root / group),
             )
             against = choice.ref
         plan = _plan(config, against, enabled=enabled, update=update)

@@ -6,10 +6,13 @@ the machine that recorded the project's baselines. ``auto`` chooses, in this ord
 
 1. the **stored baselines** where this hardware class has them (a fixed runner, the machine
    that recorded them), unless this host runs the reference probe (``probe.py``) further from
-   their host's than ``probe.TOLERANCE``: then the baselines would judge the host of the day,
-   not the code (docs/validation.md measured a same-class host whose memory ran half as fast
-   fail four unchanged benchmarks), and the steps below are tried first, falling back to the
-   baselines, with that said, where none applies;
+   their host's than ``probe.TOLERANCE`` (then the baselines would judge the host of the day,
+   not the code: docs/validation.md measured a same-class host whose memory ran half as fast
+   fail four unchanged benchmarks), or they were recorded so noisily that half of them cannot
+   see a slowdown below :data:`NOISY_FLOOR` (then they judge little: the committed baselines of
+   2026-11 had a median floor of +49%, and a run against them judged 8 of 119 benchmarks). In
+   those two cases the steps below are tried first, falling back to the baselines, with that
+   said, where none applies;
 2. on a **pull or merge request**, the merge base of ``HEAD`` with the target branch
    (GitHub's ``GITHUB_BASE_REF``; GitLab's ``CI_MERGE_REQUEST_DIFF_BASE_SHA``, else
    ``CI_MERGE_REQUEST_TARGET_BRANCH_NAME``): the code before the change under review;
@@ -27,11 +30,15 @@ runner so that unit tests choose without a repository.
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from pytest_burnperf.core.assess import baseline_runs
+from pytest_burnperf.core.verdict import Policy, recording_floor
 from pytest_burnperf.host import probe
 from pytest_burnperf.storage.baselines import BaselineError, load_file
 
@@ -120,6 +127,40 @@ def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None
     return probe.describe(*ratio, than="the baselines' host")
 
 
+#: The median noise floor (core.verdict.recording_floor) of a hardware class's baselines above
+#: which ``auto`` measures the base of the change in the session instead: same-session pairs
+#: reached floors of +6-12% on the same host (docs/validation.md), so baselines that cannot see
+#: a +15% slowdown in half their benchmarks judge less than the alternative.
+NOISY_FLOOR = 0.15
+
+
+def stored_noisy(directory: Path) -> str | None:
+    """Why the baselines under ``directory`` are too noisy to judge by (their median recording
+    floor above :data:`NOISY_FLOOR`), or None. A corrupt baseline file is skipped here; the run
+    reports it when it reads it."""
+    entries: list[Mapping[str, Any]] = []
+    try:
+        files = sorted(directory.rglob("*.json"))
+    except OSError:
+        return None
+    for path in files:
+        try:
+            entries.extend(load_file(path).values())
+        except (BaselineError, OSError):
+            continue
+    policy = Policy(alpha=0.01, threshold=0.05, comparisons=max(1, len(entries)))
+    floors = [f for e in entries if (f := recording_floor(baseline_runs(e), policy)) is not None]
+    if len(floors) < 3:
+        return None
+    floor = statistics.median(floors)
+    if floor <= NOISY_FLOOR:
+        return None
+    return (
+        f"half of its {len(floors)} baselines see no slowdown below +{100 * floor:.0f}% "
+        "(their rounds scattered that much when they were recorded)"
+    )
+
+
 def choose(
     *,
     stored: bool,
@@ -129,15 +170,19 @@ def choose(
     environ: Mapping[str, str] | None = None,
     run: Runner = _git,
     host_off: str | None = None,
+    noisy: str | None = None,
 ) -> Choice:
     """The reference ``--perf-against auto`` takes (module docstring). ``stored``: this hardware
     class has baselines; ``machine``: its id, for messages; ``host_off``: how this host differs
-    from the baselines' host, where it does (``stored_host_off``)."""
+    from the baselines' host, where it does (``stored_host_off``); ``noisy``: why the baselines
+    are too noisy to judge by, where they are (``stored_noisy``)."""
     stored_why = f"the stored baselines of this hardware class ({machine})"
-    if stored and host_off is None:
+    if stored and host_off is None and noisy is None:
         return Choice(None, True, stored_why)
-    if stored:
+    if stored and host_off is not None:
         lead = f"{stored_why} came from another host: {host_off}"
+    elif stored:
+        lead = f"{stored_why} are too noisy to judge by: {noisy}"
     else:
         lead = f"no baselines for this hardware class ({machine})"
     found = _same_session(lead, repo, base, environ, run)
@@ -146,7 +191,12 @@ def choose(
             None,
             True,
             f"{stored_why}, as no earlier version could be measured beside this one: "
-            f"{found.problem}. Verdicts that host could explain stay inconclusive",
+            f"{found.problem}. "
+            + (
+                "Verdicts that host could explain stay inconclusive"
+                if host_off is not None
+                else f"They are noisy: {noisy}"
+            ),
         )
     return found
 
