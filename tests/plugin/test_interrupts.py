@@ -97,7 +97,15 @@ import pytest
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    names = ("assess", "compare", "results", "timing", "hoststate", "jsonfile", "devices.base")
+    names = (
+        "core.assess",
+        "core.verdict",
+        "core.results",
+        "core.timing",
+        "host.state",
+        "storage.jsonfile",
+        "devices.base",
+    )
     missing = [n for n in names if "pytest_burnperf." + n not in sys.modules]
     print("not yet imported:", missing or "none")
 """
