@@ -94,3 +94,28 @@ def test_failure_message_is_one_actionable_line() -> None:
 )
 def test_format_time(seconds: float, text: str) -> None:
     assert format_time(seconds) == text
+
+
+def _rounds(medians: list[float]) -> list[list[float]]:
+    """Process rounds of 20 samples each around the given medians (spread +-0.5%)."""
+    return [[m * (1 + 0.005 * ((i % 5) - 2) / 2) for i in range(20)] for m in medians]
+
+
+def test_faster_but_blind_is_inconclusive_not_unchanged() -> None:
+    """Rounds that scatter by tens of percent: the current side's median is lower, but the
+    between-run interval of the change still reaches far above the threshold, so the rounds
+    could hide a real slowdown (a harness run of 2026-11-24 under load had planted +20%
+    slowdowns reported `unchanged` this way): not a pass."""
+    policy = Policy(alpha=0.01, threshold=0.05)
+    v = judge(_rounds([1.0, 1.5, 0.7, 1.2]), _rounds([0.9, 1.3, 0.6, 1.1]), policy)
+    assert v.ratio < 1.0 and v.ratio_high is not None and v.ratio_high > 1.05
+    assert v.status == INCONCLUSIVE
+    assert "95% interval of the change reaches" in (v.reason or "")
+
+
+def test_faster_with_a_narrow_interval_is_unchanged() -> None:
+    policy = Policy(alpha=0.01, threshold=0.05)
+    base = _rounds([1.0, 1.004, 0.996, 1.002, 0.998])
+    v = judge(base, _rounds([0.98, 0.984, 0.976, 0.982, 0.978]), policy)
+    assert v.ratio < 1.0 and v.ratio_high is not None and v.ratio_high <= 1.05
+    assert v.status == UNCHANGED

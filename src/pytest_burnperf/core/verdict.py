@@ -270,7 +270,7 @@ def judge(
         # Mirror of the slowdown rule: faster by more than the threshold in the other direction
         # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).
         return replace(verdict, status=IMPROVED)
-    if high > 1.0 + policy.threshold and ratio >= 1.0:
+    if high > 1.0 + policy.threshold:
         return replace(
             verdict,
             status=INCONCLUSIVE,
