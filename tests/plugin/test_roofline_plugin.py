@@ -127,13 +127,14 @@ def test_cached_peaks_are_used_and_recalibrate_replaces_them(
 def test_a_calibration_that_fails_is_reported_and_not_cached(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_burnperf.core import roofline
+    from pytest_burnperf.core.roofline import Peaks
+    from pytest_burnperf.devices import peaks
 
-    def broken(device: object, dtype: str) -> roofline.Peaks:
+    def broken(device: object, dtype: str) -> Peaks:
         raise RuntimeError("CL_OUT_OF_RESOURCES")
 
     monkeypatch.setenv("BURNPERF_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(roofline, "calibrate", broken)
+    monkeypatch.setattr(peaks, "calibrate", broken)
     pytester.makepyfile(test_bench=SIZED)
     result = pytester.runpytest("--perf", "--perf-columns", "all", *FAST)
     result.assert_outcomes(passed=1)

@@ -15,7 +15,7 @@ from pytest_burnperf.core.precision import key_part
 from pytest_burnperf.core.results import provenance
 from pytest_burnperf.core.roofline import Peaks
 from pytest_burnperf.core.settings import PerfSpec, Settings
-from pytest_burnperf.devices.peaks import calibrate
+from pytest_burnperf.devices import peaks as device_peaks
 from pytest_burnperf.host import probe
 from pytest_burnperf.host.machine import machine_info
 from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
@@ -230,7 +230,7 @@ class PerfState:
             try:
                 active = getattr(device, "active", contextlib.nullcontext)
                 with device.threads(threads), active():
-                    peaks = calibrate(device, dtype)
+                    peaks = device_peaks.calibrate(device, dtype)
             except Exception as exc:  # a driver that cannot run the calibration kernels
                 self._checked.add(key)
                 self.messages.append(
