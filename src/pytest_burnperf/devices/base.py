@@ -316,7 +316,7 @@ class DeviceBase:
             return importlib.import_module(f"array_api_compat.{self.compat}")
         raise AttributeError(
             f"{self.id} has no array namespace (device.xp); write the benchmark with this "
-            "device's own API (see the README section on OpenCL and Vulkan benchmarks)"
+            'device\'s own API (docs/devices.md, "OpenCL and Vulkan benchmarks")'
         )
 
     def timer(self) -> Timer | None:
