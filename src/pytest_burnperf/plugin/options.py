@@ -246,8 +246,9 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "perf_base",
         _spec.parse_git_ref,
         "the git revision --perf-against auto compares with on the default branch (not a pull "
-        "request, not another branch), where this hardware class has no baselines: a branch, a "
-        "tag, HEAD~1. Default: the last release tag before HEAD",
+        "request, not another branch), where it measures in the session (no baselines for this "
+        "hardware class, or baselines from a host unlike this one or recorded too noisily): a "
+        "branch, a tag, HEAD~1. Default: the last release tag before HEAD",
     ),
     (
         "--perf-json-format",
