@@ -128,3 +128,27 @@ def test_machines_lists_classes_and_marks_this_host(
     assert [m["this_host"] for m in doc["machines"]].count(True) == 1
     assert main(["machines", "--baselines", str(tmp_path / "none")]) == 0
     assert "no baselines for this host's class" in capsys.readouterr().out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_burnperf import __version__
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"burnperf {__version__}"
+
+
+def test_an_html_report_without_plotly_is_a_usage_error_naming_the_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "plotly", None)  # as if not installed: import fails
+    res = results_file(tmp_path / "r.json", 1.0)
+    out = tmp_path / "r.html"
+    assert main(["report", str(res), "-o", str(out)]) == 2  # usage/input, not "regressed" (1)
+    err = capsys.readouterr().err
+    assert err.startswith("burnperf report: the HTML report needs plotly")
+    assert "pip install 'pytest-burnperf[report]'" in err and "Traceback" not in err
+    assert not out.exists()

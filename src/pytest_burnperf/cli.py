@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf._version import __version__
 from pytest_burnperf.core.results import RESULTS_SCHEMA
 from pytest_burnperf.core.settings import (
     DTYPES,
@@ -438,12 +439,13 @@ def cmd_report(args: argparse.Namespace) -> int:
             else history_csv([p for p in points if keep(str(p["test"]))])
         )
     else:
-        try:
-            from pytest_burnperf.report.html import render as page
+        try:  # plotly itself is imported where each figure is drawn: check for it first
+            import plotly  # noqa: F401
         except ImportError as exc:
             raise InputError(
                 f"the HTML report needs plotly ({exc}): pip install 'pytest-burnperf[report]'"
             ) from None
+        from pytest_burnperf.report.html import render as page
         from pytest_burnperf.storage.history.query import series
 
         history = series(points, keep=keep, device=args.device) if points else []
@@ -458,6 +460,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"burnperf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     dev = sub.add_parser("devices", help="list the devices found here, and why others are missing")
     dev.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -23,7 +23,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "runs": frozenset({"host", "core", "devices", "storage"}),
     "report": frozenset({"_version", "host", "core", "storage"}),
     "plugin": frozenset({"host", "core", "devices", "storage", "runs", "report"}),
-    "cli": frozenset({"host", "core", "devices", "storage", "runs", "report"}),
+    "cli": frozenset({"_version", "host", "core", "devices", "storage", "runs", "report"}),
     # the public API, and the deprecated module that re-exports its roofline helpers
     "__init__": frozenset({"_version", "core", "devices"}),
     "roofline": frozenset({"core"}),
