@@ -271,3 +271,21 @@ def test_hooks_add_machine_facts_and_change_the_json(loop_project: pytest.Pytest
     assert all("samples" not in r for r in doc["results"])
     (path,) = baseline_files(loop_project.path)
     assert json.loads(path.read_text())["machine"]["runner"] == "gpu-runner-7"
+
+
+def test_rows_are_coloured_by_verdict_where_pytest_colours(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regressed row red and bold, a row not judged yellow, following pytest's --color."""
+    record(loop_project)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
+    coloured = loop_project.runpytest("--perf", "--color=yes", *FAST)
+    row = next(ln for ln in coloured.outlines if "regressed" in ln and "test_loop " in ln)
+    assert row.startswith("\x1b[31m\x1b[1m") and row.endswith("\x1b[0m")
+    for ln in coloured.outlines:
+        if "test_steady " in ln and ("inconclusive" in ln or "unchanged" in ln):
+            # not judged: yellow; unchanged: plain
+            assert ln.startswith("\x1b[33m") == ("inconclusive" in ln), ln
+    bare = loop_project.runpytest("--perf", "--color=no", *FAST)
+    row = next(ln for ln in bare.outlines if "regressed" in ln and "test_loop " in ln)
+    assert "\x1b[" not in row

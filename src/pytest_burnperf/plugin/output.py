@@ -29,11 +29,12 @@ from pytest_burnperf.plugin.state import (
     write_baselines,
 )
 from pytest_burnperf.report.terminal import (
+    VERDICT_MARKUP,
     counts_line,
     header,
     notes,
     speedups,
-    table,
+    table_rows,
     versions_table,
     wrap,
 )
@@ -387,7 +388,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
     for line in wrap(head, width):
         write_line(line)
     if results:
-        for line in table(
+        for line, status in table_rows(
             results,
             columns=state.columns,
             width=width,
@@ -395,7 +396,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             group_by=state.group_by,
             verbose=config.get_verbosity() > 0,
         ):
-            write_line(line)
+            # colour follows pytest's --color: the writer drops it where the terminal has none
+            tr.write_line(escape(line), **VERDICT_MARKUP.get(status or "", {}))
         for line in wrap(notes(results), width):
             write_line(line)
         for line in speedups(results):

@@ -15,7 +15,16 @@ from pytest_burnperf.core.roofline import format_rate
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.core.text import device_within, format_time, rounds_text
-from pytest_burnperf.core.verdict import VERDICTS, format_ratio
+from pytest_burnperf.core.verdict import (
+    FAILED,
+    IMPROVED,
+    INCOMPARABLE,
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    VERDICTS,
+    format_ratio,
+)
 from pytest_burnperf.core.versions import VersionSummary
 from pytest_burnperf.host import hardware, probe
 from pytest_burnperf.host.state import summary
@@ -172,9 +181,28 @@ def table(
     group_by: str | None = None,
     verbose: bool = False,
 ) -> list[str]:
-    """The results table. ``columns`` (keys of COLUMN_KEYS) is shown as asked; otherwise the
-    essential columns (all with ``verbose``), fitted to ``width`` by dropping the least important
-    ones and then shortening benchmark names. ``sort`` orders the rows, ``group_by`` splits them
+    """The results table, as text lines (:func:`table_rows` with each row's verdict)."""
+    return [
+        line
+        for line, _ in table_rows(
+            results, columns=columns, width=width, sort=sort, group_by=group_by, verbose=verbose
+        )
+    ]
+
+
+def table_rows(
+    results: Sequence[Result],
+    *,
+    columns: Sequence[str] | None = None,
+    width: int | None = None,
+    sort: str | None = None,
+    group_by: str | None = None,
+    verbose: bool = False,
+) -> list[tuple[str, str | None]]:
+    """The results table, each line with the verdict of its row (None: a header line).
+    ``columns`` (keys of COLUMN_KEYS) is shown as asked; otherwise the essential columns (all
+    with ``verbose``), fitted to ``width`` by dropping the least important ones and then
+    shortening benchmark names. ``sort`` orders the rows, ``group_by`` splits them
     into one titled block per benchmark, device, dtype or module."""
     chosen = list(columns) if columns else list(COLUMN_KEYS if verbose else ESSENTIAL)
     fit = not columns and not verbose
@@ -187,20 +215,35 @@ def table(
     def fmt(rw: dict[str, str]) -> str:
         return "  ".join(_cell(rw[c], ws[c], c in _RIGHT) for c in cols).rstrip()
 
-    head = [fmt(HEADERS), "  ".join("-" * ws[c] for c in cols)]
+    head: list[tuple[str, str | None]] = [
+        (fmt(HEADERS), None),
+        ("  ".join("-" * ws[c] for c in cols), None),
+    ]
     if not group_by:
-        return [*head, *(fmt(rw) for rw in rows)]
+        return [*head, *((fmt(rw), r.verdict.status) for r, rw in zip(ordered, rows, strict=True))]
     key = _group_key(group_by)
-    groups: dict[str, list[dict[str, str]]] = {}
+    groups: dict[str, list[tuple[Result, dict[str, str]]]] = {}
     for r, rw in zip(ordered, rows, strict=True):
-        groups.setdefault(str(key(r)), []).append(rw)
-    lines: list[str] = []
+        groups.setdefault(str(key(r)), []).append((r, rw))
+    lines: list[tuple[str, str | None]] = []
     for name, members in groups.items():
-        lines.append(f"{group_by} {name}:")
+        lines.append((f"{group_by} {name}:", None))
         lines.extend(head)
-        lines.extend(fmt(rw) for rw in members)
-        lines.append("")
+        lines.extend((fmt(rw), r.verdict.status) for r, rw in members)
+        lines.append(("", None))
     return lines[:-1]
+
+
+#: How a table row is coloured on a terminal that takes colour (pytest's ``--color``): a failure
+#: red, a speed-up green, a benchmark not judged yellow, an unchanged one plain.
+VERDICT_MARKUP: dict[str, dict[str, bool]] = {
+    REGRESSED: {"red": True, "bold": True},
+    FAILED: {"red": True, "bold": True},
+    IMPROVED: {"green": True},
+    INCONCLUSIVE: {"yellow": True},
+    NO_BASELINE: {"yellow": True},
+    INCOMPARABLE: {"yellow": True},
+}
 
 
 def wrap(lines: Sequence[str], width: int | None) -> list[str]:
