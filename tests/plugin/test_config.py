@@ -81,3 +81,44 @@ def test_two_configurations_are_an_error(loop_project: pytest.Pytester) -> None:
     result = loop_project.runpytest("--perf")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*both *benchmarks.toml and [[]tool.burnperf[]] in *; keep one"])
+
+
+def test_a_project_that_defines_update_baselines_itself_still_starts(
+    pytester: pytest.Pytester,
+) -> None:
+    """Several projects' conftest.py files define --update-baselines for their own fixtures; the
+    plugin then leaves that name to them (registering it too stopped pytest before it ran a
+    test) and records with --perf-update."""
+    pytester.makeconftest(
+        "def pytest_addoption(parser):\n"
+        "    parser.addoption('--update-baselines', action='store_true', help='the project\\'s')\n"
+    )
+    pytester.makepyfile(
+        test_b=(
+            "import pytest\n\n"
+            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+            "def test_sum(perf, device, dtype):\n"
+            "    perf(sum, range(100))\n\n"
+            "def test_theirs(request):\n"
+            "    assert request.config.getoption('update_baselines') is True\n"
+        )
+    )
+    theirs = pytester.runpytest("--update-baselines", "-k", "theirs")
+    theirs.assert_outcomes(passed=1, deselected=1)
+    ours = pytester.runpytest("--perf", "--perf-update", "-k", "test_sum", *FAST)
+    ours.assert_outcomes(passed=1, deselected=1)
+    assert list(pytester.path.glob("baselines/*/test_b.json"))
+
+
+def test_update_baselines_is_the_alias_of_perf_update_elsewhere(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_b=(
+            "import pytest\n\n"
+            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+            "def test_sum(perf, device, dtype):\n"
+            "    perf(sum, range(100))\n"
+        )
+    )
+    result = pytester.runpytest("--perf", "--update-baselines", *FAST)
+    result.assert_outcomes(passed=1)
+    assert list(pytester.path.glob("baselines/*/test_b.json"))

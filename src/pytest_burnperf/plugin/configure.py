@@ -85,9 +85,7 @@ def configure(config: pytest.Config) -> None:
     smoke = not enabled and bool(
         flag_value(config, "perf_smoke") if smoke_opt is None else smoke_opt
     )
-    update = bool(
-        flag_value(config, "perf_update_baselines") or config.getoption("update_baselines")
-    )
+    update = bool(flag_value(config, "perf_update_baselines") or config.getoption("perf_update"))
     if update and not enabled:
         raise pytest.UsageError(
             "--update-baselines records benchmark results, so it needs --perf as well: "

@@ -22,7 +22,7 @@ from pytest_burnperf.host.interrupts import release
 from pytest_burnperf.plugin import collection, configure, output, rounds
 from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
-from pytest_burnperf.plugin.options import add_options
+from pytest_burnperf.plugin.options import add_options, add_update_alias
 from pytest_burnperf.plugin.state import STATE, Case, case_of
 from pytest_burnperf.runs.overlay import install as install_overlay
 
@@ -37,6 +37,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hooks)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, None, None]:
+    """Once the project's conftest.py files have added their options: --update-baselines as the
+    alias of --perf-update, where none of them defines it."""
+    result = yield
+    add_update_alias(parser)
+    return result
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -287,11 +287,12 @@ FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "same as --perf. Default: false",
     ),
     (
-        "--update-baselines",
+        "--perf-update",
         "perf_update_baselines",
         "record the results of the benchmarks that ran and passed as their new baselines "
-        "(atomic writes; other baselines are kept). Default: off",
-        "same as --update-baselines (for a dedicated recording job). Default: false",
+        "(atomic writes; other baselines are kept). Also --update-baselines, where no other "
+        "plugin or conftest.py defines that option. Default: off",
+        "same as --perf-update (for a dedicated recording job). Default: false",
     ),
     (
         "--perf-recalibrate",
@@ -479,3 +480,28 @@ def xdist_workers(config: pytest.Config) -> object:
         return "worker"
     n = getattr(config.option, "numprocesses", None)
     return n if n not in (None, 0, "0") else None
+
+
+#: The former name of --perf-update, from before every option took the --perf- prefix: kept as
+#: its alias where nothing else defines it (several projects' conftest.py files do).
+UPDATE_ALIAS = "--update-baselines"
+
+
+def add_update_alias(parser: pytest.Parser) -> bool:
+    """Register :data:`UPDATE_ALIAS` for --perf-update unless another plugin or the project's
+    initial conftest.py files already define it (call it once they are loaded); whether it was
+    registered. Registering it unconditionally made such a project unable to start pytest."""
+    try:
+        _, unknown = parser.parse_known_and_unknown_args([UPDATE_ALIAS])
+    except (pytest.UsageError, SystemExit):  # theirs takes a value: it is theirs
+        return False
+    if UPDATE_ALIAS not in unknown:
+        return False
+    parser.getgroup("burnperf").addoption(
+        UPDATE_ALIAS,
+        action="store_true",
+        dest="perf_update",
+        default=None,
+        help="the former name of --perf-update",
+    )
+    return True

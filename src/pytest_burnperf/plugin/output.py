@@ -251,7 +251,9 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
 def _rest_args(invocation: tuple[str, ...]) -> list[str]:
     """The run's arguments without those a command its summary suggests sets itself."""
     return _spec.without_options(
-        invocation, ("--perf-against", "--perf-min-judged"), ("--perf", "--update-baselines")
+        invocation,
+        ("--perf-against", "--perf-min-judged"),
+        ("--perf", "--perf-update", "--update-baselines"),
     )
 
 
@@ -411,7 +413,9 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             write_line(line)
         if state.shortfall:
             write_line(f"FAILED: {state.shortfall}")
-    args = [a for a in state.invocation if a not in ("--perf", "--update-baselines")]
+    args = [
+        a for a in state.invocation if a not in ("--perf", "--perf-update", "--update-baselines")
+    ]
     record = shlex.join(["pytest", "--perf", "--update-baselines", *args])
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
     if legacy and not state.update:

@@ -143,7 +143,7 @@ def read_round_file(path: Path) -> dict[str, dict[str, Any]]:
 #: Options of the parent run that its round processes must not get: what to compare with ...
 PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
 #: ... and what only the parent writes or enforces.
-PARENT_FLAGS = ("--update-baselines", "--perf-strict")
+PARENT_FLAGS = ("--perf-update", "--update-baselines", "--perf-strict")
 
 
 def worker_args(invocation: Sequence[str]) -> list[str]:
