@@ -221,3 +221,19 @@ def test_pytest_benchmark_json_export_and_import(
         )
         assert shown.returncode == 0, shown.stderr
         assert "test_plain" in shown.stdout
+
+
+def test_benchmark_json_is_written_under_perf(pytester: pytest.Pytester) -> None:
+    """pytest-benchmark's own --benchmark-json is honoured when this plugin times its tests
+    (pytest-benchmark's hooks are off then, and it would write nothing)."""
+    pytest.importorskip("pytest_benchmark")
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("--perf", "--benchmark-json", "out.json", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*pytest-benchmark's JSON of this run written to *out.json*"])
+    doc = json.loads((pytester.path / "out.json").read_text())
+    names = {b["name"]: b for b in doc["benchmarks"]}
+    assert set(names) == {"test_plain", "test_pedantic"}
+    assert names["test_pedantic"]["group"] == "io"
+    assert names["test_plain"]["stats"]["rounds"] > 0

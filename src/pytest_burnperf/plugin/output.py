@@ -185,6 +185,22 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         else:
             state.messages.append(f"results written to {state.json_path}")
+    target = _benchmark_json(session.config, state)
+    if target is not None:  # a pytest-benchmark suite under --perf: its --benchmark-json too
+        from pytest_burnperf.report import pytest_benchmark as pytest_benchmark_json
+
+        doc = pytest_benchmark_json.document(
+            list(state.results.values()), machine=machine, created=now, git=state.git
+        )
+        try:
+            atomic_write_text(target, dumps(finite(doc), indent=1, sort_keys=True) + "\n")
+        except (OSError, ValueError) as exc:
+            state.messages.append(f"--benchmark-json: could not write {target}: {_why(exc)}")
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        else:
+            state.messages.append(
+                f"pytest-benchmark's JSON of this run written to {target} (--benchmark-json)"
+            )
     if state.store_value and ours is not None and state.results:
         _record(session, state, finite(ours))
     if state.markdown_path is not None:
@@ -200,6 +216,22 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         else:
             also = " and appended to $GITHUB_STEP_SUMMARY" if len(written) > 1 else ""
             state.messages.append(f"Markdown summary written to {state.markdown_path}{also}")
+
+
+def _benchmark_json(config: pytest.Config, state: PerfState) -> Path | None:
+    """Where pytest-benchmark's ``--benchmark-json`` asks for its JSON, in a run where this
+    plugin timed the ``benchmark`` fixture's tests (their plugin is off then, so it would write
+    nothing); None elsewhere."""
+    if not state.took_over_benchmark or not state.benchmark_fixture_tests:
+        return None
+    try:
+        value = config.getoption("benchmark_json")
+    except ValueError:  # pytest-benchmark not installed: no such option
+        return None
+    if not value:
+        return None
+    path = Path(getattr(value, "name", value))
+    return path if path.is_absolute() else config.invocation_params.dir / path
 
 
 def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
