@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_burnperf.core.text import clock
-from pytest_burnperf.runs.rounds import count_done, note_finished, progress_line, watch
+from pytest_burnperf.runs.rounds import (
+    count_done,
+    last_done,
+    note_finished,
+    progress_line,
+    watch,
+)
 
 
 def test_clock_and_line() -> None:
@@ -14,6 +20,29 @@ def test_clock_and_line() -> None:
         progress_line(2, 3, 41, 125, 72)
         == "pytest-burnperf: round 2/3: 41/125 benchmarks, 1:12 elapsed"
     )
+
+
+def test_the_line_estimates_the_time_left_in_the_round_and_names_the_last_benchmark(
+    tmp_path: Path,
+) -> None:
+    line = progress_line(2, 3, 40, 120, 300, round_s=60, last="t.py::test_x[numpy-cpu-f32]")
+    # 40 done in 60 s: 80 more at that pace take 2:00
+    assert line == (
+        "pytest-burnperf: round 2/3: 40/120 benchmarks, 5:00 elapsed, about 2:00 left in this "
+        "round (last: t.py::test_x[numpy-cpu-f32])"
+    )
+    # nothing done yet: no estimate; all done: neither
+    assert "left" not in progress_line(1, 3, 0, 10, 5, round_s=5)
+    done = progress_line(1, 3, 10, 10, 50, round_s=50, last="t.py::test_y")
+    assert done == "pytest-burnperf: round 1/3: 10/10 benchmarks, 0:50 elapsed"
+    assert progress_line(1, 3, 1, 2, 5, where=" in v1.0").startswith(
+        "pytest-burnperf: round 1/3 in v1.0: 1/2"
+    )
+    progress = tmp_path / "p"
+    assert last_done(progress) is None
+    note_finished(progress, "t.py::a")
+    note_finished(progress, "t.py::b")
+    assert last_done(progress) == "t.py::b"
 
 
 def test_count_done_counts_each_wanted_test_once(tmp_path: Path) -> None:

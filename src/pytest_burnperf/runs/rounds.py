@@ -45,8 +45,38 @@ def budget_text(budget_s: float, undecided: int, total: int) -> str:
     )
 
 
-def progress_line(r: int, rounds: int, done: int, total: int, elapsed_s: float) -> str:
-    return f"pytest-burnperf: round {r}/{rounds}: {done}/{total} benchmarks, {clock(elapsed_s)} elapsed"
+def progress_line(
+    r: int,
+    rounds: int,
+    done: int,
+    total: int,
+    elapsed_s: float,
+    *,
+    where: str = "",
+    round_s: float | None = None,
+    last: str | None = None,
+) -> str:
+    """``round 2/3: 41/125 benchmarks, 1:12 elapsed, about 2:05 left in this round (last:
+    test_x[numpy-cpu-f32])``: the estimate from this round's pace so far (``round_s``: seconds
+    since it started), while benchmarks remain; ``where``: `` in ENVIRONMENT``."""
+    line = (
+        f"pytest-burnperf: round {r}/{rounds}{where}: {done}/{total} benchmarks, "
+        f"{clock(elapsed_s)} elapsed"
+    )
+    if round_s is not None and 0 < done < total:
+        line += f", about {clock(round_s / done * (total - done))} left in this round"
+    if last and done < total:
+        line += f" (last: {last})"
+    return line
+
+
+def last_done(progress: Path) -> str | None:
+    """The benchmark a round's process finished last, from its progress file (or None)."""
+    try:
+        lines = progress.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return lines[-1] if lines else None
 
 
 def count_done(progress: Path, wanted: Collection[str]) -> int:

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
-from pytest_burnperf.core.text import clock, tail
+from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
 from pytest_burnperf.runs.rounds import (
     budget_spent,
     count_done,
+    last_done,
     progress_line,
     progress_path,
     read_round_file,
@@ -372,14 +373,22 @@ def _one(
 ) -> tuple[int, str]:  # fmt: skip
     """One side's measurement of ``group`` in round ``r``: (exit status, output)."""
 
+    started = time.monotonic()
+
     def say(done: int) -> None:
-        if one:
-            write(progress_line(r, of, done, len(group), time.monotonic() - t0))
-        else:
-            write(
-                f"pytest-burnperf: round {r} in {side.label}: {done}/{len(group)} benchmarks, "
-                f"{clock(time.monotonic() - t0)} elapsed"
+        now = time.monotonic()
+        write(
+            progress_line(
+                r,
+                of,
+                done,
+                len(group),
+                now - t0,
+                where="" if one else f" in {side.label}",
+                round_s=now - started,
+                last=escape(last_done(progress_path(out)) or ""),
             )
+        )
 
     if server is not None:
 
