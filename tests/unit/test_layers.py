@@ -60,6 +60,15 @@ def _imports(path: Path) -> list[tuple[str, int, bool]]:
     return out
 
 
+def _imported(node: ast.AST) -> list[str]:
+    """The modules an import statement names (none for any other node)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    return []
+
+
 def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
@@ -95,13 +104,7 @@ def test_only_the_plugin_imports_pytest(library: str) -> None:
         if _part(name) == "plugin":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
+            names = _imported(node)
             if any(n == library or n.startswith(library + ".") for n in names):
                 wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not wrong, f"{library} imported outside plugin/: {wrong}"
@@ -205,13 +208,7 @@ def test_the_package_never_imports_the_harnesses() -> None:
     wrong = []
     for path in _modules().values():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
+            names = _imported(node)
             if any(n == "validation" or n.startswith("validation.") for n in names):
                 wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not wrong

@@ -166,41 +166,29 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             },
             coverage=state.coverage_json,
         )
-    if state.json_path is not None:
-        if state.json_format == "pytest-benchmark":
-            from pytest_burnperf.report import pytest_benchmark as pytest_benchmark_json
 
-            doc = pytest_benchmark_json.document(
-                list(state.results.values()), machine=machine, created=now, git=state.git
-            )
-        else:
-            assert ours is not None
-            doc = ours
-        session.config.hook.pytest_burnperf_update_json(config=session.config, document=doc)
-        path = session.config.invocation_params.dir / state.json_path
-        try:
-            atomic_write_text(path, dumps(finite(doc), indent=1, sort_keys=True) + "\n")
-        except (OSError, ValueError) as exc:
-            state.messages.append(f"--perf-json: could not write {path}: {_why(exc)}")
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        else:
-            state.messages.append(f"results written to {state.json_path}")
-    target = _benchmark_json(session.config, state)
-    if target is not None:  # a pytest-benchmark suite under --perf: its --benchmark-json too
+    def benchmark_doc() -> dict[str, Any]:
         from pytest_burnperf.report import pytest_benchmark as pytest_benchmark_json
 
-        doc = pytest_benchmark_json.document(
+        return pytest_benchmark_json.document(
             list(state.results.values()), machine=machine, created=now, git=state.git
         )
-        try:
-            atomic_write_text(target, dumps(finite(doc), indent=1, sort_keys=True) + "\n")
-        except (OSError, ValueError) as exc:
-            state.messages.append(f"--benchmark-json: could not write {target}: {_why(exc)}")
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        else:
-            state.messages.append(
-                f"pytest-benchmark's JSON of this run written to {target} (--benchmark-json)"
-            )
+
+    if state.json_path is not None:
+        doc = benchmark_doc() if state.json_format == "pytest-benchmark" else ours
+        assert doc is not None
+        session.config.hook.pytest_burnperf_update_json(config=session.config, document=doc)
+        path = session.config.invocation_params.dir / state.json_path
+        if _write_json(session, state, path, doc, "--perf-json"):
+            state.messages.append(f"results written to {state.json_path}")
+    target = _benchmark_json(session.config, state)
+    if target is not None and _write_json(
+        session, state, target, benchmark_doc(), "--benchmark-json"
+    ):
+        # a pytest-benchmark suite under --perf: its own --benchmark-json too
+        state.messages.append(
+            f"pytest-benchmark's JSON of this run written to {target} (--benchmark-json)"
+        )
     if state.store_value and ours is not None and state.results:
         _record(session, state, finite(ours))
     if state.markdown_path is not None:
@@ -216,6 +204,20 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         else:
             also = " and appended to $GITHUB_STEP_SUMMARY" if len(written) > 1 else ""
             state.messages.append(f"Markdown summary written to {state.markdown_path}{also}")
+
+
+def _write_json(
+    session: pytest.Session, state: PerfState, path: Path, doc: Any, option: str
+) -> bool:
+    """``doc`` written whole to ``path`` or not at all; a failure is the run's message, naming
+    ``option``, and an internal-error exit."""
+    try:
+        atomic_write_text(path, dumps(finite(doc), indent=1, sort_keys=True) + "\n")
+    except (OSError, ValueError) as exc:
+        state.messages.append(f"{option}: could not write {path}: {_why(exc)}")
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        return False
+    return True
 
 
 def _benchmark_json(config: pytest.Config, state: PerfState) -> Path | None:

@@ -98,6 +98,22 @@ class _Repo:
         return self.out("merge-base", a, b)
 
 
+def _entries(directory: Path) -> list[Mapping[str, Any]]:
+    """Every baseline entry under ``directory``; a file that cannot be read is skipped here and
+    left as it is (the run reports it when it reads it)."""
+    entries: list[Mapping[str, Any]] = []
+    try:
+        files = sorted(directory.rglob("*.json"))
+    except OSError:
+        return entries
+    for path in files:
+        try:
+            entries.extend(load_file(path).values())
+        except (BaselineError, OSError):
+            continue
+    return entries
+
+
 def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None:
     """How far this host is from the one that recorded the baselines under ``directory``, where
     beyond ``probe.TOLERANCE`` (``current``: this host's probe parts, ``probe.host_parts()``);
@@ -107,19 +123,10 @@ def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None
 
     host = {"python", "copy"}
     recorded = []
-    try:
-        files = sorted(directory.rglob("*.json"))
-    except OSError:
-        return None
-    for path in files:
-        try:
-            entries = load_file(path)
-        except (BaselineError, OSError):
-            continue
-        for entry in entries.values():
-            doc = entry.get("host_probe")
-            if isinstance(doc, Mapping):
-                recorded.append({k: v for k, v in doc.items() if k in host or k == "version"})
+    for entry in _entries(directory):
+        doc = entry.get("host_probe")
+        if isinstance(doc, Mapping):
+            recorded.append({k: v for k, v in doc.items() if k in host or k == "version"})
     theirs = probe.pooled(recorded)
     ratio = probe.host_ratio(theirs, {"version": probe.VERSION, **current})
     if ratio is None or not probe.differs(ratio[0]):
@@ -138,16 +145,7 @@ def stored_noisy(directory: Path) -> str | None:
     """Why the baselines under ``directory`` are too noisy to judge by (their median recording
     floor above :data:`NOISY_FLOOR`), or None. A corrupt baseline file is skipped here; the run
     reports it when it reads it."""
-    entries: list[Mapping[str, Any]] = []
-    try:
-        files = sorted(directory.rglob("*.json"))
-    except OSError:
-        return None
-    for path in files:
-        try:
-            entries.extend(load_file(path).values())
-        except (BaselineError, OSError):
-            continue
+    entries = _entries(directory)
     policy = Policy(alpha=0.01, threshold=0.05, comparisons=max(1, len(entries)))
     floors = [f for e in entries if (f := recording_floor(baseline_runs(e), policy)) is not None]
     if len(floors) < 3:

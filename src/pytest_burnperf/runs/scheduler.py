@@ -177,10 +177,7 @@ def run(
     file, node ids) -> (exit status, output)``, writing the samples file as a round would)."""
     rng = rng or random.Random()
     got = Measured()
-    labels = [s.label for s in sides]
-    by_label = {s.label: s for s in sides}
     t0 = time.monotonic()
-    one = len(sides) == 1
     with tempfile.TemporaryDirectory(prefix="burnperf-rounds-") as tmp:
         servers: dict[str, ForkServer] = {}
         start = schedule.start
@@ -205,6 +202,20 @@ def run(
                         server.close()
                     servers.clear()
                     start = "fresh"
+            rounds = _Run(
+                sides,
+                schedule,
+                start,
+                servers,
+                args,
+                cwd,
+                Path(tmp),
+                wanted,
+                write,
+                rng,
+                t0,
+                launch,
+            )
             for r in range(1, schedule.most + 1):
                 fixed = r <= schedule.fixed
                 todo = list(wanted) if fixed else [n for n in wanted if more(n, got)]
@@ -214,26 +225,7 @@ def run(
                     got.budget_stopped = len(todo)
                     break
                 got.rounds = r
-                failed = _round(
-                    got,
-                    r,
-                    todo,
-                    sides=sides,
-                    by_label=by_label,
-                    labels=labels,
-                    schedule=schedule,
-                    start=start,
-                    servers=servers,
-                    args=args,
-                    cwd=cwd,
-                    tmp=Path(tmp),
-                    wanted=wanted,
-                    write=write,
-                    rng=rng,
-                    t0=t0,
-                    one=one,
-                    launch=launch,
-                )
+                failed = rounds.round(got, r, todo)
                 if failed and (schedule.failure_ends_all or not fixed):
                     break
         finally:
@@ -242,181 +234,173 @@ def run(
     return got
 
 
-def _announce(
-    r: int, todo: Sequence[str], order: Sequence[str], *, schedule: Schedule, start: str,
-    wanted: Sequence[str], elapsed: float, one: bool,
-) -> str:  # fmt: skip
-    """The line that starts a round."""
-    fixed = r <= schedule.fixed
-    if one:  # stored baselines: this process measures the last round itself
-        how = "a forked process" if start == "fork" else "a fresh process"
-        if fixed:
-            return (
-                f"pytest-burnperf: round {r}/{schedule.fixed + schedule.own_rounds} of "
-                f"{len(todo)} benchmarks in {how} ({clock(elapsed)} elapsed; this process "
-                "measures the last round) ..."
-            )
-        return (
-            f"pytest-burnperf: adaptive round {r} (of at most "
-            f"{schedule.most + schedule.own_rounds}) for {len(todo)} of {len(wanted)} "
-            f"benchmarks still undecided ({clock(elapsed)} elapsed) ..."
-        )
-    of = schedule.fixed if fixed else schedule.most
-    what = "round" if fixed else "adaptive round"
-    if start == "turns":
-        how = f"each in {len(order)} environments at once, taking turns in {WINDOW_S:g} s windows"
-    else:
-        how = f"in {len(order)} environments, in the order {', '.join(order)}"
-    return (
-        f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks {how} "
-        f"({clock(elapsed)} elapsed) ..."
-    )
+@dataclass
+class _Run:
+    """What every round of one call of :func:`run` shares."""
 
+    sides: Sequence[Side]
+    schedule: Schedule
+    start: str
+    servers: Mapping[str, ForkServer]
+    args: Sequence[str]
+    cwd: Path
+    tmp: Path
+    wanted: Sequence[str]
+    write: Callable[[str], None]
+    rng: random.Random
+    t0: float
+    launch: Launch | None
 
-def _round(
-    got: Measured, r: int, todo: list[str], *, sides: Sequence[Side], by_label: Mapping[str, Side],
-    labels: Sequence[str], schedule: Schedule, start: str, servers: Mapping[str, ForkServer],
-    args: Sequence[str], cwd: Path, tmp: Path, wanted: Sequence[str], write: Callable[[str], None],
-    rng: random.Random, t0: float, one: bool, launch: Launch | None,
-) -> bool:  # fmt: skip
-    """One round of ``todo`` in every side; whether a side's round failed."""
-    fixed = r <= schedule.fixed
-    of = schedule.fixed + schedule.own_rounds if fixed else schedule.most + schedule.own_rounds
-    # a group is measured in every side before the next one starts
-    groups = [[n] for n in todo] if start == "turns" else [todo]
-    first_order: list[str] | None = None
-    for k, group in enumerate(groups):
-        order = list(labels)
-        rng.shuffle(order)
-        if first_order is None:
-            first_order = order
-            write(
-                _announce(
-                    r,
-                    todo,
-                    order,
-                    schedule=schedule,
-                    start=start,
-                    wanted=wanted,
-                    elapsed=time.monotonic() - t0,
-                    one=one,
+    @property
+    def labels(self) -> list[str]:
+        return [s.label for s in self.sides]
+
+    @property
+    def one(self) -> bool:
+        """One side: a stored-baseline run, whose own process measures the last round."""
+        return len(self.sides) == 1
+
+    def side(self, label: str) -> Side:
+        return next(s for s in self.sides if s.label == label)
+
+    def announce(self, r: int, todo: Sequence[str], order: Sequence[str]) -> str:
+        """The line that starts a round."""
+        schedule, elapsed = self.schedule, time.monotonic() - self.t0
+        fixed = r <= schedule.fixed
+        if self.one:
+            how = "a forked process" if self.start == "fork" else "a fresh process"
+            if fixed:
+                return (
+                    f"pytest-burnperf: round {r}/{schedule.fixed + schedule.own_rounds} of "
+                    f"{len(todo)} benchmarks in {how} ({clock(elapsed)} elapsed; this process "
+                    "measures the last round) ..."
                 )
+            return (
+                f"pytest-burnperf: adaptive round {r} (of at most "
+                f"{schedule.most + schedule.own_rounds}) for {len(todo)} of {len(self.wanted)} "
+                f"benchmarks still undecided ({clock(elapsed)} elapsed) ..."
             )
-        outs = {x: tmp / f"round{r}-{k}-{labels.index(x)}.json" for x in labels}
-        if start == "turns" and launch is None:
-            results = _take_turns(servers, order, outs, group, rng)
+        of = schedule.fixed if fixed else schedule.most
+        what = "round" if fixed else "adaptive round"
+        if self.start == "turns":
+            how = (
+                f"each in {len(order)} environments at once, taking turns in {WINDOW_S:g} s windows"
+            )
         else:
-            results = {}
+            how = f"in {len(order)} environments, in the order {', '.join(order)}"
+        return (
+            f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks {how} "
+            f"({clock(elapsed)} elapsed) ..."
+        )
+
+    def round(self, got: Measured, r: int, todo: list[str]) -> bool:
+        """One round of ``todo`` in every side; whether a side's round failed."""
+        schedule, labels = self.schedule, self.labels
+        fixed = r <= schedule.fixed
+        of = (schedule.fixed if fixed else schedule.most) + schedule.own_rounds
+        # a group is measured in every side before the next one starts
+        groups = [[n] for n in todo] if self.start == "turns" else [todo]
+        first_order: list[str] | None = None
+        for k, group in enumerate(groups):
+            order = list(labels)
+            self.rng.shuffle(order)
+            if first_order is None:
+                first_order = order
+                self.write(self.announce(r, todo, order))
+            outs = {x: self.tmp / f"round{r}-{k}-{labels.index(x)}.json" for x in labels}
+            if self.start == "turns" and self.launch is None:
+                results = _take_turns(self.servers, order, outs, group, self.rng)
+            else:
+                results = {}
+                for label in order:
+                    if self.launch is not None:
+                        results[label] = self.launch(self.side(label), r, outs[label], group)
+                    else:
+                        results[label] = self.one_side(self.side(label), r, of, outs[label], group)
+            docs: dict[str, dict[str, dict[str, Any]]] = {}
             for label in order:
-                if launch is not None:
-                    results[label] = launch(by_label[label], r, outs[label], group)
-                    continue
-                results[label] = _one(
-                    by_label[label],
+                code, output = results[label]
+                problem = _problem(self.side(label), outs[label], code, output)
+                if problem is None:
+                    try:
+                        docs[label] = read_round_file(outs[label])
+                    except FileFormatError as exc:
+                        problem = f"its samples file is unusable ({exc})"
+                if problem is not None:
+                    self.fail(got, r, self.side(label), problem, code, output)
+                    got.orders.append(first_order)
+                    return True
+            for nodeid in group:
+                recs = [docs[label].get(nodeid) for label in labels]
+                if all(rec is not None for rec in recs):
+                    for label, rec in zip(labels, recs, strict=True):
+                        assert rec is not None
+                        got.add(label, nodeid, rec)
+        got.orders.append(first_order or list(labels))
+        return False
+
+    def fail(self, got: Measured, r: int, side: Side, problem: str, code: int, output: str) -> None:
+        if self.one:
+            how = "a forked process" if self.start == "fork" else "a fresh process"
+            if problem.startswith("its process failed"):
+                got.problems.append(
+                    f"round {r} in {how} failed (exit {code}); its samples are missing from the "
+                    f"verdicts:\n{tail(output)}"
+                )
+            else:
+                got.problems.append(
+                    f"round {r}: {problem}; its samples are left out of the verdicts"
+                )
+            return
+        got.failures[side.label] = f"round {r} in {side.label} ({side.detail}): {problem}"
+
+    def one_side(self, side: Side, r: int, of: int, out: Path, group: list[str]) -> tuple[int, str]:
+        """One side's measurement of ``group`` in round ``r``: (exit status, output)."""
+        started = time.monotonic()
+
+        def say(done: int) -> None:
+            now = time.monotonic()
+            self.write(
+                progress_line(
                     r,
                     of,
-                    outs[label],
-                    group,
-                    wanted=wanted,
-                    args=args,
-                    cwd=cwd,
-                    server=servers.get(label),
-                    write=write,
-                    t0=t0,
-                    one=one,
+                    done,
+                    len(group),
+                    now - self.t0,
+                    where="" if self.one else f" in {side.label}",
+                    round_s=now - started,
+                    last=escape(last_done(progress_path(out)) or ""),
                 )
-        docs: dict[str, dict[str, dict[str, Any]]] = {}
-        for label in order:
-            side = by_label[label]
-            code, output = results[label]
-            problem = _problem(side, outs[label], code, output)
-            if problem is None:
-                try:
-                    docs[label] = read_round_file(outs[label])
-                except FileFormatError as exc:
-                    problem = f"its samples file is unusable ({exc})"
-            if problem is not None:
-                _fail(got, r, side, problem, start=start, one=one, code=code, output=output)
-                got.orders.append(first_order)
-                return True
-        for nodeid in group:
-            recs = [docs[label].get(nodeid) for label in labels]
-            if all(rec is not None for rec in recs):
-                for label, rec in zip(labels, recs, strict=True):
-                    assert rec is not None
-                    got.add(label, nodeid, rec)
-    got.orders.append(first_order or list(labels))
-    return False
-
-
-def _fail(
-    got: Measured, r: int, side: Side, problem: str, *, start: str, one: bool, code: int,
-    output: str,
-) -> None:  # fmt: skip
-    if one:
-        how = "a forked process" if start == "fork" else "a fresh process"
-        if problem.startswith("its process failed"):
-            got.problems.append(
-                f"round {r} in {how} failed (exit {code}); its samples are missing from the "
-                f"verdicts:\n{tail(output)}"
             )
+
+        server = self.servers.get(side.label)
+        if server is not None:
+
+            def wait(running: Callable[[], bool]) -> None:
+                watch(running, progress_path(out), group, say)
+
+            try:
+                # always the node ids: the server collected on its own, and may see a device
+                # this process does not (a driver that cannot survive its fork, say)
+                code, output = server.round(out, group, wait)
+            except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
+                code, output = 1, f"the round server could not be reached: {exc}"
         else:
-            got.problems.append(f"round {r}: {problem}; its samples are left out of the verdicts")
-        return
-    got.failures[side.label] = f"round {r} in {side.label} ({side.detail}): {problem}"
-
-
-def _one(
-    side: Side, r: int, of: int, out: Path, group: list[str], *, wanted: Sequence[str],
-    args: Sequence[str], cwd: Path, server: ForkServer | None, write: Callable[[str], None],
-    t0: float, one: bool,
-) -> tuple[int, str]:  # fmt: skip
-    """One side's measurement of ``group`` in round ``r``: (exit status, output)."""
-
-    started = time.monotonic()
-
-    def say(done: int) -> None:
-        now = time.monotonic()
-        write(
-            progress_line(
-                r,
-                of,
-                done,
-                len(group),
-                now - t0,
-                where="" if one else f" in {side.label}",
-                round_s=now - started,
-                last=escape(last_done(progress_path(out)) or ""),
+            cmd = [side.python, "-m", "pytest", *self.args, "-q", f"--perf-worker-out={out}"]
+            if len(group) < len(self.wanted):
+                only = out.with_suffix(".only")
+                only.write_text("\n".join(group) + "\n", encoding="utf-8")
+                cmd.append(f"--perf-worker-only={only}")
+            code, output = run_process(
+                cmd,
+                cwd=self.cwd,
+                out=out,
+                todo=group,
+                say=say,
+                env=None if side.environ is None else dict(side.environ),
             )
-        )
-
-    if server is not None:
-
-        def wait(running: Callable[[], bool]) -> None:
-            watch(running, progress_path(out), group, say)
-
-        try:
-            # always the node ids: the server collected on its own, and may see a device
-            # this process does not (a driver that cannot survive its fork, say)
-            code, output = server.round(out, group, wait)
-        except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
-            code, output = 1, f"the round server could not be reached: {exc}"
-    else:
-        cmd = [side.python, "-m", "pytest", *args, "-q", f"--perf-worker-out={out}"]
-        if len(group) < len(wanted):
-            only = out.with_suffix(".only")
-            only.write_text("\n".join(group) + "\n", encoding="utf-8")
-            cmd.append(f"--perf-worker-only={only}")
-        code, output = run_process(
-            cmd,
-            cwd=cwd,
-            out=out,
-            todo=group,
-            say=say,
-            env=None if side.environ is None else dict(side.environ),
-        )
-    say(count_done(progress_path(out), group))
-    return code, output
+        say(count_done(progress_path(out), group))
+        return code, output
 
 
 def _problem(side: Side, out: Path, code: int, output: str) -> str | None:
