@@ -9,7 +9,7 @@ the nine synthetic pure-Python, numpy and BLAS workloads), each pytest session a
    AVX512) and judged under ``--perf-machine`` (so the directory cannot keep them apart), with a
    planted +30% in every synthetic workload: how many regressed, how many incomparable with the
    difference named;
-2. **one process** -- ``pytest --perf --update-baselines --perf-quick`` (3 process rounds), then
+2. **one process** -- ``pytest --perf --perf-update --perf-quick`` (3 process rounds), then
    ``--default-sessions`` sessions of ``pytest --perf --perf-quick`` (one process; the defaults
    until 3-8 rounds became them) on unchanged code;
 3. **busy** -- ``--busy-sessions`` plain sessions while a CPU-bound process spins on this machine;
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     rec = session(
         h,
         "record",
-        ["--update-baselines", "--perf-quick", "--perf-baselines-dir", str(base_dir)],
+        ["--perf-update", "--perf-quick", "--perf-baselines-dir", str(base_dir)],
         {},
     )
     log(f"default recording (3 rounds) in {rec['wall']:.0f} s")
@@ -266,7 +266,7 @@ def report(raw: dict[str, Any], args: argparse.Namespace) -> str:
             "cannot keep them apart; +30% planted in every synthetic workload): "
             f"{dict(cls_status)}; {named} of {len(c['verdicts'])} name the level and dispatch "
             "difference.",
-            f"- **Default `pytest --perf` (one process) after a default `--update-baselines` "
+            f"- **Default `pytest --perf` (one process) after a default `--perf-update` "
             f"(3 rounds)**, unchanged code, idle host, {len(d)} sessions: per-benchmark false "
             f"alarms {cp(fa_d, n_d)}; failed sessions {cp(sum(map(failed, d)), len(d))}; median "
             f"minimum detectable slowdown {'-' if mds is None else f'+{100 * mds:.1f}%'}; "

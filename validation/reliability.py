@@ -2,12 +2,12 @@
 
 Three experiments, each against real ``pytest --perf`` processes where a user would meet it:
 
-1. **concurrency** -- ``--trials`` times, 2 or 3 ``pytest --perf --update-baselines`` processes
+1. **concurrency** -- ``--trials`` times, 2 or 3 ``pytest --perf --perf-update`` processes
    started together on one baselines directory, with disjoint or overlapping ``-k`` selections
    (alternating). Counted: benchmarks missing from the files afterwards, files that do not load,
    temporary files left, processes that failed.
 2. **interrupts** -- ``--trials`` times, SIGINT or SIGTERM (alternating) at a random moment of a
-   ``pytest --perf --update-baselines`` run over 3 modules whose baseline files already exist;
+   ``pytest --perf --perf-update`` run over 3 modules whose baseline files already exist;
    each temporary file takes 0.3 s to write (a conftest slows ``store.write_temporary``) so that
    many signals land while files are written. Counted: tracebacks, files that do not load, updates
    that changed some files but not all, temporary files left after the next run, and whether the
@@ -151,7 +151,7 @@ def concurrency(trials: int, work: Path) -> dict[str, Any]:
             ]
         procs = [
             subprocess.Popen(
-                pytest_cmd("--update-baselines", "-k", " or ".join(p)),
+                pytest_cmd("--perf-update", "-k", " or ".join(p)),
                 cwd=root,
                 env=env(),
                 stdout=subprocess.PIPE,
@@ -190,7 +190,7 @@ def interrupts(trials: int, work: Path) -> dict[str, Any]:
     root = work / "interrupts"
     project(root, modules=3, per_module=4)
     first = subprocess.run(
-        pytest_cmd("--update-baselines"), cwd=root, env=env(), capture_output=True, text=True
+        pytest_cmd("--perf-update"), cwd=root, env=env(), capture_output=True, text=True
     )
     if first.returncode != 0:
         raise SystemExit(first.stdout[-3000:])
@@ -201,7 +201,7 @@ def interrupts(trials: int, work: Path) -> dict[str, Any]:
         e = env()
         e["SLOW_WRITES"] = "0.3"
         with subprocess.Popen(
-            pytest_cmd("--update-baselines"),
+            pytest_cmd("--perf-update"),
             cwd=root,
             env=e,
             stdout=subprocess.PIPE,
@@ -660,7 +660,7 @@ def section(doc: dict[str, Any]) -> str:
         "",
         "| experiment | trials | result |",
         "|---|---|---|",
-        f"| concurrent `--update-baselines` (2-3 processes, {c.get('overlapping', 0)} of "
+        f"| concurrent `--perf-update` (2-3 processes, {c.get('overlapping', 0)} of "
         f"{c['trials']} trials overlapping) | {c['trials']} | {c.get('lost', 0)} of "
         f"{c.get('entries', 0)} entries lost, {c.get('invalid_files', 0)} invalid files, "
         f"{c.get('leftover_tmp', 0)} temporary files left, {c.get('failed_processes', 0)} of "

@@ -2,7 +2,7 @@
 
 Measures the gate the way a user meets it, in separate pytest processes:
 
-1. record baselines (``--update-baselines`` at the CI settings, ``--perf-rounds 3
+1. record baselines (``--perf-update`` at the CI settings, ``--perf-rounds 3
    --perf-max-rounds 8``) for the shipped CPU benchmarks and 13 synthetic workloads (pure
    Python, numpy and BLAS at about 0.1 ms, 1 ms and 20 ms; a numpy sort, an allocation-heavy and
    a dict/str-hashing workload and a torch matmul at about 1 ms), and one saved pytest-benchmark
@@ -99,7 +99,7 @@ class Harness:
         args = ["-p", "no:benchmark", *OURS_CI, "--perf-json", str(out), "-q", SHIPPED, SYNTH_PERF]
         args += ["-k", f"{self.shipped_k} or test_synthetic"]
         if update:
-            args.append("--update-baselines")
+            args.append("--perf-update")
         rc, wall, text = self._pytest(args, knobs)
         if not out.exists():
             raise SystemExit(
@@ -438,7 +438,7 @@ def report(
         "the benchmarks still undecided, the extra rounds forked from one round server "
         "(`--perf-round-start auto`); "
         "1 thread, alpha 0.01 family-wise over the session, 5% threshold, disturbed rounds "
-        "set aside); baselines recorded once with the same settings and `--update-baselines`."
+        "set aside); baselines recorded once with the same settings and `--perf-update`."
     )
     if a["asv"] is not None:
         L.append(

@@ -259,7 +259,7 @@ def cmd_machines(args: argparse.Namespace) -> int:
             f" {mark} {rec['id']}: {rec['benchmarks']} benchmark(s) in {rec['files']} file(s); {what}"
         )
     if not any(r["this_host"] for r in dirs):
-        print("no baselines for this host's class: pytest --perf --update-baselines records them")
+        print("no baselines for this host's class: pytest --perf --perf-update records them")
     return 0
 
 

@@ -99,7 +99,7 @@ def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     use_virtual_clock(pytester)
     pytester.makepyfile(test_bench=JUMPY_MODULE)
     opts = ("--perf-rounds", "3", "--perf-json", "r.json", *FAST)
-    pytester.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=1)
+    pytester.runpytest("--perf", "--perf-update", *opts).assert_outcomes(passed=1)
     # Baseline runs at levels (1.0, 1.25, 1.0); this session's at (1.25, 1.0, 1.25).
     result = pytester.runpytest("--perf", *opts)
     result.assert_outcomes(passed=1)
@@ -116,9 +116,9 @@ def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
 
 
 def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytest.Pytester) -> None:
-    # --update-baselines records 3 process rounds unless told otherwise; a plain run is 1 round,
+    # --perf-update records 3 process rounds unless told otherwise; a plain run is 1 round,
     # judged with the spread of the baseline's own runs pooled with the prior
-    loop_project.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=2)
     plain = loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST)
     plain.assert_outcomes(passed=2)
     verdict = _results(loop_project)["test_loop"]["verdict"]
@@ -129,7 +129,7 @@ def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytes
     # one round on each side: nothing measured the between-process noise, so the prior is used
     # and the report says how far the comparison can see
     opts = ("--perf-rounds", "1", "--perf-json", "r.json", *FAST)
-    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", "--perf-update", *opts).assert_outcomes(passed=2)
     one = loop_project.runpytest("--perf", *opts)
     one.assert_outcomes(passed=2)
     one.stdout.fnmatch_lines(

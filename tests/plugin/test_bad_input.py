@@ -122,8 +122,8 @@ def test_perf_fixture_without_marker(pytester: pytest.Pytester) -> None:
             "*--perf-machine: machine id '../escape' is not allowed*",
         ),
         (
-            ["--update-baselines"],
-            "*--update-baselines records benchmark results, so it needs --perf*",
+            ["--perf-update"],
+            "*--perf-update records benchmark results, so it needs --perf*",
         ),
     ],
 )
@@ -169,13 +169,13 @@ def test_bad_baseline_file_errors_its_benchmarks_only_and_is_left_untouched(
     pytester: pytest.Pytester, content: str, problem: str
 ) -> None:
     pytester.makepyfile(test_a=BENCH_A, test_b=BENCH_A.replace("test_a", "test_b"))
-    pytester.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=2)
+    pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=2)
     (bad,) = Path(pytester.path, "baselines").rglob("test_a.json")
     (good,) = Path(pytester.path, "baselines").rglob("test_b.json")
     bad.write_text(content)
     good_before = good.read_bytes()
 
-    for extra in ([], ["--update-baselines"]):
+    for extra in ([], ["--perf-update"]):
         result = pytester.runpytest("--perf", *extra, *FAST)
         result.assert_outcomes(passed=1, errors=1)
         result.stdout.fnmatch_lines(
@@ -250,7 +250,7 @@ def test_baselines_that_cannot_be_saved_fail_the_run_with_the_path(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", no_space)
-    result = pytester.runpytest("--perf", "--update-baselines", *FAST)
+    result = pytester.runpytest("--perf", "--perf-update", *FAST)
     result.stdout.fnmatch_lines(
         ["NOT updated, left untouched: baseline file *test_a.json: could not be written (No space*"]
     )

@@ -56,7 +56,7 @@ def test_a_pytest_benchmark_suite_runs_unchanged(
 ) -> None:
     use_virtual_clock(pytester)
     pytester.makepyfile(test_suite=SUITE)
-    rec = pytester.runpytest("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+    rec = pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
     rec.assert_outcomes(passed=2)
     (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
     assert set(json.loads(path.read_text())["benchmarks"]) == {
@@ -92,7 +92,7 @@ def test_pedantic_with_one_round_is_timed_not_judged(pytester: pytest.Pytester) 
             benchmark.pedantic(sum, args=(range(10),))
         """
     )
-    pytester.runpytest("--perf", "--update-baselines", "--perf-rounds", "1", *FAST).assert_outcomes(
+    pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST).assert_outcomes(
         passed=1
     )
     result = pytester.runpytest("--perf", *FAST)

@@ -182,7 +182,7 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
     flat = " ".join(result.stdout.str().split())
     assert (
         "record baselines on this machine with "
-        "`pytest --perf --update-baselines -v -k 'numpy and f32' --perf-samples 15 " in flat
+        "`pytest --perf --perf-update -v -k 'numpy and f32' --perf-samples 15 " in flat
     )
 
 

@@ -122,3 +122,8 @@ def test_update_baselines_is_the_alias_of_perf_update_elsewhere(pytester: pytest
     result = pytester.runpytest("--perf", "--update-baselines", *FAST)
     result.assert_outcomes(passed=1)
     assert list(pytester.path.glob("baselines/*/test_b.json"))
+    result.stdout.fnmatch_lines(["*--update-baselines is deprecated*use --perf-update*"])
+    # the new name says nothing of the old one
+    quiet = pytester.runpytest("--perf", "--perf-update", *FAST)
+    quiet.assert_outcomes(passed=1)
+    assert "deprecated" not in quiet.stdout.str()

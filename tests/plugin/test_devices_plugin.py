@@ -62,7 +62,7 @@ def test_one_benchmark_on_every_kind_here_with_each_devices_clock(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_multi=MULTI)
-    result = pytester.runpytest("--perf", "--update-baselines", "-rs", *FAST)
+    result = pytester.runpytest("--perf", "--perf-update", "-rs", *FAST)
     # one case per device found (a machine may have several OpenCL or Vulkan devices), one skip
     # per library that found none
     found = {lib: count(lib) for lib in ("torch", "opencl", "vulkan")}
@@ -97,7 +97,7 @@ def test_host_clock_on_request_and_a_baseline_from_another_clock_is_not_compared
     if not present("opencl"):
         pytest.skip("no OpenCL device here")
     pytester.makepyfile(test_multi=MULTI)
-    pytester.runpytest("--perf", "--update-baselines", "--perf-backends", "opencl", *FAST)
+    pytester.runpytest("--perf", "--perf-update", "--perf-backends", "opencl", *FAST)
     host = pytester.runpytest(
         "--perf",
         "--perf-backends",

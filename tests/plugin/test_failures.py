@@ -71,7 +71,7 @@ def test_user_errors_show_user_frames_and_failed_benchmarks_count_as_failed(
 
 
 def test_verdict_properties_in_junit_after_a_comparison(loop_project: pytest.Pytester) -> None:
-    rec = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+    rec = ("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
     loop_project.runpytest(*rec).assert_outcomes(passed=2)
     loop_project.runpytest("--perf", "--junitxml", "j.xml", *FAST).assert_outcomes(passed=2)
     tree = ET.parse(loop_project.path / "j.xml")

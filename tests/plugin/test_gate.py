@@ -15,7 +15,7 @@ def baseline_files(root: Path) -> dict[Path, bytes]:
 
 
 def record(pytester: pytest.Pytester) -> dict[Path, bytes]:
-    result = pytester.runpytest("--perf", "--update-baselines", *FAST)
+    result = pytester.runpytest("--perf", "--perf-update", *FAST)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["baselines updated: 2 benchmark(s) in 1 file(s) under baselines/*"]
@@ -32,7 +32,7 @@ def test_update_then_rerun_slowdown_and_speedup(
     (path,) = files
     doc = json.loads(path.read_text())
     entry = doc["benchmarks"]["test_loop[numpy-cpu-f64]"]
-    # --update-baselines records 3 process rounds by default, each taking its share of FAST's 15
+    # --perf-update records 3 process rounds by default, each taking its share of FAST's 15
     # samples (at least 10)
     assert [len(r) for r in entry["runs"]] == [10, 10, 10] and len(entry["samples"]) == 30
     assert entry["device"]["id"] == "numpy-cpu"
@@ -69,7 +69,7 @@ def test_update_after_intentional_change_replaces_only_what_ran(
     (path,) = record(loop_project)
     before = json.loads(path.read_text())["benchmarks"]
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")
-    result = loop_project.runpytest("--perf", "--update-baselines", "-k", "test_loop", *FAST)
+    result = loop_project.runpytest("--perf", "--perf-update", "-k", "test_loop", *FAST)
     result.assert_outcomes(passed=1, deselected=1)  # a regression does not fail while recording
     after = json.loads(path.read_text())["benchmarks"]
     assert after["test_steady[numpy-cpu-f64]"] == before["test_steady[numpy-cpu-f64]"]
@@ -98,7 +98,7 @@ def test_interrupted_update_leaves_baselines_byte_identical(
             raise KeyboardInterrupt
         """
     )
-    result = loop_project.runpytest("--perf", "--update-baselines", *FAST, no_reraise_ctrlc=True)
+    result = loop_project.runpytest("--perf", "--perf-update", *FAST, no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*baselines NOT updated: the run was interrupted*"])
     assert baseline_files(loop_project.path) == files
@@ -118,7 +118,7 @@ def test_a_benchmark_that_fails_after_timing_is_not_recorded(pytester: pytest.Py
             assert perf(sum, range(100)) == 0
         """
     )
-    result = pytester.runpytest("--perf", "--update-baselines", *FAST)
+    result = pytester.runpytest("--perf", "--perf-update", *FAST)
     result.assert_outcomes(passed=1, failed=1)
     (path,) = baseline_files(pytester.path)
     assert list(json.loads(path.read_text())["benchmarks"]) == ["test_good[numpy-cpu-f32]"]
@@ -134,7 +134,7 @@ def test_too_few_samples_are_inconclusive(pytester: pytest.Pytester) -> None:
             perf(sum, range(100))
         """
     )
-    record = ("--perf", "--update-baselines", "--perf-rounds", "1", "--perf-warmup", "0")
+    record = ("--perf", "--perf-update", "--perf-rounds", "1", "--perf-warmup", "0")
     pytester.runpytest(*record).assert_outcomes(passed=1)
     result = pytester.runpytest("--perf", "--perf-rounds", "1", "--perf-warmup", "0")
     result.assert_outcomes(passed=1)
@@ -215,7 +215,7 @@ def test_ini_settings_and_marker_precedence(pytester: pytest.Pytester) -> None:
             perf(sum, range(10))
         """
     )
-    result = pytester.runpytest("--update-baselines")
+    result = pytester.runpytest("--perf-update")
     result.assert_outcomes(passed=2)
     assert (pytester.path / "perf-baselines" / "ci-runner-a" / "test_ini.json").is_file()
     # the command line wins over marker and ini
@@ -263,7 +263,7 @@ def test_hooks_add_machine_facts_and_change_the_json(loop_project: pytest.Pytest
         """,
     )
     result = loop_project.runpytest(
-        "--perf", "--update-baselines", "--perf-rounds", "1", "--perf-json", "r.json", *FAST
+        "--perf", "--perf-update", "--perf-rounds", "1", "--perf-json", "r.json", *FAST
     )
     result.assert_outcomes(passed=2)
     doc = json.loads((loop_project.path / "r.json").read_text())

@@ -22,7 +22,7 @@ from pytest_burnperf.host.machine import legacy_machine_id
 
 from ._helpers import FAST, REAL_SPIN_MODULE
 
-RECORD = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+RECORD = ("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
 
 
 @pytest.fixture(autouse=True)
@@ -113,7 +113,7 @@ def test_baselines_from_before_the_hardware_identity_are_reported_with_the_fix(
             "perf: 2 incomparable",
             "2 baseline(s) were recorded before pytest-burnperf recorded the hardware class, so "
             "they were not compared; re-record them on this machine with: pytest --perf "
-            "--update-baselines *",
+            "--perf-update *",
         ]
     )
     # the old file is left as it was; re-recording writes the new directory

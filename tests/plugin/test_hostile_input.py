@@ -163,7 +163,7 @@ def test_perf_json_refuses_to_overwrite_what_it_did_not_write(
 
 def test_text_from_a_baseline_file_cannot_forge_report_lines(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_a=BENCH)
-    pytester.runpytest("--perf", "--update-baselines", "--perf-rounds", "1", *FAST).assert_outcomes(
+    pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST).assert_outcomes(
         passed=1
     )
     (path,) = sorted((pytester.path / "baselines").rglob("test_a.json"))
@@ -182,7 +182,7 @@ def test_text_from_a_baseline_file_cannot_forge_report_lines(pytester: pytest.Py
 
 def test_tiny_samples_never_put_infinity_in_the_results_json(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_a=BENCH)
-    pytester.runpytest("--perf", "--update-baselines", "--perf-rounds", "1", *FAST).assert_outcomes(
+    pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST).assert_outcomes(
         passed=1
     )
     (path,) = sorted((pytester.path / "baselines").rglob("test_a.json"))

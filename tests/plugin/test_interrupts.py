@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM at random moments of a real `pytest --perf --update-baselines` process:
+"""Ctrl-C and SIGTERM at random moments of a real `pytest --perf --perf-update` process:
 never a traceback, a half-written or partly updated set of baseline files, or a temporary file.
 Every check holds whatever moment the signal lands at, so the test does not depend on speed."""
 
@@ -44,7 +44,7 @@ def test_update_interrupted_at_random_moments(
 ) -> None:
     pytester.makepyfile(test_a=LOOP_MODULE, test_b=LOOP_MODULE)
     use_virtual_clock(pytester, SLOW_WRITES)
-    record = ("--perf", "--update-baselines", "--perf-rounds", "1", *FAST)
+    record = ("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
     pytester.runpytest_subprocess(*record).assert_outcomes(passed=4)
     root = pytester.path / "baselines"
     before = _files(root)

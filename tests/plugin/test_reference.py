@@ -123,7 +123,7 @@ def test_in_ci_a_machine_without_baselines_judges_against_the_last_release(
 def test_auto_takes_the_stored_baselines_of_this_hardware_class(
     pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recorded = pytester.runpytest("--perf", "--update-baselines", *OPTS)
+    recorded = pytester.runpytest("--perf", "--perf-update", *OPTS)
     assert recorded.ret == 0, recorded.stdout.str()
     monkeypatch.setenv("CI", "true")
     # unchanged code against its own baseline: unchanged or, on a noisy host, inconclusive;
@@ -141,7 +141,7 @@ def test_auto_measures_the_release_beside_this_code_where_the_baselines_host_was
 ) -> None:
     """Stored baselines of this class from a host that ran the reference probe far faster: auto
     measures the last release in this session instead (the probe, not the clock, decides)."""
-    recorded = pytester.runpytest("--perf", "--update-baselines", *OPTS)
+    recorded = pytester.runpytest("--perf", "--perf-update", *OPTS)
     assert recorded.ret == 0, recorded.stdout.str()
     [path] = (flat / "baselines").rglob("test_spin.json")
     doc = json.loads(path.read_text())
@@ -167,7 +167,7 @@ def test_auto_measures_the_release_beside_this_code_where_the_baselines_are_too_
     """Stored baselines of this class whose rounds scattered by +-50% when recorded: they could
     judge no slowdown below a floor far above any the gate aims for, so auto measures the last
     release in this session instead (the recorded rounds, not the clock, decide)."""
-    recorded = pytester.runpytest("--perf", "--update-baselines", *OPTS)
+    recorded = pytester.runpytest("--perf", "--perf-update", *OPTS)
     assert recorded.ret == 0, recorded.stdout.str()
     [path] = (flat / "baselines").rglob("test_spin.json")
     doc = json.loads(path.read_text())
@@ -199,7 +199,7 @@ def test_a_run_that_judged_too_little_fails_and_says_what_would_judge(
     out = result.stdout.str()
     assert result.ret == 1, out
     assert "judged 0 of 2 benchmarks (0%); NOT judged: 2 (2 no reference)" in out
-    assert "--perf-against auto" in out and "--update-baselines" in out
+    assert "--perf-against auto" in out and "--perf-update" in out
     assert "FAILED: perf run judged only 0 of 2 benchmarks (0%), below --perf-min-judged 0.5" in out
     md = (pytester.path / "s.md").read_text()
     assert "**Judged 0 of 2 benchmarks (0%)**; minimum 50% (below the minimum: run failed)" in md
@@ -227,9 +227,9 @@ def test_in_ci_outside_git_the_run_says_why_it_found_no_reference(
 
 def test_auto_is_refused_where_it_cannot_apply(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bench="def test_x():\n    pass\n")
-    result = pytester.runpytest("--perf", "--perf-against", "auto", "--update-baselines")
+    result = pytester.runpytest("--perf", "--perf-against", "auto", "--perf-update")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*--perf-against auto * does not go with --update-baselines*"])
+    result.stderr.fnmatch_lines(["*--perf-against auto * does not go with --perf-update*"])
     bad = pytester.runpytest("--perf", "--perf-min-judged", "2")
     assert bad.ret == 4
     bad.stderr.fnmatch_lines(["*--perf-min-judged*a share is a fraction in [[]0, 1[]]*"])

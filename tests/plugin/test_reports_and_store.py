@@ -15,7 +15,7 @@ def test_markdown_summary_puts_the_regression_first_and_fills_the_job_summary(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     opts = ("--perf-rounds", "2", *FAST)
-    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", "--perf-update", *opts).assert_outcomes(passed=2)
     summary = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("BURNPERF_TEST_WORK", "2.0")

@@ -87,7 +87,7 @@ def test_size_presets_pick_shapes_and_keep_their_own_baselines(pytester: pytest.
     pytester.makepyfile(test_bench=SIZED)
     for size in ("tiny", "small"):
         rec = pytester.runpytest(
-            "--perf", "--update-baselines", "--perf-size", size, "--perf-columns", "all", *FAST
+            "--perf", "--perf-update", "--perf-size", size, "--perf-columns", "all", *FAST
         )
         rec.assert_outcomes(passed=1)
         rec.stdout.fnmatch_lines([f"*size {size}; *", f"test_sized  {SIDE[size]}^2 *"])

@@ -24,7 +24,7 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, rounds: int
 ) -> None:
     opts = ("--perf-rounds", str(rounds), *FAST)
-    rec = loop_project.runpytest("--perf", "--update-baselines", *opts)
+    rec = loop_project.runpytest("--perf", "--perf-update", *opts)
     rec.assert_outcomes(passed=2)
     entry = _baseline(loop_project)["test_loop[numpy-cpu-f64]"]
     assert len(entry["runs"]) == rounds  # type: ignore[arg-type]
@@ -56,7 +56,7 @@ def test_adaptive_rounds_go_to_the_undecided_benchmarks_only(
     unchanged test_steady may stop earlier (how soon depends on the machine's noise, so its count
     is only bounded)."""
     opts = ("--perf-rounds", "2", *FAST_ADAPTIVE)
-    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", "--perf-update", *opts).assert_outcomes(passed=2)
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
     slow = loop_project.runpytest(
         "--perf", "--perf-max-rounds", "4", "--perf-json", "r.json", *opts
@@ -133,7 +133,7 @@ def test_recording_a_noisy_baseline_runs_all_rounds_and_says_so(
     pytester.makepyfile(test_alt=ALTERNATING_MODULE)
     rec = pytester.runpytest(
         "--perf",
-        "--update-baselines",
+        "--perf-update",
         "--perf-rounds",
         "2",
         "--perf-max-rounds",
@@ -155,7 +155,7 @@ def test_recording_a_noisy_baseline_runs_all_rounds_and_says_so(
 
 
 def test_a_steady_baseline_is_not_called_noisy(loop_project: pytest.Pytester) -> None:
-    rec = loop_project.runpytest("--perf", "--update-baselines", *FAST)
+    rec = loop_project.runpytest("--perf", "--perf-update", *FAST)
     rec.assert_outcomes(passed=2)
     assert "noisy baselines" not in rec.stdout.str()
 
@@ -186,7 +186,7 @@ def test_forked_rounds_pool_like_fresh_ones_and_adaptive_rounds_run_the_undecide
     """Forked rounds give the same record as fresh ones: every round's samples, adaptive rounds
     only for the benchmarks still undecided, and a planted slowdown fails."""
     opts = ("--perf-rounds", "2", "--perf-round-start", "fork", *FAST_ADAPTIVE)
-    rec = loop_project.runpytest("--perf", "--update-baselines", *opts)
+    rec = loop_project.runpytest("--perf", "--perf-update", *opts)
     rec.assert_outcomes(passed=2)
     assert all(len(e["runs"]) == 2 for e in _baseline(loop_project).values())  # type: ignore[arg-type]
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")  # the server and its children inherit it
@@ -253,7 +253,7 @@ def test_strict_fails_no_baseline_and_default_does_not(loop_project: pytest.Pyte
 def test_inconclusive_when_samples_are_too_few(loop_project: pytest.Pytester) -> None:
     few = ["--perf-samples", "3", "--perf-max-samples", "3", "--perf-warmup", "0.01"]
     few += ["--perf-min-time", "0.001"]
-    update = ("--perf", "--update-baselines", "--perf-rounds", "1")
+    update = ("--perf", "--perf-update", "--perf-rounds", "1")
     loop_project.runpytest(*update, *few).assert_outcomes(passed=2)
     result = loop_project.runpytest("--perf", "--perf-rounds", "1", *few)
     result.assert_outcomes(passed=2)
@@ -271,7 +271,7 @@ def test_threads_are_set_recorded_and_part_of_the_identity(pytester: pytest.Pyte
             perf(device.xp.matmul, a, a)
         """
     )
-    pytester.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=1)
+    pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=1)
     (path,) = sorted((pytester.path / "baselines").rglob("*.json"))
     entry = json.loads(path.read_text())["benchmarks"]["test_mm[numpy-cpu-f64]"]
     assert entry["device"]["threads"] == 1 and entry["settings"]["threads"] == 1
@@ -369,7 +369,7 @@ def test_the_round_budget_stops_the_adaptive_rounds_and_says_so(
     """A planted +30% wants every adaptive round; a budget every round outlasts (1 ms) leaves
     it the fixed ones, and the run names the budget and what buys more."""
     opts = ("--perf-rounds", "2", *FAST_ADAPTIVE)
-    loop_project.runpytest("--perf", "--update-baselines", *opts).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", "--perf-update", *opts).assert_outcomes(passed=2)
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.3")
     slow = loop_project.runpytest(
         "--perf",
@@ -394,7 +394,7 @@ def test_the_round_budget_stops_the_adaptive_rounds_and_says_so(
 
 
 def test_defaults_take_three_rounds_and_quick_takes_one(loop_project: pytest.Pytester) -> None:
-    loop_project.runpytest("--perf", "--update-baselines", *FAST_ADAPTIVE).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", "--perf-update", *FAST_ADAPTIVE).assert_outcomes(passed=2)
     default = loop_project.runpytest("--perf", *FAST_ADAPTIVE)
     default.assert_outcomes(passed=2)
     default.stdout.fnmatch_lines(

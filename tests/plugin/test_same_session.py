@@ -199,7 +199,7 @@ def test_same_session_options_that_do_not_go_together(pytester: pytest.Pytester)
     cases = [
         (("--perf-against", "main"), "needs --perf as well"),
         (("--perf", "--perf-against", "main", "--perf-versions", "a,b"), "not both"),
-        (("--perf", "--perf-against", "main", "--update-baselines"), "--update-baselines"),
+        (("--perf", "--perf-against", "main", "--perf-update"), "--perf-update"),
         (("--perf", "--perf-against", "current"), "compare this code with itself"),
         (("--perf", "--perf-reference", "a"), "--perf-reference names one of --perf-versions"),
         (("--perf", "--perf-versions", "a,b", "--perf-reference", "c"), "is not one of"),

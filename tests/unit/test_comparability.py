@@ -30,7 +30,7 @@ def test_other_model_is_never_compared() -> None:
     reason, notes = comparability(a100, H200)
     assert reason is not None and notes == ()
     assert reason.startswith("baseline from NVIDIA A100-SXM4-80GB (torch-cuda0), this run is on ")
-    assert "compute_units 108 -> 132" in reason and "--update-baselines" in reason
+    assert "compute_units 108 -> 132" in reason and "--perf-update" in reason
 
 
 def test_thread_count_is_part_of_the_identity() -> None:
@@ -125,7 +125,7 @@ def test_baselines_from_before_the_hardware_identity_are_never_compared() -> Non
     legacy = {k: v for k, v in ZEN3.items() if k not in ("identity", "cpu", "dispatch")}
     reason, _ = comparability(legacy, ZEN3)
     assert reason is not None and reason.startswith(LEGACY)
-    assert "--update-baselines" in reason
+    assert "--perf-update" in reason
     # both sides old (a fingerprint of a test double, say): nothing to tell apart
     assert comparability(legacy, dict(legacy)) == (None, ())
 

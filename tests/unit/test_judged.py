@@ -51,7 +51,7 @@ def test_every_group_gets_a_command_that_would_judge_it() -> None:
     lines = advice(coverage(RESULTS), same_session=False, command="-k mm", hardware_class="c-v3")
     assert len(lines) == 4
     assert "`pytest --perf --perf-against auto -k mm`" in lines[0] and "(c-v3)" in lines[0]
-    assert "--update-baselines -k mm" in lines[0]
+    assert "--perf-update -k mm" in lines[0]
     assert "another machine" in lines[1] and "--perf-against auto" in lines[1]
     assert "quieter host" in lines[2] and "same-session" in lines[2]
     assert "--perf-max-rounds" in lines[3]

@@ -159,7 +159,7 @@ def test_a_release_commit_compares_with_the_release_before() -> None:
 def test_nothing_to_compare_with_says_what_would_give_a_reference() -> None:
     got = pick({})
     assert got.ref is None and not got.baselines  # type: ignore[attr-defined]
-    assert "--perf-base" in got.problem and "--update-baselines" in got.problem  # type: ignore[attr-defined]
+    assert "--perf-base" in got.problem and "--perf-update" in got.problem  # type: ignore[attr-defined]
     outside = choose(stored=False, machine="m", repo=Path("/repo"), environ={}, run=FakeGit({}))
     assert outside.problem is not None and "not in a git repository" in outside.problem
 

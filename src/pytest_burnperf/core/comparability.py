@@ -68,7 +68,7 @@ def legacy_reason() -> str:
     return (
         f"{LEGACY} (an older pytest-burnperf could not tell an AVX-512 CPU from an AVX2 one "
         "behind the same name): not compared; re-record it on this machine with "
-        "--update-baselines"
+        "--perf-update"
     )
 
 
@@ -132,7 +132,7 @@ def comparability(
         return (
             f"baseline from {_label(baseline_fp)}, this run is on {_label(current_fp)} "
             f"({'; '.join(diffs)}): not compared; record a baseline for this hardware with "
-            "--update-baselines",
+            "--perf-update",
             (),
         )
     notes: list[str] = []
@@ -157,7 +157,7 @@ def regime_difference(baseline: Mapping[str, Any], timer: str, l2_flush: bool) -
     if old_timer != timer:
         return (
             f"baseline timed with the {old_timer} clock, this run with the {timer} clock: "
-            "not compared; record a new baseline with --update-baselines, or set timer="
+            "not compared; record a new baseline with --perf-update, or set timer="
             f"{old_timer!r} on the marker (or --perf-timer {old_timer})"
         )
     old_flush = bool(baseline.get("l2_flush", False))
@@ -165,7 +165,7 @@ def regime_difference(baseline: Mapping[str, Any], timer: str, l2_flush: bool) -
         state = {True: "with", False: "without"}
         return (
             f"baseline measured {state[old_flush]} an L2 flush before each sample, this run "
-            f"{state[l2_flush]}: not compared; record a new baseline with --update-baselines"
+            f"{state[l2_flush]}: not compared; record a new baseline with --perf-update"
         )
     return None
 

@@ -161,7 +161,7 @@ def advice(
             out.append(
                 f"{head}{where}: judge them in this session against the base of the change "
                 f"with `{against}`, or record baselines on this machine with "
-                f"`pytest --perf --update-baselines {command}`".rstrip()
+                f"`pytest --perf --perf-update {command}`".rstrip()
             )
         elif w == HOST:
             cure = (

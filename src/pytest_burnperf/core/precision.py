@@ -120,5 +120,5 @@ def difference(old: object, new: object) -> str | None:
         return None
     return (
         f"baseline measured in other precision modes ({'; '.join(diffs)}): not compared; set "
-        "the same modes, or record a new baseline with --update-baselines"
+        "the same modes, or record a new baseline with --perf-update"
     )

@@ -104,7 +104,7 @@ class Result:
         }
 
     def baseline_entry(self, recorded: dict[str, Any]) -> dict[str, Any]:
-        """What ``--update-baselines`` stores for this benchmark."""
+        """What ``--perf-update`` stores for this benchmark."""
         runs = [list(r) for r in self.runs] or [list(self.sample.values)]
         pooled = [v for r in runs for v in r]
         return {

@@ -280,7 +280,7 @@ def parse_threads(value: object, where: str) -> int:
 #: +24-34% on a quiet host. --perf-quick asks for one round and no adaptive ones.
 DEFAULT_ROUNDS = 3
 DEFAULT_MAX_ROUNDS = 8
-#: Process rounds of --update-baselines under --perf-quick: a baseline is recorded once and judged
+#: Process rounds of --perf-update under --perf-quick: a baseline is recorded once and judged
 #: against many times, and three processes show its between-process spread.
 DEFAULT_UPDATE_ROUNDS = 3
 #: Seconds after the first round started past which no further adaptive round starts.

@@ -18,6 +18,7 @@ from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.options import (
     DEFAULTS,
+    UPDATE_ALIAS_DEST,
     VALUE_OPTIONS,
     flag_value,
     ini_value,
@@ -85,11 +86,14 @@ def configure(config: pytest.Config) -> None:
     smoke = not enabled and bool(
         flag_value(config, "perf_smoke") if smoke_opt is None else smoke_opt
     )
-    update = bool(flag_value(config, "perf_update_baselines") or config.getoption("perf_update"))
+    alias = bool(config.getoption(UPDATE_ALIAS_DEST, None))
+    update = bool(
+        flag_value(config, "perf_update_baselines") or config.getoption("perf_update") or alias
+    )
     if update and not enabled:
         raise pytest.UsageError(
-            "--update-baselines records benchmark results, so it needs --perf as well: "
-            "pytest --perf --update-baselines"
+            "--perf-update records benchmark results, so it needs --perf as well: "
+            "pytest --perf --perf-update"
         )
     if enabled and xdist_workers(config) is not None:
         raise pytest.UsageError(
@@ -195,6 +199,7 @@ def configure(config: pytest.Config) -> None:
     config.stash[STATE] = PerfState(
         enabled=enabled,
         update=update,
+        update_alias=alias,
         base=base,
         cmdline=cmdline,
         backends_filter=pick("perf_backends"),
@@ -282,7 +287,7 @@ def _against(config: pytest.Config, *, enabled: bool, update: bool, ci: bool) ->
         if update:
             raise pytest.UsageError(
                 "--perf-against auto compares with stored baselines or in this session, so it "
-                "does not go with --update-baselines; record baselines in a run of their own"
+                "does not go with --perf-update; record baselines in a run of their own"
             )
     return against
 
@@ -307,7 +312,7 @@ def _plan(
     if update:
         raise pytest.UsageError(
             f"{option} compares in this session and reads or writes no baseline, so it does not "
-            "go with --update-baselines; record baselines in a run of their own"
+            "go with --perf-update; record baselines in a run of their own"
         )
     if against:
         if reference:

@@ -642,7 +642,7 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
     except BaselineError as exc:
         pytest.fail(
             f"{request.node.nodeid}: {exc}. The file was left untouched; fix it, or delete it and "
-            "record new baselines with --update-baselines",
+            "record new baselines with --perf-update",
             pytrace=False,
         )
     case.entry.device.reseed(0)

@@ -162,7 +162,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         _spec.parse_rounds,
         "measure every selected benchmark in this many processes (this one and N-1 forked or "
         "fresh ones, run one after another before the tests) and pool their samples; with "
-        "--update-baselines the baseline keeps every run, so it carries the between-process "
+        "--perf-update the baseline keeps every run, so it carries the between-process "
         "noise the gate needs. Given alone, exactly N rounds (no adaptive ones). Default: 3, "
         "and up to 8 for the undecided benchmarks (--perf-quick: 1, 3 when recording)",
     ),
@@ -290,7 +290,7 @@ FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "--perf-update",
         "perf_update_baselines",
         "record the results of the benchmarks that ran and passed as their new baselines "
-        "(atomic writes; other baselines are kept). Also --update-baselines, where no other "
+        "(atomic writes; other baselines are kept). Its former name --update-baselines (deprecated) still works where no other "
         "plugin or conftest.py defines that option. Default: off",
         "same as --perf-update (for a dedicated recording job). Default: false",
     ),
@@ -485,6 +485,7 @@ def xdist_workers(config: pytest.Config) -> object:
 #: The former name of --perf-update, from before every option took the --perf- prefix: kept as
 #: its alias where nothing else defines it (several projects' conftest.py files do).
 UPDATE_ALIAS = "--update-baselines"
+UPDATE_ALIAS_DEST = "perf_update_alias"
 
 
 def add_update_alias(parser: pytest.Parser) -> bool:
@@ -500,8 +501,8 @@ def add_update_alias(parser: pytest.Parser) -> bool:
     parser.getgroup("burnperf").addoption(
         UPDATE_ALIAS,
         action="store_true",
-        dest="perf_update",
+        dest=UPDATE_ALIAS_DEST,
         default=None,
-        help="the former name of --perf-update",
+        help="deprecated: the former name of --perf-update (removed in 0.2)",
     )
     return True

@@ -21,6 +21,7 @@ from pytest_burnperf.core.verdict import FAILED, NO_BASELINE, REGRESSED, format_
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals, hold
 from pytest_burnperf.host.machine import now_utc
+from pytest_burnperf.plugin.options import UPDATE_ALIAS
 from pytest_burnperf.plugin.state import (
     STATE,
     PerfState,
@@ -84,6 +85,11 @@ def header_lines(config: pytest.Config) -> list[str] | None:
     ]
     if state.reference is not None:
         lines.append(f"burnperf: {_reference_text(state)}")
+    if state.update_alias:
+        lines.append(
+            f"burnperf: {UPDATE_ALIAS} is deprecated (removed in 0.2): use --perf-update, "
+            "which no other plugin or conftest.py option can collide with"
+        )
     return lines
 
 
@@ -450,7 +456,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
     args = [
         a for a in state.invocation if a not in ("--perf", "--perf-update", "--update-baselines")
     ]
-    record = shlex.join(["pytest", "--perf", "--update-baselines", *args])
+    record = shlex.join(["pytest", "--perf", "--perf-update", *args])
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
     if legacy and not state.update:
         write_line(

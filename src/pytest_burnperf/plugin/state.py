@@ -67,6 +67,8 @@ class PerfState:
     group_by: str | None = None
     #: Writes a progress line to the terminal (set in pytest_configure).
     announce: Callable[[str], None] = print
+    #: --update-baselines (the deprecated name of --perf-update) was given: the header says so.
+    update_alias: bool = False
     rounds: int = 1
     #: The fixed process rounds the session pools per benchmark (a round's own process is told
     #: by --perf-worker-rounds): sets each round's samples and precision goal (stats.round_samples).
@@ -355,7 +357,7 @@ def noisy_baselines_text(floors: Mapping[str, float], recorded: int, show: int =
         f"noisy baselines: {len(floors)} of {recorded} recorded benchmark(s) varied so much "
         "between their process rounds that a comparison with as many rounds will see only "
         f"slowdowns above its floor: {names}; re-record them on a quieter host "
-        "(-k NAME --update-baselines), or compare in one session (--perf-against), which "
+        "(-k NAME --perf-update), or compare in one session (--perf-against), which "
         "cancels what the host does between runs"
     )
 

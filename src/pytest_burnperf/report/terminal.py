@@ -456,7 +456,7 @@ def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf")
     if target.is_relative_to(baselines_root.resolve()):
         return (
             f"lies inside the baselines directory {baselines_root}; write results elsewhere "
-            "(baselines are written by --update-baselines only)"
+            "(baselines are written by --perf-update only)"
         )
     if not os.path.lexists(path):
         return None

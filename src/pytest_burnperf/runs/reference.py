@@ -215,7 +215,7 @@ def _same_session(
             problem=(
                 f"{lead}, and {repo} is not in a git "
                 "repository, so there is no earlier version to measure beside this one; record "
-                "baselines on this machine (pytest --perf --update-baselines) or name a "
+                "baselines on this machine (pytest --perf --perf-update) or name a "
                 "reference (--perf-against REF)"
             ),
         )
@@ -312,7 +312,7 @@ def _same_session(
             "(v1.2.3 or 1.2.3) lies before it, so --perf-against auto has nothing to compare "
             'with: name a git revision with --perf-base REF (or base = "REF" in '
             "benchmarks.toml), or record baselines on this machine (pytest --perf "
-            f"--update-baselines).{unshallow}"
+            f"--perf-update).{unshallow}"
         ),
     )
 

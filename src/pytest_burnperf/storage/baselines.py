@@ -20,7 +20,7 @@ field, and is never rewritten by this module. The JSON schema of the format is
 
 Writers (:meth:`BaselineStore.save`) hold a lock on the baselines directory
 (``<baselines dir>/.burnperf.lock``, from filelock) around read-merge-write, so concurrent
-``--update-baselines`` runs keep every benchmark each of them wrote. All files of one update are
+``--perf-update`` runs keep every benchmark each of them wrote. All files of one update are
 written to temporary files first and then renamed into place with SIGINT/SIGTERM/SIGHUP held:
 an interrupt before the first rename changes no file, one during the renames is served after the
 last. Temporary files left by a killed run (``.burnperf-*.tmp``) are removed by the next writer.
