@@ -290,8 +290,9 @@ FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "--perf-update",
         "perf_update_baselines",
         "record the results of the benchmarks that ran and passed as their new baselines "
-        "(atomic writes; other baselines are kept). Its former name --update-baselines (deprecated) still works where no other "
-        "plugin or conftest.py defines that option. Default: off",
+        "(atomic writes; other baselines are kept). Its former name --update-baselines "
+        "(deprecated) still works where no other plugin or conftest.py defines that option. "
+        "Default: off",
         "same as --perf-update (for a dedicated recording job). Default: false",
     ),
     (
