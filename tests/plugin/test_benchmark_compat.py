@@ -237,3 +237,47 @@ def test_benchmark_json_is_written_under_perf(pytester: pytest.Pytester) -> None
     assert set(names) == {"test_plain", "test_pedantic"}
     assert names["test_pedantic"]["group"] == "io"
     assert names["test_plain"]["stats"]["rounds"] > 0
+
+
+PARAMETRISED = """
+import pytest
+
+import virtual_clock
+
+
+@pytest.mark.parametrize("n", [10, 20])
+def test_sized(benchmark, n):
+    benchmark(virtual_clock.spin, n * 1e-5)
+
+
+@pytest.mark.parametrize("shape", ["square", (2, 3)])
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_native(perf, device, dtype, shape):
+    perf(virtual_clock.spin, 1e-4)
+"""
+
+
+def test_pytest_benchmark_json_names_each_tests_parameters(pytester: pytest.Pytester) -> None:
+    """``params`` and ``param`` as pytest-benchmark fills them: a test written for it keeps its
+    own parameters (not this plugin's ``cpu`` case); a perf test has its device, dtype and own
+    parameters, a value JSON cannot hold by its repr."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_suite=PARAMETRISED)
+    out = pytester.runpytest(
+        "--perf", "--perf-json-format", "pytest-benchmark", "--perf-json", "pb.json", *FAST
+    )
+    out.assert_outcomes(passed=4)
+    pb = json.loads((pytester.path / "pb.json").read_text())
+    got = {b["name"]: (b["params"], b["param"]) for b in pb["benchmarks"]}
+    assert got == {
+        "test_sized[10]": ({"n": 10}, "10"),
+        "test_sized[20]": ({"n": 20}, "20"),
+        "test_native[numpy-cpu-f64-square]": (
+            {"device": "numpy-cpu", "dtype": "f64", "shape": "square"},
+            "numpy-cpu-f64-square",
+        ),
+        "test_native[numpy-cpu-f64-shape1]": (
+            {"device": "numpy-cpu", "dtype": "f64", "shape": "(2, 3)"},
+            "numpy-cpu-f64-shape1",
+        ),
+    }

@@ -60,6 +60,10 @@ class Result:
     candidate: str | None = None
     #: The fixed process rounds the session pooled (their samples and precision goal follow it).
     sampling_rounds: int = 1
+    #: The test's parameters as pytest-benchmark reports them: name -> value (JSON-safe; a device
+    #: by its id) and the parameter id, both None for a test without parameters of its own.
+    params: dict[str, Any] | None = None
+    param: str | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""

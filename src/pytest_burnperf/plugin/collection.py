@@ -99,7 +99,7 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     spec = _spec.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
     (entry,) = state.registry.resolve_all(spec.backends)[:1]
     reason = entry.reason
-    case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason)
+    case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason, benchmark_style=True)
     marks = [pytest.mark.skip(reason=reason)] if reason else []
     metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=CASE_ID, marks=marks)])
     state.benchmark_fixture_tests += 1

@@ -26,11 +26,12 @@ from pytest_burnperf.core.verdict import (
     failure_message,
     judge,
 )
-from pytest_burnperf.devices.base import timer_messages
+from pytest_burnperf.devices.base import DeviceBase, timer_messages
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host import state as hoststate
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.plugin.state import STATE, Case, PerfState
+from pytest_burnperf.report.pytest_benchmark import CASE_ID
 from pytest_burnperf.runs.same_session import summaries
 from pytest_burnperf.storage.baselines import BaselineError
 
@@ -548,6 +549,7 @@ def make_result(perf: Perf | ComparePerf, **fields: Any) -> Result:
     assert case.entry is not None
     runs = fields.pop("runs")
     fields.setdefault("baseline", None)
+    params, param = test_params(perf._item, case)
     return Result(
         nodeid=perf._item.nodeid,
         module=perf._module,
@@ -562,8 +564,36 @@ def make_result(perf: Perf | ComparePerf, **fields: Any) -> Result:
         extra_info=dict(perf.extra_info),
         group=perf.group,
         sampling_rounds=perf._state.sampling_rounds,
+        params=params,
+        param=param,
         **fields,
     )
+
+
+def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, Any] | None, str | None]:
+    """The test's parameters and parameter id, as pytest-benchmark's JSON gives them: a
+    ``@pytest.mark.perf`` test's device (by its id), dtype and own parameters; a test written for
+    pytest-benchmark its own parameters only (its ``cpu`` case is this plugin's), None for one
+    without. Values JSON cannot hold are given by ``repr``."""
+    spec = getattr(item, "callspec", None)
+    given = dict(spec.params) if spec is not None else {}
+    given.pop("_burnperf_case", None)
+    params: dict[str, Any] = {}
+    if not case.benchmark_style:
+        params = {"device": case.label, "dtype": case.dtype}
+    for name, value in given.items():
+        if isinstance(value, DeviceBase):
+            params[name] = value.id
+        elif value is None or isinstance(value, (str, int, float, bool)):
+            params[name] = value
+        else:
+            params[name] = repr(value)
+    param = spec.id if spec is not None else ""
+    if case.benchmark_style:
+        param = param.removeprefix(CASE_ID).removeprefix("-")
+    if not params:
+        return None, None
+    return params, param or None
 
 
 def junit_properties(result: Result) -> list[tuple[str, object]]:

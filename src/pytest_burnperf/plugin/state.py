@@ -44,6 +44,8 @@ class Case:
     skip_reason: str | None = None
     #: A bad marker: the test errors at setup with this message, the rest of its module runs.
     error: str | None = None
+    #: A test written for pytest-benchmark (its one case is this plugin's ``[cpu]``).
+    benchmark_style: bool = False
 
 
 @dataclass

@@ -93,8 +93,8 @@ def document(
                 "group": r.group,
                 "name": name,
                 "fullname": f"{r.module}::{name}",
-                "params": None,
-                "param": None,
+                "params": r.params,
+                "param": r.param,
                 "extra_info": {
                     **r.extra_info,
                     "burnperf": {
