@@ -152,3 +152,29 @@ def test_an_html_report_without_plotly_is_a_usage_error_naming_the_extra(
     assert err.startswith("burnperf report: the HTML report needs plotly")
     assert "pip install 'pytest-burnperf[report]'" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_github_publishes_even_a_run_whose_results_are_corrupt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``burnperf github`` never fails the job itself (the action's last step does, with
+    pytest's code): a corrupt results file is named in the comment and the summary, untouched."""
+    for name in ("GITHUB_OUTPUT", "GITHUB_EVENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    bad = tmp_path / "r.json"
+    bad.write_text('{"schema": "pytest-burnperf-results", "version": 1, "results": 3}')
+    (tmp_path / "out.txt").write_text("ran\nFAILED something\n")
+    comment = tmp_path / "c.md"
+    code = main(
+        ["github", "--results", str(bad), "--exit-code", "1", "--output-file",
+         str(tmp_path / "out.txt"), "--comment-file", str(comment)]
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "total=0" in out and "comment=false" in out and "results-path=\n" in out
+    text = comment.read_text()
+    assert "No results to show" in text and "results: must be a list" in text
+    assert "FAILED something" in text and "results: must be a list" in summary.read_text()
+    assert bad.read_text().endswith('"results": 3}')

@@ -1,5 +1,8 @@
-"""The CI workflow (.github/workflows/benchmarks.yml): its triggers, and that it runs what the
-README documents and installs what .ci/run installs. actionlint checks the rest (nox -s lint)."""
+"""The CI workflow (.github/workflows/benchmarks.yml) and the action it uses
+(.github/actions/burnperf/action.yml): triggers, that the workflow installs as the README says
+and as .ci/run does, and that the workflow and the action agree on inputs, steps and outputs.
+actionlint checks the workflow's syntax (nox -s lint); tests/plugin/test_github_action.py runs
+the action's steps."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "benchmarks.yml"
+ACTION = ROOT / ".github" / "actions" / "burnperf" / "action.yml"
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +38,56 @@ def test_triggers(flow: dict[Any, Any]) -> None:
     assert "ci:benchmarks" in flow["jobs"]["perf"]["if"]
 
 
-def test_it_runs_the_readme_command(flow: dict[Any, Any]) -> None:
+def _action_step(flow: dict[Any, Any]) -> dict[Any, Any]:
+    steps = flow["jobs"]["perf"]["steps"]
+    [step] = [s for s in steps if s.get("uses") == "./.github/actions/burnperf"]
+    return step
+
+
+@pytest.fixture(scope="module")
+def action() -> dict[Any, Any]:
+    doc = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_it_installs_with_the_readme_command_and_runs_the_perf_session(
+    flow: dict[Any, Any],
+) -> None:
+    """nox -s perf = its environment (--install-only) + pytest --perf perf_tests --perf-against
+    auto with the results and summary files, which is what the action runs."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first = re.search(r"```bash\n# 1\..*?\n(.*?)\n", readme, re.S)
     assert first is not None
-    assert first.group(1).strip() in _runs(
-        flow
-    )  # python3 -m pip install nox && python3 -m nox -s perf
+    assert f"{first.group(1).strip()} --install-only" in _runs(flow)
+    given = _action_step(flow)["with"]
+    assert given["paths"] == "perf_tests" and given["reference"] == "auto"
+    assert given["python"] == ".nox/perf/bin/python"
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert '"perf_tests",\n        "--perf-against",\n        "auto",' in noxfile
+
+
+def test_the_workflow_gives_the_action_only_its_inputs(
+    flow: dict[Any, Any], action: dict[Any, Any]
+) -> None:
+    assert set(_action_step(flow)["with"]) <= set(action["inputs"])
+    assert {"backends", "benches", "dtypes", "reference", "require"} <= set(action["inputs"])
+
+
+def test_the_action_refers_only_to_what_it_defines(action: dict[Any, Any]) -> None:
+    steps = action["runs"]["steps"]
+    ids = {s["id"] for s in steps if "id" in s}
+    text = ACTION.read_text(encoding="utf-8")
+    for name in re.findall(r"inputs\.([A-Za-z0-9_-]+)", text):
+        assert name in action["inputs"], name
+    for step_id in re.findall(r"steps\.([A-Za-z0-9_-]+)\.outputs", text):
+        assert step_id in ids, step_id
+    assert {"regressed", "improved", "judged", "not-judged", "total", "summary-path"} <= set(
+        action["outputs"]
+    )
+    for step in steps:  # inputs reach scripts through the environment only
+        assert "${{" not in step.get("run", ""), step.get("name")
+        assert "shell" in step or "uses" in step  # a composite step must name its shell
 
 
 def test_it_installs_what_ci_installs(flow: dict[Any, Any]) -> None:
@@ -54,17 +101,8 @@ def test_inputs_reach_scripts_only_through_the_environment(flow: dict[Any, Any])
         assert "inputs." not in step.get("run", ""), step
 
 
-def test_results_uploaded_and_summary_written(flow: dict[Any, Any]) -> None:
-    steps = flow["jobs"]["perf"]["steps"]
-    uses = [s.get("uses", "") for s in steps]
-    assert any(u.startswith("actions/upload-artifact") for u in uses)
-    assert "GITHUB_STEP_SUMMARY" in _runs(flow)
-    assert sum(u.startswith("actions/github-script") for u in uses) == 2  # started, then summary
-
-
 def test_it_judges_against_the_base_of_the_change(flow: dict[Any, Any]) -> None:
     """--perf-against auto needs the history and the tags (a shallow clone has neither)."""
     steps = flow["jobs"]["perf"]["steps"]
     checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))
     assert checkout["with"]["fetch-depth"] == 0
-    assert "args=(--perf-against auto)" in _runs(flow)

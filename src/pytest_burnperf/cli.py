@@ -14,6 +14,9 @@
   last N stored runs (of a branch) on the same hardware class.
 * ``burnperf report [RESULTS.json] [--store URL] -o FILE`` writes a Markdown (``.md``), CSV
   (``.csv``) or self-contained HTML (``.html``) report.
+* ``burnperf github --results RESULTS.json --exit-code N ...`` publishes a run in GitHub Actions
+  (what ``.github/actions/burnperf`` calls): the verdict counts as step outputs, a pull-request
+  comment cut to GitHub's limit, and whether this job may comment at all (not from a fork).
 """
 
 from __future__ import annotations
@@ -458,6 +461,73 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_github(args: argparse.Namespace) -> int:
+    """Publish a run in GitHub Actions; never fails the job itself (the action's last step exits
+    with pytest's code), but says in the summary and the comment what it could not read."""
+    import os
+
+    from pytest_burnperf.report import github, markdown
+
+    doc: dict[str, Any] | None = None
+    problem = ""
+    if args.results.exists():
+        try:
+            read_results(args.results)  # checks the format, names the field that is wrong
+            loaded = read_json(args.results)
+            doc = loaded if isinstance(loaded, dict) else None
+        except (OSError, FileFormatError) as exc:
+            problem = f"{args.results}: {exc}"
+    else:
+        problem = f"{args.results} was not written (the run stopped before its end)"
+    tail = ""
+    if args.output_file is not None:
+        try:
+            text = args.output_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        tail = "\n".join(escape(text).splitlines()[-40:])
+    if problem:
+        tail = f"{escape(problem)}\n{tail}"
+    body = github.comment(
+        doc,
+        label=args.label,
+        exit_code=args.exit_code,
+        output_tail=tail,
+        link=args.link or None,
+        limit=args.limit,
+    )
+    allowed, why = github.may_comment(os.environ)
+    if args.comment_file is not None:
+        try:
+            atomic_write_text(args.comment_file, body)
+        except (OSError, FileFormatError) as exc:
+            raise InputError(
+                f"--comment-file {args.comment_file}: cannot write it: {exc}"
+            ) from None
+    values: dict[str, object] = dict(github.counts(doc))
+    values.update(
+        {
+            "comment": "true" if allowed and args.comment_file is not None else "false",
+            "comment-why": why,
+            "results-path": args.results if doc is not None else "",
+            "comment-path": args.comment_file or "",
+        }
+    )
+    outputs = args.outputs or os.environ.get("GITHUB_OUTPUT")
+    if outputs:
+        github.write_outputs(Path(outputs), values)
+    else:
+        for name, value in values.items():
+            print(f"{name}={value}")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and (doc is None or not allowed):
+        with open(summary, "a", encoding="utf-8") as f:
+            if doc is None:  # --perf-markdown wrote nothing to the summary: the comment does
+                f.write(body + "\n")
+            f.write(f"\n_No pull-request comment: {markdown.escape(why)}._\n")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"burnperf {__version__}")
@@ -559,6 +629,25 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--last", type=_positive, default=50, help="newest runs per series")
     store_arg(rep)
     rep.set_defaults(func=cmd_report)
+    gh = sub.add_parser(
+        "github", help="publish a run in GitHub Actions: step outputs and a pull-request comment"
+    )
+    gh.add_argument("--results", type=Path, required=True, help="the run's --perf-json file")
+    gh.add_argument("--exit-code", type=int, required=True, help="pytest's exit code")
+    gh.add_argument("--output-file", type=Path, default=None, help="the run's text output")
+    gh.add_argument("--label", default="perf", help="which job this is (one comment per label)")
+    gh.add_argument("--link", default="", help="where the full results are (an artifact URL)")
+    gh.add_argument("--comment-file", type=Path, default=None, help="write the comment here")
+    gh.add_argument(
+        "--outputs", type=Path, default=None, help="step outputs file. Default: $GITHUB_OUTPUT"
+    )
+    gh.add_argument(
+        "--limit",
+        type=_positive,
+        default=65_536,
+        help="the comment's length limit in characters. Default: GitHub's, 65536",
+    )
+    gh.set_defaults(func=cmd_github)
     return parser
 
 

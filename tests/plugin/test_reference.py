@@ -223,6 +223,14 @@ def test_in_ci_outside_git_the_run_says_why_it_found_no_reference(
     assert result.ret == 1 and "below --perf-min-judged 0.9" in out
     quiet = pytester.runpytest("--perf", "--perf-min-judged", "0", *OPTS)
     assert quiet.ret == 0
+    # --perf-against baselines: the stored baselines only, even in CI (none here: not judged)
+    stored = pytester.runpytest("--perf", "--perf-against", "baselines", *OPTS)
+    out = stored.stdout.str()
+    assert "--perf-against auto" not in out.split("perf: judged")[0], out
+    assert "no-baseline" in out and stored.ret == 1 and "below --perf-min-judged 0.9" in out
+    bare = pytester.runpytest("--perf-against", "baselines")
+    assert bare.ret == 4
+    bare.stderr.fnmatch_lines(["*--perf-against baselines compares with stored baselines*--perf*"])
 
 
 def test_auto_is_refused_where_it_cannot_apply(pytester: pytest.Pytester) -> None:

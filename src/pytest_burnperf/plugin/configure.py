@@ -271,12 +271,22 @@ def _stored_host_off(directory: Path, trust_host: bool) -> str | None:
     return stored_host_off(directory, host_parts())
 
 
+#: --perf-against's value for the stored baselines only (the default where $CI is not set).
+STORED = "baselines"
+
+
 def _against(config: pytest.Config, *, enabled: bool, update: bool, ci: bool) -> str | None:
     """--perf-against as given; ``auto`` where it is not given, $CI is set and the run compares
     (a --perf run that records nothing and names no --perf-versions)."""
     against: str | None = config.getoption("perf_against")
     if against is None and enabled and not update and not config.getoption("perf_versions") and ci:
         return "auto"
+    if against == STORED:
+        if not enabled:
+            raise pytest.UsageError(
+                f"--perf-against {STORED} compares with stored baselines, so it needs --perf"
+            )
+        return None
     if against == "auto":
         if not enabled:
             raise pytest.UsageError(

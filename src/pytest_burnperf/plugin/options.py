@@ -354,8 +354,8 @@ def add_options(parser: pytest.Parser) -> None:
         "repository, name==version (a release), local=PATH (a source tree), a Python "
         "interpreter, or 'auto': the stored baselines where this hardware class has them, else "
         "the base of the change (the merge base of a pull request, else --perf-base, else the "
-        "last release tag). Rounds: --perf-rounds (default 3) and --perf-max-rounds. Default: "
-        "auto where $CI is set, else the stored baselines",
+        "last release tag); 'baselines': the stored baselines only. Rounds: --perf-rounds "
+        "(default 3) and --perf-max-rounds. Default: auto where $CI is set, else baselines",
     )
     group.addoption(
         "--perf-versions",
