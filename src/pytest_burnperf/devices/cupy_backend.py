@@ -234,7 +234,10 @@ def probe(cupy: Any = None) -> Probe:
         try:
             import cupy as _cupy
         except ModuleNotFoundError:
-            reason = "cupy not installed (pip install pytest-burnperf[cupy])"
+            reason = (
+                "cupy not installed (pip install pytest-burnperf[cupy-cuda12] or [cupy-cuda13], "
+                "for the CUDA major version of the driver)"
+            )
             return Probe("cupy", absent={"cuda": reason, "rocm": reason})
         except Exception as exc:  # a broken install, e.g. a CUDA library missing: say what it said
             reason = f"cupy failed to import: {exc}"
