@@ -178,3 +178,45 @@ def test_github_publishes_even_a_run_whose_results_are_corrupt(
     assert "No results to show" in text and "results: must be a list" in text
     assert "FAILED something" in text and "results: must be a list" in summary.read_text()
     assert bad.read_text().endswith('"results": 3}')
+
+
+@pytest.mark.parametrize(
+    ("fullname", "problem"),
+    [
+        ("../../../../elsewhere/evil.py::test_a", "'..' part"),
+        ("tests/../../outside.py::t", "'..' part"),
+        ("::test_a", "is empty"),
+        ("/abs/t.py::test_a", "absolute path"),
+    ],
+)
+def test_import_refuses_a_fullname_that_leads_outside_the_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fullname: str, problem: str
+) -> None:
+    project = tmp_path / "deep" / "er" / "project"
+    project.mkdir(parents=True)
+    saved = project / "run.json"
+    bench = {
+        "fullname": fullname,
+        "name": "test_a",
+        "stats": {"data": [1e-3, 1.1e-3], "iterations": 1},
+    }
+    saved.write_text(json.dumps({"machine_info": {}, "benchmarks": [bench]}))
+    before = sorted(p for p in tmp_path.rglob("*"))
+    code = main(["import-pytest-benchmark", str(saved), "--baselines", str(project / "baselines")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "benchmarks[0].fullname" in err and problem in err and "Traceback" not in err
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # nothing written anywhere
+
+
+def test_import_refuses_a_duplicate_fullname(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = {"fullname": "t.py::test_a", "name": "test_a", "stats": {"data": [1e-3, 1.1e-3]}}
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"machine_info": {}, "benchmarks": [bench, bench]}))
+    assert main(["import-pytest-benchmark", str(saved), "--baselines", str(tmp_path / "b")]) == 2
+    assert "benchmarks[1].fullname: 't.py::test_a' appears twice (also benchmarks[0])" in (
+        capsys.readouterr().err
+    )
+    assert not (tmp_path / "b").exists()

@@ -126,3 +126,21 @@ def test_a_file_that_cannot_be_written_is_reported_and_kept(
     ]
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == ["t.json"]
+
+
+def test_a_module_leading_outside_the_machine_directory_is_refused_not_written(
+    tmp_path: Path,
+) -> None:
+    s = BaselineStore(tmp_path / "baselines", "m1")
+    written, errors = s.save(
+        {
+            "../../evil.py": {"t": entry(0.1, 0.2)},
+            "ok/test_a.py": {"t": entry(0.1, 0.2)},
+        },
+        {"id": "m1"},
+    )
+    assert written == [tmp_path / "baselines" / "m1" / "ok" / "test_a.json"]
+    assert len(errors) == 1 and "test module '../../evil.py'" in str(errors[0])
+    assert not list(tmp_path.rglob("evil*"))
+    with pytest.raises(BaselineError, match=r"'\.\.' part"):
+        s.get("../x.py", "t")

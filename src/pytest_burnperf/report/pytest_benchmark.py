@@ -17,6 +17,7 @@ from typing import Any
 from pytest_burnperf._version import __version__
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes
+from pytest_burnperf.storage.paths import UnsafeName, inside
 
 # --------------------------------------------------------------------------------------------
 # names
@@ -163,12 +164,23 @@ def read_saved_run(path: Path) -> tuple[list[SavedBenchmark], dict[str, Any]]:
     if not looks_like_one(doc):
         f.fail("", "is not a pytest-benchmark JSON file (no 'benchmarks' list and 'machine_info')")
     out = []
+    seen: dict[str, int] = {}
     for i, b in enumerate(doc["benchmarks"]):
         where = f"benchmarks[{i}]"
         f.obj(b, where)
         fullname = f.text(b.get("fullname"), f"{where}.fullname")
         if "::" not in fullname:
             f.fail(f"{where}.fullname", f"must be 'file.py::test', got {fullname!r}")
+        try:  # the file's path becomes a baseline file's: it must stay inside the project
+            inside(Path("baselines"), fullname.split("::", 1)[0])
+        except UnsafeName as exc:
+            f.fail(f"{where}.fullname", f"the test file {exc}")
+        if fullname in seen:
+            f.fail(
+                f"{where}.fullname",
+                f"{fullname!r} appears twice (also benchmarks[{seen[fullname]}])",
+            )
+        seen[fullname] = i
         st = f.obj(b.get("stats"), f"{where}.stats")
         if not st.get("data"):
             f.fail(

@@ -50,6 +50,7 @@ from pytest_burnperf.storage.jsonfile import (
     write_temporary,
 )
 from pytest_burnperf.storage.jsonfile import dumps as json_dumps
+from pytest_burnperf.storage.paths import UnsafeName, inside
 
 SCHEMA = "pytest-burnperf-baselines"
 VERSION = 1
@@ -242,9 +243,12 @@ class BaselineStore:
         self._cache: dict[Path, dict[str, dict[str, Any]] | BaselineError] = {}
 
     def path_for(self, module: str) -> Path:
-        """``module`` is the test file's path relative to the rootdir, with '/' separators."""
-        rel = Path(*module.split("/"))
-        return self.dir / rel.with_suffix(".json")
+        """``module`` is the test file's path relative to the rootdir, with '/' separators; one
+        that would lead outside this machine's directory raises :class:`BaselineError`."""
+        try:
+            return inside(self.dir, module, ".json")
+        except UnsafeName as exc:
+            raise BaselineError(self.dir, f"test module {exc}") from None
 
     def load(self, path: Path) -> dict[str, dict[str, Any]]:
         cached = self._cache.get(path)
@@ -313,7 +317,11 @@ class BaselineStore:
                 staged: list[tuple[Path, Path, dict[str, Any]]] = []
                 try:
                     for module in sorted(updates):
-                        path = self.path_for(module)
+                        try:
+                            path = self.path_for(module)
+                        except BaselineError as exc:
+                            report.errors.append(exc)
+                            continue
                         self._cache.pop(path, None)
                         try:
                             benchmarks = dict(load_file(path))
