@@ -420,6 +420,18 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"-o {args.output}: the file's suffix picks the format: "
             f"{', '.join(sorted(REPORT_KINDS))}"
         )
+    from pytest_burnperf.report import csv as csv_report
+    from pytest_burnperf.report import html, markdown
+    from pytest_burnperf.storage.paths import target_problem
+
+    ours = {
+        "markdown": markdown.written_by_us,
+        "csv": csv_report.written_by_us,
+        "html": html.written_by_us,
+    }[kind]
+    problem = target_problem(args.output, ours, force=args.force)
+    if problem:
+        raise InputError(f"-o {args.output}: {problem}")
     doc = _results_doc(args.results) if args.results is not None else None
     use_store = args.store is not None or doc is None
     points: list[dict[str, Any]] = []
@@ -622,6 +634,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("results", type=Path, nargs="?", default=None, help="a --perf-json file")
     rep.add_argument(
         "-o", "--output", type=Path, required=True, help="report.html, summary.md or results.csv"
+    )
+    rep.add_argument(
+        "--force",
+        action="store_true",
+        help="replace -o even where it is a file pytest-burnperf did not write",
     )
     rep.add_argument("-k", default=None, help="history series to include, as pytest's -k")
     rep.add_argument("--device", default=None, help="history of this backend or kind only")

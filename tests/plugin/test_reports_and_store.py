@@ -41,6 +41,17 @@ def test_markdown_target_must_be_a_markdown_file(loop_project: pytest.Pytester) 
     )
 
 
+def test_markdown_target_that_is_a_users_file_is_refused(loop_project: pytest.Pytester) -> None:
+    readme = loop_project.path / "README.md"
+    readme.write_text("# My project\n")
+    result = loop_project.runpytest("--perf", "--perf-markdown", "README.md")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --perf-markdown README.md: exists and was not written by pytest-burnperf*"]
+    )
+    assert readme.read_text() == "# My project\n"
+
+
 def test_perf_store_records_the_run_once_per_run(
     loop_project: pytest.Pytester, tmp_path: Path
 ) -> None:

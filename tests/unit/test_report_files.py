@@ -121,3 +121,25 @@ def test_cli_report_picks_the_format_by_suffix(
     bad.write_text('{"schema": "something-else"}')
     assert main(["report", str(bad), "-o", str(tmp_path / "x.html")]) == 2
     assert "not a pytest-burnperf results file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["README.md", "index.html", "data.csv"])
+def test_report_never_replaces_a_file_it_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    import json
+
+    res = tmp_path / "r.json"
+    res.write_text(json.dumps(results_doc()))
+    theirs = tmp_path / name
+    theirs.write_text("the user's own file\n")
+    assert main(["report", str(res), "-o", str(theirs)]) == 2
+    err = capsys.readouterr().err
+    assert f"-o {theirs}: exists and was not written by pytest-burnperf" in err
+    assert theirs.read_text() == "the user's own file\n"
+    # its own earlier report is replaced, and --force replaces theirs when the user says so
+    ours = tmp_path / f"ours{theirs.suffix}"
+    assert main(["report", str(res), "-o", str(ours)]) == 0
+    assert main(["report", str(res), "-o", str(ours)]) == 0
+    assert main(["report", str(res), "-o", str(theirs), "--force"]) == 0
+    assert theirs.read_text() != "the user's own file\n"

@@ -41,6 +41,12 @@ HISTORY_COLUMNS = (
 )
 
 
+def written_by_us(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a CSV file this module wrote (its header row)."""
+    first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
+    return first in (",".join(RESULT_COLUMNS), ",".join(HISTORY_COLUMNS))
+
+
 def _pct(ratio: object) -> float | str:
     return round(100 * (ratio - 1), 4) if isinstance(ratio, (int, float)) else ""
 

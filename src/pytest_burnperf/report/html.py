@@ -235,6 +235,15 @@ def _history(s: Series, plots: _Plots) -> str:
     return plots.html(fig)
 
 
+#: In the head of every page this module writes: what ``burnperf report`` may replace.
+GENERATOR = '<meta name="generator" content="pytest-burnperf">'
+
+
+def written_by_us(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a report this module wrote."""
+    return head.startswith(b"<!DOCTYPE html>") and GENERATOR.encode() in head
+
+
 def render(
     doc: Mapping[str, Any] | None = None,
     history: Sequence[Series] = (),
@@ -270,7 +279,7 @@ def render(
         parts.append("<p>Nothing to plot.</p>")
     body = "\n".join(parts)
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{GENERATOR}'
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
         f'<script>document.body.dataset.figures = "{plots.count}";</script>\n</body></html>\n'
     )

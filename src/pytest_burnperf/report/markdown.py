@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.text import device_within, format_time
+from pytest_burnperf.storage import paths
 from pytest_burnperf.storage.jsonfile import atomic_write_text
 
 #: Environment variable GitHub Actions sets to the job summary file.
@@ -126,7 +127,7 @@ def render(doc: Mapping[str, Any]) -> str:
     machine = doc.get("machine") or {}
     settings = doc.get("settings") or {}
     same = settings.get("same_session")
-    lines = [f"## pytest-burnperf: {escape(title)}", ""]
+    lines = [f"{TITLE}: {escape(title)}", ""]
     what = (
         f"same-session comparison of {escape(same.get('candidate'))} against "
         f"{escape(same.get('reference'))}"
@@ -218,13 +219,21 @@ def _coverage_lines(cov: object, reference: object) -> list[str]:
     return lines
 
 
-def target_problem(path: Path) -> str | None:
-    """Why ``--perf-markdown`` must not write ``path``, or None."""
+#: How every summary this module renders begins: what a later run may replace.
+TITLE = "## pytest-burnperf"
+
+
+def written_by_us(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a summary this module rendered."""
+    return head.startswith(TITLE.encode())
+
+
+def target_problem(path: Path, *, force: bool = False) -> str | None:
+    """Why ``--perf-markdown`` (or ``burnperf report -o``) must not write ``path``, or None: not
+    a Markdown name, a directory, or an existing file that is not one of our summaries."""
     if path.suffix.lower() not in SUFFIXES:
         return f"must be a Markdown file ending in {' or '.join(SUFFIXES)}, got {path.name!r}"
-    if path.is_dir():
-        return "is a directory"
-    return None
+    return paths.target_problem(path, written_by_us, force=force)
 
 
 def write(path: Path, text: str, environ: Mapping[str, str] | None = None) -> list[str]:
