@@ -340,10 +340,21 @@ def _results_doc(path: Path) -> dict[str, Any]:
 
 
 def cmd_import_results(args: argparse.Namespace) -> int:
+    from pytest_burnperf.storage.history.store import StoreError
+
     docs = [(path, _results_doc(path)) for path in args.files]
+    for path, doc in docs:
+        if doc.get("interrupted") is True:
+            raise InputError(
+                f"{path}: the run was interrupted; its partial results are not stored (history "
+                "and change points would read them as a whole run). Nothing was imported"
+            )
     with _store(args) as store:
         for path, doc in docs:
-            added = store.record(doc, source=f"import {path.name}")
+            try:
+                added = store.record(doc, source=f"import {path.name}")
+            except StoreError as exc:
+                raise InputError(f"{path}: {exc}") from None
             n = len(doc.get("results") or [])
             print(f"{path}: {'imported' if added else 'already in the store'} ({n} results)")
         runs, res = store.counts()

@@ -4,11 +4,12 @@ recorded in a SQLite results store."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from ._helpers import FAST
+from ._helpers import FAST, use_virtual_clock
 
 
 def test_markdown_summary_puts_the_regression_first_and_fills_the_job_summary(
@@ -83,3 +84,48 @@ def test_perf_store_that_cannot_be_opened_is_reported_and_fails_the_run(
     result = loop_project.runpytest("--perf", "--perf-store", "nosuchdb://x", *FAST)
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR
     result.stdout.fnmatch_lines(["--perf-store: this run was NOT recorded: nosuchdb://x: *"])
+
+
+def test_an_interrupted_run_is_never_stored_as_a_whole_one(
+    pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C between benchmarks (a KeyboardInterrupt in the second of three): the results so far
+    are written and marked, the store gets no run, and importing the file later is refused."""
+    pytest.importorskip("sqlalchemy")
+    from pytest_burnperf.cli import main
+    from pytest_burnperf.storage.history.store import Store
+
+    use_virtual_clock(pytester)
+    pytester.makepyfile(
+        test_three=(
+            "import pytest\nfrom virtual_clock import spin\n\n"
+            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+            "def test_a(perf):\n    perf(spin, 1e-4)\n\n"
+            "def test_b():\n    raise KeyboardInterrupt\n\n"
+            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+            "def test_c(perf):\n    perf(spin, 1e-4)\n"
+        )
+    )
+    db = tmp_path / "runs.sqlite"
+    result = pytester.runpytest(
+        "--perf",
+        "--perf-store",
+        str(db),
+        "--perf-json",
+        "r.json",
+        "-p",
+        "no:randomly",
+        *FAST,
+        no_reraise_ctrlc=True,
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*--perf-store: this run was NOT recorded: it was interrupted*"])
+    doc = json.loads((pytester.path / "r.json").read_text())
+    assert doc["interrupted"] is True and [r["name"] for r in doc["results"]] == [
+        "test_a[numpy-cpu-f64]"
+    ]
+    if db.exists():
+        with Store(f"sqlite:///{db}") as store:
+            assert store.counts() == (0, 0)
+    assert main(["import-results", str(pytester.path / "r.json"), "--store", str(db)]) == 2
+    assert "the run was interrupted" in capsys.readouterr().err

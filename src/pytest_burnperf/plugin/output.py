@@ -172,6 +172,8 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             },
             coverage=state.coverage_json,
         )
+        if state.interrupted:  # a partial run: kept, marked, and never stored as a whole one
+            ours["interrupted"] = True
 
     def benchmark_doc() -> dict[str, Any]:
         from pytest_burnperf.report import pytest_benchmark as pytest_benchmark_json
@@ -196,7 +198,13 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
             f"pytest-benchmark's JSON of this run written to {target} (--benchmark-json)"
         )
     if state.store_value and ours is not None and state.results:
-        _record(session, state, finite(ours))
+        if state.interrupted:
+            state.messages.append(
+                "--perf-store: this run was NOT recorded: it was interrupted, and history and "
+                "change points would read its partial results as a whole run"
+            )
+        else:
+            _record(session, state, finite(ours))
     if state.markdown_path is not None:
         assert ours is not None
         from pytest_burnperf.report import markdown

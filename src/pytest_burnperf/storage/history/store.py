@@ -187,6 +187,11 @@ class Store:
         """Store one results document (the ``--perf-json`` format) as a run with its results;
         False when this very run is stored already."""
 
+        if doc.get("interrupted") is True:
+            raise StoreError(
+                'the run was interrupted ("interrupted": true): its partial results are not '
+                "stored, since history and change points would read them as a whole run"
+            )
         key = run_key(doc)
         row, rows = _rows(doc, key, source)
         try:
