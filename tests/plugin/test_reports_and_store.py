@@ -129,3 +129,25 @@ def test_an_interrupted_run_is_never_stored_as_a_whole_one(
             assert store.counts() == (0, 0)
     assert main(["import-results", str(pytester.path / "r.json"), "--store", str(db)]) == 2
     assert "the run was interrupted" in capsys.readouterr().err
+
+
+def test_no_store_password_is_printed_or_written(pytester: pytest.Pytester) -> None:
+    """No baselines here, so the summary suggests commands that repeat the run's arguments: the
+    store URL's password never appears in them, in the messages, the JSON or the Markdown."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(
+        test_one=(
+            "import pytest\nfrom virtual_clock import spin\n\n"
+            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+            "def test_a(perf):\n    perf(spin, 1e-4)\n"
+        )
+    )
+    url = "postgresql+psycopg://alice:S3CRET-pw@127.0.0.1:1/db"
+    result = pytester.runpytest(
+        "--perf", "--perf-store", url, "--perf-json", "r.json", "--perf-markdown", "s.md", *FAST
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert "--perf-store" in out and "alice:***@127.0.0.1:1/db" in out, out
+    assert "S3CRET" not in out
+    for name in ("r.json", "s.md"):
+        assert "S3CRET" not in (pytester.path / name).read_text()

@@ -60,3 +60,17 @@ def test_an_output_target_the_tool_did_not_write_is_refused(tmp_path: Path) -> N
     link = tmp_path / "l.md"
     link.symlink_to(summary)
     assert "not a regular file" in (target_problem(link, ours) or "")
+
+
+def test_redact_hides_every_url_password() -> None:
+    from pytest_burnperf.core.text import redact
+
+    text = (
+        "pytest --perf --perf-store postgresql+psycopg://u:p%40ss:w@db.example:5432/x "
+        "and sqlite:////tmp/a.sqlite and https://tok@host/x and mysql://a:b@c/d"
+    )
+    got = redact(text)
+    assert "p%40ss" not in got and ":b@" not in got
+    assert "postgresql+psycopg://u:***@db.example:5432/x" in got
+    assert "mysql://a:***@c/d" in got
+    assert "sqlite:////tmp/a.sqlite" in got and "https://tok@host/x" in got

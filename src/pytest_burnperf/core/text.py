@@ -4,8 +4,18 @@ files, test ids or metadata before a terminal shows it. Standard library only.""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
+
+#: The password of a URL's user part: ``scheme://user:PASSWORD@host``.
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*):(?P<secret>[^@\s]*)@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the password of every URL in it hidden (``postgresql://u:***@host/db``):
+    every message, suggested command and document that may repeat a URL passes through here."""
+    return _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:***@", text)
 
 
 def has_control(text: str) -> bool:

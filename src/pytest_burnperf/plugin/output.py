@@ -16,7 +16,7 @@ import pytest
 from pytest_burnperf.core import settings as _spec
 from pytest_burnperf.core.comparability import LEGACY
 from pytest_burnperf.core.coverage import advice, coverage, shortfall
-from pytest_burnperf.core.text import escape, rounds_text
+from pytest_burnperf.core.text import escape, redact, rounds_text
 from pytest_burnperf.core.verdict import FAILED, NO_BASELINE, REGRESSED, format_ratio
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals, hold
@@ -41,7 +41,7 @@ from pytest_burnperf.report.terminal import (
 )
 from pytest_burnperf.runs.overlay import installed_from
 from pytest_burnperf.runs.same_session import shadowed_modules
-from pytest_burnperf.storage.history import redact, resolve_url
+from pytest_burnperf.storage.history import resolve_url
 from pytest_burnperf.storage.jsonfile import _why, atomic_write_text, dumps, finite
 
 if TYPE_CHECKING:
@@ -297,7 +297,12 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
 
 
 def _rest_args(invocation: tuple[str, ...]) -> list[str]:
-    """The run's arguments without those a command its summary suggests sets itself."""
+    """The run's arguments without those a command its summary suggests sets itself, and with
+    no password of a URL (a --perf-store URL) in them."""
+    return [redact(a) for a in _without(invocation)]
+
+
+def _without(invocation: tuple[str, ...]) -> list[str]:
     return _spec.without_options(
         invocation,
         ("--perf-against", "--perf-min-judged"),
@@ -413,7 +418,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
     def write_line(text: str) -> None:
         # a safety net below the strict reader: no control character reaches the terminal
         for line in text.split("\n"):
-            terminalreporter.write_line(escape(line))
+            terminalreporter.write_line(escape(redact(line)))
 
     tr = terminalreporter
     results = list(state.results.values())
@@ -462,7 +467,9 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         if state.shortfall:
             write_line(f"FAILED: {state.shortfall}")
     args = [
-        a for a in state.invocation if a not in ("--perf", "--perf-update", "--update-baselines")
+        redact(a)
+        for a in state.invocation
+        if a not in ("--perf", "--perf-update", "--update-baselines")
     ]
     record = shlex.join(["pytest", "--perf", "--perf-update", *args])
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_burnperf.core.text import redact as redact_text
+
 #: Environment variable with the store's URL (so credentials never sit in files).
 STORE_ENV = "BURNPERF_STORE"
 #: The default store, relative to the project's rootdir.
@@ -42,10 +44,5 @@ def resolve_url(value: str | None, root: Path) -> str:
 
 
 def redact(url: str) -> str:
-    """``url`` with its password hidden, for messages."""
-    if "://" not in url or "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    auth, host = rest.rsplit("@", 1)
-    user = auth.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in auth else url
+    """``url`` with its password hidden, for messages (:func:`core.text.redact`)."""
+    return redact_text(url)
