@@ -42,6 +42,9 @@ from pytest_burnperf.runs.scheduler import Measured
         ("local=../other", "local"),
         ("/opt/venv/bin/python", "python"),
         ("./venv/bin/python", "python"),
+        ("~/venv/bin/python", "python"),
+        ("origin/main", "git"),
+        ("feature/x", "git"),
     ],
 )
 def test_kind_of_each_ref_form(ref: str, kind: str) -> None:
@@ -55,6 +58,9 @@ def test_kind_of_each_ref_form(ref: str, kind: str) -> None:
         ("numpy>=2", "a release is written name==version"),
         ("numpy==", "a release is written name==version"),
         ("numpy==2.2 extra", "a release is written name==version"),
+        ("x==0.1,<2", "a release is written name==version"),
+        ("my branch", "a REF holds no spaces"),
+        ("main\x1b[2J", "no control characters"),
         ("local=", "local= needs a path"),
         ("", "an empty REF"),
     ],
@@ -331,3 +337,24 @@ def test_busy_host_rounds_are_left_out_when_enough_clean_ones_remain() -> None:
     # with fewer than three clean rounds nothing is left out (the host rule decides instead)
     ref, cur, left = got.clean_pairs("main", "current", "t", least=4)
     assert len(ref) == 4 and left == {}
+
+
+def test_a_bare_word_is_a_git_revision_even_where_an_executable_of_that_name_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-against main with an executable ./main here: git is asked, ./main never runs."""
+    ran = tmp_path / "ran"
+    main = tmp_path / "main"
+    main.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    main.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    assert kind_of("main") == "git"
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        calls.append(list(cmd))
+        return subprocess.CompletedProcess(cmd, 128, "", "fatal: not a git repository")
+
+    with pytest.raises(EnvError, match="not a git revision here"):
+        resolve("main", repo=tmp_path, cache=tmp_path / "cache", run=fake_run)
+    assert all(c[0] == "git" for c in calls) and not ran.exists()

@@ -40,14 +40,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_burnperf.core.text import tail
+from pytest_burnperf.core.text import has_control, tail
 
 #: Environment variable that moves the cache of reference environments.
 CACHE_ENV = "BURNPERF_ENV_CACHE"
 CURRENT = "current"
 #: Kinds of REF.
 KINDS = ("current", "python", "release", "local", "git")
-_RELEASE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9_,.-]*\])?==\S+$")
+_RELEASE = re.compile(
+    r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:\[[A-Za-z0-9_,.-]*\])?==[A-Za-z0-9._+!-]+$"
+)
 #: Lines of a failed step's output shown in the error (the whole output is kept in a log file).
 TAIL_LINES = 15
 
@@ -97,6 +99,11 @@ def cache_root() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "pytest-burnperf" / "envs"
 
 
+#: How an interpreter REF begins: a path form. ``main``, ``origin/main`` and ``feature/x`` are
+#: git revisions, whatever files of those names exist here.
+PATH_FORMS = ("/", "./", "../", "~")
+
+
 def kind_of(ref: str) -> str:
     """Which kind of REF ``ref`` is (see the module docstring); the git kind is the fallback."""
     if ref == CURRENT:
@@ -105,7 +112,9 @@ def kind_of(ref: str) -> str:
         return "local"
     if "==" in ref:
         return "release"
-    if os.sep in ref or ref.startswith(".") or Path(ref).is_file():
+    # a path form only: a bare word is a git revision even where a file of that name exists
+    # here (an executable ./main must not run for --perf-against main)
+    if ref.startswith(PATH_FORMS) or (os.sep != "/" and ref.startswith(os.sep)):
         return "python"
     return "git"
 
@@ -133,13 +142,20 @@ def check_ref(ref: str, option: str) -> str:
             f"{option}: an empty REF; give a git revision, name==version, local=PATH, "
             "a Python interpreter or 'current'"
         )
+    if has_control(ref):
+        raise ValueError(f"{option} {ref!r}: a REF holds no control characters")
     kind = kind_of(ref)
     if kind == "release" and not _RELEASE.match(ref):
         raise ValueError(
             f"{option} {ref!r}: a release is written name==version (e.g. numpy==2.2.6); other "
             "version specifiers are not a single version"
         )
-    if kind == "git" and re.search(r"[<>!]|~=|\s", ref):
+    if kind != "release" and re.search(r"\s", ref):
+        raise ValueError(
+            f"{option} {ref!r}: a REF holds no spaces (a git revision, name==version, "
+            "local=PATH, a Python interpreter or 'current')"
+        )
+    if kind == "git" and re.search(r"[<>!,;]|~=", ref):
         raise ValueError(
             f"{option} {ref!r}: a release is written name==version (e.g. numpy==2.2.6); other "
             "version specifiers are not a single version"
