@@ -216,3 +216,33 @@ def test_pedantic_setup_that_returns_the_wrong_thing(pytester: pytest.Pytester) 
             ]
         )
         _no_traceback(result)
+
+
+def test_a_baselines_directory_that_cannot_be_created_is_an_error_not_a_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_a=BENCH)
+    (pytester.path / "afile").write_text("not a directory")
+    result = pytester.runpytest(
+        "--perf", "--perf-update", "--perf-baselines-dir", "afile/baselines", *FAST
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret != pytest.ExitCode.OK, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert "During handling of the above exception" not in out
+    result.stdout.fnmatch_lines(
+        ["*afile/baselines/*test_a.json: cannot be read (Not a directory)*"]
+    )
+    assert (pytester.path / "afile").read_text() == "not a directory"
+
+
+def test_a_deeply_nested_settings_file_is_an_error_not_a_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_a=BENCH)
+    (pytester.path / "benchmarks.toml").write_text("[burnperf]\nx = " + "[" * 5000 + "]" * 5000)
+    result = pytester.runpytest("--perf", *FAST)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "RecursionError" not in out and "INTERNALERROR" not in out
+    result.stderr.fnmatch_lines(["*benchmarks.toml: nests arrays or tables too deeply*"])

@@ -151,6 +151,20 @@ def test_schema_versions(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
         Store(url)
 
 
+def test_a_schema_version_that_is_not_a_number_is_named_and_left_untouched(url: str) -> None:
+    with Store(url) as s:
+        s.record(doc(0))
+        with s.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE burnperf_meta SET value = 'two'"))
+    with pytest.raises(StoreError, match="schema version 'two' is not a number"):
+        Store(url)
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one() == "two"
+        assert conn.execute(sa.text("SELECT count(*) FROM burnperf_runs")).scalar_one() == 1
+    engine.dispose()
+
+
 def test_unusable_stores_are_named(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not a usable store URL"):
         Store("nosuchdb://x/y")

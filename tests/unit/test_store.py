@@ -144,3 +144,13 @@ def test_a_module_leading_outside_the_machine_directory_is_refused_not_written(
     assert not list(tmp_path.rglob("evil*"))
     with pytest.raises(BaselineError, match=r"'\.\.' part"):
         s.get("../x.py", "t")
+
+
+def test_a_root_that_cannot_be_created_is_reported_not_raised(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    s = BaselineStore(tmp_path / "afile" / "baselines", "m1")
+    written, errors = s.save({"t.py": {"t": entry(0.1, 0.2)}}, {"id": "m1"})
+    assert written == [] and len(errors) == 1
+    assert "cannot be written" in str(errors[0]) and "no baseline file was changed" in str(
+        errors[0]
+    )

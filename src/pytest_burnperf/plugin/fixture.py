@@ -664,15 +664,18 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
         case.entry.device.reseed(0)
         return ComparePerf(state, request.node, case, module, key)
     legacy = False
+    problem: BaselineError | None = None
     try:
         baseline = state.store.get(module, key)
         if baseline is None and state.legacy_store is not None:
             baseline = state.legacy_store.get(module, key)
             legacy = baseline is not None
     except BaselineError as exc:
+        problem = exc
+    if problem is not None:  # failed outside the except block: no chained exception shown
         pytest.fail(
-            f"{request.node.nodeid}: {exc}. The file was left untouched; fix it, or delete it and "
-            "record new baselines with --perf-update",
+            f"{request.node.nodeid}: {problem}. The file was left untouched; fix it, or delete it "
+            "and record new baselines with --perf-update",
             pytrace=False,
         )
     case.entry.device.reseed(0)

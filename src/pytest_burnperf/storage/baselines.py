@@ -302,13 +302,22 @@ class BaselineStore:
 
         report = SaveReport()
         with held_signals() as held:
-            lock = self.lock()
-            deadline = time.monotonic() + LOCK_TIMEOUT_S
-            while not _try_acquire(lock):  # in steps, so that Ctrl-C ends the wait
-                if held:
-                    raise Interrupted(held.names())
-                if time.monotonic() > deadline:
-                    raise LockTimeout(self.root / LOCK_NAME)
+            try:
+                lock = self.lock()
+                deadline = time.monotonic() + LOCK_TIMEOUT_S
+                while not _try_acquire(lock):  # in steps, so that Ctrl-C ends the wait
+                    if held:
+                        raise Interrupted(held.names())
+                    if time.monotonic() > deadline:
+                        raise LockTimeout(self.root / LOCK_NAME)
+            except OSError as exc:  # not a directory, no permission, read-only file system
+                report.errors.append(
+                    BaselineError(
+                        self.root,
+                        f"cannot be written ({exc.strerror or exc}); no baseline file was changed",
+                    )
+                )
+                return report
             if held:
                 lock.release()
                 raise Interrupted(held.names())

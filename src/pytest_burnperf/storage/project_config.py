@@ -56,6 +56,10 @@ def _toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: is not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: nests arrays or tables too deeply to read; a settings file is flat"
+        ) from None
 
 
 def find(rootdir: Path) -> tuple[Path, dict[str, Any], dict[str, Any]] | None:

@@ -124,7 +124,15 @@ def _version(conn: Connection) -> int | None:
     if not sa.inspect(conn).has_table("burnperf_meta"):
         return None
     row = conn.execute(sa.select(meta.c.value).where(meta.c.key == "schema_version")).first()
-    return None if row is None else int(row[0])
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise StoreError(
+            f"its schema version {str(row[0])[:40]!r} is not a number: not a store this tool "
+            "wrote (or a damaged one); it was left untouched"
+        ) from None
 
 
 def prepare(conn: Connection, url: str = "") -> None:
@@ -133,7 +141,10 @@ def prepare(conn: Connection, url: str = "") -> None:
 
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
-    version = _version(conn)
+    try:
+        version = _version(conn)
+    except StoreError as exc:
+        raise StoreError(f"{redact(url)}: {exc}") from None
     if version is None:
         if sa.inspect(conn).has_table("burnperf_runs"):
             raise StoreError(f"{redact(url)}: has burnperf tables but no schema version")
