@@ -51,7 +51,7 @@ def test_a_long_comment_loses_rows_of_its_longest_table_first() -> None:
     regress = body.split("### Regressions (3)", 1)[1].split("<details>", 1)[0]
     assert all(f"test\\_r{i}\\[" in regress for i in range(3))
     note = [ln for ln in body.splitlines() if "left out to fit GitHub's comment limit" in ln]
-    assert len(note) == 1 and "https://x.invalid/a" in note[0]
+    assert len(note) == 1 and "[the full summary](https://x.invalid/a)" in note[0]
     dropped = int(note[0].split("| ", 1)[1].split(" ", 1)[0])
     kept = sum(1 for ln in body.split("<details>", 1)[1].splitlines() if ln.startswith("| test"))
     assert kept + dropped == 3003

@@ -8,6 +8,8 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_burnperf.core.text import escape
+
 RESULT_COLUMNS = (
     "test",
     "name",
@@ -52,9 +54,13 @@ def _pct(ratio: object) -> float | str:
 
 
 def _cell(value: object) -> object:
-    """A spreadsheet cell: text that a spreadsheet would run as a formula is quoted."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
+    """A spreadsheet cell, CSV's escaping: control characters (line breaks included) shown as
+    ``\\x0d``, and text that a spreadsheet would run as a formula quoted with a leading ``'``."""
+    if isinstance(value, str):
+        value = escape(value)
+        if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+            return "'" + value
+        return value
     return "" if value is None else value
 
 

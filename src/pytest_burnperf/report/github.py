@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,7 +49,8 @@ def fit(text: str, limit: int = COMMENT_LIMIT, link: str | None = None) -> str:
     prose is cut last, at a line. Shorter text is returned as it is."""
     if len(text) <= limit:
         return text
-    where = f"the full summary: {link}" if link else "the full summary is in the job's artifacts"
+    safe = _safe_link(link)
+    where = f"[the full summary]({safe})" if safe else "the full summary is in the job's artifacts"
     lines = text.split("\n")
     tables = _tables(lines)
     cut: dict[int, int] = {}  # table index -> rows left out
@@ -64,7 +66,7 @@ def fit(text: str, limit: int = COMMENT_LIMIT, link: str | None = None) -> str:
                 width = body[0].count("|") - 1
                 kept = body[: len(body) - dropped]
                 note = f"{dropped} more row(s) left out to fit GitHub's comment limit; {where}"
-                kept.append("| " + " | ".join([escape(note)] + [""] * (width - 1)) + " |")
+                kept.append("| " + " | ".join([note] + [""] * (width - 1)) + " |")
                 body = kept
             out.extend(body)
             i = end
@@ -84,11 +86,19 @@ def fit(text: str, limit: int = COMMENT_LIMIT, link: str | None = None) -> str:
         cut[longest] = cut.get(longest, 0) + min(need, rows[longest])
         result = build()
     if len(result) > limit:
-        note = f"\n\n_(cut to fit GitHub's comment limit; {escape(where)})_\n"
+        note = f"\n\n_(cut to fit GitHub's comment limit; {where})_\n"
         head = result[: max(limit - len(note), 0)]
         head = head[: head.rfind("\n")] if "\n" in head else head
         result = head + note
     return result
+
+
+def _safe_link(url: str | None) -> str | None:
+    """``url`` where it can be a Markdown link target as it is (an https URL without spaces,
+    brackets or quotes: the artifact's address GitHub gives), else None."""
+    if not url or not re.fullmatch(r"https://[A-Za-z0-9._~:/?#@!$&'*+,;=%-]+", url):
+        return None
+    return url if "'" not in url else None
 
 
 def _tables(lines: Sequence[str]) -> list[tuple[int, int]]:
@@ -154,8 +164,9 @@ def comment(
     else:
         tail = output_tail.replace("```", "'''")
         body = f"No results to show:\n\n```\n{tail}\n```\n"
-    if link:
-        body += f"\n[Results, summary and output]({link})\n"
+    safe = _safe_link(link)
+    if safe:
+        body += f"\n[Results, summary and output]({safe})\n"
     text = f"{head}\n{title}\n\n{body}"
     return fit(text, limit, link)
 

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.markdown import change_text, device_label
 
@@ -44,7 +45,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """HTML's escaping, every renderer's text goes through it: control characters shown as
+    ``\\x1b``, markup characters as entities."""
+    return html.escape(visible(str(text)), quote=True)
 
 
 def _time(s: object) -> str:

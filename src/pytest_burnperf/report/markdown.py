@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.text import device_within, format_time
+from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.storage import paths
 from pytest_burnperf.storage.jsonfile import atomic_write_text
 
@@ -26,10 +27,18 @@ SUFFIXES = (".md", ".markdown")
 _ORDER = ("regressed", "failed", "improved", "inconclusive", "unchanged", "incomparable")
 
 
+#: A zero-width space: after ``@`` it keeps GitHub from turning ``@name`` into a mention (a
+#: comment would notify that user), inside ``://`` and ``www.`` from linking a bare URL.
+_ZWSP = "\u200b"
+
+
 def escape(text: object) -> str:
-    """``text`` safe inside a Markdown table cell: no HTML, no table breaks, no line breaks."""
-    s = str(text)
+    """Markdown's escaping, every renderer's text goes through it: safe inside a table cell (no
+    HTML, no table or line breaks, no emphasis or links), control characters shown as ``\\x1b``,
+    and no ``@mention`` or bare URL that GitHub would act on."""
+    s = visible(" ".join(str(text).split()))
     for a, b in (
+        ("\\", "\\\\"),
         ("&", "&amp;"),
         ("<", "&lt;"),
         (">", "&gt;"),
@@ -41,13 +50,15 @@ def escape(text: object) -> str:
         ("]", "\\]"),
     ):
         s = s.replace(a, b)
+    s = s.replace("@", "@" + _ZWSP).replace("://", ":" + _ZWSP + "//")
+    s = s.replace("www.", "www" + _ZWSP + ".")
     return " ".join(s.split())
 
 
 def code(text: object) -> str:
     """``text`` as a code span: backslash escapes and entities would show literally inside one,
     so only what could end the span or the line goes (backticks, line breaks)."""
-    return "`" + " ".join(str(text).replace("`", "'").split()) + "`"
+    return "`" + visible(" ".join(str(text).split())).replace("`", "'") + "`"
 
 
 def _time(seconds: object) -> str:

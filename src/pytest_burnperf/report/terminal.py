@@ -14,7 +14,7 @@ from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.core.roofline import format_rate
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.text import device_within, format_time, rounds_text
+from pytest_burnperf.core.text import device_within, escape, format_time, rounds_text
 from pytest_burnperf.core.verdict import (
     FAILED,
     IMPROVED,
@@ -167,6 +167,7 @@ def _layout(
 
 
 def _cell(text: str, n: int, right: bool) -> str:
+    text = escape(text)  # a newline in a test id must not start a line of its own
     if len(text) > n:
         text = text[: n - 1] + "…"
     return text.rjust(n) if right else text.ljust(n)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.settings import SpecError, parse_flag
+from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.storage.jsonfile import FileFormatError, read_bytes
 
 #: Keys that are not options.
@@ -96,7 +97,8 @@ def find(rootdir: Path) -> tuple[Path, dict[str, Any], dict[str, Any]] | None:
         raise ConfigError(f"{path}: {name} must be a table")
     if not isinstance(env, dict):
         raise ConfigError(f"{path}: the environment table must be a table of values")
-    return path, table, env
+    # free metadata that reaches reports and stores: no control character is kept raw
+    return path, table, escape_strings(env)
 
 
 def load(rootdir: Path, parsers: Mapping[str, Callable[[Any, str], Any]]) -> ProjectConfig:
