@@ -302,3 +302,38 @@ def test_typed_values_in_pytest_9_native_toml(pytester: pytest.Pytester) -> None
             "*pyproject.toml: config option 'perf_samples' expects one of int | string, got float: 2.5"
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("marker", "words"),
+    [
+        ("samples='5'", "(samples=...): must be a whole number, got '5' (str)"),
+        ("flush_l2='yes'", "(flush_l2=...): must be True or False, got 'yes' (str)"),
+        ("backends={'numpy': 1}", "(backends=...): must be a name or a list of names"),
+        ("warmup=True", "(warmup=...): must be a number of seconds, got True (bool)"),
+    ],
+)
+def test_a_marker_value_of_the_wrong_python_type_is_named_not_converted(
+    pytester: pytest.Pytester, marker: str, words: str
+) -> None:
+    pytester.makepyfile(
+        test_m=(
+            "import pytest\n\n"
+            f"@pytest.mark.perf(backends=['numpy'], dtypes=['f64'], {marker})\n"
+            "def test_x(perf):\n    perf(sum, range(10))\n"
+        ).replace("backends=['numpy'], dtypes=['f64'], backends=", "dtypes=['f64'], backends=")
+    )
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(errors=1)
+    assert words in result.stdout.str()
+
+
+def test_silent_misreads_of_options_and_ini(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_m="def test_x():\n    pass\n")
+    empty = pytester.runpytest("--perf", "--perf-store", "")
+    assert empty.ret == pytest.ExitCode.USAGE_ERROR
+    empty.stderr.fnmatch_lines(["*--perf-store '': an empty store*"])
+    (pytester.path / "benchmarks.toml").write_text('[burnperf]\ntimer = "host\\n"\n')
+    timer = pytester.runpytest("--perf")
+    assert timer.ret == pytest.ExitCode.USAGE_ERROR
+    timer.stderr.fnmatch_lines(["*timer must be one of device, host, got 'host\\n'*"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -109,7 +109,7 @@ def check_dtype_name(name: object, where: str) -> str:
 def _name_list(value: object, where: str, what: str) -> tuple[str, ...]:
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")]
-    elif isinstance(value, Iterable):
+    elif isinstance(value, (list, tuple)):  # not a dict or a set: its keys would be read
         items = list(value)
     else:
         raise SpecError(f"{where}: {what} must be a list of names, got {_show(value)}")
@@ -229,7 +229,7 @@ def parse_min_time(value: object, where: str) -> float:
 
 
 def parse_timer(value: object, where: str) -> str:
-    if isinstance(value, str) and value.strip() in TIMERS:
+    if isinstance(value, str) and value.strip() in TIMERS and value.isprintable():
         return value.strip()
     raise SpecError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {_show(value)}")
 
@@ -459,6 +459,34 @@ class PerfSpec:
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: What each marker keyword's value is in Python: a marker is code, so a string where a number
+#: or a bool belongs (``samples='5'``, ``flush_l2='yes'``) is a mistake to name, not to convert
+#: as an ini file's text is. ``alpha`` and ``threshold`` may also be ``'5%'``.
+_MARKER_TYPES: dict[str, tuple[str, tuple[type, ...]]] = {
+    "samples": ("a whole number", (int,)),
+    "max_samples": ("a whole number", (int,)),
+    "threads": ("a whole number", (int,)),
+    "warmup": ("a number of seconds", (int, float)),
+    "min_time": ("a number of seconds", (int, float)),
+    "max_time": ("a number of seconds", (int, float)),
+    "alpha": ("a number (or a percentage string such as '1%')", (int, float)),
+    "threshold": ("a number (or a percentage string such as '5%')", (int, float)),
+    "flush_l2": ("True or False", (bool,)),
+    "timer": ("a string", (str,)),
+    "backends": ("a name or a list of names", (str, list, tuple)),
+    "dtypes": ("a name or a list of names", (str, list, tuple)),
+}
+
+
+def _check_marker_type(key: str, value: object, where: str) -> None:
+    what, types = _MARKER_TYPES[key]
+    ok = isinstance(value, types) and (bool not in types) == (not isinstance(value, bool))
+    if key in ("alpha", "threshold") and isinstance(value, str) and value.strip().endswith("%"):
+        ok = True
+    if not ok:
+        raise SpecError(f"{where}: must be {what}, got {_show(value)} ({type(value).__name__})")
+
+
 def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> PerfSpec:
     """Turn the marker's arguments into a :class:`PerfSpec`; errors name ``test``."""
     where = f"{test}: @pytest.mark.perf"
@@ -473,6 +501,8 @@ def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
             f"{where} got unknown keyword {', '.join(repr(u) for u in unknown)}; "
             f"allowed: {', '.join(MARKER_KEYWORDS)}"
         )
+    for key, value in kwargs.items():
+        _check_marker_type(key, value, f"{where}({key}=...)")
     backends = (
         parse_backends(kwargs["backends"], f"{where}(backends=...)")
         if "backends" in kwargs

@@ -131,7 +131,13 @@ def configure(config: pytest.Config) -> None:
             "--perf-round-start fork: this platform has no fork(); use 'fresh' or 'auto'"
         )
     markdown_path = pick("perf_markdown")
-    store_value = config.getoption("perf_store") or config.getini("perf_store") or None
+    given_store = config.getoption("perf_store")
+    if given_store is not None and not given_store.strip():
+        raise pytest.UsageError(
+            "--perf-store '': an empty store; give a SQLAlchemy URL, a SQLite file, or "
+            "--perf-store alone (or 'local') for the default store"
+        )
+    store_value = given_store or config.getini("perf_store") or None
     if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
         update, json_path, markdown_path, store_value = False, None, None, None
     baselines_root = (
