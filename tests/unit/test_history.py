@@ -165,6 +165,42 @@ def test_a_schema_version_that_is_not_a_number_is_named_and_left_untouched(url: 
     engine.dispose()
 
 
+def test_a_write_locked_store_ends_the_wait_on_time_or_at_ctrl_c(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the SQLite store's write lock: the run gives up after
+    LOCK_WAIT_S (not a minute) and at once when a signal arrives, writing nothing."""
+    import os
+    import signal
+    import sqlite3
+
+    from pytest_burnperf.host.interrupts import held_signals
+
+    with Store(url) as s:
+        s.record(doc(0))
+    other = sqlite3.connect(tmp_path / "h.sqlite", isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+
+        def attempt(i: int) -> None:
+            with Store(url) as s:  # opening reads the schema: it waits for the lock too
+                s.record(doc(i))
+
+        monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 1.0)
+        with pytest.raises(StoreError, match="another process held its write lock for 1 s"):
+            attempt(1)
+        monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 3600.0)  # only the signal ends it
+        with held_signals():
+            os.kill(os.getpid(), signal.SIGINT)
+            with pytest.raises(StoreError, match="SIGINT received while waiting"):
+                attempt(2)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    with Store(url) as s:
+        assert s.counts()[0] == 1
+
+
 def test_unusable_stores_are_named(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not a usable store URL"):
         Store("nosuchdb://x/y")

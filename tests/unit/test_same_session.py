@@ -187,6 +187,21 @@ def test_a_git_ref_is_built_once_and_then_found_in_the_cache(tmp_path: Path) -> 
     assert sorted(p.name for p in (tmp_path / "c").iterdir() if ".tmp-" in p.name) == []
 
 
+def test_what_a_killed_build_left_is_removed_by_the_next_build_of_that_key(
+    tmp_path: Path,
+) -> None:
+    runner = FakeRunner()
+    env = resolve("main", repo=tmp_path, cache=tmp_path / "c", run=runner)
+    assert env.overlay is not None
+    key = Path(env.overlay).parent.name
+    left = tmp_path / "c" / f"{key}.tmp-abc123"  # SIGKILL during a build leaves this
+    (left / "site").mkdir(parents=True)
+    other = tmp_path / "c" / "otherkey.tmp-xyz"  # another key's build, maybe running now
+    other.mkdir()
+    resolve("main", repo=tmp_path, cache=tmp_path / "c", run=runner)
+    assert not left.exists() and other.exists()
+
+
 def test_a_failed_build_keeps_its_log_and_caches_nothing(tmp_path: Path) -> None:
     runner = FakeRunner(install_fails=True)
     with pytest.raises(EnvError) as err:

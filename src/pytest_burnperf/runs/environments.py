@@ -321,6 +321,10 @@ def _installed(
     log = cache / f"{key}.log"
     detail = detail or what
     with FileLock(str(cache / f"{key}.lock")):
+        # with the key's lock held no other process builds it: a .tmp-* directory of this key
+        # is what a killed build left
+        for stale in cache.glob(f"{key}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         if not (final / "burnperf-env.json").is_file():
             say(f"pytest-burnperf: building the reference environment for {ref} ({detail}) ...")
             _build(ref, kind, what, final, log, python=python, run=run, repo=repo)

@@ -32,9 +32,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from pytest_burnperf.core.versions import level
+from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
 
 SCHEMA_VERSION = 1
+#: How long a write waits for another process that holds a SQLite store's write lock, in steps
+#: of SQLite's own busy timeout (:data:`BUSY_STEP_S`) so that Ctrl-C acts within one step.
+LOCK_WAIT_S = 15.0
+BUSY_STEP_S = 0.5
 #: ``{n: step}``: the migration of a version-``n`` store to version ``n + 1``.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
 _PG_LOCK = 0x6275726E  # "burn": the advisory lock of schema changes on PostgreSQL
@@ -102,11 +107,42 @@ def engine_for(url: str) -> Engine:
         if parsed.drivername.startswith("sqlite") and parsed.database not in (None, "", ":memory:"):
             _make_home(Path(str(parsed.database)))
         if url.startswith("sqlite"):
-            # wait for another writer instead of failing at once ("database is locked")
-            return sa.create_engine(url, connect_args={"timeout": 60})
+            # wait a step for another writer (not failing at once with "database is locked");
+            # _with_retries waits more steps, checking for Ctrl-C between them
+            return sa.create_engine(url, connect_args={"timeout": BUSY_STEP_S})
         return sa.create_engine(url, pool_pre_ping=True)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
         raise StoreError(f"{redact(url)}: not a usable store URL ({exc})") from None
+
+
+def _locked(exc: BaseException) -> bool:
+    return "database is locked" in str(exc) or "database is busy" in str(exc)
+
+
+def _with_retries(url: str, work: Callable[[], Any]) -> Any:
+    """``work()`` (one transaction), again while another process holds the store's write lock,
+    for up to :data:`LOCK_WAIT_S`; a signal held meanwhile (Ctrl-C) ends the wait at once."""
+    import time
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    with held_signals() as held:
+        while True:
+            try:
+                return work()
+            except sa.exc.OperationalError as exc:
+                if not _locked(exc):
+                    raise
+                if held:
+                    raise StoreError(
+                        f"{redact(url)}: {held.names()} received while waiting for another "
+                        "process's write lock; nothing was written"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{redact(url)}: another process held its write lock for "
+                        f"{LOCK_WAIT_S:g} s; nothing was written (import the run's --perf-json "
+                        "later with burnperf import-results)"
+                    ) from None
 
 
 def _make_home(path: Path) -> None:
@@ -175,9 +211,13 @@ class Store:
 
         self.url = url
         self.engine = engine_for(url)
-        try:
+
+        def begin() -> None:
             with self.engine.begin() as conn:
                 prepare(conn, url)
+
+        try:
+            _with_retries(url, begin)
         except sa.exc.SQLAlchemyError as exc:
             self.engine.dispose()
             raise StoreError(f"{redact(url)}: {_why(exc)}") from None
@@ -205,7 +245,8 @@ class Store:
             )
         key = run_key(doc)
         row, rows = _rows(doc, key, source)
-        try:
+
+        def write() -> bool:
             with self.engine.begin() as conn:
                 if conn.execute(sa.select(runs.c.id).where(runs.c.run_key == key)).first():
                     return False
@@ -214,11 +255,14 @@ class Store:
                 run_id = inserted[0]
                 if rows:
                     conn.execute(sa.insert(results), [dict(r, run_id=run_id) for r in rows])
+            return True
+
+        try:
+            return bool(_with_retries(self.url, write))
         except sa.exc.IntegrityError:
             return False  # another writer stored the same run between our check and insert
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"{redact(self.url)}: {_why(exc)}") from None
-        return True
 
     def counts(self) -> tuple[int, int]:
         with self.engine.connect() as conn:
