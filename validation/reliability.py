@@ -692,6 +692,19 @@ def section(doc: dict[str, Any]) -> str:
         )
         + " |"
     )
+    surfaces = doc.get("surfaces")
+    if surfaces:
+        t = surfaces["totals"]
+        groups = Counter(r["surface"] for r in surfaces["rows"])
+        lines.append(
+            f"| hostile input on the newer surfaces ({', '.join(f'{k} {v}' for k, v in groups.items())}; "
+            f"measured {surfaces['date']} with `{surfaces['command']}`) | {t['cases']} | "
+            f"{t['outside_writes']} writes outside the project, {t['tracebacks']} tracebacks, "
+            f"{t['secrets_printed']} secrets printed, {t['user_files_overwritten']} user files "
+            f"overwritten, {t['partial_runs_stored']} partial runs in history, "
+            f"{t['commands_run']} commands run unasked; {t['clear']} of {t['cases']} clear "
+            "errors or inert output |"
+        )
     lost = [r for r in doc["interrupts"]["trials"] if "lost" in r["outcome"]]
     if lost:
         when = ", ".join(f"{r['signal']} at {r['delay_s']} s" for r in lost)
@@ -704,6 +717,10 @@ def section(doc: dict[str, Any]) -> str:
     if bad:
         lines += ["", "Cases that did not give a clear error:", ""]
         lines += [f"- {r['kind']}: `{r['case']}`: {r['outcome']}" for r in bad]
+    unclear = [r for r in (surfaces or {}).get("rows", []) if not r["clear"]]
+    if unclear:
+        lines += ["", "Newer-surface cases without a clear error or inert output:", ""]
+        lines += [f"- {r['surface']}: `{r['case']!r}` (exit {r['exit']})" for r in unclear]
     lines.append(END)
     return "\n".join(lines)
 
@@ -722,8 +739,39 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=30, help="trials of each process experiment")
     ap.add_argument("--pytest-cases", type=int, default=None, help="cap on pytest-process cases")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write the section to")
+    ap.add_argument(
+        "--only",
+        choices=("surfaces",),
+        default=None,
+        help="run only this experiment and keep the others' outcomes from the results file",
+    )
     args = ap.parse_args()
     from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class
+    from validation.hostile_surfaces import surface_cases, totals
+
+    def surfaces(work: Path) -> dict[str, Any]:
+        t = time.monotonic()
+        rows = surface_cases(work / "surfaces", log)
+        return {
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": "python -m validation.reliability --only surfaces",
+            "rows": rows,
+            "totals": totals(rows),
+            "minutes": (time.monotonic() - t) / 60,
+        }
+
+    if args.only == "surfaces":
+        if args.out is None:
+            ap.error("--only needs --out (the other experiments' outcomes are kept from there)")
+        raw = args.out.parent / "reliability-results.json"
+        doc = json.loads(raw.read_text(encoding="utf-8"))
+        with tempfile.TemporaryDirectory(prefix="burnperf-reliability-") as tmp:
+            doc["surfaces"] = surfaces(Path(tmp))
+        text = section(doc)
+        print(text)
+        write_section(args.out, text)
+        raw.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return
 
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="burnperf-reliability-") as tmp:
@@ -739,6 +787,7 @@ def main() -> None:
         doc["malformed"] += pytest_cases(work, args.pytest_cases)
         doc["concurrency"] = concurrency(args.trials, work)
         doc["interrupts"] = interrupts(args.trials, work)
+        doc["surfaces"] = surfaces(work)
         doc["minutes"] = (time.monotonic() - t0) / 60
     text = section(doc)
     print(text)
