@@ -257,9 +257,7 @@ def report_cases(work: Path) -> list[dict[str, Any]]:
     hostile = "a[@alice https://evil.example a\\|b \x1b[2J =1+1\r\nperf: forged]"
     # (the reader refuses control characters in ``test`` itself: they go in the other fields)
     test = "=1+1 t.py::a[@alice https://evil.example www.evil.example]"
-    bad = dict(
-        doc, results=[{"test": test, "name": hostile, "backend": hostile, "samples": [0.1]}]
-    )
+    bad = dict(doc, results=[{"test": test, "name": hostile, "backend": hostile, "samples": [0.1]}])
     for target, forbidden in (
         ("s.md", ["@alice", "https://evil", "\x1b", "\nperf: forged"]),
         ("s.csv", ["\r", "\x1b", "\n=1+1", "\nperf: forged"]),

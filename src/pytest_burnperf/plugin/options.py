@@ -102,7 +102,8 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-alpha",
         "perf_alpha",
         _spec.parse_alpha,
-        f"significance level of the one-sided Mann-Whitney test. Default: {DEFAULTS.alpha}",
+        f"significance level of the one-sided Mann-Whitney test (0.01, or 1%%). Default: "
+        f"{DEFAULTS.alpha}",
     ),
     (
         "--perf-threshold",
