@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 
-from validation.hostile_surfaces import surface_cases, totals  # noqa: E402
+from validation.hostile_surfaces import surface_cases, totals
 
 
 def test_hostile_input_on_the_newer_surfaces(tmp_path: Path) -> None:
