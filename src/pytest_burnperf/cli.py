@@ -14,6 +14,9 @@
   last N stored runs (of a branch) on the same hardware class.
 * ``burnperf report [RESULTS.json] [--store URL] -o FILE`` writes a Markdown (``.md``), CSV
   (``.csv``) or self-contained HTML (``.html``) report.
+* ``burnperf merge SHARD.json... -o RESULTS.json [--markdown F.md] [--junit F.xml]`` combines
+  the ``--perf-json`` files of the shards of one run (``--perf-shard K/N``) into one, and exits 1
+  on a regression or a run that judged too little, as the unsharded run would.
 * ``burnperf github --results RESULTS.json --exit-code N ...`` publishes a run in GitHub Actions
   (what ``.github/actions/burnperf`` calls): the verdict counts as step outputs, a pull-request
   comment cut to GitHub's limit, and whether this job may comment at all (not from a fork).
@@ -551,6 +554,43 @@ def cmd_github(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """The shards' results as one run: one file, one summary, one verdict."""
+    from pytest_burnperf.report import markdown
+    from pytest_burnperf.report.merge import MergeError, junit, merge, verdict
+    from pytest_burnperf.report.terminal import json_target_problem
+    from pytest_burnperf.storage.paths import target_problem
+
+    problem = json_target_problem(args.output, Path("baselines"))
+    if problem:
+        raise InputError(f"-o {args.output}: {problem}")
+    if args.markdown is not None and (why := markdown.target_problem(args.markdown)):
+        raise InputError(f"--markdown {args.markdown}: {why}")
+    if args.junit is not None and (
+        why := target_problem(args.junit, lambda head: b'name="pytest-burnperf"' in head)
+    ):
+        raise InputError(f"--junit {args.junit}: {why}")
+    docs = [(str(path), _results_doc(path)) for path in args.shards]
+    try:
+        merged, notes = merge(docs)
+    except MergeError as exc:
+        raise InputError(str(exc)) from None
+    for note in notes:
+        print(f"note: {note}")
+    try:
+        atomic_write_text(args.output, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+        if args.markdown is not None:
+            markdown.write(args.markdown, markdown.render(merged))
+        if args.junit is not None:
+            atomic_write_text(args.junit, junit(merged))
+    except (OSError, FileFormatError) as exc:
+        raise InputError(f"cannot write the merged results: {exc}") from None
+    code, line = verdict(merged)
+    shard = merged["settings"]["shard"]
+    print(f"merged {shard['count']} shard(s) into {args.output}: {line}")
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"burnperf {__version__}")
@@ -657,6 +697,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--last", type=_positive, default=50, help="newest runs per series")
     store_arg(rep)
     rep.set_defaults(func=cmd_report)
+    mg = sub.add_parser(
+        "merge", help="combine the --perf-json files of a run's shards (--perf-shard) into one"
+    )
+    mg.add_argument("shards", type=Path, nargs="+", help="each shard's --perf-json file")
+    mg.add_argument("-o", "--output", type=Path, required=True, help="the merged results JSON")
+    mg.add_argument("--markdown", type=Path, default=None, help="also a Markdown summary")
+    mg.add_argument("--junit", type=Path, default=None, help="also JUnit XML")
+    mg.set_defaults(func=cmd_merge)
     gh = sub.add_parser(
         "github", help="publish a run in GitHub Actions: step outputs and a pull-request comment"
     )

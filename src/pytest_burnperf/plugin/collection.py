@@ -159,6 +159,8 @@ def select(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[STATE]
     if state.enabled or state.smoke:
         _filter_items(config, state, items)
+    if state.enabled and state.shard is not None:
+        _keep_shard(config, state, items)
     if state.worker_only is not None:  # an adaptive round: the undecided benchmarks only
         keep = [i for i in items if i.nodeid in state.worker_only]
         if len(keep) < len(items):
@@ -199,4 +201,56 @@ def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.It
         (keep if ok else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
+    """--perf-shard K/N: keep shard K of the selection (core/shards.py), whole benchmarks dealt
+    out by their recorded durations; tests that are not benchmarks stay in shard 1. The whole
+    selection's comparisons are counted first: every shard judges at the same family-wise alpha."""
+    from pytest_burnperf.core.shards import expected_seconds, selection_id, split
+    from pytest_burnperf.plugin.fixture import module_and_key
+    from pytest_burnperf.storage.baselines import BaselineError
+
+    assert state.shard is not None
+    index, count = state.shard
+    runnable = [i for i in items if is_runnable(i)]
+    weights: dict[str, float | None] = {}
+    for item in items:
+        case = case_of(item)
+        if case is None:
+            continue
+        group = f"{item.path.name}::{_function_name(item)}"
+        seconds: float | None = None
+        if is_runnable(item):
+            module, key = module_and_key(item, state.rootpath)
+            try:
+                entry = state.store.get(module, key)
+            except BaselineError:  # the test itself reports it
+                entry = None
+            seconds = expected_seconds(entry, state.settings_for(case.spec).warmup)
+        known = weights.get(group)
+        weights[group] = (
+            seconds if known is None else (known if seconds is None else known + seconds)
+        )
+    plan = split(weights, count)
+
+    def mine(item: pytest.Item) -> bool:
+        if case_of(item) is None:
+            return index == 1
+        return plan.shard_of[f"{item.path.name}::{_function_name(item)}"] == index
+
+    keep = [i for i in items if mine(i)]
+    state.comparisons = max(1, len(runnable))
+    state.shard_info = {
+        "index": index,
+        "count": count,
+        "selection": selection_id(i.nodeid for i in runnable),
+        "comparisons": len(runnable),
+        "benchmarks": sum(1 for i in keep if is_runnable(i)),
+        "expected_s": [round(x, 3) for x in plan.seconds],
+        "unknown_durations": plan.guessed,
+    }
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep

@@ -206,6 +206,7 @@ def configure(config: pytest.Config) -> None:
         enabled=enabled,
         update=update,
         update_alias=alias,
+        shard=pick("perf_shard"),
         base=base,
         cmdline=cmdline,
         backends_filter=pick("perf_backends"),

@@ -15,6 +15,7 @@ from pytest_burnperf.core.settings import (
     SpecError,
     check_machine_id,
 )
+from pytest_burnperf.core.shards import parse_shard
 from pytest_burnperf.runs.environments import check_ref, parse_refs
 
 if TYPE_CHECKING:
@@ -250,6 +251,16 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "request, not another branch), where it measures in the session (no baselines for this "
         "hardware class, or baselines from a host unlike this one or recorded too noisily): a "
         "branch, a tag, HEAD~1. Default: the last release tag before HEAD",
+    ),
+    (
+        "--perf-shard",
+        "perf_shard",
+        parse_shard,
+        "run shard K of N (K/N, e.g. 2/4) of the selected benchmarks, for N CI jobs of one runner "
+        "type that together run the selection once: whole benchmarks dealt out by their recorded "
+        "durations (by count where none is recorded), the same split in every job; each judges "
+        "with the alpha of the whole selection, and `burnperf merge` combines their --perf-json "
+        "files. Tests that are not benchmarks run in shard 1. Default: the whole selection",
     ),
     (
         "--perf-json-format",

@@ -85,6 +85,8 @@ def header_lines(config: pytest.Config) -> list[str] | None:
     ]
     if state.reference is not None:
         lines.append(f"burnperf: {_reference_text(state)}")
+    if state.shard is not None:
+        lines.append(f"burnperf: shard {state.shard[0]}/{state.shard[1]} of the selection")
     if state.update_alias:
         lines.append(
             f"burnperf: {UPDATE_ALIAS} is deprecated (removed in 0.2): use --perf-update, "
@@ -160,6 +162,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
                 if state.plan is not None
                 else rel(state.store.dir, state.rootpath),
                 "same_session": _same_session_json(state),
+                "shard": state.shard_info,
                 "reference": None
                 if state.reference is None
                 else {
@@ -460,6 +463,13 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         if state.plan is not None and state.plan.option == "--perf-versions":
             _versions_tables(write_line, state, results)
     write_line(f"perf: {counts_line(results)}")
+    if state.shard_info is not None:
+        info = state.shard_info
+        write_line(
+            f"perf: shard {info['index']}/{info['count']}: {info['benchmarks']} of the "
+            f"selection's {info['comparisons']} benchmarks, judged at the alpha of all "
+            f"{info['comparisons']}; `burnperf merge` combines the shards' --perf-json files"
+        )
     if state.coverage is not None and state.coverage.total and not state.update:
         write_line(f"perf: {state.coverage.line()}")
         for line in wrap([f"  {a}" for a in state.coverage_advice], width):

@@ -281,7 +281,8 @@ def rounds_after_collection(session: pytest.Session) -> None:
             "pytest-burnperf under --perf (pytest-benchmark's own hooks were off for this run)"
         )
     runnable = [item for item in session.items if is_runnable(item)]
-    state.comparisons = max(1, len(runnable))
+    # a shard judges at the alpha of the whole selection, counted before it kept its share
+    state.comparisons = max(1, len(runnable)) if state.shard_info is None else state.comparisons
     if state.plan is not None:
         if runnable and not session.config.option.collectonly:
             # turn-taking pairs only when asked for (--perf-round-start fork): they made a

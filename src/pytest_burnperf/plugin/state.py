@@ -93,8 +93,14 @@ class PerfState:
     serve_dir: Path | None = None
     #: How extra rounds start: spec.ROUND_STARTS.
     round_start: str = "auto"
-    #: Perf comparisons in this session (for the family-wise correction).
+    #: Perf comparisons in this session (for the family-wise correction); in a shard, those of
+    #: the whole selection.
     comparisons: int = 1
+    #: --perf-shard K/N, and what the shard kept (core/shards.py): ``index``, ``count``,
+    #: ``selection`` (the whole selection's fingerprint), ``comparisons`` (the whole selection's),
+    #: ``benchmarks`` (this shard's), ``expected_s`` (each shard's expected seconds).
+    shard: tuple[int, int] | None = None
+    shard_info: dict[str, Any] | None = None
     #: Raw samples of the extra rounds, per node id: one list of values per worker process.
     worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
     worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -1,0 +1,186 @@
+"""The results of N shards (``--perf-shard K/N``) as one run: ``burnperf merge``. No pytest here.
+
+The shards must be of one run: the same selection (its fingerprint), shard count, comparisons
+(the family-wise alpha every shard judged at), alpha, threshold, git commit and hardware class.
+A shard given twice (a retried CI job) counts once, the newer one; a missing shard or a benchmark
+in two shards is an error, so nothing is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from xml.sax.saxutils import escape as xml_escape
+from xml.sax.saxutils import quoteattr
+
+from pytest_burnperf.core.coverage import coverage, shortfall
+from pytest_burnperf.core.text import escape
+
+#: What every shard of one run must agree on: (where in the document, what it is called).
+_SAME = (
+    (("settings", "shard", "count"), "the shard count"),
+    (("settings", "shard", "selection"), "the selection (its benchmarks)"),
+    (("settings", "shard", "comparisons"), "the comparisons"),
+    (("settings", "alpha"), "alpha"),
+    (("settings", "threshold"), "the threshold"),
+    (("settings", "update_baselines"), "--perf-update"),
+    (("git", "commit"), "the git commit"),
+    (("machine", "hardware_class"), "the hardware class"),
+)
+
+
+class MergeError(ValueError):
+    """Shards that cannot be merged; ``str()`` names the files and what differs."""
+
+
+def _get(doc: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = doc
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any], list[str]]:
+    """One results document from the shards' (``(name, document)`` each), and notes (a shard
+    given twice). Raises :class:`MergeError`."""
+    if not docs:
+        raise MergeError("no shard results given")
+    by_index: dict[int, tuple[str, Mapping[str, Any]]] = {}
+    notes: list[str] = []
+    for name, doc in docs:
+        shard = _get(doc, ("settings", "shard"))
+        if not isinstance(shard, Mapping) or not isinstance(shard.get("index"), int):
+            raise MergeError(f"{name}: not a shard's results (the run had no --perf-shard)")
+        if doc.get("interrupted") is True:
+            raise MergeError(f"{name}: shard {shard['index']} was interrupted; run it again")
+        first_name, first = docs[0]
+        for path, what in _SAME:
+            if _get(doc, path) != _get(first, path):
+                raise MergeError(
+                    f"{name} and {first_name} are not shards of one run: {what} differs "
+                    f"({escape(str(_get(doc, path)))!s} vs {escape(str(_get(first, path)))!s})"
+                )
+        index = int(shard["index"])
+        if index in by_index:
+            older, newer = sorted(
+                [by_index[index], (name, doc)], key=lambda p: str(p[1].get("created", ""))
+            )
+            notes.append(
+                f"shard {index} given twice ({older[0]}, {newer[0]}): kept the newer, {newer[0]}"
+            )
+            by_index[index] = newer
+        else:
+            by_index[index] = (name, doc)
+    count = int(_get(docs[0][1], ("settings", "shard", "count")))
+    missing = [k for k in range(1, count + 1) if k not in by_index]
+    if missing:
+        raise MergeError(
+            f"shard(s) {', '.join(map(str, missing))} of {count} missing: every shard's "
+            "--perf-json is needed (a run of them all, or a retried one)"
+        )
+    results: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for index in sorted(by_index):
+        name, doc = by_index[index]
+        for r in doc.get("results") or []:
+            test = str(r.get("test"))
+            if test in seen:
+                raise MergeError(
+                    f"{escape(test)} is in {seen[test]} and in {name}: counted twice; these are "
+                    "not shards of one split"
+                )
+            seen[test] = name
+            results.append(dict(r))
+    results.sort(key=lambda r: str(r.get("test")))
+    newest = max((d for _, d in by_index.values()), key=lambda d: str(d.get("created", "")))
+    base = by_index[1][1]
+    settings = dict(base.get("settings") or {})
+    shard = dict(settings.get("shard") or {})
+    settings["shard"] = {
+        "count": count,
+        "selection": shard.get("selection"),
+        "comparisons": shard.get("comparisons"),
+        "merged_from": [by_index[k][0] for k in sorted(by_index)],
+    }
+    cov = coverage(
+        (
+            str(r.get("test")),
+            str((r.get("verdict") or {}).get("status", "")),
+            str((r.get("verdict") or {}).get("reason", "")),
+        )
+        for r in results
+    )
+    minimum = _get(base, ("coverage", "min_share"))
+    advice = list(
+        dict.fromkeys(
+            a
+            for _, d in sorted(by_index.items())
+            for a in (_get(d[1], ("coverage", "advice")) or [])
+        )
+    )
+    merged = {
+        "schema": base.get("schema"),
+        "version": base.get("version"),
+        "created": newest.get("created"),
+        "machine": base.get("machine"),
+        "git": base.get("git"),
+        "settings": settings,
+        "results": results,
+        "coverage": cov.as_json(
+            float(minimum) if isinstance(minimum, (int, float)) else None, advice
+        ),
+    }
+    return merged, notes
+
+
+def verdict(merged: Mapping[str, Any]) -> tuple[int, str]:
+    """The merged run's exit code (0, or 1 for a regression or a run that judged too little)
+    and its summary line."""
+    results = merged.get("results") or []
+    status = [str((r.get("verdict") or {}).get("status", "")) for r in results]
+    counts = {s: status.count(s) for s in dict.fromkeys(status)}
+    cov = merged.get("coverage") or {}
+    minimum = cov.get("min_share")
+    text = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no benchmark"
+    judged = f"judged {cov.get('judged', 0)} of {cov.get('total', 0)}"
+    short = None
+    if isinstance(minimum, (int, float)) and minimum > 0:
+        short = shortfall(
+            coverage(
+                (str(r.get("test")), s, str((r.get("verdict") or {}).get("reason", "")))
+                for r, s in zip(results, status, strict=True)
+            ),
+            float(minimum),
+        )
+    bad = counts.get("regressed", 0) + counts.get("failed", 0)
+    line = f"{text}; {judged}" + (f"; {short}" if short else "")
+    return (1 if bad or short else 0), line
+
+
+def junit(merged: Mapping[str, Any]) -> str:
+    """The merged run as JUnit XML: one test case per benchmark, a failure per regression."""
+    results = merged.get("results") or []
+    cases = []
+    failures = 0
+    for r in results:
+        v = r.get("verdict") or {}
+        test = str(r.get("test", "?"))
+        module, _, name = test.partition("::")
+        body = ""
+        if v.get("status") in ("regressed", "failed"):
+            failures += 1
+            body = (
+                f"<failure message={quoteattr(escape(str(v.get('reason') or v.get('status'))))}>"
+                f"{xml_escape(escape(str(v.get('reason', ''))))}</failure>"
+            )
+        elif v.get("status") in ("inconclusive", "no-baseline", "incomparable"):
+            body = f"<skipped message={quoteattr(escape(str(v.get('status'))))} />"
+        cases.append(
+            f"<testcase classname={quoteattr(escape(module))} name={quoteattr(escape(name))}>"
+            f"{body}</testcase>"
+        )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f'<testsuites><testsuite name="pytest-burnperf" tests="{len(results)}" '
+        f'failures="{failures}">' + "".join(cases) + "</testsuite></testsuites>\n"
+    )

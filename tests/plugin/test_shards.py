@@ -1,0 +1,126 @@
+"""--perf-shard K/N and `burnperf merge`: N shards run one after another give the verdicts of one
+unsharded run (on the virtual clock, so exactly), each benchmark once, at the alpha of the whole
+selection; shards of different runs, a missing shard and a retried one are handled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.cli import main
+
+from ._helpers import FAST, use_virtual_clock
+
+SUITE = """
+import os
+
+import pytest
+
+from virtual_clock import spin
+
+WORK = float(os.environ.get("BURNPERF_TEST_WORK", "1.0"))
+
+{tests}
+"""
+ONE = """
+@pytest.mark.perf(backends=["numpy"], dtypes=["f32", "f64"])
+def test_{name}(perf):
+    perf(spin, {seconds} * ({work}))
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    # each benchmark's wobble starts afresh: its samples do not depend on which benchmarks ran
+    # before it in its process, so a shard replays the unsharded run's samples exactly
+    use_virtual_clock(
+        pytester,
+        conftest="""
+        def pytest_runtest_setup(item):
+            virtual_clock._calls = 0
+        """,
+    )
+    tests = "".join(
+        ONE.format(name=f"b{i}", seconds=(i + 1) * 1e-4, work="WORK" if i == 2 else "1.0")
+        for i in range(6)
+    )
+    pytester.makepyfile(test_suite=SUITE.format(tests=tests))
+    pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=12)
+    return pytester
+
+
+def statuses(path: Path) -> dict[str, str]:
+    doc = json.loads(path.read_text())
+    return {r["test"]: r["verdict"]["status"] for r in doc["results"]}
+
+
+def test_shards_merged_give_the_verdicts_of_one_unsharded_run(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.5")  # test_b2 planted 50% slower
+    whole = suite.runpytest("--perf", "--perf-json", "whole.json", *FAST)
+    assert whole.ret == 1
+    kept: list[int] = []
+    for k in (1, 2, 3):
+        part = suite.runpytest(
+            "--perf", "--perf-shard", f"{k}/3", "--perf-json", f"s{k}.json", *FAST
+        )
+        out = part.stdout.str()
+        assert "family-wise over 12 comparison(s)" in out, out  # the whole selection's alpha
+        assert f"perf: shard {k}/3:" in out
+        doc = json.loads((suite.path / f"s{k}.json").read_text())
+        shard = doc["settings"]["shard"]
+        assert shard["comparisons"] == 12 and shard["count"] == 3
+        kept.append(shard["benchmarks"])
+        # a benchmark's cases stay together
+        names = {r["test"].split("[")[0] for r in doc["results"]}
+        assert all(sum(r["test"].startswith(n + "[") for r in doc["results"]) == 2 for n in names)
+    assert sum(kept) == 12 and all(n > 0 for n in kept)
+    monkeypatch.chdir(suite.path)
+    code = main(
+        ["merge", "s1.json", "s2.json", "s3.json", "-o", "merged.json",
+         "--markdown", "merged.md", "--junit", "merged.xml"]
+    )  # fmt: skip
+    assert code == 1  # the planted regression, as the unsharded run
+    merged = statuses(suite.path / "merged.json")
+    assert merged == statuses(suite.path / "whole.json")
+    assert sum(s == "regressed" for s in merged.values()) == 2  # test_b2's two dtypes
+    assert "merged 3 shard(s)" in capsys.readouterr().out
+    assert (suite.path / "merged.md").read_text().startswith("## pytest-burnperf: 2 regressed")
+    assert (suite.path / "merged.xml").read_text().count("<failure") == 2
+
+
+def test_merge_refuses_what_is_not_one_run_and_keeps_a_retried_shard_once(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for k in (1, 2):
+        suite.runpytest("--perf", "--perf-shard", f"{k}/2", "--perf-json", f"s{k}.json", *FAST)
+    suite.runpytest("--perf", "--perf-shard", "2/2", "--perf-json", "s2-retry.json", *FAST)
+    suite.runpytest("--perf", "--perf-shard", "1/3", "--perf-json", "other.json", *FAST)
+    suite.runpytest("--perf", "--perf-json", "whole.json", *FAST)
+    monkeypatch.chdir(suite.path)
+    assert main(["merge", "s1.json", "-o", "m.json"]) == 2
+    assert "shard(s) 2 of 2 missing" in capsys.readouterr().err
+    assert main(["merge", "s1.json", "other.json", "-o", "m.json"]) == 2
+    assert "not shards of one run: the shard count differs" in capsys.readouterr().err
+    assert main(["merge", "s1.json", "whole.json", "-o", "m.json"]) == 2
+    assert "whole.json: not a shard's results" in capsys.readouterr().err
+    code = main(["merge", "s1.json", "s2.json", "s2-retry.json", "-o", "m.json"])
+    out = capsys.readouterr().out
+    assert code in (0, 1) and "shard 2 given twice" in out
+    doc = json.loads((suite.path / "m.json").read_text())
+    tests = [r["test"] for r in doc["results"]]
+    assert len(tests) == len(set(tests)) == 12
+    (suite.path / "README.md").write_text("mine\n")
+    assert main(["merge", "s1.json", "s2.json", "-o", "m.json", "--markdown", "README.md"]) == 2
+    assert (suite.path / "README.md").read_text() == "mine\n"
+
+
+def test_a_bad_shard_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    for bad in ("3/2", "0/2", "two", "1/0"):
+        result = pytester.runpytest("--perf", "--perf-shard", bad)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*--perf-shard*K/N*"])
