@@ -251,6 +251,16 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
         "expected_s": [round(x, 3) for x in plan.seconds],
         "unknown_durations": plan.guessed,
     }
+    if state.worker_out is None:
+        total = sum(plan.seconds)
+        state.announce(
+            f"pytest-burnperf: shard {index}/{count}: {state.shard_info['benchmarks']} of "
+            f"{len(runnable)} benchmarks, about {plan.seconds[index - 1]:.0f} s of {total:.0f} s "
+            f"per round by the recorded durations (shards: "
+            f"{', '.join(f'{x:.0f}' for x in plan.seconds)} s"
+            + (f"; {plan.guessed} without one, counted at the median" if plan.guessed else "")
+            + ")"
+        )
     if len(keep) < len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
