@@ -124,3 +124,30 @@ def test_a_bad_shard_is_a_usage_error(pytester: pytest.Pytester) -> None:
         result = pytester.runpytest("--perf", "--perf-shard", bad)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["*--perf-shard*K/N*"])
+
+
+def test_shards_recorded_in_one_store_carry_runner_shard_and_ci_run(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("sqlalchemy")
+    import sqlalchemy as sa
+
+    monkeypatch.setenv("BURNPERF_RUNNER", "cpu-large")
+    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
+    db = tmp_path / "fleet.sqlite"
+    for k in (1, 2):
+        suite.runpytest(
+            "--perf", "--perf-shard", f"{k}/2", "--perf-store", str(db), *FAST
+        ).assert_outcomes(passed=6)
+    engine = sa.create_engine(f"sqlite:///{db}")
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT machine, settings FROM burnperf_runs")).all()
+        n_results = conn.execute(sa.text("SELECT count(*) FROM burnperf_results")).scalar_one()
+    engine.dispose()
+    assert len(rows) == 2 and n_results == 12
+    seen = set()
+    for machine, settings in rows:
+        machine, settings = json.loads(machine), json.loads(settings)
+        assert machine["ci"] == {"runner": "cpu-large", "github_run_id": "4242"}
+        seen.add((settings["shard"]["index"], settings["shard"]["count"]))
+    assert seen == {(1, 2), (2, 2)}

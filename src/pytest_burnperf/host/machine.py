@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_burnperf.host.hardware import cpu_count, cpu_identity, cpu_model, hardware_class, slug
@@ -81,6 +82,31 @@ def git_state(root: Path) -> dict[str, object]:
         return state
     except (OSError, subprocess.SubprocessError):
         return {}
+
+
+#: The CI system's own words for the job a run came from: ``name -> environment variable``
+#: (GitHub Actions, GitLab CI), and ``runner``, the project's label of the runner type (a
+#: matrix entry: ``BURNPERF_RUNNER``), kept with a run in the results store.
+CI_VARIABLES = {
+    "runner": "BURNPERF_RUNNER",
+    "github_run_id": "GITHUB_RUN_ID",
+    "github_run_attempt": "GITHUB_RUN_ATTEMPT",
+    "github_job": "GITHUB_JOB",
+    "github_runner_name": "RUNNER_NAME",
+    "gitlab_pipeline_id": "CI_PIPELINE_ID",
+    "gitlab_job_id": "CI_JOB_ID",
+}
+
+
+def ci_info(environ: Mapping[str, str]) -> dict[str, str]:
+    """Which CI job and runner type a run came from, where the environment says (each value
+    cut to 200 characters and kept free of control characters)."""
+    out = {}
+    for name, variable in CI_VARIABLES.items():
+        value = environ.get(variable, "").strip()
+        if value:
+            out[name] = "".join(c for c in value[:200] if c.isprintable())
+    return out
 
 
 def now_utc() -> str:

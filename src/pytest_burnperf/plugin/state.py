@@ -4,6 +4,7 @@ extra rounds' samples, peaks and probes; and writing baselines at the end."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from pytest_burnperf.core.roofline import Peaks
 from pytest_burnperf.core.settings import PerfSpec, Settings
 from pytest_burnperf.devices import peaks as device_peaks
 from pytest_burnperf.host import probe
-from pytest_burnperf.host.machine import machine_info
+from pytest_burnperf.host.machine import ci_info, machine_info
 from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
 from pytest_burnperf.storage.peaks import PeakCache, cache_path
 
@@ -294,6 +295,9 @@ def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, A
     info = dict(machine_info(state.machine_id))
     if state.environment:
         info["environment"] = dict(state.environment)
+    ci = ci_info(os.environ)
+    if ci:  # the CI job and runner type: with the shard (settings), what a fleet's store keeps
+        info["ci"] = ci
     config.hook.pytest_burnperf_update_machine_info(config=config, machine_info=info)
     return info
 
