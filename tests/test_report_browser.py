@@ -75,3 +75,26 @@ def test_the_report_renders_offline_without_console_errors(tmp_path: Path) -> No
     done = chromium(f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.stat().st_size > 20_000  # a page with plots, not a blank one
+
+
+def test_the_published_site_renders_offline_filters_and_shows_the_change_point(
+    tmp_path: Path,
+) -> None:
+    from pytest_burnperf.report.site import publish, slug
+    from pytest_burnperf.storage.history.query import series
+    from tests.unit.test_site import fleet_points
+
+    out = tmp_path / "site"
+    publish(series(fleet_points()), out)
+    index = chromium("--dump-dom", (out / "index.html").as_uri() + "#filter=torch")
+    assert index.returncode == 0, index.stderr[-2000:]
+    assert 'data-shown="1"' in index.stdout  # the filter from the address kept one series
+    assert console(index.stderr) == []
+    page = out / "b" / f"{slug('t.py::test_a')}.html"
+    dom = chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert len(re.findall(r'class="main-svg"', dom.stdout)) >= 2, dom.stderr[-2000:]
+    assert "+20.0% at" in dom.stdout  # the planted change point, drawn on the chart
+    assert console(dom.stderr) == []
+    compare = chromium("--dump-dom", (out / "compare.html").as_uri())
+    assert compare.returncode == 0 and console(compare.stderr) == []

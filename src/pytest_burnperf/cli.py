@@ -17,6 +17,9 @@
 * ``burnperf merge SHARD.json... -o RESULTS.json [--markdown F.md] [--junit F.xml]`` combines
   the ``--perf-json`` files of the shards of one run (``--perf-shard K/N``) into one, and exits 1
   on a regression or a run that judged too little, as the unsharded run would.
+* ``burnperf publish -o SITE/ [--store URL] [--last N]`` writes a static benchmarks site from
+  the results store (an index with a filter, a page per benchmark with its history and change
+  points, the backends compared), offline, for GitHub Pages.
 * ``burnperf github --results RESULTS.json --exit-code N ...`` publishes a run in GitHub Actions
   (what ``.github/actions/burnperf`` calls): the verdict counts as step outputs, a pull-request
   comment cut to GitHub's limit, and whether this job may comment at all (not from a fork).
@@ -591,6 +594,37 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    """The store as a static site."""
+    import time
+
+    try:
+        import plotly  # noqa: F401
+    except ImportError as exc:
+        raise InputError(
+            f"the site needs plotly ({exc}): pip install 'pytest-burnperf[report]'"
+        ) from None
+    from pytest_burnperf.report.site import SiteError, publish, target_problem
+
+    problem = target_problem(args.output)
+    if problem:
+        raise InputError(f"-o {args.output}: {problem}")
+    t0 = time.perf_counter()
+    keep = _selection(args)
+    with _store(args) as store:
+        points = store.points(last=args.last, branch=args.branch)
+    all_series = series([p for p in points if keep(str(p["test"]))])
+    try:
+        done = publish(all_series, args.output, title=args.title)
+    except (SiteError, OSError, FileFormatError) as exc:
+        raise InputError(f"-o {args.output}: {exc}") from None
+    print(
+        f"published {done['series']} series of {done['benchmarks']} benchmark(s) from "
+        f"{len(points)} results to {args.output}/index.html in {time.perf_counter() - t0:.1f} s"
+    )
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"burnperf {__version__}")
@@ -697,6 +731,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--last", type=_positive, default=50, help="newest runs per series")
     store_arg(rep)
     rep.set_defaults(func=cmd_report)
+    pub = sub.add_parser("publish", help="a static benchmarks site from the results store")
+    pub.add_argument("-o", "--output", type=Path, required=True, help="the site's folder")
+    pub.add_argument("-k", default=None, help="series to include, as pytest's -k")
+    pub.add_argument("--branch", default=None, help="runs of this branch only (e.g. main)")
+    pub.add_argument(
+        "--last", type=_positive, default=200, help="newest runs per series. Default: 200"
+    )
+    pub.add_argument("--title", default="Benchmarks", help="the site's title")
+    store_arg(pub)
+    pub.set_defaults(func=cmd_publish)
     mg = sub.add_parser(
         "merge", help="combine the --perf-json files of a run's shards (--perf-shard) into one"
     )

@@ -56,10 +56,12 @@ def _time(s: object) -> str:
 
 
 class _Plots:
-    """Figures to HTML fragments, plotly.js embedded with the first."""
+    """Figures to HTML fragments, plotly.js embedded with the first (``embed``; a site's pages
+    load its one plotly.min.js instead)."""
 
-    def __init__(self) -> None:
+    def __init__(self, embed: bool = True) -> None:
         self.count = 0
+        self.embed = embed
 
     def html(self, fig: Any) -> str:
         import plotly.io as pio
@@ -68,7 +70,7 @@ class _Plots:
         self.count += 1
         fragment: str = pio.to_html(
             fig,
-            include_plotlyjs=first,
+            include_plotlyjs=first and self.embed,
             full_html=False,
             config={"displaylogo": False, "responsive": True},
             default_height=360,

@@ -1,0 +1,78 @@
+"""The static benchmarks site (report/site.py, `burnperf publish`): pages, escaping, the compare
+view, and the folder rule. Rendered in Chromium by tests/test_report_browser.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("ruptures")
+pytest.importorskip("sqlalchemy")
+
+from pytest_burnperf.cli import main
+from pytest_burnperf.report.site import MARK, SiteError, publish, slug
+from pytest_burnperf.storage.history.query import series
+
+from .test_report_files import EVIL, history_points
+
+
+def fleet_points() -> list[dict[str, Any]]:
+    """A planted +20% step in test_a on numpy (run 10 on), test_a also on torch (slower), and
+    a benchmark whose name tries to inject markup."""
+    pts = history_points("test_a[numpy-cpu-f32]")
+    torch = [
+        dict(p, test="t.py::test_a[torch-cpu-f32]", name="test_a[torch-cpu-f32]",
+             backend="torch", median=2 * p["median"])
+        for p in history_points("test_a[torch-cpu-f32]")
+    ]  # fmt: skip
+    return pts + torch + history_points(EVIL)
+
+
+def test_the_site_has_an_index_a_page_per_benchmark_and_the_backends_compared(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "site"
+    done = publish(series(fleet_points()), out, title="nightly <b>")
+    assert done == {"series": 3, "benchmarks": 2, "figures": 3}
+    index = (out / "index.html").read_text()
+    assert index.count("<tr>") == 4 and 'id="filter"' in index  # header + 3 series
+    assert "nightly &lt;b&gt;" in index and "<script>alert(1)" not in index
+    page = (out / "b" / f"{slug('t.py::test_a')}.html").read_text()
+    assert '<script src="../plotly.min.js"></script>' in page
+    assert "+20.0% from run 11: between" in page  # the planted change with its commits
+    assert page.count('class="plot"') == 2  # numpy and torch
+    compare = (out / "compare.html").read_text()
+    numpy_row = compare.index(">numpy<") if ">numpy<" in compare else compare.index("numpy")
+    assert numpy_row < compare.index("torch") and "2.00x" in compare
+    assert (out / "plotly.min.js").stat().st_size > 1_000_000
+    assert json.loads((out / "site.json").read_text())["series"] == 3
+    # a later publish replaces its own site; another folder with files is refused
+    (out / "b" / "old.html").write_text("stale")
+    publish(series(fleet_points()), out)
+    assert not (out / "b" / "old.html").exists() and (out / MARK).is_file()
+    other = tmp_path / "docs"
+    other.mkdir()
+    (other / "guide.md").write_text("mine")
+    with pytest.raises(SiteError, match="holds other files"):
+        publish(series(fleet_points()), other)
+    assert (other / "guide.md").read_text() == "mine"
+
+
+def test_burnperf_publish_from_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .test_report_files import results_doc
+
+    store = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    for i in range(3):
+        res = tmp_path / f"r{i}.json"
+        res.write_text(json.dumps(dict(results_doc(), created=f"2026-11-2{i}T00:00:00Z")))
+        assert main(["import-results", str(res), "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["publish", "-o", str(tmp_path / "site"), "--store", store]) == 0
+    assert "published 1 series of 1 benchmark(s) from 3 results" in capsys.readouterr().out
+    (tmp_path / "x.txt").write_text("x")
+    assert main(["publish", "-o", str(tmp_path / "x.txt"), "--store", store]) == 2
+    assert "is not a folder" in capsys.readouterr().err
