@@ -106,3 +106,21 @@ def test_it_judges_against_the_base_of_the_change(flow: dict[Any, Any]) -> None:
     steps = flow["jobs"]["perf"]["steps"]
     checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))
     assert checkout["with"]["fetch-depth"] == 0
+
+
+def test_shards_cover_the_suite_once_and_are_merged_then_published(flow: dict[Any, Any]) -> None:
+    perf = flow["jobs"]["perf"]
+    shards = perf["strategy"]["matrix"]["shard"]
+    given = _action_step(flow)["with"]
+    assert given["shard"] == "${{ matrix.shard }}/" + str(len(shards))  # K/N with N = the list
+    assert shards == list(range(1, len(shards) + 1))
+    assert "${{ matrix.shard }}" in given["label"] and given["comment"] == "false"
+    merge = flow["jobs"]["merge"]
+    assert merge["needs"] == "perf" and "always()" in merge["if"]
+    [step] = [s for s in merge["steps"] if s.get("uses") == "./.github/actions/burnperf"]
+    assert "merge" in step["with"] and "comment" not in step["with"]  # the one comment
+    types = {t["name"] for t in perf["strategy"]["matrix"]["type"]}
+    assert set(merge["strategy"]["matrix"]["type"]) == types
+    publish = flow["jobs"]["publish"]
+    assert "schedule" in publish["if"] and publish["needs"] == "merge"
+    assert "burnperf publish" in "\n".join(s.get("run", "") for s in publish["steps"])

@@ -186,3 +186,25 @@ def test_a_label_that_cannot_name_files_is_refused(project: Path) -> None:
     ran = run_action(project, {**INPUTS, "label": "a/b"}, event(project, "us/project"))
     assert ran.failed == ("pytest --perf", 2)
     assert "input label must be letters, digits" in ran.outputs["run"]["_stdout"]
+
+
+def test_shards_run_by_the_action_and_merged_by_it(project: Path) -> None:
+    """Two shard jobs (no comment each), then a merge job over their results files: one
+    summary, one comment, the merged counts as outputs."""
+    shard_inputs = {**INPUTS, "comment": "false"}
+    for k in (1, 2):
+        ran = run_action(
+            project, {**shard_inputs, "shard": f"{k}/2", "label": f"cpu-{k}"},
+            event(project, "us/project"),
+        )  # fmt: skip
+        assert ran.failed is None, ran.outputs["run"]["_stdout"][-2000:]
+        assert ran.comment is None and ran.outputs["publish"]["total"] == "1"
+    merged = run_action(
+        project,
+        {**INPUTS, "merge": "perf-cpu-1-results.json perf-cpu-?-results.json", "label": "cpu"},
+        event(project, "us/project"),
+    )
+    assert merged.failed is None, merged.outputs["run"]["_stdout"][-2000:]
+    assert "merged 2 shard(s) into perf-cpu-results.json" in merged.outputs["run"]["_stdout"]
+    assert merged.outputs["publish"]["total"] == "2"
+    assert merged.comment is not None and "## pytest-burnperf" in merged.comment
