@@ -316,7 +316,7 @@ CONFIG_CASES = [
 MARKERS = [
     ("samples='5'", "must be a whole number"),
     ("flush_l2='yes'", "must be True or False"),
-    ("backends={'numpy': 1}", "a name or a list of names"),
+    ("backends={'numpy': 1}", "must be a list of names"),
 ]
 
 

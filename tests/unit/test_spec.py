@@ -35,7 +35,7 @@ def test_marker_defaults_and_overrides() -> None:
         ),
         ({"dtypes": []}, "dtypes must name at least one entry"),
         ({"samples": 1}, "samples must be between 2 and 100000"),
-        ({"threshold": "lots"}, "(threshold=...): must be a number (or a percentage string"),
+        ({"threshold": "lots"}, "threshold must be a number, got 'lots'"),
         ({"alpha": 0.9}, "alpha must be in (0, 0.5]"),
         ({"warmup": -1}, "warmup must be seconds in [0, 3600]"),
     ],

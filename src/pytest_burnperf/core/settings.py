@@ -501,8 +501,6 @@ def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
             f"{where} got unknown keyword {', '.join(repr(u) for u in unknown)}; "
             f"allowed: {', '.join(MARKER_KEYWORDS)}"
         )
-    for key, value in kwargs.items():
-        _check_marker_type(key, value, f"{where}({key}=...)")
     backends = (
         parse_backends(kwargs["backends"], f"{where}(backends=...)")
         if "backends" in kwargs
@@ -518,6 +516,9 @@ def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
         for key, parser in SETTING_PARSERS.items()
         if key in kwargs
     }
+    # a value that parses only as text (samples='5', flush_l2='yes') is named, not converted
+    for key, value in kwargs.items():
+        _check_marker_type(key, value, f"{where}({key}=...)")
     return PerfSpec(backends=backends, dtypes=dtypes, overrides=overrides)
 
 
