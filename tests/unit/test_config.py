@@ -36,6 +36,7 @@ GOOD_BAD = {
     "sort": ('"change"', '"speed"'),
     "group_by": ('"device"', '"colour"'),
     "json_format": ('"pytest-benchmark"', '"csv"'),
+    "shard": ('"2/4"', '"5/4"'),
     "json": ('"perf.json"', '"a\\u0001b"'),
     "markdown": ('"perf-summary.md"', '""'),
     "strict": ("true", '"maybe"'),
