@@ -5,6 +5,8 @@ selection; shards of different runs, a missing shard and a retried one are handl
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,8 +138,9 @@ def test_shards_recorded_in_one_store_carry_runner_shard_and_ci_run(
     monkeypatch.setenv("GITHUB_RUN_ID", "4242")
     db = tmp_path / "fleet.sqlite"
     for k in (1, 2):
-        suite.runpytest(
-            "--perf", "--perf-shard", f"{k}/2", "--perf-store", str(db), *FAST
+        # in a subprocess: pytester's in-process runs would load parts of SQLAlchemy afresh
+        suite.runpytest_subprocess(
+            "--perf", "--perf-shard", f"{k}/2", f"--perf-store={db}", *FAST
         ).assert_outcomes(passed=6)
     engine = sa.create_engine(f"sqlite:///{db}")
     with engine.connect() as conn:
@@ -151,3 +154,55 @@ def test_shards_recorded_in_one_store_carry_runner_shard_and_ci_run(
         assert machine["ci"] == {"runner": "cpu-large", "github_run_id": "4242"}
         seen.add((settings["shard"]["index"], settings["shard"]["count"]))
     assert seen == {(1, 2), (2, 2)}
+
+
+def test_four_shards_recorded_merged_published_and_opened_in_chromium(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The fleet end to end, as CI runs it: 4 shards record into one store, merge, publish the
+    store as a site, and the site opens in headless Chromium (where one is installed)."""
+    pytest.importorskip("plotly")
+    pytest.importorskip("ruptures")
+    pytest.importorskip("sqlalchemy")
+    db = tmp_path / "fleet.sqlite"
+    for k in (1, 2, 3, 4):
+        # --perf-store=PATH, not --perf-store PATH: pytest takes an existing path among the
+        # arguments of options it does not know yet for a test path when it picks the rootdir
+        # in a subprocess: pytester's in-process runs would load parts of SQLAlchemy afresh
+        suite.runpytest_subprocess(
+            "--perf", "--perf-shard", f"{k}/4", f"--perf-store={db}", "--perf-json", f"s{k}.json",
+            *FAST,
+        )  # fmt: skip
+    monkeypatch.chdir(suite.path)
+    assert main(["merge", *(f"s{k}.json" for k in (1, 2, 3, 4)), "-o", "merged.json"]) in (0, 1)
+    assert len(json.loads((suite.path / "merged.json").read_text())["results"]) == 12
+    site = tmp_path / "site"
+    published = subprocess.run(  # a process of its own, as CI runs it
+        [
+            sys.executable,
+            "-m",
+            "pytest_burnperf.cli",
+            "publish",
+            "-o",
+            str(site),
+            "--store",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert published.returncode == 0, published.stderr
+    index = (site / "index.html").read_text()
+    assert index.count("<tr>") == 13  # the header and the 12 series
+    from tests.test_report_browser import CHROMIUM, chromium, console
+
+    if CHROMIUM is None:
+        pytest.skip("no Chromium installed: the site was written, not opened")
+    dom = chromium("--dump-dom", (site / "index.html").as_uri() + "#filter=test_b3")
+    assert dom.returncode == 0 and 'data-shown="2"' in dom.stdout, dom.stderr[-2000:]
+    assert console(dom.stderr) == []
+    page = next((site / "b").glob("test_b3-*.html"))
+    shown = chromium("--dump-dom", page.as_uri())
+    assert shown.returncode == 0 and console(shown.stderr) == []
+    assert shown.stdout.count('class="main-svg"') >= 2
