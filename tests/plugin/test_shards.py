@@ -50,6 +50,10 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     )
     pytester.makepyfile(test_suite=SUITE.format(tests=tests))
     pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=12)
+    # each baseline keeps the wall time its benchmark took: what the split deals out by
+    [path] = (pytester.path / "baselines").rglob("test_suite.json")
+    entries = json.loads(path.read_text())["benchmarks"].values()
+    assert all(e["seconds"] > 0 for e in entries)
     return pytester
 
 

@@ -44,3 +44,8 @@ def test_selection_id_and_expected_seconds() -> None:
     assert expected_seconds(entry, 0.2) == pytest.approx(0.2 + 3e-3 * 10)
     assert expected_seconds({"samples": [1e-3]}, 0.0) == pytest.approx(1e-3)
     assert expected_seconds(None, 0.2) is None and expected_seconds({"runs": "x"}, 0.2) is None
+
+
+def test_a_recorded_wall_time_is_preferred_to_the_samples() -> None:
+    assert expected_seconds({"seconds": 2.5, "runs": [[1e-3]], "loops": 1}, 0.2) == 2.5
+    assert expected_seconds({"seconds": True, "samples": [1e-3]}, 0.0) == pytest.approx(1e-3)

@@ -69,10 +69,14 @@ def selection_id(nodeids: Iterable[str]) -> str:
 
 
 def expected_seconds(entry: Mapping[str, object] | None, warmup: float) -> float | None:
-    """One case's expected seconds in one round, from its stored baseline entry (the samples of
-    its first recorded round times their loop count, plus the warm-up), or None."""
+    """One case's expected seconds in one round, from its stored baseline entry: the wall time
+    it took when recorded (``seconds``: setup, calibration and warm-up included), else the
+    samples of its first recorded round times their loop count plus the warm-up; or None."""
     if not isinstance(entry, Mapping):
         return None
+    wall = entry.get("seconds")
+    if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall > 0:
+        return float(wall)
     runs = entry.get("runs")
     first = runs[0] if isinstance(runs, Sequence) and runs else entry.get("samples")
     loops = entry.get("loops", 1)

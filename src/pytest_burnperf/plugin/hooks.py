@@ -118,6 +118,9 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     case = case_of(item)
+    if case is not None:  # its wall time in this process, for --perf-shard's split
+        state = item.config.stash[STATE]
+        state.durations[item.nodeid] = state.durations.get(item.nodeid, 0.0) + report.duration
     if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
         from pytest_burnperf.devices.base import device_error
 

@@ -102,6 +102,9 @@ class PerfState:
     #: ``benchmarks`` (this shard's), ``expected_s`` (each shard's expected seconds).
     shard: tuple[int, int] | None = None
     shard_info: dict[str, Any] | None = None
+    #: Seconds each benchmark took in this process, setup to teardown (what a baseline keeps as
+    #: ``seconds`` for --perf-shard's split).
+    durations: dict[str, float] = field(default_factory=dict)
     #: Raw samples of the extra rounds, per node id: one list of values per worker process.
     worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
     worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -309,7 +312,10 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
     for nodeid in sorted(state.passed):
         r = state.results[nodeid]
         libs = dict(r.fingerprint.get("versions", {}))
-        updates.setdefault(r.module, {})[r.key] = r.baseline_entry(provenance(state.git, libs, now))
+        entry = r.baseline_entry(provenance(state.git, libs, now))
+        if state.durations.get(nodeid):  # one round's wall time, calibration and setup included
+            entry["seconds"] = round(state.durations[nodeid], 4)
+        updates.setdefault(r.module, {})[r.key] = entry
     if not updates:
         state.messages.append("baselines not updated: no benchmark ran and passed")
         return True

@@ -138,6 +138,8 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
         f.flag(e["l2_flush"], f"{where}.l2_flush")
     if e.get("loops") is not None:
         f.integer(e["loops"], f"{where}.loops", low=1)
+    if e.get("seconds") is not None:
+        f.seconds(e["seconds"], f"{where}.seconds")
     if e.get("peak_memory_bytes") is not None:
         f.integer(e["peak_memory_bytes"], f"{where}.peak_memory_bytes")
     for name in ("dtype", "mode"):
