@@ -13,6 +13,25 @@ from pytest_burnperf.host.hardware import hardware_class
 SIZES = (1.05, 1.10, 1.20, 1.50, 0.90)
 
 
+#: pytest arguments for a fast perf run of the reliability experiments: one round of a few samples.
+QUICK = [
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:randomly",
+    "--perf-rounds",
+    "1",
+    "--perf-samples",
+    "5",
+    "--perf-max-samples",
+    "5",
+    "--perf-warmup",
+    "0.001",
+    "--perf-min-time",
+    "0.0005",
+]
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 

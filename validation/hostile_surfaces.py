@@ -22,23 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from validation.common import QUICK
+
 SECRET = "S3cr3t-pw"
-QUICK = [
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:randomly",
-    "--perf-rounds",
-    "1",
-    "--perf-samples",
-    "5",
-    "--perf-max-samples",
-    "5",
-    "--perf-warmup",
-    "0.001",
-    "--perf-min-time",
-    "0.0005",
-]
 BENCH = (
     "import pytest\n\n"
     "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"

@@ -43,23 +43,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from validation.common import QUICK
+
 START, END = "<!-- reliability:start -->", "<!-- reliability:end -->"
-QUICK = [
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:randomly",
-    "--perf-rounds",
-    "1",
-    "--perf-samples",
-    "5",
-    "--perf-max-samples",
-    "5",
-    "--perf-warmup",
-    "0.001",
-    "--perf-min-time",
-    "0.0005",
-]
 MODULE = """
 import pytest
 

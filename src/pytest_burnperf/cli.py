@@ -683,15 +683,21 @@ def build_parser() -> argparse.ArgumentParser:
     ir.add_argument("files", type=Path, nargs="+", help="--perf-json files")
     store_arg(ir)
     ir.set_defaults(func=cmd_import_results)
+
+    def series_args(p: argparse.ArgumentParser, last: int, device: bool = True) -> None:
+        """-k, --device, --branch, --last and --store: which of the store's series to show."""
+        p.add_argument("-k", default=None, help="series to include, as pytest's -k")
+        if device:
+            p.add_argument("--device", default=None, help="backend, kind or backend-kind")
+        p.add_argument("--branch", default=None, help="runs of this branch only (e.g. main)")
+        p.add_argument(
+            "--last", type=_positive, default=last, help=f"newest runs per series. Default: {last}"
+        )
+        store_arg(p)
+
     hist = sub.add_parser("history", help="each benchmark's stored series and its shifts")
-    hist.add_argument("-k", default=None, help="test ids to show, as pytest's -k")
-    hist.add_argument("--device", default=None, help="backend, kind or backend-kind (numpy-cpu)")
-    hist.add_argument("--branch", default=None, help="runs of this git branch only")
-    hist.add_argument(
-        "--last", type=_positive, default=100, help="newest runs per series. Default: 100"
-    )
     hist.add_argument("--json", action="store_true", help="print JSON instead of text")
-    store_arg(hist)
+    series_args(hist, 100)
     hist.set_defaults(func=cmd_history)
     ch = sub.add_parser(
         "compare-history", help="judge a --perf-json file against the last N stored runs"
@@ -725,21 +731,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace -o even where it is a file pytest-burnperf did not write",
     )
-    rep.add_argument("-k", default=None, help="history series to include, as pytest's -k")
-    rep.add_argument("--device", default=None, help="history of this backend or kind only")
-    rep.add_argument("--branch", default=None, help="history of this branch only")
-    rep.add_argument("--last", type=_positive, default=50, help="newest runs per series")
-    store_arg(rep)
+    series_args(rep, 50)
     rep.set_defaults(func=cmd_report)
     pub = sub.add_parser("publish", help="a static benchmarks site from the results store")
     pub.add_argument("-o", "--output", type=Path, required=True, help="the site's folder")
-    pub.add_argument("-k", default=None, help="series to include, as pytest's -k")
-    pub.add_argument("--branch", default=None, help="runs of this branch only (e.g. main)")
-    pub.add_argument(
-        "--last", type=_positive, default=200, help="newest runs per series. Default: 200"
-    )
     pub.add_argument("--title", default="Benchmarks", help="the site's title")
-    store_arg(pub)
+    series_args(pub, 200, device=False)
     pub.set_defaults(func=cmd_publish)
     mg = sub.add_parser(
         "merge", help="combine the --perf-json files of a run's shards (--perf-shard) into one"
