@@ -20,6 +20,9 @@
 * ``burnperf publish -o SITE/ [--store URL] [--last N]`` writes a static benchmarks site from
   the results store (an index with a filter, a page per benchmark with its history and change
   points, the backends compared), offline, for GitHub Pages.
+* ``burnperf merge-baselines SHARD_BASELINES... [--baselines DIR]`` adds the baselines that
+  shards recorded (each job its own ``baselines/`` folder) to one baselines directory, under its
+  lock; the same benchmark recorded differently by two shards is refused.
 * ``burnperf github --results RESULTS.json --exit-code N ...`` publishes a run in GitHub Actions
   (what ``.github/actions/burnperf`` calls): the verdict counts as step outputs, a pull-request
   comment cut to GitHub's limit, and whether this job may comment at all (not from a fork).
@@ -594,6 +597,52 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_merge_baselines(args: argparse.Namespace) -> int:
+    """The shards' recorded baselines into one baselines directory."""
+    from pytest_burnperf.storage.baselines import BaselineError, LockTimeout, collect
+
+    merged: dict[str, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]] = {}
+    origin: dict[tuple[str, str, str], Path] = {}
+    for src in args.sources:
+        try:
+            found = collect(src)
+        except BaselineError as exc:
+            raise InputError(f"{exc}; nothing was merged") from None
+        for machine_id, (machine, modules) in found.items():
+            mine = merged.setdefault(machine_id, (machine, {}))[1]
+            for module, entries in modules.items():
+                for key, entry in entries.items():
+                    where = (machine_id, module, key)
+                    old = mine.setdefault(module, {}).get(key)
+                    if old is not None and old != entry:
+                        raise InputError(
+                            f"{escape(module)}::{escape(key)} ({machine_id}) was recorded by "
+                            f"{origin[where]} and by {src}, differently: a benchmark belongs to "
+                            "one shard; nothing was merged"
+                        )
+                    mine[module][key] = entry
+                    origin[where] = src
+    if not merged:
+        raise InputError(f"no baseline files under {', '.join(map(str, args.sources))}")
+    errors = 0
+    for machine_id, (machine, modules) in sorted(merged.items()):
+        try:
+            check_machine_id(machine_id, "a machine directory")
+        except SpecError as exc:
+            raise InputError(str(exc)) from None
+        store = BaselineStore(args.baselines, machine_id)
+        try:
+            report = store.save(modules, machine or {"id": machine_id})
+        except LockTimeout as exc:
+            raise InputError(f"baselines NOT merged: {exc}") from None
+        for err in report.errors:
+            print(f"NOT merged, left untouched: {err}", file=sys.stderr)
+        errors += len(report.errors)
+        n = sum(len(v) for v in modules.values())
+        print(f"{machine_id}: {n} benchmark(s) merged into {len(report.written)} file(s)")
+    return EXIT_USAGE if errors else EXIT_OK
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
     """The store as a static site."""
     import time
@@ -738,6 +787,14 @@ def build_parser() -> argparse.ArgumentParser:
     pub.add_argument("--title", default="Benchmarks", help="the site's title")
     series_args(pub, 200, device=False)
     pub.set_defaults(func=cmd_publish)
+    mb = sub.add_parser(
+        "merge-baselines", help="add the baselines that shards recorded to a baselines directory"
+    )
+    mb.add_argument("sources", type=Path, nargs="+", help="each shard's baselines directory")
+    mb.add_argument(
+        "--baselines", type=Path, default=Path("baselines"), help="Default: ./baselines"
+    )
+    mb.set_defaults(func=cmd_merge_baselines)
     mg = sub.add_parser(
         "merge", help="combine the --perf-json files of a run's shards (--perf-shard) into one"
     )

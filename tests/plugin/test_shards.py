@@ -210,3 +210,69 @@ def test_four_shards_recorded_merged_published_and_opened_in_chromium(
     shown = chromium("--dump-dom", page.as_uri())
     assert shown.returncode == 0 and console(shown.stderr) == []
     assert shown.stdout.count('class="main-svg"') >= 2
+
+
+def test_baselines_recorded_by_shards_merge_into_one_directory(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for k in (1, 2):  # each job records into its own folder, as CI runners do
+        suite.runpytest(
+            "--perf", "--perf-update", "--perf-shard", f"{k}/2", f"--perf-baselines-dir=b{k}",
+            *FAST,
+        ).assert_outcomes(passed=6)  # fmt: skip
+    monkeypatch.chdir(suite.path)
+    assert main(["merge-baselines", "b1", "b2", "--baselines", "merged"]) == 0
+    assert "12 benchmark(s) merged into 1 file(s)" in capsys.readouterr().out
+    [path] = (suite.path / "merged").rglob("test_suite.json")
+    assert len(json.loads(path.read_text())["benchmarks"]) == 12
+    # the same benchmark recorded differently by two shards: refused, nothing written
+    [other] = (suite.path / "b1").rglob("test_suite.json")
+    [theirs] = (suite.path / "b2").rglob("test_suite.json")
+    doc, mine = json.loads(theirs.read_text()), json.loads(other.read_text())
+    key = next(iter(mine["benchmarks"]))
+    doc["benchmarks"][key] = dict(mine["benchmarks"][key], samples=[1.0, 1.0, 1.0])
+    theirs.write_text(json.dumps(doc))
+    assert main(["merge-baselines", "b1", "b2", "--baselines", "again"]) == 2
+    assert "differently: a benchmark belongs to one shard" in capsys.readouterr().err
+    assert not (suite.path / "again").exists()
+
+
+def test_shards_running_at_once_record_into_one_store(
+    suite: pytest.Pytester, tmp_path: Path
+) -> None:
+    """Two shard processes started together, recording into one SQLite store: both runs land
+    whole (the store waits for the other writer's lock)."""
+    pytest.importorskip("sqlalchemy")
+    import os
+    import sqlite3
+
+    db = tmp_path / "shared.sqlite"
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "--perf",
+                "--perf-shard",
+                f"{k}/2",
+                f"--perf-store={db}",
+                *FAST,
+            ],
+            cwd=suite.path,
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for k in (1, 2)
+    ]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    con = sqlite3.connect(db)
+    runs = con.execute("SELECT count(*) FROM burnperf_runs").fetchone()[0]
+    results = con.execute("SELECT count(*) FROM burnperf_results").fetchone()[0]
+    con.close()
+    assert (runs, results) == (2, 12)
