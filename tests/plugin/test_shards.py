@@ -141,11 +141,16 @@ def test_shards_recorded_in_one_store_carry_runner_shard_and_ci_run(
     monkeypatch.setenv("BURNPERF_RUNNER", "cpu-large")
     monkeypatch.setenv("GITHUB_RUN_ID", "4242")
     db = tmp_path / "fleet.sqlite"
+    ran = 0
     for k in (1, 2):
         # in a subprocess: pytester's in-process runs would load parts of SQLAlchemy afresh
-        suite.runpytest_subprocess(
+        result = suite.runpytest_subprocess(
             "--perf", "--perf-shard", f"{k}/2", f"--perf-store={db}", *FAST
-        ).assert_outcomes(passed=6)
+        )
+        # how many each shard holds follows the recorded wall times, which vary with the host
+        assert result.ret == 0 and result.parseoutcomes()["passed"] > 0
+        ran += result.parseoutcomes()["passed"]
+    assert ran == 12
     engine = sa.create_engine(f"sqlite:///{db}")
     with engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT machine, settings FROM burnperf_runs")).all()
@@ -215,7 +220,7 @@ def test_four_shards_recorded_merged_published_and_opened_in_chromium(
 def test_baselines_recorded_by_shards_merge_into_one_directory(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for k in (1, 2):  # each job records into its own folder, as CI runners do
+    for k in (1, 2):  # each job records into its own, empty folder (so the split is by count)
         suite.runpytest(
             "--perf", "--perf-update", "--perf-shard", f"{k}/2", f"--perf-baselines-dir=b{k}",
             *FAST,
