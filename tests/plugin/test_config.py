@@ -127,3 +127,28 @@ def test_update_baselines_is_the_alias_of_perf_update_elsewhere(pytester: pytest
     quiet = pytester.runpytest("--perf", "--perf-update", *FAST)
     quiet.assert_outcomes(passed=1)
     assert "deprecated" not in quiet.stdout.str()
+
+
+def test_a_path_option_given_apart_that_may_move_the_rootdir_is_named(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest picks the rootdir before it knows plugin options: an existing path outside the
+    project given as `--perf-baselines-dir PATH` may count as a test path. The header says so
+    and how to write it; with `=` it says nothing."""
+    pytester.makepyfile(
+        test_b=(
+            "import pytest\n\n"
+            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+            "def test_sum(perf, device, dtype):\n"
+            "    perf(sum, range(100))\n"
+        )
+    )
+    outside = pytester.path.parent / "shared-baselines"
+    outside.mkdir()
+    apart = pytester.runpytest("--perf", "--perf-baselines-dir", str(outside), *FAST)
+    apart.stdout.fnmatch_lines(
+        [f"*note: `--perf-baselines-dir {outside}` names an existing path outside*"
+         f"--perf-baselines-dir={outside}*"]
+    )  # fmt: skip
+    joined = pytester.runpytest("--perf", f"--perf-baselines-dir={outside}", *FAST)
+    assert "names an existing path outside" not in joined.stdout.str()

@@ -4,6 +4,7 @@ check, JUnit properties, and the terminal summary."""
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import sys
 from collections.abc import Callable
@@ -87,12 +88,42 @@ def header_lines(config: pytest.Config) -> list[str] | None:
         lines.append(f"burnperf: {_reference_text(state)}")
     if state.shard is not None:
         lines.append(f"burnperf: shard {state.shard[0]}/{state.shard[1]} of the selection")
+    for option, value in _separate_outside_paths(state.invocation, config.invocation_params.dir):
+        lines.append(
+            f"burnperf: note: `{option} {escape(value)}` names an existing path outside this "
+            f"directory as a separate argument; pytest may take it for a test path when it picks "
+            f"the rootdir (here {escape(str(state.rootpath))}), which renames the tests and their "
+            f"baselines: write {option}={escape(value)}"
+        )
     if state.update_alias:
         lines.append(
             f"burnperf: {UPDATE_ALIAS} is deprecated (removed in 0.2): use --perf-update, "
             "which no other plugin or conftest.py option can collide with"
         )
     return lines
+
+
+#: Options whose value is a path: given as ``--opt PATH``, pytest (which picks the rootdir
+#: before it knows a plugin's options) may count an existing PATH among the test paths.
+PATH_OPTIONS = ("--perf-store", "--perf-json", "--perf-markdown", "--perf-baselines-dir")
+
+
+def _separate_outside_paths(args: tuple[str, ...], here: Path) -> list[tuple[str, str]]:
+    """``(option, value)`` for each path option given as two arguments whose value is an
+    existing path outside ``here`` (the invocation directory)."""
+    out = []
+    for option, value in itertools.pairwise(args):
+        if option not in PATH_OPTIONS or value.startswith("-") or "://" in value:
+            continue
+        path = Path(value).expanduser()
+        full = path if path.is_absolute() else here / path
+        try:
+            outside = full.exists() and not full.resolve().is_relative_to(here.resolve())
+        except (OSError, ValueError):
+            continue
+        if outside:
+            out.append((option, value))
+    return out
 
 
 def _reference_text(state: PerfState) -> str:
