@@ -576,6 +576,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         why := target_problem(args.junit, lambda head: b'name="pytest-burnperf"' in head)
     ):
         raise InputError(f"--junit {args.junit}: {why}")
+    if any(args.output.resolve() == path.resolve() for path in args.shards):
+        raise InputError(f"-o {args.output}: is one of the shards; write the merge elsewhere")
     docs = [(str(path), _results_doc(path)) for path in args.shards]
     try:
         merged, notes = merge(docs)
@@ -624,12 +626,13 @@ def cmd_merge_baselines(args: argparse.Namespace) -> int:
                     origin[where] = src
     if not merged:
         raise InputError(f"no baseline files under {', '.join(map(str, args.sources))}")
-    errors = 0
-    for machine_id, (machine, modules) in sorted(merged.items()):
+    for machine_id in merged:  # every check before the first file is written
         try:
             check_machine_id(machine_id, "a machine directory")
         except SpecError as exc:
-            raise InputError(str(exc)) from None
+            raise InputError(f"{exc}; nothing was merged") from None
+    errors = 0
+    for machine_id, (machine, modules) in sorted(merged.items()):
         store = BaselineStore(args.baselines, machine_id)
         try:
             report = store.save(modules, machine or {"id": machine_id})

@@ -83,6 +83,15 @@ def test_two_configurations_are_an_error(loop_project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*both *benchmarks.toml and [[]tool.burnperf[]] in *; keep one"])
 
 
+#: One benchmark on numpy, for the tests of options and their names.
+SUM_MODULE = (
+    "import pytest\n\n"
+    "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+    "def test_sum(perf, device, dtype):\n"
+    "    perf(sum, range(100))\n"
+)
+
+
 def test_a_project_that_defines_update_baselines_itself_still_starts(
     pytester: pytest.Pytester,
 ) -> None:
@@ -95,10 +104,7 @@ def test_a_project_that_defines_update_baselines_itself_still_starts(
     )
     pytester.makepyfile(
         test_b=(
-            "import pytest\n\n"
-            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
-            "def test_sum(perf, device, dtype):\n"
-            "    perf(sum, range(100))\n\n"
+            SUM_MODULE + "\n"
             "def test_theirs(request):\n"
             "    assert request.config.getoption('update_baselines') is True\n"
         )
@@ -111,14 +117,7 @@ def test_a_project_that_defines_update_baselines_itself_still_starts(
 
 
 def test_update_baselines_is_the_alias_of_perf_update_elsewhere(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_b=(
-            "import pytest\n\n"
-            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
-            "def test_sum(perf, device, dtype):\n"
-            "    perf(sum, range(100))\n"
-        )
-    )
+    pytester.makepyfile(test_b=SUM_MODULE)
     result = pytester.runpytest("--perf", "--update-baselines", *FAST)
     result.assert_outcomes(passed=1)
     assert list(pytester.path.glob("baselines/*/test_b.json"))
@@ -135,14 +134,7 @@ def test_a_path_option_given_apart_that_may_move_the_rootdir_is_named(
     """pytest picks the rootdir before it knows plugin options: an existing path outside the
     project given as `--perf-baselines-dir PATH` may count as a test path. The header says so
     and how to write it; with `=` it says nothing."""
-    pytester.makepyfile(
-        test_b=(
-            "import pytest\n\n"
-            "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
-            "def test_sum(perf, device, dtype):\n"
-            "    perf(sum, range(100))\n"
-        )
-    )
+    pytester.makepyfile(test_b=SUM_MODULE)
     outside = pytester.path.parent / "shared-baselines"
     outside.mkdir()
     apart = pytester.runpytest("--perf", "--perf-baselines-dir", str(outside), *FAST)

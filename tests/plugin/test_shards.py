@@ -113,6 +113,10 @@ def test_merge_refuses_what_is_not_one_run_and_keeps_a_retried_shard_once(
     assert "not shards of one run: the shard count differs" in capsys.readouterr().err
     assert main(["merge", "s1.json", "whole.json", "-o", "m.json"]) == 2
     assert "whole.json: not a shard's results" in capsys.readouterr().err
+    before = (suite.path / "s1.json").read_bytes()
+    assert main(["merge", "s1.json", "s2.json", "-o", "s1.json"]) == 2
+    assert "is one of the shards" in capsys.readouterr().err
+    assert (suite.path / "s1.json").read_bytes() == before
     code = main(["merge", "s1.json", "s2.json", "s2-retry.json", "-o", "m.json"])
     out = capsys.readouterr().out
     assert code in (0, 1) and "shard 2 given twice" in out

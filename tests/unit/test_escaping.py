@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 from pytest_burnperf.report import csv as csv_report
 from pytest_burnperf.report import markdown
-from pytest_burnperf.report.terminal import table
+from pytest_burnperf.report.terminal import table_rows
 
 from .test_report_markdown import DOC, result
 from .test_table import result as table_result
@@ -16,6 +17,11 @@ from .test_table import result as table_result
 HOSTILE = (
     "test_x[@alice https://evil.example www.evil.example a\\|b \x1b[2J =1+1\r\nperf: 9 unchanged]"
 )
+
+
+def table(results: list[Any], **how: Any) -> list[str]:
+    """The table's text lines, without each row's verdict."""
+    return [line for line, _ in table_rows(results, **how)]
 
 
 def test_markdown_names_ping_no_one_link_nothing_and_keep_the_table() -> None:

@@ -3,11 +3,18 @@ sorting and grouping; long notes wrapped."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.settings import COLUMN_KEYS, Settings
 from pytest_burnperf.core.timing import Sample
 from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Verdict
-from pytest_burnperf.report.terminal import ESSENTIAL, HEADERS, table, wrap
+from pytest_burnperf.report.terminal import ESSENTIAL, HEADERS, table_rows, wrap
+
+
+def table(results: list[Any], **how: Any) -> list[str]:
+    """The table's text lines, without each row's verdict."""
+    return [line for line, _ in table_rows(results, **how)]
 
 
 def result(name: str, device: str, dtype: str, median: float, status: str, ratio: float) -> Result:

@@ -102,14 +102,7 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
         "comparisons": shard.get("comparisons"),
         "merged_from": [by_index[k][0] for k in sorted(by_index)],
     }
-    cov = coverage(
-        (
-            str(r.get("test")),
-            str((r.get("verdict") or {}).get("status", "")),
-            str((r.get("verdict") or {}).get("reason", "")),
-        )
-        for r in results
-    )
+    cov = coverage(_cases(results))
     minimum = _get(base, ("coverage", "min_share"))
     advice = list(
         dict.fromkeys(
@@ -133,6 +126,18 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
     return merged, notes
 
 
+def _cases(results: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """``(test, status, reason)`` of each result, as :func:`core.coverage.coverage` counts them."""
+    return [
+        (
+            str(r.get("test")),
+            str((r.get("verdict") or {}).get("status", "")),
+            str((r.get("verdict") or {}).get("reason", "")),
+        )
+        for r in results
+    ]
+
+
 def verdict(merged: Mapping[str, Any]) -> tuple[int, str]:
     """The merged run's exit code (0, or 1 for a regression or a run that judged too little)
     and its summary line."""
@@ -145,13 +150,7 @@ def verdict(merged: Mapping[str, Any]) -> tuple[int, str]:
     judged = f"judged {cov.get('judged', 0)} of {cov.get('total', 0)}"
     short = None
     if isinstance(minimum, (int, float)) and minimum > 0:
-        short = shortfall(
-            coverage(
-                (str(r.get("test")), s, str((r.get("verdict") or {}).get("reason", "")))
-                for r, s in zip(results, status, strict=True)
-            ),
-            float(minimum),
-        )
+        short = shortfall(coverage(_cases(results)), float(minimum))
     bad = counts.get("regressed", 0) + counts.get("failed", 0)
     line = f"{text}; {judged}" + (f"; {short}" if short else "")
     return (1 if bad or short else 0), line

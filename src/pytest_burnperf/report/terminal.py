@@ -173,24 +173,6 @@ def _cell(text: str, n: int, right: bool) -> str:
     return text.rjust(n) if right else text.ljust(n)
 
 
-def table(
-    results: Sequence[Result],
-    *,
-    columns: Sequence[str] | None = None,
-    width: int | None = None,
-    sort: str | None = None,
-    group_by: str | None = None,
-    verbose: bool = False,
-) -> list[str]:
-    """The results table, as text lines (:func:`table_rows` with each row's verdict)."""
-    return [
-        line
-        for line, _ in table_rows(
-            results, columns=columns, width=width, sort=sort, group_by=group_by, verbose=verbose
-        )
-    ]
-
-
 def table_rows(
     results: Sequence[Result],
     *,
