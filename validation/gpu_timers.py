@@ -10,8 +10,12 @@ The same kernels timed by each tool, in alternating order, several repetitions e
 * ``burnperf-flush``    - one call per sample after an L2 flush (``flush_l2=True``), the shape
                           of ``do_bench``;
 * ``burnperf-host``     - the host clock around the loop and a synchronise (``timer="host"``);
+* ``burnperf-graph``    - the calls captured into a CUDA graph, events around each replay
+                          (``timer="graph"``);
 * ``do_bench``          - ``triton.testing.do_bench(fn, return_mode="median")`` (clears the L2
                           before every call, events around each call);
+* ``do_bench_cudagraph``- ``triton.testing.do_bench_cudagraph(fn, return_mode="median")`` on a
+                          side stream (a graph of ~20 ms of calls, replayed 10 times);
 * ``torch-timer``       - ``torch.utils.benchmark.Timer(...).blocked_autorange()`` median (host
                           clock, one synchronise per block);
 * ``cupyx``             - ``cupyx.profiler.benchmark`` GPU times (the cupy kernels only);
@@ -72,7 +76,13 @@ def torch_kernels(torch: Any) -> dict[str, Callable[[], Any]]:
 
 
 def run_burnperf(
-    device: TorchDevice, fn: Callable[[], Any], *, pad: bool, flush: bool, host: bool
+    device: TorchDevice,
+    fn: Callable[[], Any],
+    *,
+    pad: bool,
+    flush: bool,
+    host: bool,
+    graph: bool = False,
 ) -> float:
     if host:
         timer = None
@@ -93,6 +103,7 @@ def run_burnperf(
         sync=device.sync,
         timer=timer,
         flush=device.l2_flusher() if flush else None,
+        capture=device.graph_capture() if graph else None,
     )
     LAST["host"] = statistics.median(sample.host_values) if sample.host_values else None
     LAST["loops"] = sample.loops
@@ -107,6 +118,13 @@ def run_do_bench(fn: Callable[[], Any]) -> float:
     import triton.testing
 
     return float(triton.testing.do_bench(fn, return_mode="median")) * 1e-3
+
+
+def run_do_bench_cudagraph(torch: Any, fn: Callable[[], Any]) -> float:
+    import triton.testing
+
+    with torch.cuda.stream(torch.cuda.Stream()):  # older tritons refuse the default stream
+        return float(triton.testing.do_bench_cudagraph(fn, return_mode="median")) * 1e-3
 
 
 def run_torch_timer(torch: Any, fn: Callable[[], Any]) -> float:
@@ -151,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         "burnperf-nopad": lambda f: run_burnperf(device, f, pad=False, flush=False, host=False),
         "burnperf-flush": lambda f: run_burnperf(device, f, pad=True, flush=True, host=False),
         "burnperf-host": lambda f: run_burnperf(device, f, pad=False, flush=False, host=True),
+        "burnperf-graph": lambda f: run_burnperf(
+            device, f, pad=True, flush=False, host=False, graph=True
+        ),
         "do_bench": run_do_bench,
+        "do_bench_cudagraph": lambda f: run_do_bench_cudagraph(torch, f),
         "torch-timer": lambda f: run_torch_timer(torch, f),
     }
     rows: list[dict[str, Any]] = []

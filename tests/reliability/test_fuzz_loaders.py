@@ -89,7 +89,7 @@ def _check_loaded(benchmarks: dict[str, Any]) -> None:
             assert isinstance(v, (int, float)) and not isinstance(v, bool)
             assert math.isfinite(v) and MIN_SECONDS <= v <= MAX_SECONDS
         assert entry.get("l2_flush") in (None, True, False)
-        assert entry.get("timer") in (None, "host", "device")
+        assert entry.get("timer") in (None, "host", "device", "graph")
 
 
 FUZZ = settings(

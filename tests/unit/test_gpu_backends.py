@@ -8,12 +8,15 @@ library does not have (cupy's events have no ``elapsed_time``) fails here, not o
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
 
+from pytest_burnperf.core.timing import GraphCaptureError
 from pytest_burnperf.devices import cupy_backend, torch_backend
 from pytest_burnperf.devices.base import (
     FOREIGN_MIN_S,
@@ -23,6 +26,7 @@ from pytest_burnperf.devices.base import (
     SleepPad,
     device_error,
     flush_bytes,
+    graph_unsupported,
     timer_messages,
 )
 
@@ -40,7 +44,7 @@ def unfaithful(fake: Any, real: Any, path: str) -> list[str]:
     for name, value in vars(fake).items():
         if name in HELPERS or (name.startswith("__") and name not in API_DUNDERS):
             continue
-        if name in ("clock_ms", "records", "launches", "log"):  # class-level logs of the fakes
+        if name in ("clock_ms", "records", "launches", "log", "invalidate"):  # the fakes' state
             continue
         if not hasattr(real, name):
             missing.append(f"{path}.{name}")
@@ -293,9 +297,55 @@ def fake_cuda_device(log: list[str]) -> type:
     return Device
 
 
+class FakeTorchStream:
+    """torch.cuda.Stream: logs what waits for what (into the fake module's log)."""
+
+    log: ClassVar[list[str]] = []
+
+    def __init__(self, device: Any = None, name: str = "side") -> None:
+        self.name = name
+
+    def wait_stream(self, stream: FakeTorchStream) -> None:
+        FakeTorchStream.log.append(f"{self.name} waits for {stream.name}")
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class FakeCUDAGraph:
+    """torch.cuda.CUDAGraph: replays log themselves."""
+
+    def replay(self) -> None:
+        FakeTorchStream.log.append("replay")
+
+
+class FakeGraphCapture:
+    """torch.cuda.graph(g, stream=s): logs the capture's start and end; an error inside ends
+    the capture and propagates, as torch's does."""
+
+    def __init__(self, cuda_graph: Any, pool: Any = None, stream: Any = None) -> None:
+        assert isinstance(cuda_graph, FakeCUDAGraph)
+        self.stream = stream
+
+    def __enter__(self) -> None:
+        FakeTorchStream.log.append(f"capture on {self.stream}")
+
+    def __exit__(self, *exc: object) -> None:
+        FakeTorchStream.log.append("capture end")
+
+
+@contextlib.contextmanager
+def fake_stream_context(stream: FakeTorchStream) -> Iterator[None]:
+    """torch.cuda.stream(s): ``s`` current inside."""
+    FakeTorchStream.log.append(f"on {stream}")
+    yield
+    FakeTorchStream.log.append(f"off {stream}")
+
+
 def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
-    mem = {"allocated": 100, "peak": 100}
+    mem = {"allocated": 100, "peak": 100, "driver": 2**20}
     log: list[str] = []
+    current = FakeTorchStream(name="current")
     props = SimpleNamespace(
         total_memory=80 * 2**30,
         multi_processor_count=132,
@@ -320,7 +370,11 @@ def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
             get_device_name=lambda i: "Fake GPU",
             get_device_properties=lambda i: props,
             Event=FakeTorchEvent,
-            current_stream=lambda device=None: ("stream", device),
+            current_stream=lambda device=None: current,
+            Stream=FakeTorchStream,
+            stream=fake_stream_context,
+            CUDAGraph=FakeCUDAGraph,
+            graph=FakeGraphCapture,
             _sleep=lambda cycles: log.append(f"sleep {cycles}"),
             device=fake_cuda_device(log),
             synchronize=lambda dev=None: None,
@@ -329,6 +383,11 @@ def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
             max_memory_allocated=lambda dev: mem["peak"],
         ),
         backends=SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False)),
+        mps=SimpleNamespace(
+            synchronize=lambda: log.append("mps sync"),
+            empty_cache=lambda: log.append("mps empty"),
+            driver_allocated_memory=lambda: mem["driver"],
+        ),
         _mem=mem,
         _log=log,
     )
@@ -394,6 +453,17 @@ def test_metal_is_timed_on_the_host_clock() -> None:
     metal = next(d for d in torch_backend.probe(torch).devices if d.kind == "metal")
     assert metal.timer() is None
     assert "driver" in metal.memory_meter
+
+    def call() -> None:  # the driver's allocation grows by 3 MiB
+        torch._mem["driver"] += 3 * 2**20
+
+    assert metal.peak_memory(call) == 3 * 2**20
+    assert torch._log == ["mps sync", "mps empty", "mps sync"]
+    metal.sync()
+    assert torch._log[-1] == "mps sync"
+    assert (
+        metal.graph_capture() is None and metal.unsupported("f64") == "Metal (MPS) has no float64"
+    )
 
 
 def test_torch_cuda_timer_pads_with_sleep_and_runs_inside_its_device() -> None:
@@ -498,6 +568,57 @@ def _memory_hook_base() -> type:
     return cupy.cuda.MemoryHook  # type: ignore[no-any-return]
 
 
+class FakeCupyGraph:
+    """cupy.cuda.Graph: launches log themselves."""
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+
+    def launch(self, stream: Any = None) -> None:
+        FakeCupyStream.log.append(f"launch {self.calls}")
+
+
+class FakeCupyStream:
+    """cupy.cuda.Stream: events, waits, ``with`` and stream capture, logged."""
+
+    log: ClassVar[list[str]] = []
+    invalidate: ClassVar[bool] = False
+
+    def __init__(self, null: bool = False, non_blocking: bool = False) -> None:
+        self.name = "current" if null else "side"
+        self.capturing = False
+        self.mark = 0
+
+    def record(self, event: Any = None) -> str:
+        return f"event on {self.name}"
+
+    def wait_event(self, event: str) -> None:
+        FakeCupyStream.log.append(f"{self.name} waits for {event}")
+
+    def __enter__(self) -> FakeCupyStream:
+        FakeCupyStream.log.append(f"on {self.name}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        FakeCupyStream.log.append(f"off {self.name}")
+
+    def begin_capture(self, mode: Any = None) -> None:
+        FakeCupyStream.log.append(f"capture on {self.name}")
+        self.capturing = True
+        self.mark = len(FakeCupyStream.log)
+
+    def end_capture(self) -> FakeCupyGraph:
+        self.capturing = False
+        calls = FakeCupyStream.log[self.mark :].count("body")
+        FakeCupyStream.log.append("capture end")
+        if FakeCupyStream.invalidate:
+            raise RuntimeError("cudaErrorStreamCaptureInvalidated: operation failed")
+        return FakeCupyGraph(calls)
+
+
+FAKE_CUPY_CURRENT = FakeCupyStream(null=True)
+
+
 def fake_cupy(*, count: int | Exception, hip: bool = False) -> SimpleNamespace:
     def get_count() -> int:
         if isinstance(count, Exception):
@@ -525,7 +646,9 @@ def fake_cupy(*, count: int | Exception, hip: bool = False) -> SimpleNamespace:
             runtime=runtime,
             Device=FakeCupyDevice,
             Event=FakeCupyEvent,
-            get_current_stream=lambda: "cupy-stream",
+            get_current_stream=lambda: FAKE_CUPY_CURRENT,
+            Stream=FakeCupyStream,
+            Graph=FakeCupyGraph,
             get_elapsed_time=cupy_elapsed,
             MemoryHook=_memory_hook_base(),
         ),
@@ -577,7 +700,7 @@ def test_cupy_timer_reads_the_span_with_get_elapsed_time_behind_a_spin_pad() -> 
     assert timer.stop() == pytest.approx(0.25e-3)
     # the calibration spin (1e6 cycles) and the pad (50 us at the measured 1 GHz)
     assert [launch[2][0] for launch in FakeRawKernel.launches] == [1_000_000, 50_000]
-    assert FakeCupyEvent.records[-2:] == ["cupy-stream", "cupy-stream"]
+    assert FakeCupyEvent.records[-2:] == [FAKE_CUPY_CURRENT] * 2
 
 
 def test_cupy_times_meters_and_flushes_inside_its_device() -> None:
@@ -650,3 +773,117 @@ def test_torchs_structured_trace_stays_out_of_pytests_captured_log(
     torch_backend.quiet_structured_trace()
     torch_backend.quiet_structured_trace()  # idempotent
     assert not logger.filter(record) and len(logger.filters) == 1
+
+
+def test_torch_captures_a_graph_on_a_side_stream_warmed_up_there() -> None:
+    """torch.cuda.graph on a side stream that waited for the current one, after the calls ran
+    once there (lazy per-stream setup such as cuBLAS workspaces is illegal inside a capture);
+    the current stream waits for the warm-up; the graph replays where the timer's events are."""
+    gpu = torch_backend.probe(fake_torch_gpu()).devices[1]
+    assert gpu.graph_unsupported() is None and graph_unsupported(gpu) is None
+    capture = gpu.graph_capture()
+    assert capture is not None
+    FakeTorchStream.log.clear()
+    replay = capture(lambda: FakeTorchStream.log.append("body"))
+    assert FakeTorchStream.log == [
+        "side waits for current",
+        "on side",
+        "body",
+        "off side",
+        "current waits for side",
+        "capture on side",
+        "body",
+        "capture end",
+    ]
+    replay()
+    assert FakeTorchStream.log[-1] == "replay"
+
+
+def test_a_torch_capture_failure_says_what_to_do_and_is_not_a_device_fault() -> None:
+    gpu = torch_backend.probe(fake_torch_gpu()).devices[1]
+    capture = gpu.graph_capture()
+    assert capture is not None
+    state = {"capturing": False}
+
+    def body() -> None:  # .item() inside: fine eagerly, illegal while capturing
+        if state["capturing"]:
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+        state["capturing"] = True
+
+    with pytest.raises(GraphCaptureError) as caught:
+        capture(body)
+    text = str(caught.value)
+    assert "could not be captured into a CUDA graph (RuntimeError: CUDA error: operation" in text
+    assert ".item()" in text and "timer='device'" in text
+    assert FakeTorchStream.log[-1] == "capture end"  # the capture was ended
+    assert device_error(caught.value) is None  # the GPU stays usable: not a sticky fault
+
+
+def test_devices_without_graphs_say_why() -> None:
+    torch = fake_torch_gpu()
+    found = torch_backend.probe(torch).devices
+    cpu = found[0]
+    assert cpu.graph_capture() is None
+    assert cpu.graph_unsupported() == (
+        "torch-cpu has no device graphs (timer='graph' captures CUDA graphs: torch on CUDA or "
+        "ROCm, cupy on CUDA)"
+    )
+    del torch.cuda.CUDAGraph  # an old or unusual torch build
+    gpu = torch_backend.probe(torch).devices[1]
+    assert gpu.graph_capture() is None
+    assert "torch 9.9.9 has no torch.cuda.CUDAGraph" in str(gpu.graph_unsupported())
+    hip = torch_backend.probe(fake_torch_gpu(hip="6.2")).devices[1]
+    assert hip.graph_unsupported() is None  # torch's HIP builds capture HIP graphs
+    assert cupy_backend.probe(fake_cupy(count=1, hip=True)).devices[0].graph_capture() is None
+    assert "not supported on HIP" in str(
+        cupy_backend.probe(fake_cupy(count=1, hip=True)).devices[0].graph_unsupported()
+    )
+    own = SimpleNamespace(id="mylib-gpu0")  # a project's own device without the method
+    assert "mylib-gpu0 has no device graphs" in str(graph_unsupported(own))
+    cupy = pytest.importorskip("cupy")  # the reason stands on cupy's own documentation
+    assert "not supported on HIP" in str(cupy.cuda.Stream.begin_capture.__doc__)
+
+
+def test_cupy_captures_a_graph_on_a_side_stream_warmed_up_there() -> None:
+    gpu = cupy_backend.probe(fake_cupy(count=1)).devices[0]
+    capture = gpu.graph_capture()
+    assert capture is not None
+    FakeCupyStream.log.clear()
+    replay = capture(lambda: FakeCupyStream.log.append("body"))
+    assert FakeCupyStream.log == [
+        "side waits for event on current",
+        "on side",
+        "body",
+        "off side",
+        "current waits for event on side",
+        "on side",
+        "capture on side",
+        "body",
+        "capture end",
+        "off side",
+    ]
+    replay()
+    assert FakeCupyStream.log[-1] == "launch 1"
+
+
+def test_a_cupy_capture_that_fails_is_ended_and_reported() -> None:
+    gpu = cupy_backend.probe(fake_cupy(count=1)).devices[0]
+    capture = gpu.graph_capture()
+    assert capture is not None
+    state = {"calls": 0}
+
+    def body() -> None:
+        state["calls"] += 1
+        if state["calls"] == 2:  # inside the capture
+            raise RuntimeError("cudaErrorStreamCaptureUnsupported: operation not permitted")
+
+    FakeCupyStream.log.clear()
+    with pytest.raises(GraphCaptureError, match=r"captured into a CUDA graph \(RuntimeError"):
+        capture(body)
+    assert "capture end" in FakeCupyStream.log  # the stream left capture mode
+    FakeCupyStream.invalidate = True  # a sync inside: the capture is invalidated at its end
+    try:
+        with pytest.raises(GraphCaptureError, match="StreamCaptureInvalidated"):
+            capture(lambda: None)
+    finally:
+        FakeCupyStream.invalidate = False

@@ -92,3 +92,36 @@ def test_the_header_names_non_default_modes() -> None:
     assert lines == [
         "precision modes on torch-cuda0 (not the library defaults): cudnn.benchmark=True"
     ]
+
+
+def test_the_header_names_each_gpus_class() -> None:
+    from pytest_burnperf.report.terminal import device_lines
+
+    h100 = {
+        "kind": "cuda",
+        "name": "NVIDIA H100 80GB HBM3",
+        "compute_units": 132,
+        "memory_bytes": 85_029_158_912,
+        "capability": "9.0",
+        "runtime": "CUDA 12.8",
+        "nvml_driver": "570.124.06",
+        "max_sm_clock_mhz": 1980,
+    }
+    cpu = {"kind": "cpu", "name": "AMD EPYC", "cpu": {"vendor": "AuthenticAMD"}}
+    pocl = {"kind": "opencl", "name": "pthread-AMD EPYC", "cpu": {"vendor": "AuthenticAMD"}}
+
+    def result(device: str, fp: dict[str, object]) -> SimpleNamespace:
+        return SimpleNamespace(device_id=device, fingerprint=fp)
+
+    lines = device_lines(
+        [
+            result("torch-cuda0", h100),
+            result("torch-cuda0", h100),
+            result("numpy-cpu", cpu),
+            result("opencl-pocl-cpu0", pocl),  # computes on the host CPU: the machine line
+        ]
+    )
+    assert lines == [
+        "device torch-cuda0: NVIDIA H100 80GB HBM3, 132 compute units, 79.2 GiB, capability "
+        "9.0 (CUDA 12.8, driver 570.124.06, max SM clock 1980 MHz)"
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_burnperf.core.timing import HostTimer, Sample, Timer, measure, measure_pedantic
@@ -181,3 +183,139 @@ def test_cpu_share_and_watch_cover_the_samples_only() -> None:
     assert len(seen) == 2 and seen[1] - seen[0] == 5_000_000  # the five samples, no warm-up
     _, plain = _measure(fn, samples=3, warmup=0.0, min_time=0.0, clock=clock)
     assert plain.cpu_share is None
+
+
+class GraphMachine(Machine):
+    """A GPU with CUDA graphs, in fake time. Eager calls: the host spends ``host_ns`` queueing
+    each, and the device, which waits for it, spends the larger of that and ``device_ns``.
+    ``capture`` records the calls a body queues without running them; a replay runs them back
+    to back (``device_ns`` each) for one graph launch of ``launch_ns`` on the host."""
+
+    def __init__(self, host_ns: int, device_ns: int, launch_ns: int = 5000) -> None:
+        super().__init__(host_ns, device_ns)
+        self.launch_ns = launch_ns
+        self.capturing = False
+        self.captured: list[int] = []  # calls held by each graph captured
+        self.replays = 0
+        self.fail_with: Exception | None = None
+
+    def work(self) -> str:
+        if self.capturing:
+            self.log.append("captured")
+            return "static-out"
+        self.now += self.host_ns
+        self.device_work += max(self.device_ns, self.host_ns)
+        self.log.append("call")
+        return "out"
+
+    def capture(self, body: Any) -> Any:
+        if self.fail_with is not None:
+            raise self.fail_with
+        before = len(self.log)
+        self.capturing = True
+        try:
+            body()
+        finally:
+            self.capturing = False
+        calls = len(self.log) - before
+        del self.log[before:]
+        self.captured.append(calls)
+
+        def replay() -> None:
+            self.replays += 1
+            self.log.append("replay")
+            self.now += self.launch_ns
+            self.device_work += calls * self.device_ns
+
+        return replay
+
+
+def test_graph_samples_are_replays_sized_from_a_timed_replay() -> None:
+    """A launch-bound chain: 20 us to queue a call the device runs in 2 us. Eager device spans
+    say 20 us a call (the device waits for the host), so the first graph holds 50 calls for a
+    1 ms sample; its replay shows 2 us a call, and the graph is captured again with 500."""
+    m = GraphMachine(host_ns=20_000, device_ns=2_000)
+    result, sample = measure(
+        m.work,
+        samples=5,
+        warmup=0.0,
+        min_time=1e-3,
+        clock=m.clock,
+        timer=DeviceClock(m),
+        capture=m.capture,
+    )
+    first, second = m.captured
+    assert first == 50 and second in (500, 501)  # 1 ms / 2 us, rounded up in floating point
+    assert sample.timer == "graph" and sample.loops == second
+    assert sample.values == pytest.approx((2e-6,) * 5)  # the device's own time per call
+    assert sample.host_values == pytest.approx((5e-6 / second,) * 5)  # one launch, shared
+    # each graph's first launch uploads it, untimed; one timed replay sized the second graph
+    assert m.replays == 1 + 1 + 1 + 5
+    assert m.log.count("call") == 2  # eager: the untimed first call and one timed warm-up call
+    assert result == "static-out"  # the captured calls' output, which each replay refreshes
+
+
+def test_a_graph_that_already_holds_enough_calls_is_not_captured_again() -> None:
+    m = GraphMachine(host_ns=1_000, device_ns=10_000)  # device-bound: eager time is true
+    _, sample = measure(
+        m.work,
+        samples=3,
+        warmup=0.0,
+        min_time=1e-4,
+        clock=m.clock,
+        timer=DeviceClock(m),
+        capture=m.capture,
+    )
+    assert m.captured == [10] and sample.loops == 10
+    assert sample.values == pytest.approx((1e-5,) * 3)
+
+
+def test_a_graph_never_holds_more_than_the_cap() -> None:
+    from pytest_burnperf.core.timing import MAX_GRAPH_CALLS
+
+    m = GraphMachine(host_ns=1_000, device_ns=1)  # 1 ns a call: a 1 s sample wants 1e9 calls
+    _, sample = measure(
+        m.work,
+        samples=2,
+        warmup=0.0,
+        min_time=1.0,
+        clock=m.clock,
+        timer=DeviceClock(m),
+        capture=m.capture,
+    )
+    assert m.captured == [MAX_GRAPH_CALLS] and sample.loops == MAX_GRAPH_CALLS
+
+
+def test_with_an_l2_flush_each_graph_replay_is_one_call_after_the_flush() -> None:
+    m = GraphMachine(host_ns=20_000, device_ns=2_000)
+    _, sample = measure(
+        m.work,
+        samples=3,
+        warmup=0.0,
+        min_time=1e-3,
+        clock=m.clock,
+        timer=DeviceClock(m),
+        flush=m.flush,
+        capture=m.capture,
+    )
+    assert m.captured == [1] and sample.loops == 1 and sample.l2_flush
+    assert m.log[-6:] == ["flush", "replay"] * 3  # the flush is outside the graph, untimed
+    assert sample.values == pytest.approx((2e-6,) * 3)
+
+
+def test_a_capture_failure_reaches_the_caller() -> None:
+    from pytest_burnperf.core.timing import GraphCaptureError
+
+    m = GraphMachine(host_ns=1_000, device_ns=1_000)
+    m.fail_with = GraphCaptureError("its calls could not be captured")
+    with pytest.raises(GraphCaptureError, match="could not be captured"):
+        measure(
+            m.work,
+            samples=3,
+            warmup=0.0,
+            min_time=1e-4,
+            clock=m.clock,
+            timer=DeviceClock(m),
+            capture=m.capture,
+        )
+    assert Sample(values=(1.0,), loops=1, warmup_calls=1, timer="graph").timer == "graph"

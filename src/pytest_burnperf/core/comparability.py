@@ -151,12 +151,21 @@ def comparability(
     return None, tuple(notes)
 
 
+#: The clocks of ``timing.SAMPLE_TIMERS``, in words.
+CLOCKS = {
+    "host": "the host clock",
+    "device": "the device clock",
+    "graph": "the device clock around CUDA-graph replays",
+}
+
+
 def regime_difference(baseline: Mapping[str, Any], timer: str, l2_flush: bool) -> str | None:
     """Why a baseline measured with another clock or cache regime cannot be compared, or None."""
     old_timer = baseline.get("timer", "host")
     if old_timer != timer:
         return (
-            f"baseline timed with the {old_timer} clock, this run with the {timer} clock: "
+            f"baseline timed with {CLOCKS.get(old_timer, old_timer)}, this run with "
+            f"{CLOCKS.get(timer, timer)}: "
             "not compared; record a new baseline with --perf-update, or set timer="
             f"{old_timer!r} on the marker (or --perf-timer {old_timer})"
         )

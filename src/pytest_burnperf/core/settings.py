@@ -31,8 +31,9 @@ DTYPES: dict[str, int] = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i6
 
 #: Clocks a sample can come from. ``device``: the device's own events (CUDA/HIP events, OpenCL
 #: profiling, Vulkan timestamp queries) where it has them, else the host clock; ``host``: wall time
-#: on the host, bracketed by ``device.sync()``.
-TIMERS: tuple[str, ...] = ("device", "host")
+#: on the host, bracketed by ``device.sync()``; ``graph``: the device's events around the replay
+#: of a CUDA graph the calls were captured into (devices without graphs skip it).
+TIMERS: tuple[str, ...] = ("device", "host", "graph")
 
 _DEVICE_ID = re.compile(r"^(?P<lib>[a-z]+)-(?P<rest>[a-z0-9][a-z0-9_.-]*)$")
 

@@ -16,6 +16,15 @@ estimate that sizes the loop either, however long the first call takes. With ``f
 L2-cache flush), every sample is a single call preceded by an untimed flush. With ``meter`` (a
 device's peak-memory meter), the second call runs under the meter, untimed. The garbage
 collector is off while timing and back to its previous state afterwards.
+
+Graph timing (``timer='graph'``, ``measure(capture=...)``): after the same warm-up, ``loops``
+calls are captured once into a device graph (a CUDA graph) and every sample is one replay of
+it between device events, divided by ``loops``: the device runs the calls back to back, with no
+host launch between them, as ``triton.testing.do_bench_cudagraph`` times them. The loop is
+sized twice: from the warm-up's device time, then from a timed replay of that first graph (a
+launch-bound function's eager calls overstate what it costs the device); the graph is captured
+again when the replay shows more calls are needed, up to :data:`MAX_GRAPH_CALLS`. With
+``flush`` every graph holds one call and the flush runs, untimed, before each replay.
 """
 
 from __future__ import annotations
@@ -51,6 +60,13 @@ SETTLE_TOLERANCE = 0.02
 #: the sample cap, or the time budget.
 STOPS = ("fixed", "precise", "cap", "budget")
 
+#: The clocks a sample can be taken with: the host's wall time, the device's own events, or the
+#: device's events around the replay of a captured graph.
+SAMPLE_TIMERS = ("host", "device", "graph")
+
+#: A graph never holds more calls than this: capture and instantiation time grow with its nodes.
+MAX_GRAPH_CALLS = 10_000
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -85,8 +101,8 @@ class Sample:
             raise ValueError("Sample host_values must have one value per sample")
         if self.loops < 1:
             raise ValueError(f"Sample loops must be >= 1, got {self.loops!r}")
-        if self.timer not in ("host", "device"):
-            raise ValueError(f"Sample timer must be 'host' or 'device', got {self.timer!r}")
+        if self.timer not in SAMPLE_TIMERS:
+            raise ValueError(f"Sample timer must be one of {SAMPLE_TIMERS}, got {self.timer!r}")
         if self.stopped not in STOPS:
             raise ValueError(f"Sample stopped must be one of {STOPS}, got {self.stopped!r}")
 
@@ -105,6 +121,16 @@ class Timer(Protocol):
 
 #: Runs a call once and returns the peak bytes it allocated (None where it cannot tell).
 Meter = Callable[[Callable[[], Any]], "int | None"]
+
+#: Captures the calls ``body()`` queues into a device graph and returns what replays it on the
+#: current stream (``Device.graph_capture()``); raises :class:`GraphCaptureError` when the calls
+#: cannot be captured.
+Capture = Callable[[Callable[[], None]], Callable[[], Any]]
+
+
+class GraphCaptureError(RuntimeError):
+    """The benchmarked function could not be captured into a device graph (it waits for the
+    device, copies to the host, or calls something graphs do not support)."""
 
 
 class HostTimer:
@@ -228,6 +254,7 @@ def measure(
     watch: Callable[[], Any] | None = None,
     settle: bool = False,
     turns: TurnTaker | None = None,
+    capture: Capture | None = None,
 ) -> tuple[Any, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
@@ -257,6 +284,9 @@ def measure(
     ``max_samples``, ``max_time`` counted over this side's windows only) are checked after each
     window; the process keeps the turn after the last. ``watch`` is called at the start and end
     of every window, so the host state covers this side's windows, not the other side's.
+    With ``capture`` (a device's graph capture, with its device ``timer``), the samples are
+    replays of a graph of ``loops`` calls (see the module's docstring); the sample's timer is
+    ``"graph"``.
     Returns the result of the last call and the :class:`Sample`.
     """
     __tracebackhide__ = True
@@ -293,7 +323,7 @@ def measure(
     deadline = warm_start + int(warmup / NS)
     settle_from = warm_start + int(warmup * SETTLE_SHARE / NS) if settle else None
     warm_times: list[float] = []
-    best = math.inf
+    best = best_device = math.inf
     while True:
         before()
         elapsed, wall = clocks.span(call_once)
@@ -301,6 +331,7 @@ def measure(
         # queue than to run, and a sample must not queue more than the host can in the minimum
         # time (more overflows the launch queue, and the device then waits for the host)
         best = min(best, max(elapsed, wall) if clocks.padded else elapsed)
+        best_device = min(best_device, elapsed)
         calls += 1
         now = clock()
         if now >= deadline or calls >= MAX_WARMUP_CALLS:
@@ -317,6 +348,10 @@ def measure(
         for _ in range(loops):
             result = fn(*args, **kw)
 
+    run: Callable[[], Any] = call_loops
+    if capture is not None:
+        run, loops = _graph(capture, call_once, clocks, before, best_device, min_time, flush)
+
     values: list[float] = []
     host: list[float] = []
 
@@ -324,7 +359,7 @@ def measure(
         __tracebackhide__ = True  # pytest shows the user's frames, not these
         for _ in range(count):
             before()
-            elapsed, wall = clocks.span(call_loops)
+            elapsed, wall = clocks.span(run)
             values.append(elapsed / loops)
             host.append(wall / loops)
 
@@ -336,7 +371,7 @@ def measure(
             values=tuple(values),
             loops=loops,
             warmup_calls=calls,
-            timer=clocks.timer.name,
+            timer="graph" if capture is not None else clocks.timer.name,
             mode="auto",
             host_values=tuple(host) if clocks.dual else None,
             l2_flush=flush is not None,
@@ -379,6 +414,48 @@ def measure(
     if watch is not None:
         watch()
     return result, sample(stopped)
+
+
+def _repeat(call: Callable[[], None], n: int) -> Callable[[], None]:
+    def body() -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
+        for _ in range(n):
+            call()
+
+    return body
+
+
+def _graph(
+    capture: Capture,
+    call: Callable[[], None],
+    clocks: _Clocks,
+    before: Callable[[], None],
+    per_call: float,
+    min_time: float,
+    flush: Callable[[], Any] | None,
+) -> tuple[Callable[[], Any], int]:
+    """A graph of calls to replay for each sample, and how many calls it holds (measure()).
+
+    Sized first from ``per_call`` (the warm-up's device time), then from a timed replay of
+    that graph; captured again when the replay shows more calls are needed. Each new graph is
+    replayed once untimed: its first launch uploads it to the device."""
+    __tracebackhide__ = True
+    n = 1 if flush is not None else min(calibrate_loops(per_call, min_time), MAX_GRAPH_CALLS)
+    replay = capture(_repeat(call, n))
+    before()
+    clocks.span(replay)  # the first launch uploads the graph
+    if flush is not None:
+        return replay, 1
+    before()
+    elapsed, _ = clocks.span(replay)
+    want = min(calibrate_loops(elapsed / n, min_time), MAX_GRAPH_CALLS)
+    if want > n:
+        n = want
+        del replay  # the old graph's memory goes before the new one is captured
+        replay = capture(_repeat(call, n))
+        before()
+        clocks.span(replay)
+    return replay, n
 
 
 class TurnTaker(Protocol):

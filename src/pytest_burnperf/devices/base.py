@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pytest_burnperf.core.timing import GraphCaptureError
 from pytest_burnperf.host import nvml
 from pytest_burnperf.host.hardware import IDENTITY_VERSION, cpu_identity
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.timing import Timer
+    from pytest_burnperf.core.timing import Capture, Timer
 
 
 @runtime_checkable
@@ -340,6 +341,40 @@ class DeviceBase:
         """Why the device is slowing itself down right now (NVML's clock-event reasons), or None."""
         return None
 
+    def graph_unsupported(self) -> str | None:
+        """Why ``timer='graph'`` cannot run here, or None where :meth:`graph_capture` works."""
+        return f"{self.id} has no device graphs ({GRAPH_DEVICES})"
+
+    def graph_capture(self) -> Capture | None:
+        """What captures a benchmark's calls into a device graph for ``timer='graph'``
+        (``core.timing.Capture``), or None (:meth:`graph_unsupported` says why)."""
+        return None
+
+
+#: Where ``timer='graph'`` runs, in words for the reasons it cannot run elsewhere.
+GRAPH_DEVICES = "timer='graph' captures CUDA graphs: torch on CUDA or ROCm, cupy on CUDA"
+
+
+def graph_unsupported(device: Any) -> str | None:
+    """Why ``timer='graph'`` cannot run on ``device`` (a project's own device without the
+    method has no graphs), or None."""
+    check = getattr(device, "graph_unsupported", None)
+    if check is None:
+        return f"{device.id} has no device graphs ({GRAPH_DEVICES})"
+    reason = check()
+    return None if reason is None else str(reason)
+
+
+def capture_failure(exc: BaseException, graph: str = "CUDA graph") -> str:
+    """Why a benchmark's calls could not be captured into a graph, and what to do instead."""
+    first = " ".join(str(exc).strip().splitlines()[:1])[:300]
+    return (
+        f"its calls could not be captured into a {graph} ({type(exc).__name__}: {first}). "
+        "Graph timing needs a function that only queues device work with fixed shapes: no "
+        "synchronize, .item(), .cpu(), printing a tensor or a shape that depends on data "
+        "inside it; time it with timer='device' instead"
+    )
+
 
 def nvml_fields(pci: str | None) -> dict[str, Any]:
     """Max clocks, power limit and driver of an NVIDIA GPU from NVML (the ``nvml`` extra), or {}."""
@@ -516,8 +551,8 @@ def device_error(exc: BaseException) -> str | None:
     rest of the process (``DEVICE_ERROR_WORDS``), else None; out-of-memory is not one."""
     text = f"{type(exc).__name__}: {exc}".strip()
     low = text.lower()
-    if "out of memory" in low:
-        return None
+    if "out of memory" in low or isinstance(exc, GraphCaptureError):
+        return None  # a failed capture is ended and leaves the device usable
     if any(w in low for w in DEVICE_ERROR_WORDS):
         return " ".join(text.split())[:300]
     return None

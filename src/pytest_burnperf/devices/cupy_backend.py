@@ -9,17 +9,21 @@ out; allocations outside cupy's pool are not seen).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from pytest_burnperf.core.precision import cupy_modes
+from pytest_burnperf.core.timing import Capture, GraphCaptureError
 from pytest_burnperf.devices.base import (
+    GRAPH_DEVICES,
     NUMPY_DTYPE_NAMES,
     DeviceBase,
     EventTimer,
     Probe,
     SleepPad,
+    capture_failure,
     fill_random,
     flush_bytes,
     identity,
@@ -141,6 +145,45 @@ class CupyDevice(DeviceBase):
             pad=SleepPad(self._spin, cp.cuda.Event, cp.cuda.get_elapsed_time),
             device_sync=self.sync,
         )
+
+    def graph_unsupported(self) -> str | None:
+        if self.kind == "rocm":
+            return f"{self.id}: cupy's stream capture is not supported on HIP ({GRAPH_DEVICES})"
+        if not hasattr(self._cp.cuda.Stream, "begin_capture"):
+            return f"cupy {self._cp.__version__} has no stream capture ({GRAPH_DEVICES})"
+        return None
+
+    def graph_capture(self) -> Capture | None:
+        """CUDA graphs through cupy's stream capture: the calls run once on a side stream,
+        then are captured there (``Stream.begin_capture`` / ``end_capture``); the graph
+        launches on the stream current at each sample, where the timer's events are."""
+        if self.graph_unsupported() is not None:
+            return None
+        cp = self._cp
+
+        def capture(body: Callable[[], None]) -> Callable[[], Any]:
+            current = cp.cuda.get_current_stream()
+            side = cp.cuda.Stream(non_blocking=True)
+            side.wait_event(current.record())
+            with side:
+                body()
+            current.wait_event(side.record())
+            with side:
+                side.begin_capture()
+                try:
+                    body()
+                except Exception as exc:  # end the capture, then say what could not be held
+                    # already invalidated by what failed: then there is nothing to end
+                    with contextlib.suppress(Exception):
+                        side.end_capture()
+                    raise GraphCaptureError(capture_failure(exc)) from exc
+                try:
+                    graph = side.end_capture()
+                except Exception as exc:  # the capture was invalidated (a sync inside it)
+                    raise GraphCaptureError(capture_failure(exc)) from exc
+            return graph.launch  # type: ignore[no-any-return]
+
+        return capture
 
     def _spin(self, cycles: int) -> None:
         """Queue a one-thread kernel that spins for ``cycles`` GPU clock cycles (compiled once

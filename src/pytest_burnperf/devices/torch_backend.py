@@ -20,11 +20,14 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pytest_burnperf.core.precision import torch_modes
+from pytest_burnperf.core.timing import Capture, GraphCaptureError
 from pytest_burnperf.devices.base import (
+    GRAPH_DEVICES,
     DeviceBase,
     EventTimer,
     Probe,
     SleepPad,
+    capture_failure,
     cpu_threads,
     flush_bytes,
     identity,
@@ -151,6 +154,40 @@ class TorchDevice(DeviceBase):
             pad=None if sleep is None else SleepPad(sleep, make),
             device_sync=self.sync,
         )
+
+    def graph_unsupported(self) -> str | None:
+        if self.kind not in ("cuda", "rocm"):
+            return f"{self.id} has no device graphs ({GRAPH_DEVICES})"
+        if not hasattr(self._torch.cuda, "CUDAGraph"):
+            return f"torch {self._torch.__version__} has no torch.cuda.CUDAGraph ({GRAPH_DEVICES})"
+        return None
+
+    def graph_capture(self) -> Capture | None:
+        """CUDA (HIP) graphs through ``torch.cuda.CUDAGraph``: the calls run once on a side
+        stream (what they set up lazily per stream, such as cuBLAS workspaces, is set up
+        there, not during the capture), then are captured on that stream; the graph replays on
+        the stream current at each sample, where the timer's events are."""
+        if self.graph_unsupported() is not None:
+            return None
+        torch, dev = self._torch, self._dev
+        graph_name = "HIP graph" if self.kind == "rocm" else "CUDA graph"
+
+        def capture(body: Callable[[], None]) -> Callable[[], Any]:
+            current = torch.cuda.current_stream(dev)
+            side = torch.cuda.Stream(dev)
+            side.wait_stream(current)
+            with torch.cuda.stream(side):
+                body()
+            current.wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(graph, stream=side):
+                    body()
+            except Exception as exc:  # what the calls did that a graph cannot hold
+                raise GraphCaptureError(capture_failure(exc, graph_name)) from exc
+            return graph.replay  # type: ignore[no-any-return]
+
+        return capture
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:

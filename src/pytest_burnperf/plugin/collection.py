@@ -12,6 +12,7 @@ import pytest
 from pytest_burnperf.core import settings as _spec
 from pytest_burnperf.core.settings import SpecError
 from pytest_burnperf.devices import matches
+from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.options import (
     WITHOUT_PERF,
@@ -64,11 +65,14 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
             for dtype in spec.dtypes:
                 cases.append(Case(None, name, dtype, spec, skip_reason=WITHOUT_PERF))
     else:
+        graph = state.settings_for(spec).timer == "graph"
         for entry in state.registry.resolve_all(spec.backends):
             for dtype in spec.dtypes:
                 reason = entry.reason
                 if reason is None and entry.device is not None:
                     reason = entry.device.unsupported(dtype)
+                if reason is None and entry.device is not None and graph:
+                    reason = graph_unsupported(entry.device)
                 cases.append(Case(entry, entry.id, dtype, spec, skip_reason=reason))
     argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
     params = []
@@ -99,6 +103,8 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     spec = _spec.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
     (entry,) = state.registry.resolve_all(spec.backends)[:1]
     reason = entry.reason
+    if reason is None and entry.device is not None and state.settings_for(spec).timer == "graph":
+        reason = graph_unsupported(entry.device)
     case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason, benchmark_style=True)
     marks = [pytest.mark.skip(reason=reason)] if reason else []
     metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=CASE_ID, marks=marks)])

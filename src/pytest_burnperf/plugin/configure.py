@@ -52,7 +52,7 @@ def configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=, "
-        "timer='device'|'host', flush_l2=False, threads=1, max_samples=, max_time=): "
+        "timer='device'|'host'|'graph', flush_l2=False, threads=1, max_samples=, max_time=): "
         "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
     )
 

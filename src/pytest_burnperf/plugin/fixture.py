@@ -17,7 +17,14 @@ from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.roofline import Work, WorkError
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
 from pytest_burnperf.core.text import escape, escape_strings
-from pytest_burnperf.core.timing import Sample, measure, measure_pedantic, settles
+from pytest_burnperf.core.timing import (
+    SAMPLE_TIMERS,
+    GraphCaptureError,
+    Sample,
+    measure,
+    measure_pedantic,
+    settles,
+)
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     NO_BASELINE,
@@ -26,7 +33,7 @@ from pytest_burnperf.core.verdict import (
     failure_message,
     judge,
 )
-from pytest_burnperf.devices.base import DeviceBase, timer_messages
+from pytest_burnperf.devices.base import DeviceBase, graph_unsupported, timer_messages
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host import state as hoststate
 from pytest_burnperf.host.state import Window
@@ -215,12 +222,19 @@ class Perf:
         __tracebackhide__ = True
         start_once(self, fn, what)
 
-    def _clock(self) -> tuple[Any, Callable[[], None] | None]:
-        """The timer this benchmark's settings pick on this device, and the L2 flush (or None)."""
+    def _clock(self) -> tuple[Any, Callable[[], None] | None, Any]:
+        """The timer this benchmark's settings pick on this device, the L2 flush (or None), and
+        with timer='graph' the device's graph capture (collection skipped the devices that
+        have none)."""
         s = self.settings
-        timer = self.device.timer() if s.timer == "device" else None
+        timer = self.device.timer() if s.timer in ("device", "graph") else None
         flush = self.device.l2_flusher() if s.flush_l2 else None
-        return timer, flush
+        capture = None
+        if s.timer == "graph":
+            capture = getattr(self.device, "graph_capture", lambda: None)()
+            if capture is None or timer is None:
+                pytest.skip(graph_unsupported(self.device) or f"{self.device.id} has no clock")
+        return timer, flush, capture
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
@@ -259,19 +273,27 @@ class Perf:
         single = self.device.kind == "cpu" and self.settings.threads == 1
         active = getattr(self.device, "active", contextlib.nullcontext)
         with self.device.threads(self.settings.threads), active():
-            timer, flush = self._clock()
+            timer, flush, capture = self._clock()
+            if capture is not None:
+                kwargs["capture"] = capture
             marks: list[hoststate.Snapshot] = []
-            result, sample = sampler(
-                *args,
-                **kwargs,
-                sync=self.device.sync,
-                timer=timer,
-                flush=flush,
-                # peak memory is the measuring process's; an extra round's would be dropped
-                meter=self.device.peak_memory if self._state.worker_out is None else None,
-                cpu_clock=time.process_time_ns,
-                watch=lambda: marks.append(hoststate.snapshot()),
-            )
+            failed = ""
+            try:
+                result, sample = sampler(
+                    *args,
+                    **kwargs,
+                    sync=self.device.sync,
+                    timer=timer,
+                    flush=flush,
+                    # peak memory is the measuring process's; an extra round's would be dropped
+                    meter=self.device.peak_memory if self._state.worker_out is None else None,
+                    cpu_clock=time.process_time_ns,
+                    watch=lambda: marks.append(hoststate.snapshot()),
+                )
+            except GraphCaptureError as exc:
+                failed = f"{self._key} on {self.device.id} (timer='graph'): {exc}"
+            if failed:  # outside the except: the message alone, without chained tracebacks
+                pytest.fail(failed, pytrace=False)
             host = hoststate.window(
                 *hoststate.spans(marks),
                 sample.cpu_share if single else None,
@@ -332,6 +354,13 @@ class Perf:
             pytest.fail(
                 f"{where}: iterations={iterations} with a setup function would reuse one "
                 "round's inputs; use iterations=1",
+                pytrace=False,
+            )
+        if self.settings.timer == "graph":
+            pytest.fail(
+                f"{where}: timer='graph' replays one captured sequence of calls on the same "
+                "inputs, while pedantic rounds get their own setup and inputs; use perf(fn, "
+                "*args) for graph timing, or timer='device' for pedantic rounds",
                 pytrace=False,
             )
         self._start(fn, "perf.pedantic()")
@@ -503,7 +532,7 @@ class ComparePerf(SmokePerf):
             values=tuple(v for r in cur for v in r),
             loops=int(last.get("loops", 1)),
             warmup_calls=0,
-            timer="device" if last.get("timer") == "device" else "host",
+            timer=str(last.get("timer")) if last.get("timer") in SAMPLE_TIMERS else "host",
             l2_flush=bool(last.get("l2_flush", False)),
         )
         result = make_result(

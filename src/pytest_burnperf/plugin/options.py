@@ -155,8 +155,10 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "perf_timer",
         _spec.parse_timer,
         "clock that gates: 'device' (the device's own events: CUDA/HIP events, OpenCL "
-        "profiling, Vulkan timestamps; the host clock where a device has none) or 'host' (wall "
-        f"time bracketed by device.sync()). Default: {DEFAULTS.timer}",
+        "profiling, Vulkan timestamps; the host clock where a device has none), 'host' (wall "
+        "time bracketed by device.sync()) or 'graph' (the calls captured into a CUDA graph, "
+        "timed by device events around its replay; devices without graphs skip). Default: "
+        f"{DEFAULTS.timer}",
     ),
     (
         "--perf-rounds",

@@ -351,8 +351,39 @@ def header(
         f"{summary(windows, cpus)}; {probe_summary(results)}",
         f"{where}; size {size}; {text}; threshold "
         f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
+        *device_lines(results),
         *precision_lines(results),
     ]
+
+
+def device_lines(results: Sequence[Result]) -> list[str]:
+    """One line per device that does not compute on the host CPU (a GPU): its model and what
+    else makes its class (compute units, memory, capability), and its runtime and driver. A
+    baseline recorded on a device of another class is not compared; the header says which
+    class this run measured."""
+
+    seen: dict[str, str] = {}
+    for r in results:
+        fp = r.fingerprint
+        if r.device_id in seen or "cpu" in fp or fp.get("kind") in (None, "cpu"):
+            continue
+        parts = [str(fp.get("name") or "unknown model")]
+        if fp.get("compute_units"):
+            parts.append(f"{fp['compute_units']} compute units")
+        if isinstance(fp.get("memory_bytes"), int) and fp["memory_bytes"] > 0:
+            parts.append(f"{fp['memory_bytes'] / 2**30:.1f} GiB")
+        if fp.get("capability"):
+            parts.append(f"capability {fp['capability']}")
+        soft = [str(fp[k]) for k in ("runtime",) if fp.get(k)]
+        driver = fp.get("driver") or fp.get("nvml_driver")
+        if driver:
+            soft.append(f"driver {driver}")
+        if fp.get("max_sm_clock_mhz"):
+            soft.append(f"max SM clock {fp['max_sm_clock_mhz']} MHz")
+        seen[r.device_id] = f"device {r.device_id}: {', '.join(parts)}" + (
+            f" ({', '.join(soft)})" if soft else ""
+        )
+    return [seen[k] for k in sorted(seen)]
 
 
 def precision_lines(results: Sequence[Result]) -> list[str]:

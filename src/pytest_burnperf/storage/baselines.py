@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.timing import SAMPLE_TIMERS
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.host.state import WINDOW_COUNTS, WINDOW_NUMBERS
 from pytest_burnperf.storage.jsonfile import (
@@ -62,7 +63,6 @@ GITIGNORE = (
     "# written by pytest-burnperf: its lock, and temporary files a killed run may leave\n"
     ".burnperf.lock\n.burnperf-*.tmp\n"
 )
-TIMERS = ("host", "device")
 
 
 class BaselineError(Exception):
@@ -133,7 +133,7 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
             f.fail(f"{where}.runs", "must be a non-empty list of sample lists")
         for i, r in enumerate(runs):
             f.samples(r, f"{where}.runs[{i}]")
-    f.opt_text(e.get("timer"), f"{where}.timer", allowed=TIMERS)
+    f.opt_text(e.get("timer"), f"{where}.timer", allowed=SAMPLE_TIMERS)
     if e.get("l2_flush") is not None:
         f.flag(e["l2_flush"], f"{where}.l2_flush")
     if e.get("loops") is not None:
