@@ -81,6 +81,19 @@ def test_elementwise_chain(perf, device, dtype, perf_size):
     check(device, dtype, out, _elementwise_chain(np, host64(device, x), host64(device, y)))
 
 
+@pytest.mark.perf(backends=["cuda", "rocm"], dtypes=["f32"], timer="graph")
+def test_elementwise_chain_graph(perf, device, dtype, perf_size):
+    """The same chain timed as a CUDA graph replays it (timer="graph"): 8 small kernels per call
+    with no host launch between them, against test_elementwise_chain's eager launches. GPUs
+    with graphs only (torch on CUDA/ROCm, cupy on CUDA); elsewhere a skip with the reason."""
+    n = _side(perf_size)
+    x = device.random((n, n), dtype)
+    y = device.random((n, n), dtype)
+    perf.work(elementwise_work(n * n, dtype, inputs=2, flops_per_element=8))
+    out = perf(_elementwise_chain, device.xp, x, y)
+    check(device, dtype, out, _elementwise_chain(np, host64(device, x), host64(device, y)))
+
+
 # ---------------------------------------------------------------------------------------------
 # matmul
 

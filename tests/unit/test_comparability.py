@@ -33,6 +33,17 @@ def test_other_model_is_never_compared() -> None:
     assert "compute_units 108 -> 132" in reason and "--perf-update" in reason
 
 
+def test_h100_and_h200_baselines_are_never_compared_either_way() -> None:
+    """Same SM count and capability, another model and memory: each direction names both."""
+    h100 = {**H200, "name": "NVIDIA H100 80GB HBM3", "memory_bytes": 85_000_000_000}
+    for old, new in ((h100, H200), (H200, h100)):
+        reason, _ = comparability(old, new)
+        assert reason is not None
+        assert reason.startswith(f"baseline from {old['name']} (torch-cuda0), this run is on ")
+        assert new["name"] in reason
+        assert f"memory_bytes {old['memory_bytes']} -> {new['memory_bytes']}" in reason
+
+
 def test_thread_count_is_part_of_the_identity() -> None:
     cpu = {"id": "torch-cpu", "kind": "cpu", "name": "AMD EPYC", "cpus": 2, "threads": 1}
     reason, _ = comparability(cpu, {**cpu, "threads": 2})

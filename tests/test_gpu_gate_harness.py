@@ -1,0 +1,86 @@
+"""validation/gpu_gate.py, the GPU gate harness, checked without a GPU: its plants, its reading
+of results and its figures from injected verdicts, and one dry run on the CPU devices (the
+harness's plumbing, not the gate: nothing here depends on how fast the machine is)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from validation.gpu_gate import NAMES, PLANTS, analyse, knobs_for, report, workload_of
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_sessions_alternate_aa_and_plants_rotating_over_every_workload() -> None:
+    assert knobs_for(0) == {} and knobs_for(2) == {}
+    planted = [knobs_for(i) for i in range(1, 2 * len(NAMES), 2)]
+    assert all(sorted(k.values()) == sorted(PLANTS) for k in planted)
+    for name in NAMES:  # every workload gets every size over a rotation
+        assert {k[name] for k in planted if name in k} == set(PLANTS)
+
+
+def test_result_names_give_the_workload() -> None:
+    assert workload_of({"name": "test_gpu[torch-cuda0-f32-matmul]"}) == "matmul"
+    assert workload_of({"name": "test_gpu[cupy-cuda0-f32-reduce]"}) == "reduce"
+    assert workload_of({"name": "test_gpu_graph[torch-cuda0-f32]"}) == "chain-graph"
+
+
+def verdict(workload: str, factor: float, status: str, mds: float = 0.02) -> dict[str, object]:
+    return {
+        "workload": workload,
+        "device": "torch-cuda0",
+        "factor": factor,
+        "status": status,
+        "ratio": factor,
+        "mds": mds,
+        "reason": "",
+        "timer": "device",
+        "device_median": 2e-6,
+        "host_median": 2e-5 if workload == "chain" else None,
+    }
+
+
+def test_the_figures_count_false_alarms_and_detection_by_kind() -> None:
+    sessions = [
+        {"verdicts": [verdict("matmul", 1.0, "unchanged"), verdict("chain", 1.0, "regressed")]},
+        {
+            "verdicts": [
+                verdict("matmul", 1.1, "regressed"),
+                verdict("axpy", 1.1, "unchanged"),
+                verdict("chain", 1.2, "regressed", mds=0.08),
+            ]
+        },
+    ]
+    a = analyse(sessions)
+    assert a["aa"] == [1, 2]
+    assert a["detect"]["device-bound"] == {"1.10": [1, 1]}
+    assert a["detect"]["memory-bound"] == {"1.10": [0, 1]}
+    assert a["detect"]["launch-bound"] == {"1.20": [1, 1]}
+    assert a["clocks_us"]["chain (torch-cuda0)"] == [2.0, 20.0]
+    text = report(a, "stored", "2026-11-24 09:00", "python -m validation.gpu_gate")
+    assert "| unchanged comparisons failed (false alarms) | 1/2 = 50.0%" in text
+    assert "| +10% caught, device-bound | 1/1 = 100.0%" in text
+    assert "| chain (torch-cuda0) | 5.0% | 2.0 / 20.0 |" in text
+
+
+def test_a_dry_run_on_the_cpu_writes_its_report(tmp_path: Path) -> None:
+    pytest.importorskip("torch")  # its model workload is written with torch.nn
+    out = tmp_path / "gate.md"
+    cmd = [sys.executable, "-m", "validation.gpu_gate", "--backend", "cpu", "--size", "tiny"]
+    cmd += ["--sessions", "1", "--quick", "--work", str(tmp_path / "w"), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    raw = json.loads(out.with_suffix(".json").read_text())
+    (session,) = raw["sessions"]
+    seen = {(v["workload"], v["device"]) for v in session["verdicts"]}
+    # every CPU workload on numpy and torch, the model on torch only; the graph one skips
+    for name in ("matmul", "axpy", "reduce", "chain"):
+        assert {(name, "numpy-cpu"), (name, "torch-cpu")} <= seen
+    assert ("model", "torch-cpu") in seen and ("model", "numpy-cpu") not in seen
+    assert all(v["factor"] == 1.0 for v in session["verdicts"])  # session 0 is A/A
+    assert "## The gate on a GPU: stored" in out.read_text()
