@@ -24,6 +24,10 @@ from that commit has no knobs: it is the unchanged code).
     python -m validation.gpu_gate --mode stored --sessions 12 --out gpu-gate.md
     python -m validation.gpu_gate --backend cpu --size tiny --sessions 2 --quick --out x.md
 
+``--shared`` runs a kernel loop in another process on the same GPU for the whole run (item 3 of
+issue 33: what the tool reports when the GPU is shared); its verdicts should be ``inconclusive``
+naming the other process, not ``regressed``.
+
 ``--backend cpu`` runs the same harness on the CPU devices (a dry run: it checks the harness,
 not the GPU). Writes a Markdown report and the raw verdicts (``.json`` beside it).
 """
@@ -216,6 +220,7 @@ def session(work: Path, i: int, mode: str, gate: tuple[str, ...], env: dict[str,
                 "reason": v["reason"],
                 "timer": r["timer"],
                 "device_median": r["stats"]["median"],
+                "host_disturbed": r.get("host_disturbed"),
                 "host_median": statistics.median(host) if host else None,
             }
         )
@@ -248,8 +253,11 @@ def analyse(sessions: list[dict[str, Any]]) -> dict[str, Any]:
                 aa.append(v["status"])
             else:
                 by_kind[KIND[v["workload"]]][f"{v['factor']:.2f}"].append(v["status"])
+    every = [v for s in sessions for v in s["verdicts"]]
     return {
         "sessions": len(sessions),
+        "disturbed": [sum(1 for v in every if v.get("host_disturbed")), len(every)],
+        "statuses": dict(Counter(v["status"] for v in every)),
         "aa": [sum(st == "regressed" for st in aa), len(aa)],
         "aa_counts": dict(Counter(aa)),
         "detect": {
@@ -289,6 +297,8 @@ def report(a: dict[str, Any], mode: str, started: str, command: str) -> str:
         "|---|---|",
         f"| sessions | {a['sessions']} |",
         f"| unchanged comparisons failed (false alarms) | {cp(*a['aa'])} |",
+        f"| comparisons on a disturbed host or GPU | {cp(*a['disturbed'])} |",
+        "| verdicts | " + ", ".join(f"{n} {st}" for st, n in sorted(a["statuses"].items())) + " |",
     ]
     for kind, per in a["detect"].items():
         for f, (k, n) in per.items():
@@ -305,6 +315,17 @@ def report(a: dict[str, Any], mode: str, started: str, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Another process's kernel loop on the GPU (``--shared``).
+BESIDE = """
+import torch
+a = torch.randn(4096, 4096, device="cuda")
+while True:
+    for _ in range(50):
+        b = a @ a
+    torch.cuda.synchronize()
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("stored", "same-session"), default="stored")
@@ -312,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default="cuda", help="cuda (default), or cpu for a dry run")
     ap.add_argument("--size", choices=("full", "tiny"), default="full")
     ap.add_argument("--quick", action="store_true", help="one round of 5 samples (a dry run)")
+    ap.add_argument("--shared", action="store_true", help="a kernel loop beside, on the GPU")
     ap.add_argument("--work", help="working directory (default: a temporary one)")
     ap.add_argument("--out", required=True, help="Markdown report; the raw JSON goes beside it")
     args = ap.parse_args(argv)
@@ -336,12 +358,19 @@ def main(argv: list[str] | None = None) -> int:
         proc = run(work, [*gate, "--perf-update"], env)
         if proc.returncode != 0:
             raise SystemExit(f"recording failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    beside = subprocess.Popen([sys.executable, "-c", BESIDE]) if args.shared else None
     sessions = []
-    for i in range(args.sessions):
-        sessions.append(session(work, i, args.mode, gate, env))
-        log(
-            f"session {i + 1}/{args.sessions}: {Counter(v['status'] for v in sessions[-1]['verdicts'])}"
-        )
+    try:
+        for i in range(args.sessions):
+            sessions.append(session(work, i, args.mode, gate, env))
+            log(
+                f"session {i + 1}/{args.sessions}: "
+                f"{Counter(v['status'] for v in sessions[-1]['verdicts'])}"
+            )
+    finally:
+        if beside is not None:
+            beside.terminate()
+            beside.wait()
     a = analyse(sessions)
     out = Path(args.out)
     out.write_text(report(a, args.mode, started, command))

@@ -341,6 +341,10 @@ class DeviceBase:
         """Why the device is slowing itself down right now (NVML's clock-event reasons), or None."""
         return None
 
+    def gpu_watch(self) -> nvml.Watch | None:
+        """NVML's view of this GPU during a benchmark's samples (NVIDIA GPUs), or None."""
+        return None
+
     def graph_unsupported(self) -> str | None:
         """Why ``timer='graph'`` cannot run here, or None where :meth:`graph_capture` works."""
         return f"{self.id} has no device graphs ({GRAPH_DEVICES})"

@@ -29,7 +29,7 @@ from pytest_burnperf.devices.base import (
     identity,
     nvml_fields,
 )
-from pytest_burnperf.host.nvml import pci_address, slowdown
+from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
 
 #: The pad before a start event: one thread spinning on the GPU clock.
 SPIN_SOURCE = r"""
@@ -264,6 +264,9 @@ class CupyDevice(DeviceBase):
             return pci_address(int(p["pciDomainID"]), int(p["pciBusID"]), int(p["pciDeviceID"]))
         except (KeyError, TypeError, ValueError):
             return None
+
+    def gpu_watch(self) -> Watch | None:
+        return None if self.kind == "rocm" else Watch(self.pci())
 
     def gpu_slowdown(self) -> str | None:
 

@@ -35,7 +35,7 @@ from pytest_burnperf.devices.base import (
     rss_peak,
 )
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
-from pytest_burnperf.host.nvml import pci_address, slowdown
+from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
 
 _NATIVE = {
     "f16": "float16",
@@ -265,6 +265,9 @@ class TorchDevice(DeviceBase):
             )
         except (AttributeError, TypeError, ValueError):  # an older torch without PCI ids
             return None
+
+    def gpu_watch(self) -> Watch | None:
+        return Watch(self.pci()) if self.kind == "cuda" else None
 
     def gpu_slowdown(self) -> str | None:
 

@@ -2,7 +2,9 @@
 
 What the CUDA runtime does not tell but decides a GPU's speed: its maximum SM and memory clocks and
 its power limit (a 700 W and a 500 W H100 are different hardware classes), and, while a benchmark
-runs, whether the GPU is slowing itself down (thermal or hardware slowdown, power brake).
+runs, whether the GPU is slowing itself down (thermal or hardware slowdown, power brake), at
+what clocks, power and temperature it ran, and whether other processes computed on it
+(:class:`Watch`, read at the start and end of each benchmark's samples).
 
 Without nvidia-ml-py, or where NVML has no device, every function returns None and nothing else
 changes. A GPU is found by its PCI address, which CUDA and NVML share (their indices may differ).
@@ -10,7 +12,9 @@ changes. A GPU is found by its PCI address, which CUDA and NVML share (their ind
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 #: Clock-event reasons that mean the GPU is slowing itself down against the workload's will.
@@ -21,6 +25,26 @@ _SLOWDOWN_REASONS = (
     ("nvmlClocksEventReasonHwSlowdown", "hardware slowdown"),
     ("nvmlClocksEventReasonHwPowerBrakeSlowdown", "power brake"),
 )
+
+
+#: Every clock-event reason, in words (the normal ones too), for the header and the JSON.
+_ALL_REASONS = (
+    *_SLOWDOWN_REASONS,
+    ("nvmlClocksEventReasonGpuIdle", "idle"),
+    ("nvmlClocksEventReasonApplicationsClocksSetting", "application clocks"),
+    ("nvmlClocksEventReasonSwPowerCap", "power cap"),
+    ("nvmlClocksEventReasonSyncBoost", "sync boost"),
+    ("nvmlClocksEventReasonDisplayClockSetting", "display clocks"),
+)
+_SLOWDOWN_WORDS = frozenset(text for _, text in _SLOWDOWN_REASONS)
+
+#: nvbench's default throttle threshold: a sample taken while the SM clock was under this share
+#: of its default clock is discarded there. Here a benchmark whose SM clock, read at the start and
+#: end of its samples (not idle), was under this share of its maximum ran on a slowed GPU.
+SM_CLOCK_MIN_SHARE = 0.75
+#: Another process counts as computing on the GPU when NVML saw it use at least this share of
+#: the SMs during a benchmark's samples.
+OTHERS_SM_MIN = 0.05
 
 
 def pci_address(domain: int, bus: int, device: int) -> str:
@@ -95,3 +119,136 @@ def slowdown(pci: str | None) -> str | None:
     except Exception:
         clocks = ""
     return f"the GPU is in {', '.join(active)}{clocks}"
+
+
+def read(pci: str | None) -> dict[str, Any] | None:
+    """One reading of the GPU at ``pci``: current and maximum SM and memory clocks (MHz), power
+    and its limit (W), temperature (C) and the active clock-event reasons in words; None
+    without NVML. A figure the GPU does not report is left out."""
+    found = _open(pci)
+    if found is None:
+        return None
+    nvml, handle = found
+    out: dict[str, Any] = {}
+    calls: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("sm_mhz", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+        ("max_sm_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
+        ("mem_mhz", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)),
+        ("max_mem_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)),
+        ("power_w", lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0),
+        ("power_limit_w", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),
+        (
+            "temperature_c",
+            lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
+        ),
+    )
+    for key, call in calls:
+        try:
+            out[key] = float(call())
+        except Exception:  # a figure this GPU or driver does not report
+            continue
+    try:
+        bits = int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
+    except Exception:
+        bits = 0
+    out["reasons"] = [text for name, text in _ALL_REASONS if bits & int(getattr(nvml, name, 0))]
+    return out
+
+
+def others(pci: str | None, since_us: int, own: int | None = None) -> tuple[float, str] | None:
+    """The largest share of the SMs another process used on the GPU at ``pci`` since
+    ``since_us`` (NVML's per-process utilisation samples, microseconds since the epoch), and
+    who: ``(0.0, "")`` when none did; None where NVML cannot tell (no NVML, no per-process
+    samples, or process ids from another pid namespace, as in a container, where this process
+    is not among the GPU's compute processes)."""
+    found = _open(pci)
+    if found is None:
+        return None
+    nvml, handle = found
+    me = os.getpid() if own is None else own
+    try:
+        running = {int(p.pid) for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+    except Exception:
+        return None
+    if me not in running:
+        return None
+    try:
+        samples = nvml.nvmlDeviceGetProcessUtilization(handle, int(since_us))
+    except Exception as exc:  # NVML_ERROR_NOT_FOUND: no process used the GPU since then
+        if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_FOUND", None):
+            return 0.0, ""
+        return None
+    top: dict[int, float] = {}
+    for s in samples:
+        pid = int(s.pid)
+        if pid != me and int(s.timeStamp) >= since_us:
+            top[pid] = max(top.get(pid, 0.0), float(s.smUtil) / 100.0)
+    busy = sorted(((share, pid) for pid, share in top.items() if share > 0), reverse=True)
+    if not busy:
+        return 0.0, ""
+    shown = ", ".join(f"pid {pid} up to {100 * share:.0f}% of the SMs" for share, pid in busy[:3])
+    return busy[0][0], shown + (f" and {len(busy) - 3} more" if len(busy) > 3 else "")
+
+
+class Watch:
+    """NVML's view of one GPU during a benchmark's samples: :meth:`mark` at their start and end
+    (the plugin's ``watch`` hook), then :meth:`fields` for the host-state window."""
+
+    def __init__(self, pci: str | None, clock: Callable[[], int] = time.time_ns) -> None:
+        self.pci = pci
+        self.clock = clock
+        #: Look for other processes on the GPU (off for a side of a turn-taking pair, whose
+        #: partner computes on the same GPU between this side's windows).
+        self.track_others = True
+        self.readings: list[dict[str, Any]] = []
+        self.since_us: int | None = None
+
+    def mark(self) -> None:
+        if self.since_us is None:
+            self.since_us = self.clock() // 1000
+        reading = read(self.pci)
+        if reading is not None:
+            self.readings.append(reading)
+
+    def fields(self) -> dict[str, Any]:
+        """The window's GPU fields (``host.state.Window``); {} where NVML saw nothing."""
+        out = window_fields(self.readings)
+        if self.readings and self.since_us is not None and self.track_others:
+            seen = others(self.pci, self.since_us)
+            if seen is not None:
+                out["gpu_others_sm"] = seen[0]
+                out["gpu_others"] = seen[1] or None
+        return out
+
+
+def window_fields(readings: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Readings of one benchmark's samples as window fields: the lowest SM and memory clocks
+    and the SM clock's share of its maximum (readings while idle left out), the highest power
+    and temperature, every clock-event reason seen, and the slowdowns among them."""
+    if not readings:
+        return {}
+    out: dict[str, Any] = {}
+    busy = [r for r in readings if "idle" not in r.get("reasons", ())]
+    for key, top, share in (
+        ("sm_mhz", "max_sm_mhz", "gpu_sm_clock_share"),
+        ("mem_mhz", "max_mem_mhz", "gpu_mem_clock_share"),
+    ):
+        pairs = [(r[key], r[top]) for r in busy if r.get(key) and r.get(top)]
+        if pairs:
+            low, high = min(pairs)
+            out[f"gpu_{key}"] = low
+            out[f"gpu_{top}"] = high
+            out[share] = min(1.0, low / high)
+    for key in ("power_w", "temperature_c"):
+        values = [r[key] for r in readings if r.get(key) is not None]
+        if values:
+            out[f"gpu_{key}"] = max(values)
+    limits = [r["power_limit_w"] for r in readings if r.get("power_limit_w")]
+    if limits:
+        out["gpu_power_limit_w"] = min(limits)
+    reasons = sorted({t for r in readings for t in r.get("reasons", ())})
+    out["gpu_reasons"] = ", ".join(reasons) or None
+    slowing = [t for t in reasons if t in _SLOWDOWN_WORDS]
+    if slowing:
+        out["gpu_slowdown"] = f"the GPU was in {', '.join(slowing)}"
+    return out

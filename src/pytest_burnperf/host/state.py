@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.host.nvml import OTHERS_SM_MIN, SM_CLOCK_MIN_SHARE
+
 #: /proc/stat counts in clock ticks (10 ms): over a shorter window one stray tick reads as half a
 #: CPU, so other processes' CPU time is judged only over windows at least this long (shorter
 #: benchmarks still have PSI, cgroup throttling and the per-sample CPU share).
@@ -45,6 +47,22 @@ THROTTLE_SHARE = 0.05
 #: descheduled; a benchmark with at least DESCHEDULED_SHARE of such samples was disturbed.
 CPU_SHARE_MIN = 0.90
 DESCHEDULED_SHARE = 0.10
+
+#: A window's GPU figures (NVML, ``nvml.Watch``): lowest SM and memory clocks and their maxima
+#: (MHz) and shares, highest power (W) and temperature (C), the power limit, and the largest share
+#: of the SMs another process used.
+GPU_NUMBERS = (
+    "gpu_sm_mhz",
+    "gpu_max_sm_mhz",
+    "gpu_sm_clock_share",
+    "gpu_mem_mhz",
+    "gpu_max_mem_mhz",
+    "gpu_mem_clock_share",
+    "gpu_power_w",
+    "gpu_power_limit_w",
+    "gpu_temperature_c",
+    "gpu_others_sm",
+)
 
 _PROC_STAT = "/proc/stat"
 _PSI = "/proc/pressure/cpu"
@@ -172,7 +190,10 @@ WINDOW_NUMBERS = (
     "steal_share",
     "pressure_share",
     "throttle_share",
+    *GPU_NUMBERS,
 )
+#: Text fields of a stored window: what NVML said about the GPU.
+WINDOW_TEXTS = ("gpu_slowdown", "gpu_reasons", "gpu_others")
 WINDOW_COUNTS = ("cpus", "descheduled", "samples")
 
 
@@ -195,6 +216,21 @@ class Window:
     samples: int = 0
     #: A GPU slowing itself down at the end of the samples (NVML), e.g. a thermal slowdown.
     gpu_slowdown: str | None = None
+    #: NVML's readings at the start and end of the samples (``GPU_NUMBERS``; None: no NVML).
+    gpu_sm_mhz: float | None = None
+    gpu_max_sm_mhz: float | None = None
+    gpu_sm_clock_share: float | None = None
+    gpu_mem_mhz: float | None = None
+    gpu_max_mem_mhz: float | None = None
+    gpu_mem_clock_share: float | None = None
+    gpu_power_w: float | None = None
+    gpu_power_limit_w: float | None = None
+    gpu_temperature_c: float | None = None
+    #: Every clock-event reason seen, in words (``power cap, idle``...).
+    gpu_reasons: str | None = None
+    #: The largest share of the SMs another process used, and who (None: not measurable).
+    gpu_others_sm: float | None = None
+    gpu_others: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -215,7 +251,7 @@ class Window:
             v = doc.get(key, 0)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 return None
-        if not isinstance(doc.get("gpu_slowdown", None), (str, type(None))):
+        if any(not isinstance(doc.get(k, None), (str, type(None))) for k in WINDOW_TEXTS):
             return None
         try:
             return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
@@ -239,6 +275,14 @@ class Window:
             )
         if self.gpu_slowdown:
             why.append(self.gpu_slowdown)
+        share = self.gpu_sm_clock_share
+        if share is not None and share < SM_CLOCK_MIN_SHARE and not self.gpu_slowdown:
+            why.append(
+                f"the GPU's SM clock fell to {self.gpu_sm_mhz:.0f} of {self.gpu_max_sm_mhz:.0f} "
+                f"MHz (under {100 * SM_CLOCK_MIN_SHARE:.0f}% of its maximum)"
+            )
+        if self.gpu_others_sm is not None and self.gpu_others_sm >= OTHERS_SM_MIN:
+            why.append(f"other processes computed on the GPU ({self.gpu_others})")
         if self.samples and self.descheduled >= max(1, DESCHEDULED_SHARE * self.samples):
             why.append(
                 f"{self.descheduled} of {self.samples} samples ran with under "
@@ -252,9 +296,14 @@ def window(
     after: Snapshot,
     cpu_share: Sequence[float] | None = None,
     gpu_slowdown: str | None = None,
+    gpu: Mapping[str, Any] | None = None,
 ) -> Window:
     """The :class:`Window` between two snapshots; ``cpu_share`` (per sample, for single-threaded
-    CPU benchmarks only) counts the descheduled samples."""
+    CPU benchmarks only) counts the descheduled samples; ``gpu``: NVML's fields for the same
+    span (``nvml.Watch.fields``), whose slowdown, if any, is the one named."""
+    fields = {k: v for k, v in (gpu or {}).items() if k in Window.__dataclass_fields__}
+    if fields.get("gpu_slowdown") is None:
+        fields["gpu_slowdown"] = gpu_slowdown
     seconds = max(after.wall - before.wall, 1e-9)
     own = max(0.0, after.own_cpu - before.own_cpu)
     others = steal = None
@@ -278,7 +327,7 @@ def window(
         throttle_share=throttle,
         descheduled=sum(1 for s in shares if s < CPU_SHARE_MIN),
         samples=len(shares),
-        gpu_slowdown=gpu_slowdown,
+        **fields,
     )
 
 

@@ -277,6 +277,15 @@ class Perf:
             if capture is not None:
                 kwargs["capture"] = capture
             marks: list[hoststate.Snapshot] = []
+            gpu = getattr(self.device, "gpu_watch", lambda: None)()
+            if gpu is not None and self._state.turn_side is not None:
+                gpu.track_others = False  # the pair's other side computes on this GPU too
+
+            def watch() -> None:
+                marks.append(hoststate.snapshot())
+                if gpu is not None:
+                    gpu.mark()
+
             failed = ""
             try:
                 result, sample = sampler(
@@ -288,7 +297,7 @@ class Perf:
                     # peak memory is the measuring process's; an extra round's would be dropped
                     meter=self.device.peak_memory if self._state.worker_out is None else None,
                     cpu_clock=time.process_time_ns,
-                    watch=lambda: marks.append(hoststate.snapshot()),
+                    watch=watch,
                 )
             except GraphCaptureError as exc:
                 failed = f"{self._key} on {self.device.id} (timer='graph'): {exc}"
@@ -298,6 +307,7 @@ class Perf:
                 *hoststate.spans(marks),
                 sample.cpu_share if single else None,
                 gpu_slowdown=self.device.gpu_slowdown(),
+                gpu=None if gpu is None else gpu.fields(),
             )
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it

@@ -27,7 +27,8 @@ from pytest_burnperf.core.verdict import (
 )
 from pytest_burnperf.core.versions import VersionSummary
 from pytest_burnperf.host import hardware, probe
-from pytest_burnperf.host.state import summary
+from pytest_burnperf.host.nvml import OTHERS_SM_MIN
+from pytest_burnperf.host.state import Window, summary
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
 
 #: Headers of the table's columns where they differ from their --perf-columns key.
@@ -352,8 +353,65 @@ def header(
         f"{where}; size {size}; {text}; threshold "
         f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
         *device_lines(results),
+        *gpu_state_lines(results),
         *precision_lines(results),
     ]
+
+
+def _span(values: Sequence[float], top: float | None, unit: str) -> str:
+    low, high = min(values), max(values)
+    text = f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
+    return text + (f" of {top:.0f}" if top else "") + f" {unit}"
+
+
+def gpu_state_lines(results: Sequence[Result]) -> list[str]:
+    """One line per GPU that NVML watched: the clocks, power and temperature its benchmarks ran
+    at (read at the start and end of each one's samples), the clock-event reasons seen, and
+    whether other processes computed on it."""
+
+    per: dict[str, list[Window]] = {}
+    for r in results:
+        watched = [w for w in r.host if w.gpu_sm_mhz is not None or w.gpu_reasons is not None]
+        if watched:
+            per.setdefault(r.device_id, []).extend(watched)
+    lines: list[str] = []
+    for device, ws in sorted(per.items()):
+        parts: list[str] = []
+        for name, key, top in (
+            ("SM clock", "gpu_sm_mhz", "gpu_max_sm_mhz"),
+            ("memory clock", "gpu_mem_mhz", "gpu_max_mem_mhz"),
+        ):
+            got = [float(getattr(w, key)) for w in ws if getattr(w, key) is not None]
+            tops = [float(getattr(w, top)) for w in ws if getattr(w, top) is not None]
+            if got:
+                parts.append(f"{name} {_span(got, max(tops) if tops else None, 'MHz')}")
+        power = [w.gpu_power_w for w in ws if w.gpu_power_w is not None]
+        limit = [w.gpu_power_limit_w for w in ws if w.gpu_power_limit_w is not None]
+        if power:
+            parts.append(
+                f"power up to {max(power):.0f}" + (f" of {min(limit):.0f}" if limit else "") + " W"
+            )
+        temps = [w.gpu_temperature_c for w in ws if w.gpu_temperature_c is not None]
+        if temps:
+            parts.append(f"up to {max(temps):.0f} C")
+        reasons = sorted(
+            {t.strip() for w in ws for t in (w.gpu_reasons or "").split(",") if t.strip()}
+        )
+        parts.append("clock-event reasons: " + (", ".join(reasons) if reasons else "none"))
+        seen = [w for w in ws if w.gpu_others_sm is not None]
+        if not seen:
+            parts.append("other processes on it: not measurable here")
+        else:
+            busy = sum(
+                1 for w in seen if w.gpu_others_sm is not None and w.gpu_others_sm >= OTHERS_SM_MIN
+            )
+            parts.append(
+                f"other processes computed on it during {busy} of {len(seen)} benchmark(s)"
+                if busy
+                else "no other process computed on it"
+            )
+        lines.append(f"gpu {device} during the samples: " + "; ".join(parts))
+    return lines
 
 
 def device_lines(results: Sequence[Result]) -> list[str]:

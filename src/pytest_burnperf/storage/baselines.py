@@ -41,7 +41,7 @@ from typing import Any
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.timing import SAMPLE_TIMERS
 from pytest_burnperf.host.interrupts import held_signals
-from pytest_burnperf.host.state import WINDOW_COUNTS, WINDOW_NUMBERS
+from pytest_burnperf.host.state import WINDOW_COUNTS, WINDOW_NUMBERS, WINDOW_TEXTS
 from pytest_burnperf.storage.jsonfile import (
     Fields,
     FileFormatError,
@@ -176,7 +176,8 @@ def check_window(f: Fields, w: dict[str, Any], where: str) -> None:
     for name in WINDOW_COUNTS:
         if w.get(name) is not None:
             f.integer(w[name], f"{where}.{name}")
-    f.opt_text(w.get("gpu_slowdown"), f"{where}.gpu_slowdown")
+    for name in WINDOW_TEXTS:
+        f.opt_text(w.get(name), f"{where}.{name}")
 
 
 def check_document(path: Path, doc: object) -> dict[str, dict[str, Any]]:
