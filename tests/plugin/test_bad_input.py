@@ -336,4 +336,4 @@ def test_silent_misreads_of_options_and_ini(pytester: pytest.Pytester) -> None:
     (pytester.path / "benchmarks.toml").write_text('[burnperf]\ntimer = "host\\n"\n')
     timer = pytester.runpytest("--perf")
     assert timer.ret == pytest.ExitCode.USAGE_ERROR
-    timer.stderr.fnmatch_lines(["*timer must be one of device, host, got 'host\\n'*"])
+    timer.stderr.fnmatch_lines(["*timer must be one of device, host, graph, got 'host\\n'*"])
