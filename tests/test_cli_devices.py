@@ -56,6 +56,7 @@ def test_devices_table_shows_model_memory_units_versions_clock_and_dtypes(
         "  versions:      torch 2.13.0",
         "  clock:         host (wall time around sync)",
         "  dtypes:        f16, bf16, f32, i32, i64",
+        "  graphs:        no",  # a DeviceBase has no graph capture
         "  torch rocm: CUDA build",
         "  opencl opencl: pyopencl not installed",
     ):
@@ -67,7 +68,7 @@ def test_devices_json(fake_probes: None, capsys: pytest.CaptureFixture[str]) -> 
     doc = json.loads(capsys.readouterr().out)
     (gpu,) = doc["devices"]
     assert gpu["id"] == "torch-cuda0" and gpu["compute_units"] == 132
-    assert gpu["unsupported_dtypes"] == {"f64": "no f64 here"}
+    assert gpu["unsupported_dtypes"] == {"f64": "no f64 here"} and gpu["graphs"] is False
     assert doc["absent"] == {
         "torch": {"rocm": "CUDA build"},
         "opencl": {"opencl": "pyopencl not installed"},

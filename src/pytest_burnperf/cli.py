@@ -50,6 +50,7 @@ from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.core.text import escape, escape_strings, format_time
 from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, judge
 from pytest_burnperf.devices import Registry
+from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class
 from pytest_burnperf.host.machine import (
     default_machine_id,
@@ -98,6 +99,7 @@ def device_info(device: Any) -> dict[str, Any]:
     else:
         label = getattr(timer, "label", type(timer).__name__)
         info["clock"] = "host (wall time around sync)" if timer is None else f"device ({label})"
+    info["graphs"] = graph_unsupported(device) is None
     return info
 
 
@@ -154,6 +156,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
         print(f"  versions:      {versions or '-'}")
         print(f"  clock:         {info['clock']}")
         print(f"  dtypes:        {', '.join(info['dtypes']) or '-'}")
+        graphs = "yes (timer='graph' times CUDA-graph replays)" if info["graphs"] else "no"
+        print(f"  graphs:        {graphs}")
     if not infos:
         print("no devices found")
     print()
