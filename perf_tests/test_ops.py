@@ -73,6 +73,10 @@ def _elementwise_chain(xp, x, y):
 def test_elementwise_chain(perf, device, dtype, perf_size):
     """tanh(x*y + 5) - |x| / (1 + y*y): 8 operations per element, each its own kernel in eager
     mode (temporaries stay in cache at the small size)."""
+    _time_chain(perf, device, dtype, perf_size)
+
+
+def _time_chain(perf, device, dtype, perf_size):
     n = _side(perf_size)
     x = device.random((n, n), dtype)
     y = device.random((n, n), dtype)
@@ -86,12 +90,7 @@ def test_elementwise_chain_graph(perf, device, dtype, perf_size):
     """The same chain timed as a CUDA graph replays it (timer="graph"): 8 small kernels per call
     with no host launch between them, against test_elementwise_chain's eager launches. GPUs
     with graphs only (torch on CUDA/ROCm, cupy on CUDA); elsewhere a skip with the reason."""
-    n = _side(perf_size)
-    x = device.random((n, n), dtype)
-    y = device.random((n, n), dtype)
-    perf.work(elementwise_work(n * n, dtype, inputs=2, flops_per_element=8))
-    out = perf(_elementwise_chain, device.xp, x, y)
-    check(device, dtype, out, _elementwise_chain(np, host64(device, x), host64(device, y)))
+    _time_chain(perf, device, dtype, perf_size)
 
 
 # ---------------------------------------------------------------------------------------------

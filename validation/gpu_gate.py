@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from validation.common import cp, log, machine
+from validation.same_session import git
 
 #: The slowdowns planted, rotated over the workloads.
 PLANTS = (1.05, 1.10, 1.20)
@@ -160,12 +161,6 @@ def knobs_for(i: int) -> dict[str, float]:
         return {}
     shift = i // 2
     return {NAMES[(shift + j) % len(NAMES)]: f for j, f in enumerate(PLANTS)}
-
-
-def git(repo: Path, *args: str) -> None:
-    env = dict(os.environ, GIT_AUTHOR_NAME="v", GIT_AUTHOR_EMAIL="v@example.com")
-    env.update(GIT_COMMITTER_NAME="v", GIT_COMMITTER_EMAIL="v@example.com")
-    subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
 
 
 def setup(work: Path, mode: str) -> None:

@@ -170,6 +170,15 @@ def test_idle_readings_do_not_count_as_a_slow_clock_and_slowdowns_are_named() ->
     assert fields["gpu_sm_clock_share"] == 1.0 and fields["gpu_reasons"] == "idle, power cap"
     assert "gpu_slowdown" not in fields
     assert Window(seconds=1.0, cpus=2, own_cpus=1.0, **fields).disturbed() is None
+    # a heavy kernel at the power cap runs at what the cap allows: its own steady state
+    capped = {"sm_mhz": 1400.0, "max_sm_mhz": 1980.0, "reasons": ["power cap"]}
+    fields = nvml.window_fields([capped])
+    assert fields["gpu_sm_clock_share"] < nvml.SM_CLOCK_MIN_SHARE
+    assert Window(seconds=1.0, cpus=2, own_cpus=1.0, **fields).disturbed() is None
+    clocks = {**capped, "reasons": ["application clocks"]}  # clocks set low by an admin
+    assert "SM clock fell to 1400 of 1980 MHz" in str(
+        Window(seconds=1.0, cpus=2, own_cpus=1.0, **nvml.window_fields([clocks])).disturbed()
+    )
     hot = {**busy, "reasons": ["thermal slowdown (software)"]}
     assert nvml.window_fields([hot])["gpu_slowdown"] == (
         "the GPU was in thermal slowdown (software)"

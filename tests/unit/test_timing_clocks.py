@@ -230,20 +230,17 @@ class GraphMachine(Machine):
         return replay
 
 
+def graph_measure(m: GraphMachine, **kw: Any) -> tuple[Any, Sample]:
+    """measure() on the fake GPU: its clocks, its device timer and its graph capture."""
+    return measure(m.work, clock=m.clock, timer=DeviceClock(m), capture=m.capture, **kw)
+
+
 def test_graph_samples_are_replays_sized_from_a_timed_replay() -> None:
     """A launch-bound chain: 20 us to queue a call the device runs in 2 us. Eager device spans
     say 20 us a call (the device waits for the host), so the first graph holds 50 calls for a
     1 ms sample; its replay shows 2 us a call, and the graph is captured again with 500."""
     m = GraphMachine(host_ns=20_000, device_ns=2_000)
-    result, sample = measure(
-        m.work,
-        samples=5,
-        warmup=0.0,
-        min_time=1e-3,
-        clock=m.clock,
-        timer=DeviceClock(m),
-        capture=m.capture,
-    )
+    result, sample = graph_measure(m, samples=5, warmup=0.0, min_time=1e-3)
     first, second = m.captured
     assert first == 50 and second in (500, 501)  # 1 ms / 2 us, rounded up in floating point
     assert sample.timer == "graph" and sample.loops == second
@@ -257,15 +254,7 @@ def test_graph_samples_are_replays_sized_from_a_timed_replay() -> None:
 
 def test_a_graph_that_already_holds_enough_calls_is_not_captured_again() -> None:
     m = GraphMachine(host_ns=1_000, device_ns=10_000)  # device-bound: eager time is true
-    _, sample = measure(
-        m.work,
-        samples=3,
-        warmup=0.0,
-        min_time=1e-4,
-        clock=m.clock,
-        timer=DeviceClock(m),
-        capture=m.capture,
-    )
+    _, sample = graph_measure(m, samples=3, warmup=0.0, min_time=1e-4)
     assert m.captured == [10] and sample.loops == 10
     assert sample.values == pytest.approx((1e-5,) * 3)
 
@@ -274,30 +263,13 @@ def test_a_graph_never_holds_more_than_the_cap() -> None:
     from pytest_burnperf.core.timing import MAX_GRAPH_CALLS
 
     m = GraphMachine(host_ns=1_000, device_ns=1)  # 1 ns a call: a 1 s sample wants 1e9 calls
-    _, sample = measure(
-        m.work,
-        samples=2,
-        warmup=0.0,
-        min_time=1.0,
-        clock=m.clock,
-        timer=DeviceClock(m),
-        capture=m.capture,
-    )
+    _, sample = graph_measure(m, samples=2, warmup=0.0, min_time=1.0)
     assert m.captured == [MAX_GRAPH_CALLS] and sample.loops == MAX_GRAPH_CALLS
 
 
 def test_with_an_l2_flush_each_graph_replay_is_one_call_after_the_flush() -> None:
     m = GraphMachine(host_ns=20_000, device_ns=2_000)
-    _, sample = measure(
-        m.work,
-        samples=3,
-        warmup=0.0,
-        min_time=1e-3,
-        clock=m.clock,
-        timer=DeviceClock(m),
-        flush=m.flush,
-        capture=m.capture,
-    )
+    _, sample = graph_measure(m, samples=3, warmup=0.0, min_time=1e-3, flush=m.flush)
     assert m.captured == [1] and sample.loops == 1 and sample.l2_flush
     assert m.log[-6:] == ["flush", "replay"] * 3  # the flush is outside the graph, untimed
     assert sample.values == pytest.approx((2e-6,) * 3)
@@ -309,13 +281,5 @@ def test_a_capture_failure_reaches_the_caller() -> None:
     m = GraphMachine(host_ns=1_000, device_ns=1_000)
     m.fail_with = GraphCaptureError("its calls could not be captured")
     with pytest.raises(GraphCaptureError, match="could not be captured"):
-        measure(
-            m.work,
-            samples=3,
-            warmup=0.0,
-            min_time=1e-4,
-            clock=m.clock,
-            timer=DeviceClock(m),
-            capture=m.capture,
-        )
+        graph_measure(m, samples=3, warmup=0.0, min_time=1e-4)
     assert Sample(values=(1.0,), loops=1, warmup_calls=1, timer="graph").timer == "graph"

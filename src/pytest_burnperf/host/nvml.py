@@ -40,7 +40,8 @@ _SLOWDOWN_WORDS = frozenset(text for _, text in _SLOWDOWN_REASONS)
 
 #: nvbench's default throttle threshold: a sample taken while the SM clock was under this share
 #: of its default clock is discarded there. Here a benchmark whose SM clock, read at the start and
-#: end of its samples (not idle), was under this share of its maximum ran on a slowed GPU.
+#: end of its samples (not idle, not at its power cap), was under this share of its maximum ran on
+#: a slowed GPU (application or user-defined clocks, or a slowdown NVML gives no reason for).
 SM_CLOCK_MIN_SHARE = 0.75
 #: Another process counts as computing on the GPU when NVML saw it use at least this share of
 #: the SMs during a benchmark's samples.
@@ -74,23 +75,29 @@ def _open(pci: str | None) -> tuple[Any, Any] | None:
         return None
 
 
+def _collect(calls: Sequence[tuple[str, Callable[[], Any]]]) -> dict[str, Any]:
+    """Each call's value by its key, leaving out what this GPU or driver does not report."""
+    out: dict[str, Any] = {}
+    for key, call in calls:
+        try:
+            out[key] = call()
+        except Exception:  # a figure this GPU or driver does not report
+            continue
+    return out
+
+
 def facts(pci: str | None) -> dict[str, Any] | None:
     """Max SM and memory clocks (MHz), power limit (W) and driver of the GPU at ``pci``."""
     found = _open(pci)
     if found is None:
         return None
     nvml, handle = found
-    out: dict[str, Any] = {}
     calls: tuple[tuple[str, Callable[[], Any]], ...] = (
         ("max_sm_clock_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
         ("max_mem_clock_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)),
         ("power_limit_w", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),
     )
-    for key, call in calls:
-        try:
-            out[key] = call()
-        except Exception:  # a field this GPU or driver does not report
-            continue
+    out = _collect(calls)
     try:
         driver = nvml.nvmlSystemGetDriverVersion()
         out["nvml_driver"] = driver.decode() if isinstance(driver, bytes) else str(driver)
@@ -129,7 +136,6 @@ def read(pci: str | None) -> dict[str, Any] | None:
     if found is None:
         return None
     nvml, handle = found
-    out: dict[str, Any] = {}
     calls: tuple[tuple[str, Callable[[], Any]], ...] = (
         ("sm_mhz", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
         ("max_sm_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
@@ -142,11 +148,7 @@ def read(pci: str | None) -> dict[str, Any] | None:
             lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
         ),
     )
-    for key, call in calls:
-        try:
-            out[key] = float(call())
-        except Exception:  # a figure this GPU or driver does not report
-            continue
+    out: dict[str, Any] = {k: float(v) for k, v in _collect(calls).items()}
     try:
         bits = int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
     except Exception:

@@ -276,7 +276,15 @@ class Window:
         if self.gpu_slowdown:
             why.append(self.gpu_slowdown)
         share = self.gpu_sm_clock_share
-        if share is not None and share < SM_CLOCK_MIN_SHARE and not self.gpu_slowdown:
+        # under its power cap a GPU runs heavy kernels at the clock the cap allows: that is the
+        # workload's own steady state (its baseline ran there too), not a disturbance
+        capped = "power cap" in (self.gpu_reasons or "")
+        if (
+            share is not None
+            and share < SM_CLOCK_MIN_SHARE
+            and not self.gpu_slowdown
+            and not capped
+        ):
             why.append(
                 f"the GPU's SM clock fell to {self.gpu_sm_mhz:.0f} of {self.gpu_max_sm_mhz:.0f} "
                 f"MHz (under {100 * SM_CLOCK_MIN_SHARE:.0f}% of its maximum)"
