@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from validation.common import cp, log, machine
+from validation.same_session import PYPROJECT as SAME_SESSION_PYPROJECT
 from validation.same_session import git
 
 #: The slowdowns planted, rotated over the workloads.
@@ -135,17 +136,12 @@ def test_gpu_graph(perf, device):
     perf(fn, *args)
 """
 
-PYPROJECT = """[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "gpu-workloads"
-version = "1.0"
-
-[tool.setuptools]
-py-modules = ["gpu_workloads"]
-"""
+#: same_session's project file, naming this one module.
+PYPROJECT = (
+    SAME_SESSION_PYPROJECT.replace("burnperf-wl", "gpu-workloads")
+    .replace("[tool.setuptools.packages.find]", "[tool.setuptools]")
+    .replace('where = ["src"]', 'py-modules = ["gpu_workloads"]')
+)
 
 
 def workload_of(result: dict[str, Any]) -> str:

@@ -181,7 +181,7 @@ def test_idle_readings_do_not_count_as_a_slow_clock_and_slowdowns_are_named() ->
     )
     hot = {**busy, "reasons": ["thermal slowdown (software)"]}
     assert nvml.window_fields([hot])["gpu_slowdown"] == (
-        "the GPU was in thermal slowdown (software)"
+        "the GPU was in thermal slowdown (software) (SM clock 1980/1980 MHz)"
     )
     assert nvml.window_fields([]) == {}
 

@@ -252,5 +252,10 @@ def window_fields(readings: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out["gpu_reasons"] = ", ".join(reasons) or None
     slowing = [t for t in reasons if t in _SLOWDOWN_WORDS]
     if slowing:
-        out["gpu_slowdown"] = f"the GPU was in {', '.join(slowing)}"
+        clocks = (
+            f" (SM clock {out['gpu_sm_mhz']:.0f}/{out['gpu_max_sm_mhz']:.0f} MHz)"
+            if "gpu_sm_mhz" in out
+            else ""
+        )
+        out["gpu_slowdown"] = f"the GPU was in {', '.join(slowing)}{clocks}"
     return out

@@ -306,7 +306,8 @@ class Perf:
             host = hoststate.window(
                 *hoststate.spans(marks),
                 sample.cpu_share if single else None,
-                gpu_slowdown=self.device.gpu_slowdown(),
+                # the watch read the slowdown reasons with the clocks; other devices say it here
+                gpu_slowdown=self.device.gpu_slowdown() if gpu is None else None,
                 gpu=None if gpu is None else gpu.fields(),
             )
 
