@@ -193,3 +193,69 @@ def test_a_paired_verdict_over_busy_rounds_stands_with_a_note() -> None:
     assert noted.status == "regressed"
     assert "host busy in round(s) 2 (other processes used 1.2 of 2 CPUs)" in noted.notes[-1]
     assert note_paired_host(verdict, {}) is verdict
+
+
+def test_a_busy_host_excuses_only_what_it_can_explain() -> None:
+    # issue 41: 13% of the time waiting for a CPU cannot make a kernel 2.2x slower
+    waited = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.5, pressure_share=0.13)
+    assert waited.disturbed() is not None
+    up_to = waited.explains_up_to()
+    assert up_to == pytest.approx(1.5 / 0.87)
+    v = judge(2.227, HostEvidence(windows=(QUIET, waited, QUIET)))
+    assert v.status == REGRESSED
+    assert v.reason.startswith("host busy in round(s) 2 of 3: other processes used 0.50")
+    assert "can explain up to +72%, not the +122.7% [" in v.reason
+    assert v.reason.endswith("measured: failed all the same")
+    # within what it can explain: inconclusive, and the reason gives the bound
+    v = judge(1.3, HostEvidence(windows=(QUIET, waited, QUIET)))
+    assert v.status == INCONCLUSIVE and "(it can explain up to +72%)" in v.reason
+
+
+def test_the_failure_message_says_the_host_was_busy() -> None:
+    from pytest_burnperf.core.verdict import failure_message
+
+    waited = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.5, pressure_share=0.13)
+    v = judge(2.227, HostEvidence(windows=(waited, waited, waited)))
+    msg = failure_message("test_k[numpy-cpu-f64]", v, Policy())
+    assert msg.startswith("test_k[numpy-cpu-f64]: ")
+    assert "exceeds 5% threshold; host busy while it ran" not in msg  # three windows: rounds
+    assert "; host busy in round(s) 1, 2, 3 of 3: " in msg
+    assert "failed all the same" in msg
+
+
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [
+        (QUIET, 1.0),
+        # another process beside, no CPU taken from us: the neighbour factor alone
+        (BUSY, 1.5),
+        # oversubscribed (1.0 + 1.5 CPUs wanted of 2): a fifth of the time waiting
+        (Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=1.5), 1.5 / 0.8),
+        # steal taken as if it all fell on our CPU: 10% of 2 CPUs = 20% of one
+        (Window(seconds=1.0, cpus=2, own_cpus=1.0, steal_share=0.1), 1.5 / 0.8),
+        (Window(seconds=1.0, cpus=2, own_cpus=1.0, throttle_share=0.5), 3.0),
+        # waiting nearly all the time: no bound
+        (Window(seconds=1.0, cpus=2, own_cpus=1.0, pressure_share=0.95), float("inf")),
+        # descheduled samples and no pressure figure: how much was lost is not measured
+        (Window(seconds=1.0, cpus=2, own_cpus=1.0, descheduled=5, samples=10), float("inf")),
+        # a GPU that slowed itself or shared its SMs: no bound; a low SM clock: its ratio
+        (Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_slowdown="thermal"), float("inf")),
+        (
+            Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_others_sm=0.4, gpu_others="pid 7"),
+            float("inf"),
+        ),
+        (
+            Window(
+                seconds=1.0,
+                cpus=2,
+                own_cpus=1.0,
+                gpu_sm_mhz=500.0,
+                gpu_max_sm_mhz=2000.0,
+                gpu_sm_clock_share=0.25,
+            ),
+            4.0,
+        ),
+    ],
+)
+def test_what_a_disturbed_window_can_explain(window: Window, expected: float) -> None:
+    assert window.explains_up_to() == pytest.approx(expected)

@@ -13,11 +13,13 @@ Order of the questions:
    sides. With fewer clean rounds, or a host that runs the reference probe slower or faster than
    the baseline's host (``probe``), a verdict the host could explain becomes ``inconclusive``
    with the reason: never a failure blamed on the code, never a silent pass through a floor the
-   busy host raised.
+   busy host raised. A disturbance excuses only as much as it can explain
+   (``Window.explains_up_to``): a slowdown beyond that fails, with the busy host in a note.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -85,6 +87,11 @@ class HostEvidence:
         rounds = ", ".join(str(i + 1) for i, _ in bad)
         return f"host busy in round(s) {rounds} of {len(self.windows)}: {bad[0][1]}"
 
+    def explains_up_to(self) -> float:
+        """The largest slowdown (a ratio) the disturbance of this run's host can explain: the
+        worst of its windows (``Window.explains_up_to``)."""
+        return max((w.explains_up_to() for w in self.windows), default=1.0)
+
     def baseline_disturbed(self) -> str | None:
         reasons = [w.disturbed() for w in self.baseline_windows]
         bad = [why for why in reasons if why]
@@ -110,15 +117,35 @@ def _change(v: Verdict) -> str:
     return "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
 
 
-def explain_by_host(verdict: Verdict, why: str, policy: Policy) -> Verdict:
-    """A disturbed host: a slowdown it could have caused, or a floor it raised, is inconclusive."""
+def _interval(v: Verdict) -> str:
+    """``+122.7% [+119.7%, +125.7%]``: the change with its 95% interval where known."""
+    if v.ratio_low is None or v.ratio_high is None:
+        return _change(v)
+    return f"{_change(v)} [{100 * (v.ratio_low - 1):+.1f}%, {100 * (v.ratio_high - 1):+.1f}%]"
+
+
+def explain_by_host(verdict: Verdict, why: str, policy: Policy, up_to: float = math.inf) -> Verdict:
+    """A disturbed host: a slowdown it could have caused, or a floor it raised, is inconclusive.
+    ``up_to`` is the largest slowdown (a ratio) the disturbance can explain
+    (``HostEvidence.explains_up_to``): a slowdown whose whole 95% interval lies beyond it is
+    the code's, and fails with the busy host in a note."""
     if verdict.status == REGRESSED:
+        low = verdict.ratio_low if verdict.ratio_low is not None else verdict.ratio
+        bound = "" if math.isinf(up_to) else f" (it can explain up to +{100 * (up_to - 1):.0f}%)"
+        if low is not None and low > up_to:
+            return replace(
+                verdict,
+                reason=(
+                    f"{why}; a host this busy can explain up to +{100 * (up_to - 1):.0f}%, "
+                    f"not the {_interval(verdict)} measured: failed all the same"
+                ),
+            )
         return replace(
             verdict,
             status=INCONCLUSIVE,
             reason=(
-                f"{why}; the {_change(verdict)} change may be the host's, not the code's: not "
-                "failed (--perf-strict fails it); run again on a quiet host"
+                f"{why}{bound}; the {_interval(verdict)} change may be the host's, not the "
+                "code's: not failed (--perf-strict fails it); run again on a quiet host"
             ),
         )
     raised = verdict.effect is not None and verdict.effect > policy.threshold
@@ -221,7 +248,7 @@ def assess(
         return verdict
     busy = None if left_out else host.disturbed()
     if busy is not None:
-        verdict = explain_by_host(verdict, busy, policy)
+        verdict = explain_by_host(verdict, busy, policy, host.explains_up_to())
     old_busy = host.baseline_disturbed()
     if old_busy is not None:
         verdict = replace(verdict, notes=(*verdict.notes, old_busy))

@@ -421,4 +421,5 @@ def failure_message(
         f"{test_id}: {before}{format_time(verdict.baseline_median)} -> "
         f"{after}{format_time(verdict.current_median)} ({format_ratio(verdict)}, p={p:.2g}, "
         f"n={verdict.n_baseline}/{verdict.n_current}{runs}) exceeds {effect * 100:.3g}% {what}"
+        + (f"; {verdict.reason}" if verdict.reason else "")
     )

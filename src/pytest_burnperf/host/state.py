@@ -47,6 +47,16 @@ THROTTLE_SHARE = 0.05
 #: descheduled; a benchmark with at least DESCHEDULED_SHARE of such samples was disturbed.
 CPU_SHARE_MIN = 0.90
 DESCHEDULED_SHARE = 0.10
+#: How much slower a benchmark may run beside other processes without losing any of its own CPU
+#: time: a neighbour on the sibling hyperthread of a shared core, shared caches and memory
+#: bandwidth, the clock budget. The largest such factor measured here is 1.5 (slow spells of a
+#: pure-Python loop at 1.36-1.55x with no steal, no pressure and no other process visible:
+#: docs/validation.md, "the host's speed has two levels"; a CPU-bound neighbour pinned to the
+#: other CPU: docs/reliability.md, "How much a busy host can explain"). A disturbance explains a
+#: slowdown up to this factor over the share of the time the benchmark waited for a CPU.
+NEIGHBOUR_FACTOR = 1.5
+#: The largest share of the time a benchmark can be said to have waited (beyond it: unbounded).
+MAX_WAITED_SHARE = 0.9
 
 #: A window's GPU figures (NVML, ``nvml.Watch``): lowest SM and memory clocks and their maxima
 #: (MHz) and shares, highest power (W) and temperature (C), the power limit, and the largest share
@@ -297,6 +307,41 @@ class Window:
                 f"{100 * CPU_SHARE_MIN:.0f}% of a CPU (descheduled)"
             )
         return "; ".join(why) or None
+
+    def explains_up_to(self) -> float:
+        """The largest slowdown (a ratio, ``math.inf`` for no bound) this window's disturbance
+        can explain; 1.0 for a quiet window. A benchmark that waited for a CPU a share ``w`` of
+        the time ran ``1 / (1 - w)`` times as long, and neighbours on the other CPUs slow what
+        it does run by at most :data:`NEIGHBOUR_FACTOR`. ``w`` is the largest of the CPU
+        pressure (PSI's *some*: the time at least one task waited, ours included), the steal
+        taken as if all of it fell on one CPU, and the cgroup's throttling; where only other
+        processes' CPU time is known, the oversubscription it implies. Descheduled samples with
+        no pressure figure, a GPU that slowed itself down or other processes on the GPU have no
+        bound (``math.inf``): how much they take is not measured."""
+        if not self.disturbed():
+            return 1.0
+        if self.gpu_slowdown or (
+            self.gpu_others_sm is not None and self.gpu_others_sm >= OTHERS_SM_MIN
+        ):
+            return math.inf
+        if self.pressure_share is None and self.samples and self.descheduled:
+            return math.inf
+        waited = [
+            self.pressure_share,
+            None if self.steal_share is None else self.steal_share * max(1, self.cpus),
+            self.throttle_share,
+        ]
+        if self.others_cpus is not None and self.cpus > 0:
+            demand = self.own_cpus + self.others_cpus
+            waited.append(max(0.0, 1.0 - self.cpus / demand) if demand > 0 else 0.0)
+        share = max((w for w in waited if w is not None), default=0.0)
+        if share >= MAX_WAITED_SHARE:
+            return math.inf
+        ratio = NEIGHBOUR_FACTOR / (1.0 - share)
+        clock = self.gpu_sm_clock_share
+        if clock is not None and 0 < clock < SM_CLOCK_MIN_SHARE:
+            ratio = max(ratio, 1.0 / clock)
+        return ratio
 
 
 def window(
