@@ -59,23 +59,20 @@ def test_a_pytest_benchmark_suite_runs_unchanged(
     rec = pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
     rec.assert_outcomes(passed=2)
     (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
-    assert set(json.loads(path.read_text())["benchmarks"]) == {
-        "test_plain[cpu]",
-        "test_pedantic[cpu]",
-    }
+    assert set(json.loads(path.read_text())["benchmarks"]) == {"test_plain", "test_pedantic"}
 
     again = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
     again.assert_outcomes(passed=2)
     doc = json.loads(Path(pytester.path, "r.json").read_text())
     by_test = {r["name"]: r for r in doc["results"]}
-    assert by_test["test_pedantic[cpu]"]["group"] == "io"
-    assert by_test["test_pedantic[cpu]"]["extra_info"] == {"size": 3}
-    assert len(by_test["test_pedantic[cpu]"]["samples"]) == 15
+    assert by_test["test_pedantic"]["group"] == "io"
+    assert by_test["test_pedantic"]["extra_info"] == {"size": 3}
+    assert len(by_test["test_pedantic"]["samples"]) == 15
 
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")  # far above the 1-vs-1 noise floor
     slow = pytester.runpytest("--perf", *FAST)
     slow.assert_outcomes(passed=1, failed=1)
-    slow.stdout.fnmatch_lines(["*test_plain[[]cpu[]]: * (+*%*) exceeds *"])
+    slow.stdout.fnmatch_lines(["test_plain: * (+*%*) exceeds *"])
 
 
 def test_without_perf_the_body_runs_once(pytester: pytest.Pytester) -> None:
@@ -97,7 +94,7 @@ def test_pedantic_with_one_round_is_timed_not_judged(pytester: pytest.Pytester) 
     )
     result = pytester.runpytest("--perf", *FAST)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*test_once[[]cpu[]]*inconclusive*"])
+    result.stdout.fnmatch_lines(["*test_once *inconclusive*"])
 
 
 def test_bad_benchmark_marker_is_an_error_of_that_test(pytester: pytest.Pytester) -> None:
@@ -129,14 +126,15 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
     ours = pytester.runpytest("-p", "benchmark", "--perf", *FAST)
     ours.assert_outcomes(passed=2)
     ours.stdout.fnmatch_lines(
-        [
-            "tests using pytest-benchmark's `benchmark` fixture were timed and judged by pytest-burnperf*"
-        ]
+        ["2 test(s) using pytest-benchmark's `benchmark` fixture timed and judged by *"]
     )
     ours.stdout.no_fnmatch_line("*- benchmark: 1 tests -*")
     # its marker stays known to --strict-markers although its hooks are off
     strict = pytester.runpytest("-p", "benchmark", "--perf", "--strict-markers", *FAST)
     strict.assert_outcomes(passed=2)
+    # none of them selected: nothing is said about them
+    deselected = pytester.runpytest("-p", "benchmark", "--perf", "-k", "nothing_here", *FAST)
+    deselected.stdout.no_fnmatch_line("*pytest-benchmark's `benchmark` fixture*")
     # without a test using the fixture, nothing is said about it
     pytester.makepyfile(test_suite="def test_x():\n    pass\n")
     quiet = pytester.runpytest("-p", "benchmark", "--perf", *FAST)
@@ -179,10 +177,7 @@ def test_pytest_benchmark_json_export_and_import(
     monkeypatch.chdir(pytester.path)
     assert main(["import-pytest-benchmark", "saved.json"]) == 0
     (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
-    assert set(json.loads(path.read_text())["benchmarks"]) == {
-        "test_plain[cpu]",
-        "test_pedantic[cpu]",
-    }
+    assert set(json.loads(path.read_text())["benchmarks"]) == {"test_plain", "test_pedantic"}
     judged = pytester.runpytest("--perf", "--perf-threshold", "1000%", *FAST)
     judged.assert_outcomes(passed=2)
     judged.stdout.no_fnmatch_line("*no-baseline*")
@@ -281,3 +276,61 @@ def test_pytest_benchmark_json_names_each_tests_parameters(pytester: pytest.Pyte
             "numpy-cpu-f64-shape1",
         ),
     }
+
+
+#: A pytest-benchmark suite whose ids come from parametrize and from a parametrised fixture.
+KERNELS = """
+import pytest
+
+import virtual_clock
+
+
+@pytest.fixture(params=["mylib", "theirs"])
+def lib(request):
+    return request.param
+
+
+@pytest.mark.parametrize("shape", [(3,)], ids=["shape0"])
+@pytest.mark.parametrize("op", ["nansum", "nanmax"])
+def test_kernels(benchmark, op, shape, lib):
+    benchmark(virtual_clock.spin, 100e-6)
+"""
+
+
+def test_a_pytest_benchmark_tests_id_is_the_same_with_and_without_perf(
+    pytester: pytest.Pytester,
+) -> None:
+    # issue 41: `[nansum-shape0-mylib]` became `[nansum-shape0-cpu-mylib]` under --perf, so the
+    # project's own -k selected nothing
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_kernels=KERNELS)
+    plain = pytester.runpytest("-p", "no:benchmark", "--collect-only", "-q")
+    perf = pytester.runpytest("--perf", "--collect-only", "-q", *FAST)
+    ids = [line for line in plain.outlines if "::" in line]
+    assert "test_kernels.py::test_kernels[mylib-nansum-shape0]" in ids
+    assert ids == [line for line in perf.outlines if "::" in line]
+    picked = pytester.runpytest("--perf", "-k", "mylib-nansum-shape0", *FAST)
+    picked.assert_outcomes(passed=1)
+    picked.stdout.fnmatch_lines(["*test_kernels[[]mylib-nansum-shape0[]]*no-baseline*"])
+
+
+def test_baselines_recorded_with_cpu_in_the_id_are_found_and_renamed(
+    pytester: pytest.Pytester,
+) -> None:
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST).assert_outcomes(
+        passed=2
+    )
+    (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
+    doc = json.loads(path.read_text())
+    # as an earlier release wrote them: the case in the id
+    doc["benchmarks"] = {f"{k}[cpu]": v for k, v in doc["benchmarks"].items()}
+    path.write_text(json.dumps(doc))
+    judged = pytester.runpytest("--perf", "--perf-threshold", "1000%", *FAST)
+    judged.assert_outcomes(passed=2)
+    judged.stdout.no_fnmatch_line("*no-baseline*")
+    # recorded again: under the test's own id, the old name gone
+    again = pytester.runpytest("--perf", "--perf-update", "-k", "test_plain", *FAST)
+    again.assert_outcomes(passed=1)
+    assert set(json.loads(path.read_text())["benchmarks"]) == {"test_plain", "test_pedantic[cpu]"}

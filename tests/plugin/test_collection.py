@@ -134,6 +134,23 @@ def test_k_selects_by_backend_and_dtype(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*test_mm[[]numpy-cpu-f32] PASSED*"])
 
 
+def test_a_k_that_selects_no_benchmark_says_how_their_ids_read(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(MODULE)
+    result = pytester.runpytest("--perf", "-k", "test_mm[f32]", *FAST)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        [
+            "-k 'test_mm[[]f32]' selected none of the * @pytest.mark.perf benchmark(s): under "
+            "--perf their ids end in the device and dtype (e.g. test_mm[[]numpy-cpu-f32]); "
+            "`pytest --perf --collect-only -q` lists them"
+        ]
+    )
+    # a -k that selects an ordinary test (and so runs something) says nothing about them
+    other = pytester.runpytest("--perf", "-k", "ordinary", *FAST)
+    other.assert_outcomes(passed=1, deselected=10)
+    other.stdout.no_fnmatch_line("*selected none of the*")
+
+
 def test_backend_and_dtype_filters_deselect(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(MODULE)
     result = pytester.runpytest(

@@ -8,30 +8,33 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.report.pytest_benchmark import (
+    legacy_keys,
     read_saved_run,
     same_simd_class,
     stats,
-    to_burnperf_key,
-    to_pytest_benchmark_name,
 )
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 
 @pytest.mark.parametrize(
-    ("theirs", "ours"),
+    ("key", "legacy"),
     [
-        ("test_a", "test_a[cpu]"),
-        ("test_p[10]", "test_p[cpu-10]"),
-        ("TestK::test_m", "TestK::test_m[cpu]"),
-        ("TestK::test_m[a-b]", "TestK::test_m[cpu-a-b]"),
+        ("test_a", ["test_a[cpu]"]),
+        ("test_p[10]", ["test_p[cpu-10]", "test_p[10-cpu]"]),
+        ("TestK::test_m", ["TestK::test_m[cpu]"]),
+        (
+            "test_k[nansum-shape0-mylib]",
+            [
+                "test_k[cpu-nansum-shape0-mylib]",
+                "test_k[nansum-cpu-shape0-mylib]",
+                "test_k[nansum-shape0-cpu-mylib]",
+                "test_k[nansum-shape0-mylib-cpu]",
+            ],
+        ),
     ],
 )
-def test_names_map_both_ways(theirs: str, ours: str) -> None:
-    assert to_burnperf_key(theirs) == ours and to_pytest_benchmark_name(ours) == theirs
-
-
-def test_other_keys_are_kept() -> None:
-    assert to_pytest_benchmark_name("test_mm[numpy-cpu-f32]") == "test_mm[numpy-cpu-f32]"
+def test_the_names_baselines_had_with_the_cpu_case_in_the_id(key: str, legacy: list[str]) -> None:
+    assert legacy_keys(key) == legacy
 
 
 def test_stats_of_a_sample() -> None:
@@ -60,7 +63,7 @@ def test_saved_run_checks(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text(json.dumps(run))
     (b,), _ = read_saved_run(path)
-    assert (b.module, b.key, b.samples, b.iterations) == ("t.py", "test_a[cpu]", (0.1, 0.2), 3)
+    assert (b.module, b.key, b.samples, b.iterations) == ("t.py", "test_a", (0.1, 0.2), 3)
     run["benchmarks"][0]["stats"] = {"mean": 0.1}  # type: ignore[index]
     path.write_text(json.dumps(run))
     with pytest.raises(FileFormatError, match=r"t\.py::test_a has no raw data"):

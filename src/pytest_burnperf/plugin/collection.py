@@ -88,7 +88,9 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
 
 
 def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
-    """A test written for pytest-benchmark: one case, the host CPU (numpy's device), ``[cpu]``."""
+    """A test written for pytest-benchmark: one case, the host CPU (numpy's device), kept by the
+    test function rather than parametrised, so that the test's id (and the ``-k`` expressions a
+    project already runs) stay as they are without ``--perf``."""
 
     if not compat.active(metafunc.config):
         return
@@ -106,9 +108,7 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     if reason is None and entry.device is not None and state.settings_for(spec).timer == "graph":
         reason = graph_unsupported(entry.device)
     case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason, benchmark_style=True)
-    marks = [pytest.mark.skip(reason=reason)] if reason else []
-    metafunc.parametrize(["_burnperf_case"], [pytest.param(case, id=CASE_ID, marks=marks)])
-    state.benchmark_fixture_tests += 1
+    state.benchmark_cases[metafunc.definition.nodeid] = case
 
 
 #: The module that defines the plugin's own ``device`` and ``dtype`` fixtures.

@@ -38,7 +38,7 @@ from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host import state as hoststate
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.plugin.state import STATE, Case, PerfState
-from pytest_burnperf.report.pytest_benchmark import CASE_ID
+from pytest_burnperf.report.pytest_benchmark import legacy_keys
 from pytest_burnperf.runs.same_session import summaries
 from pytest_burnperf.storage.baselines import BaselineError
 
@@ -629,8 +629,6 @@ def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, Any] | None, s
         else:
             params[name] = repr(value)
     param = spec.id if spec is not None else ""
-    if case.benchmark_style:
-        param = param.removeprefix(CASE_ID).removeprefix("-")
     if not params:
         return None, None
     return params, param or None
@@ -707,6 +705,12 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
     problem: BaselineError | None = None
     try:
         baseline = state.store.get(module, key)
+        if baseline is None and case.benchmark_style:  # recorded when `[cpu]` was in its id
+            for old in legacy_keys(key):
+                baseline = state.store.get(module, old)
+                if baseline is not None:
+                    state.renamed_baselines.setdefault(module, {})[key] = old
+                    break
         if baseline is None and state.legacy_store is not None:
             baseline = state.legacy_store.get(module, key)
             legacy = baseline is not None

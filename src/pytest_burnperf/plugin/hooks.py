@@ -13,7 +13,7 @@ run.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import pytest
@@ -72,6 +72,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     collection.select(config, items)
 
 
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Remember the benchmarks left out, to say why a -k that selected none of them did so."""
+    if not items:
+        return
+    state = items[0].config.stash[STATE]
+    state.deselected_benchmarks.extend(
+        i.nodeid for i in items if (case := case_of(i)) is not None and not case.benchmark_style
+    )
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
     rounds.rounds_after_collection(session)
@@ -88,6 +98,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     case = case_of(item)
     if case is not None and case.error is not None:
         pytest.fail(case.error, pytrace=False)
+    if case is not None and case.skip_reason is not None:  # a pytest-benchmark test's CPU case
+        pytest.skip(case.skip_reason)
     bad = item.config.stash[STATE].bad_devices
     if case is not None and case.entry is not None and case.entry.id in bad:
         pytest.skip(
@@ -166,6 +178,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 @pytest.fixture
 def _burnperf_case(request: pytest.FixtureRequest) -> Case:
+    case = case_of(request.node)  # a test written for pytest-benchmark: its one CPU case
+    if case is not None:
+        return case
     pytest.fail(
         f"{request.node.nodeid}: the perf, device and dtype fixtures need the test to be marked "
         "@pytest.mark.perf(backends=[...], dtypes=[...])",

@@ -275,12 +275,28 @@ def rounds_after_collection(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if not state.enabled:
         return
-    if state.took_over_benchmark and state.benchmark_fixture_tests:
-        state.messages.append(
-            "tests using pytest-benchmark's `benchmark` fixture were timed and judged by "
-            "pytest-burnperf under --perf (pytest-benchmark's own hooks were off for this run)"
-        )
     runnable = [item for item in session.items if is_runnable(item)]
+    keyword = session.config.option.keyword
+    if keyword and state.deselected_benchmarks and not session.items:
+        example = state.deselected_benchmarks[0].split("::")[-1]
+        state.messages.append(
+            f"-k {keyword!r} selected none of the {len(state.deselected_benchmarks)} "
+            "@pytest.mark.perf benchmark(s): under --perf their ids end in the device and dtype "
+            f"(e.g. {example}); `pytest --perf --collect-only -q` lists them"
+        )
+    state.benchmark_fixture_tests = sum(
+        1 for item in runnable if (case := case_of(item)) is not None and case.benchmark_style
+    )
+    if (
+        state.took_over_benchmark
+        and state.benchmark_fixture_tests
+        and not session.config.option.collectonly
+    ):
+        state.messages.append(
+            f"{state.benchmark_fixture_tests} test(s) using pytest-benchmark's `benchmark` "
+            "fixture timed and judged by pytest-burnperf under --perf (pytest-benchmark's own "
+            "hooks were off for this run)"
+        )
     # a shard judges at the alpha of the whole selection, counted before it kept its share
     state.comparisons = max(1, len(runnable)) if state.shard_info is None else state.comparisons
     if state.plan is not None:

@@ -45,7 +45,7 @@ class Case:
     skip_reason: str | None = None
     #: A bad marker: the test errors at setup with this message, the rest of its module runs.
     error: str | None = None
-    #: A test written for pytest-benchmark (its one case is this plugin's ``[cpu]``).
+    #: A test written for pytest-benchmark: its one case (the host CPU) adds nothing to its id.
     benchmark_style: bool = False
 
 
@@ -135,7 +135,15 @@ class PerfState:
     #: pytest-benchmark's hooks switched off for this --perf run (compat.py), and how many tests
     #: use its `benchmark` fixture.
     took_over_benchmark: bool = False
+    #: Those tests' one CPU case each, by the test function's node id (their ids stay unchanged).
+    benchmark_cases: dict[str, Case] = field(default_factory=dict)
+    #: How many of them run in this session (after -k and every other deselection).
     benchmark_fixture_tests: int = 0
+    #: Their baselines found under the name they had with ``[cpu]`` in the id:
+    #: ``{module: {key: old key}}``; --perf-update writes the key and drops the old one.
+    renamed_baselines: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Node ids of @pytest.mark.perf benchmarks that -k and the other deselections left out.
+    deselected_benchmarks: list[str] = field(default_factory=list)
     #: Puts back the SIGTERM handler this perf run replaced (see interrupts.sigterm_as_interrupt).
     restore_sigterm: Callable[[], None] = lambda: None
     messages: list[str] = field(default_factory=list)
@@ -284,12 +292,24 @@ class PerfState:
 STATE = pytest.StashKey[PerfState]()
 
 
+def definition_id(item: pytest.Item) -> str:
+    """The node id of the test function ``item`` was generated from (its id without the
+    parameters): what ``metafunc.definition.nodeid`` was at collection."""
+    parent = item.parent.nodeid if item.parent is not None else ""
+    name = str(getattr(item, "originalname", item.name))
+    return f"{parent}::{name}" if parent else name
+
+
 def case_of(item: pytest.Item) -> Case | None:
+    """The benchmark case of ``item``: a ``@pytest.mark.perf`` test's device-and-dtype parameter,
+    or the one CPU case of a test written for pytest-benchmark (kept by its function, so that its
+    test id stays what the user's ``-k`` expects); None for any other test."""
     callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    case = callspec.params.get("_burnperf_case")
-    return case if isinstance(case, Case) else None
+    case = callspec.params.get("_burnperf_case") if callspec is not None else None
+    if isinstance(case, Case):
+        return case
+    cases = item.config.stash[STATE].benchmark_cases if STATE in item.config.stash else {}
+    return cases.get(definition_id(item)) if cases else None
 
 
 def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, Any]:
@@ -321,7 +341,11 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
         return True
 
     try:
-        report = state.store.save(updates, machine)
+        drop = {
+            module: [old for key, old in renamed.items() if key in updates.get(module, {})]
+            for module, renamed in state.renamed_baselines.items()
+        }
+        report = state.store.save(updates, machine, drop=drop)
     except Interrupted as exc:
         state.interrupted = True
         state.messages.append(

@@ -2,9 +2,10 @@
 pytest-benchmark``) for the tools that read it, and saved pytest-benchmark runs with raw data
 imported as baselines (``burnperf import-pytest-benchmark``).
 
-A test written for pytest-benchmark is ``test_parse[cpu]`` here (``test_parse[cpu-10]`` when it is
-parametrised) and ``test_parse`` (``test_parse[10]``) in pytest-benchmark's files; the two names
-map onto each other by the ``cpu`` case id of :mod:`.compat`.
+A test written for pytest-benchmark keeps its name under ``--perf`` (``test_parse``,
+``test_parse[10]``), so the names in this plugin's baselines and in pytest-benchmark's files are
+the same. Baselines recorded before that carry a ``cpu`` case in the name (``test_parse[cpu]``,
+``test_parse[cpu-10]``): :func:`legacy_keys` finds them.
 """
 
 from __future__ import annotations
@@ -22,24 +23,26 @@ from pytest_burnperf.storage.paths import UnsafeName, inside
 # --------------------------------------------------------------------------------------------
 # names
 
-#: The case id a pytest-benchmark-style test gets (``test_x[cpu]``): the one CPU case it runs in.
+#: The case label of a pytest-benchmark-style test: the one CPU case it runs in. Before
+#: 0.12 it was also in the test's id (``test_x[cpu]``), and so in its baseline's key.
 CASE_ID = "cpu"
 
 
-def to_burnperf_key(test: str) -> str:
-    """``test_p[10]`` -> ``test_p[cpu-10]``, ``TestK::test_m`` -> ``TestK::test_m[cpu]``."""
-    if test.endswith("]") and "[" in test:
-        i = test.index("[")
-        return f"{test[: i + 1]}{CASE_ID}-{test[i + 1 :]}"
-    return f"{test}[{CASE_ID}]"
-
-
-def to_pytest_benchmark_name(key: str) -> str:
-    """The inverse of :func:`to_burnperf_key` for tests written for pytest-benchmark; other keys
-    (``test_matmul[numpy-cpu-f32]``) stay as they are."""
-    if key.endswith(f"[{CASE_ID}]"):
-        return key[: -len(CASE_ID) - 2]
-    return key.replace(f"[{CASE_ID}-", "[", 1)
+def legacy_keys(key: str) -> list[str]:
+    """The keys a pytest-benchmark-style test's baseline had when the ``cpu`` case was part of
+    its id: ``test_p`` -> ``test_p[cpu]``; ``test_p[a-b]`` -> ``test_p[cpu-a-b]``,
+    ``test_p[a-cpu-b]``, ``test_p[a-b-cpu]`` (where pytest put the case depended on the order in
+    which the test's parameters were generated)."""
+    if not (key.endswith("]") and "[" in key):
+        return [f"{key}[{CASE_ID}]"]
+    i = key.index("[")
+    name, parts = key[:i], key[i + 1 : -1].split("-")
+    out = []
+    for at in range(len(parts) + 1):
+        candidate = f"{name}[{'-'.join([*parts[:at], CASE_ID, *parts[at:]])}]"
+        if candidate not in out:
+            out.append(candidate)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,7 +90,7 @@ def document(
     benchmarks = []
     for r in results:
         s = r.settings
-        name = to_pytest_benchmark_name(r.key)
+        name = r.key
         v = r.verdict
         benchmarks.append(
             {
@@ -191,7 +194,7 @@ def read_saved_run(path: Path) -> tuple[list[SavedBenchmark], dict[str, Any]]:
         samples = f.samples(st["data"], f"{where}.stats.data")
         iterations = f.integer(st.get("iterations", 1), f"{where}.stats.iterations", low=1)
         module, test = fullname.split("::", 1)
-        out.append(SavedBenchmark(module, to_burnperf_key(test), tuple(samples), iterations))
+        out.append(SavedBenchmark(module, test, tuple(samples), iterations))
     return out, doc["machine_info"]
 
 

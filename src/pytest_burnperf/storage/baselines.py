@@ -33,7 +33,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,8 +314,11 @@ class BaselineStore:
         self,
         updates: Mapping[str, Mapping[str, dict[str, Any]]],
         machine: Mapping[str, Any],
+        drop: Mapping[str, Sequence[str]] | None = None,
     ) -> SaveReport:
-        """Merge ``updates`` ({module: {key: entry}}) into the files and write them all.
+        """Merge ``updates`` ({module: {key: entry}}) into the files and write them all; the keys
+        in ``drop`` ({module: [key]}: entries the updates replace under a new name) are removed
+        from the modules that are written.
 
         Benchmarks that are not in ``updates`` are kept as they are, also those another process
         wrote since this run started (the files are read again under the lock). A file that could
@@ -361,6 +364,8 @@ class BaselineStore:
                         except BaselineError as exc:
                             report.errors.append(exc)
                             continue
+                        for old in (drop or {}).get(module, ()):
+                            benchmarks.pop(old, None)
                         benchmarks.update(updates[module])
                         doc = {
                             "schema": SCHEMA,
