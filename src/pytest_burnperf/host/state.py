@@ -52,7 +52,7 @@ DESCHEDULED_SHARE = 0.10
 #: bandwidth, the clock budget. The largest such factor measured here is 1.5 (slow spells of a
 #: pure-Python loop at 1.36-1.55x with no steal, no pressure and no other process visible:
 #: docs/validation.md, "the host's speed has two levels"; a CPU-bound neighbour pinned to the
-#: other CPU: docs/reliability.md, "How much a busy host can explain"). A disturbance explains a
+#: other CPU: docs/gate.md, "How much a busy host can explain"). A disturbance explains a
 #: slowdown up to this factor over the share of the time the benchmark waited for a CPU.
 NEIGHBOUR_FACTOR = 1.5
 #: The largest share of the time a benchmark can be said to have waited (beyond it: unbounded).
