@@ -85,8 +85,8 @@ def flat(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize(
     ("start", "rounds"),
     [
-        ("fork", "each in 2 environments at once, taking turns"),  # two round servers
-        ("fresh", "in 2 environments, in the order"),  # whole process rounds
+        ("fork", "in 2 environments taking 0.25 s turns"),  # two round servers
+        ("fresh", "benchmarks in "),  # whole process rounds
     ],
 )
 def test_a_flat_layout_compares_two_commits_in_one_session(

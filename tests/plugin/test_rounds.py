@@ -65,9 +65,8 @@ def test_adaptive_rounds_go_to_the_undecided_benchmarks_only(
     slow.stdout.fnmatch_lines(
         [
             "burnperf: baselines *, 2 process rounds (up to 4 for undecided benchmarks), size *",
-            "pytest-burnperf: adaptive round 2 (of at most 4) for * of 2 benchmarks still "
-            "undecided (*",
-            "pytest-burnperf: round 4/4 in this process (*",
+            "burnperf: adaptive round 2 (at most 4): * of 2 undecided (*",
+            "burnperf: round 4/4 in this process (*",
             "test_loop[[]numpy-cpu-f64[]]: * runs=2/4) exceeds *",
             "baselines in *; 2 process rounds (up to 4 for undecided benchmarks): *4 ran; *",
         ]
@@ -170,11 +169,11 @@ def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester, sta
     how = "fresh" if start == "fresh" or not sys.platform.startswith("linux") else "forked"
     result.stdout.fnmatch_lines(
         [
-            f"pytest-burnperf: round 1/3 of 2 benchmarks in a {how} process (*:* elapsed; *",
-            "pytest-burnperf: round 1/3: 2/2 benchmarks, *:* elapsed",
-            f"pytest-burnperf: round 2/3 of 2 benchmarks in a {how} process (*",
-            "pytest-burnperf: round 2/3: 2/2 benchmarks, *:* elapsed",
-            "pytest-burnperf: round 3/3 in this process (*:* elapsed) ...",
+            f"burnperf: round 1/3: 2 benchmarks in a {how} process (*:* elapsed) ...",
+            "burnperf: round 1/3: 2/2 done, *:* elapsed",
+            f"burnperf: round 2/3: 2 benchmarks in a {how} process (*",
+            "burnperf: round 2/3: 2/2 done, *:* elapsed",
+            "burnperf: round 3/3 in this process (*:* elapsed) ...",
         ]
     )
 
@@ -196,9 +195,8 @@ def test_forked_rounds_pool_like_fresh_ones_and_adaptive_rounds_run_the_undecide
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(
         [
-            "pytest-burnperf: round 1/2 of 2 benchmarks in a forked process (*",
-            "pytest-burnperf: adaptive round 2 (of at most 4) for * of 2 benchmarks still "
-            "undecided (*",
+            "burnperf: round 1/2: 2 benchmarks in a forked process (*",
+            "burnperf: adaptive round 2 (at most 4): * of 2 undecided (*",
             "test_loop[[]numpy-cpu-f64[]]: * runs=2/4) exceeds *",
         ]
     )

@@ -16,10 +16,7 @@ from pytest_burnperf.runs.rounds import (
 
 def test_clock_and_line() -> None:
     assert clock(0) == "0:00" and clock(72.9) == "1:12" and clock(3725) == "1:02:05"
-    assert (
-        progress_line(2, 3, 41, 125, 72)
-        == "pytest-burnperf: round 2/3: 41/125 benchmarks, 1:12 elapsed"
-    )
+    assert progress_line(2, 3, 41, 125, 72) == "burnperf: round 2/3: 41/125 done, 1:12 elapsed"
 
 
 def test_the_line_estimates_the_time_left_in_the_round_and_names_the_last_benchmark(
@@ -28,15 +25,19 @@ def test_the_line_estimates_the_time_left_in_the_round_and_names_the_last_benchm
     line = progress_line(2, 3, 40, 120, 300, round_s=60, last="t.py::test_x[numpy-cpu-f32]")
     # 40 done in 60 s: 80 more at that pace take 2:00
     assert line == (
-        "pytest-burnperf: round 2/3: 40/120 benchmarks, 5:00 elapsed, about 2:00 left in this "
-        "round (last: t.py::test_x[numpy-cpu-f32])"
+        "burnperf: round 2/3: 40/120 done, 5:00, ~2:00 left, last test_x[numpy-cpu-f32]"
     )
+    # a long test id is shortened in the middle: the line fits 80 columns, the parameters stay
+    long = progress_line(
+        2, 3, 40, 120, 300, round_s=60, last="t.py::test_kernels_" + "x" * 60 + "[mylib-nansum]"
+    )
+    assert len(long) <= 80 and long.endswith("…[mylib-nansum]")
     # nothing done yet: no estimate; all done: neither
     assert "left" not in progress_line(1, 3, 0, 10, 5, round_s=5)
     done = progress_line(1, 3, 10, 10, 50, round_s=50, last="t.py::test_y")
-    assert done == "pytest-burnperf: round 1/3: 10/10 benchmarks, 0:50 elapsed"
+    assert done == "burnperf: round 1/3: 10/10 done, 0:50 elapsed"
     assert progress_line(1, 3, 1, 2, 5, where=" in v1.0").startswith(
-        "pytest-burnperf: round 1/3 in v1.0: 1/2"
+        "burnperf: round 1/3 in v1.0: 1/2"
     )
     progress = tmp_path / "p"
     assert last_done(progress) is None

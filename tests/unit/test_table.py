@@ -104,3 +104,59 @@ def test_wrap_keeps_short_lines_and_folds_long_ones() -> None:
     assert out[0] == "short" and all(len(x) <= 60 for x in out)
     assert out[2].startswith("    ")
     assert wrap([long], None) == [long]
+
+
+def _pb(params: str, device: str = "numpy-cpu", status: str = UNCHANGED) -> Result:
+    """A test written for pytest-benchmark: its id is its own parameters (issue 41)."""
+    r = result("test_kernels", device, "f64", 1e-3, status, 1.0)
+    key = f"test_kernels[{params}]"
+    return Result(**{**r.__dict__, "key": key, "nodeid": f"perf_tests/test_ops.py::{key}"})
+
+
+def test_80_columns_keep_what_tells_rows_apart() -> None:
+    # issue 41: names cut to `test_kernels[…` made five rows look the same
+    kernels = [_pb(f"{op}-shape{i}-mylib") for i, op in enumerate(("nansum", "nanmax", "nanmin"))]
+    lines = table(kernels, width=80)
+    assert all(len(line) <= 80 for line in lines), [len(x) for x in lines]
+    names = [line.split()[0] for line in lines[2:]]
+    assert len(set(names)) == 3
+    assert all(n.endswith(f"-shape{i}-mylib]") for i, n in enumerate(names))
+
+
+def test_80_columns_never_drop_the_backend_of_two_rows_of_one_test() -> None:
+    # the numpy-cpu and torch-cpu rows of one test differ only in their backend
+    rows = [
+        result(
+            "test_a_rather_long_benchmark_name_with_params",
+            "numpy-cpu",
+            "f64",
+            1e-3,
+            UNCHANGED,
+            1.0,
+        ),
+        result(
+            "test_a_rather_long_benchmark_name_with_params",
+            "torch-cpu",
+            "f64",
+            1e-3,
+            UNCHANGED,
+            1.0,
+        ),
+    ]
+    lines = table(rows, width=80)
+    assert all(len(line) <= 80 for line in lines)
+    assert "backend" in lines[0]
+    assert len({line for line in lines[2:]}) == 2
+    assert "numpy" in lines[2] and "torch" in lines[3]
+
+
+def test_names_that_would_read_the_same_go_on_a_line_of_their_own() -> None:
+    long = "x" * 30
+    rows = [_pb(f"{long}-{i}-{long}") for i in range(3)]
+    lines = table(rows, width=80)
+    assert all(len(line) <= 80 for line in lines[3::2]), [len(x) for x in lines]
+    assert lines[0] == "benchmark (its figures on the line below)"
+    # each full id, then its figures indented
+    assert [lines[3 + 2 * i] for i in range(3)] == [r.label for r in rows]
+    assert all(lines[4 + 2 * i].startswith("  ") for i in range(3))
+    assert "benchmark" not in lines[1]

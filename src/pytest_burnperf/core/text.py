@@ -83,3 +83,19 @@ def device_within(library: str, device_id: str) -> str:
     """A device id without its library's prefix, as the tables name it under the library
     (``pocl-cpu0`` for ``opencl-pocl-cpu0`` of ``opencl``)."""
     return device_id.removeprefix(f"{library}-")
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters in the middle, never at the end: a test id keeps its
+    parameters, which tell its cases apart (``test_ker…[mylib-nansum-shape0]``), and as much of
+    its name as fits; parameters longer than that keep a third of the width for the start."""
+    if len(text) <= width:
+        return text
+    if width <= 2:
+        return text[:width]
+    i = text.find("[")
+    params = text[i:] if i > 0 else ""
+    if params and len(params) + 2 <= width:
+        return text[: width - 1 - len(params)] + "…" + params
+    head = max(1, (width - 1) // 3)
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]

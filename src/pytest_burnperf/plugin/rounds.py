@@ -86,7 +86,7 @@ def run_rounds(
     state.worker_probes = got.probes.get(CURRENT, {})
     total = max(state.rounds, got.rounds + 1)
     write(
-        f"pytest-burnperf: round {total}/{total} in this process "
+        f"burnperf: round {total}/{total} in this process "
         f"({clock(time.monotonic() - t0)} elapsed) ..."
     )
 

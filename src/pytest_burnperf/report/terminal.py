@@ -14,7 +14,7 @@ from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.core.roofline import format_rate
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.text import device_within, escape, format_time, rounds_text
+from pytest_burnperf.core.text import device_within, escape, format_time, rounds_text, shorten
 from pytest_burnperf.core.verdict import (
     FAILED,
     IMPROVED,
@@ -140,11 +140,25 @@ def _group_key(key: str) -> Any:
     return keys[key]
 
 
+#: The columns that tell two rows apart: never dropped where two rows would then read the same.
+IDENTITY: tuple[str, ...] = ("benchmark", "shape", "backend", "device", "dtype", "clock")
+
+
+def _distinct(rows: list[dict[str, str]], cols: Sequence[str]) -> bool:
+    """Whether the identity columns among ``cols`` still tell every pair of distinct rows apart."""
+    ids = [c for c in IDENTITY if c in cols]
+    full = {tuple(r[c] for c in IDENTITY) for r in rows}
+    return len({tuple(r[c] for c in ids) for r in rows}) == len(full)
+
+
 def _layout(
     rows: list[dict[str, str]], columns: Sequence[str], width: int | None, fit: bool
-) -> tuple[list[str], dict[str, int]]:
-    """The columns that fit ``width`` (dropping in DROP_ORDER, then shortening benchmark names
-    to no less than _MIN_NAME) and each column's width."""
+) -> tuple[list[str], dict[str, int], bool]:
+    """The columns that fit ``width``, each column's width, and whether the benchmark's name goes
+    on a line of its own. Columns are dropped in DROP_ORDER, but never one that tells two rows
+    apart; then names are shortened in the middle (their parameters kept) to no less than
+    _MIN_NAME; where that would make two names read the same, each row's full name is printed on
+    a line of its own above the row's figures."""
     cols = list(columns)
 
     def widths_of(cs: Sequence[str]) -> dict[str, int]:
@@ -155,22 +169,27 @@ def _layout(
 
     ws = widths_of(cols)
     if not fit or width is None:
-        return cols, ws
+        return cols, ws, False
     for c in DROP_ORDER:
         if total(ws) <= width:
             break
-        if c in cols and c not in KEEP:
+        if c in cols and c not in KEEP and _distinct(rows, [x for x in cols if x != c]):
             cols.remove(c)
             ws = widths_of(cols)
     if total(ws) > width and "benchmark" in ws:
-        ws["benchmark"] = max(_MIN_NAME, ws["benchmark"] - (total(ws) - width))
-    return cols, ws
+        name = max(_MIN_NAME, ws["benchmark"] - (total(ws) - width))
+        labels = {r["benchmark"] for r in rows}
+        if len({shorten(x, name) for x in labels}) < len(labels):
+            cols.remove("benchmark")
+            return cols, widths_of(cols), True
+        ws["benchmark"] = name
+    return cols, ws, False
 
 
 def _cell(text: str, n: int, right: bool) -> str:
     text = escape(text)  # a newline in a test id must not start a line of its own
     if len(text) > n:
-        text = text[: n - 1] + "…"
+        text = shorten(text, n)
     return text.rjust(n) if right else text.ljust(n)
 
 
@@ -185,26 +204,34 @@ def table_rows(
 ) -> list[tuple[str, str | None]]:
     """The results table, each line with the verdict of its row (None: a header line).
     ``columns`` (keys of COLUMN_KEYS) is shown as asked; otherwise the essential columns (all
-    with ``verbose``), fitted to ``width`` by dropping the least important ones and then
-    shortening benchmark names. ``sort`` orders the rows, ``group_by`` splits them
-    into one titled block per benchmark, device, dtype or module."""
+    with ``verbose``), fitted to ``width`` (_layout). ``sort`` orders the rows, ``group_by``
+    splits them into one titled block per benchmark, device, dtype or module."""
     chosen = list(columns) if columns else list(COLUMN_KEYS if verbose else ESSENTIAL)
     fit = not columns and not verbose
     ordered = list(results)
     if sort:
         ordered.sort(key=_sort_key(sort))
     rows = [dict(zip(COLUMN_KEYS, row(r), strict=True)) for r in ordered]
-    cols, ws = _layout(rows, chosen, width, fit)
+    cols, ws, stacked = _layout(rows, chosen, width, fit)
+    indent = "  " if stacked else ""
 
     def fmt(rw: dict[str, str]) -> str:
-        return "  ".join(_cell(rw[c], ws[c], c in _RIGHT) for c in cols).rstrip()
+        return indent + "  ".join(_cell(rw[c], ws[c], c in _RIGHT) for c in cols).rstrip()
+
+    def lines_of(r: Result, rw: dict[str, str]) -> list[tuple[str, str | None]]:
+        if not stacked:
+            return [(fmt(rw), r.verdict.status)]
+        return [(escape(rw["benchmark"]), r.verdict.status), (fmt(rw), r.verdict.status)]
 
     head: list[tuple[str, str | None]] = [
         (fmt(HEADERS), None),
-        ("  ".join("-" * ws[c] for c in cols), None),
+        (indent + "  ".join("-" * ws[c] for c in cols), None),
     ]
+    if stacked:  # the names on their own lines: say so above the figures
+        head.insert(0, ("benchmark (its figures on the line below)", None))
     if not group_by:
-        return [*head, *((fmt(rw), r.verdict.status) for r, rw in zip(ordered, rows, strict=True))]
+        body = [line for r, rw in zip(ordered, rows, strict=True) for line in lines_of(r, rw)]
+        return [*head, *body]
     key = _group_key(group_by)
     groups: dict[str, list[tuple[Result, dict[str, str]]]] = {}
     for r, rw in zip(ordered, rows, strict=True):
@@ -213,7 +240,8 @@ def table_rows(
     for name, members in groups.items():
         lines.append((f"{group_by} {name}:", None))
         lines.extend(head)
-        lines.extend((fmt(rw), r.verdict.status) for r, rw in members)
+        for r, rw in members:
+            lines.extend(lines_of(r, rw))
         lines.append(("", None))
     return lines[:-1]
 

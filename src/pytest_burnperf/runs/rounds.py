@@ -2,7 +2,7 @@
 raw samples, host windows and probes for the parent session to pool.
 
 While a round runs, its process appends the node id of every finished test to a progress file; the
-parent reads it and prints ``round 2/3: 41/125 benchmarks, 1:12 elapsed`` every
+parent reads it and prints ``round 2/3: 41/125 done, 1:12 elapsed`` every
 :data:`PROGRESS_EVERY_S` seconds and when the round ends, so a long run is never silent.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.settings import without_options
-from pytest_burnperf.core.text import clock
+from pytest_burnperf.core.text import clock, shorten
 from pytest_burnperf.storage.jsonfile import Fields, read_json
 
 if TYPE_CHECKING:
@@ -45,6 +45,10 @@ def budget_text(budget_s: float, undecided: int, total: int) -> str:
     )
 
 
+#: Progress lines fit this many columns (the test named last is shortened in the middle).
+PROGRESS_WIDTH = 80
+
+
 def progress_line(
     r: int,
     rounds: int,
@@ -56,17 +60,20 @@ def progress_line(
     round_s: float | None = None,
     last: str | None = None,
 ) -> str:
-    """``round 2/3: 41/125 benchmarks, 1:12 elapsed, about 2:05 left in this round (last:
-    test_x[numpy-cpu-f32])``: the estimate from this round's pace so far (``round_s``: seconds
-    since it started), while benchmarks remain; ``where``: `` in ENVIRONMENT``."""
-    line = (
-        f"pytest-burnperf: round {r}/{rounds}{where}: {done}/{total} benchmarks, "
-        f"{clock(elapsed_s)} elapsed"
-    )
+    """``burnperf: round 2/3: 41/125 done, 1:12, ~2:05 left, last test_x[numpy-cpu-f32]``: the estimate of the time left in this round from its pace so far
+    (``round_s``: seconds since it started), while benchmarks remain; ``where``: `` in
+    ENVIRONMENT``; the last test by its name without its file, shortened in the middle so that
+    the line fits PROGRESS_WIDTH columns."""
+    line = f"burnperf: round {r}/{rounds}{where}: {done}/{total} done, {clock(elapsed_s)}"
     if round_s is not None and 0 < done < total:
-        line += f", about {clock(round_s / done * (total - done))} left in this round"
+        line += f", ~{clock(round_s / done * (total - done))} left"
+    else:
+        line += " elapsed"
     if last and done < total:
-        line += f" (last: {last})"
+        name = last.split("::", 1)[-1]
+        room = PROGRESS_WIDTH - len(line) - len(", last ")
+        if room >= 12:
+            line += f", last {shorten(name, room)}"
     return line
 
 

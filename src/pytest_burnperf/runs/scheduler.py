@@ -271,25 +271,21 @@ class _Run:
             how = "a forked process" if self.start == "fork" else "a fresh process"
             if fixed:
                 return (
-                    f"pytest-burnperf: round {r}/{schedule.fixed + schedule.own_rounds} of "
-                    f"{len(todo)} benchmarks in {how} ({clock(elapsed)} elapsed; this process "
-                    "measures the last round) ..."
+                    f"burnperf: round {r}/{schedule.fixed + schedule.own_rounds}: "
+                    f"{len(todo)} benchmarks in {how} ({clock(elapsed)} elapsed) ..."
                 )
             return (
-                f"pytest-burnperf: adaptive round {r} (of at most "
-                f"{schedule.most + schedule.own_rounds}) for {len(todo)} of {len(self.wanted)} "
-                f"benchmarks still undecided ({clock(elapsed)} elapsed) ..."
+                f"burnperf: adaptive round {r} (at most {schedule.most + schedule.own_rounds}): "
+                f"{len(todo)} of {len(self.wanted)} undecided ({clock(elapsed)} elapsed) ..."
             )
         of = schedule.fixed if fixed else schedule.most
         what = "round" if fixed else "adaptive round"
         if self.start == "turns":
-            how = (
-                f"each in {len(order)} environments at once, taking turns in {WINDOW_S:g} s windows"
-            )
+            how = f"in {len(order)} environments taking {WINDOW_S:g} s turns"
         else:
-            how = f"in {len(order)} environments, in the order {', '.join(order)}"
+            how = f"in {', '.join(order)}"
         return (
-            f"pytest-burnperf: {what} {r}/{of} of {len(todo)} benchmarks {how} "
+            f"burnperf: {what} {r}/{of}: {len(todo)} benchmarks {how} "
             f"({clock(elapsed)} elapsed) ..."
         )
 
