@@ -60,10 +60,10 @@ def progress_line(
     round_s: float | None = None,
     last: str | None = None,
 ) -> str:
-    """``burnperf: round 2/3: 41/125 done, 1:12, ~2:05 left, last test_x[numpy-cpu-f32]``: the estimate of the time left in this round from its pace so far
-    (``round_s``: seconds since it started), while benchmarks remain; ``where``: `` in
-    ENVIRONMENT``; the last test by its name without its file, shortened in the middle so that
-    the line fits PROGRESS_WIDTH columns."""
+    """``burnperf: round 2/3: 41/125 done, 1:12, ~2:05 left, last test_x[numpy-cpu-f32]``:
+    the estimate of the time left in this round from its pace so far (``round_s``: seconds since
+    it started), while benchmarks remain; ``where``: `` in ENVIRONMENT``; the last test by its
+    name without its file, shortened in the middle so that the line fits PROGRESS_WIDTH."""
     line = f"burnperf: round {r}/{rounds}{where}: {done}/{total} done, {clock(elapsed_s)}"
     if round_s is not None and 0 < done < total:
         line += f", ~{clock(round_s / done * (total - done))} left"
