@@ -205,7 +205,6 @@ def configure(config: pytest.Config) -> None:
     config.stash[STATE] = PerfState(
         enabled=enabled,
         update=update,
-        update_alias=alias,
         shard=pick("perf_shard"),
         base=base,
         cmdline=cmdline,

@@ -304,9 +304,8 @@ FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "--perf-update",
         "perf_update_baselines",
         "record the results of the benchmarks that ran and passed as their new baselines "
-        "(atomic writes; other baselines are kept). Its former name --update-baselines "
-        "(deprecated) still works where no other plugin or conftest.py defines that option. "
-        "Default: off",
+        "(atomic writes; other baselines are kept). Also spelled --update-baselines, where no "
+        "other plugin or conftest.py defines that option. Default: off",
         "same as --perf-update (for a dedicated recording job). Default: false",
     ),
     (
@@ -497,8 +496,9 @@ def xdist_workers(config: pytest.Config) -> object:
     return n if n not in (None, 0, "0") else None
 
 
-#: The former name of --perf-update, from before every option took the --perf- prefix: kept as
-#: its alias where nothing else defines it (several projects' conftest.py files do).
+#: The spelling of --perf-update the users of this tool know (``pytest --perf --update-baselines``
+#: after an intended change): a first-class name of the same option, registered where nothing
+#: else defines it (several projects' conftest.py files do; then --perf-update is the one).
 UPDATE_ALIAS = "--update-baselines"
 UPDATE_ALIAS_DEST = "perf_update_alias"
 
@@ -518,6 +518,6 @@ def add_update_alias(parser: pytest.Parser) -> bool:
         action="store_true",
         dest=UPDATE_ALIAS_DEST,
         default=None,
-        help="deprecated: the former name of --perf-update (removed in 0.2)",
+        help="record new baselines (the same as --perf-update). Default: off",
     )
     return True

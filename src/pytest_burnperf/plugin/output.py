@@ -22,7 +22,6 @@ from pytest_burnperf.core.verdict import FAILED, NO_BASELINE, REGRESSED, format_
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals, hold
 from pytest_burnperf.host.machine import now_utc
-from pytest_burnperf.plugin.options import UPDATE_ALIAS
 from pytest_burnperf.plugin.state import (
     STATE,
     PerfState,
@@ -94,11 +93,6 @@ def header_lines(config: pytest.Config) -> list[str] | None:
             f"directory as a separate argument; pytest may take it for a test path when it picks "
             f"the rootdir (here {escape(str(state.rootpath))}), which renames the tests and their "
             f"baselines: write {option}={escape(value)}"
-        )
-    if state.update_alias:
-        lines.append(
-            f"burnperf: {UPDATE_ALIAS} is deprecated (removed in 0.2): use --perf-update, "
-            "which no other plugin or conftest.py option can collide with"
         )
     return lines
 

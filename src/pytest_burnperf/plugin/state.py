@@ -70,8 +70,6 @@ class PerfState:
     group_by: str | None = None
     #: Writes a progress line to the terminal (set in pytest_configure).
     announce: Callable[[str], None] = print
-    #: --update-baselines (the deprecated name of --perf-update) was given: the header says so.
-    update_alias: bool = False
     rounds: int = 1
     #: The fixed process rounds the session pools per benchmark (a round's own process is told
     #: by --perf-worker-rounds): sets each round's samples and precision goal (stats.round_samples).
