@@ -15,6 +15,7 @@ from pytest_burnperf.core.coverage import (
     coverage,
     default_min_share,
     in_ci,
+    more_rounds,
     shortfall,
 )
 from pytest_burnperf.core.settings import SpecError, parse_share
@@ -58,6 +59,16 @@ def test_every_group_gets_a_command_that_would_judge_it() -> None:
     # a same-session run already has its reference: more interleaved rounds is the cure
     same = advice(coverage(RESULTS[5:8]), same_session=True, command="")
     assert all("--perf-against" not in line for line in same)
+
+
+def test_the_rounds_suggested_are_more_than_the_run_had() -> None:
+    # issue 41: "more process rounds (--perf-rounds 3 --perf-max-rounds 8)" after a run with them
+    lines = advice(coverage(RESULTS), same_session=False, command="", rounds=3, max_rounds=8)
+    assert not any("--perf-rounds 3" in line or "--perf-max-rounds 8" in line for line in lines)
+    assert "--perf-max-rounds 16" in lines[3]
+    assert more_rounds(1, 1) == "--perf-rounds 3 --perf-max-rounds 8"
+    assert more_rounds(3, 4) == "--perf-max-rounds 8"
+    assert more_rounds(3, 8) == "--perf-max-rounds 16"
 
 
 def test_a_run_below_the_minimum_share_fails_with_the_numbers() -> None:

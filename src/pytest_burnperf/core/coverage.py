@@ -140,8 +140,11 @@ def advice(
     command: str,
     hardware_class: str = "",
     auto_problem: str | None = None,
+    rounds: int = 1,
+    max_rounds: int = 1,
 ) -> list[str]:
     """One line per group of abstentions: why, and the command that would judge them.
+    ``rounds`` and ``max_rounds`` are the run's own: the rounds suggested are always more.
 
     ``command`` is the run's own command line without ``--perf``; ``same_session`` says whether
     this run already compared in one session (then more rounds, not a reference, is the cure);
@@ -149,6 +152,7 @@ def advice(
     """
     out: list[str] = []
     against = f"pytest --perf --perf-against auto {command}".rstrip()
+    more = more_rounds(rounds, max_rounds)
     for w in WHY_ORDER:
         names = cov.missed.get(w)
         if not names:
@@ -165,21 +169,31 @@ def advice(
             )
         elif w == HOST:
             cure = (
-                "more interleaved rounds (--perf-max-rounds)"
+                f"more interleaved rounds ({more})"
                 if same_session
                 else f"a same-session comparison, whose interleaved rounds see the same host "
-                f"(`{against}`), or more rounds (--perf-max-rounds)"
+                f"(`{against}`), or more rounds ({more})"
             )
             out.append(f"{head}: run again on a quieter host, or use {cure}")
         else:
             cure = (
-                "more interleaved rounds (--perf-max-rounds)"
+                f"more interleaved rounds ({more})"
                 if same_session
-                else f"more process rounds (--perf-rounds 3 --perf-max-rounds 8), or a same-session "
-                f"comparison (`{against}`)"
+                else f"more process rounds ({more}), or a same-session comparison (`{against}`)"
             )
             out.append(f"{head}: {cure} narrows the floor")
     return out
+
+
+def more_rounds(rounds: int, max_rounds: int) -> str:
+    """The options for more rounds than a run with ``rounds`` (``max_rounds`` adaptive) had:
+    ``--perf-rounds 3 --perf-max-rounds 8`` after one round, twice the adaptive rounds after 8."""
+    parts = []
+    if rounds < 3:
+        parts.append("--perf-rounds 3")
+    top = max(8, 2 * max_rounds) if max_rounds >= 8 else 8
+    parts.append(f"--perf-max-rounds {top}")
+    return " ".join(parts)
 
 
 def in_ci(environ: Mapping[str, str] | None = None) -> bool:

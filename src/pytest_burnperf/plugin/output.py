@@ -17,6 +17,7 @@ import pytest
 from pytest_burnperf.core import settings as _spec
 from pytest_burnperf.core.comparability import LEGACY
 from pytest_burnperf.core.coverage import advice, coverage, shortfall
+from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.text import escape, redact, rounds_text
 from pytest_burnperf.core.verdict import FAILED, NO_BASELINE, REGRESSED, format_ratio
 from pytest_burnperf.host.hardware import cpu_identity, describe
@@ -78,10 +79,14 @@ def header_lines(config: pytest.Config) -> list[str] | None:
     if not state.enabled or state.worker_out is not None:
         return None
 
+    where = (
+        f"baselines {rel(state.store.dir, state.rootpath)}"
+        if state.plan is None
+        else f"same-session comparison ({state.plan.option})"
+    )
     lines = [
         f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
-        f"burnperf: baselines {rel(state.store.dir, state.rootpath)}, "
-        f"{rounds_text(state.rounds, state.max_rounds)}, size {state.size}",
+        f"burnperf: {where}, {rounds_text(state.rounds, state.max_rounds)}, size {state.size}",
     ]
     if state.reference is not None:
         lines.append(f"burnperf: {_reference_text(state)}")
@@ -290,6 +295,8 @@ def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
         command=shlex.join(_rest_args(state.invocation)),
         hardware_class=state.store.machine_id,
         auto_problem=None if state.reference is None else state.reference.problem,
+        rounds=state.rounds,
+        max_rounds=state.max_rounds,
     )
     state.coverage = cov
     state.coverage_advice = lines
@@ -322,6 +329,23 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
         if callable(add):  # junitxml's LogXML, registered only with --junitxml
             for name, value in props:
                 add(name, value)
+
+
+def accept_line(state: PerfState, results: list[Result]) -> str | None:
+    """After a regression against stored baselines: how to accept it when it is intended (the
+    run's own command, recording only the benchmarks that regressed); None otherwise."""
+    names = sorted({r.benchmark for r in results if r.verdict.status == REGRESSED})
+    if not names or state.update or state.plan is not None:
+        return None
+    rest = [
+        a
+        for a in _spec.without_options(tuple(_rest_args(state.invocation)), ("-k",), ())
+        if not (a.startswith("-k") and not a.startswith("--"))  # -kEXPR
+    ]
+    command = shlex.join(
+        ["pytest", "--perf", "--update-baselines", *rest, "-k", " or ".join(names)]
+    )
+    return f"if the slowdown is intended, record it as the new baseline: {command}"
 
 
 def _rest_args(invocation: tuple[str, ...]) -> list[str]:
@@ -465,9 +489,10 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         alpha=base.alpha,
         comparisons=state.comparisons,
         same_session=_same_session_text(state),
+        machine_line=False,  # the run's first line named it (header_lines)
     )
     if state.reference is not None:
-        head.insert(2, _reference_text(state))
+        head.insert(1, _reference_text(state))
     for line in wrap(head, width):
         write_line(line)
     if results:
@@ -481,7 +506,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         ):
             # colour follows pytest's --color: the writer drops it where the terminal has none
             tr.write_line(escape(line), **VERDICT_MARKUP.get(status or "", {}))
-        for line in wrap(notes(results), width):
+        verbose = config.get_verbosity() > 0
+        for line in wrap(notes(results, verbose=verbose, width=width), width):
             write_line(line)
         for line in speedups(results):
             write_line(line)
@@ -520,5 +546,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         and not state.coverage_advice
     ):
         write_line("record baselines for this machine with: " + record)
+    accept = accept_line(state, results)
+    if accept:
+        write_line(accept)
     for message in state.messages:
         write_line(message)

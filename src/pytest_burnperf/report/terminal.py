@@ -278,19 +278,48 @@ def wrap(lines: Sequence[str], width: int | None) -> list[str]:
 LAUNCH_BOUND = 3.0
 
 
-def notes(results: Sequence[Result]) -> list[str]:
-    """One line per reason or note a reader should see under the table."""
+#: The line under a brief list of notes: where the rest is.
+DETAILS = "details of each verdict: -v, or the results JSON (--perf-json)"
+
+
+def brief(line: str, width: int | None) -> str:
+    """``line`` cut to ``width`` at the end of a clause (``; ``), with `` …`` where it was cut:
+    the first clauses of a reason say what happened, the later ones what to do about it."""
+    if width is None or len(line) <= width:
+        return line
+    clauses = line.split("; ")
+    out = clauses[0]
+    for clause in clauses[1:]:
+        if len(out) + 2 + len(clause) + 2 > width:
+            break
+        out += "; " + clause
+    return out + " …" if len(out) + 2 <= width else out[: max(1, width - 2)] + " …"
+
+
+def notes(
+    results: Sequence[Result], *, verbose: bool = True, width: int | None = None
+) -> list[str]:
+    """The lines under the table. ``verbose``: every reason and note of every benchmark (-v);
+    otherwise one line per benchmark at most, its verdict's reason cut to ``width`` at a clause
+    (``brief``), and a last line saying where the rest is."""
     lines: list[str] = []
     bound: list[str] = []
+    left_out = False
     for r in results:
         v = r.verdict
         if v.reason and v.status not in ("no-baseline",):
-            lines.append(f"{r.key}: {v.status}: {v.reason}")
-        if v.notes:
-            lines.append(f"{r.key}: note: {'; '.join(v.notes)}")
+            line = f"{r.key}: {v.status}: {v.reason}"
+            cut = line if verbose else brief(line, width)
+            left_out = left_out or cut != line
+            lines.append(cut)
         sampling = r.sampling_note()
-        if sampling:
-            lines.append(f"{r.key}: note: {sampling}")
+        if not verbose:
+            left_out = left_out or bool(v.notes or sampling)
+        else:
+            if v.notes:
+                lines.append(f"{r.key}: note: {'; '.join(v.notes)}")
+            if sampling:
+                lines.append(f"{r.key}: note: {sampling}")
         if r.sample.host_values is not None:
             host = summarize(r.sample.host_values).median
             dev = summarize(r.sample.values).median
@@ -308,6 +337,8 @@ def notes(results: Sequence[Result]) -> list[str]:
             "the host between calls; the verdict judges device time, so a slower host side shows "
             f"only with timer='host'): {', '.join(bound)}"
         )
+    if left_out:
+        lines.append(DETAILS)
     return lines
 
 
@@ -365,8 +396,11 @@ def header(
     max_rounds: int | None = None,
     rounds_per_result: Sequence[int] = (),
     same_session: str | None = None,
+    machine_line: bool = True,
 ) -> list[str]:
-    """The lines above the table: hardware class, host state, probe, and the gate's settings."""
+    """The lines above the table: host state, probe (stored baselines only: a same-session
+    comparison measures both sides on the host of the day), and the gate's settings; the
+    machine line only with ``machine_line`` (the run's first lines name it already)."""
 
     windows = [w for r in results for w in r.host]
     cpus = int(hardware.cpu_identity().get("logical") or 1)
@@ -375,9 +409,11 @@ def header(
         low, high = min(rounds_per_result), max(rounds_per_result)
         text += f": {low}" + (f"-{high}" if high > low else "") + " ran"
     where = f"baselines in {baselines}" if same_session is None else same_session
+    host = summary(windows, cpus)
+    machine = f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}"
     return [
-        f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}",
-        f"{summary(windows, cpus)}; {probe_summary(results)}",
+        *([machine] if machine_line else []),
+        host if same_session is not None else f"{host}; {probe_summary(results)}",
         f"{where}; size {size}; {text}; threshold "
         f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
         *device_lines(results),
