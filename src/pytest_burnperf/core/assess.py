@@ -36,6 +36,7 @@ from pytest_burnperf.core.verdict import (
     not_comparable,
 )
 from pytest_burnperf.host import probe as _probe
+from pytest_burnperf.host import threads as _threads
 from pytest_burnperf.host.state import Window
 
 #: Clean rounds a benchmark needs before its busy-host rounds are left out of the verdict.
@@ -256,3 +257,18 @@ def assess(
     if probed is not None and _probe.differs(probed[0]):
         verdict = explain_by_probe(verdict, probed[0], probed[1], policy)
     return verdict
+
+
+def own_threads(
+    verdict: Verdict, windows: Sequence[Window], limit: int, pools: list[str]
+) -> Verdict:
+    """A CPU benchmark that used more CPUs than its thread limit in some round: the note names
+    its own threads and what pins them (host/threads.py), first in the reason of a verdict left
+    undecided, whose noise they may be, rather than only the host."""
+    busiest = max((w.own_cpus for w in windows), default=0.0)
+    text = _threads.note(busiest, limit, pools)
+    if text is None:
+        return verdict
+    if verdict.status == INCONCLUSIVE:
+        return replace(verdict, reason=f"{text}; {verdict.reason}")
+    return replace(verdict, notes=(text, *verdict.notes))

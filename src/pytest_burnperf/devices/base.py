@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import os
 import re
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
@@ -461,14 +462,15 @@ def blas_threads() -> int | None:
 
 @contextlib.contextmanager
 def cpu_threads(n: int, torch: Any = None) -> Iterator[None]:
-    """Limit BLAS/OpenMP pools (threadpoolctl) and torch's intra-op pool to ``n`` threads."""
+    """Limit BLAS/OpenMP pools (threadpoolctl), torch's intra-op pool and, where numba is
+    imported, numba's parallel pool to ``n`` threads."""
     if n == 0:
         yield
         return
     from threadpoolctl import threadpool_limits
 
     old = int(torch.get_num_threads()) if torch is not None else None
-    with threadpool_limits(limits=n):
+    with threadpool_limits(limits=n), _numba_threads(n):
         if torch is not None:
             torch.set_num_threads(n)
         try:
@@ -476,6 +478,26 @@ def cpu_threads(n: int, torch: Any = None) -> Iterator[None]:
         finally:
             if torch is not None and old is not None:
                 torch.set_num_threads(old)
+
+
+@contextlib.contextmanager
+def _numba_threads(n: int) -> Iterator[None]:
+    """numba's parallel threads limited to ``n`` (thread-local in numba: this thread's calls),
+    where numba is already imported; nothing is imported here."""
+    numba = sys.modules.get("numba")
+    old: int | None = None
+    if numba is not None:
+        try:
+            old = int(numba.get_num_threads())
+            numba.set_num_threads(max(1, min(n, int(numba.config.NUMBA_NUM_THREADS))))
+        except Exception:
+            old = None
+    try:
+        yield
+    finally:
+        if numba is not None and old is not None:
+            with contextlib.suppress(Exception):
+                numba.set_num_threads(old)
 
 
 def tracemalloc_peak(call: Callable[[], Any]) -> int:

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
-from pytest_burnperf.core.assess import HostEvidence, assess, baseline_runs, note_paired_host
+from pytest_burnperf.core.assess import (
+    HostEvidence,
+    assess,
+    baseline_runs,
+    note_paired_host,
+    own_threads,
+)
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.roofline import Work, WorkError
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
@@ -36,6 +42,7 @@ from pytest_burnperf.core.verdict import (
 from pytest_burnperf.devices.base import DeviceBase, graph_unsupported, timer_messages
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host import state as hoststate
+from pytest_burnperf.host import threads
 from pytest_burnperf.host.state import Window
 from pytest_burnperf.plugin.state import STATE, Case, PerfState
 from pytest_burnperf.report.pytest_benchmark import legacy_keys
@@ -185,6 +192,8 @@ class Perf:
         self._legacy = legacy
         self._used = False
         self._work: Work | None = None
+        #: Thread pools running more threads than the benchmark's limit (host/threads.py).
+        self._pools: list[str] = []
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, Any] = {}
         self.group: str | None = None
@@ -310,6 +319,9 @@ class Perf:
                 gpu_slowdown=self.device.gpu_slowdown() if gpu is None else None,
                 gpu=None if gpu is None else gpu.fields(),
             )
+            limit = self.settings.threads
+            if self.device.kind == "cpu" and limit and host.own_cpus > limit + threads.SLACK_CPUS:
+                self._pools = threads.pools(limit)  # inside the limit: the pools it missed
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
 
@@ -426,6 +438,8 @@ class Perf:
             verdict = replace(
                 verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
             )
+        if self.device.kind == "cpu":
+            verdict = own_threads(verdict, evidence.windows, s.threads, self._pools)
         result = make_result(
             self,
             fingerprint=fingerprint,
