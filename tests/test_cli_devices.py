@@ -58,9 +58,10 @@ def test_devices_table_shows_model_memory_units_versions_clock_and_dtypes(
         "  dtypes:        f16, bf16, f32, i32, i64",
         "  graphs:        no",  # a DeviceBase has no graph capture
         "  torch rocm: CUDA build",
-        "  opencl opencl: pyopencl not installed",
+        "  opencl: pyopencl not installed",  # issue 41: not "opencl opencl"
     ):
         assert line in out.splitlines(), line
+    assert "opencl opencl" not in out
 
 
 def test_devices_json(fake_probes: None, capsys: pytest.CaptureFixture[str]) -> None:

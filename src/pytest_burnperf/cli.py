@@ -135,7 +135,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
     for info in infos:
         memory = info.get("memory_bytes", info.get("host_memory_bytes"))
         versions = ", ".join(f"{k} {v}" for k, v in sorted(info.get("versions", {}).items()))
-        print(f"{info['id']}  ({info['kind']}, {info['library']})")
+        what = dict.fromkeys((str(info["kind"]), str(info["library"])))  # "opencl" said once
+        print(f"{info['id']}  ({', '.join(what)})")
         print(f"  model:         {info['name']}")
         print(f"  memory:        {_gib(memory)}")
         units = info.get("compute_units", info.get("cpus"))
@@ -164,7 +165,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
     print("not available:")
     for library, kinds in absent.items():
         for kind, reason in kinds.items():
-            print(f"  {library} {kind}: {reason}")
+            name = library if kind == library else f"{library} {kind}"  # "opencl", not twice
+            print(f"  {name}: {reason}")
     return 0
 
 

@@ -91,6 +91,17 @@ def test_html_has_every_plot_and_escapes_names() -> None:
     assert "shift(s) found" in page
 
 
+def test_html_gives_the_reason_of_each_verdict() -> None:
+    doc = results_doc()
+    doc["results"][0]["verdict"] = {
+        "status": "inconclusive",
+        "reason": "host busy while it ran: <b>x</b>; run again on a quiet host",
+    }
+    page = render(doc, None)
+    assert "<th>why</th>" in page
+    assert '<td class="why">host busy while it ran: &lt;b&gt;x&lt;/b&gt;; run again' in page
+
+
 def test_csv_of_results_and_of_history() -> None:
     rows = list(csv.DictReader(io.StringIO(results_csv(results_doc("=cmd|' /C calc'!A0")))))
     (row,) = rows

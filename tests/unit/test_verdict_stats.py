@@ -217,3 +217,13 @@ def test_a_slowdown_inside_the_noise_floor_is_inconclusive_not_failed() -> None:
     assert "inside this benchmark's noise floor" in v.reason
     assert v.spread is not None and v.run_spread_upper is not None
     assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.spread, 6))
+
+
+def test_a_large_speed_up_that_is_not_significant_says_why_it_is_unchanged() -> None:
+    # issue 41: an unchanged -25.3% [-42.0%, -3.9%] read oddly with nothing said
+    base = runs_of(1.0, [1.0, 1.08, 0.93], n=3)  # noisy runs, few samples
+    cur = runs_of(0.75, [1.0, 1.1, 0.9], n=3)
+    v = judge(base, cur, Policy(alpha=0.01, threshold=0.05, comparisons=300))
+    assert v.status == UNCHANGED, (v.status, v.reason, v.ratio)
+    assert v.reason.startswith("looks 25.4% faster, but not significantly (p=")
+    assert v.reason.endswith("no slowdown, so unchanged")

@@ -280,6 +280,18 @@ def judge(
                 "samples or rounds would decide"
             ),
         )
+    if 1.0 - ratio > policy.threshold / (1.0 + policy.threshold):
+        # a large speed-up that is not significant (at this alpha, or beyond this benchmark's
+        # noise floor): `unchanged` says only that no slowdown was found, which a bare -25%
+        # next to it does not make plain
+        return replace(
+            verdict,
+            reason=(
+                f"looks {100 * (1 - ratio):.1f}% faster, but not significantly (p="
+                f"{verdict.p_faster:.2g} at alpha={alpha:.2g}, noise floor "
+                f"{100 * effect:.1f}%): no slowdown, so unchanged"
+            ),
+        )
     return verdict
 
 

@@ -38,6 +38,7 @@ body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.why { font-size: 0.85em; color: #555; max-width: 40em; }
 .status { font-weight: 600; }
 .plot { max-width: 1000px; }
 .meta { color: #555; }
@@ -95,6 +96,7 @@ def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
             f'<td class="num">{"-" if not isinstance(mds, (int, float)) else f"+{100 * mds:.1f}%"}'
             "</td>"
             f'<td class="status" style="color:{_COLORS.get(st, "#222")}">{_e(st)}</td>'
+            f'<td class="why">{_e(v.get("reason") or "")}</td>'
             "</tr>"
         )
     head = "".join(
@@ -108,6 +110,7 @@ def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
             "change [95% CI]",
             "detects",
             "verdict",
+            "why",
         )
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
