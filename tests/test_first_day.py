@@ -122,7 +122,7 @@ def test_a_newcomer_installs_writes_the_first_benchmark_and_runs_the_readme_comm
     target.write_text(code, encoding="utf-8")
 
     smoke, record, judge = commands(block("## A first benchmark", "bash"))
-    assert (smoke, record, judge) == ("pytest", "pytest --perf --perf-update", "pytest --perf")
+    assert (smoke, record, judge) == ("pytest", "pytest --perf --update-baselines", "pytest --perf")
 
     # `pytest`: every benchmark once, untimed; the CUDA cases absent here are skips with a reason
     out = run(shlex.split(smoke), project, env)
@@ -130,7 +130,7 @@ def test_a_newcomer_installs_writes_the_first_benchmark_and_runs_the_readme_comm
     shown = run([*shlex.split(smoke), "-rs", "-q"], project, env)
     assert re.search(r"SKIPPED \[\d+\] .*cuda", shown, re.I), shown
 
-    # `pytest --perf --perf-update`: baselines under baselines/, one file per test module
+    # `pytest --perf --update-baselines`: baselines under baselines/, one file per test module
     out = run(shlex.split(record), project, env)
     assert "baselines updated: 2 benchmark(s) in 1 file(s)" in out, out
     [stored] = (project / "baselines").rglob("test_perf.json")

@@ -78,7 +78,7 @@ def test_adaptive_sampling_stops_early_on_a_clear_case_and_extends_on_a_noisy_on
     pytester.makepyfile(test_bench=ADAPTIVE_MODULE)
     opts = ("--perf-max-samples", "60", "--perf-max-time", "30", "--perf-json", "r.json")
     opts += ("--perf-min-time", "0", "--perf-threshold", "50%")
-    result = pytester.runpytest("--perf", *FAST, *opts)
+    result = pytester.runpytest("--perf", "-v", *FAST, *opts)  # -v: every note
     result.assert_outcomes(passed=2)
     res = _results(pytester)
     steady, noisy = res["test_steady"]["sampling"], res["test_noisy"]["sampling"]
@@ -101,7 +101,7 @@ def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     opts = ("--perf-rounds", "3", "--perf-json", "r.json", *FAST)
     pytester.runpytest("--perf", "--perf-update", *opts).assert_outcomes(passed=1)
     # Baseline runs at levels (1.0, 1.25, 1.0); this session's at (1.25, 1.0, 1.25).
-    result = pytester.runpytest("--perf", *opts)
+    result = pytester.runpytest("--perf", "-v", *opts)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -113,6 +113,12 @@ def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     verdict = _results(pytester)["test_jumpy"]["verdict"]
     assert verdict["status"] != "regressed"  # type: ignore[index]
     assert verdict["min_effect"] > 0.2 and verdict["runs"] == [3, 3]  # type: ignore[index]
+    # issue 41: without -v, at most one line per benchmark and where the rest is
+    brief = pytester.runpytest("--perf", *opts)
+    brief.assert_outcomes(passed=1)
+    assert not any(": note: " in line for line in brief.stdout.lines)
+    assert sum(line.startswith("test_jumpy") for line in brief.stdout.lines) <= 2  # row + reason
+    assert "details of each verdict: -v, or the results JSON (--perf-json)" in brief.stdout.str()
 
 
 def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytest.Pytester) -> None:
@@ -130,7 +136,7 @@ def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytes
     # and the report says how far the comparison can see
     opts = ("--perf-rounds", "1", "--perf-json", "r.json", *FAST)
     loop_project.runpytest("--perf", "--perf-update", *opts).assert_outcomes(passed=2)
-    one = loop_project.runpytest("--perf", *opts)
+    one = loop_project.runpytest("--perf", "-v", *opts)
     one.assert_outcomes(passed=2)
     one.stdout.fnmatch_lines(
         [

@@ -146,9 +146,9 @@ def test_library_version_change_is_compared_and_noted(loop_project: pytest.Pytes
     for entry in doc["benchmarks"].values():
         entry["device"]["versions"]["numpy"] = "1.0.0"
     path.write_text(json.dumps(doc))
-    result = loop_project.runpytest("--perf", "--perf-threshold", "1000%", *FAST)
+    result = loop_project.runpytest("--perf", "--perf-threshold", "1000%", "-v", *FAST)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
+    result.stdout.fnmatch_lines(  # notes under -v
         ["test_loop[[]numpy-cpu-f64[]]: note: numpy 1.0.0 -> * since the baseline*"]
     )
     result.stdout.no_fnmatch_line("*incomparable*")
@@ -164,7 +164,7 @@ def test_flush_l2_on_a_device_without_one_is_noted_and_recorded(pytester: pytest
             perf(device.xp.ones, 100)
         """
     )
-    result = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    result = pytester.runpytest("--perf", "--perf-json", "r.json", "-v", *FAST)  # -v: notes
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_x[[]numpy-cpu-f32[]]: *flush_l2: numpy-cpu has no L2 flush"])
     (r,) = json.loads(Path(pytester.path, "r.json").read_text())["results"]

@@ -38,11 +38,18 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     again.stdout.fnmatch_lines([f"baselines in *; {rounds} process round{plural}; *"])
 
     monkeypatch.setenv("BURNPERF_TEST_WORK", "2.0")  # far above the 1-vs-1 floor; rounds inherit it
-    slow = loop_project.runpytest("--perf", *opts)
+    slow = loop_project.runpytest("--perf", "-v", *opts)  # -v: every note
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(
         [
             f"test_loop[[]numpy-cpu-f64[]]: * (+*% [[]*[]], p=*, n=*, runs={rounds}/{rounds}) exceeds *"
+        ]
+    )
+    # the command that accepts it, when the slowdown is intended
+    slow.stdout.fnmatch_lines(
+        [
+            "if the slowdown is intended, record it as the new baseline: pytest --perf "
+            "--update-baselines * -k test_loop"
         ]
     )
     if rounds == 1:

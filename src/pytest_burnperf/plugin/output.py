@@ -99,7 +99,7 @@ def header_lines(config: pytest.Config) -> list[str] | None:
             f"the rootdir (here {escape(str(state.rootpath))}), which renames the tests and their "
             f"baselines: write {option}={escape(value)}"
         )
-    return lines
+    return wrap(lines, config.get_terminal_writer().fullwidth)
 
 
 #: Options whose value is a path: given as ``--opt PATH``, pytest (which picks the rootdir
@@ -549,5 +549,5 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
     accept = accept_line(state, results)
     if accept:
         write_line(accept)
-    for message in state.messages:
-        write_line(message)
+    for line in wrap(state.messages, width):
+        write_line(line)

@@ -265,11 +265,18 @@ def wrap(lines: Sequence[str], width: int | None) -> list[str]:
     if width is None or width < 40:
         return list(lines)
     out: list[str] = []
-    for line in lines:
-        out.extend(
-            textwrap.wrap(line, width=width, subsequent_indent="    ", break_on_hyphens=False)
-            or [line]
-        )
+    for text in lines:
+        for line in text.split("\n"):  # a message's own lines stay lines
+            out.extend(
+                textwrap.wrap(
+                    line,
+                    width=width,
+                    subsequent_indent="    ",
+                    break_on_hyphens=False,
+                    break_long_words=False,  # a test id or a path stays whole, to copy
+                )
+                or [line]
+            )
     return out
 
 
