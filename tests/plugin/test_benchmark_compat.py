@@ -126,7 +126,7 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
     ours = pytester.runpytest("-p", "benchmark", "--perf", *FAST)
     ours.assert_outcomes(passed=2)
     ours.stdout.fnmatch_lines(
-        ["2 test(s) using pytest-benchmark's `benchmark` fixture timed and judged by *"]
+        ["2 pytest-benchmark test(s) timed and judged here (its own hooks off under --perf)"]
     )
     ours.stdout.no_fnmatch_line("*- benchmark: 1 tests -*")
     # its marker stays known to --strict-markers although its hooks are off
@@ -134,11 +134,11 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
     strict.assert_outcomes(passed=2)
     # none of them selected: nothing is said about them
     deselected = pytester.runpytest("-p", "benchmark", "--perf", "-k", "nothing_here", *FAST)
-    deselected.stdout.no_fnmatch_line("*pytest-benchmark's `benchmark` fixture*")
+    deselected.stdout.no_fnmatch_line("*pytest-benchmark test(s) timed*")
     # without a test using the fixture, nothing is said about it
     pytester.makepyfile(test_suite="def test_x():\n    pass\n")
     quiet = pytester.runpytest("-p", "benchmark", "--perf", *FAST)
-    quiet.stdout.no_fnmatch_line("*pytest-benchmark's `benchmark` fixture*")
+    quiet.stdout.no_fnmatch_line("*pytest-benchmark test(s) timed*")
 
 
 def test_marker_known_without_pytest_benchmark(pytester: pytest.Pytester) -> None:

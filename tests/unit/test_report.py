@@ -103,3 +103,29 @@ def test_labels_speedups_and_roofline_cells() -> None:
     cells = row(mm)
     assert cells[0] == "test_mm" and cells[-3:] == ("40 GF/s 40%", "20 GB/s 50%", "unchanged")
     assert row(eager)[-3:-1] == ("-", "-")
+
+
+def test_brief_notes_fit_the_width_one_line_a_benchmark() -> None:
+    from pytest_burnperf.report.terminal import DETAILS, brief
+
+    long = "x" * 30
+    assert (
+        brief("a: inconclusive: first; second; third", 80)
+        == "a: inconclusive: first; second; third"
+    )
+    assert (
+        brief("a: inconclusive: first clause; second; third", 32)
+        == "a: inconclusive: first clause …"
+    )
+    # a first clause too long for the width is cut at a word, never mid-word
+    cut = brief(f"name: unchanged: looks 10.2% faster, but not significantly {long}", 60)
+    assert cut == "name: unchanged: looks 10.2% faster, but not significantly …"
+    s = Sample(values=(1.0,), loops=1, warmup_calls=1)
+    v = Verdict(INCOMPARABLE, 1.0, reason="baseline from X; more", notes=("a note",))
+    r = result(s, v)
+    lines = notes([r], verbose=False, width=80)
+    assert lines == [f"{r.key}: incomparable: baseline from X; more", DETAILS]
+    assert notes([r], verbose=True) == [
+        f"{r.key}: incomparable: baseline from X; more",
+        f"{r.key}: note: a note",
+    ]

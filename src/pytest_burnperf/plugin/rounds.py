@@ -293,9 +293,8 @@ def rounds_after_collection(session: pytest.Session) -> None:
         and not session.config.option.collectonly
     ):
         state.messages.append(
-            f"{state.benchmark_fixture_tests} test(s) using pytest-benchmark's `benchmark` "
-            "fixture timed and judged by pytest-burnperf under --perf (pytest-benchmark's own "
-            "hooks were off for this run)"
+            f"{state.benchmark_fixture_tests} pytest-benchmark test(s) timed and judged here "
+            "(its own hooks off under --perf)"
         )
     # a shard judges at the alpha of the whole selection, counted before it kept its share
     state.comparisons = max(1, len(runnable)) if state.shard_info is None else state.comparisons

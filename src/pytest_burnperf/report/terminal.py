@@ -289,9 +289,14 @@ LAUNCH_BOUND = 3.0
 DETAILS = "details of each verdict: -v, or the results JSON (--perf-json)"
 
 
+#: In a brief note, the benchmark's name is shortened (in the middle) to this many characters.
+BRIEF_NAME = 40
+
+
 def brief(line: str, width: int | None) -> str:
-    """``line`` cut to ``width`` at the end of a clause (``; ``), with `` …`` where it was cut:
-    the first clauses of a reason say what happened, the later ones what to do about it."""
+    """``line`` cut to ``width`` at the end of a clause (``; ``), or failing that at a word,
+    with `` …`` where it was cut: the first clauses of a reason say what happened, the later
+    ones what to do about it."""
     if width is None or len(line) <= width:
         return line
     clauses = line.split("; ")
@@ -300,7 +305,10 @@ def brief(line: str, width: int | None) -> str:
         if len(out) + 2 + len(clause) + 2 > width:
             break
         out += "; " + clause
-    return out + " …" if len(out) + 2 <= width else out[: max(1, width - 2)] + " …"
+    if len(out) + 2 > width:  # the first clause alone is too long: cut it at a word
+        cut = out[: width - 1].rfind(" ")
+        out = out[: cut if cut > width // 2 else width - 2]
+    return out + " …"
 
 
 def notes(
@@ -315,7 +323,8 @@ def notes(
     for r in results:
         v = r.verdict
         if v.reason and v.status not in ("no-baseline",):
-            line = f"{r.key}: {v.status}: {v.reason}"
+            name = r.key if verbose else shorten(r.key, BRIEF_NAME)
+            line = f"{name}: {v.status}: {v.reason}"
             cut = line if verbose else brief(line, width)
             left_out = left_out or cut != line
             lines.append(cut)
