@@ -70,6 +70,9 @@ def test_an_undecided_verdict_names_the_benchmarks_own_threads_first() -> None:
     assert judged.status == UNCHANGED and judged.notes[0].startswith("the benchmark ran on 1.9")
     kept = Verdict(UNCHANGED, 1.0)
     assert own_threads(kept, [_w(1.02)], 1, []) is kept
+    # a window too short to tell (30 ms: a few ms of other work read as a CPU's worth)
+    short = Window(seconds=0.03, cpus=2, own_cpus=1.72)
+    assert own_threads(kept, [short], 1, []) is kept
 
 
 def test_cpu_threads_limits_numba_where_it_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:

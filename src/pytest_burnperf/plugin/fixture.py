@@ -320,7 +320,12 @@ class Perf:
                 gpu=None if gpu is None else gpu.fields(),
             )
             limit = self.settings.threads
-            if self.device.kind == "cpu" and limit and host.own_cpus > limit + threads.SLACK_CPUS:
+            if (
+                self.device.kind == "cpu"
+                and limit
+                and host.seconds >= hoststate.MIN_WINDOW_S
+                and host.own_cpus > limit + threads.SLACK_CPUS
+            ):
                 self._pools = threads.pools(limit)  # inside the limit: the pools it missed
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
