@@ -98,7 +98,7 @@ def test_busy_rounds_are_left_out_where_enough_clean_rounds_remain() -> None:
 def test_busy_rounds_stay_in_and_explain_where_too_few_clean_rounds_remain() -> None:
     v = _judge_rounds(runs(1.3, 4), (QUIET, BUSY, BUSY, QUIET))
     assert v.status == INCONCLUSIVE and v.runs_current == 4
-    assert v.reason.startswith("host busy in round(s) 2, 3 of 4")
+    assert v.reason.startswith("host busy in round(s) 2-3 of 4")
     assert not any("left out" in n for n in v.notes)
 
 
@@ -219,7 +219,7 @@ def test_the_failure_message_says_the_host_was_busy() -> None:
     msg = failure_message("test_k[numpy-cpu-f64]", v, Policy())
     assert msg.startswith("test_k[numpy-cpu-f64]: ")
     assert "exceeds 5% threshold; host busy while it ran" not in msg  # three windows: rounds
-    assert "; host busy in round(s) 1, 2, 3 of 3: " in msg
+    assert "; host busy in round(s) 1-3 of 3: " in msg
     assert "failed all the same" in msg
 
 
@@ -259,3 +259,11 @@ def test_the_failure_message_says_the_host_was_busy() -> None:
 )
 def test_what_a_disturbed_window_can_explain(window: Window, expected: float) -> None:
     assert window.explains_up_to() == pytest.approx(expected)
+
+
+def test_round_numbers_read_as_runs() -> None:
+    from pytest_burnperf.core.assess import round_list
+
+    assert round_list([0, 1, 2, 4]) == "1-3, 5"
+    assert round_list(range(8)) == "1-8"
+    assert round_list([4, 0, 2]) == "1, 3, 5"

@@ -20,7 +20,7 @@ Order of the questions:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +41,21 @@ from pytest_burnperf.host.state import MIN_WINDOW_S, Window
 
 #: Clean rounds a benchmark needs before its busy-host rounds are left out of the verdict.
 MIN_CLEAN_ROUNDS = 3
+
+
+def round_list(indices: Iterable[int]) -> str:
+    """Round numbers (from 0) as a reader counts them, runs joined: ``1-3, 5``."""
+    nums = sorted({i + 1 for i in indices})
+    parts: list[str] = []
+    start = prev = None
+    for n in [*nums, None]:
+        if n is not None and prev is not None and n == prev + 1:
+            prev = n
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = n
+    return ", ".join(parts)
 
 
 def busy_rounds(windows: Sequence[Window | None]) -> dict[int, str]:
@@ -85,7 +100,7 @@ class HostEvidence:
             return None
         if len(self.windows) == 1:
             return f"host busy while it ran: {bad[0][1]}"
-        rounds = ", ".join(str(i + 1) for i, _ in bad)
+        rounds = round_list(i for i, _ in bad)
         return f"host busy in round(s) {rounds} of {len(self.windows)}: {bad[0][1]}"
 
     def explains_up_to(self) -> float:
@@ -173,7 +188,7 @@ def note_paired_host(verdict: Verdict, busy: Mapping[int, str]) -> Verdict:
     rule, and 20 of 52 comparisons were left undecided instead of 40; docs/validation.md.)"""
     if not busy:
         return verdict
-    rounds = ", ".join(str(i + 1) for i in sorted(busy))
+    rounds = round_list(busy)
     why = busy[min(busy)]
     return replace(
         verdict,
@@ -235,7 +250,7 @@ def assess(
         if left_out:
             kept = [list(r) for i, r in enumerate(runs) if i not in left_out]
             first = left_out[min(left_out)]
-            rounds = ", ".join(str(i + 1) for i in sorted(left_out))
+            rounds = round_list(left_out)
             notes = (
                 *notes,
                 f"round(s) {rounds} of {len(runs)} left out of the verdict: host busy ({first})",
