@@ -61,7 +61,7 @@ from pytest_burnperf.host.machine import (
 from pytest_burnperf.report.pytest_benchmark import read_saved_run, same_simd_class
 from pytest_burnperf.report.terminal import read_results
 from pytest_burnperf.storage.baselines import BaselineStore
-from pytest_burnperf.storage.history import resolve_url
+from pytest_burnperf.storage.history import redact, resolve_url
 from pytest_burnperf.storage.history.query import against_history, series, text
 from pytest_burnperf.storage.history.select import ExpressionError, matcher
 from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, read_json
@@ -339,6 +339,15 @@ def _store(args: argparse.Namespace) -> Any:
         ) from None
     except StoreError as exc:
         raise InputError(str(exc)) from None
+
+
+def _missing_sqlite(url: str) -> Path | None:
+    """The file of a SQLite store URL that does not exist (None: it exists, or not SQLite)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url[len(prefix) :] in ("", ":memory:"):
+        return None
+    path = Path(url[len(prefix) :].split("?", 1)[0])
+    return None if path.exists() else path
 
 
 def _results_doc(path: Path) -> dict[str, Any]:
@@ -669,9 +678,22 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise InputError(f"-o {args.output}: {problem}")
     t0 = time.perf_counter()
     keep = _selection(args)
+    url = resolve_url(args.store, Path.cwd())
+    missing = _missing_sqlite(url)
+    if missing is not None:  # opening it would create an empty store, and publish nothing
+        raise InputError(
+            f"no results store at {missing} (--store, or $BURNPERF_STORE); "
+            f"nothing was written to {args.output}"
+        )
     with _store(args) as store:
         points = store.points(last=args.last, branch=args.branch)
     all_series = series([p for p in points if keep(str(p["test"]))])
+    if not all_series:
+        raise InputError(
+            f"{redact(url)} holds no results"
+            + (" that the selection keeps" if points else "")
+            + f": the site at {args.output} was left as it is"
+        )
     try:
         done = publish(all_series, args.output, title=args.title)
     except (SiteError, OSError, FileFormatError) as exc:
