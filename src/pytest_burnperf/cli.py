@@ -64,7 +64,7 @@ from pytest_burnperf.storage.baselines import BaselineStore
 from pytest_burnperf.storage.history import redact, resolve_url
 from pytest_burnperf.storage.history.query import against_history, series, text
 from pytest_burnperf.storage.history.select import ExpressionError, matcher
-from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, read_json
+from pytest_burnperf.storage.jsonfile import FileFormatError, _why, atomic_write_text, read_json
 
 #: Exit codes: 0 all is well, 1 a benchmark regressed, 2 bad usage or an input that cannot be used.
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -341,6 +341,24 @@ def _store(args: argparse.Namespace) -> Any:
         raise InputError(str(exc)) from None
 
 
+def _distinct_paths(outputs: Sequence[tuple[str, Path]], inputs: Sequence[Path] = ()) -> None:
+    """InputError unless every output is a path of its own, none of them an input: two outputs
+    on one path would leave only the last one written (``merge -o x.json --junit x.json``)."""
+    seen: dict[Path, str] = {}
+    read = {p.resolve(): p for p in inputs}
+    for option, path in outputs:
+        where = path.resolve()
+        if where in read:
+            raise InputError(
+                f"{option} {path}: is an input of this command ({read[where]}); write elsewhere"
+            )
+        if where in seen:
+            raise InputError(
+                f"{option} {path}: is also {seen[where]}'s path; give each output its own"
+            )
+        seen[where] = option
+
+
 def _missing_sqlite(url: str) -> Path | None:
     """The file of a SQLite store URL that does not exist (None: it exists, or not SQLite)."""
     prefix = "sqlite:///"
@@ -353,6 +371,10 @@ def _missing_sqlite(url: str) -> Path | None:
 def _results_doc(path: Path) -> dict[str, Any]:
     """A ``--perf-json`` results file, read strictly; InputError names what is wrong."""
 
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a results file (--perf-json)")
     try:
         doc = read_json(path)
         if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
@@ -514,6 +536,7 @@ def cmd_github(args: argparse.Namespace) -> int:
     import os
 
     from pytest_burnperf.report import github, markdown
+    from pytest_burnperf.storage.paths import target_problem
 
     doc: dict[str, Any] | None = None
     problem = ""
@@ -545,6 +568,12 @@ def cmd_github(args: argparse.Namespace) -> int:
     )
     allowed, why = github.may_comment(os.environ)
     if args.comment_file is not None:
+        inputs = [args.results] + ([args.output_file] if args.output_file is not None else [])
+        _distinct_paths([("--comment-file", args.comment_file)], inputs)
+        marker = github.MARKER.split("{", 1)[0].encode()
+        refused = target_problem(args.comment_file, lambda head: head.startswith(marker))
+        if refused:
+            raise InputError(f"--comment-file {args.comment_file}: {refused}")
         try:
             atomic_write_text(args.comment_file, body)
         except (OSError, FileFormatError) as exc:
@@ -561,17 +590,26 @@ def cmd_github(args: argparse.Namespace) -> int:
         }
     )
     outputs = args.outputs or os.environ.get("GITHUB_OUTPUT")
+    where = "--outputs" if args.outputs else "$GITHUB_OUTPUT"
     if outputs:
-        github.write_outputs(Path(outputs), values)
+        try:
+            github.write_outputs(Path(outputs), values)
+        except OSError as exc:
+            raise InputError(f"{where} {outputs}: cannot append to it: {_why(exc)}") from None
     else:
         for name, value in values.items():
             print(f"{name}={value}")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary and (doc is None or not allowed):
-        with open(summary, "a", encoding="utf-8") as f:
-            if doc is None:  # --perf-markdown wrote nothing to the summary: the comment does
-                f.write(body + "\n")
-            f.write(f"\n_No pull-request comment: {markdown.escape(why)}._\n")
+        text = body + "\n" if doc is None else ""  # no --perf-markdown there: the comment is
+        text += f"\n_No pull-request comment: {markdown.escape(why)}._\n"
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise InputError(
+                f"$GITHUB_STEP_SUMMARY {summary}: cannot append to it: {_why(exc)}"
+            ) from None
     return EXIT_OK
 
 
@@ -591,8 +629,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         why := target_problem(args.junit, lambda head: b'name="pytest-burnperf"' in head)
     ):
         raise InputError(f"--junit {args.junit}: {why}")
-    if any(args.output.resolve() == path.resolve() for path in args.shards):
-        raise InputError(f"-o {args.output}: is one of the shards; write the merge elsewhere")
+    outputs = [("-o", args.output), ("--markdown", args.markdown), ("--junit", args.junit)]
+    _distinct_paths([(o, p) for o, p in outputs if p is not None], args.shards)
     docs = [(str(path), _results_doc(path)) for path in args.shards]
     try:
         merged, notes = merge(docs)
