@@ -886,9 +886,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gh.add_argument(
         "--limit",
-        type=_positive,
+        type=_comment_limit,
         default=65_536,
-        help="the comment's length limit in characters. Default: GitHub's, 65536",
+        help="the comment's length limit in characters, at least 2000 (its fixed text and a "
+        "note of what was cut must fit). Default: GitHub's, 65536",
     )
     gh.set_defaults(func=cmd_github)
     return parser
@@ -901,6 +902,15 @@ def _positive(value: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {value!r}")
+    return n
+
+
+def _comment_limit(value: str) -> int:
+    n = _positive(value)
+    if n < 2000:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 2000 (the comment's fixed text and its note must fit), got {value!r}"
+        )
     return n
 
 
