@@ -654,7 +654,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_merge_baselines(args: argparse.Namespace) -> int:
     """The shards' recorded baselines into one baselines directory."""
-    from pytest_burnperf.storage.baselines import BaselineError, LockTimeout, collect
+    from pytest_burnperf.storage.baselines import BaselineError, LockTimeout, collect, load_file
 
     merged: dict[str, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]] = {}
     origin: dict[tuple[str, str, str], Path] = {}
@@ -684,9 +684,22 @@ def cmd_merge_baselines(args: argparse.Namespace) -> int:
             check_machine_id(machine_id, "a machine directory")
         except SpecError as exc:
             raise InputError(f"{exc}; nothing was merged") from None
+    if args.baselines.exists() and not args.baselines.is_dir():
+        raise InputError(f"--baselines {args.baselines}: is a file, not a baselines folder")
     errors = 0
     for machine_id, (machine, modules) in sorted(merged.items()):
         store = BaselineStore(args.baselines, machine_id)
+        for module, entries in sorted(modules.items()):  # what the merge replaces, said
+            try:
+                old_entries = load_file(store.path_for(module))
+            except BaselineError:
+                continue  # the save reports it, with its path
+            for key in sorted(entries):
+                if key in old_entries and old_entries[key] != entries[key]:
+                    print(
+                        f"note: {escape(module)}::{escape(key)} ({machine_id}): the baseline "
+                        "already there was replaced by the shard's"
+                    )
         try:
             report = store.save(modules, machine or {"id": machine_id})
         except LockTimeout as exc:

@@ -269,6 +269,20 @@ def test_baselines_recorded_by_shards_merge_into_one_directory(
     assert "12 benchmark(s) merged into 1 file(s)" in capsys.readouterr().out
     [path] = (suite.path / "merged").rglob("test_suite.json")
     assert len(json.loads(path.read_text())["benchmarks"]) == 12
+    # issue 42: merged again over baselines that differ: each one replaced is named
+    [first] = (suite.path / "b1").rglob("test_suite.json")
+    changed = json.loads(first.read_text())
+    name = sorted(changed["benchmarks"])[0]
+    changed["benchmarks"][name]["seconds"] = 99.0
+    first.write_text(json.dumps(changed))
+    assert main(["merge-baselines", "b1", "b2", "--baselines", "merged"]) == 0
+    out = capsys.readouterr().out
+    assert f"note: test_suite.py::{name} (" in out and "was replaced by the shard's" in out
+    assert out.count("was replaced") == 1
+    # a file as --baselines: refused, not "merged into 0 file(s)"
+    (suite.path / "afile").write_text("x")
+    assert main(["merge-baselines", "b1", "b2", "--baselines", "afile"]) == 2
+    assert "--baselines afile: is a file, not a baselines folder" in capsys.readouterr().err
     # the same benchmark recorded differently by two shards: refused, nothing written
     [other] = (suite.path / "b1").rglob("test_suite.json")
     [theirs] = (suite.path / "b2").rglob("test_suite.json")
