@@ -94,7 +94,7 @@ class Case:
         ]
         trace = "Traceback" in out or "INTERNALERROR" in out
         named = all(n in out for n in names)
-        clear = (not must_fail or rc not in (0, 5)) and named and not trace
+        clear = (not must_fail or rc not in (0, 5)) and named and not trace and not overwritten
         return {
             "surface": self.surface,
             "case": self.name,
