@@ -220,3 +220,50 @@ def test_import_refuses_a_duplicate_fullname(
         capsys.readouterr().err
     )
     assert not (tmp_path / "b").exists()
+
+
+def test_github_refuses_to_overwrite_what_it_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 42: --comment-file overwrote any file, the results file included; unwritable
+    $GITHUB_OUTPUT / $GITHUB_STEP_SUMMARY and odd event payloads gave tracebacks."""
+    for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_EVENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    results = tmp_path / "r.json"
+    results.write_text('{"schema": "pytest-burnperf-results", "version": 1, "results": []}')
+    before = results.read_text()
+    base = ["github", "--results", str(results), "--exit-code", "0"]
+    assert main([*base, "--comment-file", str(results)]) == 2
+    assert "--comment-file " in capsys.readouterr().err and results.read_text() == before
+    mine = tmp_path / "notes.md"
+    mine.write_text("my notes\n")
+    assert main([*base, "--comment-file", str(mine)]) == 2
+    assert "was not written by pytest-burnperf" in capsys.readouterr().err
+    assert mine.read_text() == "my notes\n"
+    comment = tmp_path / "c.md"
+    assert main([*base, "--comment-file", str(comment)]) == 0
+    assert main([*base, "--comment-file", str(comment)]) == 0  # its own comment: replaced
+    capsys.readouterr()
+    # $GITHUB_OUTPUT a folder, in a missing folder; $GITHUB_STEP_SUMMARY a folder
+    for where in (tmp_path, tmp_path / "no" / "out"):
+        monkeypatch.setenv("GITHUB_OUTPUT", str(where))
+        assert main(base) == 2
+        err = capsys.readouterr().err
+        assert f"$GITHUB_OUTPUT {where}: cannot append to it: " in err and "Traceback" not in err
+    monkeypatch.delenv("GITHUB_OUTPUT")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))
+    assert main(base) == 2
+    assert f"$GITHUB_STEP_SUMMARY {tmp_path}: cannot append" in capsys.readouterr().err
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    # an event payload whose pull_request is not an object: no pull request, no traceback
+    event = tmp_path / "event.json"
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    for payload in ('{"pull_request": "x"}', '{"pull_request": {"head": 3}}', "[1, 2]"):
+        event.write_text(payload)
+        assert main(base) == 0
+        assert "comment-why=the event names no pull request head" in capsys.readouterr().out
+    # --limit below what the fixed text needs
+    with pytest.raises(SystemExit):
+        main([*base, "--limit", "10"])
+    assert "--limit: must be at least 2000" in capsys.readouterr().err

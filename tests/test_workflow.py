@@ -124,3 +124,91 @@ def test_shards_cover_the_suite_once_and_are_merged_then_published(flow: dict[An
     publish = flow["jobs"]["publish"]
     assert "schedule" in publish["if"] and publish["needs"] == "merge"
     assert "burnperf publish" in "\n".join(s.get("run", "") for s in publish["steps"])
+
+
+#: The comment step's script run by node against a fake of github-script's ``github`` and
+#: ``context``: which comment it updates, or that it creates one.
+COMMENT_HARNESS = """
+const fs = require("fs");
+const comments = JSON.parse(process.env.FAKE_COMMENTS);
+const done = [];
+const github = {
+  rest: {
+    users: {
+      getAuthenticated: async () => {
+        if (process.env.FAKE_ME) return { data: { login: process.env.FAKE_ME } };
+        throw new Error("Resource not accessible by integration");
+      },
+    },
+    issues: {
+      listComments: "list",
+      updateComment: async (a) => done.push(["update", a.comment_id]),
+      createComment: async () => done.push(["create"]),
+    },
+  },
+  paginate: async () => comments,
+};
+const context = { repo: { owner: "o", repo: "r" }, issue: { number: 7 } };
+(async () => { SCRIPT })().then(() => console.log(JSON.stringify(done)));
+"""
+
+
+@pytest.mark.parametrize(
+    ("me", "comments", "expected"),
+    [
+        # the Actions token: its comments are github-actions[bot]'s; another user's quote of
+        # the marker is never adopted (issue 42)
+        (
+            "",
+            [
+                {"id": 1, "user": {"login": "mallory"}, "body": "<!-- burnperf:cpu -->\nmine"},
+                {
+                    "id": 2,
+                    "user": {"login": "github-actions[bot]"},
+                    "body": "<!-- burnperf:cpu -->\nx",
+                },
+            ],
+            [["update", 2]],
+        ),
+        (
+            "",
+            [{"id": 1, "user": {"login": "mallory"}, "body": "<!-- burnperf:cpu -->"}],
+            [["create"]],
+        ),
+        # a personal token: its own login
+        (
+            "ci-bot",
+            [{"id": 3, "user": {"login": "ci-bot"}, "body": "<!-- burnperf:cpu -->"}],
+            [["update", 3]],
+        ),
+        # another label's comment is not this one's
+        (
+            "",
+            [{"id": 4, "user": {"login": "github-actions[bot]"}, "body": "<!-- burnperf:gpu -->"}],
+            [["create"]],
+        ),
+    ],
+)
+def test_the_comment_step_updates_only_its_own_comment(
+    action: dict[Any, Any], tmp_path: Path, me: str, comments: list[Any], expected: list[Any]
+) -> None:
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (apt-get install nodejs)")
+    [step] = [
+        s for s in action["runs"]["steps"] if s.get("uses", "").startswith("actions/github-script")
+    ]
+    body = tmp_path / "comment.md"
+    body.write_text("<!-- burnperf:cpu -->\n**pytest-burnperf on cpu**\n")
+    script = tmp_path / "run.js"
+    script.write_text(COMMENT_HARNESS.replace("SCRIPT", step["with"]["script"]))
+    env = dict(os.environ, FAKE_COMMENTS=json.dumps(comments), FAKE_ME=me)
+    env["BURNPERF_COMMENT_PATH"] = str(body)
+    out = subprocess.run([node, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == expected

@@ -89,10 +89,12 @@ class Case:
         written = "".join(
             (v or b"").decode("utf-8", "replace") for k, v in after.items() if before.get(k) != v
         )
-        overwritten = [str(p) for p, b in self.user_files.items() if p.read_bytes() != b]
+        overwritten = [  # replaced, or lost
+            str(p) for p, b in self.user_files.items() if not p.is_file() or p.read_bytes() != b
+        ]
         trace = "Traceback" in out or "INTERNALERROR" in out
         named = all(n in out for n in names)
-        clear = (not must_fail or rc not in (0, 5)) and named and not trace
+        clear = (not must_fail or rc not in (0, 5)) and named and not trace and not overwritten
         return {
             "surface": self.surface,
             "case": self.name,

@@ -691,6 +691,23 @@ def section(doc: dict[str, Any]) -> str:
             f"{t['commands_run']} commands run unasked; {t['clear']} of {t['cases']} clear "
             "errors or inert output |"
         )
+    fleet = doc.get("fleet")
+    if fleet:
+        t = fleet["totals"]
+        groups = Counter(r["surface"] for r in fleet["rows"])
+        lines.append(
+            f"| hostile input on the fleet's surfaces ({', '.join(f'{k} {v}' for k, v in groups.items())}; "
+            f"measured {fleet['date']} with `{fleet['command']}`) | {t['cases']} | "
+            f"{t['outside_writes']} writes outside the project, {t['tracebacks']} tracebacks, "
+            f"{t['user_files_overwritten']} user files (or site pages) lost or overwritten; "
+            f"{t['clear']} of {t['cases']} clear errors or sensible results |"
+        )
+        for kind, c in fleet["concurrent"].items():
+            lines.append(
+                f"| two `burnperf {kind}` at once into one target, {c['trials']} trials | "
+                f"{c['runs']} | {c['failed']} failed, {c['tracebacks']} tracebacks, "
+                f"{c['not_whole']} targets not whole afterwards |"
+            )
     lost = [r for r in doc["interrupts"]["trials"] if "lost" in r["outcome"]]
     if lost:
         when = ", ".join(f"{r['signal']} at {r['delay_s']} s" for r in lost)
@@ -704,6 +721,7 @@ def section(doc: dict[str, Any]) -> str:
         lines += ["", "Cases that did not give a clear error:", ""]
         lines += [f"- {r['kind']}: `{r['case']}`: {r['outcome']}" for r in bad]
     unclear = [r for r in (surfaces or {}).get("rows", []) if not r["clear"]]
+    unclear += [r for r in (fleet or {}).get("rows", []) if not r["clear"]]
     if unclear:
         lines += ["", "Newer-surface cases without a clear error or inert output:", ""]
         lines += [f"- {r['surface']}: `{r['case']!r}` (exit {r['exit']})" for r in unclear]
@@ -727,7 +745,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write the section to")
     ap.add_argument(
         "--only",
-        choices=("surfaces",),
+        choices=("surfaces", "fleet"),
         default=None,
         help="run only this experiment and keep the others' outcomes from the results file",
     )
@@ -746,13 +764,27 @@ def main() -> None:
             "minutes": (time.monotonic() - t) / 60,
         }
 
-    if args.only == "surfaces":
+    def fleet(work: Path) -> dict[str, Any]:
+        from validation.hostile_fleet import concurrent, fleet_cases
+
+        t = time.monotonic()
+        rows = fleet_cases(work / "fleet", log)
+        return {
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": f"python -m validation.reliability --only fleet --trials {args.trials}",
+            "rows": rows,
+            "totals": totals(rows),
+            "concurrent": concurrent(work / "fleet-concurrent", args.trials, log),
+            "minutes": (time.monotonic() - t) / 60,
+        }
+
+    if args.only in ("surfaces", "fleet"):
         if args.out is None:
             ap.error("--only needs --out (the other experiments' outcomes are kept from there)")
         raw = args.out.parent / "reliability-results.json"
         doc = json.loads(raw.read_text(encoding="utf-8"))
         with tempfile.TemporaryDirectory(prefix="burnperf-reliability-") as tmp:
-            doc["surfaces"] = surfaces(Path(tmp))
+            doc[args.only] = (surfaces if args.only == "surfaces" else fleet)(Path(tmp))
         text = section(doc)
         print(text)
         write_section(args.out, text)
@@ -774,6 +806,7 @@ def main() -> None:
         doc["concurrency"] = concurrency(args.trials, work)
         doc["interrupts"] = interrupts(args.trials, work)
         doc["surfaces"] = surfaces(work)
+        doc["fleet"] = fleet(work)
         doc["minutes"] = (time.monotonic() - t0) / 60
     text = section(doc)
     print(text)

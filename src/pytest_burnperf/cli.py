@@ -61,10 +61,10 @@ from pytest_burnperf.host.machine import (
 from pytest_burnperf.report.pytest_benchmark import read_saved_run, same_simd_class
 from pytest_burnperf.report.terminal import read_results
 from pytest_burnperf.storage.baselines import BaselineStore
-from pytest_burnperf.storage.history import resolve_url
+from pytest_burnperf.storage.history import redact, resolve_url
 from pytest_burnperf.storage.history.query import against_history, series, text
 from pytest_burnperf.storage.history.select import ExpressionError, matcher
-from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, read_json
+from pytest_burnperf.storage.jsonfile import FileFormatError, _why, atomic_write_text, read_json
 
 #: Exit codes: 0 all is well, 1 a benchmark regressed, 2 bad usage or an input that cannot be used.
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -341,9 +341,40 @@ def _store(args: argparse.Namespace) -> Any:
         raise InputError(str(exc)) from None
 
 
+def _distinct_paths(outputs: Sequence[tuple[str, Path]], inputs: Sequence[Path] = ()) -> None:
+    """InputError unless every output is a path of its own, none of them an input: two outputs
+    on one path would leave only the last one written (``merge -o x.json --junit x.json``)."""
+    seen: dict[Path, str] = {}
+    read = {p.resolve(): p for p in inputs}
+    for option, path in outputs:
+        where = path.resolve()
+        if where in read:
+            raise InputError(
+                f"{option} {path}: is an input of this command ({read[where]}); write elsewhere"
+            )
+        if where in seen:
+            raise InputError(
+                f"{option} {path}: is also {seen[where]}'s path; give each output its own"
+            )
+        seen[where] = option
+
+
+def _missing_sqlite(url: str) -> Path | None:
+    """The file of a SQLite store URL that does not exist (None: it exists, or not SQLite)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url[len(prefix) :] in ("", ":memory:"):
+        return None
+    path = Path(url[len(prefix) :].split("?", 1)[0])
+    return None if path.exists() else path
+
+
 def _results_doc(path: Path) -> dict[str, Any]:
     """A ``--perf-json`` results file, read strictly; InputError names what is wrong."""
 
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a results file (--perf-json)")
     try:
         doc = read_json(path)
         if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
@@ -505,6 +536,7 @@ def cmd_github(args: argparse.Namespace) -> int:
     import os
 
     from pytest_burnperf.report import github, markdown
+    from pytest_burnperf.storage.paths import target_problem
 
     doc: dict[str, Any] | None = None
     problem = ""
@@ -536,6 +568,12 @@ def cmd_github(args: argparse.Namespace) -> int:
     )
     allowed, why = github.may_comment(os.environ)
     if args.comment_file is not None:
+        inputs = [args.results] + ([args.output_file] if args.output_file is not None else [])
+        _distinct_paths([("--comment-file", args.comment_file)], inputs)
+        marker = github.MARKER.split("{", 1)[0].encode()
+        refused = target_problem(args.comment_file, lambda head: head.startswith(marker))
+        if refused:
+            raise InputError(f"--comment-file {args.comment_file}: {refused}")
         try:
             atomic_write_text(args.comment_file, body)
         except (OSError, FileFormatError) as exc:
@@ -552,17 +590,26 @@ def cmd_github(args: argparse.Namespace) -> int:
         }
     )
     outputs = args.outputs or os.environ.get("GITHUB_OUTPUT")
+    where = "--outputs" if args.outputs else "$GITHUB_OUTPUT"
     if outputs:
-        github.write_outputs(Path(outputs), values)
+        try:
+            github.write_outputs(Path(outputs), values)
+        except OSError as exc:
+            raise InputError(f"{where} {outputs}: cannot append to it: {_why(exc)}") from None
     else:
         for name, value in values.items():
             print(f"{name}={value}")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary and (doc is None or not allowed):
-        with open(summary, "a", encoding="utf-8") as f:
-            if doc is None:  # --perf-markdown wrote nothing to the summary: the comment does
-                f.write(body + "\n")
-            f.write(f"\n_No pull-request comment: {markdown.escape(why)}._\n")
+        text = body + "\n" if doc is None else ""  # no --perf-markdown there: the comment is
+        text += f"\n_No pull-request comment: {markdown.escape(why)}._\n"
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise InputError(
+                f"$GITHUB_STEP_SUMMARY {summary}: cannot append to it: {_why(exc)}"
+            ) from None
     return EXIT_OK
 
 
@@ -582,8 +629,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         why := target_problem(args.junit, lambda head: b'name="pytest-burnperf"' in head)
     ):
         raise InputError(f"--junit {args.junit}: {why}")
-    if any(args.output.resolve() == path.resolve() for path in args.shards):
-        raise InputError(f"-o {args.output}: is one of the shards; write the merge elsewhere")
+    outputs = [("-o", args.output), ("--markdown", args.markdown), ("--junit", args.junit)]
+    _distinct_paths([(o, p) for o, p in outputs if p is not None], args.shards)
     docs = [(str(path), _results_doc(path)) for path in args.shards]
     try:
         merged, notes = merge(docs)
@@ -607,7 +654,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_merge_baselines(args: argparse.Namespace) -> int:
     """The shards' recorded baselines into one baselines directory."""
-    from pytest_burnperf.storage.baselines import BaselineError, LockTimeout, collect
+    from pytest_burnperf.storage.baselines import BaselineError, LockTimeout, collect, load_file
 
     merged: dict[str, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]] = {}
     origin: dict[tuple[str, str, str], Path] = {}
@@ -637,9 +684,22 @@ def cmd_merge_baselines(args: argparse.Namespace) -> int:
             check_machine_id(machine_id, "a machine directory")
         except SpecError as exc:
             raise InputError(f"{exc}; nothing was merged") from None
+    if args.baselines.exists() and not args.baselines.is_dir():
+        raise InputError(f"--baselines {args.baselines}: is a file, not a baselines folder")
     errors = 0
     for machine_id, (machine, modules) in sorted(merged.items()):
         store = BaselineStore(args.baselines, machine_id)
+        for module, entries in sorted(modules.items()):  # what the merge replaces, said
+            try:
+                old_entries = load_file(store.path_for(module))
+            except BaselineError:
+                continue  # the save reports it, with its path
+            for key in sorted(entries):
+                if key in old_entries and old_entries[key] != entries[key]:
+                    print(
+                        f"note: {escape(module)}::{escape(key)} ({machine_id}): the baseline "
+                        "already there was replaced by the shard's"
+                    )
         try:
             report = store.save(modules, machine or {"id": machine_id})
         except LockTimeout as exc:
@@ -669,9 +729,22 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise InputError(f"-o {args.output}: {problem}")
     t0 = time.perf_counter()
     keep = _selection(args)
+    url = resolve_url(args.store, Path.cwd())
+    missing = _missing_sqlite(url)
+    if missing is not None:  # opening it would create an empty store, and publish nothing
+        raise InputError(
+            f"no results store at {missing} (--store, or $BURNPERF_STORE); "
+            f"nothing was written to {args.output}"
+        )
     with _store(args) as store:
         points = store.points(last=args.last, branch=args.branch)
     all_series = series([p for p in points if keep(str(p["test"]))])
+    if not all_series:
+        raise InputError(
+            f"{redact(url)} holds no results"
+            + (" that the selection keeps" if points else "")
+            + f": the site at {args.output} was left as it is"
+        )
     try:
         done = publish(all_series, args.output, title=args.title)
     except (SiteError, OSError, FileFormatError) as exc:
@@ -826,9 +899,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gh.add_argument(
         "--limit",
-        type=_positive,
+        type=_comment_limit,
         default=65_536,
-        help="the comment's length limit in characters. Default: GitHub's, 65536",
+        help="the comment's length limit in characters, at least 2000 (its fixed text and a "
+        "note of what was cut must fit). Default: GitHub's, 65536",
     )
     gh.set_defaults(func=cmd_github)
     return parser
@@ -841,6 +915,15 @@ def _positive(value: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {value!r}")
+    return n
+
+
+def _comment_limit(value: str) -> int:
+    n = _positive(value)
+    if n < 2000:
+        raise argparse.ArgumentTypeError(
+            f"must be at least 2000 (the comment's fixed text and its note must fit), got {value!r}"
+        )
     return n
 
 

@@ -115,14 +115,49 @@ def test_merge_refuses_what_is_not_one_run_and_keeps_a_retried_shard_once(
     assert "whole.json: not a shard's results" in capsys.readouterr().err
     before = (suite.path / "s1.json").read_bytes()
     assert main(["merge", "s1.json", "s2.json", "-o", "s1.json"]) == 2
-    assert "is one of the shards" in capsys.readouterr().err
+    assert "-o s1.json: is an input of this command (s1.json)" in capsys.readouterr().err
     assert (suite.path / "s1.json").read_bytes() == before
+    # issue 42: two outputs on one path left only the JUnit XML
+    assert main(["merge", "s1.json", "s2.json", "-o", "same.json", "--junit", "same.json"]) == 2
+    assert "--junit same.json: is also -o's path" in capsys.readouterr().err
+    assert not (suite.path / "same.json").exists()
+    assert main(["merge", "missing.json", "s2.json", "-o", "m.json"]) == 2
+    assert "missing.json: no such file" in capsys.readouterr().err
     code = main(["merge", "s1.json", "s2.json", "s2-retry.json", "-o", "m.json"])
     out = capsys.readouterr().out
     assert code in (0, 1) and "shard 2 given twice" in out
     doc = json.loads((suite.path / "m.json").read_text())
     tests = [r["test"] for r in doc["results"]]
     assert len(tests) == len(set(tests)) == 12
+    # hand-edited shard metadata: a clear error naming the field, never a hang or a traceback
+    good = json.loads((suite.path / "s2.json").read_text())
+    edits = {
+        "count 10**8": (lambda d: d["settings"]["shard"].update(count=10**8), "count is 100000000"),
+        "count null": (lambda d: d["settings"]["shard"].update(count=None), "count is None"),
+        "index 3 of 2": (lambda d: d["settings"]["shard"].update(index=3), "index is 3"),
+        "verdict x": (
+            lambda d: d["results"][0]["verdict"].update(status="x"),
+            "results[0].verdict.status is 'x'",
+        ),
+        "created 5": (lambda d: d.update(created=5), "created is 5, not a date"),
+        "min_share": (
+            lambda d: d["coverage"].update(min_share="most"),
+            "coverage.min_share is 'most'",
+        ),
+    }
+    for what, (edit, message) in edits.items():
+        bad = json.loads(json.dumps(good))
+        edit(bad)
+        (suite.path / "bad.json").write_text(json.dumps(bad))
+        assert main(["merge", "s1.json", "bad.json", "-o", "m2.json"]) == 2, what
+        assert message in capsys.readouterr().err, what
+    # a shard holding a test of another selection: more benchmarks than the selection claims
+    extra = json.loads(json.dumps(good))
+    extra["results"].append(dict(extra["results"][0], test="test_suite.py::test_other[x]"))
+    (suite.path / "bad.json").write_text(json.dumps(extra))
+    assert main(["merge", "s1.json", "bad.json", "-o", "m2.json"]) == 2
+    assert "more than the 12 of the selection they claim" in capsys.readouterr().err
+    assert not (suite.path / "m2.json").exists()
     (suite.path / "README.md").write_text("mine\n")
     assert main(["merge", "s1.json", "s2.json", "-o", "m.json", "--markdown", "README.md"]) == 2
     assert (suite.path / "README.md").read_text() == "mine\n"
@@ -234,6 +269,20 @@ def test_baselines_recorded_by_shards_merge_into_one_directory(
     assert "12 benchmark(s) merged into 1 file(s)" in capsys.readouterr().out
     [path] = (suite.path / "merged").rglob("test_suite.json")
     assert len(json.loads(path.read_text())["benchmarks"]) == 12
+    # issue 42: merged again over baselines that differ: each one replaced is named
+    [first] = (suite.path / "b1").rglob("test_suite.json")
+    changed = json.loads(first.read_text())
+    name = sorted(changed["benchmarks"])[0]
+    changed["benchmarks"][name]["seconds"] = 99.0
+    first.write_text(json.dumps(changed))
+    assert main(["merge-baselines", "b1", "b2", "--baselines", "merged"]) == 0
+    out = capsys.readouterr().out
+    assert f"note: test_suite.py::{name} (" in out and "was replaced by the shard's" in out
+    assert out.count("was replaced") == 1
+    # a file as --baselines: refused, not "merged into 0 file(s)"
+    (suite.path / "afile").write_text("x")
+    assert main(["merge-baselines", "b1", "b2", "--baselines", "afile"]) == 2
+    assert "--baselines afile: is a file, not a baselines folder" in capsys.readouterr().err
     # the same benchmark recorded differently by two shards: refused, nothing written
     [other] = (suite.path / "b1").rglob("test_suite.json")
     [theirs] = (suite.path / "b2").rglob("test_suite.json")
@@ -285,3 +334,14 @@ def test_shards_running_at_once_record_into_one_store(
     results = con.execute("SELECT count(*) FROM burnperf_results").fetchone()[0]
     con.close()
     assert (runs, results) == (2, 12)
+
+
+def test_an_empty_shard_passes_with_a_note(suite: pytest.Pytester) -> None:
+    # issue 42: a matrix wider than the suite failed its empty shard's job (pytest's exit 5)
+    result = suite.runpytest("--perf", "--perf-shard", "50/100", "--perf-json", "s.json", *FAST)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["shard 50/100 holds none of the selection's 12 benchmark(s) (more shards than *"]
+    )
+    doc = json.loads((suite.path / "s.json").read_text())
+    assert doc["results"] == [] and doc["settings"]["shard"]["index"] == 50

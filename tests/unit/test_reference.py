@@ -98,6 +98,20 @@ def test_a_shallow_clone_without_a_common_ancestor_names_the_fetch() -> None:
 def test_a_gitlab_merge_request_uses_its_diff_base() -> None:
     got = pick({commit(BASE): BASE}, environ={"CI_MERGE_REQUEST_DIFF_BASE_SHA": BASE})
     assert got.ref == BASE  # type: ignore[attr-defined]
+    assert "names no commit" not in got.why  # type: ignore[attr-defined]
+    # issue 42: a base that names no commit fell back to another reference without a word
+    for garbage in ("zzz-not-a-sha", "0" * 40):
+        got = pick(
+            {commit("origin/main"): MAIN, ("merge-base", "HEAD", "origin/main"): BASE},
+            environ={
+                "CI_MERGE_REQUEST_DIFF_BASE_SHA": garbage,
+                "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
+            },
+        )
+        assert got.ref == BASE  # type: ignore[attr-defined]
+        assert got.why.endswith(  # type: ignore[attr-defined]
+            f"; CI_MERGE_REQUEST_DIFF_BASE_SHA {garbage!r} names no commit here"
+        )
     got = pick(
         {commit("origin/main"): MAIN, ("merge-base", "HEAD", "origin/main"): BASE},
         environ={"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"},

@@ -76,3 +76,94 @@ def test_burnperf_publish_from_a_store(tmp_path: Path, capsys: pytest.CaptureFix
     (tmp_path / "x.txt").write_text("x")
     assert main(["publish", "-o", str(tmp_path / "x.txt"), "--store", store]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+def _site_whole(out: Path) -> bool:
+    """Every page the index links is there (no half-written site)."""
+    import re
+
+    index = (out / "index.html").read_text()
+    pages = re.findall(r'href="(b/[^"]+\.html)"', index)
+    return bool(pages) and all((out / p).is_file() for p in pages)
+
+
+def test_a_wrong_or_empty_store_never_replaces_a_site(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 42: `--store typo.sqlite` (or no $BURNPERF_STORE) wiped a 17-page site
+    out = tmp_path / "site"
+    publish(series(fleet_points()), out)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BURNPERF_STORE", raising=False)
+    for store in (["--store", str(tmp_path / "typo.sqlite")], []):
+        capsys.readouterr()
+        assert main(["publish", "-o", str(out), *store]) == 2
+        err = capsys.readouterr().err
+        assert "no results store at " in err and "nothing was written to" in err
+    assert not (tmp_path / "typo.sqlite").exists() and not (tmp_path / ".burnperf").exists()
+    # a store that exists and holds no runs: refused too
+    empty = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    from pytest_burnperf.storage.history.store import Store
+
+    with Store(empty):
+        pass
+    assert main(["publish", "-o", str(out), "--store", empty]) == 2
+    assert "holds no results: the site at " in capsys.readouterr().err
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+
+
+def test_publish_keeps_what_the_user_added_to_the_site(tmp_path: Path) -> None:
+    # issue 42: a CNAME and an extra folder were deleted by the next publish
+    out = tmp_path / "site"
+    publish(series(fleet_points()), out)
+    (out / "CNAME").write_text("bench.example.org\n")
+    (out / "extra").mkdir()
+    (out / "extra" / "notes.md").write_text("mine")
+    (out / "b" / "stale.html").write_text("an old page of ours")
+    publish(series(fleet_points()), out)
+    assert (out / "CNAME").read_text() == "bench.example.org\n"
+    assert (out / "extra" / "notes.md").read_text() == "mine"
+    assert not (out / "b" / "stale.html").exists() and _site_whole(out)
+    assert not list(tmp_path.glob(".site.new-*")) and not list(tmp_path.glob(".site.old-*"))
+
+
+def _publish_in_a_process(out: str) -> None:
+    publish(series(fleet_points()), Path(out))
+
+
+def test_two_publishes_at_once_leave_one_whole_site(tmp_path: Path) -> None:
+    # issue 42: two at once left 6 or 14 of 17 pages and an index linking the missing ones
+    import multiprocessing
+
+    out = tmp_path / "site"
+    publish(series(fleet_points()), out)
+    ctx = multiprocessing.get_context("spawn")
+    for _ in range(3):
+        procs = [ctx.Process(target=_publish_in_a_process, args=(str(out),)) for _ in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        assert [p.exitcode for p in procs] == [0, 0]
+        assert _site_whole(out)
+    assert sorted(x.name for x in tmp_path.iterdir() if x.name != "site") == [".site.burnperf-lock"]
+
+
+def test_a_publish_killed_half_way_leaves_the_old_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_burnperf.report.site as site
+
+    out = tmp_path / "site"
+    publish(series(fleet_points()), out)
+    before = (out / "index.html").read_text()
+
+    def dies(*args: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(site, "_compare", dies)  # after the pages, before the swap
+    with pytest.raises(KeyboardInterrupt):
+        publish(series(fleet_points()), out)
+    assert (out / "index.html").read_text() == before and _site_whole(out)
+    assert not list(tmp_path.glob(".site.new-*"))

@@ -160,6 +160,19 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.interrupted = True
+    info = state.shard_info
+    if (
+        info is not None
+        and not info["benchmarks"]
+        and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+    ):
+        # a matrix wider than the suite: this shard's share is empty, which is no failure
+        session.exitstatus = pytest.ExitCode.OK
+        state.messages.append(
+            f"shard {info['index']}/{info['count']} holds none of the selection's "
+            f"{info['comparisons']} benchmark(s) (more shards than benchmarks): nothing to run "
+            "here, and its results file says so for `burnperf merge`"
+        )
 
     now = now_utc()
     machine = session_machine_info(session.config, state)
@@ -245,6 +258,11 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
         path = session.config.invocation_params.dir / state.markdown_path
         try:
             written = markdown.write(path, markdown.render(finite(ours)))
+        except markdown.StepSummaryError as exc:  # the job's summary, not the user's file
+            state.messages.append(
+                f"Markdown summary written to {state.markdown_path}; NOT appended to the job "
+                f"summary: {exc}"
+            )
         except (OSError, ValueError) as exc:
             state.messages.append(f"--perf-markdown: could not write {path}: {_why(exc)}")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

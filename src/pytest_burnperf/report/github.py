@@ -133,8 +133,11 @@ def may_comment(environ: Mapping[str, str]) -> tuple[bool, str]:
             payload = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             return False, f"the event file {path} cannot be read: {exc}"
-    pr = payload.get("pull_request") if isinstance(payload, dict) else None
-    head = ((pr or {}).get("head") or {}).get("repo") or {}
+
+    def field(obj: Any, key: str) -> Any:  # a payload of other shapes names no head
+        return obj.get(key) if isinstance(obj, dict) else None
+
+    head = field(field(field(payload, "pull_request"), "head"), "repo") or {}
     repo = environ.get("GITHUB_REPOSITORY", "")
     if not isinstance(head, dict) or not head.get("full_name"):
         return False, "the event names no pull request head"

@@ -247,16 +247,27 @@ def target_problem(path: Path, *, force: bool = False) -> str | None:
     return paths.target_problem(path, written_by_us, force=force)
 
 
+class StepSummaryError(OSError):
+    """The Markdown file was written, the job summary could not be appended to."""
+
+
 def write(path: Path, text: str, environ: Mapping[str, str] | None = None) -> list[str]:
     """Write ``text`` to ``path`` (atomically) and append it to the job summary where
-    ``$GITHUB_STEP_SUMMARY`` names one; the files written."""
+    ``$GITHUB_STEP_SUMMARY`` names one; the files written. :class:`StepSummaryError` where
+    only the append failed (``path`` is written then)."""
 
     env = os.environ if environ is None else environ
     atomic_write_text(path, text)
     done = [str(path)]
     summary = env.get(STEP_SUMMARY)
     if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write(text if text.endswith("\n") else text + "\n")
+        try:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(text if text.endswith("\n") else text + "\n")
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            raise StepSummaryError(
+                f"${STEP_SUMMARY} {summary}: cannot append to it: {why}"
+            ) from None
         done.append(summary)
     return done

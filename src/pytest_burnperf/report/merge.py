@@ -9,12 +9,15 @@ in two shards is an error, so nothing is lost or counted twice.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, NoReturn
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from pytest_burnperf.core.coverage import coverage, shortfall
+from pytest_burnperf.core.shards import selection_id
 from pytest_burnperf.core.text import escape
+from pytest_burnperf.core.verdict import VERDICTS
 
 #: What every shard of one run must agree on: (where in the document, what it is called).
 _SAME = (
@@ -33,6 +36,72 @@ class MergeError(ValueError):
     """Shards that cannot be merged; ``str()`` names the files and what differs."""
 
 
+#: The most shards a run may be split into (a CI matrix wider than this is no plan).
+MAX_SHARDS = 1000
+
+
+def _created(name: str, doc: Mapping[str, Any]) -> datetime:
+    """When the shard's run ended, parsed (dates compared as text put ``5`` after 2026)."""
+    text = doc.get("created")
+    try:
+        if not isinstance(text, str):
+            raise ValueError(text)
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise MergeError(
+            f"{name}: created is {escape(repr(text))}, not a date (ISO 8601, as --perf-json "
+            "writes it)"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+def check(name: str, doc: Mapping[str, Any]) -> None:
+    """A shard's results document as --perf-json writes it, or MergeError naming the field:
+    hand-edited shard metadata must not hang, crash or silently change a merge."""
+
+    def fail(where: str, what: str) -> NoReturn:
+        raise MergeError(f"{name}: {where} {what}")
+
+    shard = _get(doc, ("settings", "shard"))
+    if not isinstance(shard, Mapping) or not isinstance(shard.get("index"), int):
+        raise MergeError(f"{name}: not a shard's results (the run had no --perf-shard)")
+    for key in ("index", "count", "comparisons"):
+        value = shard.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            fail(f"settings.shard.{key}", f"is {escape(repr(value))}, not a whole number")
+    count, index = int(shard["count"]), int(shard["index"])
+    if not 1 <= count <= MAX_SHARDS:
+        fail("settings.shard.count", f"is {count}, not between 1 and {MAX_SHARDS}")
+    if not 1 <= index <= count:
+        fail("settings.shard.index", f"is {index}, not between 1 and the count, {count}")
+    if int(shard["comparisons"]) < 0:
+        fail("settings.shard.comparisons", f"is {shard['comparisons']}, below 0")
+    if not isinstance(shard.get("selection"), str):
+        fail("settings.shard.selection", "is missing (the fingerprint of the selection)")
+    _created(name, doc)
+    results = doc.get("results")
+    if not isinstance(results, list):
+        fail("results", "is not a list")
+    for i, r in enumerate(results):
+        if not isinstance(r, Mapping) or not isinstance(r.get("test"), str):
+            fail(f"results[{i}]", "is not a result with its test's id")
+        status = (
+            (r.get("verdict") or {}).get("status")
+            if isinstance(r.get("verdict"), Mapping)
+            else None
+        )
+        if status not in VERDICTS:
+            fail(
+                f"results[{i}].verdict.status",
+                f"is {escape(repr(status))}; allowed: {', '.join(VERDICTS)}",
+            )
+    minimum = _get(doc, ("coverage", "min_share"))
+    if minimum is not None and (
+        isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 <= minimum <= 1
+    ):
+        fail("coverage.min_share", f"is {escape(repr(minimum))}, not a share from 0 to 1")
+
+
 def _get(doc: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     value: Any = doc
     for key in path:
@@ -48,9 +117,8 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
     by_index: dict[int, tuple[str, Mapping[str, Any]]] = {}
     notes: list[str] = []
     for name, doc in docs:
+        check(name, doc)
         shard = _get(doc, ("settings", "shard"))
-        if not isinstance(shard, Mapping) or not isinstance(shard.get("index"), int):
-            raise MergeError(f"{name}: not a shard's results (the run had no --perf-shard)")
         if doc.get("interrupted") is True:
             raise MergeError(f"{name}: shard {shard['index']} was interrupted; run it again")
         first_name, first = docs[0]
@@ -63,7 +131,7 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
         index = int(shard["index"])
         if index in by_index:
             older, newer = sorted(
-                [by_index[index], (name, doc)], key=lambda p: str(p[1].get("created", ""))
+                [by_index[index], (name, doc)], key=lambda p: _created(p[0], p[1])
             )
             notes.append(
                 f"shard {index} given twice ({older[0]}, {newer[0]}): kept the newer, {newer[0]}"
@@ -92,7 +160,20 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
             seen[test] = name
             results.append(dict(r))
     results.sort(key=lambda r: str(r.get("test")))
-    newest = max((d for _, d in by_index.values()), key=lambda d: str(d.get("created", "")))
+    claimed = _get(docs[0][1], ("settings", "shard", "comparisons"))
+    if len(results) > int(claimed):
+        raise MergeError(
+            f"the shards hold {len(results)} benchmarks, more than the {claimed} of the "
+            "selection they claim: a shard of another selection, or edited"
+        )
+    if len(results) == int(claimed):
+        selection = _get(docs[0][1], ("settings", "shard", "selection"))
+        if selection_id(str(r.get("test")) for r in results) != selection:
+            raise MergeError(
+                "the shards' benchmarks are not the selection they claim (its fingerprint "
+                "differs): a shard of another selection, or edited"
+            )
+    newest = max(by_index.values(), key=lambda p: _created(p[0], p[1]))[1]
     base = by_index[1][1]
     settings = dict(base.get("settings") or {})
     shard = dict(settings.get("shard") or {})

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.html import _STYLE, GENERATOR, _e
-from pytest_burnperf.storage.jsonfile import atomic_write_text
 
 if TYPE_CHECKING:
     from pytest_burnperf.storage.history.query import Series
@@ -181,21 +182,81 @@ def _compare(all_series: Sequence[Series], title: str) -> str:
     return _page(f"Backends compared - {title}", "\n".join(parts))
 
 
+#: What a site of this module holds at its top level; anything else there is the user's (a
+#: CNAME, a folder of their own) and is carried into the next site.
+OWN = frozenset({MARK, "index.html", "compare.html", "site.json", "plotly.min.js", "b"})
+#: Seconds a publish waits for another publishing into the same folder.
+LOCK_TIMEOUT_S = 300.0
+
+
+def _siblings(out: Path, kind: str) -> list[Path]:
+    return sorted(out.parent.glob(f".{out.name}.{kind}-*"))
+
+
 def publish(
     all_series: Sequence[Series], out: Path, *, title: str = "Benchmarks"
 ) -> dict[str, int]:
     """Write the site into ``out`` (new, empty, or an earlier site, which it replaces); what
-    it wrote. Raises :class:`SiteError`."""
+    it wrote. Raises :class:`SiteError`.
+
+    The site is built in a temporary folder beside ``out`` and swapped in under a lock
+    (``.NAME.burnperf-lock`` beside it): two publishes at once take turns, and a reader, or a
+    publish killed half-way, never finds half a site. Files and folders in an earlier site that
+    this module did not write (``OWN``: a CNAME, a folder of the user's) are carried into the
+    new one."""
+    from filelock import FileLock, Timeout
+
+    out = out.absolute()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(out.parent / f".{out.name}.burnperf-lock", timeout=LOCK_TIMEOUT_S)
+        lock.acquire()
+    except Timeout:
+        raise SiteError(
+            f"{out}: another burnperf publish has held it for {LOCK_TIMEOUT_S:g} s"
+        ) from None
+    try:
+        for stale in _siblings(out, "new") + _siblings(out, "old"):  # a killed publish's
+            shutil.rmtree(stale, ignore_errors=True)
+        problem = target_problem(out)
+        if problem:
+            raise SiteError(f"{out}: {problem}")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+        try:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o777 & ~mask)  # a site's folder as mkdir makes it, not private
+            summary = _write(all_series, tmp, title)
+            if out.is_dir():
+                for entry in out.iterdir():  # what the user added to the site
+                    if entry.name not in OWN:
+                        if entry.is_dir() and not entry.is_symlink():
+                            shutil.copytree(entry, tmp / entry.name, symlinks=True)
+                        else:
+                            shutil.copy2(entry, tmp / entry.name, follow_symlinks=False)
+                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+                os.rename(out, old / "site")
+                os.rename(tmp, out)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                if out.exists() or out.is_symlink():
+                    raise SiteError(f"{out}: is not a folder")
+                os.rename(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    finally:
+        lock.release()
+    return summary
+
+
+def _write(all_series: Sequence[Series], out: Path, title: str) -> dict[str, int]:
+    """The site's files into the (new, empty) folder ``out``."""
     import plotly.offline
 
-    problem = target_problem(out)
-    if problem:
-        raise SiteError(f"{out}: {problem}")
-    if (out / MARK).is_file():
-        shutil.rmtree(out)
     (out / "b").mkdir(parents=True, exist_ok=True)
     (out / MARK).write_text("written by burnperf publish; the folder is replaced on the next\n")
-    atomic_write_text(out / "plotly.min.js", plotly.offline.get_plotlyjs())
+    (out / "plotly.min.js").write_text(plotly.offline.get_plotlyjs(), encoding="utf-8")
     by_benchmark: dict[str, list[Series]] = {}
     for s in all_series:
         by_benchmark.setdefault(_benchmark(s), []).append(s)
@@ -203,9 +264,9 @@ def publish(
     for name, group in sorted(by_benchmark.items()):
         page, n = _benchmark_page(name, group, title)
         figures += n
-        atomic_write_text(out / "b" / f"{slug(name)}.html", page)
-    atomic_write_text(out / "index.html", _index(all_series, title))
-    atomic_write_text(out / "compare.html", _compare(all_series, title))
+        (out / "b" / f"{slug(name)}.html").write_text(page, encoding="utf-8")
+    (out / "index.html").write_text(_index(all_series, title), encoding="utf-8")
+    (out / "compare.html").write_text(_compare(all_series, title), encoding="utf-8")
     summary = {"series": len(all_series), "benchmarks": len(by_benchmark), "figures": figures}
-    atomic_write_text(out / "site.json", json.dumps(summary, indent=1) + "\n")
+    (out / "site.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.assess import baseline_runs
+from pytest_burnperf.core.text import escape
 from pytest_burnperf.core.verdict import Policy, recording_floor
 from pytest_burnperf.host import probe
 from pytest_burnperf.storage.baselines import BaselineError, load_file
@@ -202,10 +203,22 @@ def choose(
 def _same_session(
     lead: str, repo: Path, base: str | None, environ: Mapping[str, str] | None, run: Runner
 ) -> Choice:
-    """Steps 2-5 of the module docstring; ``lead`` says why stored baselines were not taken."""
+    """Steps 2-5 of the module docstring; ``lead`` says why stored baselines were not taken. A
+    merge request's base that names no commit here is said beside whatever was chosen instead."""
+    import dataclasses
     import os
 
     env = os.environ if environ is None else environ
+    choice = _steps(lead, repo, base, env, run)
+    given = env.get("CI_MERGE_REQUEST_DIFF_BASE_SHA", "").strip()
+    if given and not choice.why.startswith("the merge request's base"):
+        shown = escape(given[:60])
+        note = f"CI_MERGE_REQUEST_DIFF_BASE_SHA {shown!r} names no commit here"
+        return dataclasses.replace(choice, why=f"{choice.why}; {note}")
+    return choice
+
+
+def _steps(lead: str, repo: Path, base: str | None, env: Mapping[str, str], run: Runner) -> Choice:
     git = _Repo(repo, run)
     if git.out("rev-parse", "--show-toplevel") is None:
         return Choice(
