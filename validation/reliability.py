@@ -678,29 +678,38 @@ def section(doc: dict[str, Any]) -> str:
         )
         + " |"
     )
+
+    def hostile(part: dict[str, Any], what: str, counted: str, outcome: str) -> str:
+        t = part["totals"]
+        groups = Counter(r["surface"] for r in part["rows"])
+        return (
+            f"| hostile input on {what} ({', '.join(f'{k} {v}' for k, v in groups.items())}; "
+            f"measured {part['date']} with `{part['command']}`) | {t['cases']} | "
+            f"{t['outside_writes']} writes outside the project, {t['tracebacks']} tracebacks, "
+            f"{counted.format(**t)}; {t['clear']} of {t['cases']} {outcome} |"
+        )
+
     surfaces = doc.get("surfaces")
     if surfaces:
-        t = surfaces["totals"]
-        groups = Counter(r["surface"] for r in surfaces["rows"])
         lines.append(
-            f"| hostile input on the newer surfaces ({', '.join(f'{k} {v}' for k, v in groups.items())}; "
-            f"measured {surfaces['date']} with `{surfaces['command']}`) | {t['cases']} | "
-            f"{t['outside_writes']} writes outside the project, {t['tracebacks']} tracebacks, "
-            f"{t['secrets_printed']} secrets printed, {t['user_files_overwritten']} user files "
-            f"overwritten, {t['partial_runs_stored']} partial runs in history, "
-            f"{t['commands_run']} commands run unasked; {t['clear']} of {t['cases']} clear "
-            "errors or inert output |"
+            hostile(
+                surfaces,
+                "the newer surfaces",
+                "{secrets_printed} secrets printed, {user_files_overwritten} user files "
+                "overwritten, {partial_runs_stored} partial runs in history, {commands_run} "
+                "commands run unasked",
+                "clear errors or inert output",
+            )
         )
     fleet = doc.get("fleet")
     if fleet:
-        t = fleet["totals"]
-        groups = Counter(r["surface"] for r in fleet["rows"])
         lines.append(
-            f"| hostile input on the fleet's surfaces ({', '.join(f'{k} {v}' for k, v in groups.items())}; "
-            f"measured {fleet['date']} with `{fleet['command']}`) | {t['cases']} | "
-            f"{t['outside_writes']} writes outside the project, {t['tracebacks']} tracebacks, "
-            f"{t['user_files_overwritten']} user files (or site pages) lost or overwritten; "
-            f"{t['clear']} of {t['cases']} clear errors or sensible results |"
+            hostile(
+                fleet,
+                "the fleet's surfaces",
+                "{user_files_overwritten} user files (or site pages) lost or overwritten",
+                "clear errors or sensible results",
+            )
         )
         for kind, c in fleet["concurrent"].items():
             lines.append(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.cli import main
+from validation.hostile_fleet import EDITS
 
 from ._helpers import FAST, use_virtual_clock
 
@@ -131,26 +132,12 @@ def test_merge_refuses_what_is_not_one_run_and_keeps_a_retried_shard_once(
     assert len(tests) == len(set(tests)) == 12
     # hand-edited shard metadata: a clear error naming the field, never a hang or a traceback
     good = json.loads((suite.path / "s2.json").read_text())
-    edits = {
-        "count 10**8": (lambda d: d["settings"]["shard"].update(count=10**8), "count is 100000000"),
-        "count null": (lambda d: d["settings"]["shard"].update(count=None), "count is None"),
-        "index 3 of 2": (lambda d: d["settings"]["shard"].update(index=3), "index is 3"),
-        "verdict x": (
-            lambda d: d["results"][0]["verdict"].update(status="x"),
-            "results[0].verdict.status is 'x'",
-        ),
-        "created 5": (lambda d: d.update(created=5), "created is 5, not a date"),
-        "min_share": (
-            lambda d: d["coverage"].update(min_share="most"),
-            "coverage.min_share is 'most'",
-        ),
-    }
-    for what, (edit, message) in edits.items():
+    for what, (edit, named) in EDITS.items():
         bad = json.loads(json.dumps(good))
         edit(bad)
         (suite.path / "bad.json").write_text(json.dumps(bad))
         assert main(["merge", "s1.json", "bad.json", "-o", "m2.json"]) == 2, what
-        assert message in capsys.readouterr().err, what
+        assert named in capsys.readouterr().err, what
     # a shard holding a test of another selection: more benchmarks than the selection claims
     extra = json.loads(json.dumps(good))
     extra["results"].append(dict(extra["results"][0], test="test_suite.py::test_other[x]"))
