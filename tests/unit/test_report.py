@@ -129,3 +129,25 @@ def test_brief_notes_fit_the_width_one_line_a_benchmark() -> None:
         f"{r.key}: incomparable: baseline from X; more",
         f"{r.key}: note: a note",
     ]
+
+
+def test_a_same_session_header_has_no_baselines_or_probe_line() -> None:
+    # issue 41: a same-session run printed "baselines in ..." and "reference probe: ..." lines
+    from pytest_burnperf.report.terminal import header
+
+    s = Sample(values=(1.0,), loops=1, warmup_calls=1)
+    rows = [result(s, Verdict(UNCHANGED, 1.0))]
+    how = {"machine_id": "m", "baselines": "baselines/m", "size": "small", "rounds": 3}
+    how.update({"threshold": 0.05, "alpha": 0.01, "comparisons": 1})
+    stored = header(rows, **how)  # type: ignore[arg-type]
+    assert any("reference probe" in line for line in stored)
+    assert any(line.startswith("baselines in baselines/m") for line in stored)
+    assert stored[0].startswith("machine m: ")
+    same = header(
+        rows, **how, same_session="same-session comparison: current vs main", machine_line=False
+    )  # type: ignore[arg-type]
+    assert not any("reference probe" in line or "baselines in" in line for line in same)
+    assert not any(line.startswith("machine ") for line in same)
+    assert any(
+        line.startswith("same-session comparison: current vs main; size small") for line in same
+    )
