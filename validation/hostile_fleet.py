@@ -296,7 +296,12 @@ def _together(cwd: Path, cmds: list[list[str]]) -> list[tuple[int, str]]:
         )
         for cmd in cmds
     ]
-    return [(p.wait(timeout=600), p.stdout.read() if p.stdout else "") for p in procs]
+    out = []
+    for p in procs:
+        with p:  # its pipe closed, whatever happens
+            text, _ = p.communicate(timeout=600)
+            out.append((p.returncode, text or ""))
+    return out
 
 
 def concurrent(work: Path, trials: int, log: Callable[[str], None] = print) -> dict[str, Any]:
