@@ -303,11 +303,11 @@ def test_a_pytest_benchmark_tests_id_is_the_same_with_and_without_perf(
     # issue 41: `[nansum-shape0-mylib]` became `[nansum-shape0-cpu-mylib]` under --perf, so the
     # project's own -k selected nothing
     use_virtual_clock(pytester)
-    pytester.makepyfile(test_kernels=KERNELS)
+    pytester.makepyfile(test_pb_ids=KERNELS)  # not test_kernels: perf_tests has one
     plain = pytester.runpytest("-p", "no:benchmark", "--collect-only", "-q")
     perf = pytester.runpytest("--perf", "--collect-only", "-q", *FAST)
     ids = [line for line in plain.outlines if "::" in line]
-    assert "test_kernels.py::test_kernels[mylib-nansum-shape0]" in ids
+    assert "test_pb_ids.py::test_kernels[mylib-nansum-shape0]" in ids
     assert ids == [line for line in perf.outlines if "::" in line]
     picked = pytester.runpytest("--perf", "-k", "mylib-nansum-shape0", *FAST)
     picked.assert_outcomes(passed=1)
