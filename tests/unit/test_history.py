@@ -201,6 +201,30 @@ def test_a_write_locked_store_ends_the_wait_on_time_or_at_ctrl_c(
         assert s.counts()[0] == 1
 
 
+def test_a_store_created_by_another_run_at_the_same_moment_is_used(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs creating a new SQLite store at once: the second's CREATE finds the table the
+    first just committed ("already exists"); it tries again and uses the store (CI saw a shard
+    run exit 3 on it)."""
+    real = store_mod.prepare
+    calls: list[int] = []
+
+    def raced(conn: Any, url: str = "") -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            with Store(url):  # the other run creates it in between
+                pass
+            raise sa.exc.OperationalError("CREATE TABLE", {}, Exception("table x already exists"))
+        real(conn, url)
+
+    monkeypatch.setattr(store_mod, "prepare", raced)
+    with Store(url) as s:
+        s.record(doc(0))
+        assert s.counts()[0] == 1
+    assert len(calls) == 3  # the raced try, the other run's, the try again
+
+
 def test_unusable_stores_are_named(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not a usable store URL"):
         Store("nosuchdb://x/y")
