@@ -114,3 +114,35 @@ def test_a_signal_at_a_random_moment_leaves_all_files_or_none(tmp_path: Path, si
         else:  # the signal came after the update: the script ends as it ends (0 or by the signal)
             assert proc.returncode in (0, -sig) and sorted(changed) == sorted(before)
         assert leftovers(root) == []
+
+
+#: Opens (creates) a results store and closes it.
+OPEN_STORE = (
+    "import sys\n"
+    "from pytest_burnperf.storage.history.store import Store\n"
+    "Store('sqlite:///' + sys.argv[1]).close()\n"
+)
+
+
+def test_two_runs_creating_one_new_store_at_once_both_use_it(tmp_path: Path) -> None:
+    """Two shard runs recording into a store that does not exist yet: before, about a third of
+    such pairs had one run fail ("table burnperf_meta already exists", "has burnperf tables but
+    no schema version", a duplicate version row); the first now takes SQLite's write lock
+    before it looks, and the second waits and finds the schema."""
+    pytest.importorskip("sqlalchemy")
+    failed = []
+    for i in range(8):
+        db = tmp_path / f"s{i}.sqlite"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_STORE, str(db)],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            if p.returncode:
+                failed.append(err.strip().splitlines()[-1])
+    assert failed == []

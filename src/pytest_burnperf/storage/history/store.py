@@ -115,6 +115,10 @@ def engine_for(url: str) -> Engine:
         raise StoreError(f"{redact(url)}: not a usable store URL ({exc})") from None
 
 
+class _Unfinished(Exception):
+    """The store's tables are there and its schema version is not (yet)."""
+
+
 def _locked(exc: BaseException) -> bool:
     """Another process holds the store, or has just created it: worth another try. Two runs
     creating a new SQLite store at once both find no table, and the second's CREATE fails with
@@ -134,6 +138,11 @@ def _with_retries(url: str, work: Callable[[], Any]) -> Any:
         while True:
             try:
                 return work()
+            except _Unfinished as exc:  # another run is creating it: a moment, then again
+                if time.monotonic() > deadline:
+                    raise StoreError(f"{redact(url)}: {exc}") from None
+                time.sleep(0.05)
+                continue
             except sa.exc.OperationalError as exc:
                 if not _locked(exc):
                     raise
@@ -182,13 +191,22 @@ def prepare(conn: Connection, url: str = "") -> None:
 
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
+    elif conn.dialect.name == "sqlite" and not getattr(
+        conn.connection.dbapi_connection, "in_transaction", True
+    ):
+        # the write lock first: two runs creating a new store at once would otherwise both find
+        # no schema (tables created twice, the version row inserted twice); the second waits
+        # here (SQLite's busy timeout, then _with_retries) and finds the first one's schema
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
     try:
         version = _version(conn)
     except StoreError as exc:
         raise StoreError(f"{redact(url)}: {exc}") from None
     if version is None:
         if sa.inspect(conn).has_table("burnperf_runs"):
-            raise StoreError(f"{redact(url)}: has burnperf tables but no schema version")
+            # SQLite commits each CREATE at once: another run may be between its tables and
+            # its version row; tried again until LOCK_WAIT_S, then named
+            raise _Unfinished("has burnperf tables but no schema version")
         metadata.create_all(conn)
         conn.execute(sa.insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
         return
