@@ -275,7 +275,7 @@ def judge(
             verdict,
             status=INCONCLUSIVE,
             reason=(
-                f"the 95% interval of the change reaches {100 * (high - 1):+.1f}%, above the "
+                f"up to {100 * (high - 1):+.1f}% (the 95% interval of the change), above the "
                 f"{100 * policy.threshold:g}% threshold, without a significant slowdown; more "
                 "samples or rounds would decide"
             ),
