@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -438,3 +439,29 @@ def test_a_round_server_runs_only_what_this_process_asked_for(
     )
     result.assert_outcomes(passed=2)
     assert "failed" not in result.stdout.str()
+
+
+def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> None:
+    import types
+
+    from pytest_burnperf.core.verdict import REGRESSED, UNCHANGED
+    from pytest_burnperf.plugin.output import accept_line
+
+    def res(benchmark: str, status: str) -> Any:
+        return types.SimpleNamespace(
+            benchmark=benchmark, verdict=types.SimpleNamespace(status=status)
+        )
+
+    state: Any = types.SimpleNamespace(
+        update=False, plan=None, invocation=("--perf", "-k", "old", "tests/", "-kx")
+    )
+    rows = [res("TestK::test_m", REGRESSED), res("test_a", REGRESSED), res("test_b", UNCHANGED)]
+    assert accept_line(state, rows) == (
+        "if the slowdown is intended, record it as the new baseline: pytest --perf "
+        "--update-baselines tests/ -k 'test_a or test_m'"
+    )
+    # a conftest.py owns --update-baselines: the command says --perf-update
+    assert "pytest --perf --perf-update tests/ -k" in str(accept_line(state, rows, ours=False))
+    assert accept_line(state, rows[2:]) is None  # nothing regressed
+    state.plan = object()  # a same-session comparison has no baseline to record
+    assert accept_line(state, rows) is None

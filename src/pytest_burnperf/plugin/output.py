@@ -23,6 +23,7 @@ from pytest_burnperf.core.verdict import FAILED, NO_BASELINE, REGRESSED, format_
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals, hold
 from pytest_burnperf.host.machine import now_utc
+from pytest_burnperf.plugin.options import UPDATE_ALIAS_DEST
 from pytest_burnperf.plugin.state import (
     STATE,
     PerfState,
@@ -349,10 +350,12 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
                 add(name, value)
 
 
-def accept_line(state: PerfState, results: list[Result]) -> str | None:
+def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> str | None:
     """After a regression against stored baselines: how to accept it when it is intended (the
-    run's own command, recording only the benchmarks that regressed); None otherwise."""
-    names = sorted({r.benchmark for r in results if r.verdict.status == REGRESSED})
+    run's own command, recording only the benchmarks that regressed, by function name: ``-k``
+    takes no ``Class::``); None otherwise. ``ours``: --update-baselines is this plugin's option
+    (a conftest.py may own that name; then --perf-update is said)."""
+    names = sorted({r.benchmark.split("::")[-1] for r in results if r.verdict.status == REGRESSED})
     if not names or state.update or state.plan is not None:
         return None
     rest = [
@@ -360,9 +363,8 @@ def accept_line(state: PerfState, results: list[Result]) -> str | None:
         for a in _spec.without_options(tuple(_rest_args(state.invocation)), ("-k",), ())
         if not (a.startswith("-k") and not a.startswith("--"))  # -kEXPR
     ]
-    command = shlex.join(
-        ["pytest", "--perf", "--update-baselines", *rest, "-k", " or ".join(names)]
-    )
+    update = "--update-baselines" if ours else "--perf-update"
+    command = shlex.join(["pytest", "--perf", update, *rest, "-k", " or ".join(names)])
     return f"if the slowdown is intended, record it as the new baseline: {command}"
 
 
@@ -564,7 +566,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         and not state.coverage_advice
     ):
         write_line("record baselines for this machine with: " + record)
-    accept = accept_line(state, results)
+    accept = accept_line(state, results, ours=hasattr(config.option, UPDATE_ALIAS_DEST))
     if accept:
         write_line(accept)
     for line in wrap(state.messages, width):
