@@ -1,7 +1,8 @@
 """Real devices in tests: skip where absent, unless CI says they must be there.
 
-``BURNPERF_REQUIRE_DEVICES=opencl,vulkan`` (set by ``.ci/run``, which installs PoCL and lavapipe)
-turns "absent" into a failure, so the real OpenCL and Vulkan tests can never pass by skipping.
+``BURNPERF_REQUIRE_DEVICES=opencl,vulkan,valgrind`` (set by ``.ci/run``, which installs PoCL,
+lavapipe and valgrind) turns "absent" into a failure, so the real OpenCL, Vulkan and counted
+(callgrind) tests can never pass by skipping.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf._version import __version__
+from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.roofline import achieved
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summarize
@@ -64,6 +65,14 @@ class Result:
     #: by its id) and the parameter id, both None for a test without parameters of its own.
     params: dict[str, Any] | None = None
     param: str | None = None
+    #: What judged: "time" (the clock, or device time) or "counts" (``sample`` and ``verdict``
+    #: are then estimated cycles on callgrind's simulated CPU); with counts, the counted calls,
+    #: the key that decides whether counts compare, and with --perf-measure both the time
+    #: result shown beside them (its own sample, runs and verdict).
+    measure: str = "time"
+    counted: Counted | None = None
+    counts_key: dict[str, Any] | None = None
+    time: Result | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -108,7 +117,27 @@ class Result:
         }
 
     def baseline_entry(self, recorded: dict[str, Any]) -> dict[str, Any]:
-        """What ``--perf-update`` stores for this benchmark."""
+        """What ``--perf-update`` stores for this benchmark (with counts: in the counts
+        baselines, the counted calls and their key beside the estimated cycles)."""
+        if self.counted is not None:
+            cycles = [float(v) for v in self.counted.cycles]
+            return {
+                "samples": cycles,
+                "runs": [cycles],
+                "stats": summarize(cycles).as_dict(),
+                "loops": 1,
+                "timer": self.sample.timer,
+                "dtype": self.dtype,
+                "device": self.fingerprint,
+                "counts": {
+                    "instructions": list(self.counted.instructions),
+                    "cycles": list(self.counted.cycles),
+                    "events": dict(self.counted.events),
+                    "key": dict(self.counts_key or {}),
+                },
+                "settings": {k: v for k, v in self.settings_dict().items() if k != "alpha"},
+                "recorded": recorded,
+            }
         runs = [list(r) for r in self.runs] or [list(self.sample.values)]
         pooled = [v for r in runs for v in r]
         return {
@@ -176,6 +205,15 @@ class Result:
         }
 
     def as_json(self) -> dict[str, Any]:
+        doc = self._as_json()
+        doc["measure"] = self.measure
+        if self.counted is not None:
+            doc["counts"] = {**self.counted.as_json(), "key": self.counts_key}
+        if self.time is not None:
+            doc["time"] = self.time._as_json()
+        return doc
+
+    def _as_json(self) -> dict[str, Any]:
         v = self.verdict
         base = None
         if self.baseline is not None:

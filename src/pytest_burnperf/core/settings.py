@@ -235,6 +235,19 @@ def parse_timer(value: object, where: str) -> str:
     raise SpecError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {_show(value)}")
 
 
+#: What a run judges CPU benchmarks by (core/counts.py): the clock, callgrind's counts, or both.
+MEASURES = ("time", "counts", "both")
+
+
+def parse_measure(value: object, where: str) -> str:
+    if isinstance(value, str) and value.strip() in MEASURES and value.isprintable():
+        return value.strip()
+    raise SpecError(
+        f"{where}: measure must be one of {', '.join(MEASURES)} (time: the clock; counts: "
+        f"instructions and estimated cycles under valgrind; both), got {_show(value)}"
+    )
+
+
 def parse_share(value: object, where: str) -> float:
     """A share of the benchmarks: a fraction in [0, 1] (``0.9``) or a percentage (``"90%"``)."""
     x = _number(value, where, "the share")

@@ -59,6 +59,28 @@ def format_time(seconds: float) -> str:
     raise AssertionError("unreachable")
 
 
+def format_count(value: float | None) -> str:
+    """``1.51 M``: a count (instructions, estimated cycles) to three significant digits in k, M
+    or G; ``-`` for what is not a finite count."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            v = value / scale
+            digits = 2 if abs(v) < 10 else 1 if abs(v) < 100 else 0
+            return f"{v:.{digits}f} {unit}"
+    return f"{value:.0f}"
+
+
+def format_value(value: float, timer: str) -> str:
+    """A sample's value as its measure reads: a time, or estimated cycles (``1.51 Mcyc``) for
+    a counted sample (timer ``counts``)."""
+    if timer == "counts":
+        text = format_count(value)
+        return text if text == "-" else text + "cyc"
+    return format_time(value)
+
+
 def clock(seconds: float) -> str:
     """``m:ss`` (or ``h:mm:ss``) for a progress line."""
     s = max(0, int(seconds))

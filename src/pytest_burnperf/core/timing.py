@@ -60,9 +60,10 @@ SETTLE_TOLERANCE = 0.02
 #: the sample cap, or the time budget.
 STOPS = ("fixed", "precise", "cap", "budget")
 
-#: The clocks a sample can be taken with: the host's wall time, the device's own events, or the
-#: device's events around the replay of a captured graph.
-SAMPLE_TIMERS = ("host", "device", "graph")
+#: The clocks a sample can be taken with: the host's wall time, the device's own events, the
+#: device's events around the replay of a captured graph, or no clock: estimated cycles counted
+#: under callgrind (core/counts.py).
+SAMPLE_TIMERS = ("host", "device", "graph", "counts")
 
 #: A graph never holds more calls than this: capture and instantiation time grow with its nodes.
 MAX_GRAPH_CALLS = 10_000

@@ -145,10 +145,17 @@ def configure(config: pytest.Config) -> None:
     )
     size = pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE)
     choice = None
+    measure = pick("perf_measure") or "time"
+    count_dir = config.getoption("perf_count_dir")
+    counting = None
+    if enabled and measure != "time" and not worker_out:
+        counting = _counting(measure)
     if worker_out:
         plan = None
     else:
         against = _against(config, enabled=enabled, update=update, ci=ci)
+        if against == "auto" and measure != "time":
+            against = None  # counts baselines judge on any machine: nothing to build
         if against == "auto":
             group = machine_id or ""
             if size != _spec.DEFAULT_SIZE:
@@ -246,6 +253,10 @@ def configure(config: pytest.Config) -> None:
         plan=plan,
         reference=choice,
         trust_host=trust_host,
+        measure=measure,
+        count_dir=Path(count_dir) if count_dir else None,
+        count_calls=config.getoption("perf_count_calls"),
+        counting=counting,
         min_judged=0.0
         if update or worker_out
         else (
@@ -264,6 +275,25 @@ def configure(config: pytest.Config) -> None:
     _register_benchmark_compat(config)
     if worker_out:
         config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
+
+
+def _counting(measure: str) -> Any:
+    """The valgrind a --perf-measure counts|both run counts with, or a usage error that says
+    why there is none here and what to do."""
+    from pytest_burnperf.host import callgrind
+    from pytest_burnperf.plugin.counting import Counting
+
+    reason = callgrind.unsupported_reason()
+    if reason is not None:
+        raise pytest.UsageError(reason.replace("counts", measure, 1))
+    valgrind = callgrind.find_valgrind()
+    if valgrind is None:
+        raise pytest.UsageError(callgrind.missing_text().replace("counts", measure, 1))
+    try:
+        version = callgrind.valgrind_version(valgrind)
+    except callgrind.CountingUnavailable as exc:
+        raise pytest.UsageError(f"--perf-measure {measure}: {exc}") from None
+    return Counting(valgrind=valgrind, version=version, measure=measure)
 
 
 def _stored_host_off(directory: Path, trust_host: bool) -> str | None:

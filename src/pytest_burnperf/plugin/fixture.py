@@ -44,6 +44,7 @@ from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host import state as hoststate
 from pytest_burnperf.host import threads
 from pytest_burnperf.host.state import Window
+from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.state import STATE, Case, PerfState
 from pytest_burnperf.report.pytest_benchmark import legacy_keys
 from pytest_burnperf.runs.same_session import summaries
@@ -168,6 +169,10 @@ class SmokePerf:
         return result
 
 
+#: What Perf._counted returns when the clock measures the benchmark.
+_TIMED = object()
+
+
 class Perf:
     """The ``perf`` fixture: call it once per test with the function to benchmark."""
 
@@ -249,6 +254,9 @@ class Perf:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
 
         self._start(fn, "perf()")
+        counted = self._counted(lambda: (lambda: fn(*args, **kwargs), None))
+        if counted is not _TIMED:
+            return cast(T, counted)
         s = self.settings
         pooled = self._state.sampling_rounds
         goal = precision_goal(s.threshold, pooled)
@@ -270,6 +278,26 @@ class Perf:
                 turns=self._state.turn_side,
             ),
         )
+
+    def _counted(self, make_call: Callable[[], tuple[Callable[[], Any], Any]]) -> Any:
+        """Counts instead of the clock: in a counted process, count the calls; where counts
+        alone judge this benchmark, call it once, untimed, and judge its counts. Else
+        :data:`_TIMED` (the clock measures it)."""
+        __tracebackhide__ = True
+        state = self._state
+        if state.count_dir is not None:
+            return counting.count_here(
+                state, self._item.nodeid, self.device, self.settings, make_call
+            )
+        if counting.counts_only(state, self.device.kind):
+            call, after = make_call()
+            result = call()
+            self.device.sync()
+            if after is not None:
+                after()
+            counting.judge(self, None)
+            return result
+        return _TIMED
 
     def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
@@ -392,6 +420,25 @@ class Perf:
                 pytrace=False,
             )
         self._start(fn, "perf.pedantic()")
+
+        def make_call() -> tuple[Callable[[], Any], Callable[[], Any] | None]:
+            a, k = tuple(args), dict(kwargs or {})
+            if setup is not None:
+                prepared = setup()
+                if prepared is not None:
+                    a, k = tuple(prepared[0]), dict(prepared[1])
+
+            def call() -> Any:
+                out = None
+                for _ in range(iterations):
+                    out = fn(*a, **k)
+                return out
+
+            return call, (None if teardown is None else lambda: teardown(*a, **k))
+
+        counted = self._counted(make_call)
+        if counted is not _TIMED:
+            return cast(T, counted)
         result = self._measure(
             measure_pedantic,
             fn,
@@ -460,6 +507,9 @@ class Perf:
             host=tuple(evidence.windows),
             probe=None if evidence.probe is None else dict(evidence.probe),
         )
+        if counting.by_counts(state, self.device.kind):  # --perf-measure both: counts judge
+            counting.judge(self, result)
+            return
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if state.update:

@@ -209,6 +209,16 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         f"fingerprint; 0 = the libraries' default. Default: {DEFAULTS.threads}",
     ),
     (
+        "--perf-measure",
+        "perf_measure",
+        _spec.parse_measure,
+        "what judges CPU benchmarks: time (the clock), counts (instructions and estimated "
+        "cycles on valgrind's simulated CPU, counted around the benchmark's calls: no host can "
+        "disturb them, and their baselines judge on any x86-64 Linux machine; needs valgrind), "
+        "or both (counts judge, time is shown beside them). Device benchmarks are judged by "
+        "device time. Default: time",
+    ),
+    (
         "--perf-size",
         "perf_size",
         _spec.parse_size,
@@ -412,6 +422,16 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--perf-worker-serve", dest="perf_worker_serve", default=None, help=argparse.SUPPRESS
+    )
+    group.addoption(  # a counted process (runs/counted.py): the directory of its dumps ...
+        "--perf-count-dir", dest="perf_count_dir", default=None, help=argparse.SUPPRESS
+    )
+    group.addoption(  # ... and how many calls of each benchmark it counts
+        "--perf-count-calls",
+        dest="perf_count_calls",
+        type=int,
+        default=None,
+        help=argparse.SUPPRESS,
     )
     group.addoption(
         "--perf-worker-rounds",

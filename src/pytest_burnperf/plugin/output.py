@@ -23,6 +23,7 @@ from pytest_burnperf.core.verdict import FAILED, NO_BASELINE, REGRESSED, format_
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals, hold
 from pytest_burnperf.host.machine import now_utc
+from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.options import UPDATE_ALIAS_DEST
 from pytest_burnperf.plugin.state import (
     STATE,
@@ -89,6 +90,10 @@ def header_lines(config: pytest.Config) -> list[str] | None:
         f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
         f"burnperf: {where}, {rounds_text(state.rounds, state.max_rounds)}, size {state.size}",
     ]
+    if state.counting is not None:
+        lines[-1] = f"burnperf: {counting.start_text(state)}"
+        if state.counting.measure == "both":
+            lines.append(f"burnperf: time: {where}, {rounds_text(state.rounds, state.max_rounds)}")
     if state.reference is not None:
         lines.append(f"burnperf: {_reference_text(state)}")
     if state.shard is not None:
@@ -510,6 +515,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         comparisons=state.comparisons,
         same_session=_same_session_text(state),
         machine_line=False,  # the run's first line named it (header_lines)
+        counted=None if state.counting is None else counting.header_text(state),
     )
     if state.reference is not None:
         head.insert(1, _reference_text(state))

@@ -21,6 +21,7 @@ from pytest_burnperf.core.assess import (
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy, needs_more_rounds
 from pytest_burnperf.host.state import Window
+from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import module_and_key
 from pytest_burnperf.plugin.output import note_shadowed
@@ -311,13 +312,21 @@ def rounds_after_collection(session: pytest.Session) -> None:
                 alternate=state.round_start == "fork" and _fork_rounds(state, runnable),
             )
         return
-    if state.max_rounds > 1 and runnable and not session.config.option.collectonly:
+    counting.count_pass(session, state, runnable)
+    timed = [  # --perf-measure counts: the clock does not run for CPU benchmarks
+        item
+        for item in runnable
+        if (case := case_of(item)) is None
+        or case.entry is None
+        or not counting.counts_only(state, case.entry.kind)
+    ]
+    if state.max_rounds > 1 and timed and not session.config.option.collectonly:
         run_rounds(
             session,
             state,
-            [item.nodeid for item in runnable],
-            round_judge(state, runnable),
-            fork=_fork_rounds(state, runnable),
+            [item.nodeid for item in timed],
+            round_judge(state, timed),
+            fork=_fork_rounds(state, timed),
         )
 
 

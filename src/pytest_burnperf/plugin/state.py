@@ -169,6 +169,13 @@ class PerfState:
     aborted: bool = False
     #: --perf-against auto: what it chose and why (reference.Choice), for the header and JSON.
     reference: Choice | None = None
+    #: --perf-measure: what judges CPU benchmarks (time, counts or both); in a counted process
+    #: (runs/counted.py) the directory of its callgrind dumps; in the run that judges, its
+    #: counting (plugin/counting.Counting: the valgrind, the counted process's counts).
+    measure: str = "time"
+    count_dir: Path | None = None
+    count_calls: int | None = None
+    counting: Any = None
     #: --perf-min-judged: the share of benchmarks that must get a verdict (0: shown only).
     min_judged: float = 0.0
     #: What the run judged (judged.Coverage), the advice lines, its JSON, and the failure
@@ -327,55 +334,79 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
     """Write the new baselines; False if some file could not be read or written."""
 
     updates: dict[str, dict[str, dict[str, Any]]] = {}
+    counted: dict[str, dict[str, dict[str, Any]]] = {}
     for nodeid in sorted(state.passed):
         r = state.results[nodeid]
         libs = dict(r.fingerprint.get("versions", {}))
-        entry = r.baseline_entry(provenance(state.git, libs, now))
-        if state.durations.get(nodeid):  # one round's wall time, calibration and setup included
-            entry["seconds"] = round(state.durations[nodeid], 4)
-        updates.setdefault(r.module, {})[r.key] = entry
-    if not updates:
+        for one in (r, r.time):
+            if one is None:
+                continue
+            entry = one.baseline_entry(provenance(state.git, libs, now))
+            if one.measure == "counts":  # into the counts baselines, which travel
+                counted.setdefault(r.module, {})[r.key] = entry
+                continue
+            if state.durations.get(nodeid):  # one round's wall time, calibration, setup included
+                entry["seconds"] = round(state.durations[nodeid], 4)
+            updates.setdefault(r.module, {})[r.key] = entry
+    if not updates and not counted:
         state.messages.append("baselines not updated: no benchmark ran and passed")
         return True
-
-    try:
+    ok = True
+    if counted:
+        ok = _save(state, state.counting.store(state), counted, machine, {}, "counts baselines")
+    if updates:
         drop = {
             module: [old for key, old in renamed.items() if key in updates.get(module, {})]
             for module, renamed in state.renamed_baselines.items()
         }
-        report = state.store.save(updates, machine, drop=drop)
+        ok = _save(state, state.store, updates, machine, drop, "baselines") and ok
+    return ok
+
+
+def _save(
+    state: PerfState,
+    store: BaselineStore,
+    updates: dict[str, dict[str, dict[str, Any]]],
+    machine: dict[str, Any],
+    drop: dict[str, list[str]],
+    what: str,
+) -> bool:
+    """Save ``updates`` into ``store`` and say what happened; False if some file could not be
+    read or written."""
+    try:
+        report = store.save(updates, machine, drop=drop)
     except Interrupted as exc:
         state.interrupted = True
         state.messages.append(
-            f"baselines NOT updated: interrupted ({exc.signals}) before any file was replaced; "
+            f"{what} NOT updated: interrupted ({exc.signals}) before any file was replaced; "
             "every baseline file is as it was"
         )
         return False
     except LockTimeout as exc:
-        state.messages.append(f"baselines NOT updated: {exc}")
+        state.messages.append(f"{what} NOT updated: {exc}")
         return False
     written, errors = report.written, report.errors
     n = sum(len(updates[m]) for m in updates) - sum(
-        len(updates[m]) for m in updates if state.store.path_for(m) in {e.path for e in errors}
+        len(updates[m]) for m in updates if store.path_for(m) in {e.path for e in errors}
     )
     for err in errors:
         state.messages.append(f"NOT updated, left untouched: {err}")
     if report.cleaned:
         state.messages.append(
             f"removed {len(report.cleaned)} temporary file(s) a killed run had left in "
-            f"{rel(state.store.root, state.rootpath)}"
+            f"{rel(store.root, state.rootpath)}"
         )
     if written:
         state.messages.append(
-            f"baselines updated: {n} benchmark(s) in {len(written)} file(s) under "
-            f"{rel(state.store.dir, state.rootpath)}"
+            f"{what} updated: {n} benchmark(s) in {len(written)} file(s) under "
+            f"{rel(store.dir, state.rootpath)}"
         )
     noisy = {
         node: floor
         for node, floor in state.noisy_records.items()
-        if node in state.passed and state.store.path_for(state.results[node].module) in written
+        if node in state.passed and store.path_for(state.results[node].module) in written
     }
-    if noisy:
+    if noisy and store is state.store:
         state.messages.append(noisy_baselines_text(noisy, n))
     if report.deferred:
         state.interrupted = True

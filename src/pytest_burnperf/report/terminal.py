@@ -10,11 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core import precision
+from pytest_burnperf.core.counts import counts_change
 from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.core.roofline import format_rate
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.text import device_within, escape, format_time, rounds_text, shorten
+from pytest_burnperf.core.text import (
+    device_within,
+    escape,
+    format_time,
+    format_value,
+    rounds_text,
+    shorten,
+)
 from pytest_burnperf.core.verdict import (
     FAILED,
     IMPROVED,
@@ -72,10 +80,10 @@ def row(r: Result) -> tuple[str, ...]:
         device_within(r.library, r.device_id),
         r.dtype,
         r.sample.timer + ("+flush" if r.sample.l2_flush else ""),
-        format_time(s.median),
+        format_value(s.median, r.sample.timer),
         "-" if math.isnan(s.iqr_pct) else f"{s.iqr_pct:.1f}",
-        "-" if v.baseline_median is None else format_time(v.baseline_median),
-        format_ratio(v),
+        "-" if v.baseline_median is None else format_value(v.baseline_median, r.sample.timer),
+        format_ratio(v) if r.measure == "time" else counts_change(v),
         "-" if p is None else f"{p:.2g}",
         "-" if v.min_detectable is None else f"+{100 * v.min_detectable:.1f}%",
         format_bytes(r.peak_memory)
@@ -413,6 +421,7 @@ def header(
     rounds_per_result: Sequence[int] = (),
     same_session: str | None = None,
     machine_line: bool = True,
+    counted: str | None = None,
 ) -> list[str]:
     """The lines above the table: host state, probe (stored baselines only: a same-session
     comparison measures both sides on the host of the day), and the gate's settings; the
@@ -427,11 +436,20 @@ def header(
     where = f"baselines in {baselines}" if same_session is None else same_session
     host = summary(windows, cpus)
     machine = f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}"
+    timed = not counted or any(r.measure == "time" or r.time is not None for r in results)
     return [
         *([machine] if machine_line else []),
         host if same_session is not None else f"{host}; {probe_summary(results)}",
-        f"{where}; size {size}; {text}; threshold "
-        f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} comparison(s)",
+        *(
+            [
+                f"{where}; size {size}; {text}; threshold "
+                f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} "
+                "comparison(s)"
+            ]
+            if timed
+            else []
+        ),
+        *([counted] if counted else []),
         *device_lines(results),
         *gpu_state_lines(results),
         *precision_lines(results),

@@ -11,7 +11,10 @@ Format history (``"version"``):
   ``samples`` (seconds per call), ``stats``, ``loops``, ``timer``, ``dtype``, ``device`` and
   ``recorded`` (date, git commit, Python and library versions). Added later within version 1,
   all optional so older files stay valid: ``runs`` (the samples of each process round; ``samples``
-  is then all of them pooled), ``l2_flush``, ``peak_memory_bytes``.
+  is then all of them pooled), ``l2_flush``, ``peak_memory_bytes``; ``counts`` (a counts
+  baseline, under ``counts-<os>-<arch>-valgrind-<version>/``: ``instructions`` and ``cycles``
+  per counted call, the median call's ``events`` and the ``key`` that decides whether counts
+  compare; ``samples`` are then the estimated cycles and ``timer`` is ``counts``).
 
 Every file is read by the strict reader of :mod:`.jsonfile` and checked field by field
 (:func:`check_document`); a file that fails raises :class:`BaselineError` naming the file and the
@@ -126,13 +129,15 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
     range; ``f`` names the file."""
     where = f"benchmarks[{json.dumps(key)}]"
     e = f.obj(entry, where)
-    f.samples(e.get("samples"), f"{where}.samples")
+    # a counts baseline's samples are estimated cycles, not seconds
+    values = f.counts if e.get("timer") == "counts" else f.samples
+    values(e.get("samples"), f"{where}.samples")
     runs = e.get("runs")
     if runs is not None:
         if not isinstance(runs, list) or not runs:
             f.fail(f"{where}.runs", "must be a non-empty list of sample lists")
         for i, r in enumerate(runs):
-            f.samples(r, f"{where}.runs[{i}]")
+            values(r, f"{where}.runs[{i}]")
     f.opt_text(e.get("timer"), f"{where}.timer", allowed=SAMPLE_TIMERS)
     if e.get("l2_flush") is not None:
         f.flag(e["l2_flush"], f"{where}.l2_flush")
@@ -159,6 +164,16 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
             f.fail(f"{where}.host", "must be a list of host-state windows")
         for i, w in enumerate(host):
             check_window(f, f.obj(w, f"{where}.host[{i}]"), f"{where}.host[{i}]")
+    counts = f.opt_obj(e.get("counts"), f"{where}.counts")
+    if counts is not None:  # a counts baseline (core/counts.py): counted calls and their key
+        for name in ("instructions", "cycles"):
+            values = counts.get(name)
+            if not isinstance(values, list) or not values:
+                f.fail(f"{where}.counts.{name}", "must be a non-empty list of counts")
+            for i, v in enumerate(values):
+                f.integer(v, f"{where}.counts.{name}[{i}]")
+        for name in ("key", "events"):
+            f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
     probe = f.opt_obj(e.get("host_probe"), f"{where}.host_probe")
     for name, value in (probe or {}).items():
         if name == "version":

@@ -217,6 +217,12 @@ class Fields:
             self.fail(field, f"must be a non-empty list of seconds, got {_describe(value)}")
         return [self.seconds(v, f"{field}[{i}]") for i, v in enumerate(value)]
 
+    def counts(self, value: object, field: str) -> list[float]:
+        """A non-empty list of counts (estimated cycles, instructions): numbers >= 1."""
+        if not isinstance(value, list) or not value:
+            self.fail(field, f"must be a non-empty list of counts, got {_describe(value)}")
+        return [self.number(v, f"{field}[{i}]", low=1.0, high=1e18) for i, v in enumerate(value)]
+
     def strings(self, value: object, field: str) -> dict[str, str]:
         """An object of strings (library versions, ...)."""
         doc = self.obj(value, field)

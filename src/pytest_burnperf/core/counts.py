@@ -1,0 +1,337 @@
+"""The counted measure: a benchmark's CPU cost as instructions executed and estimated cycles on
+callgrind's simulated CPU, the key that decides whether two counts compare, and the verdict
+from counts.
+
+Counts are nearly deterministic: the same code on the same simulated CPU executes the same
+instructions, whatever the host is doing and whichever CPU model the runner drew. What still
+moves them is measured, not assumed: the per-call spread within a counted process (the
+interpreter's caches, allocator state) and the spread between processes (address layout);
+the minimum effect of a counts verdict is never below :data:`SPREAD_FACTOR` times the larger
+of the two, nor below :data:`COUNTS_FLOOR`.
+
+Estimated cycles weight each simulated event by what it costs a real core, as KCachegrind's
+cycle estimate and CodSpeed's CPU simulation do: one cycle per instruction, :data:`L1_MISS`
+cycles for an access that misses L1 and hits the last level, :data:`LL_MISS` for one that goes
+to memory. They see the same work done with a worse access pattern (instructions do not);
+neither sees time spent waiting (sleeps, I/O, locks) or gained from more threads.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from pytest_burnperf.core import stats
+from pytest_burnperf.core.text import format_count
+from pytest_burnperf.core.verdict import (
+    IMPROVED,
+    INCOMPARABLE,
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    UNCHANGED,
+    Verdict,
+)
+
+#: The timer name a counted sample carries (results, baselines, the table's clock column).
+COUNTS_TIMER = "counts"
+#: What a counts verdict judges: estimated cycles (see the module text and docs/gate.md for
+#: why this one and not instructions).
+GATING = "cycles"
+#: Cycle weights of the estimate: an L1 miss served by the last level, a last-level miss.
+L1_MISS = 10
+LL_MISS = 100
+#: The smallest change a counts verdict calls a change.
+COUNTS_FLOOR = 0.005
+#: The minimum effect is at least this many times the measured relative spread.
+SPREAD_FACTOR = 4.0
+#: Relative spread of a benchmark's per-call counts between counted processes that no single
+#: process shows (address layout, hash seeds): the largest measured on the shipped suite
+#: (docs/gate.md, "Counted CPU cost"), a floor under every counts verdict's spread.
+PROCESS_SPREAD = 0.0005
+#: Calls counted after the warm-up call: enough for Mann-Whitney to reach the run's
+#: per-comparison alpha (:func:`calls_for`), never more than :data:`MAX_CALLS`.
+MIN_CALLS = 5
+MAX_CALLS = 12
+#: Instrumented calls before the counted ones (they fill the simulated caches).
+WARM_CALLS = 2
+
+
+def estimated_cycles(events: Mapping[str, int]) -> int:
+    """Instructions plus :data:`L1_MISS` per L1 miss and :data:`LL_MISS` per last-level miss."""
+    l1 = events.get("I1mr", 0) + events.get("D1mr", 0) + events.get("D1mw", 0)
+    ll = events.get("ILmr", 0) + events.get("DLmr", 0) + events.get("DLmw", 0)
+    return int(events.get("Ir", 0) + L1_MISS * l1 + LL_MISS * ll)
+
+
+def calls_for(alpha_each: float) -> int:
+    """How many calls to count so that a complete shift reaches ``alpha_each``."""
+    for n in range(MIN_CALLS, MAX_CALLS + 1):
+        if stats.min_attainable_p(n, n) < alpha_each:
+            return n
+    return MAX_CALLS
+
+
+class Counter(Protocol):
+    """What counts calls: callgrind's client requests (host/callgrind.Requests) or a fake."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def zero(self) -> None: ...
+    def toggle(self) -> None: ...
+    def dump(self, label: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The counts of one benchmark in one counted process: one value per counted call."""
+
+    instructions: tuple[int, ...]
+    cycles: tuple[int, ...]
+    #: The median call's events (Ir, D1mr, ...), for the report.
+    events: dict[str, int] = field(default_factory=dict)
+
+    def values(self, metric: str = GATING) -> tuple[int, ...]:
+        return self.cycles if metric == "cycles" else self.instructions
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "instructions": list(self.instructions),
+            "cycles": list(self.cycles),
+            "events": dict(self.events),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Counted:
+        return cls(
+            instructions=tuple(int(v) for v in doc["instructions"]),
+            cycles=tuple(int(v) for v in doc["cycles"]),
+            events={str(k): int(v) for k, v in (doc.get("events") or {}).items()},
+        )
+
+
+def count_calls(
+    make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
+    counter: Counter,
+    read: Callable[[Any], Mapping[str, int]],
+    *,
+    calls: int,
+    label: str,
+    warm: int = WARM_CALLS,
+) -> tuple[Counted, object]:
+    """Count ``calls`` calls (after one uninstrumented and ``warm`` instrumented ones) and
+    return their counts and the first call's result. ``make_call()`` gives each call and what
+    runs after it (a pedantic teardown), both prepared and run outside the counted span: only
+    the call itself is collected, its counts dumped and read with ``read``."""
+
+    def once(counted: bool) -> object:
+        call, after = make_call()
+        if counted:
+            counter.zero()
+            counter.toggle()
+        try:
+            out = call()
+        finally:
+            if counted:
+                counter.toggle()
+        if after is not None:
+            after()
+        return out
+
+    first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
+    per_call: list[Mapping[str, int]] = []
+    counter.start()
+    try:
+        for _ in range(warm):
+            once(False)
+        for i in range(calls):
+            once(True)
+            per_call.append(read(counter.dump(f"{label} #{i + 1}")))
+    finally:
+        counter.stop()
+    cycles = tuple(estimated_cycles(e) for e in per_call)
+    middle = sorted(range(len(cycles)), key=lambda i: cycles[i])[len(cycles) // 2]
+    got = Counted(
+        instructions=tuple(int(e.get("Ir", 0)) for e in per_call),
+        cycles=cycles,
+        events={k: int(v) for k, v in per_call[middle].items()},
+    )
+    return got, first
+
+
+# --------------------------------------------------------------------------------------------
+# the key: what decides counts
+
+
+#: Key fields, in the order a difference is named.
+KEY_FIELDS = ("arch", "valgrind", "cache", "simulated_cpu", "python", "libraries", "threads")
+
+
+def counts_key(
+    *,
+    arch: str,
+    valgrind: str,
+    cache: str,
+    simulated_cpu: str,
+    python: str,
+    libraries: Mapping[str, str],
+    threads: int,
+) -> dict[str, Any]:
+    """What decides a benchmark's counts: not the host's CPU model (the simulated CPU is the
+    same on every x86-64 machine with the same valgrind), but the simulated CPU's features the
+    libraries dispatch on, the code that runs (Python and library versions) and the threads."""
+    return {
+        "arch": arch,
+        "valgrind": valgrind,
+        "cache": cache,
+        "simulated_cpu": simulated_cpu,
+        "python": python,
+        "libraries": dict(sorted(libraries.items())),
+        "threads": threads,
+    }
+
+
+def key_difference(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> str | None:
+    """Why counts recorded under ``stored`` do not compare with counts under ``current``
+    (the first field that differs, with both values), or None."""
+    if stored is None:
+        return "the counts baseline has no key (recorded by an older pytest-burnperf)"
+    for name in KEY_FIELDS:
+        old, new = stored.get(name), current.get(name)
+        if name == "libraries" and isinstance(old, Mapping) and isinstance(new, Mapping):
+            for lib in sorted(set(old) | set(new)):
+                if old.get(lib) != new.get(lib):
+                    return (
+                        f"counts baseline recorded with {lib} {old.get(lib) or '(absent)'}, this "
+                        f"run has {new.get(lib) or '(absent)'}"
+                    )
+            continue
+        if old != new:
+            return f"counts baseline recorded with {name} {old!r}, this run has {new!r}"
+    return None
+
+
+def store_name(system: str, arch: str, valgrind: str) -> str:
+    """The baselines folder of counts: ``counts-linux-x86_64-valgrind-3.19.0``. Not the host's
+    CPU model: counts baselines travel between runners that drew different CPUs."""
+    return f"counts-{system.lower()}-{arch.lower()}-valgrind-{valgrind}"
+
+
+# --------------------------------------------------------------------------------------------
+# the verdict from counts
+
+
+def relative_spread(values: Sequence[float]) -> float:
+    """(max - min) / median of one side's per-call counts."""
+    if len(values) < 2:
+        return 0.0
+    mid = statistics.median(values)
+    return (max(values) - min(values)) / mid if mid > 0 else 0.0
+
+
+def judge_counts(
+    baseline: Sequence[float] | None,
+    current: Sequence[float],
+    *,
+    alpha_each: float,
+    floor: float = COUNTS_FLOOR,
+    process_spread: float = PROCESS_SPREAD,
+) -> Verdict:
+    """``regressed`` when the current counts exceed the baseline's by more than the minimum
+    effect and Mann-Whitney says so at ``alpha_each``; ``improved`` the other way;
+    ``unchanged`` within the minimum effect. The minimum effect: the larger of ``floor`` and
+    :data:`SPREAD_FACTOR` times the larger of the sides' per-call spread and the between-process
+    spread."""
+    cur = [float(v) for v in current]
+    cur_median = statistics.median(cur)
+    if not baseline:
+        return Verdict(
+            NO_BASELINE,
+            cur_median,
+            n_current=len(cur),
+            runs_current=1,
+            reason="no counts baseline recorded",
+        )
+    base = [float(v) for v in baseline]
+    base_median = statistics.median(base)
+    if base_median <= 0 or cur_median <= 0:
+        return Verdict(
+            INCOMPARABLE,
+            cur_median,
+            baseline_median=base_median,
+            n_baseline=len(base),
+            n_current=len(cur),
+            reason="a side counted no instructions (did the benchmark run under valgrind?)",
+        )
+    ratio = cur_median / base_median
+    spread = max(relative_spread(base), relative_spread(cur), process_spread)
+    effect = max(floor, SPREAD_FACTOR * spread)
+    p_slower = stats.mann_whitney_greater(cur, base)
+    p_faster = stats.mann_whitney_greater(base, cur)
+    low = min(cur) / max(base)
+    high = max(cur) / min(base)
+    verdict = Verdict(
+        UNCHANGED,
+        current_median=cur_median,
+        baseline_median=base_median,
+        ratio=ratio,
+        ratio_low=min(low, ratio),
+        ratio_high=max(high, ratio),
+        p_slower=p_slower,
+        p_faster=p_faster,
+        n_baseline=len(base),
+        n_current=len(cur),
+        runs_baseline=1,
+        runs_current=1,
+        alpha_each=alpha_each,
+        spread=spread,
+        spread_source="counts",
+        effect=effect,
+        min_detectable=effect,
+    )
+    change = math.log(ratio)
+    if change > math.log1p(effect):
+        if p_slower <= alpha_each:
+            return _with(verdict, REGRESSED, "")
+        return _with(
+            verdict,
+            INCONCLUSIVE,
+            f"counts {100 * (ratio - 1):+.2f}% beyond the {100 * effect:.2g}% minimum effect "
+            f"but p={p_slower:.2g} > alpha {alpha_each:.2g}: the calls' counts overlap",
+        )
+    if change < -math.log1p(effect):
+        if p_faster <= alpha_each:
+            return _with(verdict, IMPROVED, "")
+        return _with(
+            verdict,
+            INCONCLUSIVE,
+            f"counts {100 * (ratio - 1):+.2f}% beyond the {100 * effect:.2g}% minimum effect "
+            f"but p={p_faster:.2g} > alpha {alpha_each:.2g}: the calls' counts overlap",
+        )
+    return verdict
+
+
+def _with(verdict: Verdict, status: str, reason: str) -> Verdict:
+    return replace(verdict, status=status, reason=reason)
+
+
+def counts_change(v: Verdict) -> str:
+    """``+5.02%``: a counts change, to two decimals (counts resolve far finer than time)."""
+    return "-" if v.ratio is None else f"{100 * (v.ratio - 1):+.2f}%"
+
+
+def counts_failure(test_id: str, verdict: Verdict, metric: str = GATING) -> str:
+    """The one line a person reads when a benchmark's counts regressed."""
+    assert verdict.ratio is not None
+    effect = verdict.effect if verdict.effect is not None else COUNTS_FLOOR
+    p = verdict.p_slower if verdict.p_slower is not None else math.nan
+    what = "estimated cycles" if metric == "cycles" else "instructions"
+    return (
+        f"{test_id}: {what} per call {format_count(verdict.baseline_median)} -> "
+        f"{format_count(verdict.current_median)} ({100 * (verdict.ratio - 1):+.2f}%, p={p:.2g}, "
+        f"n={verdict.n_baseline}/{verdict.n_current} counted calls) exceeds the "
+        f"{100 * effect:.2g}% minimum effect of counts"
+    )

@@ -1,0 +1,251 @@
+"""valgrind's callgrind as a counter: where it is, the command line of a counted process, the
+client requests a process running under it sends, and the counts it dumps.
+
+A counted process runs under ``valgrind --tool=callgrind`` with instrumentation and collection
+off from the start; around each counted call the process itself switches collection on and off
+and asks for a dump (callgrind's client requests), so imports, setup, calibration and the
+plugin's own bookkeeping are never counted. Client requests are a magic instruction sequence
+that does nothing on a real CPU and that valgrind recognises; they are issued here from a few
+bytes of machine code mapped executable at run time (no C compiler, no extension module).
+
+The simulated cache is fixed (:data:`CACHE_MODEL`: 32 KiB 8-way L1 instruction and data
+caches, an 8 MiB 16-way last level, 64-byte lines, CodSpeed's and iai-callgrind's usual
+model): callgrind would otherwise size it from the host's CPU, and counts would differ between
+runners. System calls are not counted (callgrind counts user-space instructions only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import mmap
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The simulated caches: (size in bytes, associativity, line size).
+CACHE_MODEL: dict[str, tuple[int, int, int]] = {
+    "I1": (32768, 8, 64),
+    "D1": (32768, 8, 64),
+    "LL": (8388608, 16, 64),
+}
+#: The events callgrind reports with the cache simulation on, in its order.
+EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+#: Environment variable naming the valgrind executable (else ``valgrind`` on $PATH).
+VALGRIND_ENV = "BURNPERF_VALGRIND"
+#: The prefix of a counted process's dump files in its dump directory.
+DUMP_PREFIX = "callgrind"
+
+# callgrind's requests: VG_USERREQ_TOOL_BASE('C', 'T') + n (valgrind/callgrind.h)
+_CT = (ord("C") << 24) | (ord("T") << 16)
+DUMP_STATS_AT = _CT + 3
+ZERO_STATS = _CT + 1
+TOGGLE_COLLECT = _CT + 2
+START_INSTRUMENTATION = _CT + 4
+STOP_INSTRUMENTATION = _CT + 5
+RUNNING_ON_VALGRIND = 0x1001
+
+#: x86-64: ``f(uint64_t *args) -> uint64_t``: the request block's address into rax, the default
+#: result 0 in rdx, the special sequence (rol rdi by 3, 13, 61, 51; xchg rbx, rbx), the result
+#: from rdx. On a real CPU the sequence changes nothing (the rotations add up to 128 bits).
+_X86_64 = bytes.fromhex(
+    "4889f8"  # mov rax, rdi
+    "31d2"  # xor edx, edx
+    "48c1c703"
+    "48c1c70d"
+    "48c1c73d"
+    "48c1c733"  # rol rdi, 3 / 13 / 61 / 51
+    "4887db"  # xchg rbx, rbx
+    "4889d0"  # mov rax, rdx
+    "c3"  # ret
+)
+
+
+#: Dumps this process asked for so far (callgrind numbers them per process).
+_DUMPS: dict[int, int] = {}
+
+
+class CountingUnavailable(Exception):
+    """Counting cannot run here; ``str()`` says why and what to do."""
+
+
+def unsupported_reason(system: str | None = None, machine: str | None = None) -> str | None:
+    """Why counted runs cannot work on this platform at all, or None."""
+    system = system or platform.system()
+    machine = (machine or platform.machine()).lower()
+    if system != "Linux":
+        return (
+            f"--perf-measure counts needs valgrind, which runs on Linux only (this is {system}: "
+            "macOS and Windows have none); count on a Linux runner or in a Linux container, or "
+            "use --perf-measure time here"
+        )
+    if machine not in ("x86_64", "amd64"):
+        return (
+            f"--perf-measure counts supports x86-64 Linux; this machine is {machine}. Use "
+            "--perf-measure time here"
+        )
+    return None
+
+
+def find_valgrind(environ: dict[str, str] | None = None) -> str | None:
+    """The valgrind executable: $BURNPERF_VALGRIND, else ``valgrind`` on $PATH, else None."""
+    env = os.environ if environ is None else environ
+    given = env.get(VALGRIND_ENV)
+    if given:
+        return given if os.access(given, os.X_OK) else None
+    return shutil.which("valgrind")
+
+
+def missing_text() -> str:
+    return (
+        "--perf-measure counts needs valgrind and found none on $PATH (or in $"
+        f"{VALGRIND_ENV}): install it with `sudo apt-get install valgrind` (Debian, Ubuntu), "
+        "`sudo dnf install valgrind` (Fedora) or your distribution's package"
+    )
+
+
+_VERSION = re.compile(r"valgrind-(\d+(?:\.\d+)*)")
+
+
+def version_of(text: str) -> str | None:
+    """``3.19.0`` from ``valgrind --version``'s output (``valgrind-3.19.0``)."""
+    m = _VERSION.search(text)
+    return m.group(1) if m else None
+
+
+def valgrind_version(valgrind: str) -> str:
+    """The version of the valgrind at ``valgrind``, or :class:`CountingUnavailable`."""
+    try:
+        out = subprocess.run(
+            [valgrind, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CountingUnavailable(f"{valgrind} --version failed: {exc}") from None
+    version = version_of(out.stdout)
+    if version is None:
+        raise CountingUnavailable(
+            f"{valgrind} --version printed {out.stdout.strip()[:80]!r}, not a valgrind version"
+        )
+    return version
+
+
+def cache_text() -> str:
+    """``I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64``: the cache model, as a key holds it."""
+    return " ".join(f"{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items())
+
+
+def command(valgrind: str, dump_dir: Path) -> list[str]:
+    """The command line before the counted program: callgrind with nothing instrumented or
+    collected until the program asks, the fixed cache model, dumps into ``dump_dir``."""
+    return [
+        valgrind,
+        "--tool=callgrind",
+        "--quiet",
+        "--instr-atstart=no",
+        "--collect-atstart=no",
+        "--cache-sim=yes",
+        *(f"--{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items()),
+        "--dump-instr=no",
+        "--compress-strings=no",
+        "--compress-pos=no",
+        f"--callgrind-out-file={dump_dir / DUMP_PREFIX}.%p",
+    ]
+
+
+def read_dump(path: Path) -> dict[str, int]:
+    """The event totals of one callgrind dump (``{"Ir": ..., "D1mr": ...}``); events the dump
+    does not list are 0. Raises ``ValueError`` naming the file when it has none."""
+    names: list[str] | None = None
+    totals: list[int] | None = None
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("summary:") or (line.startswith("totals:") and totals is None):
+                totals = [int(x) for x in line.split()[1:]]
+                if line.startswith("summary:"):
+                    break
+    if names is None or totals is None:
+        raise ValueError(f"callgrind dump {path}: no events and totals lines")
+    got = dict(zip(names, totals + [0] * (len(names) - len(totals)), strict=True))
+    return {e: int(got.get(e, 0)) for e in (*EVENTS, *(n for n in names if n not in EVENTS))}
+
+
+@dataclass
+class Requests:
+    """callgrind's client requests, sent from this process (under valgrind: the requests act;
+    on a real CPU: they do nothing and :meth:`running` is False)."""
+
+    dump_dir: Path
+    _call: ctypes._CFuncPtr | None = None  # type: ignore[name-defined]
+    _mem: mmap.mmap | None = None
+
+    def _request(self, code: int, arg: int = 0) -> int:
+        if self._call is None:
+            if unsupported_reason() is not None:
+                raise CountingUnavailable(str(unsupported_reason()))
+            try:
+                mem = mmap.mmap(
+                    -1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC
+                )
+            except (OSError, AttributeError) as exc:  # a kernel that refuses executable maps
+                raise CountingUnavailable(
+                    f"cannot map the client-request code executable here ({exc})"
+                ) from None
+            mem.write(_X86_64)
+            address = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+            self._mem = mem
+            self._call = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(address)
+        block = (ctypes.c_uint64 * 6)(code, arg, 0, 0, 0, 0)
+        return int(self._call(ctypes.addressof(block)))
+
+    def running(self) -> bool:
+        """Whether this process runs under valgrind."""
+        return self._request(RUNNING_ON_VALGRIND) != 0
+
+    def start(self) -> None:
+        self._request(START_INSTRUMENTATION)
+
+    def stop(self) -> None:
+        self._request(STOP_INSTRUMENTATION)
+
+    def zero(self) -> None:
+        self._request(ZERO_STATS)
+
+    def toggle(self) -> None:
+        self._request(TOGGLE_COLLECT)
+
+    def dump(self, label: str) -> Path:
+        """Write the counts since the last zero to a new dump file and return its path."""
+        text = ctypes.create_string_buffer(label.encode("utf-8", "replace")[:200])
+        self._request(DUMP_STATS_AT, ctypes.addressof(text))
+        # callgrind numbers a process's dumps 1, 2, ... whoever asked for them
+        _DUMPS[os.getpid()] = number = _DUMPS.get(os.getpid(), 0) + 1
+        return self.dump_dir / f"{DUMP_PREFIX}.{os.getpid()}.{number}"
+
+
+def simulated_cpu() -> str:
+    """The CPU features the array libraries see in this process (under valgrind: the simulated
+    CPU's, which decide their kernels): numpy's dispatch features and torch's CPU capability,
+    where loaded."""
+    parts: list[str] = []
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        features = None
+        for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+            with contextlib.suppress(Exception):
+                features = getattr(__import__(name, fromlist=["x"]), "__cpu_features__", None)
+            if features:
+                break
+        if features:
+            parts.append("numpy:" + ",".join(sorted(k for k, v in features.items() if v)))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            parts.append("torch:" + str(torch.backends.cpu.get_cpu_capability()))
+    return " ".join(parts)

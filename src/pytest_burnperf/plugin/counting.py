@@ -1,0 +1,361 @@
+"""The plugin's side of counted CPU cost (``--perf-measure counts|both``): which benchmarks are
+counted, the counted process started after collection (runs/counted.py), the counting inside
+that process, and the verdict from counts in the run that judges.
+
+Where a round process decides what to print is plugin/rounds.py; a counted process is a round
+process with ``--perf-count-dir``: it counts instead of timing and writes counts, not samples.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_burnperf.core import counts
+from pytest_burnperf.core.text import clock, escape_strings
+from pytest_burnperf.core.timing import Sample, gc_off
+from pytest_burnperf.core.verdict import (
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Policy,
+    Verdict,
+    format_ratio,
+    not_comparable,
+)
+from pytest_burnperf.host import callgrind
+from pytest_burnperf.plugin.state import PerfState, case_of, rel
+from pytest_burnperf.runs import counted
+from pytest_burnperf.runs.rounds import worker_args
+from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.results import Result
+
+
+@dataclass
+class Counting:
+    """A run that judges by counts: the valgrind it counts with and what the counted process
+    measured."""
+
+    valgrind: str
+    version: str
+    measure: str
+    run: counted.CountedRun | None = None
+    _store: BaselineStore | None = None
+
+    def store(self, state: PerfState) -> BaselineStore:
+        """The counts baselines: one folder per OS, architecture and valgrind version."""
+        if self._store is None:
+            from pytest_burnperf.core.settings import DEFAULT_SIZE
+
+            name = counts.store_name(platform.system(), platform.machine(), self.version)
+            if state.size != DEFAULT_SIZE:
+                name = f"{name}-{state.size}"
+            self._store = BaselineStore(state.baselines_root, name)
+        return self._store
+
+    def key_base(self) -> dict[str, Any]:
+        return {
+            "arch": platform.machine(),
+            "valgrind": self.version,
+            "cache": callgrind.cache_text(),
+        }
+
+
+def start_text(state: PerfState) -> str:
+    """The run's first lines: what counts and where their baselines are."""
+    c: Counting = state.counting
+    where = rel(c.store(state).dir, state.rootpath)
+    return (
+        f"CPU benchmarks counted under callgrind (valgrind {c.version}), counts baselines "
+        f"{where}, size {state.size}"
+    )
+
+
+def header_text(state: PerfState) -> str:
+    """The summary's line about counts: the measure that gates, the model, what it took."""
+    c: Counting = state.counting
+    run = c.run
+    took = "" if run is None else f"; {len(run.counts)} counted in {clock(run.seconds)}"
+    return (
+        f"counts: estimated cycles on callgrind's simulated CPU (valgrind {c.version}; L1 32 "
+        f"KiB, LL 8 MiB) in {rel(c.store(state).dir, state.rootpath)}; minimum effect "
+        f"{100 * counts.COUNTS_FLOOR:g}% or {counts.SPREAD_FACTOR:g}x the counts' spread{took}"
+    )
+
+
+def by_counts(state: PerfState, kind: str) -> bool:
+    """Whether counts judge a benchmark on a device of ``kind`` in this run (a CPU benchmark
+    under --perf-measure counts or both)."""
+    return state.counting is not None and kind == "cpu"
+
+
+def counts_only(state: PerfState, kind: str) -> bool:
+    """Whether the clock does not run at all for such a benchmark (--perf-measure counts)."""
+    return by_counts(state, kind) and state.counting.measure == "counts"
+
+
+def calls(state: PerfState, settings: Any) -> int:
+    """How many calls each benchmark gets counted: enough for its alpha (counts.calls_for)."""
+    policy = Policy(
+        alpha=settings.alpha, threshold=settings.threshold, comparisons=state.comparisons
+    )
+    return counts.calls_for(policy.alpha_each)
+
+
+# --------------------------------------------------------------------------------------------
+# the run that judges: the counted process, after collection
+
+
+def count_pass(session: pytest.Session, state: PerfState, items: list[pytest.Item]) -> None:
+    """Count every CPU benchmark among ``items`` in one process under callgrind."""
+    if state.counting is None or session.config.option.collectonly:
+        return
+    wanted = [
+        item.nodeid
+        for item in items
+        if (case := case_of(item)) is not None
+        and case.entry is not None
+        and by_counts(state, case.entry.kind)
+    ]
+    if not wanted:
+        return
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(line: str) -> None:
+        if tr is not None:
+            tr.write_line(line)
+
+    t0 = time.monotonic()
+    write(
+        f"burnperf: counting {len(wanted)} CPU benchmark(s) in one process under callgrind "
+        f"(valgrind {state.counting.version}) ..."
+    )
+
+    def say(done: int) -> None:
+        write(
+            f"burnperf: counted {done}/{len(wanted)} ({clock(time.monotonic() - t0)} elapsed) ..."
+        )
+
+    settings = state.base.merged(state.cmdline)
+    args = [*worker_args(state.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
+    got = counted.run(
+        valgrind=state.counting.valgrind,
+        python=sys.executable,
+        args=args,
+        wanted=wanted,
+        cwd=session.config.invocation_params.dir,
+        say=say,
+    )
+    state.counting.run = got
+    state.messages.extend(got.problems)
+    write(
+        f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s) under callgrind in "
+        f"{clock(got.seconds)}"
+    )
+
+
+#: The hidden option that tells a counted process how many calls to count.
+COUNT_CALLS = "--perf-count-calls"
+
+
+# --------------------------------------------------------------------------------------------
+# the counted process
+
+
+def count_here(
+    state: PerfState,
+    nodeid: str,
+    device: Any,
+    settings: Any,
+    make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
+) -> Any:
+    """In a counted process: count calls of the benchmark (each from ``make_call``: the call
+    and what to run after it, uncounted) and keep its counts and key for the run that judges.
+    Returns the first call's result."""
+    __tracebackhide__ = True
+    assert state.count_dir is not None
+    requests = callgrind.Requests(state.count_dir)
+    try:
+        running = requests.running()
+    except callgrind.CountingUnavailable as exc:
+        pytest.fail(f"{nodeid}: cannot count here: {exc}", pytrace=False)
+    if not running:
+        pytest.fail(
+            f"{nodeid}: {counted.COUNT_OPTION} is set but this process does not run under "
+            "valgrind; the plugin starts counted processes itself (--perf-measure counts)",
+            pytrace=False,
+        )
+
+    def read(path: Any) -> dict[str, int]:
+        try:
+            return callgrind.read_dump(path)
+        finally:
+            path.unlink(missing_ok=True)
+
+    def synced() -> tuple[Callable[[], object], Callable[[], object] | None]:
+        call, after = make_call()
+
+        def body() -> object:
+            out = call()
+            device.sync()
+            return out
+
+        return body, after
+
+    n = state.count_calls or calls(state, settings)
+    with device.threads(settings.threads), gc_off():
+        got, first = counts.count_calls(synced, requests, read, calls=n, label=nodeid)
+    state.worker_samples[nodeid] = {
+        "values": [float(c) for c in got.cycles],
+        "counts": got.as_json(),
+        "key": {
+            "simulated_cpu": simulated_cpu(device),
+            "python": f"{platform.python_implementation()} {platform.python_version()}",
+            "libraries": dict(device.fingerprint().get("versions") or {}),
+            "threads": settings.threads,
+        },
+    }
+    return first
+
+
+def simulated_cpu(device: Any) -> str:
+    """What the libraries dispatch on in this process: the device's dispatch (numpy's SIMD
+    level, the BLAS core) and the features numpy and torch detect."""
+    dispatch = device.fingerprint().get("dispatch") or {}
+    parts = [f"{k}={v}" for k, v in sorted(dispatch.items())]
+    seen = callgrind.simulated_cpu()
+    return " ".join([*parts, seen]).strip()
+
+
+# --------------------------------------------------------------------------------------------
+# the run that judges: the verdict from counts
+
+
+def judge(perf: Any, timed: Result | None) -> Result:
+    """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
+    result under --perf-measure both), stored in the session's results; fails the test when
+    counts regressed (or, under --perf-strict, were not judged)."""
+    __tracebackhide__ = True
+    from pytest_burnperf.plugin.fixture import make_result
+
+    state: PerfState = perf._state
+    c: Counting = state.counting
+    node = perf._item.nodeid
+    run = c.run
+    got = None if run is None else run.counts.get(node)
+    if got is None:
+        why = "the counted process did not run" if run is None else run.missing.get(node, "")
+        if timed is None:
+            pytest.fail(
+                f"{node}: not judged: not counted ({why or 'no counts'}); see the run's notes",
+                pytrace=False,
+            )
+        result = replace(
+            timed,
+            verdict=replace(
+                timed.verdict,
+                notes=(*timed.verdict.notes, f"counts: not counted ({why}); time judged"),
+            ),
+        )
+        _keep(perf, result)
+        return result
+    key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
+    problem = None
+    try:
+        entry = c.store(state).get(perf._module, perf._key)
+    except BaselineError as exc:
+        problem = exc
+    if problem is not None:
+        pytest.fail(
+            f"{node}: {problem}. The file was left untouched; fix it, or delete it and record "
+            "new counts baselines with --perf-update",
+            pytrace=False,
+        )
+    s = perf.settings
+    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+    values = [float(v) for v in got.values()]
+    base_counts = None if entry is None else entry.get("counts")
+    base_values = None
+    if isinstance(base_counts, dict):
+        stored = base_counts.get("cycles" if counts.GATING == "cycles" else "instructions")
+        base_values = [float(v) for v in stored or []]
+    if entry is not None and base_values is None:
+        verdict = not_comparable(values, [], "the stored baseline holds no counts")
+    elif entry is not None and (diff := counts.key_difference(base_counts.get("key"), key)):
+        verdict = not_comparable(
+            values, base_values or [], f"{diff}; record counts again with --perf-update"
+        )
+    else:
+        verdict = counts.judge_counts(base_values, values, alpha_each=policy.alpha_each)
+    verdict = replace(verdict, notes=(*verdict.notes, *_notes(verdict, timed)))
+    sample = Sample(
+        values=tuple(values),
+        loops=1,
+        warmup_calls=1 + counts.WARM_CALLS,
+        timer=counts.COUNTS_TIMER,
+    )
+    result = make_result(
+        perf,
+        fingerprint=escape_strings(perf.device.fingerprint()),
+        sample=sample,
+        verdict=verdict,
+        runs=[values],
+        baseline=entry,
+        baseline_runs=() if base_values is None else (tuple(base_values),),
+        host=() if timed is None else timed.host,
+        measure="counts",
+        counted=got,
+        counts_key=key,
+        time=timed,
+    )
+    _keep(perf, result)
+    if state.update:
+        return result
+    if verdict.status == REGRESSED:
+        pytest.fail(counts.counts_failure(perf._key, verdict), pytrace=False)
+    if state.strict and verdict.status == INCONCLUSIVE:
+        pytest.fail(
+            f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
+            pytrace=False,
+        )
+    return result
+
+
+def _keep(perf: Any, result: Result) -> None:
+    from pytest_burnperf.plugin.fixture import junit_properties
+
+    perf._state.results[perf._item.nodeid] = result
+    perf._item.user_properties.extend(junit_properties(result))
+
+
+def _notes(verdict: Verdict, timed: Result | None) -> list[str]:
+    """Which measure judged and why, and where the clock and the counts disagree."""
+    if timed is None:
+        return []
+    t = timed.verdict
+    if t.ratio is None:
+        return [f"judged by counts; time {t.status} ({t.reason or 'no comparison'})"]
+    time_text = f"time {format_ratio(t)} {t.status}"
+    counts_text = (
+        "-" if verdict.ratio is None else f"{100 * (verdict.ratio - 1):+.2f}% {verdict.status}"
+    )
+    if t.status == REGRESSED and verdict.status == UNCHANGED:
+        return [
+            f"{time_text} but counts unchanged ({counts_text}): the same work took longer "
+            "(threads, memory, waiting on sleeps, I/O or locks, or the host); counts judged"
+        ]
+    if verdict.status == REGRESSED and t.status in (UNCHANGED, INCONCLUSIVE):
+        return [
+            f"counts {counts_text} but {time_text}: more work that the clock does not show "
+            "(within its noise, or hidden by other threads)"
+        ]
+    why = "the host cannot disturb them" if t.status != INCONCLUSIVE else f"time: {t.reason}"
+    return [f"judged by counts ({why}); {time_text}"]

@@ -1,0 +1,170 @@
+"""--perf-measure counts and both, in real runs under valgrind (skipped without it, failed in CI,
+where .ci/run installs it and BURNPERF_REQUIRE_DEVICES names it), and the notes that say which
+measure judged and where the clock and the counts disagree (with made-up verdicts)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_burnperf.core.verdict import INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.host import callgrind
+from pytest_burnperf.plugin.counting import _notes
+
+from .._devices import required
+
+# A pure-Python loop: its counts grow with N and with nothing else.
+BENCH = """
+import pytest
+
+N = int(open("size.txt").read())
+
+
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_loop(perf):
+    assert perf(work, N) == sum(i * i for i in range(N))
+"""
+
+
+def _need_valgrind() -> None:
+    reason = callgrind.unsupported_reason()
+    if reason is None and callgrind.find_valgrind() is None:
+        reason = "valgrind is not installed"
+    if reason is None:
+        return
+    if "valgrind" in required():
+        pytest.fail(f"BURNPERF_REQUIRE_DEVICES has valgrind, but: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    _need_valgrind()
+    pytester.makepyfile(test_counted_loop=BENCH)
+    (pytester.path / "size.txt").write_text("3000", encoding="utf-8")
+    return pytester
+
+
+@pytest.fixture
+def busy() -> Iterator[None]:
+    """Two CPU-bound processes beside the run (this machine has two CPUs)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def _run(p: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    out = p.path / "results.json"
+    result = p.runpytest_subprocess("-p", "no:randomly", "--perf", "--perf-json", str(out), *args)
+    doc = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    return result, doc
+
+
+def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_processes(
+    project: pytest.Pytester, busy: None
+) -> None:
+    recorded, _ = _run(
+        project, "--perf-measure", "counts", "--perf-update", "--perf-machine", "class-a"
+    )
+    recorded.assert_outcomes(passed=1)
+    files = list((project.path / "baselines").glob("counts-linux-*-valgrind-*/*.json"))
+    assert len(files) == 1, "counts baselines live in their own folder, not the machine's"
+    entry = json.loads(files[0].read_text())["benchmarks"]["test_loop[numpy-cpu-f32]"]
+    assert entry["timer"] == "counts" and entry["counts"]["key"]["threads"] == 1
+    assert not (project.path / "baselines" / "class-a").exists()
+
+    # another hardware class (machine id) judges the same counts baselines
+    same, doc = _run(project, "--perf-measure", "counts", "--perf-machine", "class-b")
+    same.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "counts" and bench["verdict"]["status"] == UNCHANGED
+    assert abs(bench["verdict"]["change_pct"]) < 0.5
+    assert bench["counts"]["instructions"] and bench["timer"] == "counts"
+
+    (project.path / "size.txt").write_text("3150", encoding="utf-8")  # +5% more work
+    slower, doc = _run(project, "--perf-measure", "counts", "--perf-machine", "class-b")
+    slower.assert_outcomes(failed=1)
+    slower.stdout.fnmatch_lines(["*estimated cycles per call * -> * (+*%, p=*) exceeds the*"])
+    (bench,) = doc["results"]
+    assert bench["verdict"]["status"] == REGRESSED
+    assert 3.0 < bench["verdict"]["change_pct"] < 6.0
+
+
+def test_the_key_refuses_counts_of_another_thread_count(project: pytest.Pytester) -> None:
+    _run(project, "--perf-measure", "counts", "--perf-update")[0].assert_outcomes(passed=1)
+    other, doc = _run(project, "--perf-measure", "counts", "--perf-threads", "2")
+    other.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["verdict"]["status"] == "incomparable"
+    assert "threads 1, this run has 2" in bench["verdict"]["reason"]
+
+
+def test_both_judges_by_counts_and_shows_the_time(project: pytest.Pytester) -> None:
+    _run(project, "--perf-measure", "both", "--perf-update", "--perf-quick")[0].assert_outcomes(
+        passed=1
+    )
+    assert list((project.path / "baselines").glob("counts-*/*.json"))
+    assert [
+        p for p in (project.path / "baselines").iterdir() if p.is_dir() and "counts" not in p.name
+    ]
+    result, doc = _run(project, "--perf-measure", "both", "--perf-quick", "-v")
+    result.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "counts"
+    assert bench["time"]["timer"] == "host" and bench["time"]["samples"]
+    assert any("judged by counts" in n or "time " in n for n in bench["verdict"]["notes"])
+
+
+def test_no_valgrind_is_a_clear_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if callgrind.unsupported_reason() is not None:
+        pytest.skip("this platform is refused before valgrind is looked for")
+    pytester.makepyfile(test_counted_loop=BENCH)
+    (pytester.path / "size.txt").write_text("10", encoding="utf-8")
+    monkeypatch.setenv(callgrind.VALGRIND_ENV, str(pytester.path / "none"))
+    result = pytester.runpytest_subprocess("--perf", "--perf-measure", "counts")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--perf-measure counts needs valgrind*"])
+    result.stderr.fnmatch_lines(["*apt-get install valgrind*"])
+
+
+def _result(status: str, ratio: float | None, reason: str = "") -> Verdict:
+    return Verdict(status, 1.0, baseline_median=1.0, ratio=ratio, reason=reason)
+
+
+class _FakeResult:
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+
+
+def test_notes_say_where_the_measures_disagree() -> None:
+    slower_time = _FakeResult(_result(REGRESSED, 1.2))
+    (note,) = _notes(_result(UNCHANGED, 1.0001), slower_time)  # type: ignore[arg-type]
+    assert "but counts unchanged" in note and "the same work took longer" in note
+    quiet_time = _FakeResult(_result(UNCHANGED, 1.01))
+    (note,) = _notes(_result(REGRESSED, 1.08), quiet_time)  # type: ignore[arg-type]
+    assert "counts +8.00% regressed but time" in note and "does not show" in note
+    busy = _FakeResult(_result(INCONCLUSIVE, 1.1, "host busy (steal 30%)"))
+    (note,) = _notes(_result(UNCHANGED, 1.0), busy)  # type: ignore[arg-type]
+    assert note.startswith("judged by counts (time: host busy")
+    assert _notes(_result(UNCHANGED, 1.0), None) == []
+    untimed = _FakeResult(Verdict("no-baseline", 1.0, reason="no baseline recorded"))
+    (note,) = _notes(_result(UNCHANGED, 1.0), untimed)  # type: ignore[arg-type]
+    assert note == "judged by counts; time no-baseline (no baseline recorded)"

@@ -1,0 +1,109 @@
+"""host/callgrind.py without running valgrind: its command line, version and dump parsing, the
+platforms it refuses, and the client requests on a real CPU (they must do nothing)."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.host import callgrind
+
+DUMP = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+pid: 4242
+cmd:  python -m pytest
+part: 3
+
+desc: I1 cache: 32768 B, 64 B, 8-way associative
+positions: line
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+summary: 1511834 316722 299268 1055 13278 2732 2 1 0
+
+fl=(1) x.c
+fn=(1) f
+0 1511834 316722 299268 1055 13278 2732 2 1 0
+
+totals: 1524666 310000 290000 1055 13278 2732 2 1 0
+"""
+
+
+def test_read_dump_takes_the_summary(tmp_path: Path) -> None:
+    path = tmp_path / "callgrind.4242.1"
+    path.write_text(DUMP, encoding="utf-8")
+    got = callgrind.read_dump(path)
+    assert got["Ir"] == 1511834 and got["D1mr"] == 13278 and got["DLmw"] == 0
+
+
+def test_read_dump_pads_short_totals_and_refuses_junk(tmp_path: Path) -> None:
+    short = tmp_path / "short"
+    short.write_text("events: Ir Dr\ntotals: 12\n", encoding="utf-8")
+    assert callgrind.read_dump(short)["Ir"] == 12
+    assert callgrind.read_dump(short)["Dr"] == 0
+    junk = tmp_path / "junk"
+    junk.write_text("nothing here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="junk: no events and totals"):
+        callgrind.read_dump(junk)
+
+
+def test_version_of() -> None:
+    assert callgrind.version_of("valgrind-3.19.0\n") == "3.19.0"
+    assert callgrind.version_of("valgrind-3.22.0.GIT") == "3.22.0"
+    assert callgrind.version_of("something else") is None
+
+
+def test_command_fixes_the_cache_and_counts_nothing_until_asked(tmp_path: Path) -> None:
+    cmd = callgrind.command("/usr/bin/valgrind", tmp_path)
+    assert cmd[0] == "/usr/bin/valgrind" and "--tool=callgrind" in cmd
+    assert "--instr-atstart=no" in cmd and "--collect-atstart=no" in cmd
+    assert "--I1=32768,8,64" in cmd and "--D1=32768,8,64" in cmd and "--LL=8388608,16,64" in cmd
+    assert f"--callgrind-out-file={tmp_path / 'callgrind'}.%p" in cmd
+    assert callgrind.cache_text() == "I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64"
+
+
+@pytest.mark.parametrize(
+    ("system", "machine", "says"),
+    [
+        ("Darwin", "arm64", "macOS and Windows have none"),
+        ("Windows", "AMD64", "Linux only"),
+        ("Linux", "aarch64", "supports x86-64 Linux; this machine is aarch64"),
+    ],
+)
+def test_platforms_without_counting_are_named(system: str, machine: str, says: str) -> None:
+    reason = callgrind.unsupported_reason(system, machine)
+    assert reason is not None and says in reason and "--perf-measure time" in reason
+
+
+def test_linux_x86_64_is_supported() -> None:
+    assert callgrind.unsupported_reason("Linux", "x86_64") is None
+
+
+def test_find_valgrind_honours_the_variable(tmp_path: Path) -> None:
+    exe = tmp_path / "valgrind"
+    exe.write_text("#!/bin/sh\necho valgrind-3.99.1\n", encoding="utf-8")
+    exe.chmod(0o755)
+    assert callgrind.find_valgrind({callgrind.VALGRIND_ENV: str(exe)}) == str(exe)
+    assert callgrind.find_valgrind({callgrind.VALGRIND_ENV: str(tmp_path / "none")}) is None
+    assert callgrind.valgrind_version(str(exe)) == "3.99.1"
+    bad = tmp_path / "bad"
+    bad.write_text("#!/bin/sh\necho hello\n", encoding="utf-8")
+    bad.chmod(0o755)
+    with pytest.raises(callgrind.CountingUnavailable, match="not a valgrind version"):
+        callgrind.valgrind_version(str(bad))
+
+
+@pytest.mark.skipif(
+    callgrind.unsupported_reason() is not None, reason="client requests: x86-64 Linux only"
+)
+def test_requests_do_nothing_on_a_real_cpu(tmp_path: Path) -> None:
+    requests = callgrind.Requests(tmp_path)
+    assert requests.running() is False
+    requests.start()
+    requests.zero()
+    requests.toggle()
+    requests.toggle()
+    requests.stop()
+    assert list(tmp_path.iterdir()) == []
+    assert platform.machine() in ("x86_64", "AMD64")

@@ -1,0 +1,189 @@
+"""The counted measure without valgrind: estimated cycles, how many calls are counted, the
+counting loop with a fake counter, the key, and the verdict from injected counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_burnperf.core import counts
+from pytest_burnperf.core.stats import min_attainable_p
+from pytest_burnperf.core.verdict import (
+    IMPROVED,
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    UNCHANGED,
+)
+
+
+def test_estimated_cycles_weights_misses() -> None:
+    events = {"Ir": 1000, "I1mr": 1, "D1mr": 2, "D1mw": 3, "ILmr": 1, "DLmr": 1, "DLmw": 0}
+    assert counts.estimated_cycles(events) == 1000 + 10 * 6 + 100 * 2
+    assert counts.estimated_cycles({"Ir": 7}) == 7
+
+
+@pytest.mark.parametrize("alpha_each", [0.05, 0.01, 0.001, 1e-4, 1e-9])
+def test_calls_reach_the_alpha_or_the_cap(alpha_each: float) -> None:
+    n = counts.calls_for(alpha_each)
+    assert counts.MIN_CALLS <= n <= counts.MAX_CALLS
+    if n < counts.MAX_CALLS:
+        assert min_attainable_p(n, n) < alpha_each
+        assert n == counts.MIN_CALLS or min_attainable_p(n - 1, n - 1) >= alpha_each
+
+
+class FakeCounter:
+    """Records the requests; a call counted while collection is on adds its cost."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.collecting = False
+        self.instrumented = False
+        self.cost = 0
+
+    def start(self) -> None:
+        self.log.append("start")
+        self.instrumented = True
+
+    def stop(self) -> None:
+        self.log.append("stop")
+        self.instrumented = False
+
+    def zero(self) -> None:
+        self.log.append("zero")
+        self.cost = 0
+
+    def toggle(self) -> None:
+        self.log.append("toggle")
+        self.collecting = not self.collecting
+
+    def dump(self, label: str) -> dict[str, int]:
+        self.log.append(f"dump {label}")
+        return {"Ir": self.cost, "D1mr": 1}
+
+
+def test_count_calls_counts_only_the_call() -> None:
+    counter = FakeCounter()
+    seen: list[str] = []
+
+    def make_call() -> tuple[Any, Any]:
+        seen.append(f"setup collecting={counter.collecting}")
+
+        def call() -> int:
+            seen.append(f"call collecting={counter.collecting}")
+            if counter.collecting:
+                counter.cost += 100 + len(seen)
+            return 42
+
+        def after() -> None:
+            seen.append(f"teardown collecting={counter.collecting}")
+
+        return call, after
+
+    got, first = counts.count_calls(make_call, counter, lambda d: d, calls=3, label="t", warm=2)
+    assert first == 42
+    assert len(got.instructions) == 3
+    assert got.cycles == tuple(i + 10 for i in got.instructions)
+    # one call before instrumentation, two warm calls, three counted: 6 setups, none counted
+    assert seen.count("setup collecting=False") == 6
+    assert seen.count("teardown collecting=False") == 6
+    assert seen.count("call collecting=True") == 3
+    assert counter.log[0] == "start" and counter.log[-1] == "stop"
+    assert counter.log.count("toggle") == 6 and not counter.collecting
+    assert [e for e in counter.log if e.startswith("dump")] == [
+        "dump t #1",
+        "dump t #2",
+        "dump t #3",
+    ]
+
+
+def test_count_calls_stops_instrumentation_when_the_call_raises() -> None:
+    counter = FakeCounter()
+    calls = iter([lambda: 1, lambda: 1, lambda: 1, lambda: 1 / 0])
+
+    with pytest.raises(ZeroDivisionError):
+        counts.count_calls(lambda: (next(calls), None), counter, lambda d: d, calls=3, label="t")
+    assert not counter.collecting and not counter.instrumented
+
+
+def _key(**changes: Any) -> dict[str, Any]:
+    base: dict[str, Any] = dict(
+        arch="x86_64",
+        valgrind="3.19.0",
+        cache="I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64",
+        simulated_cpu="numpy=X86_V3",
+        python="CPython 3.11.7",
+        libraries={"numpy": "2.4.6"},
+        threads=1,
+    )
+    base.update(changes)
+    return counts.counts_key(**base)
+
+
+def test_key_names_what_differs() -> None:
+    assert counts.key_difference(_key(), _key()) is None
+    assert "numpy 2.4.6, this run has 2.3.0" in str(
+        counts.key_difference(_key(), _key(libraries={"numpy": "2.3.0"}))
+    )
+    assert "torch (absent), this run has 2.13.0" in str(
+        counts.key_difference(_key(), _key(libraries={"numpy": "2.4.6", "torch": "2.13.0"}))
+    )
+    assert "threads 1, this run has 4" in str(counts.key_difference(_key(), _key(threads=4)))
+    assert "simulated_cpu" in str(counts.key_difference(_key(), _key(simulated_cpu="numpy=X86_V2")))
+    assert "no key" in str(counts.key_difference(None, _key()))
+
+
+def test_store_name_has_no_cpu_model() -> None:
+    assert counts.store_name("Linux", "x86_64", "3.19.0") == "counts-linux-x86_64-valgrind-3.19.0"
+
+
+BASE = [1_000_000, 1_000_120, 999_950, 1_000_040, 1_000_010, 1_000_060, 999_990]
+
+
+def test_unchanged_counts_are_unchanged() -> None:
+    cur = [v + 15 for v in BASE]
+    v = counts.judge_counts(BASE, cur, alpha_each=0.001)
+    assert v.status == UNCHANGED
+    assert v.effect == pytest.approx(counts.COUNTS_FLOOR)
+
+
+def test_five_percent_more_work_regresses() -> None:
+    cur = [int(v * 1.05) for v in BASE]
+    v = counts.judge_counts(BASE, cur, alpha_each=0.001)
+    assert v.status == REGRESSED
+    assert v.change_pct == pytest.approx(5.0, abs=0.01)
+    assert "minimum effect" in counts.counts_failure("t", v)
+
+
+def test_less_work_improves() -> None:
+    cur = [int(v * 0.9) for v in BASE]
+    assert counts.judge_counts(BASE, cur, alpha_each=0.001).status == IMPROVED
+
+
+def test_the_minimum_effect_follows_the_measured_spread() -> None:
+    noisy = [1_000_000, 1_020_000, 990_000, 1_010_000, 1_000_000, 1_005_000, 995_000]
+    cur = [int(v * 1.05) for v in noisy]
+    v = counts.judge_counts(noisy, cur, alpha_each=0.001)
+    spread = counts.relative_spread(noisy)
+    assert v.effect == pytest.approx(
+        counts.SPREAD_FACTOR * max(spread, counts.relative_spread(cur))
+    )
+    assert v.effect is not None and v.effect > 0.05
+    assert v.status == UNCHANGED  # +5% is inside what these counts can tell apart
+
+
+def test_a_shift_the_test_cannot_confirm_is_inconclusive() -> None:
+    cur = [int(v * 1.05) for v in BASE[:2]]
+    v = counts.judge_counts(BASE[:2], cur, alpha_each=0.001)
+    assert v.status == INCONCLUSIVE and "p=" in v.reason
+
+
+def test_no_baseline() -> None:
+    v = counts.judge_counts(None, BASE, alpha_each=0.01)
+    assert v.status == NO_BASELINE and v.current_median == pytest.approx(1_000_010)
+
+
+def test_counted_round_trips_through_json() -> None:
+    got = counts.Counted(instructions=(1, 2), cycles=(3, 4), events={"Ir": 2})
+    assert counts.Counted.from_json(got.as_json()) == got
