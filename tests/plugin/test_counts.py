@@ -100,7 +100,7 @@ def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_proces
     (project.path / "size.txt").write_text("3150", encoding="utf-8")  # +5% more work
     slower, doc = _run(project, "--perf-measure", "counts", "--perf-machine", "class-b")
     slower.assert_outcomes(failed=1)
-    slower.stdout.fnmatch_lines(["*estimated cycles per call * -> * (+*%, p=*) exceeds the*"])
+    slower.stdout.fnmatch_lines(["*instructions per call * -> * (+*%, p=*) exceeds the*"])
     (bench,) = doc["results"]
     assert bench["verdict"]["status"] == REGRESSED
     assert 3.0 < bench["verdict"]["change_pct"] < 6.0

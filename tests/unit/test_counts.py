@@ -169,8 +169,17 @@ def test_the_minimum_effect_follows_the_measured_spread() -> None:
     assert v.effect == pytest.approx(
         counts.SPREAD_FACTOR * max(spread, counts.relative_spread(cur))
     )
-    assert v.effect is not None and v.effect > 0.05
-    assert v.status == UNCHANGED  # +5% is inside what these counts can tell apart
+    assert v.effect is not None and v.effect > counts.MAX_EFFECT
+    # +5% is inside what these counts can tell apart: not "unchanged", but not judged
+    assert v.status == INCONCLUSIVE and "judge it by time" in v.reason
+
+
+def test_cycles_that_move_without_instructions_are_named() -> None:
+    v = counts.judge_counts(BASE, [v + 10 for v in BASE], alpha_each=0.001)
+    base_cycles = [1_500_000.0] * 5
+    note = counts.cycles_note(base_cycles, [1_650_000.0] * 5, v)
+    assert note is not None and "+10.00%" in note and "more cache misses" in note
+    assert counts.cycles_note(base_cycles, [1_501_000.0] * 5, v) is None
 
 
 def test_a_shift_the_test_cannot_confirm_is_inconclusive() -> None:

@@ -120,11 +120,11 @@ class Result:
         """What ``--perf-update`` stores for this benchmark (with counts: in the counts
         baselines, the counted calls and their key beside the estimated cycles)."""
         if self.counted is not None:
-            cycles = [float(v) for v in self.counted.cycles]
+            gating = [float(v) for v in self.counted.values()]
             return {
-                "samples": cycles,
-                "runs": [cycles],
-                "stats": summarize(cycles).as_dict(),
+                "samples": gating,
+                "runs": [gating],
+                "stats": summarize(gating).as_dict(),
                 "loops": 1,
                 "timer": self.sample.timer,
                 "dtype": self.dtype,

@@ -73,11 +73,11 @@ def format_count(value: float | None) -> str:
 
 
 def format_value(value: float, timer: str) -> str:
-    """A sample's value as its measure reads: a time, or estimated cycles (``1.51 Mcyc``) for
-    a counted sample (timer ``counts``)."""
+    """A sample's value as its measure reads: a time, or instructions (``1.51 M instr``) for a
+    counted sample (timer ``counts``)."""
     if timer == "counts":
         text = format_count(value)
-        return text if text == "-" else text + "cyc"
+        return text if text == "-" else text + " instr"
     return format_time(value)
 
 

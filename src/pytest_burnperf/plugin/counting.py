@@ -3,7 +3,7 @@ counted, the counted process started after collection (runs/counted.py), the cou
 that process, and the verdict from counts in the run that judges.
 
 Where a round process decides what to print is plugin/rounds.py; a counted process is a round
-process with ``--perf-count-dir``: it counts instead of timing and writes counts, not samples.
+process with ``--perf-worker-count-dir``: it counts instead of timing and writes counts, not samples.
 """
 
 from __future__ import annotations
@@ -85,8 +85,9 @@ def header_text(state: PerfState) -> str:
     run = c.run
     took = "" if run is None else f"; {len(run.counts)} counted in {clock(run.seconds)}"
     return (
-        f"counts: estimated cycles on callgrind's simulated CPU (valgrind {c.version}; L1 32 "
-        f"KiB, LL 8 MiB) in {rel(c.store(state).dir, state.rootpath)}; minimum effect "
+        f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}; "
+        "cycles estimated with L1 32 KiB, LL 8 MiB) in "
+        f"{rel(c.store(state).dir, state.rootpath)}; minimum effect "
         f"{100 * counts.COUNTS_FLOOR:g}% or {counts.SPREAD_FACTOR:g}x the counts' spread{took}"
     )
 
@@ -163,7 +164,7 @@ def count_pass(session: pytest.Session, state: PerfState, items: list[pytest.Ite
 
 
 #: The hidden option that tells a counted process how many calls to count.
-COUNT_CALLS = "--perf-count-calls"
+COUNT_CALLS = "--perf-worker-count-calls"
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def count_here(
     with device.threads(settings.threads), gc_off():
         got, first = counts.count_calls(synced, requests, read, calls=n, label=nodeid)
     state.worker_samples[nodeid] = {
-        "values": [float(c) for c in got.cycles],
+        "values": [float(c) for c in got.values()],
         "counts": got.as_json(),
         "key": {
             "simulated_cpu": simulated_cpu(device),
@@ -239,12 +240,21 @@ def simulated_cpu(device: Any) -> str:
 # the run that judges: the verdict from counts
 
 
-def judge(perf: Any, timed: Result | None) -> Result:
+def judge(
+    perf: Any,
+    timed: Result | None,
+    make_result: Callable[..., Result],
+    properties: Callable[[Result], list[tuple[str, object]]],
+) -> Result:
     """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
-    result under --perf-measure both), stored in the session's results; fails the test when
-    counts regressed (or, under --perf-strict, were not judged)."""
+    result under --perf-measure both), built by ``make_result`` and kept in the session's
+    results with its JUnit ``properties``; fails the test when counts regressed (or, under
+    --perf-strict, were not judged)."""
     __tracebackhide__ = True
-    from pytest_burnperf.plugin.fixture import make_result
+
+    def keep(result: Result) -> None:
+        state.results[node] = result
+        perf._item.user_properties.extend(properties(result))
 
     state: PerfState = perf._state
     c: Counting = state.counting
@@ -265,7 +275,7 @@ def judge(perf: Any, timed: Result | None) -> Result:
                 notes=(*timed.verdict.notes, f"counts: not counted ({why}); time judged"),
             ),
         )
-        _keep(perf, result)
+        keep(result)
         return result
     key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
     problem = None
@@ -285,16 +295,22 @@ def judge(perf: Any, timed: Result | None) -> Result:
     base_counts = None if entry is None else entry.get("counts")
     base_values = None
     if isinstance(base_counts, dict):
-        stored = base_counts.get("cycles" if counts.GATING == "cycles" else "instructions")
-        base_values = [float(v) for v in stored or []]
+        base_values = [float(v) for v in base_counts.get(counts.GATING) or []]
     if entry is not None and base_values is None:
         verdict = not_comparable(values, [], "the stored baseline holds no counts")
-    elif entry is not None and (diff := counts.key_difference(base_counts.get("key"), key)):
+    elif entry is not None and (diff := counts.key_difference((base_counts or {}).get("key"), key)):
         verdict = not_comparable(
             values, base_values or [], f"{diff}; record counts again with --perf-update"
         )
     else:
         verdict = counts.judge_counts(base_values, values, alpha_each=policy.alpha_each)
+        cycles = counts.cycles_note(
+            [float(v) for v in (base_counts or {}).get("cycles") or []],
+            [float(v) for v in got.cycles],
+            verdict,
+        )
+        if cycles:
+            verdict = replace(verdict, notes=(*verdict.notes, cycles))
     verdict = replace(verdict, notes=(*verdict.notes, *_notes(verdict, timed)))
     sample = Sample(
         values=tuple(values),
@@ -316,7 +332,7 @@ def judge(perf: Any, timed: Result | None) -> Result:
         counts_key=key,
         time=timed,
     )
-    _keep(perf, result)
+    keep(result)
     if state.update:
         return result
     if verdict.status == REGRESSED:
@@ -327,13 +343,6 @@ def judge(perf: Any, timed: Result | None) -> Result:
             pytrace=False,
         )
     return result
-
-
-def _keep(perf: Any, result: Result) -> None:
-    from pytest_burnperf.plugin.fixture import junit_properties
-
-    perf._state.results[perf._item.nodeid] = result
-    perf._item.user_properties.extend(junit_properties(result))
 
 
 def _notes(verdict: Verdict, timed: Result | None) -> list[str]:

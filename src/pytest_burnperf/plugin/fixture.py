@@ -295,7 +295,7 @@ class Perf:
             self.device.sync()
             if after is not None:
                 after()
-            counting.judge(self, None)
+            counting.judge(self, None, make_result, junit_properties)
             return result
         return _TIMED
 
@@ -508,7 +508,7 @@ class Perf:
             probe=None if evidence.probe is None else dict(evidence.probe),
         )
         if counting.by_counts(state, self.device.kind):  # --perf-measure both: counts judge
-            counting.judge(self, result)
+            counting.judge(self, result, make_result, junit_properties)
             return
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))

@@ -424,10 +424,10 @@ def add_options(parser: pytest.Parser) -> None:
         "--perf-worker-serve", dest="perf_worker_serve", default=None, help=argparse.SUPPRESS
     )
     group.addoption(  # a counted process (runs/counted.py): the directory of its dumps ...
-        "--perf-count-dir", dest="perf_count_dir", default=None, help=argparse.SUPPRESS
+        "--perf-worker-count-dir", dest="perf_count_dir", default=None, help=argparse.SUPPRESS
     )
     group.addoption(  # ... and how many calls of each benchmark it counts
-        "--perf-count-calls",
+        "--perf-worker-count-calls",
         dest="perf_count_calls",
         type=int,
         default=None,

@@ -27,7 +27,7 @@ from pytest_burnperf.runs.rounds import run_process
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
-COUNT_OPTION = "--perf-count-dir"
+COUNT_OPTION = "--perf-worker-count-dir"
 #: What a counted process's environment pins: hash seeds (dict and set order, hence the
 #: interpreter's work, the same in every run) and OpenMP's waiting (a spinning thread's
 #: instructions depend on how valgrind schedules threads; a sleeping one's do not).

@@ -167,10 +167,10 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
     counts = f.opt_obj(e.get("counts"), f"{where}.counts")
     if counts is not None:  # a counts baseline (core/counts.py): counted calls and their key
         for name in ("instructions", "cycles"):
-            values = counts.get(name)
-            if not isinstance(values, list) or not values:
+            listed = counts.get(name)
+            if not isinstance(listed, list) or not listed:
                 f.fail(f"{where}.counts.{name}", "must be a non-empty list of counts")
-            for i, v in enumerate(values):
+            for i, v in enumerate(listed):
                 f.integer(v, f"{where}.counts.{name}[{i}]")
         for name in ("key", "events"):
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
