@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -65,6 +66,21 @@ MIN_CALLS = 5
 MAX_CALLS = 12
 #: Instrumented calls before the counted ones (they fill the simulated caches).
 WARM_CALLS = 2
+#: A benchmark whose first call takes longer than this under valgrind (before anything is
+#: instrumented) is not counted but timed: BLAS- and FMA-dense kernels run about 1000 times
+#: slower there than on the CPU (valgrind emulates each fused multiply-add), so counting such
+#: a call a dozen times would take minutes.
+COUNT_LIMIT_S = 1.0
+
+
+class TooSlow(Exception):
+    """The first call took ``seconds`` under valgrind: over :data:`COUNT_LIMIT_S`."""
+
+    def __init__(self, seconds: float, result: object = None) -> None:
+        super().__init__(f"one call took {seconds:.1f} s under valgrind")
+        self.seconds = seconds
+        #: What that call returned (the test still gets it).
+        self.result = result
 
 
 def estimated_cycles(events: Mapping[str, int]) -> int:
@@ -128,9 +144,12 @@ def count_calls(
     calls: int,
     label: str,
     warm: int = WARM_CALLS,
+    limit_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[Counted, object]:
     """Count ``calls`` calls (after one uninstrumented and ``warm`` instrumented ones) and
-    return their counts and the first call's result. ``make_call()`` gives each call and what
+    return their counts and the first call's result (:class:`TooSlow` where that first call
+    took longer than ``limit_s``, before anything was instrumented). ``make_call()`` gives each call and what
     runs after it (a pedantic teardown), both prepared and run outside the counted span: only
     the call itself is collected, its counts dumped and read with ``read``."""
 
@@ -148,7 +167,11 @@ def count_calls(
             after()
         return out
 
+    t0 = clock()
     first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
+    took = clock() - t0
+    if limit_s is not None and took > limit_s:
+        raise TooSlow(took, first)
     per_call: list[Mapping[str, int]] = []
     counter.start()
     try:
@@ -355,15 +378,23 @@ def counts_change(v: Verdict) -> str:
     return "-" if v.ratio is None else f"{100 * (v.ratio - 1):+.2f}%"
 
 
-def counts_failure(test_id: str, verdict: Verdict, metric: str = GATING) -> str:
-    """The one line a person reads when a benchmark's counts regressed."""
+def counts_failure(
+    test_id: str,
+    verdict: Verdict,
+    metric: str = GATING,
+    labels: tuple[str, str] | None = None,
+) -> str:
+    """The one line a person reads when a benchmark's counts regressed; ``labels`` name the
+    sides of a same-session comparison (reference, current)."""
     assert verdict.ratio is not None
     effect = verdict.effect if verdict.effect is not None else COUNTS_FLOOR
     p = verdict.p_slower if verdict.p_slower is not None else math.nan
     what = "estimated cycles" if metric == "cycles" else "instructions"
+    before, after = (f"{labels[0]} ", f"{labels[1]} ") if labels else ("", "")
     return (
-        f"{test_id}: {what} per call {format_count(verdict.baseline_median)} -> "
-        f"{format_count(verdict.current_median)} ({100 * (verdict.ratio - 1):+.2f}%, p={p:.2g}, "
+        f"{test_id}: {what} per call {before}{format_count(verdict.baseline_median)} -> "
+        f"{after}{format_count(verdict.current_median)} ({100 * (verdict.ratio - 1):+.2f}%, "
+        f"p={p:.2g}, "
         f"n={verdict.n_baseline}/{verdict.n_current} counted calls) exceeds the "
         f"{100 * effect:.2g}% minimum effect of counts"
     )

@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -48,7 +48,20 @@ class Counting:
     version: str
     measure: str
     run: counted.CountedRun | None = None
+    #: A same-session comparison: each environment's counted process, by label.
+    sides: dict[str, counted.CountedRun] = field(default_factory=dict)
     _store: BaselineStore | None = None
+
+    def runs(self) -> list[counted.CountedRun]:
+        return [r for r in (self.run, *self.sides.values()) if r is not None]
+
+    def too_slow(self, nodeid: str) -> float | None:
+        """Seconds the benchmark's first call took under valgrind where that was too long to
+        count it (it is timed instead), else None."""
+        for r in self.runs():
+            if nodeid in r.too_slow:
+                return r.too_slow[nodeid]
+        return None
 
     def store(self, state: PerfState) -> BaselineStore:
         """The counts baselines: one folder per OS, architecture and valgrind version."""
@@ -72,35 +85,63 @@ class Counting:
 def start_text(state: PerfState) -> str:
     """The run's first lines: what counts and where their baselines are."""
     c: Counting = state.counting
-    where = rel(c.store(state).dir, state.rootpath)
+    where = (
+        f"counts baselines {rel(c.store(state).dir, state.rootpath)}"
+        if state.plan is None
+        else "every environment counted in this run"
+    )
     return (
-        f"CPU benchmarks counted under callgrind (valgrind {c.version}), counts baselines "
-        f"{where}, size {state.size}"
+        f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, "
+        f"size {state.size}"
     )
 
 
 def header_text(state: PerfState) -> str:
     """The summary's line about counts: the measure that gates, the model, what it took."""
     c: Counting = state.counting
-    run = c.run
-    took = "" if run is None else f"; {len(run.counts)} counted in {clock(run.seconds)}"
+    runs = c.runs()
+    took = (
+        f"; {sum(len(r.counts) for r in runs)} counted in "
+        f"{clock(sum(r.seconds for r in runs))}"
+        if runs
+        else ""
+    )
+    where = (
+        f"in {rel(c.store(state).dir, state.rootpath)}"
+        if state.plan is None
+        else "of both environments"
+    )
     return (
         f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}; "
-        "cycles estimated with L1 32 KiB, LL 8 MiB) in "
-        f"{rel(c.store(state).dir, state.rootpath)}; minimum effect "
+        f"cycles estimated with L1 32 KiB, LL 8 MiB) {where}; minimum effect "
         f"{100 * counts.COUNTS_FLOOR:g}% or {counts.SPREAD_FACTOR:g}x the counts' spread{took}"
     )
 
 
-def by_counts(state: PerfState, kind: str) -> bool:
-    """Whether counts judge a benchmark on a device of ``kind`` in this run (a CPU benchmark
-    under --perf-measure counts or both)."""
-    return state.counting is not None and kind == "cpu"
+def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
+    """Whether counts judge a benchmark on a device of ``kind`` in this run: a CPU benchmark
+    under --perf-measure counts or both, unless (``nodeid``) it was too slow to count."""
+    if state.counting is None or kind != "cpu":
+        return False
+    return nodeid is None or state.counting.too_slow(nodeid) is None
 
 
-def counts_only(state: PerfState, kind: str) -> bool:
+def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     """Whether the clock does not run at all for such a benchmark (--perf-measure counts)."""
-    return by_counts(state, kind) and state.counting.measure == "counts"
+    return by_counts(state, kind, nodeid) and state.counting.measure == "counts"
+
+
+def fallback_note(state: PerfState, nodeid: str) -> str | None:
+    """Why a CPU benchmark of a counting run was timed instead, or None."""
+    if state.counting is None:
+        return None
+    seconds = state.counting.too_slow(nodeid)
+    if seconds is None:
+        return None
+    return (
+        f"not counted: one call took {seconds:.1f} s under valgrind (over "
+        f"{counts.COUNT_LIMIT_S:g} s; FMA-dense kernels run ~1000x slower there); judged by time"
+    )
 
 
 def calls(state: PerfState, settings: Any) -> int:
@@ -115,8 +156,15 @@ def calls(state: PerfState, settings: Any) -> int:
 # the run that judges: the counted process, after collection
 
 
-def count_pass(session: pytest.Session, state: PerfState, items: list[pytest.Item]) -> None:
-    """Count every CPU benchmark among ``items`` in one process under callgrind."""
+def count_pass(
+    session: pytest.Session,
+    state: PerfState,
+    items: list[pytest.Item],
+    sides: list[Any] | None = None,
+) -> None:
+    """Count every CPU benchmark among ``items`` in one process under callgrind; in a
+    same-session comparison (``sides``: the scheduler's environments), one per environment,
+    one after the other (counts need no interleaving: the host cannot move them)."""
     if state.counting is None or session.config.option.collectonly:
         return
     wanted = [
@@ -134,33 +182,41 @@ def count_pass(session: pytest.Session, state: PerfState, items: list[pytest.Ite
         if tr is not None:
             tr.write_line(line)
 
-    t0 = time.monotonic()
-    write(
-        f"burnperf: counting {len(wanted)} CPU benchmark(s) in one process under callgrind "
-        f"(valgrind {state.counting.version}) ..."
-    )
-
-    def say(done: int) -> None:
-        write(
-            f"burnperf: counted {done}/{len(wanted)} ({clock(time.monotonic() - t0)} elapsed) ..."
-        )
-
     settings = state.base.merged(state.cmdline)
     args = [*worker_args(state.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
-    got = counted.run(
-        valgrind=state.counting.valgrind,
-        python=sys.executable,
-        args=args,
-        wanted=wanted,
-        cwd=session.config.invocation_params.dir,
-        say=say,
-    )
-    state.counting.run = got
-    state.messages.extend(got.problems)
-    write(
-        f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s) under callgrind in "
-        f"{clock(got.seconds)}"
-    )
+    for side in sides or [None]:
+        where = "" if side is None else f" in {side.label}"
+        t0 = time.monotonic()
+        write(
+            f"burnperf: counting {len(wanted)} CPU benchmark(s){where} in one process under "
+            f"callgrind (valgrind {state.counting.version}) ..."
+        )
+
+        def say(done: int, t0: float = t0, where: str = where) -> None:
+            write(
+                f"burnperf: counted {done}/{len(wanted)}{where} "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+
+        got = counted.run(
+            valgrind=state.counting.valgrind,
+            python=sys.executable if side is None else side.python,
+            args=args,
+            wanted=wanted,
+            cwd=session.config.invocation_params.dir,
+            say=say,
+            env=None if side is None else side.environ,
+        )
+        if side is None:
+            state.counting.run = got
+        else:
+            state.counting.sides[side.label] = got
+        state.messages.extend(f"{side.label}: {p}" if side else p for p in got.problems)
+        slow = f"; {len(got.too_slow)} too slow to count, timed instead" if got.too_slow else ""
+        write(
+            f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s){where} under "
+            f"callgrind in {clock(got.seconds)}{slow}"
+        )
 
 
 #: The hidden option that tells a counted process how many calls to count.
@@ -213,7 +269,13 @@ def count_here(
 
     n = state.count_calls or calls(state, settings)
     with device.threads(settings.threads), gc_off():
-        got, first = counts.count_calls(synced, requests, read, calls=n, label=nodeid)
+        try:
+            got, first = counts.count_calls(
+                synced, requests, read, calls=n, label=nodeid, limit_s=counts.COUNT_LIMIT_S
+            )
+        except counts.TooSlow as exc:
+            state.worker_samples[nodeid] = {"too_slow": exc.seconds}
+            return exc.result
     state.worker_samples[nodeid] = {
         "values": [float(c) for c in got.values()],
         "counts": got.as_json(),
@@ -368,3 +430,73 @@ def _notes(verdict: Verdict, timed: Result | None) -> list[str]:
         ]
     why = "the host cannot disturb them" if t.status != INCONCLUSIVE else f"time: {t.reason}"
     return [f"judged by counts ({why}); {time_text}"]
+
+
+def judge_pair(
+    perf: Any,
+    timed: Result | None,
+    make_result: Callable[..., Result],
+    properties: Callable[[Result], list[tuple[str, object]]],
+) -> Result:
+    """The counts verdict of a same-session comparison (the ComparePerf fixture): the
+    candidate environment's counts against the reference's, both counted in this run."""
+    __tracebackhide__ = True
+    state: PerfState = perf._state
+    plan = state.plan
+    assert plan is not None
+    c: Counting = state.counting
+    node = perf._item.nodeid
+    ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
+    ref = None if ref_run is None else ref_run.counts.get(node)
+    cur = None if cur_run is None else cur_run.counts.get(node)
+    if ref is None or cur is None:
+        why = "; ".join(
+            f"{label}: {r.missing.get(node) or 'not counted'}"
+            for label, r in ((plan.reference, ref_run), (plan.candidate, cur_run))
+            if r is not None and node not in r.counts
+        )
+        pytest.fail(f"{node}: counts not compared with {plan.reference}: {why}", pytrace=False)
+    s = perf.settings
+    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+    base = [float(v) for v in ref.values()]
+    values = [float(v) for v in cur.values()]
+    verdict = counts.judge_counts(base, values, alpha_each=policy.alpha_each)
+    cycles = counts.cycles_note(
+        [float(v) for v in ref.cycles], [float(v) for v in cur.cycles], verdict
+    )
+    notes = [*([cycles] if cycles else []), *_notes(verdict, timed)]
+    verdict = replace(verdict, notes=(*verdict.notes, *notes))
+    result = make_result(
+        perf,
+        fingerprint=escape_strings(perf.device.fingerprint()),
+        sample=Sample(
+            values=tuple(values),
+            loops=1,
+            warmup_calls=1 + counts.WARM_CALLS,
+            timer=counts.COUNTS_TIMER,
+        ),
+        verdict=verdict,
+        runs=[values],
+        baseline_runs=(tuple(base),),
+        host=() if timed is None else timed.host,
+        versions=() if timed is None else timed.versions,
+        reference=plan.reference,
+        candidate=plan.candidate,
+        measure="counts",
+        counted=cur,
+        counts_key={**c.key_base(), **(cur_run.keys.get(node, {}) if cur_run else {})},
+        time=timed,
+    )
+    state.results[node] = result
+    perf._item.user_properties.extend(properties(result))
+    if verdict.status == REGRESSED:
+        pytest.fail(
+            counts.counts_failure(perf._key, verdict, labels=(plan.reference, plan.candidate)),
+            pytrace=False,
+        )
+    if state.strict and verdict.status == INCONCLUSIVE:
+        pytest.fail(
+            f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
+            pytrace=False,
+        )
+    return result

@@ -289,7 +289,7 @@ class Perf:
             return counting.count_here(
                 state, self._item.nodeid, self.device, self.settings, make_call
             )
-        if counting.counts_only(state, self.device.kind):
+        if counting.counts_only(state, self.device.kind, self._item.nodeid):
             call, after = make_call()
             result = call()
             self.device.sync()
@@ -507,9 +507,13 @@ class Perf:
             host=tuple(evidence.windows),
             probe=None if evidence.probe is None else dict(evidence.probe),
         )
-        if counting.by_counts(state, self.device.kind):  # --perf-measure both: counts judge
+        if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
             counting.judge(self, result, make_result, junit_properties)
             return
+        fallback = counting.fallback_note(state, node)
+        if fallback is not None:  # too slow to count: the clock judges it
+            verdict = replace(verdict, notes=(*verdict.notes, fallback))
+            result = replace(result, verdict=verdict)
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if state.update:
@@ -568,6 +572,9 @@ class ComparePerf(SmokePerf):
         plan, got = state.plan, state.measured
         assert plan is not None
         node = self._item.nodeid
+        if counting.counts_only(state, self.device.kind, node):
+            counting.judge_pair(self, None, make_result, junit_properties)
+            return
         ref = [] if got is None else got.of(plan.reference, node)
         cur = [] if got is None else got.of(plan.candidate, node)
         if not ref or not cur:
@@ -627,6 +634,13 @@ class ComparePerf(SmokePerf):
             reference=plan.reference,
             candidate=plan.candidate,
         )
+        if counting.by_counts(state, self.device.kind, node):  # --perf-measure both
+            counting.judge_pair(self, result, make_result, junit_properties)
+            return
+        fallback = counting.fallback_note(state, node)
+        if fallback is not None:
+            result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
+            verdict = result.verdict
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if verdict.status == REGRESSED:

@@ -150,20 +150,31 @@ def run_same_session(
         return needs_more_rounds(ref, cur, policy)
 
     sides = [side_of(label, envs[label]) for label in plan.refs]
-    state.measured = scheduler.run(
-        sides,
-        scheduler.Schedule(
-            fixed=state.rounds,
-            most=state.max_rounds,
-            start="turns" if alternate else "fresh",
-            budget_s=state.round_budget,
-        ),
-        args=worker_args(state.invocation),
-        cwd=config.invocation_params.dir,
-        wanted=[item.nodeid for item in items],
-        more=more,
-        write=write,
-    )
+    counting.count_pass(session, state, items, sides)
+    items = [  # --perf-measure counts: the clock does not run for what was counted
+        item
+        for item in items
+        if (case := case_of(item)) is None
+        or case.entry is None
+        or not counting.counts_only(state, case.entry.kind, item.nodeid)
+    ]
+    if not items:  # everything was counted: no rounds to time
+        state.measured = Measured()
+    else:
+        state.measured = scheduler.run(
+            sides,
+            scheduler.Schedule(
+                fixed=state.rounds,
+                most=state.max_rounds,
+                start="turns" if alternate else "fresh",
+                budget_s=state.round_budget,
+            ),
+            args=worker_args(state.invocation),
+            cwd=config.invocation_params.dir,
+            wanted=[item.nodeid for item in items],
+            more=more,
+            write=write,
+        )
     state.measured.envs = dict(envs)
     if state.measured.budget_stopped:
         state.messages.append(
@@ -318,7 +329,7 @@ def rounds_after_collection(session: pytest.Session) -> None:
         for item in runnable
         if (case := case_of(item)) is None
         or case.entry is None
-        or not counting.counts_only(state, case.entry.kind)
+        or not counting.counts_only(state, case.entry.kind, item.nodeid)
     ]
     if state.max_rounds > 1 and timed and not session.config.option.collectonly:
         run_rounds(

@@ -42,6 +42,9 @@ class CountedRun:
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: node id -> why it has no counts (the process failed, the test failed in it, ...).
     missing: dict[str, str] = field(default_factory=dict)
+    #: node id -> seconds its first call took under valgrind, where that was too long to count
+    #: (core/counts.COUNT_LIMIT_S): such a benchmark is timed instead.
+    too_slow: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -53,17 +56,24 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def read_counts(path: Path) -> tuple[dict[str, Counted], dict[str, dict[str, Any]]]:
-    """The counts and keys a counted process wrote: ``{nodeid: {"counts": ..., "key": ...}}``,
-    each field checked (``FileFormatError`` names a bad one)."""
+def read_counts(
+    path: Path,
+) -> tuple[dict[str, Counted], dict[str, dict[str, Any]], dict[str, float]]:
+    """The counts and keys a counted process wrote (``{nodeid: {"counts": ..., "key": ...}}``)
+    and the benchmarks too slow to count (``{nodeid: {"too_slow": seconds}}``), each field
+    checked (``FileFormatError`` names a bad one)."""
     doc = read_json(path)
     f = Fields(path)
     records = f.obj(doc, "document")
     counts: dict[str, Counted] = {}
     keys: dict[str, dict[str, Any]] = {}
+    slow: dict[str, float] = {}
     for nodeid, rec in records.items():
         where = f"[{json.dumps(nodeid)}]"
         f.obj(rec, where)
+        if "too_slow" in rec:
+            slow[nodeid] = f.number(rec["too_slow"], f"{where}.too_slow", low=0.0, high=1e6)
+            continue
         c = f.obj(rec.get("counts"), f"{where}.counts")
         for name in ("instructions", "cycles"):
             values = c.get(name)
@@ -73,7 +83,7 @@ def read_counts(path: Path) -> tuple[dict[str, Counted], dict[str, dict[str, Any
                 f.integer(v, f"{where}.counts.{name}[]")
         counts[nodeid] = Counted.from_json(c)
         keys[nodeid] = f.plain(f.obj(rec.get("key"), f"{where}.key"), f"{where}.key")
-    return counts, keys
+    return counts, keys, slow
 
 
 def run(
@@ -119,14 +129,14 @@ def run(
             got.missing = {n: why for n in wanted}
             return got
         try:
-            got.counts, got.keys = read_counts(out)
+            got.counts, got.keys, got.too_slow = read_counts(out)
         except FileFormatError as exc:
             why = f"the counted process wrote a bad counts file ({exc})"
             got.problems.append(why)
             got.missing = {n: why for n in wanted}
             return got
         for n in wanted:
-            if n not in got.counts:
+            if n not in got.counts and n not in got.too_slow:
                 got.missing[n] = "not counted: it failed or was skipped in the counted process" + (
                     f" (exit {code})" if code not in (0, 1) else ""
                 )
