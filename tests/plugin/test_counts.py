@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from pytest_burnperf.host import callgrind
 from pytest_burnperf.plugin.counting import _notes
 
 from .._devices import required
+from ._helpers import git
 
 # A pure-Python loop: its counts grow with N and with nothing else.
 BENCH = """
@@ -168,3 +170,99 @@ def test_notes_say_where_the_measures_disagree() -> None:
     untimed = _FakeResult(Verdict("no-baseline", 1.0, reason="no baseline recorded"))
     (note,) = _notes(_result(UNCHANGED, 1.0), untimed)  # type: ignore[arg-type]
     assert note == "judged by counts; time no-baseline (no baseline recorded)"
+
+
+LOOP_PACKAGE = """
+N = {n}
+
+
+def work():
+    s = 0
+    for i in range(N):
+        s += i * i
+    return s
+"""
+
+LOOP_BENCH = """
+import pytest
+import looppkg
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_pkg_loop(perf):
+    assert perf(looppkg.work) > 0
+"""
+
+
+@pytest.fixture
+def loop_repo(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A package whose work grows 5% between two commits (base, slower); HEAD at slower."""
+    _need_valgrind()
+    from .test_same_session import PYPROJECT
+
+    root = pytester.path
+    (root / "pyproject.toml").write_text(PYPROJECT.replace("spinpkg", "looppkg"))
+    (root / "src" / "looppkg").mkdir(parents=True)
+    (root / "src" / "looppkg" / "__init__.py").write_text(LOOP_PACKAGE.format(n=3000))
+    (root / "test_counted_pkg.py").write_text(LOOP_BENCH)
+    (root / ".gitignore").write_text("__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "tag", "base")
+    (root / "src" / "looppkg" / "__init__.py").write_text(LOOP_PACKAGE.format(n=3150))
+    git(root, "commit", "-q", "-am", "slower")
+    monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    monkeypatch.syspath_prepend(str(root / "src"))
+    return root
+
+
+def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_repo: Path) -> None:
+    result = pytester.runpytest(
+        "--perf",
+        "--perf-against",
+        "base",
+        "--perf-measure",
+        "counts",
+        "--perf-json",
+        "out.json",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "counting 1 CPU benchmark(s) in base in one process under callgrind" in out
+    assert "counting 1 CPU benchmark(s) in current in one process" in out
+    assert "round 1/" not in out  # counts only: nothing is timed
+    result.stdout.fnmatch_lines(["*instructions per call base * -> current * (+*%*"])
+    res = json.loads((loop_repo / "out.json").read_text())["results"][0]
+    assert res["measure"] == "counts" and res["verdict"]["status"] == REGRESSED
+    assert 4.0 < res["verdict"]["change_pct"] < 6.0
+    assert res["baseline"]["reference"] == "base"
+
+
+HEAVY = """
+import numpy as np
+import pytest
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_heavy_matmul(perf):
+    a = np.random.default_rng(0).random((400, 400))
+    perf(np.matmul, a, a)
+"""
+
+
+def test_a_benchmark_too_slow_to_count_is_timed_and_says_so(pytester: pytest.Pytester) -> None:
+    _need_valgrind()
+    pytester.makepyfile(test_counted_heavy=HEAVY)
+    result, doc = _run(pytester, "--perf-measure", "counts", "--perf-quick")
+    result.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "time" and bench["timer"] == "host"
+    (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
+    assert "under valgrind" in note and "judged by time" in note
+    assert "too slow to count, timed instead" in result.stdout.str()

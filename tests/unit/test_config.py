@@ -31,6 +31,7 @@ GOOD_BAD = {
     "round_budget": ("120", "-5"),
     "round_start": ('"fork"', '"spawn"'),
     "threads": ("2", "-1"),
+    "measure": ('"counts"', '"cycles"'),
     "size": ('"tiny"', '"huge"'),
     "columns": ('["median", "change"]', '["speed"]'),
     "sort": ('"change"', '"speed"'),

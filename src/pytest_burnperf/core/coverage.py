@@ -43,12 +43,14 @@ CI_MIN_JUDGED = 0.9
 
 #: Why a benchmark was not judged, in the order the summary lists them.
 NO_REFERENCE = "no reference"
+NO_COUNTS = "no counts baseline"
 OTHER_MACHINE = "another machine"
 HOST = "host busy"
 NOISE = "noise"
-WHY_ORDER = (NO_REFERENCE, OTHER_MACHINE, HOST, NOISE)
+WHY_ORDER = (NO_REFERENCE, NO_COUNTS, OTHER_MACHINE, HOST, NOISE)
 _WHY_TEXT = {
     NO_REFERENCE: "no baseline for this hardware class and no same-session reference",
+    NO_COUNTS: "no counts baseline recorded",
     OTHER_MACHINE: "their baselines come from another machine or device",
     HOST: "the host was busy while they ran",
     NOISE: "the change lies inside their noise floor or needs more samples",
@@ -58,7 +60,7 @@ _WHY_TEXT = {
 def why(status: str, reason: str) -> str | None:
     """The group of an abstention (None for a verdict)."""
     if status == NO_BASELINE:
-        return NO_REFERENCE
+        return NO_COUNTS if "counts" in reason else NO_REFERENCE
     if status == INCOMPARABLE:
         return OTHER_MACHINE
     if status == INCONCLUSIVE:
@@ -160,6 +162,11 @@ def advice(
         head = f"{len(names)} not judged, {_WHY_TEXT[w]}"
         if w == NO_REFERENCE and auto_problem:
             out.append(f"{head}: {auto_problem}")
+        elif w == NO_COUNTS:
+            out.append(
+                f"{head}: record them with `pytest --perf --perf-update {command}`".rstrip()
+                + " (counts baselines judge on any x86-64 Linux machine with this valgrind)"
+            )
         elif w in (NO_REFERENCE, OTHER_MACHINE):
             where = f" ({hardware_class})" if hardware_class else ""
             out.append(
