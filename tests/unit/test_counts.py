@@ -135,7 +135,14 @@ def test_key_names_what_differs() -> None:
 
 
 def test_store_name_has_no_cpu_model() -> None:
-    assert counts.store_name("Linux", "x86_64", "3.19.0") == "counts-linux-x86_64-valgrind-3.19.0"
+    assert counts.store_name("Linux", "x86_64") == "counts-linux-x86_64"
+
+
+def test_another_valgrind_is_noted_not_refused() -> None:
+    assert counts.key_difference(_key(), _key(valgrind="3.22.0")) is None
+    (note,) = counts.key_notes(_key(), _key(valgrind="3.22.0"))
+    assert "valgrind 3.19.0, this run has 3.22.0" in note
+    assert counts.key_notes(_key(), _key()) == []
 
 
 BASE = [1_000_000, 1_000_120, 999_950, 1_000_040, 1_000_010, 1_000_060, 999_990]

@@ -196,8 +196,12 @@ def count_calls(
 # the key: what decides counts
 
 
-#: Key fields, in the order a difference is named.
-KEY_FIELDS = ("arch", "valgrind", "cache", "simulated_cpu", "python", "libraries", "threads")
+#: Key fields, in the order a difference is named: what decides which instructions run.
+KEY_FIELDS = ("arch", "cache", "simulated_cpu", "python", "libraries", "threads")
+#: Recorded and named where they differ, but no reason to refuse: another valgrind presents
+#: the same simulated CPU (``simulated_cpu`` says where it does not) and counts the same
+#: instructions of the same code.
+NOTED_FIELDS = ("valgrind",)
 
 
 def counts_key(
@@ -244,10 +248,22 @@ def key_difference(stored: Mapping[str, Any] | None, current: Mapping[str, Any])
     return None
 
 
-def store_name(system: str, arch: str, valgrind: str) -> str:
-    """The baselines folder of counts: ``counts-linux-x86_64-valgrind-3.19.0``. Not the host's
-    CPU model: counts baselines travel between runners that drew different CPUs."""
-    return f"counts-{system.lower()}-{arch.lower()}-valgrind-{valgrind}"
+def key_notes(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
+    """Differences in the fields that are noted, not refused (another valgrind version)."""
+    if stored is None:
+        return []
+    return [
+        f"counts baseline recorded with {name} {stored.get(name)}, this run has {current.get(name)}"
+        for name in NOTED_FIELDS
+        if stored.get(name) != current.get(name)
+    ]
+
+
+def store_name(system: str, arch: str) -> str:
+    """The baselines folder of counts: ``counts-linux-x86_64``. Not the host's CPU model nor
+    the valgrind version: counts baselines travel between runners that drew different CPUs and
+    images (each entry's key says what must match)."""
+    return f"counts-{system.lower()}-{arch.lower()}"
 
 
 # --------------------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ class Counting:
         if self._store is None:
             from pytest_burnperf.core.settings import DEFAULT_SIZE
 
-            name = counts.store_name(platform.system(), platform.machine(), self.version)
+            name = counts.store_name(platform.system(), platform.machine())
             if state.size != DEFAULT_SIZE:
                 name = f"{name}-{state.size}"
             self._store = BaselineStore(state.baselines_root, name)
@@ -91,8 +91,7 @@ def start_text(state: PerfState) -> str:
         else "every environment counted in this run"
     )
     return (
-        f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, "
-        f"size {state.size}"
+        f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, size {state.size}"
     )
 
 
@@ -101,8 +100,7 @@ def header_text(state: PerfState) -> str:
     c: Counting = state.counting
     runs = c.runs()
     took = (
-        f"; {sum(len(r.counts) for r in runs)} counted in "
-        f"{clock(sum(r.seconds for r in runs))}"
+        f"; {sum(len(r.counts) for r in runs)} counted in {clock(sum(r.seconds for r in runs))}"
         if runs
         else ""
     )
@@ -371,8 +369,8 @@ def judge(
             [float(v) for v in got.cycles],
             verdict,
         )
-        if cycles:
-            verdict = replace(verdict, notes=(*verdict.notes, cycles))
+        noted = counts.key_notes((base_counts or {}).get("key"), key)
+        verdict = replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
     verdict = replace(verdict, notes=(*verdict.notes, *_notes(verdict, timed)))
     sample = Sample(
         values=tuple(values),
