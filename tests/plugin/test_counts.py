@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pytest_burnperf.core.verdict import INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
@@ -98,6 +99,13 @@ def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_proces
     assert bench["measure"] == "counts" and bench["verdict"]["status"] == UNCHANGED
     assert abs(bench["verdict"]["change_pct"]) < 0.5
     assert bench["counts"]["instructions"] and bench["timer"] == "counts"
+    schemas = Path(__file__).resolve().parents[2] / "schemas"
+    for name, document in (
+        ("results-v1.schema.json", doc),
+        ("baselines-v1.schema.json", json.loads(files[0].read_text())),
+    ):
+        schema = json.loads((schemas / name).read_text())
+        jsonschema.Draft202012Validator(schema).validate(document)
 
     (project.path / "size.txt").write_text("3150", encoding="utf-8")  # +5% more work
     slower, doc = _run(project, "--perf-measure", "counts", "--perf-machine", "class-b")
