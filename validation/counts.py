@@ -12,9 +12,12 @@ out: valgrind runs FMA-dense kernels about 1000 times slower than the CPU (docs/
 2. ``--sessions`` counted sessions, every other one beside ``validation.load`` (a bursty third
    of a core): in each, a rotating half of the workloads does 5% more work
    (``BURNPERF_VALIDATE_KNOBS``), the other half is unchanged;
-3. ``--timed`` timed sessions of the same benchmarks and knobs, for the wall time of each.
+3. ``--timed`` timed sessions of the same benchmarks and knobs, for the wall time of each;
+4. with ``--peers``, every session also runs the synthetic workloads under pytest-benchmark's
+   defaults (judged by ``--benchmark-compare-fail=median:5%`` against a saved run) and
+   ``asv continuous --factor 1.05`` (validation/asv_compare.py), same knobs, same background.
 
-``python -m validation.counts --sessions 20 --timed 2 --out docs/data/counts.json``
+``python -m validation.counts --sessions 20 --timed 2 --peers --out docs/data/counts.json``
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ def session(
                 "--perf",
                 "--perf-json",
                 str(out),
+                "test_counted_synthetic.py",
                 *args,
             ],
             cwd=work,
@@ -156,15 +160,61 @@ def session(
     }
 
 
+def bench(
+    work: Path, tag: str, knobs: dict[str, float], *, save: bool = False, loaded: bool = False
+) -> dict[str, Any]:
+    """One pytest-benchmark session of the synthetic workloads (its defaults)."""
+    out = work / f"bench-{tag}.json"
+    args = [
+        "-p",
+        "no:burnperf",
+        "-p",
+        "no:randomly",
+        "-q",
+        "test_synthetic_bench.py",
+        f"--benchmark-json={out}",
+        f"--benchmark-storage=file://{work / '.benchmarks'}",
+    ]
+    args += ["--benchmark-save=base"] if save else ["--benchmark-compare=0001"]
+    env = {**os.environ, "BURNPERF_VALIDATE_KNOBS": json.dumps(knobs)}
+    bg = load.start(seconds=3600) if loaded else None
+    t0 = time.monotonic()
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "pytest", *args],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        if bg is not None:
+            bg.kill()
+            bg.wait()
+    doc = json.loads(out.read_text())
+    medians = {b["params"]["workload"]: b["stats"]["median"] for b in doc["benchmarks"]}
+    return {"seconds": time.monotonic() - t0, "medians": medians}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--timed", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--peers", action="store_true", help="pytest-benchmark and asv beside")
     a = ap.parse_args(argv)
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     work = Path(tempfile.mkdtemp(prefix="burnperf-counts-validation-"))
     setup(work)
+    asv_run = None
+    base_bench: dict[str, Any] = {}
+    if a.peers:
+        from validation.run import start_asv
+
+        shutil.copy(HERE / "synthetic" / "test_synthetic_bench.py", work)
+        base_bench = bench(work, "base", {}, save=True)
+        asv_run = start_asv(work)
     one = {n: 1.0 for n in NAMES}
     t0 = time.monotonic()
     rec_counts = session(work, "record-counts", one, "--perf-measure", "counts", "--perf-update")
@@ -176,6 +226,17 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(a.sessions):
         knobs = {n: (PLANT if (i + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
         s = session(work, f"counts-{i}", knobs, "--perf-measure", "counts", loaded=i % 2 == 1)
+        if a.peers:
+            peers = {k: v for k, v in knobs.items() if k not in ("cache-gather", "threaded-blas")}
+            s["bench"] = bench(work, str(i), peers, loaded=i % 2 == 1)
+            bg = load.start(seconds=3600) if i % 2 == 1 else None
+            try:
+                assert asv_run is not None
+                s["asv"] = asv_run(f"s{i}", peers)
+            finally:
+                if bg is not None:
+                    bg.kill()
+                    bg.wait()
         sessions.append(s)
         print(f"session {i}: {s['seconds']:.0f} s exit {s['exit']}", file=sys.stderr, flush=True)
     timed = []
@@ -194,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     summary = analyse(sessions, timed)
+    if a.peers:
+        summary["peers"] = analyse_peers(sessions, base_bench)
     doc = {
         "command": "python -m validation.counts " + " ".join(argv or sys.argv[1:]),
         "started": started,
@@ -257,6 +320,45 @@ def analyse(sessions: list[dict[str, Any]], timed: list[dict[str, Any]]) -> dict
         "counts_loaded": tally(loaded),
         "timed": tally(timed),
     }
+
+
+def analyse_peers(sessions: list[dict[str, Any]], base: dict[str, Any]) -> dict[str, Any]:
+    """pytest-benchmark (median:5%) and asv (--factor 1.05) on the workloads they share."""
+    out: dict[str, Any] = {}
+    for tool in ("pytest-benchmark", "asv"):
+        for loaded in (False, True):
+            same = more = flagged = caught = failed = 0
+            walls = []
+            for s in sessions:
+                if s["loaded"] != loaded:
+                    continue
+                bad_session = False
+                for name, k in s["knobs"].items():
+                    if name in ("cache-gather", "threaded-blas"):
+                        continue
+                    if tool == "pytest-benchmark":
+                        cur, ref = s["bench"]["medians"].get(name), base["medians"].get(name)
+                        worse = cur is not None and ref is not None and cur > 1.05 * ref
+                    else:
+                        worse = s["asv"]["marks"].get(name) == "+"
+                    if k == 1.0:
+                        same += 1
+                        flagged += worse
+                        bad_session = bad_session or worse
+                    else:
+                        more += 1
+                        caught += worse
+                failed += bad_session
+                walls.append(
+                    s["bench"]["seconds"] if tool == "pytest-benchmark" else s["asv"]["wall"]
+                )
+            out[f"{tool} {'loaded' if loaded else 'quiet'}"] = {
+                "unchanged_flagged": cp(flagged, same),
+                "sessions_failed_on_unchanged": failed,
+                "plus5_caught": cp(caught, more),
+                "session_seconds_median": statistics.median(walls) if walls else None,
+            }
+    return out
 
 
 if __name__ == "__main__":
