@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     timed_record_s = time.monotonic() - t0
     sessions = []
     for i in range(a.sessions):
-        knobs = {n: (PLANT if (i + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
+        knobs = {n: (PLANT if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
         s = session(work, f"counts-{i}", knobs, "--perf-measure", "counts", loaded=i % 2 == 1)
         if a.peers:
             peers = {k: v for k, v in knobs.items() if k not in ("cache-gather", "threaded-blas")}
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"session {i}: {s['seconds']:.0f} s exit {s['exit']}", file=sys.stderr, flush=True)
     timed = []
     for i in range(a.timed):
-        knobs = {n: (PLANT if (i + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
+        knobs = {n: (PLANT if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
         timed.append(
             session(
                 work,

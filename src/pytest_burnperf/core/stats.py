@@ -83,17 +83,20 @@ def min_attainable_p(n: int, m: int) -> float:
     return math.exp(-log_arrangements)
 
 
-def mann_whitney_greater(x: Sequence[float], y: Sequence[float]) -> float:
+def mann_whitney_greater(x: Sequence[float], y: Sequence[float], exact: bool = False) -> float:
     """One-sided p-value that values in ``x`` tend to be larger than values in ``y``.
 
     Exact distribution for small samples without ties, normal approximation with tie and continuity
-    correction otherwise (scipy's ``method="auto"``).
+    correction otherwise (scipy's ``method="auto"``). ``exact``: the exact distribution whatever
+    the ties (counts: a few calls a side, often equal within a side, where the approximation
+    overstates the p-value of a complete separation fourfold: 0.0011 instead of 1/3432 for 7
+    and 7).
     """
     from scipy.stats import mannwhitneyu
 
     if len(x) < 1 or len(y) < 1:
         return 1.0
-    res = mannwhitneyu(list(x), list(y), alternative="greater", method="auto")
+    res = mannwhitneyu(list(x), list(y), alternative="greater", method="exact" if exact else "auto")
     return float(res.pvalue)
 
 
