@@ -3,8 +3,10 @@
 before the change, on the real plugin (docs/gate.md, "What counts cannot see").
 
 1. more work: a Python loop runs 5% more iterations;
-2. the same work, cache-unfriendly: numpy gathers the same number of elements from a 64 MiB
-   array in random rather than sequential order;
+2. the same work, cache-unfriendly: numpy gathers 400,000 elements in random rather than
+   sequential order (3.2 MB: more L1 misses, the same instructions);
+   and prefetching: 40,000 elements 776 bytes apart, shuffled rather than in order (a new
+   cache line per element either way; only a real CPU's prefetcher tells them apart);
 3. waiting: the benchmark also sleeps 2 ms a call;
 4. threads: the same sorting split over two threads instead of done on one;
 5. CPU features: numpy's AVX-512 kernels switched off (``NPY_DISABLE_CPU_FEATURES``), which the
@@ -39,7 +41,10 @@ import pytest
 PLANT = os.environ.get("BLIND_PLANT", "")
 BIG = np.random.default_rng(0).random(8_000_000)  # 64 MiB, beyond the simulated 8 MiB LL
 N = 40_000
-ORDERED = np.arange(N) * 97
+STRIDED = np.arange(N) * 97  # a constant stride of 776 bytes: one cache line per element
+SHUFFLED_STRIDED = np.random.default_rng(1).permutation(STRIDED)
+M = 400_000  # 3.2 MB: beyond L1 and L2, inside the simulated 8 MiB last level
+ORDERED = np.arange(M)
 SHUFFLED = np.random.default_rng(1).permutation(ORDERED)
 HALVES = [np.random.default_rng(2 + i).random(150_000) for i in range(2)]
 POOL = ThreadPoolExecutor(2)
@@ -60,6 +65,12 @@ def test_more_work(perf):
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
 def test_cache_unfriendly(perf):
     idx = SHUFFLED if PLANT == "cache" else ORDERED
+    perf(np.take, BIG, idx)
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_prefetch(perf):
+    idx = SHUFFLED_STRIDED if PLANT == "prefetch" else STRIDED
     perf(np.take, BIG, idx)
 
 
@@ -94,6 +105,7 @@ def test_cpu_features(perf):
 PLANTS = {
     "more_work": ("test_more_work", {}),
     "cache": ("test_cache_unfriendly", {}),
+    "prefetch": ("test_prefetch", {}),
     "sleep": ("test_waiting", {}),
     "threads": ("test_threads", {}),
     "cpu_features": (
@@ -138,12 +150,19 @@ def run(work: Path, tag: str, env: dict[str, str], *args: str) -> dict[str, Any]
 def row(result: dict[str, Any]) -> dict[str, Any]:
     v = result["verdict"]
     t = (result.get("time") or {}).get("verdict") or {}
+    time = result.get("time") or {}
+    counted = result.get("counts") or {}
     return {
         "name": result["name"],
         "counts_status": v["status"],
         "instructions_change_pct": v["change_pct"],
+        "instructions_per_call": counted.get("instructions"),
+        "cycles_per_call": counted.get("cycles"),
         "time_status": t.get("status"),
         "time_change_pct": t.get("change_pct"),
+        "time_median_s": (time.get("stats") or {}).get("median"),
+        "time_baseline_median_s": t.get("baseline_median")
+        or (time.get("baseline") or {}).get("median"),
         "notes": v["notes"],
     }
 

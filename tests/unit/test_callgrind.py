@@ -107,3 +107,16 @@ def test_requests_do_nothing_on_a_real_cpu(tmp_path: Path) -> None:
     requests.stop()
     assert list(tmp_path.iterdir()) == []
     assert platform.machine() in ("x86_64", "AMD64")
+
+
+def test_interpreter_share_counts_self_costs_not_calls(tmp_path: Path) -> None:
+    dump = tmp_path / "d"
+    dump.write_text(
+        "events: Ir\n"
+        "ob=(1) /usr/bin/python3.11\nfn=(1) _PyEval_EvalFrameDefault\n0 600\n"
+        "cob=(2) /site-packages/numpy/_core/_multiarray_umath.so\ncfn=(2) sort\ncalls=1 0\n0 400\n"
+        "ob=(2)\nfn=(2)\n0 400\n"
+        "ob=(3) /lib/libpython3.11.so.1.0\nfn=(3) PyObject_Free\n0 100\n",
+        encoding="utf-8",
+    )
+    assert callgrind.interpreter_share(dump) == pytest.approx(700 / 1100)

@@ -203,3 +203,34 @@ def test_no_baseline() -> None:
 def test_counted_round_trips_through_json() -> None:
     got = counts.Counted(instructions=(1, 2), cycles=(3, 4), events={"Ir": 2})
     assert counts.Counted.from_json(got.as_json()) == got
+
+
+def test_a_first_call_over_the_limit_is_too_slow_and_nothing_is_counted() -> None:
+    counter = FakeCounter()
+    ticks = iter([0.0, 2.5])
+    with pytest.raises(counts.TooSlow) as info:
+        counts.count_calls(
+            lambda: (lambda: "r", None),
+            counter,
+            lambda d: d,
+            calls=3,
+            label="t",
+            limit_s=1.0,
+            clock=lambda: next(ticks),
+        )
+    assert info.value.seconds == 2.5 and info.value.result == "r"
+    assert counter.log == []
+
+
+def test_allocator_pads_differ_from_call_to_call() -> None:
+    sizes = {len(counts.allocator_pad(i)) for i in range(1, 13)}
+    assert len(sizes) >= 6
+
+
+def test_interpreter_work_gets_the_interpreter_floor() -> None:
+    cur = [v * 1.02 for v in BASE]  # +2%: an allocator-history shift of pure-Python code
+    assert counts.judge_counts(BASE, cur, alpha_each=0.001).status == REGRESSED
+    v = counts.judge_counts(BASE, cur, alpha_each=0.001, interpreter=1.0)
+    assert v.status == UNCHANGED and v.effect == pytest.approx(counts.INTERPRETER_FLOOR)
+    more = [v * 1.05 for v in BASE]
+    assert counts.judge_counts(BASE, more, alpha_each=0.001, interpreter=1.0).status == REGRESSED

@@ -133,6 +133,7 @@ class Result:
                     "instructions": list(self.counted.instructions),
                     "cycles": list(self.counted.cycles),
                     "events": dict(self.counted.events),
+                    "interpreter": self.counted.interpreter,
                     "key": dict(self.counts_key or {}),
                 },
                 "settings": {k: v for k, v in self.settings_dict().items() if k != "alpha"},

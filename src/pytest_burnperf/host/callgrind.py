@@ -176,6 +176,44 @@ def read_dump(path: Path) -> dict[str, int]:
     return {e: int(got.get(e, 0)) for e in (*EVENTS, *(n for n in names if n not in EVENTS))}
 
 
+def interpreter_share(path: Path) -> float:
+    """The share of a dump's instructions executed in the Python interpreter itself (the
+    ``python`` executable or ``libpython``), from the self costs of its objects (``ob=``)."""
+    names: dict[str, str] = {}
+    current = ""
+    skip = False
+    npos = 1
+    inside = total = 0
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            head = line[:1]
+            if head.isdigit() or head in "+-*":
+                if skip:  # the inclusive cost of a call, not the caller's own
+                    skip = False
+                    continue
+                parts = line.split()
+                if len(parts) > npos:
+                    ir = int(parts[npos])
+                    total += ir
+                    if current:
+                        inside += ir
+            elif line.startswith("ob="):
+                ref = line[3:].strip()
+                if ref.startswith("("):
+                    key, _, name = ref.partition(")")
+                    name = name.strip() or names.get(key, "")
+                    names[key] = name
+                else:
+                    name = ref
+                base = name.rsplit("/", 1)[-1]
+                current = name if base.startswith(("python", "libpython")) else ""
+            elif line.startswith("calls="):
+                skip = True
+            elif line.startswith("positions:"):
+                npos = len(line.split()) - 1
+    return inside / total if total else 0.0
+
+
 @dataclass
 class Requests:
     """callgrind's client requests, sent from this process (under valgrind: the requests act;

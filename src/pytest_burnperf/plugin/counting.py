@@ -55,12 +55,12 @@ class Counting:
     def runs(self) -> list[counted.CountedRun]:
         return [r for r in (self.run, *self.sides.values()) if r is not None]
 
-    def too_slow(self, nodeid: str) -> float | None:
-        """Seconds the benchmark's first call took under valgrind where that was too long to
-        count it (it is timed instead), else None."""
+    def timed_instead(self, nodeid: str) -> str | None:
+        """Why the benchmark was not counted but is timed instead (too slow under valgrind,
+        more than one thread), else None."""
         for r in self.runs():
-            if nodeid in r.too_slow:
-                return r.too_slow[nodeid]
+            if nodeid in r.timed_instead:
+                return r.timed_instead[nodeid]
         return None
 
     def store(self, state: PerfState) -> BaselineStore:
@@ -112,7 +112,8 @@ def header_text(state: PerfState) -> str:
     return (
         f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}; "
         f"cycles estimated with L1 32 KiB, LL 8 MiB) {where}; minimum effect "
-        f"{100 * counts.COUNTS_FLOOR:g}% or {counts.SPREAD_FACTOR:g}x the counts' spread{took}"
+        f"{100 * counts.COUNTS_FLOOR:g}%, {counts.SPREAD_FACTOR:g}x the counts' spread, or "
+        f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share{took}"
     )
 
 
@@ -121,7 +122,7 @@ def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     under --perf-measure counts or both, unless (``nodeid``) it was too slow to count."""
     if state.counting is None or kind != "cpu":
         return False
-    return nodeid is None or state.counting.too_slow(nodeid) is None
+    return nodeid is None or state.counting.timed_instead(nodeid) is None
 
 
 def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
@@ -133,13 +134,8 @@ def fallback_note(state: PerfState, nodeid: str) -> str | None:
     """Why a CPU benchmark of a counting run was timed instead, or None."""
     if state.counting is None:
         return None
-    seconds = state.counting.too_slow(nodeid)
-    if seconds is None:
-        return None
-    return (
-        f"not counted: one call took {seconds:.1f} s under valgrind (over "
-        f"{counts.COUNT_LIMIT_S:g} s; FMA-dense kernels run ~1000x slower there); judged by time"
-    )
+    why = state.counting.timed_instead(nodeid)
+    return None if why is None else f"not counted: {why}; judged by time"
 
 
 def calls(state: PerfState, settings: Any) -> int:
@@ -210,7 +206,7 @@ def count_pass(
         else:
             state.counting.sides[side.label] = got
         state.messages.extend(f"{side.label}: {p}" if side else p for p in got.problems)
-        slow = f"; {len(got.too_slow)} too slow to count, timed instead" if got.too_slow else ""
+        slow = f"; {len(got.timed_instead)} timed instead" if got.timed_instead else ""
         write(
             f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s){where} under "
             f"callgrind in {clock(got.seconds)}{slow}"
@@ -249,9 +245,9 @@ def count_here(
             pytrace=False,
         )
 
-    def read(path: Any) -> dict[str, int]:
+    def read(path: Any) -> dict[str, Any]:
         try:
-            return callgrind.read_dump(path)
+            return {**callgrind.read_dump(path), "interpreter": callgrind.interpreter_share(path)}
         finally:
             path.unlink(missing_ok=True)
 
@@ -265,6 +261,17 @@ def count_here(
 
         return body, after
 
+    if settings.threads != 1:  # counts see the calling thread only (callgrind's switch)
+        call, after = synced()
+        result = call()
+        if after is not None:
+            after()
+        threads = "the libraries' default" if settings.threads == 0 else settings.threads
+        state.worker_samples[nodeid] = {
+            "timed_instead": f"it runs on {threads} threads (threads={settings.threads}) and "
+            "counts see the calling thread only"
+        }
+        return result
     n = state.count_calls or calls(state, settings)
     with device.threads(settings.threads), gc_off():
         try:
@@ -272,7 +279,11 @@ def count_here(
                 synced, requests, read, calls=n, label=nodeid, limit_s=counts.COUNT_LIMIT_S
             )
         except counts.TooSlow as exc:
-            state.worker_samples[nodeid] = {"too_slow": exc.seconds}
+            state.worker_samples[nodeid] = {
+                "timed_instead": f"one call took {exc.seconds:.1f} s under valgrind (over "
+                f"{counts.COUNT_LIMIT_S:g} s; BLAS- and FMA-dense kernels run ~1000x slower "
+                "there)"
+            }
             return exc.result
     state.worker_samples[nodeid] = {
         "values": [float(c) for c in got.values()],
@@ -363,7 +374,12 @@ def judge(
             values, base_values or [], f"{diff}; record counts again with --perf-update"
         )
     else:
-        verdict = counts.judge_counts(base_values, values, alpha_each=policy.alpha_each)
+        verdict = counts.judge_counts(
+            base_values,
+            values,
+            alpha_each=policy.alpha_each,
+            interpreter=max(got.interpreter, float((base_counts or {}).get("interpreter") or 0)),
+        )
         cycles = counts.cycles_note(
             [float(v) for v in (base_counts or {}).get("cycles") or []],
             [float(v) for v in got.cycles],
@@ -458,7 +474,12 @@ def judge_pair(
     policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
     base = [float(v) for v in ref.values()]
     values = [float(v) for v in cur.values()]
-    verdict = counts.judge_counts(base, values, alpha_each=policy.alpha_each)
+    verdict = counts.judge_counts(
+        base,
+        values,
+        alpha_each=policy.alpha_each,
+        interpreter=max(ref.interpreter, cur.interpreter),
+    )
     cycles = counts.cycles_note(
         [float(v) for v in ref.cycles], [float(v) for v in cur.cycles], verdict
     )

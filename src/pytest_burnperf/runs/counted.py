@@ -42,9 +42,9 @@ class CountedRun:
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: node id -> why it has no counts (the process failed, the test failed in it, ...).
     missing: dict[str, str] = field(default_factory=dict)
-    #: node id -> seconds its first call took under valgrind, where that was too long to count
-    #: (core/counts.COUNT_LIMIT_S): such a benchmark is timed instead.
-    too_slow: dict[str, float] = field(default_factory=dict)
+    #: node id -> why it was not counted but is timed instead: its first call took too long
+    #: under valgrind (core/counts.COUNT_LIMIT_S), or it runs on more than one thread.
+    timed_instead: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -58,21 +58,21 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def read_counts(
     path: Path,
-) -> tuple[dict[str, Counted], dict[str, dict[str, Any]], dict[str, float]]:
+) -> tuple[dict[str, Counted], dict[str, dict[str, Any]], dict[str, str]]:
     """The counts and keys a counted process wrote (``{nodeid: {"counts": ..., "key": ...}}``)
-    and the benchmarks too slow to count (``{nodeid: {"too_slow": seconds}}``), each field
+    and the benchmarks it timed instead (``{nodeid: {"timed_instead": why}}``), each field
     checked (``FileFormatError`` names a bad one)."""
     doc = read_json(path)
     f = Fields(path)
     records = f.obj(doc, "document")
     counts: dict[str, Counted] = {}
     keys: dict[str, dict[str, Any]] = {}
-    slow: dict[str, float] = {}
+    slow: dict[str, str] = {}
     for nodeid, rec in records.items():
         where = f"[{json.dumps(nodeid)}]"
         f.obj(rec, where)
-        if "too_slow" in rec:
-            slow[nodeid] = f.number(rec["too_slow"], f"{where}.too_slow", low=0.0, high=1e6)
+        if "timed_instead" in rec:
+            slow[nodeid] = f.text(rec["timed_instead"], f"{where}.timed_instead")
             continue
         c = f.obj(rec.get("counts"), f"{where}.counts")
         for name in ("instructions", "cycles"):
@@ -129,14 +129,14 @@ def run(
             got.missing = {n: why for n in wanted}
             return got
         try:
-            got.counts, got.keys, got.too_slow = read_counts(out)
+            got.counts, got.keys, got.timed_instead = read_counts(out)
         except FileFormatError as exc:
             why = f"the counted process wrote a bad counts file ({exc})"
             got.problems.append(why)
             got.missing = {n: why for n in wanted}
             return got
         for n in wanted:
-            if n not in got.counts and n not in got.too_slow:
+            if n not in got.counts and n not in got.timed_instead:
                 got.missing[n] = "not counted: it failed or was skipped in the counted process" + (
                     f" (exit {code})" if code not in (0, 1) else ""
                 )

@@ -174,6 +174,8 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
                 f.integer(v, f"{where}.counts.{name}[{i}]")
         for name in ("key", "events"):
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
+        if counts.get("interpreter") is not None:
+            f.number(counts["interpreter"], f"{where}.counts.interpreter", low=0.0, high=1.0)
     probe = f.opt_obj(e.get("host_probe"), f"{where}.host_probe")
     for name, value in (probe or {}).items():
         if name == "version":
