@@ -103,30 +103,17 @@ def setup(work: Path) -> None:
     (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
 
 
-def session(
-    work: Path, tag: str, knobs: dict[str, float], *args: str, loaded: bool = False
-) -> dict[str, Any]:
-    out = work / f"{tag}.json"
+def pytest_run(
+    work: Path, args: list[str], knobs: dict[str, float], loaded: bool
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """One pytest process in ``work`` with the workloads' knobs, beside the background load
+    when ``loaded``; its result and wall time."""
     env = {**os.environ, "BURNPERF_VALIDATE_KNOBS": json.dumps(knobs)}
     bg = load.start(seconds=3600) if loaded else None
     t0 = time.monotonic()
     try:
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:randomly",
-                "-p",
-                "no:cacheprovider",
-                "--perf",
-                "--perf-json",
-                str(out),
-                "test_counted_synthetic.py",
-                *args,
-            ],
+            [sys.executable, "-m", "pytest", *args],
             cwd=work,
             env=env,
             capture_output=True,
@@ -137,7 +124,30 @@ def session(
         if bg is not None:
             bg.kill()
             bg.wait()
-    seconds = time.monotonic() - t0
+    return proc, time.monotonic() - t0
+
+
+def session(
+    work: Path, tag: str, knobs: dict[str, float], *args: str, loaded: bool = False
+) -> dict[str, Any]:
+    out = work / f"{tag}.json"
+    proc, seconds = pytest_run(
+        work,
+        [
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "--perf",
+            "--perf-json",
+            str(out),
+            "test_counted_synthetic.py",
+            *args,
+        ],
+        knobs,
+        loaded,
+    )
     doc = json.loads(out.read_text()) if out.exists() else {"results": []}
     rows = {}
     for r in doc["results"]:
@@ -176,25 +186,10 @@ def bench(
         f"--benchmark-storage=file://{work / '.benchmarks'}",
     ]
     args += ["--benchmark-save=base"] if save else ["--benchmark-compare=0001"]
-    env = {**os.environ, "BURNPERF_VALIDATE_KNOBS": json.dumps(knobs)}
-    bg = load.start(seconds=3600) if loaded else None
-    t0 = time.monotonic()
-    try:
-        subprocess.run(
-            [sys.executable, "-m", "pytest", *args],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    finally:
-        if bg is not None:
-            bg.kill()
-            bg.wait()
+    _, seconds = pytest_run(work, args, knobs, loaded)
     doc = json.loads(out.read_text())
     medians = {b["params"]["workload"]: b["stats"]["median"] for b in doc["benchmarks"]}
-    return {"seconds": time.monotonic() - t0, "medians": medians}
+    return {"seconds": seconds, "medians": medians}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -377,24 +377,16 @@ def judge_counts(
             f"valgrind, or allocation-dependent work): counts cannot tell changes under "
             f"{100 * effect:.2g}% apart; judge it by time",
         )
-    if change > math.log1p(effect):
-        if p_slower <= alpha_each:
-            return _with(verdict, REGRESSED, "")
-        return _with(
-            verdict,
-            INCONCLUSIVE,
-            f"counts {100 * (ratio - 1):+.2f}% beyond the {100 * effect:.2g}% minimum effect "
-            f"but p={p_slower:.2g} > alpha {alpha_each:.2g}: the calls' counts overlap",
-        )
-    if change < -math.log1p(effect):
-        if p_faster <= alpha_each:
-            return _with(verdict, IMPROVED, "")
-        return _with(
-            verdict,
-            INCONCLUSIVE,
-            f"counts {100 * (ratio - 1):+.2f}% beyond the {100 * effect:.2g}% minimum effect "
-            f"but p={p_faster:.2g} > alpha {alpha_each:.2g}: the calls' counts overlap",
-        )
+    for sign, p, status in ((1, p_slower, REGRESSED), (-1, p_faster, IMPROVED)):
+        if sign * change > math.log1p(effect):
+            if p <= alpha_each:
+                return _with(verdict, status, "")
+            return _with(
+                verdict,
+                INCONCLUSIVE,
+                f"counts {100 * (ratio - 1):+.2f}% beyond the {100 * effect:.2g}% minimum "
+                f"effect but p={p:.2g} > alpha {alpha_each:.2g}: the calls' counts overlap",
+            )
     return verdict
 
 
