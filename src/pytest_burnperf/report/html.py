@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.text import escape as visible
-from pytest_burnperf.core.text import format_time
+from pytest_burnperf.core.text import format_value
 from pytest_burnperf.report.markdown import change_text, device_label
 
 if TYPE_CHECKING:
@@ -51,9 +51,11 @@ def _e(text: object) -> str:
     return html.escape(visible(str(text)), quote=True)
 
 
-def _time(s: object) -> str:
-
-    return format_time(float(s)) if isinstance(s, (int, float)) and math.isfinite(s) else "-"
+def _time(s: object, timer: object = "host") -> str:
+    """A time (instructions for a counted result) from the results document."""
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
+        return "-"
+    return format_value(float(s), str(timer))
 
 
 class _Plots:
@@ -90,8 +92,8 @@ def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
             f"<td>{_e(r.get('name', r.get('test', '?')))}</td>"
             f"<td>{_e(device_label(r))}</td>"
             f"<td>{_e(r.get('dtype', ''))}</td>"
-            f'<td class="num">{_time((r.get("stats") or {}).get("median"))}</td>'
-            f'<td class="num">{_time((r.get("baseline") or {}).get("median"))}</td>'
+            f'<td class="num">{_time((r.get("stats") or {}).get("median"), r.get("timer"))}</td>'
+            f'<td class="num">{_time((r.get("baseline") or {}).get("median"), r.get("timer"))}</td>'
             f'<td class="num">{_e(change_text(v))}</td>'
             f'<td class="num">{"-" if not isinstance(mds, (int, float)) else f"+{100 * mds:.1f}%"}'
             "</td>"

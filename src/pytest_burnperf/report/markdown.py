@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.text import device_within, format_time
+from pytest_burnperf.core.text import device_within, format_value
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.storage import paths
 from pytest_burnperf.storage.jsonfile import atomic_write_text
@@ -61,11 +61,12 @@ def code(text: object) -> str:
     return "`" + visible(" ".join(str(text).split())).replace("`", "'") + "`"
 
 
-def _time(seconds: object) -> str:
-    """A time from the results document (any JSON value) in the terminal's format."""
+def _time(seconds: object, timer: object = "host") -> str:
+    """A time (or, for a counted result, instructions) from the results document (any JSON
+    value) in the terminal's format."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         return "-"
-    return format_time(float(seconds))
+    return format_value(float(seconds), str(timer))
 
 
 def change_text(v: Mapping[str, Any]) -> str:
@@ -109,8 +110,8 @@ def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
         "benchmark": escape(r.get("name", r.get("test", "?"))),
         "device": _where(r),
         "dtype": escape(r.get("dtype", "")),
-        "baseline": _time(base.get("median")),
-        "current": _time((r.get("stats") or {}).get("median")),
+        "baseline": _time(base.get("median"), r.get("timer")),
+        "current": _time((r.get("stats") or {}).get("median"), r.get("timer")),
         "change": change_text(v),
         "p": f"{v['p_slower']:.2g}" if isinstance(v.get("p_slower"), (int, float)) else "-",
         "detects": _detects(v),
