@@ -234,3 +234,12 @@ def test_interpreter_work_gets_the_interpreter_floor() -> None:
     assert v.status == UNCHANGED and v.effect == pytest.approx(counts.INTERPRETER_FLOOR)
     more = [v * 1.05 for v in BASE]
     assert counts.judge_counts(BASE, more, alpha_each=0.001, interpreter=1.0).status == REGRESSED
+
+
+def test_counted_values_read_as_instructions() -> None:
+    from pytest_burnperf.core.text import format_count, format_value
+
+    assert format_value(1_514_847.0, "counts") == "1.51 M instr"
+    assert format_value(677_000.0, "counts") == "677 k instr"
+    assert format_value(0.00125, "host") == "1.25 ms"
+    assert format_count(float("nan")) == "-" and format_count(12.0) == "12"
