@@ -47,7 +47,7 @@ from pytest_burnperf.core.settings import (
     parse_threshold,
 )
 from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.text import escape, escape_strings, format_time
+from pytest_burnperf.core.text import escape, escape_strings, format_time, format_value
 from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, judge
 from pytest_burnperf.devices import Registry
 from pytest_burnperf.devices.base import graph_unsupported
@@ -59,7 +59,7 @@ from pytest_burnperf.host.machine import (
     now_utc,
 )
 from pytest_burnperf.report.pytest_benchmark import read_saved_run, same_simd_class
-from pytest_burnperf.report.terminal import read_results
+from pytest_burnperf.report.terminal import read_results, result_timers
 from pytest_burnperf.storage.baselines import BaselineStore
 from pytest_burnperf.storage.history import redact, resolve_url
 from pytest_burnperf.storage.history.query import against_history, series, text
@@ -182,15 +182,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     old = _load_results(args.old)
     new = _load_results(args.new)
+    timers = result_timers(args.new)
     policy = Policy(alpha=args.alpha, threshold=args.threshold)
     regressed = 0
     for test in sorted(new):
         v = judge(old.get(test), new[test], policy)
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
-        base = "-" if v.baseline_median is None else format_time(v.baseline_median)
-        print(
-            f"{v.status:<12} {change:>8} {base:>10} -> {format_time(v.current_median):>10}  {test}"
-        )
+        timer = timers.get(test, "host")  # a counted result's values are instructions
+        base = "-" if v.baseline_median is None else format_value(v.baseline_median, timer)
+        now = format_value(v.current_median, timer)
+        print(f"{v.status:<12} {change:>8} {base:>10} -> {now:>10}  {test}")
         if v.status == REGRESSED:
             regressed += 1
             print(f"  {failure_message(test, v, policy)}")

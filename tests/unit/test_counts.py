@@ -3,6 +3,7 @@ counting loop with a fake counter, the key, and the verdict from injected counts
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,3 +244,30 @@ def test_counted_values_read_as_instructions() -> None:
     assert format_value(677_000.0, "counts") == "677 k instr"
     assert format_value(0.00125, "host") == "1.25 ms"
     assert format_count(float("nan")) == "-" and format_count(12.0) == "12"
+
+
+def test_compare_reads_counted_results_as_instructions(tmp_path: Path) -> None:
+    import json
+
+    from pytest_burnperf.cli import main
+    from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION
+
+    def doc(values: list[int]) -> dict[str, Any]:
+        return {
+            "schema": RESULTS_SCHEMA,
+            "version": RESULTS_VERSION,
+            "results": [{"test": "t.py::test_x", "timer": "counts", "samples": values}],
+        }
+
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(doc([1_000_000 + i for i in range(20)])))
+    new.write_text(json.dumps(doc([1_300_000 + i for i in range(20)])))
+    assert main(["compare", str(old), str(new)]) == 1
+
+
+def test_compare_output_names_instructions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    test_compare_reads_counted_results_as_instructions(tmp_path)
+    out = capsys.readouterr().out
+    assert "1.00 M instr -> 1.30 M instr" in out

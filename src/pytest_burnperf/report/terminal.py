@@ -609,13 +609,25 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
         if test in out:
             f.fail(f"{where}.test", f"{test!r} appears twice")
         runs = r.get("runs")
+        values = f.counts if r.get("timer") == "counts" else f.samples  # instructions, or s
         if runs:
             if not isinstance(runs, list):
                 f.fail(f"{where}.runs", "must be a list of sample lists")
-            out[test] = [f.samples(run, f"{where}.runs[{j}]") for j, run in enumerate(runs)]
+            out[test] = [values(run, f"{where}.runs[{j}]") for j, run in enumerate(runs)]
         else:
-            out[test] = [f.samples(r.get("samples"), f"{where}.samples")]
+            out[test] = [values(r.get("samples"), f"{where}.samples")]
     return out
+
+
+def result_timers(path: Path) -> dict[str, str]:
+    """The timer of each result of a ``--perf-json`` file read by :func:`read_results` (``counts``
+    where its samples are counted instructions)."""
+    doc = read_json(path)
+    return {
+        str(r.get("test")): str(r.get("timer") or "host")
+        for r in (doc.get("results") or [])
+        if isinstance(r, dict)
+    }
 
 
 def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf") -> str | None:
