@@ -146,7 +146,7 @@ def validate(session: nox.Session) -> None:
     Runs 20 A/A and 15 planted-regression sessions (each: the shipped CPU suite and 13 synthetic
     workloads at the CI settings, then the synthetic workloads under pytest-benchmark and under
     ``asv continuous``) and writes its part of docs/validation.md (between the harness markers)
-    and docs/validation.json. Run it on an otherwise idle machine.
+    and docs/data/validation.json. Run it on an otherwise idle machine.
     ``nox -s validate -- --aa-sessions 5 --planted-sessions 5`` for a shorter run.
     """
     install(session, "torch", "validate")

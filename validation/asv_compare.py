@@ -12,7 +12,7 @@ statistical test; factor 1.05 is the 5% threshold the other tools use) in a virt
 builds once (numpy, threadpoolctl, torch 2.13.0) and counts the benchmarks it reports worse.
 The workloads run with one BLAS/torch thread, as in the harness.
 
-``python -m validation.asv_compare --aa 8 --planted 5 --json docs/asv.json`` (about a minute a
+``python -m validation.asv_compare --aa 8 --planted 5 --json docs/data/asv.json`` (about a minute a
 session on 2 cores; asv must be installed: ``pip install asv virtualenv``).
 """
 

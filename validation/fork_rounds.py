@@ -14,7 +14,7 @@ the sd within one parent's forks, and the between-parent component (one-way rand
 analysis of variance). Forked rounds are usable for the gate when the within-parent sd is about
 the fresh sd and the between-parent component is about zero.
 
-    python -m validation.fork_rounds --parents 8 --forks 6 --torch --out docs/fork-rounds.json
+    python -m validation.fork_rounds --parents 8 --forks 6 --torch --out docs/data/fork-rounds.json
 """
 
 from __future__ import annotations

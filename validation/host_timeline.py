@@ -17,7 +17,7 @@ lag-1 autocorrelation of those (slow drift against fast jitter), the sd of the p
 fastest tenth (slow spells: the host's speed has two levels, not a bell curve). Guest counters
 over the whole run are printed beside them. Run it with nothing else of yours running:
 
-    python -m validation.host_timeline --processes 4 --cycles 60 --out docs/host-timeline.json
+    python -m validation.host_timeline --processes 4 --cycles 60 --out docs/data/host-timeline.json
 
 ``--analyse FILE`` prints the tables of a saved run again.
 """

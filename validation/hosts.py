@@ -20,7 +20,7 @@ the nine synthetic pure-Python, numpy and BLAS workloads), each pytest session a
     python -m validation.hosts --out docs/validation.md
 
 writes the section between the markers ``<!-- hosts:start -->`` and ``<!-- hosts:end -->`` of
-``--out`` (appending them if absent) and the raw verdicts next to it (``validation-hosts.json``).
+``--out`` (appending them if absent) and the raw verdicts in ``data/validation-hosts.json`` beside it.
 Run it on an otherwise idle machine (the busy experiment makes its own load).
 """
 
@@ -192,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     text = report(raw, args)
     print(text)
     if args.out:
-        args.out.with_name("validation-hosts.json").write_text(json.dumps(raw, indent=1) + "\n")
+        (args.out.parent / "data" / "validation-hosts.json").write_text(
+            json.dumps(raw, indent=1) + "\n"
+        )
         doc = args.out.read_text() if args.out.exists() else ""
         block = f"{START}\n{text}\n{END}"
         if START in doc and END in doc:

@@ -1,7 +1,7 @@
 """How much a CPU-bound neighbour on the other CPU slows a benchmark that keeps a CPU of its own:
 the part of a busy host's effect that no waiting figure shows (``host.state.NEIGHBOUR_FACTOR``).
 
-``python -m validation.neighbour --repetitions 5 --out docs/neighbour.json``: each workload
+``python -m validation.neighbour --repetitions 5 --out docs/data/neighbour.json``: each workload
 pinned to CPU 0, measured alone and beside a pure-Python spin and a memory-streaming numpy loop
 pinned to CPU 1, repetitions interleaved; the medians and their ratios to "alone" are written.
 """

@@ -10,7 +10,7 @@ after another, each with ``--perf-json``, and prints per benchmark the standard 
 log of the process medians, then its quantiles over all benchmarks. ``--out FILE`` keeps them as
 JSON. Run it on an otherwise idle machine:
 
-    python -m validation.noise --processes 16 --out noise.json
+    python -m validation.noise --processes 16 --out docs/data/noise.json
 """
 
 from __future__ import annotations

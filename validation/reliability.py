@@ -23,7 +23,7 @@ Three experiments, each against real ``pytest --perf`` processes where a user wo
     python -m validation.reliability --out docs/reliability.md
 
 writes the section between ``<!-- reliability:start -->`` and ``<!-- reliability:end -->`` of
-``--out`` and the raw outcomes next to it (``reliability-results.json``).
+``--out`` and the raw outcomes in ``data/reliability-results.json`` beside it.
 """
 
 from __future__ import annotations
@@ -642,7 +642,7 @@ def section(doc: dict[str, Any]) -> str:
     lines = [
         START,
         f"Measured {doc['date']} on {doc['machine']} with `{doc['command']}` "
-        f"({doc['minutes']:.1f} min; raw outcomes in `docs/reliability-results.json`).",
+        f"({doc['minutes']:.1f} min; raw outcomes in `docs/data/reliability-results.json`).",
         "",
         "| experiment | trials | result |",
         "|---|---|---|",
@@ -790,7 +790,7 @@ def main() -> None:
     if args.only in ("surfaces", "fleet"):
         if args.out is None:
             ap.error("--only needs --out (the other experiments' outcomes are kept from there)")
-        raw = args.out.parent / "reliability-results.json"
+        raw = args.out.parent / "data" / "reliability-results.json"
         doc = json.loads(raw.read_text(encoding="utf-8"))
         with tempfile.TemporaryDirectory(prefix="burnperf-reliability-") as tmp:
             doc[args.only] = (surfaces if args.only == "surfaces" else fleet)(Path(tmp))
@@ -821,7 +821,7 @@ def main() -> None:
     print(text)
     if args.out:
         write_section(args.out, text)
-        (args.out.parent / "reliability-results.json").write_text(
+        (args.out.parent / "data" / "reliability-results.json").write_text(
             json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8"
         )
 

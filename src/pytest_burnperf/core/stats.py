@@ -283,7 +283,7 @@ class NoisePrior:
 #: variance with scale 2.2% and 2 degrees of freedom, the maximum-likelihood fit (the scale at 2
 #: degrees of freedom; the free fit gives 2.1% and 1.2) to the spreads of the 27 workloads of the
 #: validation harness, 16 fresh processes each, on the 2-core CI machine (docs/validation.md,
-#: "Between-process noise"; ``python -m validation.noise --fit docs/noise.json``). Heavy-tailed
+#: "Between-process noise"; ``python -m validation.noise --fit docs/data/noise.json``). Heavy-tailed
 #: on purpose: some benchmarks move by 10% between processes, and one or two runs cannot tell.
 DEFAULT_PRIOR = NoisePrior(0.022, 2, "fitted to the spreads of typical workloads")
 
