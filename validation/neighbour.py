@@ -1,5 +1,5 @@
 """How much a CPU-bound neighbour on the other CPU slows a benchmark that keeps a CPU of its own:
-the part of a busy host's effect that no waiting figure shows (``host.state.NEIGHBOUR_FACTOR``).
+the part of a busy host's effect that no waiting figure shows (``host.activity.NEIGHBOUR_FACTOR``).
 
 ``python -m validation.neighbour --repetitions 5 --out docs/data/neighbour.json``: each workload
 pinned to CPU 0, measured alone and beside a pure-Python spin and a memory-streaming numpy loop

@@ -168,13 +168,13 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
     """
     from pytest_burnperf.core.assess import HostEvidence, assess
     from pytest_burnperf.core.verdict import Policy, needs_more_rounds
-    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.host.activity import Window
 
     first = int(OURS_CI[OURS_CI.index("--perf-rounds") + 1])
 
     def replay(runs: list[Any], more: Any, *along: list[Any]) -> list[list[Any]]:
         # the measuring process's round is the last; the rounds before it ran in other
-        # processes, and whether another was run was decided on those alone (rounds.py);
+        # processes, and whether another was run was decided on those alone (plugin/round_control.py);
         # ``along``: per-round lists cut the same way (host windows) where they line up
         for n in range(first - 1, len(runs) - 1):
             if not more(runs[:n]):

@@ -367,7 +367,7 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> str:
     assess.explain_by_host), quiet and loaded sessions apart. A Markdown table."""
     from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, explain_by_host
     from pytest_burnperf.core.verdict import Policy, judge
-    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.host.activity import Window
 
     def fastest(runs: list[list[float]], share: float | None) -> list[list[float]]:
         if share is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.host import state as hoststate
+from pytest_burnperf.host import activity
 
 from ._helpers import FAST, use_virtual_clock
 from .test_host_and_class import FakeHost, _fake_probe
@@ -104,8 +104,8 @@ def test_another_process_on_the_gpu_makes_the_verdict_say_so(
     # the host rules on, from a quiet fake CPU host and a probe that never moves (the tests'
     # conftest trusts the host), so that only the GPU's watch can decide them
     monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
-    monkeypatch.setattr(hoststate, "CPU_SHARE_MIN", 0.0)
-    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.02))
+    monkeypatch.setattr(activity, "CPU_SHARE_MIN", 0.0)
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.02))
     _fake_probe(monkeypatch, 1.0)
     use_virtual_clock(pytester, GPU_CONFTEST)
     pytester.makepyfile(test_gpu=BENCH)

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.host import probe
-from pytest_burnperf.host import state as hoststate
+from pytest_burnperf.host import activity, probe
 from pytest_burnperf.host.hardware import hardware_class
 from pytest_burnperf.host.machine import legacy_machine_id
 
@@ -31,7 +30,7 @@ def _host_rules_on(monkeypatch: pytest.MonkeyPatch) -> None:
     fake probe only (no descheduled samples, a probe that never moves), so this machine's own
     load cannot decide them."""
     monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
-    monkeypatch.setattr(hoststate, "CPU_SHARE_MIN", 0.0)
+    monkeypatch.setattr(activity, "CPU_SHARE_MIN", 0.0)
     _fake_probe(monkeypatch, 1.0)
 
 
@@ -133,9 +132,9 @@ class FakeHost:
         self.others = others
         self.pressure = pressure
 
-    def __call__(self) -> hoststate.Snapshot:
+    def __call__(self) -> activity.Snapshot:
         self.t += 1.0
-        return hoststate.Snapshot(
+        return activity.Snapshot(
             wall=self.t,
             own_cpu=self.t,
             busy=self.t * (1.0 + self.others),
@@ -147,10 +146,10 @@ class FakeHost:
 def test_busy_host_makes_a_slowdown_inconclusive_and_says_so(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.02))
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.02))
     loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
     # tasks waiting 30% of the time: the host can explain up to 1.5 / 0.7 = +114%
-    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.95, pressure=0.3))
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.95, pressure=0.3))
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")  # beyond the 1-vs-1 noise floor (+36%)
     result = loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST)
     result.assert_outcomes(passed=2)
@@ -180,9 +179,9 @@ def test_a_slowdown_beyond_what_the_busy_host_explains_fails(
 ) -> None:
     """issue 41: a +122.7% regression passed as inconclusive because tasks waited for a CPU 13%
     of the time. Another process beside, no waiting: the host explains up to +50%."""
-    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.02))
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.02))
     loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
-    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.95))
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.95))
     monkeypatch.setenv("BURNPERF_TEST_WORK", "3.0")
     result = loop_project.runpytest("--perf", *FAST)
     result.assert_outcomes(passed=1, failed=1)
@@ -198,7 +197,7 @@ def test_a_slowdown_beyond_what_the_busy_host_explains_fails(
 def test_quiet_host_still_fails_the_planted_slowdown(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hoststate, "snapshot", FakeHost(0.02))
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.02))
     loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
     monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")
     result = loop_project.runpytest("--perf", *FAST)

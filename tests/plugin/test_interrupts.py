@@ -107,7 +107,7 @@ def pytest_runtest_setup(item):
         "core.verdict",
         "core.results",
         "core.timing",
-        "host.state",
+        "host.activity",
         "storage.jsonfile",
         "devices.base",
     )

@@ -18,7 +18,7 @@ from pytest_burnperf.core.verdict import (
     Verdict,
 )
 from pytest_burnperf.host import probe
-from pytest_burnperf.host.state import Window
+from pytest_burnperf.host.activity import Window
 
 FP: dict[str, Any] = {"id": "numpy-cpu", "kind": "cpu", "name": "AMD EPYC"}
 QUIET = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01)

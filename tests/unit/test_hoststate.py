@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.host import state as hoststate
-from pytest_burnperf.host.state import Snapshot, Window, parse_proc_stat, window
+from pytest_burnperf.host import activity
+from pytest_burnperf.host.activity import Snapshot, Window, parse_proc_stat, window
 
 PROC_STAT = """cpu  300 0 100 1000 5 0 2 7 0 0
 cpu0 100 0 50 500 5 0 1 3 0 0
@@ -47,15 +47,15 @@ def test_a_turn_taking_side_sees_the_host_only_while_it_held_the_turn() -> None:
         snap(2.0, 1.0, 12.0),  # (1-2 s: the other side's turn, one CPU busy) second: 2-3 s
         snap(3.0, 2.0, 13.0),
     ]
-    quiet = window(*hoststate.spans(marks))
+    quiet = window(*activity.spans(marks))
     assert quiet.seconds == pytest.approx(2.0) and quiet.others_cpus == pytest.approx(0.0)
     assert quiet.disturbed() is None
     whole = window(marks[0], marks[-1])
     assert whole.others_cpus == pytest.approx(1 / 3)
-    assert hoststate.spans(marks[:2]) == (marks[0], marks[1])
+    assert activity.spans(marks[:2]) == (marks[0], marks[1])
     with pytest.raises(ValueError, match="a start and an end"):
-        hoststate.spans(marks[:1])
-    missing = hoststate.spans([*marks[:2], Snapshot(2.0, 1.0), Snapshot(3.0, 2.0)])
+        activity.spans(marks[:1])
+    missing = activity.spans([*marks[:2], Snapshot(2.0, 1.0), Snapshot(3.0, 2.0)])
     assert missing[1].busy is None and missing[1].wall == pytest.approx(2.0)
 
 
@@ -85,18 +85,18 @@ def test_windows_round_trip_through_json_dicts() -> None:
 
 
 def test_summary_names_the_busy_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hoststate, "load_average", lambda: (1.5, 1.0, 0.5))
-    monkeypatch.setattr(hoststate, "cpufreq", lambda: None)
+    monkeypatch.setattr(activity, "load_average", lambda: (1.5, 1.0, 0.5))
+    monkeypatch.setattr(activity, "cpufreq", lambda: None)
     quiet = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 11.0))
     busy = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 12.0))
-    assert hoststate.summary([quiet, quiet], 2) == "host quiet (load 1.50 on 2 CPUs)"
-    text = hoststate.summary([quiet, busy], 2)
+    assert activity.summary([quiet, quiet], 2) == "host quiet (load 1.50 on 2 CPUs)"
+    text = activity.summary([quiet, busy], 2)
     assert text.startswith("host BUSY during 1 of 2 benchmark(s) (worst: other processes used")
 
 
 def test_real_snapshot_reads_this_machine() -> None:
-    a = hoststate.snapshot()
-    b = hoststate.snapshot()
+    a = activity.snapshot()
+    b = activity.snapshot()
     w = window(a, b)
     assert w.cpus >= 1 and w.seconds > 0
 

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 
 from pytest_burnperf.host import nvml
-from pytest_burnperf.host.state import Window
+from pytest_burnperf.host.activity import Window
 
 pynvml = pytest.importorskip("pynvml", reason="the nvml extra (nvidia-ml-py) is not installed")
 

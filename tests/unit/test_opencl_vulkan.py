@@ -228,7 +228,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 def test_peak_calibration_kernels_run_on_the_real_devices(
     which: str, request: pytest.FixtureRequest
 ) -> None:
-    from pytest_burnperf.devices.peaks import calibrate
+    from pytest_burnperf.devices.peak_calibration import calibrate
 
     dev = request.getfixturevalue("cl_device" if which == "opencl" else "vk_device")
     peaks = calibrate(dev, "f32", repeats=2)

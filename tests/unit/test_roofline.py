@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.roofline import (
+from pytest_burnperf.core.roofline_figures import (
     Peaks,
     Work,
     WorkError,
@@ -17,8 +17,8 @@ from pytest_burnperf.core.roofline import (
     matmul_work,
     reduction_work,
 )
-from pytest_burnperf.devices.peaks import calibrate
-from pytest_burnperf.storage.peaks import PeakCache
+from pytest_burnperf.devices.peak_calibration import calibrate
+from pytest_burnperf.storage.peak_cache import PeakCache
 
 
 def test_counts_by_hand() -> None:
@@ -86,7 +86,7 @@ def test_calibrate_on_numpy_measures_both_peaks() -> None:
 def test_peaks_are_timed_on_the_device_clock_where_there_is_one() -> None:
     """The benchmarks of a GPU are timed on its events, so its peaks are too (else a
     memory-bound benchmark could show more than 100% of the peak)."""
-    from pytest_burnperf.devices import peaks as roofline
+    from pytest_burnperf.devices import peak_calibration as roofline
 
     class Timer:
         name = "device"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_burnperf.core.text import clock
-from pytest_burnperf.runs.rounds import (
+from pytest_burnperf.runs.process_rounds import (
     count_done,
     last_done,
     note_finished,

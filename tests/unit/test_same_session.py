@@ -24,7 +24,7 @@ from pytest_burnperf.runs.environments import (
     parse_refs,
     resolve,
 )
-from pytest_burnperf.runs.rounds import worker_args
+from pytest_burnperf.runs.process_rounds import worker_args
 from pytest_burnperf.runs.same_session import Plan, shadowed_modules, summaries
 from pytest_burnperf.runs.scheduler import Measured
 
@@ -334,7 +334,7 @@ def test_versions_table() -> None:
 
 
 def test_busy_host_rounds_are_left_out_when_enough_clean_ones_remain() -> None:
-    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.host.activity import Window
 
     quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.0).as_dict()
     busy = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=1.0).as_dict()

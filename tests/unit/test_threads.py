@@ -13,7 +13,7 @@ from pytest_burnperf.core.assess import own_threads
 from pytest_burnperf.core.verdict import INCONCLUSIVE, UNCHANGED, Verdict
 from pytest_burnperf.devices.base import cpu_threads
 from pytest_burnperf.host import threads
-from pytest_burnperf.host.state import Window
+from pytest_burnperf.host.activity import Window
 
 
 class FakeNumba(types.ModuleType):

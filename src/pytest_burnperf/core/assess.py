@@ -7,7 +7,7 @@ Order of the questions:
    compared (``comparability.legacy_reason``).
 2. May it be compared at all (``comparability.blocker``: hardware class, dispatch, clock, flush)?
 3. The statistics (``compare.judge``): Mann-Whitney, Hodges-Lehmann, the noise floor with its prior.
-4. Could the host explain the outcome? Rounds measured on a disturbed host (``hoststate``) are
+4. Could the host explain the outcome? Rounds measured on a disturbed host (``host.activity``) are
    left out of the verdict when at least ``MIN_CLEAN_ROUNDS`` clean rounds remain: the host
    monitor, not the timings, chose them, so leaving them out removes no difference between the
    sides. With fewer clean rounds, or a host that runs the reference probe slower or faster than
@@ -37,7 +37,7 @@ from pytest_burnperf.core.verdict import (
 )
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host import threads as _threads
-from pytest_burnperf.host.state import MIN_WINDOW_S, Window
+from pytest_burnperf.host.activity import MIN_WINDOW_S, Window
 
 #: Clean rounds a benchmark needs before its busy-host rounds are left out of the verdict.
 MIN_CLEAN_ROUNDS = 3

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf._version import __version__
 from pytest_burnperf.core.counts import Counted
-from pytest_burnperf.core.roofline import achieved
+from pytest_burnperf.core.roofline_figures import achieved
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summarize
 from pytest_burnperf.core.timing import Sample
 from pytest_burnperf.core.verdict import Verdict
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.roofline import Achieved, Peaks, Work
+    from pytest_burnperf.core.roofline_figures import Achieved, Peaks, Work
     from pytest_burnperf.core.versions import VersionSummary
-    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.host.activity import Window
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
 RESULTS_VERSION = 1

@@ -88,7 +88,7 @@ class Sample:
     #: Why sampling stopped (one of STOPS).
     stopped: str = "fixed"
     #: Per sample: this process's CPU time over the sample's host wall time (with ``cpu_clock``);
-    #: under 0.9 for a single-threaded CPU benchmark means it was descheduled (``hoststate``).
+    #: under 0.9 for a single-threaded CPU benchmark means it was descheduled (``host.activity``).
     cpu_share: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:

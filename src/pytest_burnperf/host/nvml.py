@@ -213,7 +213,7 @@ class Watch:
             self.readings.append(reading)
 
     def fields(self) -> dict[str, Any]:
-        """The window's GPU fields (``host.state.Window``); {} where NVML saw nothing."""
+        """The window's GPU fields (``host.activity.Window``); {} where NVML saw nothing."""
         out = window_fields(self.readings)
         if self.readings and self.since_us is not None and self.track_others:
             seen = others(self.pci, self.since_us)

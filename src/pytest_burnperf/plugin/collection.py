@@ -17,7 +17,7 @@ from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.options import (
     WITHOUT_PERF,
 )
-from pytest_burnperf.plugin.state import (
+from pytest_burnperf.plugin.session import (
     STATE,
     Case,
     PerfState,

@@ -25,7 +25,7 @@ import pytest
 
 from pytest_burnperf.core import settings as _spec
 from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
-from pytest_burnperf.plugin.state import STATE, Case
+from pytest_burnperf.plugin.session import STATE, Case
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """The run's configuration, built once in ``pytest_configure``: the command line over the
 project's file (benchmarks.toml or ``[tool.burnperf]``) over the ini keys, checked, into the
-session's :class:`~pytest_burnperf.plugin.state.PerfState`; the reference ``--perf-against
+session's :class:`~pytest_burnperf.plugin.session.PerfState`; the reference ``--perf-against
 auto`` chose; the helper plugins of a round's process."""
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from pytest_burnperf.plugin.options import (
     ini_value,
     xdist_workers,
 )
-from pytest_burnperf.plugin.state import (
+from pytest_burnperf.plugin.session import (
     STATE,
     PerfState,
 )
 from pytest_burnperf.runs.environments import CURRENT
+from pytest_burnperf.runs.process_rounds import note_finished, progress_path
 from pytest_burnperf.runs.reference import choose, has_baselines, stored_host_off, stored_noisy
-from pytest_burnperf.runs.rounds import note_finished, progress_path
 from pytest_burnperf.runs.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
 from pytest_burnperf.storage.project_config import load as load_project_config

@@ -2,7 +2,7 @@
 counted, the counted process started after collection (runs/counted.py), the counting inside
 that process, and the verdict from counts in the run that judges.
 
-Where a round process decides what to print is plugin/rounds.py; a counted process is a round
+Where a round process decides what to print is plugin/round_control.py; a counted process is a round
 process with ``--perf-worker-count-dir``: it counts instead of timing and writes counts, not samples.
 """
 
@@ -30,9 +30,9 @@ from pytest_burnperf.core.verdict import (
     not_comparable,
 )
 from pytest_burnperf.host import callgrind
-from pytest_burnperf.plugin.state import PerfState, case_of, rel
+from pytest_burnperf.plugin.session import PerfState, case_of, rel
 from pytest_burnperf.runs import counted
-from pytest_burnperf.runs.rounds import worker_args
+from pytest_burnperf.runs.process_rounds import worker_args
 from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from pytest_burnperf.core.assess import (
     own_threads,
 )
 from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.roofline import Work, WorkError
+from pytest_burnperf.core.roofline_figures import Work, WorkError
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
 from pytest_burnperf.core.text import escape, escape_strings
 from pytest_burnperf.core.timing import (
@@ -40,12 +40,11 @@ from pytest_burnperf.core.verdict import (
     judge,
 )
 from pytest_burnperf.devices.base import DeviceBase, graph_unsupported, timer_messages
+from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
-from pytest_burnperf.host import state as hoststate
-from pytest_burnperf.host import threads
-from pytest_burnperf.host.state import Window
+from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting
-from pytest_burnperf.plugin.state import STATE, Case, PerfState
+from pytest_burnperf.plugin.session import STATE, Case, PerfState
 from pytest_burnperf.report.pytest_benchmark import legacy_keys
 from pytest_burnperf.runs.same_session import summaries
 from pytest_burnperf.storage.baselines import BaselineError
@@ -53,8 +52,8 @@ from pytest_burnperf.storage.baselines import BaselineError
 if TYPE_CHECKING:
     from pytest_burnperf.core.assess import HostEvidence
     from pytest_burnperf.core.results import Result
-    from pytest_burnperf.core.roofline import Work
-    from pytest_burnperf.host.state import Window
+    from pytest_burnperf.core.roofline_figures import Work
+    from pytest_burnperf.host.activity import Window
 
 T = TypeVar("T")
 
@@ -214,7 +213,7 @@ class Perf:
     ) -> None:
         """Declare what one call of the benchmarked function computes and moves: floating-point
         operations and bytes read or written in memory (or a ``Work`` from the helpers in
-        ``pytest_burnperf.core.roofline``), and optionally the shape to show. The report then shows
+        ``pytest_burnperf.core.roofline_figures``), and optionally the shape to show. The report then shows
         the shape, GFLOP/s, GB/s and % of peak."""
 
         where = f"{self._item.nodeid}: perf.work"
@@ -313,13 +312,13 @@ class Perf:
             timer, flush, capture = self._clock()
             if capture is not None:
                 kwargs["capture"] = capture
-            marks: list[hoststate.Snapshot] = []
+            marks: list[activity.Snapshot] = []
             gpu = getattr(self.device, "gpu_watch", lambda: None)()
             if gpu is not None and self._state.turn_side is not None:
                 gpu.track_others = False  # the pair's other side computes on this GPU too
 
             def watch() -> None:
-                marks.append(hoststate.snapshot())
+                marks.append(activity.snapshot())
                 if gpu is not None:
                     gpu.mark()
 
@@ -340,8 +339,8 @@ class Perf:
                 failed = f"{self._key} on {self.device.id} (timer='graph'): {exc}"
             if failed:  # outside the except: the message alone, without chained tracebacks
                 pytest.fail(failed, pytrace=False)
-            host = hoststate.window(
-                *hoststate.spans(marks),
+            host = activity.window(
+                *activity.spans(marks),
                 sample.cpu_share if single else None,
                 # the watch read the slowdown reasons with the clocks; other devices say it here
                 gpu_slowdown=self.device.gpu_slowdown() if gpu is None else None,
@@ -351,7 +350,7 @@ class Perf:
             if (
                 self.device.kind == "cpu"
                 and limit
-                and host.seconds >= hoststate.MIN_WINDOW_S
+                and host.seconds >= activity.MIN_WINDOW_S
                 and host.own_cpus > limit + threads.SLACK_CPUS
             ):
                 self._pools = threads.pools(limit)  # inside the limit: the pools it missed

@@ -3,7 +3,7 @@ each hook hands its work to the module that does it.
 
 - ``configure.py``: the run's settings, built once (command line, project file, ini keys)
 - ``collection.py``: parametrisation over device x dtype, and the selection
-- ``rounds.py``: the extra process rounds, same-session comparisons, the round server
+- ``round_control.py``: the extra process rounds, same-session comparisons, the round server
 - ``fixture.py``: the ``perf`` fixture that times and judges
 - ``output.py``: what the run writes and prints at its end
 
@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.host.interrupts import release
-from pytest_burnperf.plugin import collection, configure, output, rounds
+from pytest_burnperf.plugin import collection, configure, output, round_control
 from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
 from pytest_burnperf.plugin.options import add_options, add_update_alias
-from pytest_burnperf.plugin.state import STATE, Case, case_of
+from pytest_burnperf.plugin.session import STATE, Case, case_of
 from pytest_burnperf.runs.overlay import install as install_overlay
 
 # In a round's process of an installed reference ($BURNPERF_OVERLAY), its overlay goes first,
@@ -84,14 +84,14 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
-    rounds.rounds_after_collection(session)
+    round_control.rounds_after_collection(session)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
     """In a round server (--perf-worker-serve): fork one child per requested round instead of
     running the tests here (runs/forkserver.py)."""
-    return rounds.serve_rounds(session)
+    return round_control.serve_rounds(session)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -25,7 +25,7 @@ from pytest_burnperf.host.interrupts import held_signals, hold
 from pytest_burnperf.host.machine import now_utc
 from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.options import UPDATE_ALIAS_DEST
-from pytest_burnperf.plugin.state import (
+from pytest_burnperf.plugin.session import (
     STATE,
     PerfState,
     rel,

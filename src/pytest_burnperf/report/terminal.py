@@ -12,7 +12,7 @@ from typing import Any
 from pytest_burnperf.core import precision
 from pytest_burnperf.core.counts import counts_change
 from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
-from pytest_burnperf.core.roofline import format_rate
+from pytest_burnperf.core.roofline_figures import format_rate
 from pytest_burnperf.core.settings import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.core.text import (
@@ -35,8 +35,8 @@ from pytest_burnperf.core.verdict import (
 )
 from pytest_burnperf.core.versions import VersionSummary
 from pytest_burnperf.host import hardware, probe
+from pytest_burnperf.host.activity import Window, summary
 from pytest_burnperf.host.nvml import OTHERS_SM_MIN
-from pytest_burnperf.host.state import Window, summary
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
 
 #: Headers of the table's columns where they differ from their --perf-columns key.

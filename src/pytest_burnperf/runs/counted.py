@@ -23,7 +23,7 @@ from typing import Any
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind
-from pytest_burnperf.runs.rounds import run_process
+from pytest_burnperf.runs.process_rounds import run_process
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.

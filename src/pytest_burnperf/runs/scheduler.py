@@ -33,9 +33,9 @@ from typing import Any
 
 from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
 from pytest_burnperf.core.text import clock, escape, tail
-from pytest_burnperf.host.state import Window
+from pytest_burnperf.host.activity import Window
 from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
-from pytest_burnperf.runs.rounds import (
+from pytest_burnperf.runs.process_rounds import (
     budget_spent,
     count_done,
     last_done,

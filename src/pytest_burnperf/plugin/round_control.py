@@ -20,16 +20,16 @@ from pytest_burnperf.core.assess import (
 )
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy, needs_more_rounds
-from pytest_burnperf.host.state import Window
+from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import module_and_key
 from pytest_burnperf.plugin.output import note_shadowed
-from pytest_burnperf.plugin.state import STATE, PerfState, case_of
+from pytest_burnperf.plugin.session import STATE, PerfState, case_of
 from pytest_burnperf.runs import scheduler
 from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
-from pytest_burnperf.runs.rounds import (
+from pytest_burnperf.runs.process_rounds import (
     budget_text,
     progress_path,
     worker_args,

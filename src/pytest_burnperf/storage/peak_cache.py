@@ -1,4 +1,4 @@
-"""The cache of measured peaks (devices/peaks.py): one JSON file in the user's cache directory,
+"""The cache of measured peaks (devices/peak_calibration.py): one JSON file in the user's cache directory,
 keyed by machine, device, dtype and thread count. A file that cannot be read or written only
 costs a new calibration."""
 
@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.roofline import Peaks
+from pytest_burnperf.core.roofline_figures import Peaks
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, dumps, read_json
 

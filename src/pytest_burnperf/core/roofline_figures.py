@@ -1,6 +1,6 @@
 """Roofline figures: what a benchmark computes and moves, what it achieved, and how close that is
 to the device's measured peak. Plain Python, no array work: the peaks are measured by
-``devices/peaks.py`` and cached by ``storage/peaks.py``.
+``devices/peak_calibration.py`` and cached by ``storage/peak_cache.py``.
 
 A benchmark declares its work per call with ``perf.work(flops=..., bytes=...)`` (helpers below
 count the usual shapes). The report then shows achieved GFLOP/s and GB/s (from the median time)

@@ -14,24 +14,24 @@ import pytest
 
 from pytest_burnperf.core.precision import key_part
 from pytest_burnperf.core.results import provenance
-from pytest_burnperf.core.roofline import Peaks
+from pytest_burnperf.core.roofline_figures import Peaks
 from pytest_burnperf.core.settings import PerfSpec, Settings
-from pytest_burnperf.devices import peaks as device_peaks
+from pytest_burnperf.devices import peak_calibration as device_peaks
 from pytest_burnperf.host import probe
 from pytest_burnperf.host.machine import ci_info, machine_info
 from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
-from pytest_burnperf.storage.peaks import PeakCache, cache_path
+from pytest_burnperf.storage.peak_cache import PeakCache, cache_path
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.coverage import Coverage
     from pytest_burnperf.core.results import Result
-    from pytest_burnperf.core.roofline import Peaks
+    from pytest_burnperf.core.roofline_figures import Peaks
     from pytest_burnperf.devices import Entry, Registry
     from pytest_burnperf.runs.reference import Choice
     from pytest_burnperf.runs.same_session import Plan
     from pytest_burnperf.runs.scheduler import Measured
     from pytest_burnperf.storage.baselines import BaselineStore
-    from pytest_burnperf.storage.peaks import PeakCache
+    from pytest_burnperf.storage.peak_cache import PeakCache
 
 
 @dataclass
@@ -108,7 +108,7 @@ class PerfState:
     worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: In a round process of a turn-taking pair (turns.py): this side's end of the turn table.
     turn_side: Any = None
-    #: Host windows (hoststate.Window as dicts) and reference probes of the extra rounds, per node.
+    #: Host windows (activity.Window as dicts) and reference probes of the extra rounds, per node.
     worker_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     worker_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: This process's reference probe per device id, and its host parts (shared by devices).
