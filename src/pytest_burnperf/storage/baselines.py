@@ -238,27 +238,6 @@ def load_file(path: Path) -> dict[str, dict[str, Any]]:
     return check_document(path, doc)
 
 
-def collect(root: Path) -> dict[str, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]]:
-    """Every baseline file under a baselines directory ``root`` (another job's, a shard's), by
-    machine id: its ``machine`` section and ``{module: {key: entry}}``, each file read strictly
-    (:class:`BaselineError` names a bad one)."""
-    out: dict[str, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]] = {}
-    if not root.is_dir():
-        raise BaselineError(root, "is not a directory of baselines")
-    for machine_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        machine: dict[str, Any] = {}
-        modules: dict[str, dict[str, dict[str, Any]]] = {}
-        for path in sorted(machine_dir.rglob("*.json")):
-            benchmarks = load_file(path)
-            doc = loads(path, read_bytes(path) or b"{}")
-            machine = dict(doc.get("machine") or machine)
-            module = path.relative_to(machine_dir).with_suffix(".py").as_posix()
-            modules[module] = dict(benchmarks)
-        if modules:
-            out[machine_dir.name] = (machine, modules)
-    return out
-
-
 @dataclass
 class SaveReport:
     """What :meth:`BaselineStore.save` did."""

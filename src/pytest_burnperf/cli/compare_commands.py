@@ -1,0 +1,92 @@
+"""``burnperf compare`` (two ``--perf-json`` files) and ``burnperf compare-history`` (a results
+file against the last N stored runs): the plugin's gate on files, exit 1 on a regression."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pytest_burnperf.cli.arguments import (
+    EXIT_OK,
+    EXIT_REGRESSED,
+    InputError,
+    judging_args,
+    open_store,
+    positive,
+    results_doc,
+    store_arg,
+)
+from pytest_burnperf.core.text import format_time, format_value
+from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, judge
+from pytest_burnperf.report.terminal import read_results, result_timers
+from pytest_burnperf.storage.history.query import against_history
+from pytest_burnperf.storage.jsonfile import FileFormatError
+
+
+def _load_results(path: Path) -> dict[str, list[list[float]]]:
+
+    try:
+        return read_results(path)
+    except FileFormatError as exc:
+        raise InputError(str(exc)) from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+
+    old = _load_results(args.old)
+    new = _load_results(args.new)
+    timers = result_timers(args.new)
+    policy = Policy(alpha=args.alpha, threshold=args.threshold)
+    regressed = 0
+    for test in sorted(new):
+        v = judge(old.get(test), new[test], policy)
+        change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
+        timer = timers.get(test, "host")  # a counted result's values are instructions
+        base = "-" if v.baseline_median is None else format_value(v.baseline_median, timer)
+        now = format_value(v.current_median, timer)
+        print(f"{v.status:<12} {change:>8} {base:>10} -> {now:>10}  {test}")
+        if v.status == REGRESSED:
+            regressed += 1
+            print(f"  {failure_message(test, v, policy)}")
+    return EXIT_REGRESSED if regressed else EXIT_OK
+
+
+def cmd_compare_history(args: argparse.Namespace) -> int:
+
+    doc = results_doc(args.new)
+    with open_store(args) as store:
+        points = store.points(last=args.last, branch=args.branch, with_runs=True)
+    judged = against_history(doc, points, alpha=args.alpha, threshold=args.threshold)
+    policy = Policy(alpha=args.alpha, threshold=args.threshold, comparisons=max(1, len(judged)))
+    regressed = 0
+    where = f"the last {args.last} runs" + (f" on {args.branch}" if args.branch else "")
+    for test, v, used in judged:
+        change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
+        base = "-" if v.baseline_median is None else format_time(v.baseline_median)
+        print(
+            f"{v.status:<12} {change:>8} {base:>10} -> {format_time(v.current_median):>10}  "
+            f"{test}  ({used} stored runs)"
+        )
+        if v.status == REGRESSED:
+            regressed += 1
+            print(f"  {failure_message(test, v, policy)}")
+    print(f"judged against {where} of the same hardware class")
+    return EXIT_REGRESSED if regressed else EXIT_OK
+
+
+def register(sub: Any) -> None:
+    cmp_ = sub.add_parser("compare", help="judge two --perf-json result files")
+    cmp_.add_argument("old", type=Path, help="results recorded before the change")
+    cmp_.add_argument("new", type=Path, help="results recorded after the change")
+    judging_args(cmp_, "significance level")
+    cmp_.set_defaults(func=cmd_compare)
+    ch = sub.add_parser(
+        "compare-history", help="judge a --perf-json file against the last N stored runs"
+    )
+    ch.add_argument("new", type=Path, help="the results to judge")
+    ch.add_argument("--last", type=positive, default=20, help="stored runs per test. Default: 20")
+    ch.add_argument("--branch", default=None, help="stored runs of this branch only (e.g. main)")
+    judging_args(ch, "family-wise significance level")
+    store_arg(ch)
+    ch.set_defaults(func=cmd_compare_history)
