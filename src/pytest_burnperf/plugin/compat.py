@@ -24,8 +24,10 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_burnperf.core import settings as _spec
-from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
+from pytest_burnperf.plugin.fixture import make_perf
 from pytest_burnperf.plugin.session import STATE, Case
+from pytest_burnperf.plugin.smoke_perf import SmokePerf
+from pytest_burnperf.plugin.timed_perf import Perf
 
 T = TypeVar("T")
 

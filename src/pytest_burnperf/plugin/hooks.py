@@ -21,9 +21,11 @@ import pytest
 from pytest_burnperf.host.interrupts import release
 from pytest_burnperf.plugin import collection, configure, output, round_control
 from pytest_burnperf.plugin import hookspecs as hooks
-from pytest_burnperf.plugin.fixture import Perf, SmokePerf, make_perf
+from pytest_burnperf.plugin.fixture import make_perf
 from pytest_burnperf.plugin.options import add_options, add_update_alias
 from pytest_burnperf.plugin.session import STATE, Case, case_of
+from pytest_burnperf.plugin.smoke_perf import SmokePerf
+from pytest_burnperf.plugin.timed_perf import Perf
 from pytest_burnperf.runs.overlay import install as install_overlay
 
 # In a round's process of an installed reference ($BURNPERF_OVERLAY), its overlay goes first,

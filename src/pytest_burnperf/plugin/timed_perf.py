@@ -1,0 +1,444 @@
+"""The ``perf`` fixture of a measuring run: warm-up, calibration and samples on the device's clock
+(or the counted measure in a counted process), then the verdict against the stored baselines with
+the host's evidence."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+
+from pytest_burnperf.core.assess import (
+    HostEvidence,
+    assess,
+    own_threads,
+)
+from pytest_burnperf.core.roofline_figures import Work, WorkError
+from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
+from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.timing import (
+    GraphCaptureError,
+    measure,
+    measure_pedantic,
+    settles,
+)
+from pytest_burnperf.core.verdict import (
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    Policy,
+    failure_message,
+)
+from pytest_burnperf.devices.base import graph_unsupported, timer_messages
+from pytest_burnperf.host import activity, threads
+from pytest_burnperf.host import probe as _probe
+from pytest_burnperf.host.activity import Window
+from pytest_burnperf.plugin import counting
+from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result
+from pytest_burnperf.plugin.session import Case, PerfState
+from pytest_burnperf.plugin.smoke_perf import T, checked_setup, start_once
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.assess import HostEvidence
+    from pytest_burnperf.core.roofline_figures import Work
+    from pytest_burnperf.host.activity import Window
+
+
+#: What Perf._counted returns when the clock measures the benchmark.
+_TIMED = object()
+
+
+class Perf:
+    """The ``perf`` fixture: call it once per test with the function to benchmark."""
+
+    def __init__(
+        self,
+        state: PerfState,
+        item: pytest.Item,
+        case: Case,
+        module: str,
+        key: str,
+        baseline: dict[str, Any] | None,
+        legacy: bool = False,
+    ) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self._case = case
+        self._module = module
+        self._key = key
+        self._baseline = baseline
+        #: The baseline comes from the directory of the machine id before hardware classes.
+        self._legacy = legacy
+        self._used = False
+        self._work: Work | None = None
+        #: Thread pools running more threads than the benchmark's limit (host/threads.py).
+        self._pools: list[str] = []
+        #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
+        self.extra_info: dict[str, Any] = {}
+        self.group: str | None = None
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self.settings = state.settings_for(case.spec)
+
+    def work(
+        self,
+        flops: float | Work | None = None,
+        bytes: float | None = None,
+        shape: str | None = None,
+    ) -> None:
+        """Declare what one call of the benchmarked function computes and moves: floating-point
+        operations and bytes read or written in memory (or a ``Work`` from the helpers in
+        ``pytest_burnperf.core.roofline_figures``), and optionally the shape to show. The report then shows
+        the shape, GFLOP/s, GB/s and % of peak."""
+
+        where = f"{self._item.nodeid}: perf.work"
+        if shape is not None and not isinstance(shape, str):
+            pytest.fail(
+                f"{where}: shape must be a string such as '256x256', got {shape!r}", pytrace=False
+            )
+        if isinstance(flops, Work):
+            if bytes is not None:
+                pytest.fail(f"{where}: give a Work or flops=/bytes=, not both", pytrace=False)
+            self._work = flops if shape is None else replace(flops, shape=shape)
+            return
+        try:
+            self._work = Work(flops=flops, bytes=bytes, shape=shape)
+        except WorkError as exc:
+            pytest.fail(f"{where}: {exc}", pytrace=False)
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        start_once(self, fn, what)
+
+    def _clock(self) -> tuple[Any, Callable[[], None] | None, Any]:
+        """The timer this benchmark's settings pick on this device, the L2 flush (or None), and
+        with timer='graph' the device's graph capture (collection skipped the devices that
+        have none)."""
+        s = self.settings
+        timer = self.device.timer() if s.timer in ("device", "graph") else None
+        flush = self.device.l2_flusher() if s.flush_l2 else None
+        capture = None
+        if s.timer == "graph":
+            capture = getattr(self.device, "graph_capture", lambda: None)()
+            if capture is None or timer is None:
+                pytest.skip(graph_unsupported(self.device) or f"{self.device.id} has no clock")
+        return timer, flush, capture
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
+
+        self._start(fn, "perf()")
+        counted = self._counted(lambda: (lambda: fn(*args, **kwargs), None))
+        if counted is not _TIMED:
+            return cast(T, counted)
+        s = self.settings
+        pooled = self._state.sampling_rounds
+        goal = precision_goal(s.threshold, pooled)
+        first, most = round_sampling(s.samples, s.max_samples, pooled)
+        return cast(
+            T,
+            self._measure(
+                measure,
+                fn,
+                args,
+                kwargs,
+                samples=first,
+                warmup=s.warmup,
+                min_time=s.min_time,
+                precise=lambda values: median_halfwidth(values) <= goal,
+                max_samples=most,
+                max_time=s.max_time,
+                settle=settles(self.device.kind, s.warmup),
+                turns=self._state.turn_side,
+            ),
+        )
+
+    def _counted(self, make_call: Callable[[], tuple[Callable[[], Any], Any]]) -> Any:
+        """Counts instead of the clock: in a counted process, count the calls; where counts
+        alone judge this benchmark, call it once, untimed, and judge its counts. Else
+        :data:`_TIMED` (the clock measures it)."""
+        __tracebackhide__ = True
+        state = self._state
+        if state.count_dir is not None:
+            return counting.count_here(
+                state, self._item.nodeid, self.device, self.settings, make_call
+            )
+        if counting.counts_only(state, self.device.kind, self._item.nodeid):
+            call, after = make_call()
+            result = call()
+            self.device.sync()
+            if after is not None:
+                after()
+            counting.judge(self, None, make_result, junit_properties)
+            return result
+        return _TIMED
+
+    def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
+        clock, L2 flush and memory meter, watching the host; judge the sample; return the
+        function's result."""
+        __tracebackhide__ = True
+        import time
+
+        probe = self._state.probe_for(self.device)
+        single = self.device.kind == "cpu" and self.settings.threads == 1
+        active = getattr(self.device, "active", contextlib.nullcontext)
+        with self.device.threads(self.settings.threads), active():
+            timer, flush, capture = self._clock()
+            if capture is not None:
+                kwargs["capture"] = capture
+            marks: list[activity.Snapshot] = []
+            gpu = getattr(self.device, "gpu_watch", lambda: None)()
+            if gpu is not None and self._state.turn_side is not None:
+                gpu.track_others = False  # the pair's other side computes on this GPU too
+
+            def watch() -> None:
+                marks.append(activity.snapshot())
+                if gpu is not None:
+                    gpu.mark()
+
+            failed = ""
+            try:
+                result, sample = sampler(
+                    *args,
+                    **kwargs,
+                    sync=self.device.sync,
+                    timer=timer,
+                    flush=flush,
+                    # peak memory is the measuring process's; an extra round's would be dropped
+                    meter=self.device.peak_memory if self._state.worker_out is None else None,
+                    cpu_clock=time.process_time_ns,
+                    watch=watch,
+                )
+            except GraphCaptureError as exc:
+                failed = f"{self._key} on {self.device.id} (timer='graph'): {exc}"
+            if failed:  # outside the except: the message alone, without chained tracebacks
+                pytest.fail(failed, pytrace=False)
+            host = activity.window(
+                *activity.spans(marks),
+                sample.cpu_share if single else None,
+                # the watch read the slowdown reasons with the clocks; other devices say it here
+                gpu_slowdown=self.device.gpu_slowdown() if gpu is None else None,
+                gpu=None if gpu is None else gpu.fields(),
+            )
+            limit = self.settings.threads
+            if (
+                self.device.kind == "cpu"
+                and limit
+                and host.seconds >= activity.MIN_WINDOW_S
+                and host.own_cpus > limit + threads.SLACK_CPUS
+            ):
+                self._pools = threads.pools(limit)  # inside the limit: the pools it missed
+
+            fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
+
+        self._state.messages.extend(f"{self._item.nodeid}: {m}" for m in timer_messages(timer))
+        self._judge(sample, fingerprint, host, probe)
+        return result
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int = 0,
+    ) -> T:
+        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``
+        and before an untimed ``teardown`` (called with the round's arguments, as in
+        pytest-benchmark).
+
+        ``setup`` may return ``(args, kwargs)`` for that round. ``rounds`` defaults to the
+        benchmark's ``samples`` setting; ``rounds=1`` is timed but cannot be judged (the verdict
+        says so).
+        """
+        __tracebackhide__ = True
+
+        where = f"{self._item.nodeid}: perf.pedantic"
+        rounds = self.settings.samples if rounds is None else rounds
+        for name, value, low in (
+            ("rounds", rounds, 1),
+            ("iterations", iterations, 1),
+            ("warmup_rounds", warmup_rounds, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                pytest.fail(
+                    f"{where}({name}={value!r}): must be a whole number >= {low}", pytrace=False
+                )
+        if setup is not None and (args or kwargs):
+            pytest.fail(
+                f"{where}: give either setup (returning args, kwargs) or args/kwargs",
+                pytrace=False,
+            )
+        if setup is not None:
+            if not callable(setup):
+                pytest.fail(f"{where}: setup must be callable, got {setup!r}", pytrace=False)
+            setup = checked_setup(setup, where)
+        if teardown is not None and not callable(teardown):
+            pytest.fail(f"{where}: teardown must be callable, got {teardown!r}", pytrace=False)
+        if setup is not None and iterations > 1:
+            pytest.fail(
+                f"{where}: iterations={iterations} with a setup function would reuse one "
+                "round's inputs; use iterations=1",
+                pytrace=False,
+            )
+        if self.settings.timer == "graph":
+            pytest.fail(
+                f"{where}: timer='graph' replays one captured sequence of calls on the same "
+                "inputs, while pedantic rounds get their own setup and inputs; use perf(fn, "
+                "*args) for graph timing, or timer='device' for pedantic rounds",
+                pytrace=False,
+            )
+        self._start(fn, "perf.pedantic()")
+
+        def make_call() -> tuple[Callable[[], Any], Callable[[], Any] | None]:
+            a, k = tuple(args), dict(kwargs or {})
+            if setup is not None:
+                prepared = setup()
+                if prepared is not None:
+                    a, k = tuple(prepared[0]), dict(prepared[1])
+
+            def call() -> Any:
+                out = None
+                for _ in range(iterations):
+                    out = fn(*a, **k)
+                return out
+
+            return call, (None if teardown is None else lambda: teardown(*a, **k))
+
+        counted = self._counted(make_call)
+        if counted is not _TIMED:
+            return cast(T, counted)
+        result = self._measure(
+            measure_pedantic,
+            fn,
+            args,
+            kwargs,
+            setup=setup,
+            teardown=teardown,
+            rounds=rounds,
+            iterations=iterations,
+            warmup_rounds=warmup_rounds,
+        )
+        return cast(T, result)
+
+    def _judge(
+        self,
+        sample: Any,
+        fingerprint: dict[str, Any],
+        host: Window,
+        probe: dict[str, Any] | None,
+    ) -> None:
+
+        state = self._state
+        node = self._item.nodeid
+        if state.worker_out is not None:  # an extra round: keep the samples for the parent
+            state.worker_samples[node] = {
+                "values": list(sample.values),
+                "host": host.as_dict(),
+                "probe": probe,
+                "loops": sample.loops,
+                "timer": sample.timer,
+                "l2_flush": sample.l2_flush,
+            }
+            return
+        s = self.settings
+        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+        runs = [*state.worker_runs.get(node, []), list(sample.values)]
+        evidence = _host_evidence(state, node, host, probe, self._baseline)
+        verdict = assess(
+            self._baseline,
+            runs,
+            fingerprint=fingerprint,
+            timer=sample.timer,
+            l2_flush=sample.l2_flush,
+            policy=policy,
+            legacy=self._legacy,
+            host=None if state.trust_host else evidence,
+        )
+        if s.flush_l2 and not sample.l2_flush:
+            verdict = replace(
+                verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
+            )
+        if self.device.kind == "cpu":
+            verdict = own_threads(verdict, evidence.windows, s.threads, self._pools)
+        result = make_result(
+            self,
+            fingerprint=fingerprint,
+            sample=sample,
+            verdict=verdict,
+            runs=runs,
+            baseline=self._baseline,
+            baseline_runs=as_runs(self._baseline),
+            work=self._work,
+            peaks=None
+            if self._work is None
+            else state.peaks_for(self.device, self._case.dtype, s.threads),
+            host=tuple(evidence.windows),
+            probe=None if evidence.probe is None else dict(evidence.probe),
+        )
+        if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
+            counting.judge(self, result, make_result, junit_properties)
+            return
+        fallback = counting.fallback_note(state, node)
+        if fallback is not None:  # too slow to count: the clock judges it
+            verdict = replace(verdict, notes=(*verdict.notes, fallback))
+            result = replace(result, verdict=verdict)
+        state.results[node] = result
+        self._item.user_properties.extend(junit_properties(result))
+        if state.update:
+            from pytest_burnperf.core.verdict import recording_floor
+
+            # named only where its own rounds show the noise: with few rounds the prior alone
+            # puts the floor above the threshold, which more rounds, not a quieter host, cure
+            floor = recording_floor(runs, policy)
+            own = recording_floor(runs, replace(policy, prior=None))
+            if floor is not None and own is not None and min(floor, own) > policy.threshold:
+                state.noisy_records[node] = floor
+            return
+        if verdict.status == REGRESSED:
+            pytest.fail(failure_message(self._key, verdict, policy), pytrace=False)
+        if state.strict and verdict.status in (INCONCLUSIVE, NO_BASELINE):
+            pytest.fail(
+                f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
+                pytrace=False,
+            )
+
+
+def _host_evidence(
+    state: PerfState,
+    node: str,
+    host: Window,
+    probe: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+) -> HostEvidence:
+    """This benchmark's host windows and probe over all rounds, and the baseline's."""
+
+    windows = [w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None]
+    windows.append(host)
+    probes = [p for p in state.worker_probes.get(node, []) if p]
+    if probe:
+        probes.append(probe)
+    old_windows: list[Window] = []
+    old_probe = None
+    if baseline is not None:
+        recorded = baseline.get("host")
+        for d in recorded if isinstance(recorded, list) else ():
+            w = Window.from_dict(d)
+            if w is not None:
+                old_windows.append(w)
+        old_probe = baseline.get("host_probe")
+    return HostEvidence(
+        windows=tuple(windows),
+        baseline_windows=tuple(old_windows),
+        probe=_probe.pooled(probes),
+        baseline_probe=old_probe if isinstance(old_probe, dict) else None,
+    )
