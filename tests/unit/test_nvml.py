@@ -189,7 +189,7 @@ def test_idle_readings_do_not_count_as_a_slow_clock_and_slowdowns_are_named() ->
 def test_the_header_says_what_the_gpu_ran_at_and_who_else_computed_on_it() -> None:
     from types import SimpleNamespace
 
-    from pytest_burnperf.report.terminal import gpu_state_lines
+    from pytest_burnperf.report.run_header import gpu_state_lines
 
     def w(sm: float, others: float | None, reasons: str | None = "power cap") -> Window:
         return Window(

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_burnperf.core import precision
 from pytest_burnperf.core.comparability import blocker
-from pytest_burnperf.report.terminal import precision_lines
+from pytest_burnperf.report.run_header import precision_lines
 
 torch = pytest.importorskip("torch")
 
@@ -95,7 +95,7 @@ def test_the_header_names_non_default_modes() -> None:
 
 
 def test_the_header_names_each_gpus_class() -> None:
-    from pytest_burnperf.report.terminal import device_lines
+    from pytest_burnperf.report.run_header import device_lines
 
     h100 = {
         "kind": "cuda",

@@ -133,7 +133,7 @@ def test_brief_notes_fit_the_width_one_line_a_benchmark() -> None:
 
 def test_a_same_session_header_has_no_baselines_or_probe_line() -> None:
     # issue 41: a same-session run printed "baselines in ..." and "reference probe: ..." lines
-    from pytest_burnperf.report.terminal import header
+    from pytest_burnperf.report.run_header import header
 
     s = Sample(values=(1.0,), loops=1, warmup_calls=1)
     rows = [result(s, Verdict(UNCHANGED, 1.0))]

@@ -15,7 +15,7 @@ from pytest_burnperf.core.settings import (
     parse_alpha,
     parse_threshold,
 )
-from pytest_burnperf.report.terminal import read_results
+from pytest_burnperf.report.results_json import read_results
 from pytest_burnperf.storage.history import resolve_url
 from pytest_burnperf.storage.history.select import ExpressionError, matcher
 from pytest_burnperf.storage.jsonfile import FileFormatError, read_json

@@ -21,7 +21,7 @@ from pytest_burnperf.cli.arguments import (
     series_args,
 )
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.report.terminal import read_results
+from pytest_burnperf.report.results_json import read_results
 from pytest_burnperf.storage.jsonfile import FileFormatError, _why, atomic_write_text, read_json
 
 REPORT_KINDS = {
@@ -99,7 +99,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """The shards' results as one run: one file, one summary, one verdict."""
     from pytest_burnperf.report import markdown
     from pytest_burnperf.report.merge import MergeError, junit, merge, verdict
-    from pytest_burnperf.report.terminal import json_target_problem
+    from pytest_burnperf.report.results_json import json_target_problem
     from pytest_burnperf.storage.paths import target_problem
 
     problem = json_target_problem(args.output, Path("baselines"))

@@ -184,7 +184,7 @@ def configure(config: pytest.Config) -> None:
     )
     round_budget = pick("perf_round_budget")
     if json_path and enabled:
-        from pytest_burnperf.report.terminal import json_target_problem
+        from pytest_burnperf.report.results_json import json_target_problem
 
         problem = json_target_problem(
             config.invocation_params.dir / json_path,

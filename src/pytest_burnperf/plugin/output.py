@@ -32,10 +32,9 @@ from pytest_burnperf.plugin.session import (
     session_machine_info,
     write_baselines,
 )
+from pytest_burnperf.report.run_header import counts_line, header
 from pytest_burnperf.report.terminal import (
     VERDICT_MARKUP,
-    counts_line,
-    header,
     notes,
     speedups,
     table_rows,
@@ -194,7 +193,7 @@ def _finish(session: pytest.Session, state: PerfState, exitstatus: int) -> None:
     _judge_coverage(session, state)
     ours = None
     if state.json_path is not None or state.markdown_path is not None or state.store_value:
-        from pytest_burnperf.report.terminal import json_document
+        from pytest_burnperf.report.results_json import json_document
 
         ours = json_document(
             list(state.results.values()),

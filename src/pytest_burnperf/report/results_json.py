@@ -1,0 +1,110 @@
+"""The results document (``--perf-json``): writing it from a run's results, reading one back
+strictly (every sample checked, the field at fault named), and checking where one may be written."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
+from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
+
+
+def json_document(
+    results: Sequence[Result],
+    *,
+    machine: dict[str, Any],
+    created: str,
+    git: dict[str, Any],
+    settings: dict[str, Any],
+    coverage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": RESULTS_SCHEMA,
+        "version": RESULTS_VERSION,
+        "created": created,
+        "machine": machine,
+        "git": git,
+        "settings": settings,
+        "results": [r.as_json() for r in results],
+    }
+    if coverage is not None:
+        doc["coverage"] = coverage
+    return doc
+
+
+def read_results(path: Path) -> dict[str, list[list[float]]]:
+    """The samples of a ``--perf-json`` file by test id: each process round's where the file has
+    them (so the between-process spread counts), else the one list. Raises FileFormatError."""
+    f = Fields(path)
+    data = read_bytes(path)
+    if data is None:
+        f.fail("", "does not exist")
+    doc = loads(path, data)
+    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+        f.fail("", f'is not a pytest-burnperf --perf-json file (no "schema": "{RESULTS_SCHEMA}")')
+    if doc.get("version") != RESULTS_VERSION or isinstance(doc.get("version"), bool):
+        f.fail("version", f"must be {RESULTS_VERSION}, got {doc.get('version')!r}")
+    results = doc.get("results")
+    if not isinstance(results, list):
+        f.fail("results", "must be a list")
+    out: dict[str, list[list[float]]] = {}
+    for i, r in enumerate(results):
+        where = f"results[{i}]"
+        f.obj(r, where)
+        test = f.text(r.get("test"), f"{where}.test")
+        if test in out:
+            f.fail(f"{where}.test", f"{test!r} appears twice")
+        runs = r.get("runs")
+        values = f.counts if r.get("timer") == "counts" else f.samples  # instructions, or s
+        if runs:
+            if not isinstance(runs, list):
+                f.fail(f"{where}.runs", "must be a list of sample lists")
+            out[test] = [values(run, f"{where}.runs[{j}]") for j, run in enumerate(runs)]
+        else:
+            out[test] = [values(r.get("samples"), f"{where}.samples")]
+    return out
+
+
+def result_timers(path: Path) -> dict[str, str]:
+    """The timer of each result of a ``--perf-json`` file read by :func:`read_results` (``counts``
+    where its samples are counted instructions)."""
+    doc = read_json(path)
+    return {
+        str(r.get("test")): str(r.get("timer") or "host")
+        for r in (doc.get("results") or [])
+        if isinstance(r, dict)
+    }
+
+
+def json_target_problem(path: Path, baselines_root: Path, fmt: str = "burnperf") -> str | None:
+    """Why ``--perf-json`` must not write ``path``, or None: it lies inside the baselines
+    directory, or it exists and is not a results file (a test module, the ini file, a baseline)."""
+
+    target = path.resolve()
+    if target.is_relative_to(baselines_root.resolve()):
+        return (
+            f"lies inside the baselines directory {baselines_root}; write results elsewhere "
+            "(baselines are written by --perf-update only)"
+        )
+    if not os.path.lexists(path):
+        return None
+    try:
+        doc = read_json(path)
+    except FileFormatError as exc:
+        return (
+            f"exists and {exc.problem}; refusing to overwrite it (delete it or choose another path)"
+        )
+    if fmt == "pytest-benchmark":
+        from pytest_burnperf.report.pytest_benchmark import looks_like_one
+
+        if looks_like_one(doc):
+            return None
+    if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
+        return (
+            "exists and is not a pytest-burnperf results file; refusing to overwrite it (delete "
+            "it or choose another path)"
+        )
+    return None

@@ -1,0 +1,194 @@
+"""The lines printed above and below a run's table: the run's header (machine, devices, clocks,
+reference probe), each device's state (GPU clocks, temperatures, throttling), the precision
+reached and what was counted."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from pytest_burnperf.core import precision
+from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.text import (
+    rounds_text,
+)
+from pytest_burnperf.core.verdict import (
+    VERDICTS,
+)
+from pytest_burnperf.host import hardware, probe
+from pytest_burnperf.host.activity import Window, summary
+from pytest_burnperf.host.nvml import OTHERS_SM_MIN
+
+
+def probe_summary(results: Sequence[Result]) -> str:
+    """The header's reference-probe part: how this host compares with the baselines' hosts."""
+
+    ratios = []
+    for r in results:
+        old = (r.baseline or {}).get("host_probe")
+        got = probe.host_ratio(old if isinstance(old, dict) else None, r.probe)
+        if got is not None:
+            ratios.append(got)
+    if not ratios:
+        return "reference probe: no baseline to compare with"
+    ratios.sort(key=lambda g: g[0])
+    mid = ratios[len(ratios) // 2]
+    if not probe.differs(mid[0]):
+        return f"reference probe within {100 * abs(mid[0] - 1):.0f}% of the baselines' host"
+    return probe.describe(*mid).replace("this host", "reference probe: this host", 1)
+
+
+def header(
+    results: Sequence[Result],
+    *,
+    machine_id: str,
+    baselines: str,
+    size: str,
+    rounds: int,
+    threshold: float,
+    alpha: float,
+    comparisons: int,
+    max_rounds: int | None = None,
+    rounds_per_result: Sequence[int] = (),
+    same_session: str | None = None,
+    machine_line: bool = True,
+    counted: str | None = None,
+) -> list[str]:
+    """The lines above the table: host state, probe (stored baselines only: a same-session
+    comparison measures both sides on the host of the day), and the gate's settings; the
+    machine line only with ``machine_line`` (the run's first lines name it already)."""
+
+    windows = [w for r in results for w in r.host]
+    cpus = int(hardware.cpu_identity().get("logical") or 1)
+    text = rounds_text(rounds, max_rounds or rounds)
+    if max_rounds and max_rounds > rounds and rounds_per_result:
+        low, high = min(rounds_per_result), max(rounds_per_result)
+        text += f": {low}" + (f"-{high}" if high > low else "") + " ran"
+    where = f"baselines in {baselines}" if same_session is None else same_session
+    host = summary(windows, cpus)
+    machine = f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}"
+    timed = not counted or any(r.measure == "time" or r.time is not None for r in results)
+    return [
+        *([machine] if machine_line else []),
+        host if same_session is not None else f"{host}; {probe_summary(results)}",
+        *(
+            [
+                f"{where}; size {size}; {text}; threshold "
+                f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} "
+                "comparison(s)"
+            ]
+            if timed
+            else []
+        ),
+        *([counted] if counted else []),
+        *device_lines(results),
+        *gpu_state_lines(results),
+        *precision_lines(results),
+    ]
+
+
+def _span(values: Sequence[float], top: float | None, unit: str) -> str:
+    low, high = min(values), max(values)
+    text = f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
+    return text + (f" of {top:.0f}" if top else "") + f" {unit}"
+
+
+def gpu_state_lines(results: Sequence[Result]) -> list[str]:
+    """One line per GPU that NVML watched: the clocks, power and temperature its benchmarks ran
+    at (read at the start and end of each one's samples), the clock-event reasons seen, and
+    whether other processes computed on it."""
+
+    per: dict[str, list[Window]] = {}
+    for r in results:
+        watched = [w for w in r.host if w.gpu_sm_mhz is not None or w.gpu_reasons is not None]
+        if watched:
+            per.setdefault(r.device_id, []).extend(watched)
+    lines: list[str] = []
+    for device, ws in sorted(per.items()):
+        parts: list[str] = []
+        for name, key, top in (
+            ("SM clock", "gpu_sm_mhz", "gpu_max_sm_mhz"),
+            ("memory clock", "gpu_mem_mhz", "gpu_max_mem_mhz"),
+        ):
+            got = [float(getattr(w, key)) for w in ws if getattr(w, key) is not None]
+            tops = [float(getattr(w, top)) for w in ws if getattr(w, top) is not None]
+            if got:
+                parts.append(f"{name} {_span(got, max(tops) if tops else None, 'MHz')}")
+        power = [w.gpu_power_w for w in ws if w.gpu_power_w is not None]
+        limit = [w.gpu_power_limit_w for w in ws if w.gpu_power_limit_w is not None]
+        if power:
+            parts.append(
+                f"power up to {max(power):.0f}" + (f" of {min(limit):.0f}" if limit else "") + " W"
+            )
+        temps = [w.gpu_temperature_c for w in ws if w.gpu_temperature_c is not None]
+        if temps:
+            parts.append(f"up to {max(temps):.0f} C")
+        reasons = sorted(
+            {t.strip() for w in ws for t in (w.gpu_reasons or "").split(",") if t.strip()}
+        )
+        parts.append("clock-event reasons: " + (", ".join(reasons) if reasons else "none"))
+        seen = [w for w in ws if w.gpu_others_sm is not None]
+        if not seen:
+            parts.append("other processes on it: not measurable here")
+        else:
+            busy = sum(
+                1 for w in seen if w.gpu_others_sm is not None and w.gpu_others_sm >= OTHERS_SM_MIN
+            )
+            parts.append(
+                f"other processes computed on it during {busy} of {len(seen)} benchmark(s)"
+                if busy
+                else "no other process computed on it"
+            )
+        lines.append(f"gpu {device} during the samples: " + "; ".join(parts))
+    return lines
+
+
+def device_lines(results: Sequence[Result]) -> list[str]:
+    """One line per device that does not compute on the host CPU (a GPU): its model and what
+    else makes its class (compute units, memory, capability), and its runtime and driver. A
+    baseline recorded on a device of another class is not compared; the header says which
+    class this run measured."""
+
+    seen: dict[str, str] = {}
+    for r in results:
+        fp = r.fingerprint
+        if r.device_id in seen or "cpu" in fp or fp.get("kind") in (None, "cpu"):
+            continue
+        parts = [str(fp.get("name") or "unknown model")]
+        if fp.get("compute_units"):
+            parts.append(f"{fp['compute_units']} compute units")
+        if isinstance(fp.get("memory_bytes"), int) and fp["memory_bytes"] > 0:
+            parts.append(f"{fp['memory_bytes'] / 2**30:.1f} GiB")
+        if fp.get("capability"):
+            parts.append(f"capability {fp['capability']}")
+        soft = [str(fp[k]) for k in ("runtime",) if fp.get(k)]
+        driver = fp.get("driver") or fp.get("nvml_driver")
+        if driver:
+            soft.append(f"driver {driver}")
+        if fp.get("max_sm_clock_mhz"):
+            soft.append(f"max SM clock {fp['max_sm_clock_mhz']} MHz")
+        seen[r.device_id] = f"device {r.device_id}: {', '.join(parts)}" + (
+            f" ({', '.join(soft)})" if soft else ""
+        )
+    return [seen[k] for k in sorted(seen)]
+
+
+def precision_lines(results: Sequence[Result]) -> list[str]:
+    """One line per device whose benchmarks ran with precision modes other than the library's
+    defaults (TF32, cudnn.benchmark...): ``precision modes on torch-cuda0: ...``."""
+
+    seen: dict[str, set[str]] = {}
+    for r in results:
+        text = precision.describe(r.fingerprint.get("precision") or {})
+        if text:
+            seen.setdefault(r.device_id, set()).add(text)
+    return [
+        f"precision modes on {device} (not the library defaults): {' | '.join(sorted(texts))}"
+        for device, texts in sorted(seen.items())
+    ]
+
+
+def counts_line(results: Iterable[Result]) -> str:
+    counts = Counter(r.verdict.status for r in results)
+    parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
+    return ", ".join(parts) if parts else "no benchmark ran"
