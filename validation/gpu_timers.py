@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_burnperf.core.timing import measure
-from pytest_burnperf.devices.base import EventTimer
+from pytest_burnperf.devices.event_timer import EventTimer
 from pytest_burnperf.devices.torch_backend import TorchDevice
 
 

@@ -18,17 +18,17 @@ import pytest
 
 from pytest_burnperf.core.timing import GraphCaptureError
 from pytest_burnperf.devices import cupy_backend, torch_backend
-from pytest_burnperf.devices.base import (
+from pytest_burnperf.devices.base import graph_unsupported
+from pytest_burnperf.devices.device_errors import device_error
+from pytest_burnperf.devices.event_timer import (
     FOREIGN_MIN_S,
     PAD_MAX_S,
     PAD_MIN_S,
     EventTimer,
     SleepPad,
-    device_error,
-    flush_bytes,
-    graph_unsupported,
     timer_messages,
 )
+from pytest_burnperf.devices.l2_flush import flush_bytes
 
 #: Attributes of the fakes that are test helpers, not library API.
 HELPERS = {"_mem", "_log"}

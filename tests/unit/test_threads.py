@@ -11,7 +11,7 @@ import pytest
 
 from pytest_burnperf.core.assess import own_threads
 from pytest_burnperf.core.verdict import INCONCLUSIVE, UNCHANGED, Verdict
-from pytest_burnperf.devices.base import cpu_threads
+from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host import threads
 from pytest_burnperf.host.activity import Window
 

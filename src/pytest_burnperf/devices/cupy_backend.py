@@ -1,7 +1,7 @@
 """cupy on CUDA and ROCm (cupy built for HIP reports ``cupy.cuda.runtime.is_hip``).
 
 Device clock: ``cupy.cuda.Event`` pairs on the current stream, read with
-``cupy.cuda.get_elapsed_time``, behind a spin-kernel pad (``base.EventTimer``). Everything a
+``cupy.cuda.get_elapsed_time``, behind a spin-kernel pad (``event_timer.EventTimer``). Everything a
 benchmark's sample does runs inside ``with cupy.cuda.Device(i)`` (``active``). Peak memory: a
 memory hook on the pool's mallocs and frees (the true high-water mark of what the pool handed
 out; allocations outside cupy's pool are not seen).
@@ -20,15 +20,14 @@ from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,
     NUMPY_DTYPE_NAMES,
     DeviceBase,
-    EventTimer,
     Probe,
-    SleepPad,
     capture_failure,
     fill_random,
-    flush_bytes,
     identity,
     nvml_fields,
 )
+from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
+from pytest_burnperf.devices.l2_flush import flush_bytes
 from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
 
 #: The pad before a start event: one thread spinning on the GPU clock.
@@ -134,7 +133,7 @@ class CupyDevice(DeviceBase):
     def timer(self) -> EventTimer:
         """``cupy.cuda.Event`` pairs on the stream current when each sample starts, read with
         ``cupy.cuda.get_elapsed_time`` (cupy's events have no ``elapsed_time`` method), behind a
-        spin-kernel pad so the launch latency stays out of the span (``base.EventTimer``)."""
+        spin-kernel pad so the launch latency stays out of the span (``event_timer.EventTimer``)."""
         cp = self._cp
         label = "HIP events" if self.kind == "rocm" else "CUDA events"
         return EventTimer(

@@ -6,16 +6,9 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pytest_burnperf.devices.base import (
-    NUMPY_DTYPE_NAMES,
-    DeviceBase,
-    Probe,
-    blas_threads,
-    cpu_threads,
-    fill_random,
-    identity,
-    tracemalloc_peak,
-)
+from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, Probe, fill_random, identity
+from pytest_burnperf.devices.memory_meters import tracemalloc_peak
+from pytest_burnperf.devices.thread_limits import blas_threads, cpu_threads
 from pytest_burnperf.host.hardware import (
     blas_core,
     cpu_count,

@@ -2,11 +2,11 @@
 
 Device clock: CUDA/HIP events (``torch.cuda.Event``) on the stream current when a sample starts,
 queued behind a ``torch.cuda._sleep`` pad so the launch latency stays out of the span
-(``base.EventTimer``); Metal is timed on the host clock around ``torch.mps.synchronize`` (MPS
+(``event_timer.EventTimer``); Metal is timed on the host clock around ``torch.mps.synchronize`` (MPS
 events are host callback times). The host clock brackets the work with ``torch.cuda.synchronize``
 / ``torch.mps.synchronize``. The L2 flush (CUDA/HIP) zeroes a buffer of
 at least twice the L2 size, plus the Infinity Cache on the AMD GPUs that have one (256 MiB at
-least, as triton's ``do_bench`` does; ``base.flush_bytes``). Peak memory comes
+least, as triton's ``do_bench`` does; ``l2_flush.flush_bytes``). Peak memory comes
 from the caching allocator's statistics on CUDA/HIP, from the growth of the MPS driver allocation
 after emptying the cache on Metal, and from the resident-set high-water mark on the CPU.
 """
@@ -24,16 +24,15 @@ from pytest_burnperf.core.timing import Capture, GraphCaptureError
 from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,
     DeviceBase,
-    EventTimer,
     Probe,
-    SleepPad,
     capture_failure,
-    cpu_threads,
-    flush_bytes,
     identity,
     nvml_fields,
-    rss_peak,
 )
+from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
+from pytest_burnperf.devices.l2_flush import flush_bytes
+from pytest_burnperf.devices.memory_meters import rss_peak
+from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
 

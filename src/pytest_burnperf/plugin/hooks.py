@@ -136,7 +136,7 @@ def pytest_runtest_makereport(
         state = item.config.stash[STATE]
         state.durations[item.nodeid] = state.durations.get(item.nodeid, 0.0) + report.duration
     if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
-        from pytest_burnperf.devices.base import device_error
+        from pytest_burnperf.devices.device_errors import device_error
 
         exc = call.excinfo.value
         # a failure the plugin or the test raised on purpose (pytest.fail) is not a GPU fault,

@@ -32,7 +32,8 @@ from pytest_burnperf.core.verdict import (
     Policy,
     failure_message,
 )
-from pytest_burnperf.devices.base import graph_unsupported, timer_messages
+from pytest_burnperf.devices.base import graph_unsupported
+from pytest_burnperf.devices.event_timer import timer_messages
 from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
