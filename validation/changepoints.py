@@ -3,7 +3,7 @@ planted step, through ``history.changepoints.find``.
 
 Noise as the validation harness measured it: each benchmark's between-process spread is drawn
 from the fitted prior (scaled inverse chi-square, scale 2.2%, 2 degrees of freedom:
-``stats.DEFAULT_PRIOR``, docs/validation.md), and a stored run's median averages ``--rounds``
+``between_runs.DEFAULT_PRIOR``, docs/validation.md), and a stored run's median averages ``--rounds``
 process rounds, so its sd is that spread over sqrt(rounds). A step series gets +10% (``--step``)
 from a random run on (at least 5 runs from either end). Reported for several penalties:
 
@@ -22,7 +22,7 @@ import math
 import random
 from pathlib import Path
 
-from pytest_burnperf.core.stats import DEFAULT_PRIOR
+from pytest_burnperf.core.between_runs import DEFAULT_PRIOR
 from pytest_burnperf.storage.history import changepoints
 
 

@@ -2,7 +2,7 @@
 
 The gate needs this spread to tell a slowdown from the luck of a process (memory placement, address
 layout, CPU migration). A run with one process on each side cannot see it, so the plugin falls back
-on a prior (``stats.DEFAULT_PRIOR``); this script measures the figures that prior is chosen from.
+on a prior (``between_runs.DEFAULT_PRIOR``); this script measures the figures that prior is chosen from.
 
 It runs the validation harness's workloads (the shipped CPU benchmarks it selects and the nine
 synthetic pure-Python, numpy and BLAS workloads) in ``--processes`` fresh pytest processes, one

@@ -1,4 +1,4 @@
-"""Disturbed process rounds (stats.disturbed_runs): a round the host slowed as a whole is set
+"""Disturbed process rounds (between_runs.disturbed_runs): a round the host slowed as a whole is set
 aside on either side before the between-run model sees it; injected run medians, nothing is
 timed."""
 
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from pytest_burnperf.core import stats
+from pytest_burnperf.core import between_runs
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     REGRESSED,
@@ -33,44 +33,50 @@ PYTHON_BASE = [0.995, 1.535, 1.59, 1.007, 0.991, 0.961, 0.976, 1.005]
 
 
 def test_a_round_far_slower_than_the_others_is_set_aside() -> None:
-    assert stats.disturbed_runs(runs(PYTHON_BASE), runs([1.0, 0.98, 1.02])) == [[1, 2], []]
+    assert between_runs.disturbed_runs(runs(PYTHON_BASE), runs([1.0, 0.98, 1.02])) == [[1, 2], []]
     # one slow round in three beside a quiet other side: the other two are the majority
-    assert stats.disturbed_runs(runs([1.0, 1.01, 0.99, 1.0]), runs([1.0, 1.5, 0.99])) == [[], [1]]
+    assert between_runs.disturbed_runs(runs([1.0, 1.01, 0.99, 1.0]), runs([1.0, 1.5, 0.99])) == [
+        [],
+        [1],
+    ]
     # a lone side of three cannot tell its outlier from its spread; of five it can
-    assert stats.disturbed_runs(runs([1.0, 1.5, 0.99])) == [[]]
-    assert stats.disturbed_runs(runs([1.0, 1.5, 0.99, 1.01, 1.0])) == [[1]]
+    assert between_runs.disturbed_runs(runs([1.0, 1.5, 0.99])) == [[]]
+    assert between_runs.disturbed_runs(runs([1.0, 1.5, 0.99, 1.01, 1.0])) == [[1]]
 
 
 def test_ordinary_spread_and_fast_rounds_are_kept() -> None:
     # 14% slower than the median round: inside the 15% floor
-    assert stats.disturbed_runs(runs([1.0, 1.14, 0.99, 1.01])) == [[]]
+    assert between_runs.disturbed_runs(runs([1.0, 1.14, 0.99, 1.01])) == [[]]
     # a fast round is never set aside: nothing makes a process faster than its code
-    assert stats.disturbed_runs(runs([1.0, 0.6, 1.01, 0.99])) == [[]]
+    assert between_runs.disturbed_runs(runs([1.0, 0.6, 1.01, 0.99])) == [[]]
     # two rounds a side: which of them is the odd one cannot be told
-    assert stats.disturbed_runs(runs([1.0, 2.0]), runs([1.0, 1.0, 1.01])) == [[], []]
+    assert between_runs.disturbed_runs(runs([1.0, 2.0]), runs([1.0, 1.0, 1.01])) == [[], []]
 
 
 def test_never_half_of_a_side() -> None:
     quiet = runs([1.0, 1.01, 0.99, 1.0, 1.005, 0.995])
     # at most (k - 1) // 2 go, the slowest first
-    assert stats.disturbed_runs(quiet, runs([1.0, 1.6, 1.7, 1.0])) == [[], [2]]
-    assert stats.disturbed_runs(quiet, runs([1.0, 1.6, 1.7])) == [[], []]  # the median is slow
+    assert between_runs.disturbed_runs(quiet, runs([1.0, 1.6, 1.7, 1.0])) == [[], [2]]
+    assert between_runs.disturbed_runs(quiet, runs([1.0, 1.6, 1.7])) == [
+        [],
+        [],
+    ]  # the median is slow
     # with five rounds or more a side's own spread counts: 2 slow of 5 are a mode, not outliers
-    assert stats.disturbed_runs(quiet, runs([1.0, 1.6, 1.7, 1.0, 1.01])) == [[], []]
-    assert stats.disturbed_runs(quiet, runs([1.0, 1.6, 1.0, 1.0, 1.01])) == [[], [1]]
+    assert between_runs.disturbed_runs(quiet, runs([1.0, 1.6, 1.7, 1.0, 1.01])) == [[], []]
+    assert between_runs.disturbed_runs(quiet, runs([1.0, 1.6, 1.0, 1.0, 1.01])) == [[], [1]]
 
 
 def test_the_bound_follows_the_spread_of_a_noisy_benchmark() -> None:
     """A benchmark whose rounds move by ~8% (robust sd) is set aside only beyond 5 such sds."""
     rng = random.Random(3)
     wide = [math.exp(rng.gauss(0.0, 0.08)) for _ in range(8)]
-    got = stats.disturbed_runs(runs(wide), runs([1.25, 1.0, 1.05]))
+    got = between_runs.disturbed_runs(runs(wide), runs([1.25, 1.0, 1.05]))
     assert got == [[], []]
     # a side noisier than the pair as a whole is judged by its own spread: a quiet baseline
     # does not make every slow round of a scattered current side an outlier
     quiet = [1.0, 1.002, 0.998, 1.001, 0.999, 1.003, 0.997, 1.0]
     scattered = [1.0, 1.30, 1.10, 1.115, 1.12, 0.97, 1.04, 1.007]
-    assert stats.disturbed_runs(runs(quiet), runs(scattered)) == [[], []]
+    assert between_runs.disturbed_runs(runs(quiet), runs(scattered)) == [[], []]
 
 
 def test_judge_leaves_disturbed_rounds_out_and_says_so() -> None:
@@ -83,12 +89,12 @@ def test_judge_leaves_disturbed_rounds_out_and_says_so() -> None:
     assert v.ratio == pytest.approx(1.1, rel=0.02)
     assert v.notes[0].startswith("set aside as disturbed: 2 baseline rounds and 1 current round")
     # with them the same data is blind: the outliers make the rounds' sd several times larger
-    kept = stats.DISTURBED_SLOWDOWN
+    kept = between_runs.DISTURBED_SLOWDOWN
     try:
-        stats.DISTURBED_SLOWDOWN = 100.0
+        between_runs.DISTURBED_SLOWDOWN = 100.0
         blind = judge(base, cur, POLICY)
     finally:
-        stats.DISTURBED_SLOWDOWN = kept
+        between_runs.DISTURBED_SLOWDOWN = kept
     assert blind.status == INCONCLUSIVE and (blind.set_aside_baseline, blind.set_aside_current) == (
         0,
         0,
@@ -121,12 +127,12 @@ def test_adaptive_rounds_decide_without_the_disturbed_round() -> None:
     # recording: a baseline whose noise is one disturbed round is decided, too
     quiet = [1.0, 1.002, 0.998, 1.001, 0.999, 1.003, 0.997]
     assert not needs_more_rounds(None, runs([*quiet, 1.7]), POLICY, recording=True)
-    kept = stats.DISTURBED_SLOWDOWN
+    kept = between_runs.DISTURBED_SLOWDOWN
     try:
-        stats.DISTURBED_SLOWDOWN = 100.0
+        between_runs.DISTURBED_SLOWDOWN = 100.0
         assert needs_more_rounds(None, runs([*quiet, 1.7]), POLICY, recording=True)
     finally:
-        stats.DISTURBED_SLOWDOWN = kept
+        between_runs.DISTURBED_SLOWDOWN = kept
 
 
 def test_set_aside_disturbed_counts_and_keeps_order() -> None:
@@ -173,11 +179,11 @@ def test_simulated_false_alarms_stay_at_alpha_and_detection_returns() -> None:
     # 600 comparisons at 5%: the binomial's sd is 0.9%; 7.5% is over 2.5 of them above alpha
     assert fa <= 0.075
     assert hit >= 0.95
-    kept = stats.DISTURBED_SLOWDOWN
+    kept = between_runs.DISTURBED_SLOWDOWN
     try:
-        stats.DISTURBED_SLOWDOWN = 100.0
+        between_runs.DISTURBED_SLOWDOWN = 100.0
         fa_off, hit_off = rates(11)
     finally:
-        stats.DISTURBED_SLOWDOWN = kept
+        between_runs.DISTURBED_SLOWDOWN = kept
     assert hit_off < 0.85 < hit
     assert fa_off <= 0.075

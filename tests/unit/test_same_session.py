@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import stats
+from pytest_burnperf.core import between_runs, stats
 from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Policy, judge
 from pytest_burnperf.core.versions import level
 from pytest_burnperf.report.terminal import versions_table as table
@@ -287,13 +287,13 @@ def test_the_paired_model_cancels_what_moved_a_whole_round() -> None:
 def test_the_paired_model_spread_keeps_its_meaning() -> None:
     ref = [[1.0], [1.0], [1.0], [1.0]]
     cur = [[math.exp(d)] for d in (0.02, -0.02, 0.02, -0.02)]
-    model = stats.paired_run_model(ref, cur, None)
+    model = between_runs.paired_run_model(ref, cur, None)
     assert model is not None
     sd = stats.statistics.stdev([0.02, -0.02, 0.02, -0.02])
     assert model.spread == pytest.approx(sd / math.sqrt(2))
     assert model.se == pytest.approx(model.spread * math.sqrt(2 / 4))
     assert model.dof == 3
-    assert stats.paired_run_model(ref, cur[:3], None) is None  # unequal: not paired
+    assert between_runs.paired_run_model(ref, cur[:3], None) is None  # unequal: not paired
 
 
 def test_paired_unchanged_and_improved() -> None:

@@ -10,7 +10,7 @@ import statistics
 import pytest
 from scipy.stats import mannwhitneyu
 
-from pytest_burnperf.core import stats
+from pytest_burnperf.core import between_runs, stats
 from pytest_burnperf.core.verdict import INCONCLUSIVE, REGRESSED, UNCHANGED, Policy, judge
 
 
@@ -49,16 +49,16 @@ def test_hodges_lehmann_interval_inverts_the_two_sided_mann_whitney_test() -> No
 
 def test_run_spread_and_pooling() -> None:
     runs = [[1.0, 1.0, 1.0], [1.1, 1.1, 1.1], [0.9, 0.9, 0.9]]
-    spread, dof = stats.log_run_spread(runs)  # type: ignore[misc]
+    spread, dof = between_runs.log_run_spread(runs)  # type: ignore[misc]
     assert dof == 2
     assert spread == pytest.approx(statistics.stdev([0.0, math.log(1.1), math.log(0.9)]))
-    assert stats.log_run_spread([[1.0, 2.0]]) is None
+    assert between_runs.log_run_spread([[1.0, 2.0]]) is None
     other = [[2.0], [2.0 * 1.05]]
-    pooled, pooled_dof = stats.pooled_run_spread_dof(runs, other)  # type: ignore[misc]
+    pooled, pooled_dof = between_runs.pooled_run_spread_dof(runs, other)  # type: ignore[misc]
     s2 = statistics.variance([math.log(2.0), math.log(2.1)])
     assert pooled_dof == 3
     assert pooled == pytest.approx(math.sqrt((spread**2 * 2 + s2 * 1) / 3))
-    assert stats.pooled_run_spread_dof([[1.0]], [[2.0]]) is None
+    assert between_runs.pooled_run_spread_dof([[1.0]], [[2.0]]) is None
 
 
 def test_run_model_floor_interval_and_power_reference_values() -> None:
@@ -67,8 +67,8 @@ def test_run_model_floor_interval_and_power_reference_values() -> None:
 
     base = [[1.0] * 5, [1.02] * 5, [0.99] * 5]
     cur = [[1.10] * 5, [1.12] * 5, [1.09] * 5]
-    prior = stats.NoisePrior(0.02, 2)
-    model = stats.run_model(base, cur, prior)
+    prior = between_runs.NoisePrior(0.02, 2)
+    model = between_runs.run_model(base, cur, prior)
     assert model is not None
     lb = [math.log(v) for v in (1.0, 1.02, 0.99)]
     lc = [math.log(v) for v in (1.10, 1.12, 1.09)]
@@ -86,7 +86,7 @@ def test_run_model_floor_interval_and_power_reference_values() -> None:
     assert model.p_greater() == pytest.approx(t.sf(model.diff / se, 6))
     assert model.min_detectable(0.05) == pytest.approx(1.05 * math.exp(t.ppf(0.9, 6) * se) - 1)
     # without a prior, one run a side says nothing about the between-run spread
-    assert stats.run_model([[1.0]], [[1.1]], None) is None
+    assert between_runs.run_model([[1.0]], [[1.1]], None) is None
     assert stats.bonferroni(0.01, 24) == pytest.approx(0.01 / 24)
     assert Policy(alpha=0.01, comparisons=4).alpha_each == pytest.approx(0.0025)
 
@@ -98,11 +98,11 @@ def test_the_prior_part_carries_the_within_run_error_of_a_median() -> None:
     run = [1.0, 5.0] * 4
     # every log sample is log(5)/2 from the median log(5)/2: the robust sd is 1.4826 log(5)/2
     w = 1.2533 * 1.4826 * math.log(5.0) / 2 / math.sqrt(len(run))
-    assert stats.median_standard_error([run, run]) == pytest.approx(w)
-    model = stats.run_model([run], [run], stats.NoisePrior(0.02, 2))
+    assert between_runs.median_standard_error([run, run]) == pytest.approx(w)
+    model = between_runs.run_model([run], [run], between_runs.NoisePrior(0.02, 2))
     assert model is not None and model.spread == pytest.approx(math.hypot(0.02, w))
     spiky = [1.0 + 0.001 * i for i in range(18)] + [20.0, 30.0]
-    assert stats.median_standard_error([spiky]) < 0.005
+    assert between_runs.median_standard_error([spiky]) < 0.005
 
 
 def runs_of(level: float, wobble: list[float], n: int = 20) -> list[list[float]]:
@@ -152,9 +152,9 @@ def test_one_run_a_side_uses_the_prior_not_zero_noise() -> None:
     base = [1.0 + 0.0001 * i for i in range(20)]
     policy = Policy(alpha=0.01, threshold=0.05)
     v = judge(base, [x * 1.15 for x in base], policy)
-    prior = stats.DEFAULT_PRIOR
+    prior = between_runs.DEFAULT_PRIOR
     assert v.spread_source == "prior" and v.run_spread is None and v.spread_dof == prior.dof
-    w = stats.median_standard_error([base, [x * 1.15 for x in base]])
+    w = between_runs.median_standard_error([base, [x * 1.15 for x in base]])
     se = math.hypot(prior.spread, w) * math.sqrt(2)
     assert v.effect == pytest.approx(math.exp(t.ppf(0.99, prior.dof) * se) - 1)
     assert v.status == INCONCLUSIVE and "inside this benchmark's noise floor" in v.reason
@@ -173,20 +173,20 @@ def test_own_runs_are_pooled_with_the_prior() -> None:
     base = [[1.0, 1.001, 0.999], [1.01, 1.011, 1.009], [0.995, 0.996, 0.994]]
     v = judge(base, [[1.0, 1.001, 1.002]], Policy())
     assert v.spread_source == "runs+prior" and v.run_spread is not None
-    assert v.spread_dof == stats.DEFAULT_PRIOR.dof + 2
-    assert v.spread is not None and v.run_spread < v.spread < stats.DEFAULT_PRIOR.spread
-    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.spread, 4))
+    assert v.spread_dof == between_runs.DEFAULT_PRIOR.dof + 2
+    assert v.spread is not None and v.run_spread < v.spread < between_runs.DEFAULT_PRIOR.spread
+    assert v.run_spread_upper == pytest.approx(between_runs.spread_upper(v.spread, 4))
     many = judge(base * 4, base * 4, Policy())
-    assert many.spread_dof == stats.DEFAULT_PRIOR.dof + 22
+    assert many.spread_dof == between_runs.DEFAULT_PRIOR.dof + 22
     assert many.spread is not None and many.spread < 0.01
-    assert stats.spread_or_prior((0.01, 4), None) == (0.01, 4)
+    assert between_runs.spread_or_prior((0.01, 4), None) == (0.01, 4)
 
 
 def test_noise_prior_rejects_nonsense() -> None:
     with pytest.raises(ValueError, match="NoisePrior"):
-        stats.NoisePrior(-0.01, 2)
+        between_runs.NoisePrior(-0.01, 2)
     with pytest.raises(ValueError, match="NoisePrior"):
-        stats.NoisePrior(0.01, 0)
+        between_runs.NoisePrior(0.01, 0)
 
 
 def test_family_wise_alpha_can_make_a_small_sample_inconclusive() -> None:
@@ -198,15 +198,17 @@ def test_family_wise_alpha_can_make_a_small_sample_inconclusive() -> None:
 
 def test_spread_upper_bound_reference_values() -> None:
     # chi-square 20% quantile with 4 dof is 1.64878: the 80% upper bound is 1.5576x the estimate
-    assert stats.spread_upper(0.02, 4) == pytest.approx(0.02 * math.sqrt(4 / 1.64878), rel=1e-4)
-    assert stats.spread_upper(0.02, 4, level=0.5) == pytest.approx(
+    assert between_runs.spread_upper(0.02, 4) == pytest.approx(
+        0.02 * math.sqrt(4 / 1.64878), rel=1e-4
+    )
+    assert between_runs.spread_upper(0.02, 4, level=0.5) == pytest.approx(
         0.02 * math.sqrt(4 / 3.35669), rel=1e-4
     )
-    assert stats.pooled_run_spread_dof([[1.0], [1.1], [0.9]], [[1.0]]) == pytest.approx(
+    assert between_runs.pooled_run_spread_dof([[1.0], [1.1], [0.9]], [[1.0]]) == pytest.approx(
         (statistics.stdev([0.0, math.log(1.1), math.log(0.9)]), 2)
     )
     with pytest.raises(ValueError, match="dof must be >= 1"):
-        stats.spread_upper(0.02, 0)
+        between_runs.spread_upper(0.02, 0)
 
 
 def test_a_slowdown_inside_the_noise_floor_is_inconclusive_not_failed() -> None:
@@ -216,7 +218,7 @@ def test_a_slowdown_inside_the_noise_floor_is_inconclusive_not_failed() -> None:
     assert v.status == INCONCLUSIVE
     assert "inside this benchmark's noise floor" in v.reason
     assert v.spread is not None and v.run_spread_upper is not None
-    assert v.run_spread_upper == pytest.approx(stats.spread_upper(v.spread, 6))
+    assert v.run_spread_upper == pytest.approx(between_runs.spread_upper(v.spread, 6))
 
 
 def test_a_large_speed_up_that_is_not_significant_says_why_it_is_unchanged() -> None:

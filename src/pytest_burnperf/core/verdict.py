@@ -6,13 +6,13 @@ A benchmark *regressed* when both hold:
   with ``p < alpha``, and
 * the change got slower by more than the larger of ``threshold`` and the benchmark's *noise
   floor*. The change is the ratio of the geometric means of the process runs' medians; the noise
-  floor is the change that the between-run model (``stats.RunModel``: each process run is one
+  floor is the change that the between-run model (``between_runs.RunModel``: each process run is one
   observation, its spread pooled with a prior and Student's t with the resulting degrees of
   freedom) calls significant at ``alpha``. Between-process noise, the main noise of a benchmark
   on a shared machine, is thus tested with the degrees of freedom the runs really have.
 
 Before any of this, a round far slower than the other rounds of its side (a process the host
-slowed as a whole) is set aside on either side (``stats.disturbed_runs``; not in same-session
+slowed as a whole) is set aside on either side (``between_runs.disturbed_runs``; not in same-session
 comparisons, whose rounds are pairs), and the verdict says how many.
 
 *Improved* is the mirror image (faster with ``p < alpha`` and by more than ``threshold``); it is
@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pytest_burnperf.core import stats
+from pytest_burnperf.core import between_runs, stats
 from pytest_burnperf.core.text import format_time
 
 REGRESSED = "regressed"
@@ -51,7 +51,7 @@ class Policy:
     comparisons: int = 1
     #: Between-process spread assumed before the runs are seen (None: none, the old behaviour of
     #: treating unmeasured between-process noise as zero).
-    prior: stats.NoisePrior | None = stats.DEFAULT_PRIOR
+    prior: between_runs.NoisePrior | None = between_runs.DEFAULT_PRIOR
     #: Run ``i`` of each side was measured in the same round of one session (same-session
     #: comparisons, ``versions.py``): the model works on the paired log ratios.
     paired: bool = False
@@ -99,7 +99,7 @@ class Verdict:
     effect: float | None = None
     #: Smallest slowdown this comparison detects with 90% probability.
     min_detectable: float | None = None
-    #: Process rounds of each side set aside as disturbed (``stats.disturbed_runs``): not in
+    #: Process rounds of each side set aside as disturbed (``between_runs.disturbed_runs``): not in
     #: ``runs_baseline``/``runs_current``, the medians, the model or the test.
     set_aside_baseline: int = 0
     set_aside_current: int = 0
@@ -204,7 +204,7 @@ def judge(
         min_det = model.min_detectable(effect)
     else:  # no prior, one run a side: only the two medians' own standard errors are known
         z = statistics.NormalDist().inv_cdf(0.9)
-        se = math.sqrt(2.0) * stats.median_standard_error(base_runs + cur_runs)
+        se = math.sqrt(2.0) * between_runs.median_standard_error(base_runs + cur_runs)
         min_det = (1.0 + effect) * math.exp(z * se) - 1.0
     verdict = replace(
         verdict,
@@ -212,7 +212,9 @@ def judge(
         ratio_low=low,
         ratio_high=high,
         run_spread=None if observed is None else observed[0],
-        run_spread_upper=None if model is None else stats.spread_upper(model.spread, model.dof),
+        run_spread_upper=None
+        if model is None
+        else between_runs.spread_upper(model.spread, model.dof),
         spread=None if model is None else model.spread,
         spread_dof=None if model is None else model.dof,
         spread_source=source,
@@ -339,22 +341,22 @@ def recording_floor(runs: Runs, policy: Policy) -> float | None:
     if not kept:
         return None
     (kept, _), _ = set_aside_disturbed(kept, [])
-    combined = stats.spread_or_prior(stats.log_run_spread(kept), policy.prior)
+    combined = between_runs.spread_or_prior(between_runs.log_run_spread(kept), policy.prior)
     if combined is None:
         return None
     spread, dof = combined
     k = len(kept)
-    t = stats.t_quantile(1.0 - policy.alpha_each, dof)
+    t = between_runs.t_quantile(1.0 - policy.alpha_each, dof)
     return math.exp(t * spread * math.sqrt(2 / k)) - 1.0
 
 
 def set_aside_disturbed(
     base: Runs, cur: Runs
 ) -> tuple[tuple[list[list[float]], list[list[float]]], tuple[int, int]]:
-    """Both sides without their disturbed rounds (``stats.disturbed_runs``), and how many each
+    """Both sides without their disturbed rounds (``between_runs.disturbed_runs``), and how many each
     lost. Empty rounds are dropped as :func:`as_runs` drops them."""
     sides = [[list(r) for r in side if len(r)] for side in (base, cur)]
-    drop = stats.disturbed_runs(*sides)
+    drop = between_runs.disturbed_runs(*sides)
     kept = [
         [r for i, r in enumerate(side) if i not in d] for side, d in zip(sides, drop, strict=True)
     ]
@@ -367,10 +369,10 @@ def _rounds(n: int, side: str) -> str:
     return f"{n} {side} round{'s' if n > 1 else ''}"
 
 
-def _model(base: Runs, cur: Runs, policy: Policy) -> stats.RunModel | None:
+def _model(base: Runs, cur: Runs, policy: Policy) -> between_runs.RunModel | None:
     if policy.paired and len(base) == len(cur):
-        return stats.paired_run_model(base, cur, policy.prior)
-    return stats.run_model(base, cur, policy.prior)
+        return between_runs.paired_run_model(base, cur, policy.prior)
+    return between_runs.run_model(base, cur, policy.prior)
 
 
 def _observed(base: Runs, cur: Runs, policy: Policy) -> tuple[float, int] | None:
@@ -381,16 +383,18 @@ def _observed(base: Runs, cur: Runs, policy: Policy) -> tuple[float, int] | None
             for b, c in zip(base, cur, strict=True)
         ]
         return statistics.stdev(diffs) / math.sqrt(2.0), len(diffs) - 1
-    return stats.pooled_run_spread_dof(base, cur)
+    return between_runs.pooled_run_spread_dof(base, cur)
 
 
-def _spread_source(observed: tuple[float, int] | None, prior: stats.NoisePrior | None) -> str:
+def _spread_source(
+    observed: tuple[float, int] | None, prior: between_runs.NoisePrior | None
+) -> str:
     if observed is not None:
         return "runs+prior" if prior is not None else "runs"
     return "prior" if prior is not None else ""
 
 
-def _pooled(prior: stats.NoisePrior | None) -> str:
+def _pooled(prior: between_runs.NoisePrior | None) -> str:
     return "" if prior is None else f"pooled with the {100 * prior.spread:.1f}% prior: "
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_burnperf.core.stats import t_quantile
+from pytest_burnperf.core.between_runs import t_quantile
 
 
 @dataclass(frozen=True)
