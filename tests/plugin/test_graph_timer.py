@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf import devices
-from pytest_burnperf.core.timing import GraphCaptureError, HostTimer
+from pytest_burnperf.core.clocks import GraphCaptureError, HostTimer
 from pytest_burnperf.devices.base import capture_failure
 
 from ._helpers import FAST

@@ -9,6 +9,7 @@ import random
 import pytest
 from scipy.stats import binom
 
+from pytest_burnperf.core.clocks import BATCH
 from pytest_burnperf.core.stats import (
     MIN_ROUND_SAMPLES,
     median_halfwidth,
@@ -17,7 +18,7 @@ from pytest_burnperf.core.stats import (
     round_samples,
     round_sampling,
 )
-from pytest_burnperf.core.timing import BATCH, measure
+from pytest_burnperf.core.timing import measure
 
 
 @pytest.mark.parametrize(

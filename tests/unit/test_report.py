@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.roofline_figures import Peaks, Work
 from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.timing import Sample
 from pytest_burnperf.core.verdict import INCOMPARABLE, UNCHANGED, Verdict
 from pytest_burnperf.report.terminal import format_bytes, notes, row, speedups
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.settings import COLUMN_KEYS, Settings
-from pytest_burnperf.core.timing import Sample
 from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Verdict
 from pytest_burnperf.report.terminal import ESSENTIAL, HEADERS, table_rows, wrap
 

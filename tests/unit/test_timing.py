@@ -5,16 +5,15 @@ import itertools
 
 import pytest
 
-from pytest_burnperf.core.timing import (
+from pytest_burnperf.core.clocks import (
     SETTLE_CALLS,
     SETTLE_SHARE,
     Sample,
     calibrate_loops,
-    measure,
-    measure_pedantic,
     settled,
     settles,
 )
+from pytest_burnperf.core.timing import measure, measure_pedantic
 
 
 class FakeClock:

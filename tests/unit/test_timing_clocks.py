@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.timing import HostTimer, Sample, Timer, measure, measure_pedantic
+from pytest_burnperf.core.clocks import HostTimer, Sample, Timer
+from pytest_burnperf.core.timing import measure, measure_pedantic
 
 
 class Machine:
@@ -260,7 +261,7 @@ def test_a_graph_that_already_holds_enough_calls_is_not_captured_again() -> None
 
 
 def test_a_graph_never_holds_more_than_the_cap() -> None:
-    from pytest_burnperf.core.timing import MAX_GRAPH_CALLS
+    from pytest_burnperf.core.clocks import MAX_GRAPH_CALLS
 
     m = GraphMachine(host_ns=1_000, device_ns=1)  # 1 ns a call: a 1 s sample wants 1e9 calls
     _, sample = graph_measure(m, samples=2, warmup=0.0, min_time=1.0)
@@ -276,7 +277,7 @@ def test_with_an_l2_flush_each_graph_replay_is_one_call_after_the_flush() -> Non
 
 
 def test_a_capture_failure_reaches_the_caller() -> None:
-    from pytest_burnperf.core.timing import GraphCaptureError
+    from pytest_burnperf.core.clocks import GraphCaptureError
 
     m = GraphMachine(host_ns=1_000, device_ns=1_000)
     m.fail_with = GraphCaptureError("its calls could not be captured")

@@ -151,7 +151,7 @@ def comparability(
     return None, tuple(notes)
 
 
-#: The clocks of ``timing.SAMPLE_TIMERS``, in words.
+#: The clocks of ``clocks.SAMPLE_TIMERS``, in words.
 CLOCKS = {
     "host": "the host clock",
     "device": "the device clock",

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf._version import __version__
+from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.roofline_figures import achieved
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summarize
-from pytest_burnperf.core.timing import Sample
 from pytest_burnperf.core.verdict import Verdict
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from pytest_burnperf.host import nvml
 from pytest_burnperf.host.hardware import IDENTITY_VERSION, cpu_identity
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.timing import Capture, Timer
+    from pytest_burnperf.core.clocks import Timer
+    from pytest_burnperf.core.timing import Capture
 
 
 @runtime_checkable

@@ -14,8 +14,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_burnperf.core.clocks import GraphCaptureError
 from pytest_burnperf.core.precision import cupy_modes
-from pytest_burnperf.core.timing import Capture, GraphCaptureError
+from pytest_burnperf.core.timing import Capture
 from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,
     NUMPY_DTYPE_NAMES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_burnperf.core.timing import GraphCaptureError
+from pytest_burnperf.core.clocks import GraphCaptureError
 
 if TYPE_CHECKING:
     pass

@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from pytest_burnperf.core.clocks import GraphCaptureError
 from pytest_burnperf.core.precision import torch_modes
-from pytest_burnperf.core.timing import Capture, GraphCaptureError
+from pytest_burnperf.core.timing import Capture
 from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,
     DeviceBase,

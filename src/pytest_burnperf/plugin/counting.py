@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_burnperf.core import counts
+from pytest_burnperf.core.clocks import Sample, gc_off
 from pytest_burnperf.core.text import clock, escape_strings
-from pytest_burnperf.core.timing import Sample, gc_off
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     REGRESSED,

@@ -13,11 +13,8 @@ import pytest
 from pytest_burnperf.core.assess import (
     note_paired_host,
 )
+from pytest_burnperf.core.clocks import SAMPLE_TIMERS, Sample
 from pytest_burnperf.core.text import escape_strings
-from pytest_burnperf.core.timing import (
-    SAMPLE_TIMERS,
-    Sample,
-)
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     REGRESSED,

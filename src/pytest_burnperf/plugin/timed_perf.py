@@ -16,15 +16,11 @@ from pytest_burnperf.core.assess import (
     assess,
     own_threads,
 )
+from pytest_burnperf.core.clocks import GraphCaptureError, settles
 from pytest_burnperf.core.roofline_figures import Work, WorkError
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
 from pytest_burnperf.core.text import escape_strings
-from pytest_burnperf.core.timing import (
-    GraphCaptureError,
-    measure,
-    measure_pedantic,
-    settles,
-)
+from pytest_burnperf.core.timing import measure, measure_pedantic
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     NO_BASELINE,

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.core.clocks import SAMPLE_TIMERS
 from pytest_burnperf.core.text import escape_strings
-from pytest_burnperf.core.timing import SAMPLE_TIMERS
 from pytest_burnperf.host.activity import WINDOW_COUNTS, WINDOW_NUMBERS, WINDOW_TEXTS
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.jsonfile import (
