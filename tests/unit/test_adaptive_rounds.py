@@ -168,29 +168,33 @@ def test_round_counts_defaults(
     quick: bool,
     expected: tuple[int, int],
 ) -> None:
-    from pytest_burnperf.core.settings import round_counts
+    from pytest_burnperf.core.run_options import round_counts
 
     got = round_counts(given, most, update=update, same_session=same, quick=quick)
     assert got == expected
 
 
 def test_round_counts_refuses_contradictions() -> None:
-    from pytest_burnperf.core.settings import SpecError, round_counts
+    from pytest_burnperf.core.run_options import round_counts
+    from pytest_burnperf.core.settings import SettingsError
 
-    with pytest.raises(SpecError, match="--perf-max-rounds 2 is below --perf-rounds 3"):
+    with pytest.raises(SettingsError, match="--perf-max-rounds 2 is below --perf-rounds 3"):
         round_counts(3, 2, update=False)
-    with pytest.raises(SpecError, match="--perf-quick runs no adaptive rounds"):
+    with pytest.raises(SettingsError, match="--perf-quick runs no adaptive rounds"):
         round_counts(None, 8, update=False, quick=True)
     # the error names where each value came from
     names = ("rounds in b.toml", "max_rounds in b.toml", "ini option perf_quick in tox.ini")
-    with pytest.raises(SpecError, match=r"^max_rounds in b\.toml 2 is below the default rounds 3"):
+    with pytest.raises(
+        SettingsError, match=r"^max_rounds in b\.toml 2 is below the default rounds 3"
+    ):
         round_counts(None, 2, update=False, names=names)
-    with pytest.raises(SpecError, match=r"^ini option perf_quick in tox\.ini runs no adaptive"):
+    with pytest.raises(SettingsError, match=r"^ini option perf_quick in tox\.ini runs no adaptive"):
         round_counts(None, 8, update=False, quick=True, names=names)
 
 
 def test_round_budget() -> None:
-    from pytest_burnperf.core.settings import SpecError, parse_round_budget
+    from pytest_burnperf.core.run_options import parse_round_budget
+    from pytest_burnperf.core.settings import SettingsError
     from pytest_burnperf.runs.process_rounds import budget_spent, budget_text
 
     assert not budget_spent(599.9, 600.0) and budget_spent(600.0, 600.0)
@@ -199,5 +203,7 @@ def test_round_budget() -> None:
     assert "round budget of 600 s" in text and "3 of 40 benchmark(s) still undecided" in text
     assert "--perf-round-budget" in text
     assert parse_round_budget("90", "--perf-round-budget") == 90.0
-    with pytest.raises(SpecError, match="--perf-round-budget: the round budget must be seconds"):
+    with pytest.raises(
+        SettingsError, match="--perf-round-budget: the round budget must be seconds"
+    ):
         parse_round_budget("-1", "--perf-round-budget")

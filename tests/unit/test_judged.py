@@ -18,7 +18,8 @@ from pytest_burnperf.core.coverage import (
     more_rounds,
     shortfall,
 )
-from pytest_burnperf.core.settings import SpecError, parse_share
+from pytest_burnperf.core.run_options import parse_share
+from pytest_burnperf.core.settings import SettingsError
 
 RESULTS = [
     ("t[a]", "unchanged", ""),
@@ -110,7 +111,7 @@ def test_share_values(text: object, value: float) -> None:
 
 @pytest.mark.parametrize("text", ["1.5", "-0.1", "110%", "most", ""])
 def test_bad_share_values_name_the_option(text: str) -> None:
-    with pytest.raises(SpecError, match="--perf-min-judged"):
+    with pytest.raises(SettingsError, match="--perf-min-judged"):
         parse_share(text, "--perf-min-judged")
 
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from pytest_burnperf.core.settings import SpecError
+from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.core.shards import expected_seconds, parse_shard, selection_id, split
 
 
@@ -14,7 +14,7 @@ def test_parse_shard() -> None:
     assert parse_shard("2/4", "--perf-shard") == (2, 4)
     assert parse_shard(" 1 / 1 ", "x") == (1, 1)
     for bad in ("0/4", "5/4", "1/0", "a/b", "2", "", "1/2000", 3):
-        with pytest.raises(SpecError, match="K/N"):
+        with pytest.raises(SettingsError, match="K/N"):
             parse_shard(bad, "--perf-shard")
 
 

@@ -5,7 +5,7 @@ import pytest
 from pytest_burnperf.core.settings import (
     PerfSpec,
     Settings,
-    SpecError,
+    SettingsError,
     parse_alpha,
     parse_backends,
     parse_dtypes,
@@ -41,14 +41,14 @@ def test_marker_defaults_and_overrides() -> None:
     ],
 )
 def test_marker_errors_name_the_test_and_the_allowed_values(kwargs: dict, fragment: str) -> None:
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(SettingsError) as info:
         parse_marker("perf_tests/test_x.py::test_mm", (), kwargs)
     assert str(info.value).startswith("perf_tests/test_x.py::test_mm: @pytest.mark.perf")
     assert fragment in str(info.value)
 
 
 def test_positional_marker_arguments_are_refused() -> None:
-    with pytest.raises(SpecError, match="keyword arguments only"):
+    with pytest.raises(SettingsError, match="keyword arguments only"):
         parse_marker("t", ("cpu",), {})
 
 
@@ -64,9 +64,9 @@ def test_numbers_accept_percentages_and_refuse_nonsense() -> None:
     assert parse_alpha("0.05", "x") == 0.05
     assert parse_samples("12", "x") == 12
     for bad in ("nan", "inf", "", True):
-        with pytest.raises(SpecError, match="--perf-threshold"):
+        with pytest.raises(SettingsError, match="--perf-threshold"):
             parse_threshold(bad, "--perf-threshold")
-    with pytest.raises(SpecError, match="whole number"):
+    with pytest.raises(SettingsError, match="whole number"):
         parse_samples("2.5", "x")
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.settings import COLUMN_KEYS, Settings
+from pytest_burnperf.core.run_options import COLUMN_KEYS
+from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Verdict
 from pytest_burnperf.report.terminal import ESSENTIAL, HEADERS, table_rows, wrap
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_burnperf.core.results import RESULTS_SCHEMA
 from pytest_burnperf.core.settings import (
-    SpecError,
+    SettingsError,
     parse_alpha,
     parse_threshold,
 )
@@ -32,7 +32,7 @@ def spec_type(parser: Any, name: str) -> Any:
     def convert(value: str) -> Any:
         try:
             return parser(value, name)
-        except SpecError as exc:
+        except SettingsError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     return convert

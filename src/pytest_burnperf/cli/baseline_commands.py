@@ -16,10 +16,8 @@ from pytest_burnperf.cli.arguments import (
     EXIT_USAGE,
     InputError,
 )
-from pytest_burnperf.core.settings import (
-    SpecError,
-    check_machine_id,
-)
+from pytest_burnperf.core.run_options import check_machine_id
+from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.core.text import escape, escape_strings
 from pytest_burnperf.devices import Registry
@@ -134,7 +132,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         machine_id = (
             check_machine_id(args.machine, "--machine") if args.machine else default_machine_id()
         )
-    except SpecError as exc:
+    except SettingsError as exc:
         raise InputError(str(exc)) from None
     (entry,) = Registry().resolve_all(("numpy-cpu",))[:1]
     assert entry.device is not None
@@ -180,7 +178,7 @@ def cmd_merge_baselines(args: argparse.Namespace) -> int:
     for machine_id in merged:  # every check before the first file is written
         try:
             check_machine_id(machine_id, "a machine directory")
-        except SpecError as exc:
+        except SettingsError as exc:
             raise InputError(f"{exc}; nothing was merged") from None
     if args.baselines.exists() and not args.baselines.is_dir():
         raise InputError(f"--baselines {args.baselines}: is a file, not a baselines folder")

@@ -2,7 +2,7 @@
 
 Nothing here imports pytest or an array library, so the CLI and unit tests use it directly.
 Every parser takes the raw value and a ``where`` string (``"--perf-alpha"``, ``"ini perf_alpha"``,
-``"test_matmul: @pytest.mark.perf(alpha=...)"``) and raises :class:`SpecError` with a message that
+``"test_matmul: @pytest.mark.perf(alpha=...)"``) and raises :class:`SettingsError` with a message that
 names that place, the bad value and what is allowed.
 """
 
@@ -43,32 +43,10 @@ _DEVICE_ID = re.compile(r"^(?P<lib>[a-z]+)-(?P<rest>[a-z0-9][a-z0-9_.-]*)$")
 #: 2-core CPU in minutes), ``full`` GPU-sized shapes like burn-bench's.
 SIZES: tuple[str, ...] = ("tiny", "small", "medium", "full")
 
-#: Columns of the results table (``--perf-columns``), in table order.
-COLUMN_KEYS: tuple[str, ...] = (
-    "benchmark",
-    "shape",
-    "backend",
-    "device",
-    "dtype",
-    "clock",
-    "median",
-    "iqr",
-    "baseline",
-    "change",
-    "p",
-    "detects",
-    "peak_mem",
-    "arith",
-    "bandwidth",
-    "verdict",
-)
-#: ``--perf-sort`` and ``--perf-group-by`` keys.
-SORT_KEYS: tuple[str, ...] = ("benchmark", "device", "dtype", "median", "change", "verdict")
-GROUP_KEYS: tuple[str, ...] = ("benchmark", "device", "dtype", "module")
 DEFAULT_SIZE = "small"
 
 
-class SpecError(ValueError):
+class SettingsError(ValueError):
     """A marker keyword, option or ini value that is not allowed. The message says why."""
 
 
@@ -81,9 +59,9 @@ def allowed_backend_names() -> str:
 
 
 def check_backend_name(name: object, where: str) -> str:
-    """Return ``name`` if it is a kind, a library or a device id; raise SpecError otherwise."""
+    """Return ``name`` if it is a kind, a library or a device id; raise SettingsError otherwise."""
     if not isinstance(name, str) or not name:
-        raise SpecError(
+        raise SettingsError(
             f"{where}: backend {name!r} is not a name; expected {allowed_backend_names()}"
         )
     if name in KINDS or name in LIBRARY_KINDS:
@@ -98,13 +76,13 @@ def check_backend_name(name: object, where: str) -> str:
             kind = rest.rstrip("0123456789")
             if kind in kinds:
                 return name
-    raise SpecError(f"{where}: unknown backend {name!r}; expected {allowed_backend_names()}")
+    raise SettingsError(f"{where}: unknown backend {name!r}; expected {allowed_backend_names()}")
 
 
 def check_dtype_name(name: object, where: str) -> str:
     if isinstance(name, str) and name in DTYPES:
         return name
-    raise SpecError(f"{where}: unknown dtype {name!r}; allowed: {', '.join(DTYPES)}")
+    raise SettingsError(f"{where}: unknown dtype {name!r}; allowed: {', '.join(DTYPES)}")
 
 
 def _name_list(value: object, where: str, what: str) -> tuple[str, ...]:
@@ -113,9 +91,9 @@ def _name_list(value: object, where: str, what: str) -> tuple[str, ...]:
     elif isinstance(value, (list, tuple)):  # not a dict or a set: its keys would be read
         items = list(value)
     else:
-        raise SpecError(f"{where}: {what} must be a list of names, got {_show(value)}")
+        raise SettingsError(f"{where}: {what} must be a list of names, got {_show(value)}")
     if not items or any(i == "" for i in items):
-        raise SpecError(
+        raise SettingsError(
             f"{where}: {what} must name at least one entry and no empty ones, got {_show(value)}"
         )
     return tuple(items)
@@ -138,23 +116,23 @@ def _number(value: object, where: str, what: str) -> float:
     """A finite number from an int, a float or a plain ASCII decimal string (``0.05``, ``5%``,
     ``1e-3``); nothing else (no ``1_000``, ``inf``, non-ASCII digits, or 5000-digit literals)."""
     if isinstance(value, bool):
-        raise SpecError(f"{where}: {what} must be a number, got {_show(value)}")
+        raise SettingsError(f"{where}: {what} must be a number, got {_show(value)}")
     if isinstance(value, (int, float)):
         try:
             x = float(value)
         except OverflowError:
-            raise SpecError(
+            raise SettingsError(
                 f"{where}: {what} is far out of range, got a {len(str(value))}-digit number"
             ) from None
     elif isinstance(value, str):
         text = value.strip()
         if len(text) > 40 or not _DECIMAL.fullmatch(text):
-            raise SpecError(f"{where}: {what} must be a number, got {_show(value)}")
+            raise SettingsError(f"{where}: {what} must be a number, got {_show(value)}")
         x = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
     else:
-        raise SpecError(f"{where}: {what} must be a number, got {_show(value)}")
+        raise SettingsError(f"{where}: {what} must be a number, got {_show(value)}")
     if not math.isfinite(x):
-        raise SpecError(f"{where}: {what} must be finite, got {_show(value)}")
+        raise SettingsError(f"{where}: {what} must be finite, got {_show(value)}")
     return x
 
 
@@ -167,7 +145,7 @@ def _show(value: object) -> str:
 def parse_alpha(value: object, where: str) -> float:
     x = _number(value, where, "alpha")
     if not 0.0 < x <= 0.5:
-        raise SpecError(f"{where}: alpha must be in (0, 0.5], got {_show(value)}")
+        raise SettingsError(f"{where}: alpha must be in (0, 0.5], got {_show(value)}")
     return x
 
 
@@ -181,13 +159,13 @@ def parse_threshold(value: object, where: str) -> float:
     x = _number(value, where, "threshold")
     is_percent = isinstance(value, str) and value.strip().endswith("%")
     if not is_percent and x > 1.0:
-        raise SpecError(
+        raise SettingsError(
             f"{where}: threshold {_show(value)} would mean a slowdown of +{x * 100:.0f}%; a bare "
             f"number is a fraction in [0, 1]: write '{x:g}%' or {x / 100:g} for {x:g}%, or "
             f"'{x * 100:.0f}%' if you mean +{x * 100:.0f}%"
         )
     if not 0.0 <= x <= 10.0:
-        raise SpecError(
+        raise SettingsError(
             f"{where}: threshold must be a fraction in [0, 1] such as 0.05, or a percentage "
             f"in [0%, 1000%] such as 5%, got {_show(value)}"
         )
@@ -195,18 +173,18 @@ def parse_threshold(value: object, where: str) -> float:
 
 
 def _whole_number(value: object, where: str, what: str, low: int, high: int, hint: str = "") -> int:
-    """A whole number in [low, high] from an int or a string of ASCII digits; SpecError otherwise."""
+    """A whole number in [low, high] from an int or a string of ASCII digits; SettingsError otherwise."""
     if isinstance(value, str):
         text = value.strip()
         if not (text.isascii() and text.isdigit() and len(text) <= 12):
-            raise SpecError(f"{where}: {what} must be a whole number{hint}, got {_show(value)}")
+            raise SettingsError(f"{where}: {what} must be a whole number{hint}, got {_show(value)}")
         n = int(text)
     elif isinstance(value, int) and not isinstance(value, bool):
         n = value
     else:
-        raise SpecError(f"{where}: {what} must be a whole number{hint}, got {_show(value)}")
+        raise SettingsError(f"{where}: {what} must be a whole number{hint}, got {_show(value)}")
     if not low <= n <= high:
-        raise SpecError(f"{where}: {what} must be between {low} and {high}, got {_show(value)}")
+        raise SettingsError(f"{where}: {what} must be between {low} and {high}, got {_show(value)}")
     return n
 
 
@@ -217,7 +195,9 @@ def parse_samples(value: object, where: str) -> int:
 def parse_seconds(value: object, where: str, what: str, *, maximum: float = 3600.0) -> float:
     x = _number(value, where, what)
     if not 0.0 <= x <= maximum:
-        raise SpecError(f"{where}: {what} must be seconds in [0, {maximum:g}], got {_show(value)}")
+        raise SettingsError(
+            f"{where}: {what} must be seconds in [0, {maximum:g}], got {_show(value)}"
+        )
     return x
 
 
@@ -232,44 +212,7 @@ def parse_min_time(value: object, where: str) -> float:
 def parse_timer(value: object, where: str) -> str:
     if isinstance(value, str) and value.strip() in TIMERS and value.isprintable():
         return value.strip()
-    raise SpecError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {_show(value)}")
-
-
-#: What a run judges CPU benchmarks by (core/counts.py): the clock, callgrind's counts, or both.
-MEASURES = ("time", "counts", "both")
-
-
-def parse_measure(value: object, where: str) -> str:
-    if isinstance(value, str) and value.strip() in MEASURES and value.isprintable():
-        return value.strip()
-    raise SpecError(
-        f"{where}: measure must be one of {', '.join(MEASURES)} (time: the clock; counts: "
-        f"instructions and estimated cycles under valgrind; both), got {_show(value)}"
-    )
-
-
-def parse_share(value: object, where: str) -> float:
-    """A share of the benchmarks: a fraction in [0, 1] (``0.9``) or a percentage (``"90%"``)."""
-    x = _number(value, where, "the share")
-    if not 0.0 <= x <= 1.0:
-        raise SpecError(
-            f"{where}: a share is a fraction in [0, 1] such as 0.9, or a percentage in "
-            f"[0%, 100%] such as 90%, got {_show(value)}"
-        )
-    return x
-
-
-def parse_git_ref(value: object, where: str) -> str:
-    """A git revision for ``base`` (a tag, a branch, a hash): one word, no option-like start."""
-    if not isinstance(value, str) or not value.strip():
-        raise SpecError(f"{where}: must be a git revision (a tag, a branch), got {_show(value)}")
-    ref = value.strip()
-    if ref.startswith("-") or any(ord(c) <= 32 or ord(c) == 127 for c in ref) or len(ref) > 256:
-        raise SpecError(
-            f"{where}: a git revision is one word of at most 256 characters that does not start "
-            f"with '-', got {_show(value)}"
-        )
-    return ref
+    raise SettingsError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {_show(value)}")
 
 
 def parse_flag(value: object, where: str, what: str) -> bool:
@@ -277,7 +220,7 @@ def parse_flag(value: object, where: str, what: str) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
         return value.strip().lower() in ("true", "1", "yes")
-    raise SpecError(f"{where}: {what} must be True or False, got {_show(value)}")
+    raise SettingsError(f"{where}: {what} must be True or False, got {_show(value)}")
 
 
 def parse_threads(value: object, where: str) -> int:
@@ -285,98 +228,16 @@ def parse_threads(value: object, where: str) -> int:
     return _whole_number(value, where, "threads", 0, 4096, " (0 = the libraries' default)")
 
 
-#: Process rounds when neither --perf-rounds nor --perf-max-rounds is given, comparing or
-#: recording: three processes show a benchmark's between-process spread, and the undecided ones
-#: (comparing: a change that may still exceed the threshold; recording: runs too noisy for a
-#: threshold-sized slowdown to show) get adaptive rounds up to DEFAULT_MAX_ROUNDS, within
-#: --perf-round-budget. These are the settings docs/validation.md measures (1 false alarm in 764
-#: unchanged comparisons, +10% caught 20/21, +20% 22/22); one process a side gates only above
-#: +24-34% on a quiet host. --perf-quick asks for one round and no adaptive ones.
-DEFAULT_ROUNDS = 3
-DEFAULT_MAX_ROUNDS = 8
-#: Process rounds of --perf-update under --perf-quick: a baseline is recorded once and judged
-#: against many times, and three processes show its between-process spread.
-DEFAULT_UPDATE_ROUNDS = 3
-#: Seconds after the first round started past which no further adaptive round starts.
-DEFAULT_ROUND_BUDGET_S = 600.0
-
-
-def round_counts(
-    given: int | None,
-    most: int | None,
-    *,
-    update: bool,
-    same_session: bool = False,
-    quick: bool = False,
-    names: tuple[str, str, str] = ("--perf-rounds", "--perf-max-rounds", "--perf-quick"),
-) -> tuple[int, int]:
-    """(rounds, max rounds) of a --perf run from --perf-rounds (``given``) and
-    --perf-max-rounds (``most``), None where not set: 3 and up to 8 for the undecided
-    benchmarks; --perf-rounds given alone, or ``quick`` (--perf-quick), means no adaptive
-    rounds, and ``quick`` one round (3 recording or comparing in one session). ``names``: where
-    each of the three came from, for errors (the option, or the ini or benchmarks.toml key)."""
-    rounds_name, most_name, quick_name = names
-    if quick and most is not None:
-        raise SpecError(
-            f"{quick_name} runs no adaptive rounds, so {most_name} {most} contradicts it: "
-            "give one or the other"
-        )
-    if quick:
-        rounds = given or (DEFAULT_UPDATE_ROUNDS if update or same_session else 1)
-        return rounds, rounds
-    rounds = given or DEFAULT_ROUNDS
-    if most is None:
-        return rounds, rounds if given else max(rounds, DEFAULT_MAX_ROUNDS)
-    if most < rounds:
-        given_name = rounds_name if given else "the default rounds"
-        raise SpecError(
-            f"{most_name} {most} is below {given_name} {rounds}: the adaptive rounds come "
-            "after the fixed ones, so it must be at least as large"
-        )
-    return rounds, most
-
-
-def parse_round_budget(value: object, where: str) -> float:
-    """Seconds of process rounds past which no adaptive round starts (0: no limit)."""
-    return parse_seconds(value, where, "the round budget", maximum=86400.0)
-
-
-def parse_rounds(value: object, where: str) -> int:
-    """Fresh processes that each measure every benchmark (1 = this process only)."""
-    return _whole_number(value, where, "rounds", 1, 50)
-
-
-def parse_columns(value: object, where: str) -> tuple[str, ...]:
-    """Table columns: comma-separated keys of COLUMN_KEYS, or ``all``."""
-    names = _name_list(value, where, "columns")
-    if names == ("all",):
-        return COLUMN_KEYS
-    for n in names:
-        if n not in COLUMN_KEYS:
-            raise SpecError(
-                f"{where}: unknown column {n!r}; allowed: all, {', '.join(COLUMN_KEYS)}"
-            )
-    return tuple(dict.fromkeys(names))
-
-
 def _choice(value: object, where: str, what: str, allowed: tuple[str, ...]) -> str:
     if isinstance(value, str) and value.strip() in allowed:
         return value.strip()
-    raise SpecError(f"{where}: {what} must be one of {', '.join(allowed)}, got {_show(value)}")
-
-
-def parse_sort(value: object, where: str) -> str:
-    return _choice(value, where, "sort key", SORT_KEYS)
-
-
-def parse_group_by(value: object, where: str) -> str:
-    return _choice(value, where, "group-by key", GROUP_KEYS)
+    raise SettingsError(f"{where}: {what} must be one of {', '.join(allowed)}, got {_show(value)}")
 
 
 def parse_size(value: object, where: str) -> str:
     if isinstance(value, str) and value.strip() in SIZES:
         return value.strip()
-    raise SpecError(f"{where}: size must be one of {', '.join(SIZES)}, got {_show(value)}")
+    raise SettingsError(f"{where}: size must be one of {', '.join(SIZES)}, got {_show(value)}")
 
 
 def parse_flush_l2(value: object, where: str) -> bool:
@@ -391,36 +252,6 @@ def parse_max_samples(value: object, where: str) -> int:
 def parse_max_time(value: object, where: str) -> float:
     """Time budget of adaptive sampling in one process, in seconds (0 = no extra samples)."""
     return parse_seconds(value, where, "max_time")
-
-
-#: Formats of the ``--perf-json`` file: this plugin's own, or pytest-benchmark's.
-JSON_FORMATS: tuple[str, ...] = ("burnperf", "pytest-benchmark")
-
-
-def parse_json_format(value: object, where: str) -> str:
-    return _choice(value, where, "format", JSON_FORMATS)
-
-
-#: How the extra process rounds start: ``fork`` from one prepared process (collection and imports
-#: paid once), ``fresh`` interpreters, or ``auto`` (fork where that is safe: Linux, CPU devices).
-ROUND_STARTS: tuple[str, ...] = ("auto", "fork", "fresh")
-
-
-def parse_round_start(value: object, where: str) -> str:
-    return _choice(value, where, "round start", ROUND_STARTS)
-
-
-def parse_path(value: object, where: str) -> str:
-    """A file or directory path: non-empty, at most 4096 characters, no control characters
-    (a NUL byte, a newline)."""
-    if not isinstance(value, str) or not value.strip():
-        raise SpecError(f"{where}: must be a path, got {_show(value)}")
-    if len(value) > 4096 or any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise SpecError(
-            f"{where}: a path of at most 4096 characters without control characters, got "
-            f"{_show(value)}"
-        )
-    return value
 
 
 @dataclass(frozen=True)
@@ -498,20 +329,20 @@ def _check_marker_type(key: str, value: object, where: str) -> None:
     if key in ("alpha", "threshold") and isinstance(value, str) and value.strip().endswith("%"):
         ok = True
     if not ok:
-        raise SpecError(f"{where}: must be {what}, got {_show(value)} ({type(value).__name__})")
+        raise SettingsError(f"{where}: must be {what}, got {_show(value)} ({type(value).__name__})")
 
 
 def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> PerfSpec:
     """Turn the marker's arguments into a :class:`PerfSpec`; errors name ``test``."""
     where = f"{test}: @pytest.mark.perf"
     if args:
-        raise SpecError(
+        raise SettingsError(
             f"{where} takes keyword arguments only ({', '.join(MARKER_KEYWORDS)}), "
             f"got positional {args!r}"
         )
     unknown = sorted(set(kwargs) - set(MARKER_KEYWORDS))
     if unknown:
-        raise SpecError(
+        raise SettingsError(
             f"{where} got unknown keyword {', '.join(repr(u) for u in unknown)}; "
             f"allowed: {', '.join(MARKER_KEYWORDS)}"
         )
@@ -557,15 +388,3 @@ def without_options(
             continue
         out.append(a)
     return out
-
-
-MACHINE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def check_machine_id(value: str, where: str) -> str:
-    if not MACHINE_ID_RE.match(value):
-        raise SpecError(
-            f"{where}: machine id {value!r} is not allowed; use letters, digits, '.', '_' and '-' "
-            "(it becomes a folder name under the baselines directory)"
-        )
-    return value

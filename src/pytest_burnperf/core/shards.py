@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_burnperf.core.settings import SpecError
+from pytest_burnperf.core.settings import SettingsError
 
 _SHARD = re.compile(r"^\s*([0-9]{1,4})\s*/\s*([0-9]{1,4})\s*$")
 #: The most shards one run may be split into.
@@ -27,10 +27,12 @@ def parse_shard(value: object, where: str) -> tuple[int, int]:
     """``"2/4"`` -> ``(2, 4)``: shard K of N, 1 <= K <= N."""
     m = _SHARD.match(value) if isinstance(value, str) else None
     if m is None:
-        raise SpecError(f"{where}: a shard is K/N such as 2/4 (the second of four), got {value!r}")
+        raise SettingsError(
+            f"{where}: a shard is K/N such as 2/4 (the second of four), got {value!r}"
+        )
     k, n = int(m.group(1)), int(m.group(2))
     if not 1 <= n <= MAX_SHARDS or not 1 <= k <= n:
-        raise SpecError(f"{where}: a shard K/N needs 1 <= K <= N <= {MAX_SHARDS}, got {k}/{n}")
+        raise SettingsError(f"{where}: a shard K/N needs 1 <= K <= N <= {MAX_SHARDS}, got {k}/{n}")
     return k, n
 
 

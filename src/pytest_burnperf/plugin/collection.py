@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_burnperf.core import settings as _spec
-from pytest_burnperf.core.settings import SpecError
+from pytest_burnperf.core import settings
+from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.devices import matches
 from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.plugin import compat
@@ -46,8 +46,8 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
         )
         return
     try:
-        spec = _spec.parse_marker(test, marker.args, marker.kwargs)
-    except SpecError as exc:
+        spec = settings.parse_marker(test, marker.args, marker.kwargs)
+    except SettingsError as exc:
         _invalid(metafunc, str(exc))
         return
     if "perf" not in metafunc.fixturenames:
@@ -99,10 +99,10 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     bench = metafunc.definition.get_closest_marker("benchmark")
     try:
         overrides, _group = compat.marker_overrides(test, bench.kwargs if bench else {})
-    except SpecError as exc:
+    except SettingsError as exc:
         _invalid(metafunc, str(exc))
         return
-    spec = _spec.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
+    spec = settings.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
     (entry,) = state.registry.resolve_all(spec.backends)[:1]
     reason = entry.reason
     if reason is None and entry.device is not None and state.settings_for(spec).timer == "graph":
@@ -147,7 +147,7 @@ def _invalid(metafunc: pytest.Metafunc, message: str) -> None:
     """One parameter that errors at setup with ``message``: each bad marker is reported on its
     own test, all of them, and the rest of the module still runs."""
     argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
-    case = Case(None, "invalid", "", _spec.PerfSpec(), error=message)
+    case = Case(None, "invalid", "", settings.PerfSpec(), error=message)
     values = [case] + [None] * (len(argnames) - 1)
     metafunc.parametrize(argnames, [pytest.param(*values, id="invalid-perf-marker")])
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_burnperf.core import settings as _spec
+from pytest_burnperf.core import settings
 from pytest_burnperf.plugin.fixture import make_perf
 from pytest_burnperf.plugin.session import STATE, Case
 from pytest_burnperf.plugin.smoke_perf import SmokePerf
@@ -38,12 +38,12 @@ IGNORED = ("timer", "disable_gc", "calibration_precision", "warmup_iterations", 
 
 
 def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """Settings from ``@pytest.mark.benchmark(...)``, and its group; SpecError on a bad one."""
+    """Settings from ``@pytest.mark.benchmark(...)``, and its group; SettingsError on a bad one."""
 
     where = f"{test}: @pytest.mark.benchmark"
     unknown = sorted(set(kwargs) - set(MAPPED) - set(IGNORED))
     if unknown:
-        raise _spec.SpecError(
+        raise settings.SettingsError(
             f"{where} got unknown keyword {', '.join(repr(u) for u in unknown)}; allowed: "
             f"{', '.join(MAPPED + IGNORED)}"
         )
@@ -52,18 +52,18 @@ def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, An
         n = kwargs["min_rounds"]
         if isinstance(n, int) and not isinstance(n, bool) and n in (0, 1):
             n = 2  # pytest-benchmark allows 1; a verdict needs at least 2 samples
-        out["samples"] = _spec.parse_samples(n, f"{where}(min_rounds=...)")
+        out["samples"] = settings.parse_samples(n, f"{where}(min_rounds=...)")
     if "max_time" in kwargs:
-        out["max_time"] = _spec.parse_max_time(kwargs["max_time"], f"{where}(max_time=...)")
+        out["max_time"] = settings.parse_max_time(kwargs["max_time"], f"{where}(max_time=...)")
     if "min_time" in kwargs:
-        out["min_time"] = _spec.parse_min_time(kwargs["min_time"], f"{where}(min_time=...)")
-    if "warmup" in kwargs and not _spec.parse_flag(
+        out["min_time"] = settings.parse_min_time(kwargs["min_time"], f"{where}(min_time=...)")
+    if "warmup" in kwargs and not settings.parse_flag(
         kwargs["warmup"], f"{where}(warmup=...)", "warmup"
     ):
         out["warmup"] = 0.0
     group = kwargs.get("group")
     if group is not None and not isinstance(group, str):
-        raise _spec.SpecError(f"{where}(group=...): group must be a string, got {group!r}")
+        raise settings.SettingsError(f"{where}(group=...): group must be a string, got {group!r}")
     return out, group
 
 

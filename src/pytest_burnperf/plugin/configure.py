@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_burnperf.core import settings as _spec
+from pytest_burnperf.core import run_options, settings
 from pytest_burnperf.core.coverage import default_min_share, in_ci
 from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
@@ -143,7 +143,7 @@ def configure(config: pytest.Config) -> None:
     baselines_root = (
         baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
     )
-    size = pick("perf_size") or ("tiny" if smoke else _spec.DEFAULT_SIZE)
+    size = pick("perf_size") or ("tiny" if smoke else settings.DEFAULT_SIZE)
     choice = None
     measure = pick("perf_measure") or "time"
     count_dir = config.getoption("perf_count_dir")
@@ -158,7 +158,7 @@ def configure(config: pytest.Config) -> None:
             against = None  # counts baselines judge on any machine: nothing to build
         if against == "auto":
             group = machine_id or ""
-            if size != _spec.DEFAULT_SIZE:
+            if size != settings.DEFAULT_SIZE:
                 group = f"{group}-{size}"
             stored = has_baselines(baselines_root / group)
             host_off = _stored_host_off(baselines_root / group, trust_host) if stored else None
@@ -232,7 +232,7 @@ def configure(config: pytest.Config) -> None:
         rounds=rounds,
         sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
         max_rounds=max_rounds,
-        round_budget=_spec.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
+        round_budget=run_options.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
         worker_only=_worker_only(config),
         size=size,
         smoke=smoke,
@@ -411,7 +411,7 @@ def _rounds(
             quick = False  # --perf-max-rounds over the ini's perf_quick
     quick_name = "--perf-quick" if quick_given else f"ini option perf_quick in {config.inipath}"
     try:
-        return _spec.round_counts(
+        return run_options.round_counts(
             pick("perf_rounds"),
             most,
             update=update,
@@ -419,7 +419,7 @@ def _rounds(
             quick=quick,
             names=(source("perf_rounds"), source("perf_max_rounds"), quick_name),
         )
-    except _spec.SpecError as exc:
+    except settings.SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 

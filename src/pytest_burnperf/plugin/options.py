@@ -8,13 +8,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from pytest_burnperf.core import settings as _spec
-from pytest_burnperf.core.settings import (
-    DEFAULT_ROUND_BUDGET_S,
-    Settings,
-    SpecError,
-    check_machine_id,
-)
+from pytest_burnperf.core import run_options, settings
+from pytest_burnperf.core.run_options import DEFAULT_ROUND_BUDGET_S, check_machine_id
+from pytest_burnperf.core.settings import Settings, SettingsError
 from pytest_burnperf.core.shards import parse_shard
 from pytest_burnperf.runs.environments import check_ref, parse_refs
 
@@ -34,7 +30,7 @@ def _argtype(parser: Callable[[str, str], T], option: str) -> Callable[[str], T]
     def parse(value: str) -> T:
         try:
             return parser(value, option)
-        except ValueError as exc:  # SpecError, or environments' REF checks
+        except ValueError as exc:  # SettingsError, or environments' REF checks
             # argparse names the option itself ("argument --perf-threshold: ..."): say it once
             text = str(exc).removeprefix(f"{option}: ").removeprefix(f"{option} ")
             raise argparse.ArgumentTypeError(text) from None
@@ -67,14 +63,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-backends",
         "perf_backends",
-        _spec.parse_backends,
+        settings.parse_backends,
         "only run these backends: comma-separated kinds (cpu, cuda, ...), libraries (numpy, "
         "torch, ...) or device ids (torch-cuda0). Default: every backend a benchmark asks for.",
     ),
     (
         "--perf-require",
         "perf_require",
-        _spec.parse_backends,
+        settings.parse_backends,
         "fail the run when one of these devices is absent: comma-separated kinds (cuda, opencl, "
         "...), libraries or device ids, as for --perf-backends (for a GPU CI job that must not "
         "go green by skipping on a runner that lost its GPU). Default: none",
@@ -82,14 +78,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-dtypes",
         "perf_dtypes",
-        _spec.parse_dtypes,
-        f"only run these dtypes, comma-separated ({', '.join(_spec.DTYPES)}). Default: every "
+        settings.parse_dtypes,
+        f"only run these dtypes, comma-separated ({', '.join(settings.DTYPES)}). Default: every "
         "dtype a benchmark asks for.",
     ),
     (
         "--perf-baselines-dir",
         "perf_baselines_dir",
-        _spec.parse_path,
+        run_options.parse_path,
         "directory of baseline files, relative to the rootdir. Default: baselines",
     ),
     (
@@ -102,28 +98,28 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-alpha",
         "perf_alpha",
-        _spec.parse_alpha,
+        settings.parse_alpha,
         f"significance level of the one-sided Mann-Whitney test (0.01, or 1%%). Default: "
         f"{DEFAULTS.alpha}",
     ),
     (
         "--perf-threshold",
         "perf_threshold",
-        _spec.parse_threshold,
+        settings.parse_threshold,
         "minimum slowdown of the median that fails a benchmark, as a fraction or percentage "
         f"(0.05 or 5%%). Default: {DEFAULTS.threshold}",
     ),
     (
         "--perf-samples",
         "perf_samples",
-        _spec.parse_samples,
+        settings.parse_samples,
         "timed samples per benchmark and process; with N process rounds each round takes "
         f"samples/N, at least 10. Default: {DEFAULTS.samples}",
     ),
     (
         "--perf-warmup",
         "perf_warmup",
-        _spec.parse_warmup,
+        settings.parse_warmup,
         "warm-up time per benchmark in seconds (at least one call); on CPU devices the default "
         "ends after a quarter of it once the calls have settled, a value you set runs in full. "
         f"Default: {DEFAULTS.warmup}",
@@ -131,14 +127,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-min-time",
         "perf_min_time",
-        _spec.parse_min_time,
+        settings.parse_min_time,
         "shortest time of one sample in seconds; fast functions loop until they reach it. "
         f"Default: {DEFAULTS.min_time}",
     ),
     (
         "--perf-max-samples",
         "perf_max_samples",
-        _spec.parse_max_samples,
+        settings.parse_max_samples,
         "adaptive sampling cap: after --perf-samples, keep sampling in batches while the median "
         "of this process is not known to +-1/4 of the threshold, up to this many samples "
         f"(at or below --perf-samples: off). Default: {DEFAULTS.max_samples}",
@@ -146,14 +142,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-max-time",
         "perf_max_time",
-        _spec.parse_max_time,
+        settings.parse_max_time,
         "adaptive sampling time budget per benchmark and process, in seconds of sampling "
         f"(the first --perf-samples samples are always taken). Default: {DEFAULTS.max_time}",
     ),
     (
         "--perf-timer",
         "perf_timer",
-        _spec.parse_timer,
+        settings.parse_timer,
         "clock that gates: 'device' (the device's own events: CUDA/HIP events, OpenCL "
         "profiling, Vulkan timestamps; the host clock where a device has none), 'host' (wall "
         "time bracketed by device.sync()) or 'graph' (the calls captured into a CUDA graph, "
@@ -163,7 +159,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-rounds",
         "perf_rounds",
-        _spec.parse_rounds,
+        run_options.parse_rounds,
         "measure every selected benchmark in this many processes (this one and N-1 forked or "
         "fresh ones, run one after another before the tests) and pool their samples; with "
         "--perf-update the baseline keeps every run, so it carries the between-process "
@@ -173,7 +169,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-max-rounds",
         "perf_max_rounds",
-        _spec.parse_rounds,
+        run_options.parse_rounds,
         "adaptive rounds: after --perf-rounds, more fresh processes run only the benchmarks "
         "still undecided (comparing: the change may still exceed the threshold; recording: the "
         "runs are too noisy for a threshold-sized slowdown to show), up to this many rounds in "
@@ -183,7 +179,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-round-budget",
         "perf_round_budget",
-        _spec.parse_round_budget,
+        run_options.parse_round_budget,
         "seconds after the first process round started past which no further adaptive round "
         "starts (the fixed rounds always run); the benchmarks still undecided then stay "
         f"inconclusive, and the run says so. 0: no limit. Default: {DEFAULT_ROUND_BUDGET_S:g}",
@@ -191,7 +187,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-round-start",
         "perf_round_start",
-        _spec.parse_round_start,
+        run_options.parse_round_start,
         "how the extra process rounds start: 'fork' (each round a child forked from one process "
         "that collected the tests and imported their modules once: no interpreter start-up, "
         "collection or torch import per round), 'fresh' (a new interpreter per round) or 'auto' "
@@ -204,14 +200,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-threads",
         "perf_threads",
-        _spec.parse_threads,
+        settings.parse_threads,
         "host threads for CPU benchmarks (BLAS/OpenMP pools and torch's), recorded in the "
         f"fingerprint; 0 = the libraries' default. Default: {DEFAULTS.threads}",
     ),
     (
         "--perf-measure",
         "perf_measure",
-        _spec.parse_measure,
+        run_options.parse_measure,
         "what judges CPU benchmarks: time (the clock), counts (instructions and estimated "
         "cycles on valgrind's simulated CPU, counted around the benchmark's calls: no host can "
         "disturb them, and their baselines judge on any x86-64 Linux machine; needs valgrind), "
@@ -221,35 +217,35 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-size",
         "perf_size",
-        _spec.parse_size,
+        settings.parse_size,
         "size preset the benchmarks pick their shapes from (the perf_size fixture): tiny "
         "(correctness runs), small, medium or full (GPU-sized). Baselines of each size other than "
-        f"small live in their own directory (<machine>-<size>). Default: {_spec.DEFAULT_SIZE}",
+        f"small live in their own directory (<machine>-<size>). Default: {settings.DEFAULT_SIZE}",
     ),
     (
         "--perf-columns",
         "perf_columns",
-        _spec.parse_columns,
+        run_options.parse_columns,
         "results-table columns, comma-separated (or 'all'): "
-        + ", ".join(_spec.COLUMN_KEYS)
+        + ", ".join(run_options.COLUMN_KEYS)
         + ". Default: the essential ones, fitted to the terminal; all with -v",
     ),
     (
         "--perf-sort",
         "perf_sort",
-        _spec.parse_sort,
-        f"order of the table's rows: {', '.join(_spec.SORT_KEYS)}. Default: test order",
+        run_options.parse_sort,
+        f"order of the table's rows: {', '.join(run_options.SORT_KEYS)}. Default: test order",
     ),
     (
         "--perf-group-by",
         "perf_group_by",
-        _spec.parse_group_by,
-        f"one table per {', '.join(_spec.GROUP_KEYS)}. Default: one table",
+        run_options.parse_group_by,
+        f"one table per {', '.join(run_options.GROUP_KEYS)}. Default: one table",
     ),
     (
         "--perf-min-judged",
         "perf_min_judged",
-        _spec.parse_share,
+        run_options.parse_share,
         "fail the run when fewer than this share of its benchmarks got a verdict (regressed, "
         "unchanged or improved) rather than no-baseline, incomparable or inconclusive: a "
         "benchmark that was not judged is a miss, not a pass. A fraction (0.9) or a percentage "
@@ -258,7 +254,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-base",
         "perf_base",
-        _spec.parse_git_ref,
+        run_options.parse_git_ref,
         "the git revision --perf-against auto compares with on the default branch (not a pull "
         "request, not another branch), where it measures in the session (no baselines for this "
         "hardware class, or baselines from a host unlike this one or recorded too noisily): a "
@@ -277,7 +273,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-json-format",
         "perf_json_format",
-        _spec.parse_json_format,
+        run_options.parse_json_format,
         "format of the --perf-json file: burnperf (every field, raw samples per round) or "
         "pytest-benchmark (its JSON, for the tools that read it; verdicts in extra_info). "
         "Default: burnperf",
@@ -285,14 +281,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-json",
         "perf_json",
-        _spec.parse_path,
+        run_options.parse_path,
         "write every result, with raw samples, to this JSON file (refused when the file exists "
         "and is not such a results file, or lies in the baselines directory). Default: none",
     ),
     (
         "--perf-markdown",
         "perf_markdown",
-        _spec.parse_path,
+        run_options.parse_path,
         "write a Markdown summary (regressions first, then improvements, then the full table "
         "folded) to this .md file, for a pull-request comment; where $GITHUB_STEP_SUMMARY is set "
         "it is appended there too. Default: none",
@@ -494,7 +490,7 @@ def ini_value(config: pytest.Config, ini: str, parse: Callable[[Any, str], T]) -
         return None
     try:
         return parse(raw if isinstance(raw, (int, float)) else str(raw), where)
-    except SpecError as exc:
+    except SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_burnperf.core.counts import counts_change
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.roofline_figures import format_rate
-from pytest_burnperf.core.settings import COLUMN_KEYS
+from pytest_burnperf.core.run_options import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.core.text import (
     device_within,

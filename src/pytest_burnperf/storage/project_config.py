@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.settings import SpecError, parse_flag
+from pytest_burnperf.core.settings import SettingsError, parse_flag
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.storage.jsonfile import FileFormatError, read_bytes
 
@@ -119,24 +119,24 @@ def load(rootdir: Path, parsers: Mapping[str, Callable[[Any, str], Any]]) -> Pro
                 if not (
                     isinstance(raw, list) and raw and all(isinstance(b, str) and b for b in raw)
                 ):
-                    raise SpecError(
+                    raise SettingsError(
                         f"{where}: must be a non-empty list of test function names, got {raw!r}"
                     )
                 benches = tuple(raw)
             elif key == "strict":
                 strict = parse_flag(raw, where, "strict")
             elif key == "versions":
-                raise SpecError(
+                raise SettingsError(
                     f"{where}: comparing versions in one session is not supported by this "
                     "version of pytest-burnperf"
                 )
             elif key in allowed:
                 values[allowed[key]] = parsers[allowed[key]](raw, where)
             else:
-                raise SpecError(
+                raise SettingsError(
                     f"{where}: unknown key; allowed: {', '.join(sorted([*allowed, *EXTRA_KEYS]))}"
                 )
-        except SpecError as exc:
+        except SettingsError as exc:
             raise ConfigError(str(exc)) from None
     for key, value in env.items():
         if not isinstance(value, (str, int, float, bool)):

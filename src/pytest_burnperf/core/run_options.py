@@ -1,0 +1,214 @@
+"""The parsers of the settings that apply to a whole run rather than to one benchmark: rounds and
+their budget, the measure, the table's columns, sort and grouping, the results format, how round
+processes start, paths, git references and machine ids. Each names the option and what is allowed
+when a value is wrong (:class:`~.settings.SettingsError`)."""
+
+from __future__ import annotations
+
+import re
+
+from pytest_burnperf.core.settings import (
+    SettingsError,
+    _choice,
+    _name_list,
+    _number,
+    _show,
+    _whole_number,
+    parse_seconds,
+)
+
+#: Columns of the results table (``--perf-columns``), in table order.
+COLUMN_KEYS: tuple[str, ...] = (
+    "benchmark",
+    "shape",
+    "backend",
+    "device",
+    "dtype",
+    "clock",
+    "median",
+    "iqr",
+    "baseline",
+    "change",
+    "p",
+    "detects",
+    "peak_mem",
+    "arith",
+    "bandwidth",
+    "verdict",
+)
+
+
+#: ``--perf-sort`` and ``--perf-group-by`` keys.
+SORT_KEYS: tuple[str, ...] = ("benchmark", "device", "dtype", "median", "change", "verdict")
+
+
+GROUP_KEYS: tuple[str, ...] = ("benchmark", "device", "dtype", "module")
+
+
+def parse_columns(value: object, where: str) -> tuple[str, ...]:
+    """Table columns: comma-separated keys of COLUMN_KEYS, or ``all``."""
+    names = _name_list(value, where, "columns")
+    if names == ("all",):
+        return COLUMN_KEYS
+    for n in names:
+        if n not in COLUMN_KEYS:
+            raise SettingsError(
+                f"{where}: unknown column {n!r}; allowed: all, {', '.join(COLUMN_KEYS)}"
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def parse_sort(value: object, where: str) -> str:
+    return _choice(value, where, "sort key", SORT_KEYS)
+
+
+def parse_group_by(value: object, where: str) -> str:
+    return _choice(value, where, "group-by key", GROUP_KEYS)
+
+
+#: Formats of the ``--perf-json`` file: this plugin's own, or pytest-benchmark's.
+JSON_FORMATS: tuple[str, ...] = ("burnperf", "pytest-benchmark")
+
+
+def parse_json_format(value: object, where: str) -> str:
+    return _choice(value, where, "format", JSON_FORMATS)
+
+
+#: How the extra process rounds start: ``fork`` from one prepared process (collection and imports
+#: paid once), ``fresh`` interpreters, or ``auto`` (fork where that is safe: Linux, CPU devices).
+ROUND_STARTS: tuple[str, ...] = ("auto", "fork", "fresh")
+
+
+def parse_round_start(value: object, where: str) -> str:
+    return _choice(value, where, "round start", ROUND_STARTS)
+
+
+#: Process rounds when neither --perf-rounds nor --perf-max-rounds is given, comparing or
+#: recording: three processes show a benchmark's between-process spread, and the undecided ones
+#: (comparing: a change that may still exceed the threshold; recording: runs too noisy for a
+#: threshold-sized slowdown to show) get adaptive rounds up to DEFAULT_MAX_ROUNDS, within
+#: --perf-round-budget. These are the settings docs/validation.md measures (1 false alarm in 764
+#: unchanged comparisons, +10% caught 20/21, +20% 22/22); one process a side gates only above
+#: +24-34% on a quiet host. --perf-quick asks for one round and no adaptive ones.
+DEFAULT_ROUNDS = 3
+
+
+DEFAULT_MAX_ROUNDS = 8
+
+
+#: Process rounds of --perf-update under --perf-quick: a baseline is recorded once and judged
+#: against many times, and three processes show its between-process spread.
+DEFAULT_UPDATE_ROUNDS = 3
+
+
+#: Seconds after the first round started past which no further adaptive round starts.
+DEFAULT_ROUND_BUDGET_S = 600.0
+
+
+def round_counts(
+    given: int | None,
+    most: int | None,
+    *,
+    update: bool,
+    same_session: bool = False,
+    quick: bool = False,
+    names: tuple[str, str, str] = ("--perf-rounds", "--perf-max-rounds", "--perf-quick"),
+) -> tuple[int, int]:
+    """(rounds, max rounds) of a --perf run from --perf-rounds (``given``) and
+    --perf-max-rounds (``most``), None where not set: 3 and up to 8 for the undecided
+    benchmarks; --perf-rounds given alone, or ``quick`` (--perf-quick), means no adaptive
+    rounds, and ``quick`` one round (3 recording or comparing in one session). ``names``: where
+    each of the three came from, for errors (the option, or the ini or benchmarks.toml key)."""
+    rounds_name, most_name, quick_name = names
+    if quick and most is not None:
+        raise SettingsError(
+            f"{quick_name} runs no adaptive rounds, so {most_name} {most} contradicts it: "
+            "give one or the other"
+        )
+    if quick:
+        rounds = given or (DEFAULT_UPDATE_ROUNDS if update or same_session else 1)
+        return rounds, rounds
+    rounds = given or DEFAULT_ROUNDS
+    if most is None:
+        return rounds, rounds if given else max(rounds, DEFAULT_MAX_ROUNDS)
+    if most < rounds:
+        given_name = rounds_name if given else "the default rounds"
+        raise SettingsError(
+            f"{most_name} {most} is below {given_name} {rounds}: the adaptive rounds come "
+            "after the fixed ones, so it must be at least as large"
+        )
+    return rounds, most
+
+
+def parse_round_budget(value: object, where: str) -> float:
+    """Seconds of process rounds past which no adaptive round starts (0: no limit)."""
+    return parse_seconds(value, where, "the round budget", maximum=86400.0)
+
+
+def parse_rounds(value: object, where: str) -> int:
+    """Fresh processes that each measure every benchmark (1 = this process only)."""
+    return _whole_number(value, where, "rounds", 1, 50)
+
+
+#: What a run judges CPU benchmarks by (core/counts.py): the clock, callgrind's counts, or both.
+MEASURES = ("time", "counts", "both")
+
+
+def parse_measure(value: object, where: str) -> str:
+    if isinstance(value, str) and value.strip() in MEASURES and value.isprintable():
+        return value.strip()
+    raise SettingsError(
+        f"{where}: measure must be one of {', '.join(MEASURES)} (time: the clock; counts: "
+        f"instructions and estimated cycles under valgrind; both), got {_show(value)}"
+    )
+
+
+def parse_share(value: object, where: str) -> float:
+    """A share of the benchmarks: a fraction in [0, 1] (``0.9``) or a percentage (``"90%"``)."""
+    x = _number(value, where, "the share")
+    if not 0.0 <= x <= 1.0:
+        raise SettingsError(
+            f"{where}: a share is a fraction in [0, 1] such as 0.9, or a percentage in "
+            f"[0%, 100%] such as 90%, got {_show(value)}"
+        )
+    return x
+
+
+def parse_git_ref(value: object, where: str) -> str:
+    """A git revision for ``base`` (a tag, a branch, a hash): one word, no option-like start."""
+    if not isinstance(value, str) or not value.strip():
+        raise SettingsError(
+            f"{where}: must be a git revision (a tag, a branch), got {_show(value)}"
+        )
+    ref = value.strip()
+    if ref.startswith("-") or any(ord(c) <= 32 or ord(c) == 127 for c in ref) or len(ref) > 256:
+        raise SettingsError(
+            f"{where}: a git revision is one word of at most 256 characters that does not start "
+            f"with '-', got {_show(value)}"
+        )
+    return ref
+
+
+def parse_path(value: object, where: str) -> str:
+    """A file or directory path: non-empty, at most 4096 characters, no control characters
+    (a NUL byte, a newline)."""
+    if not isinstance(value, str) or not value.strip():
+        raise SettingsError(f"{where}: must be a path, got {_show(value)}")
+    if len(value) > 4096 or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise SettingsError(
+            f"{where}: a path of at most 4096 characters without control characters, got "
+            f"{_show(value)}"
+        )
+    return value
+
+
+MACHINE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_machine_id(value: str, where: str) -> str:
+    if not MACHINE_ID_RE.match(value):
+        raise SettingsError(
+            f"{where}: machine id {value!r} is not allowed; use letters, digits, '.', '_' and '-' "
+            "(it becomes a folder name under the baselines directory)"
+        )
+    return value
