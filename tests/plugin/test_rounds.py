@@ -445,15 +445,17 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     import types
 
     from pytest_burnperf.core.verdict import REGRESSED, UNCHANGED
-    from pytest_burnperf.plugin.output import accept_line
+    from pytest_burnperf.plugin.reporter import accept_line
 
     def res(benchmark: str, status: str) -> Any:
         return types.SimpleNamespace(
             benchmark=benchmark, verdict=types.SimpleNamespace(status=status)
         )
 
+    from pytest_burnperf.core.run_mode import Mode
+
     state: Any = types.SimpleNamespace(
-        update=False, plan=None, invocation=("--perf", "-k", "old", "tests/", "-kx")
+        mode=Mode.JUDGE, invocation=("--perf", "-k", "old", "tests/", "-kx")
     )
     rows = [res("TestK::test_m", REGRESSED), res("test_a", REGRESSED), res("test_b", UNCHANGED)]
     assert accept_line(state, rows) == (

@@ -60,7 +60,7 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     _warn_shadowed(metafunc)
     state = metafunc.config.stash[STATE]
     cases: list[Case] = []
-    if not state.enabled and not state.smoke:
+    if not state.mode.runs_benchmarks:
         for name in spec.backends:
             for dtype in spec.dtypes:
                 cases.append(Case(None, name, dtype, spec, skip_reason=WITHOUT_PERF))
@@ -163,9 +163,9 @@ def is_runnable(item: pytest.Item) -> bool:
 
 def select(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[STATE]
-    if state.enabled or state.smoke:
+    if state.mode.runs_benchmarks:
         _filter_items(config, state, items)
-    if state.enabled and state.shard is not None:
+    if state.mode.measures and state.shard is not None:
         _keep_shard(config, state, items)
     if state.worker_only is not None:  # an adaptive round: the undecided benchmarks only
         keep = [i for i in items if i.nodeid in state.worker_only]
@@ -257,7 +257,7 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
         "expected_s": [round(x, 3) for x in plan.seconds],
         "unknown_durations": plan.guessed,
     }
-    if state.worker_out is None:
+    if not state.mode.in_round:
         total = sum(plan.seconds)
         state.announce(
             f"pytest-burnperf: shard {index}/{count}: {state.shard_info['benchmarks']} of "

@@ -129,4 +129,6 @@ def active(config: pytest.Config) -> bool:
     """Whether this run provides the ``benchmark`` fixture: under ``--perf``, or in smoke mode when
     pytest-benchmark is not there to provide it (not installed, or ``-p no:benchmark``)."""
     state = config.stash[STATE]
-    return state.enabled or (state.smoke and not config.pluginmanager.has_plugin("benchmark"))
+    return state.mode.measures or (
+        state.mode.smoke_only and not config.pluginmanager.has_plugin("benchmark")
+    )

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_burnperf.core import run_options, settings
 from pytest_burnperf.core.coverage import default_min_share, in_ci
+from pytest_burnperf.core.run_mode import decide
 from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.options import (
@@ -29,7 +30,6 @@ from pytest_burnperf.plugin.session import (
     PerfState,
 )
 from pytest_burnperf.runs.environments import CURRENT
-from pytest_burnperf.runs.process_rounds import note_finished, progress_path
 from pytest_burnperf.runs.reference import choose, has_baselines, stored_host_off, stored_noisy
 from pytest_burnperf.runs.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
@@ -209,9 +209,16 @@ def configure(config: pytest.Config) -> None:
                 else f"ini option perf_markdown in {config.inipath}"
             )
             raise pytest.UsageError(f"{where} {markdown_path}: {problem}")
-    config.stash[STATE] = PerfState(
-        enabled=enabled,
+    mode = decide(
+        perf=enabled,
+        smoke=smoke,
         update=update,
+        same_session=plan is not None,
+        round_process=bool(worker_out),
+        counted=bool(count_dir),
+    )
+    config.stash[STATE] = PerfState(
+        mode=mode,
         shard=pick("perf_shard"),
         base=base,
         cmdline=cmdline,
@@ -235,7 +242,6 @@ def configure(config: pytest.Config) -> None:
         round_budget=run_options.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
         worker_only=_worker_only(config),
         size=size,
-        smoke=smoke,
         strict=bool(
             config.getoption("perf_strict")
             or (project.strict if project.strict is not None else flag_value(config, "perf_strict"))
@@ -273,8 +279,6 @@ def configure(config: pytest.Config) -> None:
 
     config.stash[STATE].announce = announce
     _register_benchmark_compat(config)
-    if worker_out:
-        config.pluginmanager.register(_RoundProgress(Path(worker_out)), "burnperf-round-progress")
 
 
 def _counting(measure: str) -> Any:
@@ -443,28 +447,16 @@ def _register_benchmark_compat(config: pytest.Config) -> None:
     if compat.active(config):
         config.pluginmanager.register(compat, "burnperf-benchmark-compat")
         theirs = config.pluginmanager.get_plugin("benchmark")
-        if theirs is not None and config.stash[STATE].enabled:
+        if theirs is not None and config.stash[STATE].mode.measures:
             # under --perf this plugin times those tests; pytest-benchmark's hooks would reject
             # the fixture object and report an empty run, so they are switched off for this run
             config.pluginmanager.unregister(theirs)
             config.stash[STATE].took_over_benchmark = True
 
 
-class _RoundProgress:
-    """In a round's process: tells the parent one more test is done, for its progress lines."""
-
-    def __init__(self, worker_out: Path) -> None:
-
-        self.path = progress_path(worker_out)
-
-    def pytest_runtest_logfinish(self, nodeid: str) -> None:
-
-        note_finished(self.path, nodeid)
-
-
 def check_required(state: PerfState) -> None:
     """--perf-require: every named device must be here, else a usage error with the reasons."""
-    if not state.require or state.worker_out is not None:
+    if not state.require or not state.mode.reports:
         return
     missing = []
     for name in state.require:

@@ -87,7 +87,7 @@ def start_text(state: PerfState) -> str:
     c: Counting = state.counting
     where = (
         f"counts baselines {rel(c.store(state).dir, state.rootpath)}"
-        if state.plan is None
+        if not state.mode.compares
         else "every environment counted in this run"
     )
     return (
@@ -106,7 +106,7 @@ def header_text(state: PerfState) -> str:
     )
     where = (
         f"in {rel(c.store(state).dir, state.rootpath)}"
-        if state.plan is None
+        if not state.mode.compares
         else "of both environments"
     )
     return (
@@ -409,7 +409,7 @@ def judge(
         time=timed,
     )
     keep(result)
-    if state.update:
+    if state.mode.records:
         return result
     if verdict.status == REGRESSED:
         pytest.fail(counts.counts_failure(perf._key, verdict), pytrace=False)

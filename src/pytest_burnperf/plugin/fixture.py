@@ -35,11 +35,11 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
 
     state = request.config.stash[STATE]
     assert case.entry is not None and case.entry.device is not None
-    if not state.enabled:
+    if not state.mode.measures:
         case.entry.device.reseed(0)
         return SmokePerf(state, request.node, case)
     module, key = module_and_key(request.node, state.rootpath)
-    if state.plan is not None:  # same-session comparison: no baseline is read
+    if state.mode.compares:  # same-session comparison: no baseline is read
         case.entry.device.reseed(0)
         return ComparePerf(state, request.node, case, module, key)
     legacy = False

@@ -4,8 +4,9 @@ each hook hands its work to the module that does it.
 - ``configure.py``: the run's settings, built once (command line, project file, ini keys)
 - ``collection.py``: parametrisation over device x dtype, and the selection
 - ``round_control.py``: the extra process rounds, same-session comparisons, the round server
+- ``modes.py``: the plugin objects of the run's mode (core/run_mode.py): ``reporter.py`` (what
+  the session the user started prints and writes), ``round_process.py`` (a round process)
 - ``fixture.py``: the ``perf`` fixture that times and judges
-- ``output.py``: what the run writes and prints at its end
 
 Loading it imports no array library, scipy or device runtime; those load inside a ``--perf``
 run.
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.host.interrupts import release
-from pytest_burnperf.plugin import collection, configure, output, round_control
+from pytest_burnperf.plugin import collection, configure, modes, round_control
 from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.fixture import make_perf
 from pytest_burnperf.plugin.options import add_options, add_update_alias
@@ -54,16 +55,13 @@ def pytest_load_initial_conftests(
 
 def pytest_configure(config: pytest.Config) -> None:
     configure.configure(config)
+    modes.register(config, config.stash[STATE])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The run is over: signals held since its write-up are no longer held (they arrived while
     the process was ending anyway, after every file was written)."""
     release()
-
-
-def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    return output.header_lines(config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -112,7 +110,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
-    if state.enabled:
+    if state.mode.measures:
         # Imported before any signal is turned into an interrupt: these modules define
         # dataclasses, whose generated __init__ has no line numbers, and a Ctrl-C or SIGTERM
         # landing in it while a test imported them lazily crashed pytest's own traceback printer
@@ -123,7 +121,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
         state.restore_sigterm = sigterm_as_interrupt()
         configure.check_required(state)
-        session.config.pluginmanager.register(output.Recorder(state), "burnperf-recorder")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -156,22 +153,13 @@ def pytest_runtest_makereport(
         timed = any(
             item.nodeid in got for got in (state.results, state.smoked, state.worker_samples)
         )
-        if (state.enabled or state.smoke) and not timed:
+        if state.mode.runs_benchmarks and not timed:
             report.outcome = "failed"
             report.longrepr = (
                 f"{item.nodeid}: is marked @pytest.mark.perf but never called perf(fn, ...) "
                 "or perf.pedantic(fn, ...), so nothing was timed"
             )
     return report
-
-
-@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the coverage properties
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    output.finish(session, exitstatus)
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    output.summary(terminalreporter, exitstatus, config)
 
 
 # --------------------------------------------------------------------------------------------

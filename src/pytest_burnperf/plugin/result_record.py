@@ -3,6 +3,7 @@ verdict, provenance, the test's parameters) and the properties it adds to the JU
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Protocol
 
 import pytest
@@ -12,6 +13,7 @@ from pytest_burnperf.core.assess import (
 )
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.verdict import FAILED, REGRESSED
 from pytest_burnperf.devices.base import DeviceBase
 from pytest_burnperf.plugin.session import Case, PerfState
 
@@ -110,3 +112,28 @@ def junit_properties(result: Result) -> list[tuple[str, object]]:
     if v.reason:
         props.append(("perf_reason", v.reason))
     return props
+
+
+class Recorder:
+    """Remembers which benchmarks passed their call, the only ones whose baselines may change."""
+
+    def __init__(self, state: PerfState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+
+        results = self.state.results
+        if report.when == "call" and report.passed and report.nodeid in results:
+            self.state.passed.add(report.nodeid)
+        elif report.failed:
+            self.state.passed.discard(report.nodeid)
+            r = results.get(report.nodeid)
+            if r is not None and r.verdict.status not in (REGRESSED, FAILED):
+                # timed, then failed (an assert after perf(), a teardown): counted as failed
+                reason = f"the test failed in {report.when} after it was timed (see its failure)"
+                results[report.nodeid] = replace(
+                    r, verdict=replace(r.verdict, status=FAILED, reason=reason)
+                )
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.state.interrupted = True

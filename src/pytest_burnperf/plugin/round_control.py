@@ -24,7 +24,7 @@ from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import module_and_key
-from pytest_burnperf.plugin.output import note_shadowed
+from pytest_burnperf.plugin.round_process import note_shadowed
 from pytest_burnperf.plugin.session import STATE, PerfState, case_of
 from pytest_burnperf.runs import scheduler
 from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
@@ -196,7 +196,7 @@ def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Me
             return False
         s = state.settings_for(case.spec)
         policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
-        if state.update:
+        if state.mode.records:
             return needs_more_rounds(None, runs, policy, recording=True)
         try:
             entry = state.store.get(*module_and_key(item, state.rootpath))
@@ -285,7 +285,7 @@ def _single_threaded(state: PerfState, items: list[pytest.Item]) -> bool:
 def rounds_after_collection(session: pytest.Session) -> None:
     """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
     state = session.config.stash[STATE]
-    if not state.enabled:
+    if not state.mode.measures:
         return
     runnable = [item for item in session.items if is_runnable(item)]
     keyword = session.config.option.keyword
@@ -310,7 +310,7 @@ def rounds_after_collection(session: pytest.Session) -> None:
         )
     # a shard judges at the alpha of the whole selection, counted before it kept its share
     state.comparisons = max(1, len(runnable)) if state.shard_info is None else state.comparisons
-    if state.plan is not None:
+    if state.mode.compares:
         if runnable and not session.config.option.collectonly:
             # turn-taking pairs only when asked for (--perf-round-start fork): they made a
             # single A/A pair far steadier, but in the plugin's own harness run of 2026-11-24

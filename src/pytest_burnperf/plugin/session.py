@@ -15,6 +15,7 @@ import pytest
 from pytest_burnperf.core.precision import key_part
 from pytest_burnperf.core.results import provenance
 from pytest_burnperf.core.roofline_figures import Peaks
+from pytest_burnperf.core.run_mode import Mode
 from pytest_burnperf.core.settings import PerfSpec, Settings
 from pytest_burnperf.devices import peak_calibration as device_peaks
 from pytest_burnperf.host import probe
@@ -25,13 +26,11 @@ from pytest_burnperf.storage.peak_cache import PeakCache, cache_path
 if TYPE_CHECKING:
     from pytest_burnperf.core.coverage import Coverage
     from pytest_burnperf.core.results import Result
-    from pytest_burnperf.core.roofline_figures import Peaks
     from pytest_burnperf.devices import Entry, Registry
     from pytest_burnperf.runs.reference import Choice
     from pytest_burnperf.runs.same_session import Plan
     from pytest_burnperf.runs.scheduler import Measured
     from pytest_burnperf.storage.baselines import BaselineStore
-    from pytest_burnperf.storage.peak_cache import PeakCache
 
 
 @dataclass
@@ -51,8 +50,8 @@ class Case:
 
 @dataclass
 class PerfState:
-    enabled: bool
-    update: bool
+    #: What kind of run this process is (core/run_mode.py), decided once in configure.py.
+    mode: Mode
     base: Settings
     cmdline: dict[str, Any]
     backends_filter: tuple[str, ...] | None
@@ -81,8 +80,6 @@ class PerfState:
     #: In a worker process: the node ids to run (an adaptive round of undecided benchmarks).
     worker_only: frozenset[str] | None = None
     strict: bool = False
-    #: Without --perf: run each benchmark body once, untimed (smoke mode).
-    smoke: bool = False
     #: Smoke-run benchmarks that called perf (node ids).
     smoked: set[str] = field(default_factory=set)
     size: str = "small"

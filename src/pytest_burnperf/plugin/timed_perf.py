@@ -160,7 +160,7 @@ class Perf:
         :data:`_TIMED` (the clock measures it)."""
         __tracebackhide__ = True
         state = self._state
-        if state.count_dir is not None:
+        if state.mode.counts_calls:
             return counting.count_here(
                 state, self._item.nodeid, self.device, self.settings, make_call
             )
@@ -207,7 +207,7 @@ class Perf:
                     timer=timer,
                     flush=flush,
                     # peak memory is the measuring process's; an extra round's would be dropped
-                    meter=self.device.peak_memory if self._state.worker_out is None else None,
+                    meter=None if self._state.mode.in_round else self.device.peak_memory,
                     cpu_clock=time.process_time_ns,
                     watch=watch,
                 )
@@ -337,7 +337,7 @@ class Perf:
 
         state = self._state
         node = self._item.nodeid
-        if state.worker_out is not None:  # an extra round: keep the samples for the parent
+        if state.mode.in_round:  # an extra round: keep the samples for the parent
             state.worker_samples[node] = {
                 "values": list(sample.values),
                 "host": host.as_dict(),
@@ -391,7 +391,7 @@ class Perf:
             result = replace(result, verdict=verdict)
         state.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
-        if state.update:
+        if state.mode.records:
             from pytest_burnperf.core.verdict import recording_floor
 
             # named only where its own rounds show the noise: with few rounds the prior alone

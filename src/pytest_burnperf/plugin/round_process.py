@@ -1,0 +1,52 @@
+"""What a round process does besides measuring (``Mode.ROUND``, ``Mode.COUNT``: started by a
+parent session, runs/process_rounds.py): it tells the parent each finished test (for the parent's
+progress lines) and writes one samples file at its end. It prints nothing of its own: no header,
+no table, no summary (it registers none of those hooks; the parent reports), and writes no
+baseline, results file or store record."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.plugin.session import PerfState
+from pytest_burnperf.plugin.session_end import held_end
+from pytest_burnperf.runs.overlay import installed_from
+from pytest_burnperf.runs.process_rounds import note_finished, progress_path
+from pytest_burnperf.runs.same_session import shadowed_modules
+from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
+
+
+def note_shadowed(worker_out: Path) -> None:
+    """In a round's process of an installed reference: which of its modules came from elsewhere
+    (versions.shadowed_modules), for the parent to refuse the round."""
+    overlay = installed_from()
+    if overlay:
+        bad = shadowed_modules(overlay, sys.modules)
+        atomic_write_text(worker_out.with_name(worker_out.name + ".modules"), dumps(bad))
+
+
+class RoundProcess:
+    """The pytest plugin object of a round process (registered by plugin/modes.py)."""
+
+    def __init__(self, state: PerfState) -> None:
+        assert state.worker_out is not None
+        self.state = state
+        self.progress = progress_path(state.worker_out)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        note_finished(self.progress, nodeid)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        held_end(session, self.state, self.write_samples)
+
+    def write_samples(self) -> None:
+        """The raw samples of this round for the parent (its path may change per round in a
+        round server's forked children), and the modules an installed reference shadowed."""
+        out = self.state.worker_out
+        assert out is not None
+        atomic_write_text(out, dumps(finite(self.state.worker_samples)))
+        note_shadowed(out)
