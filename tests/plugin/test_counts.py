@@ -16,7 +16,7 @@ import pytest
 
 from pytest_burnperf.core.verdict import INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
 from pytest_burnperf.host import callgrind
-from pytest_burnperf.plugin.counting import _notes
+from pytest_burnperf.plugin.counts_judging import disagreement_notes
 
 from .._devices import required
 from ._helpers import git
@@ -181,17 +181,17 @@ class _FakeResult:
 
 def test_notes_say_where_the_measures_disagree() -> None:
     slower_time = _FakeResult(_result(REGRESSED, 1.2))
-    (note,) = _notes(_result(UNCHANGED, 1.0001), slower_time)  # type: ignore[arg-type]
+    (note,) = disagreement_notes(_result(UNCHANGED, 1.0001), slower_time)  # type: ignore[arg-type]
     assert "but counts unchanged" in note and "the same work took longer" in note
     quiet_time = _FakeResult(_result(UNCHANGED, 1.01))
-    (note,) = _notes(_result(REGRESSED, 1.08), quiet_time)  # type: ignore[arg-type]
+    (note,) = disagreement_notes(_result(REGRESSED, 1.08), quiet_time)  # type: ignore[arg-type]
     assert "counts +8.00% regressed but time" in note and "does not show" in note
     busy = _FakeResult(_result(INCONCLUSIVE, 1.1, "host busy (steal 30%)"))
-    (note,) = _notes(_result(UNCHANGED, 1.0), busy)  # type: ignore[arg-type]
+    (note,) = disagreement_notes(_result(UNCHANGED, 1.0), busy)  # type: ignore[arg-type]
     assert note.startswith("judged by counts (time: host busy")
-    assert _notes(_result(UNCHANGED, 1.0), None) == []
+    assert disagreement_notes(_result(UNCHANGED, 1.0), None) == []
     untimed = _FakeResult(Verdict("no-baseline", 1.0, reason="no baseline recorded"))
-    (note,) = _notes(_result(UNCHANGED, 1.0), untimed)  # type: ignore[arg-type]
+    (note,) = disagreement_notes(_result(UNCHANGED, 1.0), untimed)  # type: ignore[arg-type]
     assert note == "judged by counts; time no-baseline (no baseline recorded)"
 
 

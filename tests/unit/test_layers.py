@@ -110,6 +110,49 @@ def test_only_the_plugin_imports_pytest(library: str) -> None:
     assert not wrong, f"{library} imported outside plugin/: {wrong}"
 
 
+#: The longest a module may grow: past it, it holds more than one concern (docs/architecture.md).
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    long = {
+        str(path.relative_to(PACKAGE)): n
+        for path in _modules().values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"
+
+
+def test_no_file_name_in_two_layers() -> None:
+    """A file name says which module it is: ``state.py`` in two layers made readers write
+    ``import state as hoststate``. The package's entry points are the only names used twice."""
+    seen: dict[str, list[str]] = defaultdict(list)
+    for path in _modules().values():
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen[path.name].append(str(path.relative_to(PACKAGE)))
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, f"file names used in more than one place: {twice}"
+
+
+def test_the_run_mode_is_asked_not_compared() -> None:
+    """A run's mode is decided once (core/run_mode.py) and asked by what it decides
+    (``state.mode.in_round``); only plugin/modes.py and core/run_mode.py name the modes."""
+    allowed = {"pytest_burnperf.core.run_mode", "pytest_burnperf.plugin.modes"}
+    wrong = []
+    for name, path in _modules().items():
+        if name in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "Mode":
+                wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: Mode.{node.attr}")
+            if isinstance(node, ast.Attribute) and node.attr in ("enabled", "smoke", "update"):
+                if ast.unparse(node.value).endswith("state"):
+                    wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+    assert not wrong, "mode checks outside core/run_mode.py (ask state.mode.X):\n" + "\n".join(
+        wrong
+    )
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Every strongly connected group of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}

@@ -17,14 +17,8 @@ from pytest_burnperf.core.coverage import default_min_share, in_ci
 from pytest_burnperf.core.run_mode import decide
 from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
-from pytest_burnperf.plugin.options import (
-    DEFAULTS,
-    UPDATE_ALIAS_DEST,
-    VALUE_OPTIONS,
-    flag_value,
-    ini_value,
-    xdist_workers,
-)
+from pytest_burnperf.plugin.option_table import DEFAULTS, VALUE_OPTIONS
+from pytest_burnperf.plugin.options import UPDATE_ALIAS_DEST, flag_value, ini_value, xdist_workers
 from pytest_burnperf.plugin.session import (
     STATE,
     PerfState,

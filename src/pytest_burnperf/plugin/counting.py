@@ -12,31 +12,25 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_burnperf.core import counts
-from pytest_burnperf.core.clocks import Sample, gc_off
-from pytest_burnperf.core.text import clock, escape_strings
+from pytest_burnperf.core.clocks import gc_off
+from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import (
-    INCONCLUSIVE,
-    REGRESSED,
-    UNCHANGED,
     Policy,
-    Verdict,
-    format_ratio,
-    not_comparable,
 )
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.plugin.session import PerfState, case_of, rel
 from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.process_rounds import worker_args
-from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
+from pytest_burnperf.storage.baselines import BaselineStore
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.results import Result
+    pass
 
 
 @dataclass
@@ -309,213 +303,3 @@ def simulated_cpu(device: Any) -> str:
 
 # --------------------------------------------------------------------------------------------
 # the run that judges: the verdict from counts
-
-
-def judge(
-    perf: Any,
-    timed: Result | None,
-    make_result: Callable[..., Result],
-    properties: Callable[[Result], list[tuple[str, object]]],
-) -> Result:
-    """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
-    result under --perf-measure both), built by ``make_result`` and kept in the session's
-    results with its JUnit ``properties``; fails the test when counts regressed (or, under
-    --perf-strict, were not judged)."""
-    __tracebackhide__ = True
-
-    def keep(result: Result) -> None:
-        state.results[node] = result
-        perf._item.user_properties.extend(properties(result))
-
-    state: PerfState = perf._state
-    c: Counting = state.counting
-    node = perf._item.nodeid
-    run = c.run
-    got = None if run is None else run.counts.get(node)
-    if got is None:
-        why = "the counted process did not run" if run is None else run.missing.get(node, "")
-        if timed is None:
-            pytest.fail(
-                f"{node}: not judged: not counted ({why or 'no counts'}); see the run's notes",
-                pytrace=False,
-            )
-        result = replace(
-            timed,
-            verdict=replace(
-                timed.verdict,
-                notes=(*timed.verdict.notes, f"counts: not counted ({why}); time judged"),
-            ),
-        )
-        keep(result)
-        return result
-    key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
-    problem = None
-    try:
-        entry = c.store(state).get(perf._module, perf._key)
-    except BaselineError as exc:
-        problem = exc
-    if problem is not None:
-        pytest.fail(
-            f"{node}: {problem}. The file was left untouched; fix it, or delete it and record "
-            "new counts baselines with --perf-update",
-            pytrace=False,
-        )
-    s = perf.settings
-    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
-    values = [float(v) for v in got.values()]
-    base_counts = None if entry is None else entry.get("counts")
-    base_values = None
-    if isinstance(base_counts, dict):
-        base_values = [float(v) for v in base_counts.get(counts.GATING) or []]
-    if entry is not None and base_values is None:
-        verdict = not_comparable(values, [], "the stored baseline holds no counts")
-    elif entry is not None and (diff := counts.key_difference((base_counts or {}).get("key"), key)):
-        verdict = not_comparable(
-            values, base_values or [], f"{diff}; record counts again with --perf-update"
-        )
-    else:
-        verdict = counts.judge_counts(
-            base_values,
-            values,
-            alpha_each=policy.alpha_each,
-            interpreter=max(got.interpreter, float((base_counts or {}).get("interpreter") or 0)),
-        )
-        cycles = counts.cycles_note(
-            [float(v) for v in (base_counts or {}).get("cycles") or []],
-            [float(v) for v in got.cycles],
-            verdict,
-        )
-        noted = counts.key_notes((base_counts or {}).get("key"), key)
-        verdict = replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
-    verdict = replace(verdict, notes=(*verdict.notes, *_notes(verdict, timed)))
-    sample = Sample(
-        values=tuple(values),
-        loops=1,
-        warmup_calls=1 + counts.WARM_CALLS,
-        timer=counts.COUNTS_TIMER,
-    )
-    result = make_result(
-        perf,
-        fingerprint=escape_strings(perf.device.fingerprint()),
-        sample=sample,
-        verdict=verdict,
-        runs=[values],
-        baseline=entry,
-        baseline_runs=() if base_values is None else (tuple(base_values),),
-        host=() if timed is None else timed.host,
-        measure="counts",
-        counted=got,
-        counts_key=key,
-        time=timed,
-    )
-    keep(result)
-    if state.mode.records:
-        return result
-    if verdict.status == REGRESSED:
-        pytest.fail(counts.counts_failure(perf._key, verdict), pytrace=False)
-    if state.strict and verdict.status == INCONCLUSIVE:
-        pytest.fail(
-            f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
-            pytrace=False,
-        )
-    return result
-
-
-def _notes(verdict: Verdict, timed: Result | None) -> list[str]:
-    """Which measure judged and why, and where the clock and the counts disagree."""
-    if timed is None:
-        return []
-    t = timed.verdict
-    if t.ratio is None:
-        return [f"judged by counts; time {t.status} ({t.reason or 'no comparison'})"]
-    time_text = f"time {format_ratio(t)} {t.status}"
-    counts_text = (
-        "-" if verdict.ratio is None else f"{100 * (verdict.ratio - 1):+.2f}% {verdict.status}"
-    )
-    if t.status == REGRESSED and verdict.status == UNCHANGED:
-        return [
-            f"{time_text} but counts unchanged ({counts_text}): the same work took longer "
-            "(threads, memory, waiting on sleeps, I/O or locks, or the host); counts judged"
-        ]
-    if verdict.status == REGRESSED and t.status in (UNCHANGED, INCONCLUSIVE):
-        return [
-            f"counts {counts_text} but {time_text}: more work that the clock does not show "
-            "(within its noise, or hidden by other threads)"
-        ]
-    why = "the host cannot disturb them" if t.status != INCONCLUSIVE else f"time: {t.reason}"
-    return [f"judged by counts ({why}); {time_text}"]
-
-
-def judge_pair(
-    perf: Any,
-    timed: Result | None,
-    make_result: Callable[..., Result],
-    properties: Callable[[Result], list[tuple[str, object]]],
-) -> Result:
-    """The counts verdict of a same-session comparison (the ComparePerf fixture): the
-    candidate environment's counts against the reference's, both counted in this run."""
-    __tracebackhide__ = True
-    state: PerfState = perf._state
-    plan = state.plan
-    assert plan is not None
-    c: Counting = state.counting
-    node = perf._item.nodeid
-    ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
-    ref = None if ref_run is None else ref_run.counts.get(node)
-    cur = None if cur_run is None else cur_run.counts.get(node)
-    if ref is None or cur is None:
-        why = "; ".join(
-            f"{label}: {r.missing.get(node) or 'not counted'}"
-            for label, r in ((plan.reference, ref_run), (plan.candidate, cur_run))
-            if r is not None and node not in r.counts
-        )
-        pytest.fail(f"{node}: counts not compared with {plan.reference}: {why}", pytrace=False)
-    s = perf.settings
-    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
-    base = [float(v) for v in ref.values()]
-    values = [float(v) for v in cur.values()]
-    verdict = counts.judge_counts(
-        base,
-        values,
-        alpha_each=policy.alpha_each,
-        interpreter=max(ref.interpreter, cur.interpreter),
-    )
-    cycles = counts.cycles_note(
-        [float(v) for v in ref.cycles], [float(v) for v in cur.cycles], verdict
-    )
-    notes = [*([cycles] if cycles else []), *_notes(verdict, timed)]
-    verdict = replace(verdict, notes=(*verdict.notes, *notes))
-    result = make_result(
-        perf,
-        fingerprint=escape_strings(perf.device.fingerprint()),
-        sample=Sample(
-            values=tuple(values),
-            loops=1,
-            warmup_calls=1 + counts.WARM_CALLS,
-            timer=counts.COUNTS_TIMER,
-        ),
-        verdict=verdict,
-        runs=[values],
-        baseline_runs=(tuple(base),),
-        host=() if timed is None else timed.host,
-        versions=() if timed is None else timed.versions,
-        reference=plan.reference,
-        candidate=plan.candidate,
-        measure="counts",
-        counted=cur,
-        counts_key={**c.key_base(), **(cur_run.keys.get(node, {}) if cur_run else {})},
-        time=timed,
-    )
-    state.results[node] = result
-    perf._item.user_properties.extend(properties(result))
-    if verdict.status == REGRESSED:
-        pytest.fail(
-            counts.counts_failure(perf._key, verdict, labels=(plan.reference, plan.candidate)),
-            pytrace=False,
-        )
-    if state.strict and verdict.status == INCONCLUSIVE:
-        pytest.fail(
-            f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
-            pytrace=False,
-        )
-    return result

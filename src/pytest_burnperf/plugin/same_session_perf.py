@@ -23,7 +23,7 @@ from pytest_burnperf.core.verdict import (
     judge,
 )
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin import counting
+from pytest_burnperf.plugin import counting, counts_judging
 from pytest_burnperf.plugin.result_record import junit_properties, make_result
 from pytest_burnperf.plugin.session import Case, PerfState
 from pytest_burnperf.plugin.smoke_perf import SmokePerf, T, start_once
@@ -71,7 +71,7 @@ class ComparePerf(SmokePerf):
         assert plan is not None
         node = self._item.nodeid
         if counting.counts_only(state, self.device.kind, node):
-            counting.judge_pair(self, None, make_result, junit_properties)
+            counts_judging.judge_pair(self, None, make_result, junit_properties)
             return
         ref = [] if got is None else got.of(plan.reference, node)
         cur = [] if got is None else got.of(plan.candidate, node)
@@ -133,7 +133,7 @@ class ComparePerf(SmokePerf):
             candidate=plan.candidate,
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both
-            counting.judge_pair(self, result, make_result, junit_properties)
+            counts_judging.judge_pair(self, result, make_result, junit_properties)
             return
         fallback = counting.fallback_note(state, node)
         if fallback is not None:

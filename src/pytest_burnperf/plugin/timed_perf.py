@@ -33,7 +33,7 @@ from pytest_burnperf.devices.event_timer import timer_messages
 from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin import counting
+from pytest_burnperf.plugin import counting, counts_judging
 from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result
 from pytest_burnperf.plugin.session import Case, PerfState
 from pytest_burnperf.plugin.smoke_perf import T, checked_setup, start_once
@@ -170,7 +170,7 @@ class Perf:
             self.device.sync()
             if after is not None:
                 after()
-            counting.judge(self, None, make_result, junit_properties)
+            counts_judging.judge(self, None, make_result, junit_properties)
             return result
         return _TIMED
 
@@ -383,7 +383,7 @@ class Perf:
             probe=None if evidence.probe is None else dict(evidence.probe),
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
-            counting.judge(self, result, make_result, junit_properties)
+            counts_judging.judge(self, result, make_result, junit_properties)
             return
         fallback = counting.fallback_note(state, node)
         if fallback is not None:  # too slow to count: the clock judges it
