@@ -10,7 +10,7 @@ The ``opencl`` and ``vulkan`` extras (pyopencl, wgpu) are installed everywhere; 
 only where a driver is present (on a CPU-only Debian machine: ``apt-get install pocl-opencl-icd
 ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1``, which ``.ci/run`` does). The ``tests``
 session installs cupy too: it imports without a GPU, and the fakes of its CUDA paths are checked
-against its real classes (tests/unit/test_gpu_backends.py).
+against its real classes (tests/unit/devices/test_gpu_backends.py).
 """
 
 from __future__ import annotations

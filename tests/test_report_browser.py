@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("plotly")
 pytest.importorskip("ruptures")
 
-from tests.unit.test_report_files import EVIL, history_points, results_doc
+from tests.unit.report.test_report_files import EVIL, history_points, results_doc
 
 CHROMIUM = next(
     (p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None
@@ -82,7 +82,7 @@ def test_the_published_site_renders_offline_filters_and_shows_the_change_point(
 ) -> None:
     from pytest_burnperf.report.site import publish, slug
     from pytest_burnperf.storage.history.query import series
-    from tests.unit.test_site import fleet_points
+    from tests.unit.report.test_site import fleet_points
 
     out = tmp_path / "site"
     publish(series(fleet_points()), out)

@@ -1,7 +1,7 @@
 """NVML's view of a GPU as a user meets it, on a fake CUDA device (CI has no GPU): the header
 says what the GPU ran at, the JSON keeps it per benchmark, and another process computing on the
 GPU is treated like a busy host: a slowdown it could explain is not blamed on the code.
-NVML itself is tested against nvidia-ml-py's API in tests/unit/test_nvml.py."""
+NVML itself is tested against nvidia-ml-py's API in tests/unit/host/test_nvml.py."""
 
 from __future__ import annotations
 

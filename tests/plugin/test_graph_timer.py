@@ -2,7 +2,7 @@
 graphs skip with the reason, samples are graph replays, a function that cannot be captured
 fails its own test only, pedantic rounds refuse it, and baselines of another clock are not
 compared. The capture itself is tested against torch's and cupy's APIs in
-tests/unit/test_gpu_backends.py, the sizing of the graph in tests/unit/test_timing_clocks.py."""
+tests/unit/devices/test_gpu_backends.py, the sizing of the graph in tests/unit/core/test_clocks.py."""
 
 from __future__ import annotations
 

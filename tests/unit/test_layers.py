@@ -145,9 +145,12 @@ def test_the_run_mode_is_asked_not_compared() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "Mode":
                 wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: Mode.{node.attr}")
-            if isinstance(node, ast.Attribute) and node.attr in ("enabled", "smoke", "update"):
-                if ast.unparse(node.value).endswith("state"):
-                    wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("enabled", "smoke", "update")
+                and ast.unparse(node.value).endswith("state")
+            ):
+                wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
     assert not wrong, "mode checks outside core/run_mode.py (ask state.mode.X):\n" + "\n".join(
         wrong
     )

@@ -205,7 +205,7 @@ def test_stored_baselines_from_another_host_stay_where_nothing_else_can_be_measu
     assert got.why.endswith("Verdicts that host could explain stay inconclusive")
 
 
-BASELINES = Path(__file__).resolve().parents[2] / "baselines"
+BASELINES = Path(__file__).resolve().parents[3] / "baselines"
 
 
 def _baselines_with_probe(root: Path, probe: dict[str, float] | None) -> Path:

@@ -11,7 +11,7 @@ from pytest_burnperf.report import csv as csv_report
 from pytest_burnperf.report import markdown
 from pytest_burnperf.report.terminal import table_rows
 
-from .test_report_markdown import DOC, result
+from .test_markdown import DOC, result
 from .test_table import result as table_result
 
 HOSTILE = (

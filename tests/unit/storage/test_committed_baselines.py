@@ -15,7 +15,7 @@ from pytest_burnperf.core.comparability import comparability
 from pytest_burnperf.host import hardware
 from pytest_burnperf.host.machine import default_machine_id
 
-ROOT = Path(__file__).resolve().parents[2] / "baselines"
+ROOT = Path(__file__).resolve().parents[3] / "baselines"
 FILES = sorted(ROOT.rglob("*.json"))
 
 

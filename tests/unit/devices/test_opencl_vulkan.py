@@ -12,7 +12,7 @@ import pytest
 from pytest_burnperf.core.timing import measure
 from pytest_burnperf.devices import opencl_backend, vulkan_backend
 
-from .._devices import real_device
+from ..._devices import real_device
 
 # ---------------------------------------------------------------------------------------------
 # discovery, with fakes

@@ -1,5 +1,5 @@
 """Adaptive rounds: which benchmarks get another process round (compare.needs_more_rounds,
-the round scheduler: tests/unit/test_scheduler.py), on injected run medians; nothing is timed."""
+the round scheduler: tests/unit/runs/test_scheduler.py), on injected run medians; nothing is timed."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pytest_burnperf.report import github
 
-from .test_report_markdown import DOC, result
+from .test_markdown import DOC, result
 
 
 def many(n: int, regressed: int = 3) -> dict[str, object]:

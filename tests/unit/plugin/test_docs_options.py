@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_burnperf.plugin.options import UPDATE_ALIAS, add_options
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 #: Options the parent run gives its own round processes; not for users.
 INTERNAL = re.compile(r"^--perf-worker-")
 

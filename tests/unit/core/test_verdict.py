@@ -17,7 +17,7 @@ from pytest_burnperf.core.verdict import (
 BASE = [10.0 + 0.01 * i for i in range(20)]  # 10.00 .. 10.19, median 10.095
 
 #: These tests check the within-process statistics: one run on each side, and no prior for the
-#: between-process noise nobody measured (tests/unit/test_verdict_stats.py covers the prior).
+#: between-process noise nobody measured (tests/unit/core/test_verdict_stats.py covers the prior).
 NO_PRIOR = Policy(alpha=0.01, threshold=0.05, prior=None)
 
 

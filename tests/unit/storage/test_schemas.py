@@ -10,7 +10,7 @@ import pytest
 
 from pytest_burnperf.storage.baselines import BaselineStore
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def schema(name: str) -> dict[str, object]:
