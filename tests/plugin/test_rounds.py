@@ -455,7 +455,9 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     from pytest_burnperf.core.run_mode import Mode
 
     state: Any = types.SimpleNamespace(
-        mode=Mode.JUDGE, invocation=("--perf", "-k", "old", "tests/", "-kx")
+        run=types.SimpleNamespace(
+            mode=Mode.JUDGE, invocation=("--perf", "-k", "old", "tests/", "-kx")
+        )
     )
     rows = [res("TestK::test_m", REGRESSED), res("test_a", REGRESSED), res("test_b", UNCHANGED)]
     assert accept_line(state, rows) == (
@@ -465,5 +467,5 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     # a conftest.py owns --update-baselines: the command says --perf-update
     assert "pytest --perf --perf-update tests/ -k" in str(accept_line(state, rows, ours=False))
     assert accept_line(state, rows[2:]) is None  # nothing regressed
-    state.plan = object()  # a same-session comparison has no baseline to record
+    state.run.mode = Mode.COMPARE  # a same-session comparison has no baseline to record
     assert accept_line(state, rows) is None

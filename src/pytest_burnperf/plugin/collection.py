@@ -14,15 +14,11 @@ from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.devices import matches
 from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.plugin import compat
+from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.options import (
     WITHOUT_PERF,
 )
-from pytest_burnperf.plugin.session import (
-    STATE,
-    Case,
-    PerfState,
-    case_of,
-)
+from pytest_burnperf.plugin.session import STATE, PerfState, case_of
 from pytest_burnperf.report.pytest_benchmark import CASE_ID
 
 if TYPE_CHECKING:
@@ -60,12 +56,12 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     _warn_shadowed(metafunc)
     state = metafunc.config.stash[STATE]
     cases: list[Case] = []
-    if not state.mode.runs_benchmarks:
+    if not state.run.mode.runs_benchmarks:
         for name in spec.backends:
             for dtype in spec.dtypes:
                 cases.append(Case(None, name, dtype, spec, skip_reason=WITHOUT_PERF))
     else:
-        graph = state.settings_for(spec).timer == "graph"
+        graph = state.run.settings_for(spec).timer == "graph"
         for entry in state.registry.resolve_all(spec.backends):
             for dtype in spec.dtypes:
                 reason = entry.reason
@@ -105,10 +101,14 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     spec = settings.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
     (entry,) = state.registry.resolve_all(spec.backends)[:1]
     reason = entry.reason
-    if reason is None and entry.device is not None and state.settings_for(spec).timer == "graph":
+    if (
+        reason is None
+        and entry.device is not None
+        and state.run.settings_for(spec).timer == "graph"
+    ):
         reason = graph_unsupported(entry.device)
     case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason, benchmark_style=True)
-    state.benchmark_cases[metafunc.definition.nodeid] = case
+    state.collected.benchmark_cases[metafunc.definition.nodeid] = case
 
 
 #: The module that defines the plugin's own ``device`` and ``dtype`` fixtures.
@@ -163,31 +163,31 @@ def is_runnable(item: pytest.Item) -> bool:
 
 def select(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash[STATE]
-    if state.mode.runs_benchmarks:
+    if state.run.mode.runs_benchmarks:
         _filter_items(config, state, items)
-    if state.mode.measures and state.shard is not None:
+    if state.run.mode.measures and state.run.shard is not None:
         _keep_shard(config, state, items)
-    if state.worker_only is not None:  # an adaptive round: the undecided benchmarks only
-        keep = [i for i in items if i.nodeid in state.worker_only]
+    if state.run.worker_only is not None:  # an adaptive round: the undecided benchmarks only
+        keep = [i for i in items if i.nodeid in state.run.worker_only]
         if len(keep) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if i not in keep])
             items[:] = keep
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
-    if state.benches is not None:  # the configuration file's `benches`
+    if state.run.benches is not None:  # the configuration file's `benches`
         collected = {_function_name(i) for i in items if case_of(i) is not None}
-        unknown = [b for b in state.benches if b not in collected]
+        unknown = [b for b in state.run.benches if b not in collected]
         if unknown:
-            state.messages.append(
-                f"{state.config_file}: benches: {', '.join(unknown)} matched no collected "
+            state.collected.messages.append(
+                f"{state.run.config_file}: benches: {', '.join(unknown)} matched no collected "
                 "benchmark (a typo, or a test outside the paths given)"
             )
-        chosen = [i for i in items if case_of(i) is None or _function_name(i) in state.benches]
+        chosen = [i for i in items if case_of(i) is None or _function_name(i) in state.run.benches]
         if len(chosen) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if i not in chosen])
             items[:] = chosen
-    if state.backends_filter is None and state.dtypes_filter is None:
+    if state.run.backends_filter is None and state.run.dtypes_filter is None:
         return
 
     keep: list[pytest.Item] = []
@@ -198,12 +198,12 @@ def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.It
             keep.append(item)
             continue
         ok = True
-        if state.backends_filter is not None:
+        if state.run.backends_filter is not None:
             ok = case.entry is not None and any(
-                matches(name, case.entry) for name in state.backends_filter
+                matches(name, case.entry) for name in state.run.backends_filter
             )
-        if ok and state.dtypes_filter is not None:
-            ok = case.dtype in state.dtypes_filter
+        if ok and state.run.dtypes_filter is not None:
+            ok = case.dtype in state.run.dtypes_filter
         (keep if ok else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -218,8 +218,8 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
     from pytest_burnperf.plugin.fixture import module_and_key
     from pytest_burnperf.storage.baselines import BaselineError
 
-    assert state.shard is not None
-    index, count = state.shard
+    assert state.run.shard is not None
+    index, count = state.run.shard
     runnable = [i for i in items if is_runnable(i)]
     weights: dict[str, float | None] = {}
     for item in items:
@@ -229,12 +229,12 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
         group = f"{item.path.name}::{_function_name(item)}"
         seconds: float | None = None
         if is_runnable(item):
-            module, key = module_and_key(item, state.rootpath)
+            module, key = module_and_key(item, state.run.rootpath)
             try:
                 entry = state.store.get(module, key)
             except BaselineError:  # the test itself reports it
                 entry = None
-            seconds = expected_seconds(entry, state.settings_for(case.spec).warmup)
+            seconds = expected_seconds(entry, state.run.settings_for(case.spec).warmup)
         known = weights.get(group)
         weights[group] = (
             seconds if known is None else (known if seconds is None else known + seconds)
@@ -247,8 +247,8 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
         return plan.shard_of[f"{item.path.name}::{_function_name(item)}"] == index
 
     keep = [i for i in items if mine(i)]
-    state.comparisons = max(1, len(runnable))
-    state.shard_info = {
+    state.collected.comparisons = max(1, len(runnable))
+    state.collected.shard_info = {
         "index": index,
         "count": count,
         "selection": selection_id(i.nodeid for i in runnable),
@@ -257,10 +257,10 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
         "expected_s": [round(x, 3) for x in plan.seconds],
         "unknown_durations": plan.guessed,
     }
-    if not state.mode.in_round:
+    if not state.run.mode.in_round:
         total = sum(plan.seconds)
         state.announce(
-            f"pytest-burnperf: shard {index}/{count}: {state.shard_info['benchmarks']} of "
+            f"pytest-burnperf: shard {index}/{count}: {state.collected.shard_info['benchmarks']} of "
             f"{len(runnable)} benchmarks, about {plan.seconds[index - 1]:.0f} s of {total:.0f} s "
             f"per round by the recorded durations (shards: "
             f"{', '.join(f'{x:.0f}' for x in plan.seconds)} s"

@@ -24,8 +24,9 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_burnperf.core import settings
+from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.fixture import make_perf
-from pytest_burnperf.plugin.session import STATE, Case
+from pytest_burnperf.plugin.session import STATE
 from pytest_burnperf.plugin.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.timed_perf import Perf
 
@@ -129,6 +130,6 @@ def active(config: pytest.Config) -> bool:
     """Whether this run provides the ``benchmark`` fixture: under ``--perf``, or in smoke mode when
     pytest-benchmark is not there to provide it (not installed, or ``-p no:benchmark``)."""
     state = config.stash[STATE]
-    return state.mode.measures or (
-        state.mode.smoke_only and not config.pluginmanager.has_plugin("benchmark")
+    return state.run.mode.measures or (
+        state.run.mode.smoke_only and not config.pluginmanager.has_plugin("benchmark")
     )

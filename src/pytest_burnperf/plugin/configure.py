@@ -19,6 +19,7 @@ from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.option_table import DEFAULTS, VALUE_OPTIONS
 from pytest_burnperf.plugin.options import UPDATE_ALIAS_DEST, flag_value, ini_value, xdist_workers
+from pytest_burnperf.plugin.run_config import OutputConfig, RoundSchedule, RunConfig
 from pytest_burnperf.plugin.session import (
     STATE,
     PerfState,
@@ -211,52 +212,55 @@ def configure(config: pytest.Config) -> None:
         round_process=bool(worker_out),
         counted=bool(count_dir),
     )
-    config.stash[STATE] = PerfState(
+    run = RunConfig(
         mode=mode,
-        shard=pick("perf_shard"),
         base=base,
         cmdline=cmdline,
         backends_filter=pick("perf_backends"),
-        require=pick("perf_require"),
-        columns=pick("perf_columns"),
-        sort=pick("perf_sort"),
-        group_by=pick("perf_group_by"),
         dtypes_filter=pick("perf_dtypes"),
+        require=pick("perf_require"),
         baselines_root=baselines_root,
         machine_id=machine_id or "",
-        machine_explicit=pick("perf_machine") is not None,
-        json_path=Path(json_path) if json_path else None,
-        markdown_path=Path(markdown_path) if markdown_path else None,
-        store_value=str(store_value) if store_value else None,
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
-        rounds=rounds,
-        sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
-        max_rounds=max_rounds,
-        round_budget=run_options.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
-        worker_only=_worker_only(config),
+        machine_explicit=pick("perf_machine") is not None,
         size=size,
         strict=bool(
             config.getoption("perf_strict")
             or (project.strict if project.strict is not None else flag_value(config, "perf_strict"))
         ),
+        trust_host=trust_host,
         recalibrate=bool(
             flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),
-        worker_out=Path(worker_out) if worker_out else None,
-        serve_dir=Path(serve) if serve else None,
-        round_start=round_start,
-        json_format=pick("perf_json_format") or "burnperf",
+        measure=measure,
+        count_dir=Path(count_dir) if count_dir else None,
+        count_calls=config.getoption("perf_count_calls"),
         benches=project.benches,
         environment=dict(project.environment),
         config_file=project.path,
         plan=plan,
         reference=choice,
-        trust_host=trust_host,
-        measure=measure,
-        count_dir=Path(count_dir) if count_dir else None,
-        count_calls=config.getoption("perf_count_calls"),
-        counting=counting,
+        shard=pick("perf_shard"),
+        worker_only=_worker_only(config),
+    )
+    schedule = RoundSchedule(
+        rounds=rounds,
+        sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
+        max_rounds=max_rounds,
+        round_budget=run_options.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
+        round_start=round_start,
+        worker_out=Path(worker_out) if worker_out else None,
+        serve_dir=Path(serve) if serve else None,
+    )
+    output = OutputConfig(
+        json_path=Path(json_path) if json_path else None,
+        json_format=pick("perf_json_format") or "burnperf",
+        markdown_path=Path(markdown_path) if markdown_path else None,
+        store_value=str(store_value) if store_value else None,
+        columns=pick("perf_columns"),
+        sort=pick("perf_sort"),
+        group_by=pick("perf_group_by"),
         min_judged=0.0
         if update or worker_out
         else (
@@ -265,6 +269,7 @@ def configure(config: pytest.Config) -> None:
             else default_min_share(ci)
         ),
     )
+    config.stash[STATE] = PerfState(run=run, schedule=schedule, output=output, counting=counting)
 
     def announce(line: str) -> None:
         tr = config.pluginmanager.get_plugin("terminalreporter")
@@ -441,19 +446,19 @@ def _register_benchmark_compat(config: pytest.Config) -> None:
     if compat.active(config):
         config.pluginmanager.register(compat, "burnperf-benchmark-compat")
         theirs = config.pluginmanager.get_plugin("benchmark")
-        if theirs is not None and config.stash[STATE].mode.measures:
+        if theirs is not None and config.stash[STATE].run.mode.measures:
             # under --perf this plugin times those tests; pytest-benchmark's hooks would reject
             # the fixture object and report an empty run, so they are switched off for this run
             config.pluginmanager.unregister(theirs)
-            config.stash[STATE].took_over_benchmark = True
+            config.stash[STATE].collected.took_over_benchmark = True
 
 
 def check_required(state: PerfState) -> None:
     """--perf-require: every named device must be here, else a usage error with the reasons."""
-    if not state.require or not state.mode.reports:
+    if not state.run.require or not state.run.mode.reports:
         return
     missing = []
-    for name in state.require:
+    for name in state.run.require:
         entries = state.registry.resolve(name)
         if not any(e.device is not None for e in entries):
             reasons = "; ".join(dict.fromkeys(e.reason or "absent" for e in entries))

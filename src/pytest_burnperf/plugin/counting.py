@@ -63,9 +63,9 @@ class Counting:
             from pytest_burnperf.core.settings import DEFAULT_SIZE
 
             name = counts.store_name(platform.system(), platform.machine())
-            if state.size != DEFAULT_SIZE:
-                name = f"{name}-{state.size}"
-            self._store = BaselineStore(state.baselines_root, name)
+            if state.run.size != DEFAULT_SIZE:
+                name = f"{name}-{state.run.size}"
+            self._store = BaselineStore(state.run.baselines_root, name)
         return self._store
 
     def key_base(self) -> dict[str, Any]:
@@ -80,13 +80,11 @@ def start_text(state: PerfState) -> str:
     """The run's first lines: what counts and where their baselines are."""
     c: Counting = state.counting
     where = (
-        f"counts baselines {rel(c.store(state).dir, state.rootpath)}"
-        if not state.mode.compares
+        f"counts baselines {rel(c.store(state).dir, state.run.rootpath)}"
+        if not state.run.mode.compares
         else "every environment counted in this run"
     )
-    return (
-        f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, size {state.size}"
-    )
+    return f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, size {state.run.size}"
 
 
 def header_text(state: PerfState) -> str:
@@ -99,8 +97,8 @@ def header_text(state: PerfState) -> str:
         else ""
     )
     where = (
-        f"in {rel(c.store(state).dir, state.rootpath)}"
-        if not state.mode.compares
+        f"in {rel(c.store(state).dir, state.run.rootpath)}"
+        if not state.run.mode.compares
         else "of both environments"
     )
     return (
@@ -135,7 +133,7 @@ def fallback_note(state: PerfState, nodeid: str) -> str | None:
 def calls(state: PerfState, settings: Any) -> int:
     """How many calls each benchmark gets counted: enough for its alpha (counts.calls_for)."""
     policy = Policy(
-        alpha=settings.alpha, threshold=settings.threshold, comparisons=state.comparisons
+        alpha=settings.alpha, threshold=settings.threshold, comparisons=state.collected.comparisons
     )
     return counts.calls_for(policy.alpha_each)
 
@@ -170,8 +168,8 @@ def count_pass(
         if tr is not None:
             tr.write_line(line)
 
-    settings = state.base.merged(state.cmdline)
-    args = [*worker_args(state.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
+    settings = state.run.base.merged(state.run.cmdline)
+    args = [*worker_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
     for side in sides or [None]:
         where = "" if side is None else f" in {side.label}"
         t0 = time.monotonic()
@@ -199,7 +197,7 @@ def count_pass(
             state.counting.run = got
         else:
             state.counting.sides[side.label] = got
-        state.messages.extend(f"{side.label}: {p}" if side else p for p in got.problems)
+        state.collected.messages.extend(f"{side.label}: {p}" if side else p for p in got.problems)
         slow = f"; {len(got.timed_instead)} timed instead" if got.timed_instead else ""
         write(
             f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s){where} under "
@@ -226,8 +224,8 @@ def count_here(
     and what to run after it, uncounted) and keep its counts and key for the run that judges.
     Returns the first call's result."""
     __tracebackhide__ = True
-    assert state.count_dir is not None
-    requests = callgrind.Requests(state.count_dir)
+    assert state.run.count_dir is not None
+    requests = callgrind.Requests(state.run.count_dir)
     try:
         running = requests.running()
     except callgrind.CountingUnavailable as exc:
@@ -261,25 +259,25 @@ def count_here(
         if after is not None:
             after()
         threads = "the libraries' default" if settings.threads == 0 else settings.threads
-        state.worker_samples[nodeid] = {
+        state.collected.worker_samples[nodeid] = {
             "timed_instead": f"it runs on {threads} threads (threads={settings.threads}) and "
             "counts see the calling thread only"
         }
         return result
-    n = state.count_calls or calls(state, settings)
+    n = state.run.count_calls or calls(state, settings)
     with device.threads(settings.threads), gc_off():
         try:
             got, first = counts.count_calls(
                 synced, requests, read, calls=n, label=nodeid, limit_s=counts.COUNT_LIMIT_S
             )
         except counts.TooSlow as exc:
-            state.worker_samples[nodeid] = {
+            state.collected.worker_samples[nodeid] = {
                 "timed_instead": f"one call took {exc.seconds:.1f} s under valgrind (over "
                 f"{counts.COUNT_LIMIT_S:g} s; BLAS- and FMA-dense kernels run ~1000x slower "
                 "there)"
             }
             return exc.result
-    state.worker_samples[nodeid] = {
+    state.collected.worker_samples[nodeid] = {
         "values": [float(c) for c in got.values()],
         "counts": got.as_json(),
         "key": {

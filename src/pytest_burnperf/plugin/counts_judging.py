@@ -43,7 +43,7 @@ def judge(
     __tracebackhide__ = True
 
     def keep(result: Result) -> None:
-        state.results[node] = result
+        state.collected.results[node] = result
         perf._item.user_properties.extend(properties(result))
 
     state: PerfState = perf._state
@@ -80,7 +80,7 @@ def judge(
             pytrace=False,
         )
     s = perf.settings
-    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.collected.comparisons)
     values = [float(v) for v in got.values()]
     base_counts = None if entry is None else entry.get("counts")
     base_values = None
@@ -128,11 +128,11 @@ def judge(
         time=timed,
     )
     keep(result)
-    if state.mode.records:
+    if state.run.mode.records:
         return result
     if verdict.status == REGRESSED:
         pytest.fail(counts.counts_failure(perf._key, verdict), pytrace=False)
-    if state.strict and verdict.status == INCONCLUSIVE:
+    if state.run.strict and verdict.status == INCONCLUSIVE:
         pytest.fail(
             f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
             pytrace=False,
@@ -175,7 +175,7 @@ def judge_pair(
     candidate environment's counts against the reference's, both counted in this run."""
     __tracebackhide__ = True
     state: PerfState = perf._state
-    plan = state.plan
+    plan = state.run.plan
     assert plan is not None
     c: Counting = state.counting
     node = perf._item.nodeid
@@ -190,7 +190,7 @@ def judge_pair(
         )
         pytest.fail(f"{node}: counts not compared with {plan.reference}: {why}", pytrace=False)
     s = perf.settings
-    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
+    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.collected.comparisons)
     base = [float(v) for v in ref.values()]
     values = [float(v) for v in cur.values()]
     verdict = counts.judge_counts(
@@ -225,14 +225,14 @@ def judge_pair(
         counts_key={**c.key_base(), **(cur_run.keys.get(node, {}) if cur_run else {})},
         time=timed,
     )
-    state.results[node] = result
+    state.collected.results[node] = result
     perf._item.user_properties.extend(properties(result))
     if verdict.status == REGRESSED:
         pytest.fail(
             counts.counts_failure(perf._key, verdict, labels=(plan.reference, plan.candidate)),
             pytrace=False,
         )
-    if state.strict and verdict.status == INCONCLUSIVE:
+    if state.run.strict and verdict.status == INCONCLUSIVE:
         pytest.fail(
             f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
             pytrace=False,

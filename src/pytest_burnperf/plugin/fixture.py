@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.same_session_perf import ComparePerf
-from pytest_burnperf.plugin.session import STATE, Case
+from pytest_burnperf.plugin.session import STATE
 from pytest_burnperf.plugin.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.timed_perf import Perf
 from pytest_burnperf.report.pytest_benchmark import legacy_keys
@@ -35,11 +36,11 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
 
     state = request.config.stash[STATE]
     assert case.entry is not None and case.entry.device is not None
-    if not state.mode.measures:
+    if not state.run.mode.measures:
         case.entry.device.reseed(0)
         return SmokePerf(state, request.node, case)
-    module, key = module_and_key(request.node, state.rootpath)
-    if state.mode.compares:  # same-session comparison: no baseline is read
+    module, key = module_and_key(request.node, state.run.rootpath)
+    if state.run.mode.compares:  # same-session comparison: no baseline is read
         case.entry.device.reseed(0)
         return ComparePerf(state, request.node, case, module, key)
     legacy = False
@@ -50,7 +51,7 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
             for old in legacy_keys(key):
                 baseline = state.store.get(module, old)
                 if baseline is not None:
-                    state.renamed_baselines.setdefault(module, {})[key] = old
+                    state.collected.renamed_baselines.setdefault(module, {})[key] = old
                     break
         if baseline is None and state.legacy_store is not None:
             baseline = state.legacy_store.get(module, key)

@@ -22,9 +22,10 @@ import pytest
 from pytest_burnperf.host.interrupts import release
 from pytest_burnperf.plugin import collection, configure, modes, round_control
 from pytest_burnperf.plugin import hookspecs as hooks
+from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.fixture import make_perf
 from pytest_burnperf.plugin.options import add_options, add_update_alias
-from pytest_burnperf.plugin.session import STATE, Case, case_of
+from pytest_burnperf.plugin.session import STATE, case_of
 from pytest_burnperf.plugin.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.timed_perf import Perf
 from pytest_burnperf.runs.overlay import install as install_overlay
@@ -77,7 +78,7 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     if not items:
         return
     state = items[0].config.stash[STATE]
-    state.deselected_benchmarks.extend(
+    state.collected.deselected_benchmarks.extend(
         i.nodeid for i in items if (case := case_of(i)) is not None and not case.benchmark_style
     )
 
@@ -100,7 +101,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(case.error, pytrace=False)
     if case is not None and case.skip_reason is not None:  # a pytest-benchmark test's CPU case
         pytest.skip(case.skip_reason)
-    bad = item.config.stash[STATE].bad_devices
+    bad = item.config.stash[STATE].collected.bad_devices
     if case is not None and case.entry is not None and case.entry.id in bad:
         pytest.skip(
             f"{case.entry.id} faulted earlier in this process ({bad[case.entry.id]}); a GPU "
@@ -110,7 +111,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
-    if state.mode.measures:
+    if state.run.mode.measures:
         # Imported before any signal is turned into an interrupt: these modules define
         # dataclasses, whose generated __init__ has no line numbers, and a Ctrl-C or SIGTERM
         # landing in it while a test imported them lazily crashed pytest's own traceback printer
@@ -131,7 +132,9 @@ def pytest_runtest_makereport(
     case = case_of(item)
     if case is not None:  # its wall time in this process, for --perf-shard's split
         state = item.config.stash[STATE]
-        state.durations[item.nodeid] = state.durations.get(item.nodeid, 0.0) + report.duration
+        state.collected.durations[item.nodeid] = (
+            state.collected.durations.get(item.nodeid, 0.0) + report.duration
+        )
     if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
         from pytest_burnperf.devices.device_errors import device_error
 
@@ -142,18 +145,23 @@ def pytest_runtest_makereport(
         why = device_error(exc) if case.entry.kind != "cpu" and not deliberate else None
         if why is not None:
             state = item.config.stash[STATE]
-            if case.entry.id not in state.bad_devices:
-                state.bad_devices[case.entry.id] = f"{item.nodeid}: {why}"
-                state.messages.append(
+            if case.entry.id not in state.collected.bad_devices:
+                state.collected.bad_devices[case.entry.id] = f"{item.nodeid}: {why}"
+                state.collected.messages.append(
                     f"{case.entry.id} faulted in {item.nodeid} ({why}); its later benchmarks "
                     "in this process were skipped"
                 )
     if report.when == "call" and report.passed and case is not None:
         state = item.config.stash[STATE]
         timed = any(
-            item.nodeid in got for got in (state.results, state.smoked, state.worker_samples)
+            item.nodeid in got
+            for got in (
+                state.collected.results,
+                state.collected.smoked,
+                state.collected.worker_samples,
+            )
         )
-        if state.mode.runs_benchmarks and not timed:
+        if state.run.mode.runs_benchmarks and not timed:
             report.outcome = "failed"
             report.longrepr = (
                 f"{item.nodeid}: is marked @pytest.mark.perf but never called perf(fn, ...) "
@@ -187,7 +195,7 @@ def device(_burnperf_case: Case) -> Any:
 @pytest.fixture
 def perf_size(request: pytest.FixtureRequest) -> str:
     """The run's size preset (``--perf-size``): ``tiny``, ``small``, ``medium`` or ``full``."""
-    return request.config.stash[STATE].size
+    return request.config.stash[STATE].run.size
 
 
 @pytest.fixture

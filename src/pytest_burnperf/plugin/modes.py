@@ -16,7 +16,7 @@ from pytest_burnperf.plugin.session import PerfState
 
 def register(config: pytest.Config, state: PerfState) -> None:
     """The mode's plugin objects, registered once the run's settings are made."""
-    mode = state.mode
+    mode = state.run.mode
     if not mode.measures:
         return
     config.pluginmanager.register(Recorder(state), "burnperf-recorder")

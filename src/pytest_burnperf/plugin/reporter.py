@@ -53,7 +53,7 @@ class Reporter:
         held_end(session, self.state, lambda: write_up(session, self.state, exitstatus))
 
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        if self.state.aborted:
+        if self.state.collected.aborted:
             return
         with held_signals() as held:  # printed whole; a Ctrl-C now ends nothing early
             before = len(held.received)
@@ -65,27 +65,32 @@ class Reporter:
 def header_lines(config: pytest.Config, state: PerfState) -> list[str]:
     """The run's first lines: the machine, what it judges against, rounds and size."""
     where = (
-        f"baselines {rel(state.store.dir, state.rootpath)}"
-        if state.plan is None
-        else f"same-session comparison ({state.plan.option})"
+        f"baselines {rel(state.store.dir, state.run.rootpath)}"
+        if state.run.plan is None
+        else f"same-session comparison ({state.run.plan.option})"
     )
     lines = [
-        f"burnperf: machine {state.machine_id} ({describe(cpu_identity())})",
-        f"burnperf: {where}, {rounds_text(state.rounds, state.max_rounds)}, size {state.size}",
+        f"burnperf: machine {state.run.machine_id} ({describe(cpu_identity())})",
+        f"burnperf: {where}, {rounds_text(state.schedule.rounds, state.schedule.max_rounds)}, "
+        f"size {state.run.size}",
     ]
     if state.counting is not None:
         lines[-1] = f"burnperf: {counting.start_text(state)}"
         if state.counting.measure == "both":
-            lines.append(f"burnperf: time: {where}, {rounds_text(state.rounds, state.max_rounds)}")
-    if state.reference is not None:
+            lines.append(
+                f"burnperf: time: {where}, {rounds_text(state.schedule.rounds, state.schedule.max_rounds)}"
+            )
+    if state.run.reference is not None:
         lines.append(f"burnperf: {_reference_text(state)}")
-    if state.shard is not None:
-        lines.append(f"burnperf: shard {state.shard[0]}/{state.shard[1]} of the selection")
-    for option, value in _separate_outside_paths(state.invocation, config.invocation_params.dir):
+    if state.run.shard is not None:
+        lines.append(f"burnperf: shard {state.run.shard[0]}/{state.run.shard[1]} of the selection")
+    for option, value in _separate_outside_paths(
+        state.run.invocation, config.invocation_params.dir
+    ):
         lines.append(
             f"burnperf: note: `{option} {escape(value)}` names an existing path outside this "
             f"directory as a separate argument; pytest may take it for a test path when it picks "
-            f"the rootdir (here {escape(str(state.rootpath))}), which renames the tests and their "
+            f"the rootdir (here {escape(str(state.run.rootpath))}), which renames the tests and their "
             f"baselines: write {option}={escape(value)}"
         )
     return wrap(lines, config.get_terminal_writer().fullwidth)
@@ -116,7 +121,7 @@ def _separate_outside_paths(args: tuple[str, ...], here: Path) -> list[tuple[str
 
 def _reference_text(state: PerfState) -> str:
     """What --perf-against auto chose, and why (or why it found nothing)."""
-    choice = state.reference
+    choice = state.run.reference
     assert choice is not None
     if choice.problem:
         return f"--perf-against auto found no reference: {choice.problem}"
@@ -131,11 +136,11 @@ def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> s
     takes no ``Class::``); None otherwise. ``ours``: --update-baselines is this plugin's option
     (a conftest.py may own that name; then --perf-update is said)."""
     names = sorted({r.benchmark.split("::")[-1] for r in results if r.verdict.status == REGRESSED})
-    if not names or not state.mode.judges_baselines:
+    if not names or not state.run.mode.judges_baselines:
         return None
     rest = [
         a
-        for a in settings.without_options(tuple(rest_args(state.invocation)), ("-k",), ())
+        for a in settings.without_options(tuple(rest_args(state.run.invocation)), ("-k",), ())
         if not (a.startswith("-k") and not a.startswith("--"))  # -kEXPR
     ]
     update = "--update-baselines" if ours else "--perf-update"
@@ -145,7 +150,7 @@ def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> s
 
 def _same_session_text(state: PerfState) -> str | None:
     """``current vs main (git main = 1a2b3c4d5e6f) in this session`` for the header, or None."""
-    plan, got = state.plan, state.measured
+    plan, got = state.run.plan, state.collected.measured
     if plan is None:
         return None
     envs = got.envs if got is not None else {}
@@ -167,7 +172,7 @@ def _versions_tables(
     write_line: Callable[[str], None], state: PerfState, results: list[Any]
 ) -> None:
 
-    plan = state.plan
+    plan = state.run.plan
     assert plan is not None
     for r in sorted(results, key=lambda r: r.nodeid):
         if not r.versions:
@@ -189,36 +194,36 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             terminalreporter.write_line(escape(redact(line)))
 
     tr = terminalreporter
-    results = list(state.results.values())
+    results = list(state.collected.results.values())
     tr.section("pytest-burnperf")
-    base = state.base.merged(state.cmdline)
+    base = state.run.base.merged(state.run.cmdline)
     width = config.get_terminal_writer().fullwidth
     head = header(
         results,
-        machine_id=state.machine_id,
-        baselines=rel(state.store.dir, state.rootpath),
-        size=state.size,
-        rounds=state.rounds,
-        max_rounds=state.max_rounds,
+        machine_id=state.run.machine_id,
+        baselines=rel(state.store.dir, state.run.rootpath),
+        size=state.run.size,
+        rounds=state.schedule.rounds,
+        max_rounds=state.schedule.max_rounds,
         rounds_per_result=[len(r.runs) for r in results],
         threshold=base.threshold,
         alpha=base.alpha,
-        comparisons=state.comparisons,
+        comparisons=state.collected.comparisons,
         same_session=_same_session_text(state),
         machine_line=False,  # the run's first line named it (header_lines)
         counted=None if state.counting is None else counting.header_text(state),
     )
-    if state.reference is not None:
+    if state.run.reference is not None:
         head.insert(1, _reference_text(state))
     for line in wrap(head, width):
         write_line(line)
     if results:
         for line, status in table_rows(
             results,
-            columns=state.columns,
+            columns=state.output.columns,
             width=width,
-            sort=state.sort,
-            group_by=state.group_by,
+            sort=state.output.sort,
+            group_by=state.output.group_by,
             verbose=config.get_verbosity() > 0,
         ):
             # colour follows pytest's --color: the writer drops it where the terminal has none
@@ -228,42 +233,46 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             write_line(line)
         for line in speedups(results):
             write_line(line)
-        if state.plan is not None and state.plan.option == "--perf-versions":
+        if state.run.plan is not None and state.run.plan.option == "--perf-versions":
             _versions_tables(write_line, state, results)
     write_line(f"perf: {counts_line(results)}")
-    if state.shard_info is not None:
-        info = state.shard_info
+    if state.collected.shard_info is not None:
+        info = state.collected.shard_info
         write_line(
             f"perf: shard {info['index']}/{info['count']}: {info['benchmarks']} of the "
             f"selection's {info['comparisons']} benchmarks, judged at the alpha of all "
             f"{info['comparisons']}; `burnperf merge` combines the shards' --perf-json files"
         )
-    if state.coverage is not None and state.coverage.total and not state.mode.records:
-        write_line(f"perf: {state.coverage.line()}")
-        for line in wrap([f"  {a}" for a in state.coverage_advice], width):
+    if (
+        state.collected.coverage is not None
+        and state.collected.coverage.total
+        and not state.run.mode.records
+    ):
+        write_line(f"perf: {state.collected.coverage.line()}")
+        for line in wrap([f"  {a}" for a in state.collected.coverage_advice], width):
             write_line(line)
-        if state.shortfall:
-            write_line(f"FAILED: {state.shortfall}")
+        if state.collected.shortfall:
+            write_line(f"FAILED: {state.collected.shortfall}")
     args = [
         redact(a)
-        for a in state.invocation
+        for a in state.run.invocation
         if a not in ("--perf", "--perf-update", "--update-baselines")
     ]
     record = shlex.join(["pytest", "--perf", "--perf-update", *args])
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
-    if legacy and not state.mode.records:
+    if legacy and not state.run.mode.records:
         write_line(
             f"{len(legacy)} baseline(s) were recorded before pytest-burnperf recorded the hardware "
             "class, so they were not compared; re-record them on this machine with: " + record
         )
     elif (
         any(r.verdict.status == NO_BASELINE for r in results)
-        and state.mode.judges_baselines
-        and not state.coverage_advice
+        and state.run.mode.judges_baselines
+        and not state.collected.coverage_advice
     ):
         write_line("record baselines for this machine with: " + record)
     accept = accept_line(state, results, ours=hasattr(config.option, UPDATE_ALIAS_DEST))
     if accept:
         write_line(accept)
-    for line in wrap(state.messages, width):
+    for line in wrap(state.collected.messages, width):
         write_line(line)

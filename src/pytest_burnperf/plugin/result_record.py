@@ -15,7 +15,8 @@ from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.verdict import FAILED, REGRESSED
 from pytest_burnperf.devices.base import DeviceBase
-from pytest_burnperf.plugin.session import Case, PerfState
+from pytest_burnperf.plugin.cases import Case
+from pytest_burnperf.plugin.session import PerfState
 
 
 class Measuring(Protocol):
@@ -53,7 +54,7 @@ def make_result(perf: Measuring, **fields: Any) -> Result:
         runs=tuple(tuple(r) for r in runs),
         extra_info=dict(perf.extra_info),
         group=perf.group,
-        sampling_rounds=perf._state.sampling_rounds,
+        sampling_rounds=perf._state.schedule.sampling_rounds,
         params=params,
         param=param,
         **fields,
@@ -122,11 +123,11 @@ class Recorder:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
 
-        results = self.state.results
+        results = self.state.collected.results
         if report.when == "call" and report.passed and report.nodeid in results:
-            self.state.passed.add(report.nodeid)
+            self.state.collected.passed.add(report.nodeid)
         elif report.failed:
-            self.state.passed.discard(report.nodeid)
+            self.state.collected.passed.discard(report.nodeid)
             r = results.get(report.nodeid)
             if r is not None and r.verdict.status not in (REGRESSED, FAILED):
                 # timed, then failed (an assert after perf(), a teardown): counted as failed
@@ -136,4 +137,4 @@ class Recorder:
                 )
 
     def pytest_keyboard_interrupt(self) -> None:
-        self.state.interrupted = True
+        self.state.collected.interrupted = True

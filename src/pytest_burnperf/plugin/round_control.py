@@ -24,21 +24,19 @@ from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import module_and_key
-from pytest_burnperf.plugin.round_process import note_shadowed
+from pytest_burnperf.plugin.round_process import RoundProcess
 from pytest_burnperf.plugin.session import STATE, PerfState, case_of
 from pytest_burnperf.runs import scheduler
 from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
 from pytest_burnperf.runs.process_rounds import (
     budget_text,
-    progress_path,
     worker_args,
 )
 from pytest_burnperf.runs.same_session import side_of
 from pytest_burnperf.runs.scheduler import Measured
 from pytest_burnperf.runs.turns import Seat, Side
 from pytest_burnperf.storage.baselines import BaselineError
-from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
 
 if TYPE_CHECKING:
     pass
@@ -52,24 +50,24 @@ def run_rounds(
     *,
     fork: bool = False,
 ) -> None:
-    """Rounds 1..N-1 in other processes, one after another; then, up to ``state.max_rounds``,
+    """Rounds 1..N-1 in other processes, one after another; then, up to ``state.schedule.max_rounds``,
     adaptive rounds of the benchmarks still undecided (``more``), by the one round scheduler
     (runs/scheduler.py). This process measures the last round of every benchmark. With
     ``fork``, each round is a child forked from one round server (forkserver.py), else a fresh
     interpreter. ``wanted`` are the node ids this session will time."""
     config = session.config
-    args = worker_args(state.invocation)
+    args = worker_args(state.run.invocation)
     # every round samples as the pooled session's rounds do (stats.round_samples)
-    args.append(f"--perf-worker-rounds={state.rounds}")
+    args.append(f"--perf-worker-rounds={state.schedule.rounds}")
     write = _writer(config)
     t0 = time.monotonic()
     got = scheduler.run(
         [scheduler.Side(CURRENT, sys.executable, None, "this interpreter")],
         scheduler.Schedule(
-            fixed=state.rounds - 1,
-            most=state.max_rounds - 1,
+            fixed=state.schedule.rounds - 1,
+            most=state.schedule.max_rounds - 1,
             start="fork" if fork else "fresh",
-            budget_s=state.round_budget,
+            budget_s=state.schedule.round_budget,
             failure_ends_all=False,
             own_rounds=1,
         ),
@@ -79,13 +77,15 @@ def run_rounds(
         more=more,
         write=write,
     )
-    state.messages.extend(got.problems)
+    state.collected.messages.extend(got.problems)
     if got.budget_stopped:
-        state.messages.append(budget_text(state.round_budget, got.budget_stopped, len(wanted)))
-    state.worker_runs = got.runs.get(CURRENT, {})
-    state.worker_host = got.host.get(CURRENT, {})
-    state.worker_probes = got.probes.get(CURRENT, {})
-    total = max(state.rounds, got.rounds + 1)
+        state.collected.messages.append(
+            budget_text(state.schedule.round_budget, got.budget_stopped, len(wanted))
+        )
+    state.collected.worker_runs = got.runs.get(CURRENT, {})
+    state.collected.worker_host = got.host.get(CURRENT, {})
+    state.collected.worker_probes = got.probes.get(CURRENT, {})
+    total = max(state.schedule.rounds, got.rounds + 1)
     write(
         f"burnperf: round {total}/{total} in this process "
         f"({clock(time.monotonic() - t0)} elapsed) ..."
@@ -113,7 +113,7 @@ def run_same_session(
     benchmark in each, interleaved (versions.run_env_rounds; ``alternate``: pair by pair from
     one round server per environment)."""
 
-    plan = state.plan
+    plan = state.run.plan
     assert plan is not None
     config = session.config
     tr = config.pluginmanager.get_plugin("terminalreporter")
@@ -127,7 +127,7 @@ def run_same_session(
         try:
             envs[ref] = resolve(ref, repo=config.invocation_params.dir, say=write)
         except EnvError as exc:
-            state.aborted = True
+            state.collected.aborted = True
             raise pytest.UsageError(f"{plan.option} {exc}") from None
     by_id = {item.nodeid: item for item in items}
 
@@ -135,11 +135,14 @@ def run_same_session(
         case = case_of(by_id[nodeid])
         if case is None:
             return False
-        s = state.settings_for(case.spec)
+        s = state.run.settings_for(case.spec)
         policy = Policy(
-            alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons, paired=True
+            alpha=s.alpha,
+            threshold=s.threshold,
+            comparisons=state.collected.comparisons,
+            paired=True,
         )
-        if state.trust_host:
+        if state.run.trust_host:
             ref, cur = got.of(plan.reference, nodeid), got.of(plan.candidate, nodeid)
         else:  # a round on a busy host does not count, so another is run in its place
             busy = got.busy_rounds((plan.reference, plan.candidate), nodeid)
@@ -159,26 +162,28 @@ def run_same_session(
         or not counting.counts_only(state, case.entry.kind, item.nodeid)
     ]
     if not items:  # everything was counted: no rounds to time
-        state.measured = Measured()
+        state.collected.measured = Measured()
     else:
-        state.measured = scheduler.run(
+        state.collected.measured = scheduler.run(
             sides,
             scheduler.Schedule(
-                fixed=state.rounds,
-                most=state.max_rounds,
+                fixed=state.schedule.rounds,
+                most=state.schedule.max_rounds,
                 start="turns" if alternate else "fresh",
-                budget_s=state.round_budget,
+                budget_s=state.schedule.round_budget,
             ),
-            args=worker_args(state.invocation),
+            args=worker_args(state.run.invocation),
             cwd=config.invocation_params.dir,
             wanted=[item.nodeid for item in items],
             more=more,
             write=write,
         )
-    state.measured.envs = dict(envs)
-    if state.measured.budget_stopped:
-        state.messages.append(
-            budget_text(state.round_budget, state.measured.budget_stopped, len(items))
+    state.collected.measured.envs = dict(envs)
+    if state.collected.measured.budget_stopped:
+        state.collected.messages.append(
+            budget_text(
+                state.schedule.round_budget, state.collected.measured.budget_stopped, len(items)
+            )
         )
 
 
@@ -194,18 +199,20 @@ def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Me
         case = case_of(item)
         if case is None:
             return False
-        s = state.settings_for(case.spec)
-        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
-        if state.mode.records:
+        s = state.run.settings_for(case.spec)
+        policy = Policy(
+            alpha=s.alpha, threshold=s.threshold, comparisons=state.collected.comparisons
+        )
+        if state.run.mode.records:
             return needs_more_rounds(None, runs, policy, recording=True)
         try:
-            entry = state.store.get(*module_and_key(item, state.rootpath))
+            entry = state.store.get(*module_and_key(item, state.run.rootpath))
         except BaselineError:  # the test itself reports the unreadable file
             return False
         if entry is None:
             return False
         windows = got.host.get(CURRENT, {}).get(nodeid, [])
-        clean = clean_runs(runs, windows, trust_host=state.trust_host)
+        clean = clean_runs(runs, windows, trust_host=state.run.trust_host)
         if clean is None:
             return True  # a busy round costs another round, not the verdict
         return needs_more_rounds(baseline_runs(entry), clean, policy)
@@ -233,23 +240,20 @@ def serve_rounds(session: pytest.Session) -> bool | None:
     """In a round server (--perf-worker-serve): fork one child per requested round instead of
     running the tests here (forkserver.py)."""
     state = session.config.stash[STATE]
-    if state.serve_dir is None or session.config.option.collectonly:
+    if state.schedule.serve_dir is None or session.config.option.collectonly:
         return None
 
-    progress = session.config.pluginmanager.get_plugin("burnperf-round-progress")
+    process = session.config.pluginmanager.get_plugin("burnperf-round-process")
+    assert isinstance(process, RoundProcess)
 
     def one_round(
         out: Path, only: frozenset[str] | None, turns: dict[str, Any] | None = None
     ) -> None:
-        state.worker_out = out
-        state.worker_samples = {}
-        if progress is not None:
-            progress.path = progress_path(out)
+        process.start_round(out)
         items = [i for i in session.items if only is None or i.nodeid in only]
         if turns is None:
             run_items(session, items)
-            atomic_write_text(out, dumps(finite(state.worker_samples)))
-            note_shadowed(out)
+            process.write_samples()
             return
         # one side of a turn-taking pair: work only while holding the turn (turns.py), sampling
         # on the CPU the other side uses too where the benchmarks are single-threaded
@@ -260,13 +264,12 @@ def serve_rounds(session: pytest.Session) -> bool | None:
         try:
             side.wait()
             run_items(session, items)
-            atomic_write_text(out, dumps(finite(state.worker_samples)))
-            note_shadowed(out)
+            process.write_samples()
         finally:
             state.turn_side = None
             side.finish()
 
-    serve(state.serve_dir, one_round)
+    serve(state.schedule.serve_dir, one_round)
     return True
 
 
@@ -277,7 +280,7 @@ def _single_threaded(state: PerfState, items: list[pytest.Item]) -> bool:
         case = case_of(item)
         if case is None or case.entry is None or case.entry.kind != "cpu":
             return False
-        if state.settings_for(case.spec).threads != 1:
+        if state.run.settings_for(case.spec).threads != 1:
             return False
     return True
 
@@ -285,32 +288,34 @@ def _single_threaded(state: PerfState, items: list[pytest.Item]) -> bool:
 def rounds_after_collection(session: pytest.Session) -> None:
     """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
     state = session.config.stash[STATE]
-    if not state.mode.measures:
+    if not state.run.mode.measures:
         return
     runnable = [item for item in session.items if is_runnable(item)]
     keyword = session.config.option.keyword
-    if keyword and state.deselected_benchmarks and not session.items:
-        example = state.deselected_benchmarks[0].split("::")[-1]
-        state.messages.append(
-            f"-k {keyword!r} selected none of the {len(state.deselected_benchmarks)} "
+    if keyword and state.collected.deselected_benchmarks and not session.items:
+        example = state.collected.deselected_benchmarks[0].split("::")[-1]
+        state.collected.messages.append(
+            f"-k {keyword!r} selected none of the {len(state.collected.deselected_benchmarks)} "
             "@pytest.mark.perf benchmark(s): under --perf their ids end in the device and dtype "
             f"(e.g. {example}); `pytest --perf --collect-only -q` lists them"
         )
-    state.benchmark_fixture_tests = sum(
+    state.collected.benchmark_fixture_tests = sum(
         1 for item in runnable if (case := case_of(item)) is not None and case.benchmark_style
     )
     if (
-        state.took_over_benchmark
-        and state.benchmark_fixture_tests
+        state.collected.took_over_benchmark
+        and state.collected.benchmark_fixture_tests
         and not session.config.option.collectonly
     ):
-        state.messages.append(
-            f"{state.benchmark_fixture_tests} pytest-benchmark test(s) timed and judged here "
+        state.collected.messages.append(
+            f"{state.collected.benchmark_fixture_tests} pytest-benchmark test(s) timed and judged here "
             "(its own hooks off under --perf)"
         )
     # a shard judges at the alpha of the whole selection, counted before it kept its share
-    state.comparisons = max(1, len(runnable)) if state.shard_info is None else state.comparisons
-    if state.mode.compares:
+    state.collected.comparisons = (
+        max(1, len(runnable)) if state.collected.shard_info is None else state.collected.comparisons
+    )
+    if state.run.mode.compares:
         if runnable and not session.config.option.collectonly:
             # turn-taking pairs only when asked for (--perf-round-start fork): they made a
             # single A/A pair far steadier, but in the plugin's own harness run of 2026-11-24
@@ -320,7 +325,7 @@ def rounds_after_collection(session: pytest.Session) -> None:
                 session,
                 state,
                 runnable,
-                alternate=state.round_start == "fork" and _fork_rounds(state, runnable),
+                alternate=state.schedule.round_start == "fork" and _fork_rounds(state, runnable),
             )
         return
     counting.count_pass(session, state, runnable)
@@ -331,7 +336,7 @@ def rounds_after_collection(session: pytest.Session) -> None:
         or case.entry is None
         or not counting.counts_only(state, case.entry.kind, item.nodeid)
     ]
-    if state.max_rounds > 1 and timed and not session.config.option.collectonly:
+    if state.schedule.max_rounds > 1 and timed and not session.config.option.collectonly:
         run_rounds(
             session,
             state,
@@ -343,8 +348,8 @@ def rounds_after_collection(session: pytest.Session) -> None:
 
 def _fork_rounds(state: PerfState, runnable: list[pytest.Item]) -> bool:
     """Whether the extra rounds fork from a round server (--perf-round-start)."""
-    if state.round_start != "auto":
-        return state.round_start == "fork"
+    if state.schedule.round_start != "auto":
+        return state.schedule.round_start == "fork"
 
     devices = []
     for item in runnable:

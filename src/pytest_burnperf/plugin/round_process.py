@@ -7,6 +7,7 @@ baseline, results file or store record."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,16 @@ class RoundProcess:
     """The pytest plugin object of a round process (registered by plugin/modes.py)."""
 
     def __init__(self, state: PerfState) -> None:
-        assert state.worker_out is not None
+        assert state.schedule.worker_out is not None
         self.state = state
-        self.progress = progress_path(state.worker_out)
+        self.progress = progress_path(state.schedule.worker_out)
+
+    def start_round(self, out: Path) -> None:
+        """In a round server's forked child: this round's samples file, progress file and an
+        empty set of samples."""
+        self.state.schedule = replace(self.state.schedule, worker_out=out)
+        self.state.collected.worker_samples = {}
+        self.progress = progress_path(out)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         note_finished(self.progress, nodeid)
@@ -46,7 +54,7 @@ class RoundProcess:
     def write_samples(self) -> None:
         """The raw samples of this round for the parent (its path may change per round in a
         round server's forked children), and the modules an installed reference shadowed."""
-        out = self.state.worker_out
+        out = self.state.schedule.worker_out
         assert out is not None
-        atomic_write_text(out, dumps(finite(self.state.worker_samples)))
+        atomic_write_text(out, dumps(finite(self.state.collected.worker_samples)))
         note_shadowed(out)

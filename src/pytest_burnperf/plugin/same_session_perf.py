@@ -24,8 +24,9 @@ from pytest_burnperf.core.verdict import (
 )
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting, counts_judging
+from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.result_record import junit_properties, make_result
-from pytest_burnperf.plugin.session import Case, PerfState
+from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.smoke_perf import SmokePerf, T, start_once
 from pytest_burnperf.runs.same_session import summaries
 
@@ -45,7 +46,7 @@ class ComparePerf(SmokePerf):
         self._case = case
         self._module = module
         self._key = key
-        self.settings = state.settings_for(case.spec)
+        self.settings = state.run.settings_for(case.spec)
 
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
@@ -67,7 +68,7 @@ class ComparePerf(SmokePerf):
         __tracebackhide__ = True
 
         state = self._state
-        plan, got = state.plan, state.measured
+        plan, got = state.run.plan, state.collected.measured
         assert plan is not None
         node = self._item.nodeid
         if counting.counts_only(state, self.device.kind, node):
@@ -85,7 +86,10 @@ class ComparePerf(SmokePerf):
         assert got is not None
         s = self.settings
         policy = Policy(
-            alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons, paired=True
+            alpha=s.alpha,
+            threshold=s.threshold,
+            comparisons=state.collected.comparisons,
+            paired=True,
         )
         windows = [
             w
@@ -93,7 +97,7 @@ class ComparePerf(SmokePerf):
             for d in got.host.get(label, {}).get(node, [])
             if (w := Window.from_dict(d)) is not None
         ]
-        trust = state.trust_host
+        trust = state.run.trust_host
         left_out: dict[int, str] = {}
         if not trust:
             ref, cur, left_out = got.clean_pairs(plan.reference, plan.candidate, node)
@@ -139,7 +143,7 @@ class ComparePerf(SmokePerf):
         if fallback is not None:
             result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
             verdict = result.verdict
-        state.results[node] = result
+        state.collected.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if verdict.status == REGRESSED:
             pytest.fail(
@@ -148,7 +152,7 @@ class ComparePerf(SmokePerf):
                 ),
                 pytrace=False,
             )
-        if state.strict and verdict.status == INCONCLUSIVE:
+        if state.run.strict and verdict.status == INCONCLUSIVE:
             pytest.fail(
                 f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
                 pytrace=False,

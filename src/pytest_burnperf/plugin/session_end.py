@@ -19,6 +19,8 @@ def held_end(session: pytest.Session, state: PerfState, write: Callable[[], None
     held = hold()
     write()
     if held:
-        state.interrupted = True
-        state.messages.append(f"{held.names()} received while the run was being written up")
+        state.collected.interrupted = True
+        state.collected.messages.append(
+            f"{held.names()} received while the run was being written up"
+        )
         session.exitstatus = pytest.ExitCode.INTERRUPTED

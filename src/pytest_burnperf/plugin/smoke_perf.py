@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.plugin.session import Case, PerfState
+from pytest_burnperf.plugin.cases import Case
+from pytest_burnperf.plugin.session import PerfState
 
 if TYPE_CHECKING:
     pass
@@ -78,7 +79,7 @@ class SmokePerf:
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
         start_once(self, fn, what)
-        self._state.smoked.add(self._item.nodeid)
+        self._state.collected.smoked.add(self._item.nodeid)
 
     def work(self, flops: Any = None, bytes: Any = None, shape: Any = None) -> None:
         """Accepted and ignored: nothing is timed in a smoke run."""

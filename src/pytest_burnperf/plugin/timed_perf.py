@@ -34,8 +34,9 @@ from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting, counts_judging
+from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result
-from pytest_burnperf.plugin.session import Case, PerfState
+from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.smoke_perf import T, checked_setup, start_once
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Perf:
         self.group: str | None = None
         self.device = case.entry.device
         self.dtype = case.dtype
-        self.settings = state.settings_for(case.spec)
+        self.settings = state.run.settings_for(case.spec)
 
     def work(
         self,
@@ -133,7 +134,7 @@ class Perf:
         if counted is not _TIMED:
             return cast(T, counted)
         s = self.settings
-        pooled = self._state.sampling_rounds
+        pooled = self._state.schedule.sampling_rounds
         goal = precision_goal(s.threshold, pooled)
         first, most = round_sampling(s.samples, s.max_samples, pooled)
         return cast(
@@ -160,7 +161,7 @@ class Perf:
         :data:`_TIMED` (the clock measures it)."""
         __tracebackhide__ = True
         state = self._state
-        if state.mode.counts_calls:
+        if state.run.mode.counts_calls:
             return counting.count_here(
                 state, self._item.nodeid, self.device, self.settings, make_call
             )
@@ -181,7 +182,7 @@ class Perf:
         __tracebackhide__ = True
         import time
 
-        probe = self._state.probe_for(self.device)
+        probe = self._state.probes.for_device(self.device)
         single = self.device.kind == "cpu" and self.settings.threads == 1
         active = getattr(self.device, "active", contextlib.nullcontext)
         with self.device.threads(self.settings.threads), active():
@@ -207,7 +208,7 @@ class Perf:
                     timer=timer,
                     flush=flush,
                     # peak memory is the measuring process's; an extra round's would be dropped
-                    meter=None if self._state.mode.in_round else self.device.peak_memory,
+                    meter=None if self._state.run.mode.in_round else self.device.peak_memory,
                     cpu_clock=time.process_time_ns,
                     watch=watch,
                 )
@@ -233,7 +234,9 @@ class Perf:
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
 
-        self._state.messages.extend(f"{self._item.nodeid}: {m}" for m in timer_messages(timer))
+        self._state.collected.messages.extend(
+            f"{self._item.nodeid}: {m}" for m in timer_messages(timer)
+        )
         self._judge(sample, fingerprint, host, probe)
         return result
 
@@ -337,8 +340,8 @@ class Perf:
 
         state = self._state
         node = self._item.nodeid
-        if state.mode.in_round:  # an extra round: keep the samples for the parent
-            state.worker_samples[node] = {
+        if state.run.mode.in_round:  # an extra round: keep the samples for the parent
+            state.collected.worker_samples[node] = {
                 "values": list(sample.values),
                 "host": host.as_dict(),
                 "probe": probe,
@@ -348,8 +351,10 @@ class Perf:
             }
             return
         s = self.settings
-        policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.comparisons)
-        runs = [*state.worker_runs.get(node, []), list(sample.values)]
+        policy = Policy(
+            alpha=s.alpha, threshold=s.threshold, comparisons=state.collected.comparisons
+        )
+        runs = [*state.collected.worker_runs.get(node, []), list(sample.values)]
         evidence = _host_evidence(state, node, host, probe, self._baseline)
         verdict = assess(
             self._baseline,
@@ -359,7 +364,7 @@ class Perf:
             l2_flush=sample.l2_flush,
             policy=policy,
             legacy=self._legacy,
-            host=None if state.trust_host else evidence,
+            host=None if state.run.trust_host else evidence,
         )
         if s.flush_l2 and not sample.l2_flush:
             verdict = replace(
@@ -378,7 +383,7 @@ class Perf:
             work=self._work,
             peaks=None
             if self._work is None
-            else state.peaks_for(self.device, self._case.dtype, s.threads),
+            else state.peaks.for_device(self.device, self._case.dtype, s.threads),
             host=tuple(evidence.windows),
             probe=None if evidence.probe is None else dict(evidence.probe),
         )
@@ -389,9 +394,9 @@ class Perf:
         if fallback is not None:  # too slow to count: the clock judges it
             verdict = replace(verdict, notes=(*verdict.notes, fallback))
             result = replace(result, verdict=verdict)
-        state.results[node] = result
+        state.collected.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
-        if state.mode.records:
+        if state.run.mode.records:
             from pytest_burnperf.core.verdict import recording_floor
 
             # named only where its own rounds show the noise: with few rounds the prior alone
@@ -399,11 +404,11 @@ class Perf:
             floor = recording_floor(runs, policy)
             own = recording_floor(runs, replace(policy, prior=None))
             if floor is not None and own is not None and min(floor, own) > policy.threshold:
-                state.noisy_records[node] = floor
+                state.collected.noisy_records[node] = floor
             return
         if verdict.status == REGRESSED:
             pytest.fail(failure_message(self._key, verdict, policy), pytrace=False)
-        if state.strict and verdict.status in (INCONCLUSIVE, NO_BASELINE):
+        if state.run.strict and verdict.status in (INCONCLUSIVE, NO_BASELINE):
             pytest.fail(
                 f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
                 pytrace=False,
@@ -419,9 +424,13 @@ def _host_evidence(
 ) -> HostEvidence:
     """This benchmark's host windows and probe over all rounds, and the baseline's."""
 
-    windows = [w for d in state.worker_host.get(node, []) if (w := Window.from_dict(d)) is not None]
+    windows = [
+        w
+        for d in state.collected.worker_host.get(node, [])
+        if (w := Window.from_dict(d)) is not None
+    ]
     windows.append(host)
-    probes = [p for p in state.worker_probes.get(node, []) if p]
+    probes = [p for p in state.collected.worker_probes.get(node, []) if p]
     if probe:
         probes.append(probe)
     old_windows: list[Window] = []

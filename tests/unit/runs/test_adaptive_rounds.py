@@ -16,7 +16,7 @@ from pytest_burnperf.core.verdict import (
     needs_more_rounds,
     recording_floor,
 )
-from pytest_burnperf.plugin.session import noisy_baselines_text
+from pytest_burnperf.plugin.baseline_writing import noisy_baselines_text
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 
