@@ -115,100 +115,16 @@ def measure(
     Returns the result of the last call and the :class:`Sample`.
     """
     __tracebackhide__ = True
-    kw = kwargs or {}
     clocks = _Clocks(timer or HostTimer(sync, clock), clock, cpu_clock)
-    result: Any = None
-
-    def call_once() -> None:
-        __tracebackhide__ = True  # pytest shows the user's frames, not these
-        nonlocal result
-        result = fn(*args, **kw)
-
-    def before() -> None:
-        __tracebackhide__ = True  # pytest shows the user's frames, not these
-        if flush is not None:
-            flush()
-            sync()
-
-    # The first call is untimed and synchronised, and the warm-up deadline starts after it: a
-    # first call that compiles, autotunes or creates library handles can outlast the warm-up,
-    # and the per-call estimate must come from the calls after it (else `loops` became 1, and
-    # depended on what ran earlier in the process). With a meter, the second call runs under
-    # it, also untimed. Then timed calls until the deadline (at least one) give the estimate.
-    before()
-    call_once()
-    sync()
-    calls = 1
-    peak: int | None = None
-    if meter is not None:
-        before()
-        peak = meter(call_once)
-        calls += 1
-    warm_start = clock()
-    deadline = warm_start + int(warmup / NS)
-    settle_from = warm_start + int(warmup * SETTLE_SHARE / NS) if settle else None
-    warm_times: list[float] = []
-    best = best_device = math.inf
-    while True:
-        before()
-        elapsed, wall = clocks.span(call_once)
-        # behind a pad (CUDA/ROCm events) the larger clock: a launch-bound call takes longer to
-        # queue than to run, and a sample must not queue more than the host can in the minimum
-        # time (more overflows the launch queue, and the device then waits for the host)
-        best = min(best, max(elapsed, wall) if clocks.padded else elapsed)
-        best_device = min(best_device, elapsed)
-        calls += 1
-        now = clock()
-        if now >= deadline or calls >= MAX_WARMUP_CALLS:
-            break
-        if settle_from is not None:
-            warm_times.append(elapsed)
-            if now >= settle_from and settled(warm_times):
-                break
-    loops = 1 if flush is not None else calibrate_loops(best, min_time)
-
-    def call_loops() -> None:
-        __tracebackhide__ = True  # pytest shows the user's frames, not these
-        nonlocal result
-        for _ in range(loops):
-            result = fn(*args, **kw)
-
-    run: Callable[[], Any] = call_loops
-    if capture is not None:
-        run, loops = _graph(capture, call_once, clocks, before, best_device, min_time, flush)
-
-    values: list[float] = []
-    host: list[float] = []
-
-    def take(count: int) -> None:
-        __tracebackhide__ = True  # pytest shows the user's frames, not these
-        for _ in range(count):
-            before()
-            elapsed, wall = clocks.span(run)
-            values.append(elapsed / loops)
-            host.append(wall / loops)
-
-    stopped = "fixed"
+    run = _Run(fn, args, kwargs or {}, sync, clock, clocks, flush)
+    peak = run.first_calls(meter)
+    best, best_device = run.warm_up(warmup, settle)
+    run.size_loop(best, best_device, min_time, capture)
     first_sample = len(clocks.shares)
-
-    def sample(stopped: str) -> Sample:
-        return Sample(
-            values=tuple(values),
-            loops=loops,
-            warmup_calls=calls,
-            timer="graph" if capture is not None else clocks.timer.name,
-            mode="auto",
-            host_values=tuple(host) if clocks.dual else None,
-            l2_flush=flush is not None,
-            peak_memory=peak,
-            stopped=stopped,
-            cpu_share=clocks.sample_shares(first_sample),
-        )
-
     if turns is not None:
         stopped = _sample_in_turns(
-            take,
-            values,
+            run.take,
+            run.values,
             turns,
             clock,
             watch,
@@ -217,28 +133,168 @@ def measure(
             max_samples=max_samples,
             max_time=max_time,
         )
-        return result, sample(stopped)
-    if watch is not None:
-        watch()
-    with gc_off():
-        started = clock()
-        take(samples)
-        if precise is not None and max_samples > samples:
-            budget_end = started + int(max_time / NS)
-            while True:
-                if precise(values):
-                    stopped = "precise"
+    else:
+        stopped = run.sample(samples, precise, max_samples, max_time, watch)
+    return run.result, Sample(
+        values=tuple(run.values),
+        loops=run.loops,
+        warmup_calls=run.calls,
+        timer="graph" if capture is not None else clocks.timer.name,
+        mode="auto",
+        host_values=tuple(run.host) if clocks.dual else None,
+        l2_flush=flush is not None,
+        peak_memory=peak,
+        stopped=stopped,
+        cpu_share=clocks.sample_shares(first_sample),
+    )
+
+
+class _Run:
+    """measure()'s steps, in the order they run: :meth:`first_calls`, :meth:`warm_up`,
+    :meth:`size_loop`, then :meth:`sample` (or sampling in turns, :func:`_sample_in_turns`,
+    through :meth:`take`). Keeps the function's last result, the calls made and the values."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        sync: Callable[[], Any],
+        clock: Callable[[], int],
+        clocks: _Clocks,
+        flush: Callable[[], Any] | None,
+    ) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.sync, self.clock, self.clocks, self.flush = sync, clock, clocks, flush
+        self.result: Any = None
+        #: Calls before the first sample (the warm-up's, the untimed ones included).
+        self.calls = 0
+        self.loops = 1
+        self.body: Callable[[], Any] = self.call_loops
+        self.values: list[float] = []
+        self.host: list[float] = []
+
+    def call_once(self) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
+        self.result = self.fn(*self.args, **self.kwargs)
+
+    def call_loops(self) -> None:
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
+        fn, args, kwargs = self.fn, self.args, self.kwargs
+        result = None  # a local inside the timed loop: no attribute store per call
+        for _ in range(self.loops):
+            result = fn(*args, **kwargs)
+        self.result = result
+
+    def before(self) -> None:
+        """Before every timed span: the L2 flush, untimed, where the benchmark asks for it."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
+        if self.flush is not None:
+            self.flush()
+            self.sync()
+
+    def first_calls(self, meter: Meter | None) -> int | None:
+        """The first call, untimed and synchronised: one that compiles, autotunes or creates
+        library handles can outlast the warm-up, and the per-call estimate must come from the
+        calls after it (else ``loops`` became 1, and depended on what ran earlier in the
+        process). With a meter, the second call runs under it, also untimed; its peak."""
+        __tracebackhide__ = True
+        self.before()
+        self.call_once()
+        self.sync()
+        self.calls = 1
+        if meter is None:
+            return None
+        self.before()
+        peak = meter(self.call_once)
+        self.calls += 1
+        return peak
+
+    def warm_up(self, warmup: float, settle: bool) -> tuple[float, float]:
+        """Timed calls until ``warmup`` seconds have passed (at least one), or, with
+        ``settle``, until they stop getting faster after ``SETTLE_SHARE`` of it; the best span
+        per call (behind a pad the larger of the two clocks: a launch-bound call takes longer
+        to queue than to run, and a sample must not queue more than the host can in the
+        minimum time) and the best device span."""
+        __tracebackhide__ = True
+        clock, clocks = self.clock, self.clocks
+        warm_start = clock()
+        deadline = warm_start + int(warmup / NS)
+        settle_from = warm_start + int(warmup * SETTLE_SHARE / NS) if settle else None
+        warm_times: list[float] = []
+        best = best_device = math.inf
+        while True:
+            self.before()
+            elapsed, wall = clocks.span(self.call_once)
+            best = min(best, max(elapsed, wall) if clocks.padded else elapsed)
+            best_device = min(best_device, elapsed)
+            self.calls += 1
+            now = clock()
+            if now >= deadline or self.calls >= MAX_WARMUP_CALLS:
+                break
+            if settle_from is not None:
+                warm_times.append(elapsed)
+                if now >= settle_from and settled(warm_times):
                     break
-                if len(values) >= max_samples:
-                    stopped = "cap"
-                    break
-                if clock() >= budget_end:
-                    stopped = "budget"
-                    break
-                take(min(BATCH, max_samples - len(values)))
-    if watch is not None:
-        watch()
-    return result, sample(stopped)
+        return best, best_device
+
+    def size_loop(
+        self, best: float, best_device: float, min_time: float, capture: Capture | None
+    ) -> None:
+        """How many calls one sample times: enough for ``min_time`` (one with a flush); with
+        ``capture``, a graph of that many calls replayed per sample."""
+        __tracebackhide__ = True
+        self.loops = 1 if self.flush is not None else calibrate_loops(best, min_time)
+        self.body = self.call_loops
+        if capture is not None:
+            self.body, self.loops = _graph(
+                capture, self.call_once, self.clocks, self.before, best_device, min_time, self.flush
+            )
+
+    def take(self, count: int) -> None:
+        """``count`` samples: each the time of one span of ``loops`` calls, per call."""
+        __tracebackhide__ = True  # pytest shows the user's frames, not these
+        for _ in range(count):
+            self.before()
+            elapsed, wall = self.clocks.span(self.body)
+            self.values.append(elapsed / self.loops)
+            self.host.append(wall / self.loops)
+
+    def sample(
+        self,
+        samples: int,
+        precise: Callable[[Sequence[float]], bool] | None,
+        max_samples: int,
+        max_time: float,
+        watch: Callable[[], Any] | None,
+    ) -> str:
+        """``samples`` samples with the garbage collector off, then more in batches while
+        ``precise`` says the values are not precise enough, up to ``max_samples`` or
+        ``max_time``; why sampling stopped (:data:`~.clocks.STOPS`)."""
+        __tracebackhide__ = True
+        clock, values = self.clock, self.values
+        stopped = "fixed"
+        if watch is not None:
+            watch()
+        with gc_off():
+            started = clock()
+            self.take(samples)
+            if precise is not None and max_samples > samples:
+                budget_end = started + int(max_time / NS)
+                while True:
+                    if precise(values):
+                        stopped = "precise"
+                        break
+                    if len(values) >= max_samples:
+                        stopped = "cap"
+                        break
+                    if clock() >= budget_end:
+                        stopped = "budget"
+                        break
+                    self.take(min(BATCH, max_samples - len(values)))
+        if watch is not None:
+            watch()
+        return stopped
 
 
 def _repeat(call: Callable[[], None], n: int) -> Callable[[], None]:

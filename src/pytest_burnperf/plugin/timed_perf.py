@@ -28,13 +28,13 @@ from pytest_burnperf.core.verdict import (
     Policy,
     failure_message,
 )
-from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.devices.event_timer import timer_messages
 from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting, counts_judging
 from pytest_burnperf.plugin.cases import Case
+from pytest_burnperf.plugin.instruments import Clock, CountsHere, CountsJudge, Instrument, choose
 from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.smoke_perf import T, checked_setup, start_once
@@ -75,6 +75,8 @@ class Perf:
         self._work: Work | None = None
         #: Thread pools running more threads than the benchmark's limit (host/threads.py).
         self._pools: list[str] = []
+        #: What measures the calls (instruments.choose), chosen when the benchmark calls perf.
+        self._instrument: Instrument | None = None
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, Any] = {}
         self.group: str | None = None
@@ -112,20 +114,6 @@ class Perf:
         __tracebackhide__ = True
         start_once(self, fn, what)
 
-    def _clock(self) -> tuple[Any, Callable[[], None] | None, Any]:
-        """The timer this benchmark's settings pick on this device, the L2 flush (or None), and
-        with timer='graph' the device's graph capture (collection skipped the devices that
-        have none)."""
-        s = self.settings
-        timer = self.device.timer() if s.timer in ("device", "graph") else None
-        flush = self.device.l2_flusher() if s.flush_l2 else None
-        capture = None
-        if s.timer == "graph":
-            capture = getattr(self.device, "graph_capture", lambda: None)()
-            if capture is None or timer is None:
-                pytest.skip(graph_unsupported(self.device) or f"{self.device.id} has no clock")
-        return timer, flush, capture
-
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
 
@@ -156,16 +144,17 @@ class Perf:
         )
 
     def _counted(self, make_call: Callable[[], tuple[Callable[[], Any], Any]]) -> Any:
-        """Counts instead of the clock: in a counted process, count the calls; where counts
-        alone judge this benchmark, call it once, untimed, and judge its counts. Else
-        :data:`_TIMED` (the clock measures it)."""
+        """Counts instead of the clock where the instrument (instruments.choose) counts: in a
+        counted round, count the calls; where counts alone judge this benchmark, call it once,
+        untimed, and judge its counts. Else :data:`_TIMED` (a clock measures it)."""
         __tracebackhide__ = True
         state = self._state
-        if state.run.mode.counts_calls:
+        self._instrument = choose(state, self.device, self.settings, self._item.nodeid)
+        if isinstance(self._instrument, CountsHere):
             return counting.count_here(
                 state, self._item.nodeid, self.device, self.settings, make_call
             )
-        if counting.counts_only(state, self.device.kind, self._item.nodeid):
+        if isinstance(self._instrument, CountsJudge):
             call, after = make_call()
             result = call()
             self.device.sync()
@@ -186,7 +175,8 @@ class Perf:
         single = self.device.kind == "cpu" and self.settings.threads == 1
         active = getattr(self.device, "active", contextlib.nullcontext)
         with self.device.threads(self.settings.threads), active():
-            timer, flush, capture = self._clock()
+            assert isinstance(self._instrument, Clock)
+            timer, flush, capture = self._instrument.open(self.device)
             if capture is not None:
                 kwargs["capture"] = capture
             marks: list[activity.Snapshot] = []
