@@ -6,7 +6,7 @@ Order of the questions:
 1. Is there a baseline? A legacy one (recorded before the hardware identity existed) is never
    compared (``comparability.legacy_reason``).
 2. May it be compared at all (``comparability.blocker``: hardware class, dispatch, clock, flush)?
-3. The statistics (``compare.judge``): Mann-Whitney, Hodges-Lehmann, the noise floor with its prior.
+3. The statistics (``verdict.judge``): Mann-Whitney, Hodges-Lehmann, the noise floor with its prior.
 4. Could the host explain the outcome? Rounds measured on a disturbed host (``host.activity``) are
    left out of the verdict when at least ``MIN_CLEAN_ROUNDS`` clean rounds remain: the host
    monitor, not the timings, chose them, so leaving them out removes no difference between the

@@ -34,6 +34,7 @@ from pytest_burnperf.core.verdict import (
     NO_BASELINE,
     REGRESSED,
     UNCHANGED,
+    Status,
     Verdict,
 )
 
@@ -377,7 +378,11 @@ def judge_counts(
             f"valgrind, or allocation-dependent work): counts cannot tell changes under "
             f"{100 * effect:.2g}% apart; judge it by time",
         )
-    for sign, p, status in ((1, p_slower, REGRESSED), (-1, p_faster, IMPROVED)):
+    sides: tuple[tuple[int, float, Status], ...] = (
+        (1, p_slower, REGRESSED),
+        (-1, p_faster, IMPROVED),
+    )
+    for sign, p, status in sides:
         if sign * change > math.log1p(effect):
             if p <= alpha_each:
                 return _with(verdict, status, "")
@@ -390,7 +395,7 @@ def judge_counts(
     return verdict
 
 
-def _with(verdict: Verdict, status: str, reason: str) -> Verdict:
+def _with(verdict: Verdict, status: Status, reason: str) -> Verdict:
     return replace(verdict, status=status, reason=reason)
 
 

@@ -6,6 +6,7 @@ when a value is wrong (:class:`~.settings.SettingsError`)."""
 from __future__ import annotations
 
 import re
+from typing import Literal, cast
 
 from pytest_burnperf.core.settings import (
     SettingsError,
@@ -151,12 +152,14 @@ def parse_rounds(value: object, where: str) -> int:
 
 
 #: What a run judges CPU benchmarks by (core/counts.py): the clock, callgrind's counts, or both.
-MEASURES = ("time", "counts", "both")
+#: What judges CPU benchmarks (``--perf-measure``).
+Measure = Literal["time", "counts", "both"]
+MEASURES: tuple[Measure, ...] = ("time", "counts", "both")
 
 
-def parse_measure(value: object, where: str) -> str:
+def parse_measure(value: object, where: str) -> Measure:
     if isinstance(value, str) and value.strip() in MEASURES and value.isprintable():
-        return value.strip()
+        return cast(Measure, value.strip())
     raise SettingsError(
         f"{where}: measure must be one of {', '.join(MEASURES)} (time: the clock; counts: "
         f"instructions and estimated cycles under valgrind; both), got {_show(value)}"

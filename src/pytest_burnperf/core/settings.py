@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, cast
 
 #: Device kinds a benchmark may ask for.
 KINDS: tuple[str, ...] = ("cpu", "cuda", "rocm", "metal", "opencl", "vulkan")
@@ -33,7 +33,9 @@ DTYPES: dict[str, int] = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4, "i6
 #: profiling, Vulkan timestamp queries) where it has them, else the host clock; ``host``: wall time
 #: on the host, bracketed by ``device.sync()``; ``graph``: the device's events around the replay
 #: of a CUDA graph the calls were captured into (devices without graphs skip it).
-TIMERS: tuple[str, ...] = ("device", "host", "graph")
+#: The clocks a benchmark may ask for (``timer=``).
+TimerName = Literal["device", "host", "graph"]
+TIMERS: tuple[TimerName, ...] = ("device", "host", "graph")
 
 _DEVICE_ID = re.compile(r"^(?P<lib>[a-z]+)-(?P<rest>[a-z0-9][a-z0-9_.-]*)$")
 
@@ -209,9 +211,9 @@ def parse_min_time(value: object, where: str) -> float:
     return parse_seconds(value, where, "min_time", maximum=60.0)
 
 
-def parse_timer(value: object, where: str) -> str:
+def parse_timer(value: object, where: str) -> TimerName:
     if isinstance(value, str) and value.strip() in TIMERS and value.isprintable():
-        return value.strip()
+        return cast(TimerName, value.strip())
     raise SettingsError(f"{where}: timer must be one of {', '.join(TIMERS)}, got {_show(value)}")
 
 
@@ -263,7 +265,7 @@ class Settings:
     min_time: float = 0.005
     alpha: float = 0.01
     threshold: float = 0.05
-    timer: str = "device"
+    timer: TimerName = "device"
     flush_l2: bool = False
     threads: int = 1
     #: Adaptive sampling: after ``samples``, more samples in batches while this process's median

@@ -27,20 +27,34 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Final, Literal
 
 from pytest_burnperf.core import between_runs, stats
 from pytest_burnperf.core.text import format_time
 
-REGRESSED = "regressed"
-IMPROVED = "improved"
-UNCHANGED = "unchanged"
-INCONCLUSIVE = "inconclusive"
-NO_BASELINE = "no-baseline"
-INCOMPARABLE = "incomparable"
-#: Not a comparison's outcome: the benchmark's test failed for another reason after it was timed.
-FAILED = "failed"
+#: A verdict's status: what a comparison concluded (or that the test failed after it was timed).
+Status = Literal[
+    "regressed", "improved", "unchanged", "inconclusive", "no-baseline", "incomparable", "failed"
+]
 
-VERDICTS = (REGRESSED, FAILED, IMPROVED, UNCHANGED, INCONCLUSIVE, INCOMPARABLE, NO_BASELINE)
+REGRESSED: Final = "regressed"
+IMPROVED: Final = "improved"
+UNCHANGED: Final = "unchanged"
+INCONCLUSIVE: Final = "inconclusive"
+NO_BASELINE: Final = "no-baseline"
+INCOMPARABLE: Final = "incomparable"
+#: Not a comparison's outcome: the benchmark's test failed for another reason after it was timed.
+FAILED: Final = "failed"
+
+VERDICTS: tuple[Status, ...] = (
+    REGRESSED,
+    FAILED,
+    IMPROVED,
+    UNCHANGED,
+    INCONCLUSIVE,
+    INCOMPARABLE,
+    NO_BASELINE,
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +77,7 @@ class Policy:
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str
+    status: Status
     current_median: float
     baseline_median: float | None = None
     #: current/baseline: the ratio of the geometric means of the run medians with its 95% t

@@ -179,7 +179,7 @@ def nvml_fields(pci: str | None) -> dict[str, Any]:
     return nvml.facts(pci) or {}
 
 
-#: numpy (and cupy) dtype names for the dtype names of ``spec.DTYPES`` they have.
+#: numpy (and cupy) dtype names for the dtype names of ``settings.DTYPES`` they have.
 NUMPY_DTYPE_NAMES = {
     "f16": "float16",
     "f32": "float32",

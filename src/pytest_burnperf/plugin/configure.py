@@ -15,6 +15,7 @@ import pytest
 from pytest_burnperf.core import run_options, settings
 from pytest_burnperf.core.coverage import default_min_share, in_ci
 from pytest_burnperf.core.run_mode import decide
+from pytest_burnperf.core.run_options import Measure
 from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.option_table import DEFAULTS, VALUE_OPTIONS
@@ -140,7 +141,7 @@ def configure(config: pytest.Config) -> None:
     )
     size = pick("perf_size") or ("tiny" if smoke else settings.DEFAULT_SIZE)
     choice = None
-    measure = pick("perf_measure") or "time"
+    measure: Measure = pick("perf_measure") or "time"
     count_dir = config.getoption("perf_count_dir")
     counting = None
     if enabled and measure != "time" and not worker_out:

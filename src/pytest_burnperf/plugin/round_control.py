@@ -189,7 +189,7 @@ def run_same_session(
 
 def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Measured], bool]:
     """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
-    each benchmark's own baseline, threshold and alpha (compare.needs_more_rounds)."""
+    each benchmark's own baseline, threshold and alpha (verdict.needs_more_rounds)."""
 
     by_id = {item.nodeid: item for item in items}
 

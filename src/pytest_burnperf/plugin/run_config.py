@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.run_mode import Mode
+from pytest_burnperf.core.run_options import Measure
 from pytest_burnperf.core.settings import PerfSpec, Settings
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class RunConfig:
     recalibrate: bool = False
     #: --perf-measure: what judges CPU benchmarks (time, counts or both); in a counted process
     #: (runs/counted.py) the directory of its callgrind dumps and the calls to count.
-    measure: str = "time"
+    measure: Measure = "time"
     count_dir: Path | None = None
     count_calls: int | None = None
     #: From the configuration file (project_config.py): test functions to run, free

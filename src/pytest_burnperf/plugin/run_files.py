@@ -178,7 +178,7 @@ def _benchmark_json(config: pytest.Config, state: PerfState) -> Path | None:
 
 
 def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
-    """How many benchmarks got a verdict (judged.py): kept for the summary and the documents;
+    """How many benchmarks got a verdict (core/coverage.py): kept for the summary and the documents;
     below --perf-min-judged the run fails."""
 
     results = list(state.collected.results.values())
