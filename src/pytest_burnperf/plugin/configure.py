@@ -77,26 +77,7 @@ def configure(config: pytest.Config) -> None:
             return f"{ini.removeprefix('perf_')} in {project.path}"
         return f"ini option {ini} in {config.inipath}"
 
-    enabled = bool(flag_value(config, "perf") or config.getoption("perf"))
-    smoke_opt = config.getoption("perf_smoke")
-    smoke = not enabled and bool(
-        flag_value(config, "perf_smoke") if smoke_opt is None else smoke_opt
-    )
-    alias = bool(config.getoption(UPDATE_ALIAS_DEST, None))
-    update = bool(
-        flag_value(config, "perf_update_baselines") or config.getoption("perf_update") or alias
-    )
-    if update and not enabled:
-        raise pytest.UsageError(
-            "--perf-update records benchmark results, so it needs --perf as well: "
-            "pytest --perf --perf-update"
-        )
-    if enabled and xdist_workers(config) is not None:
-        raise pytest.UsageError(
-            f"pytest-burnperf: --perf cannot run under pytest-xdist (-n {xdist_workers(config)}): "
-            "benchmarks running side by side time each other's interference. "
-            "Run the perf tests without -n (or with -n 0)."
-        )
+    enabled, smoke, update = _switches(config)
     settings_keys = (
         "samples",
         "warmup",
@@ -179,32 +160,8 @@ def configure(config: pytest.Config) -> None:
         same_session=plan is not None,
     )
     round_budget = pick("perf_round_budget")
-    if json_path and enabled:
-        from pytest_burnperf.report.results_json import json_target_problem
-
-        problem = json_target_problem(
-            config.invocation_params.dir / json_path,
-            baselines_root,
-            pick("perf_json_format") or "burnperf",
-        )
-        if problem:
-            where = (
-                "--perf-json"
-                if values["perf_json"] is not None
-                else f"ini option perf_json in {config.inipath}"
-            )
-            raise pytest.UsageError(f"{where} {json_path}: {problem}")
-    if markdown_path and enabled:
-        from pytest_burnperf.report.markdown import target_problem
-
-        problem = target_problem(config.invocation_params.dir / markdown_path)
-        if problem:
-            where = (
-                "--perf-markdown"
-                if values["perf_markdown"] is not None
-                else f"ini option perf_markdown in {config.inipath}"
-            )
-            raise pytest.UsageError(f"{where} {markdown_path}: {problem}")
+    if enabled:
+        _check_targets(config, values, json_path, markdown_path, baselines_root, pick)
     mode = decide(
         perf=enabled,
         smoke=smoke,
@@ -279,6 +236,70 @@ def configure(config: pytest.Config) -> None:
 
     config.stash[STATE].announce = announce
     _register_benchmark_compat(config)
+
+
+def _switches(config: pytest.Config) -> tuple[bool, bool, bool]:
+    """``--perf``, smoke runs and ``--perf-update`` (or ``--update-baselines``), from the
+    command line or the ini file; a usage error where they cannot go together."""
+    enabled = bool(flag_value(config, "perf") or config.getoption("perf"))
+    smoke_opt = config.getoption("perf_smoke")
+    smoke = not enabled and bool(
+        flag_value(config, "perf_smoke") if smoke_opt is None else smoke_opt
+    )
+    alias = bool(config.getoption(UPDATE_ALIAS_DEST, None))
+    update = bool(
+        flag_value(config, "perf_update_baselines") or config.getoption("perf_update") or alias
+    )
+    if update and not enabled:
+        raise pytest.UsageError(
+            "--perf-update records benchmark results, so it needs --perf as well: "
+            "pytest --perf --perf-update"
+        )
+    if enabled and xdist_workers(config) is not None:
+        raise pytest.UsageError(
+            f"pytest-burnperf: --perf cannot run under pytest-xdist (-n {xdist_workers(config)}): "
+            "benchmarks running side by side time each other's interference. "
+            "Run the perf tests without -n (or with -n 0)."
+        )
+    return enabled, smoke, update
+
+
+def _check_targets(
+    config: pytest.Config,
+    values: dict[str, Any],
+    json_path: Any,
+    markdown_path: Any,
+    baselines_root: Path,
+    pick: Callable[[str], Any],
+) -> None:
+    """A usage error, before anything runs, for a results or Markdown file the run could not
+    write or must not replace."""
+    if json_path:
+        from pytest_burnperf.report.results_json import json_target_problem
+
+        problem = json_target_problem(
+            config.invocation_params.dir / json_path,
+            baselines_root,
+            pick("perf_json_format") or "burnperf",
+        )
+        if problem:
+            where = (
+                "--perf-json"
+                if values["perf_json"] is not None
+                else f"ini option perf_json in {config.inipath}"
+            )
+            raise pytest.UsageError(f"{where} {json_path}: {problem}")
+    if markdown_path:
+        from pytest_burnperf.report.markdown import target_problem
+
+        problem = target_problem(config.invocation_params.dir / markdown_path)
+        if problem:
+            where = (
+                "--perf-markdown"
+                if values["perf_markdown"] is not None
+                else f"ini option perf_markdown in {config.inipath}"
+            )
+            raise pytest.UsageError(f"{where} {markdown_path}: {problem}")
 
 
 def _counting(measure: str) -> Any:
