@@ -73,6 +73,9 @@ class Result:
     counted: Counted | None = None
     counts_key: dict[str, Any] | None = None
     time: Result | None = None
+    #: --perf-profile: the profile of this run's side (``tool``, ``file``, ``summary``), the
+    #: side it was compared with (``against``, ``against_summary``) and the note of what grew.
+    profile: dict[str, Any] | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -156,7 +159,13 @@ class Result:
             "recorded": recorded,
             "host": [w.as_dict() for w in self.host],
             "host_probe": self.probe,
+            **self._profile_entry(),
         }
+
+    def _profile_entry(self) -> dict[str, Any]:
+        """Recorded with --perf-profile: the profile summary, for later runs to compare with."""
+        summary = (self.profile or {}).get("summary")
+        return {} if summary is None else {"profile": summary}
 
     def sampling(self) -> dict[str, Any]:
         """How this process's sampling ended: why it stopped, how many samples, how precise."""
@@ -212,6 +221,8 @@ class Result:
             doc["counts"] = {**self.counted.as_json(), "key": self.counts_key}
         if self.time is not None:
             doc["time"] = self.time._as_json()
+        if self.profile is not None:
+            doc["profile"] = self.profile
         return doc
 
     def _as_json(self) -> dict[str, Any]:

@@ -205,6 +205,20 @@ def parse_path(value: object, where: str) -> str:
     return value
 
 
+#: Which benchmarks ``--perf-profile`` reruns under a profiler after measuring them.
+Profile = Literal["off", "all", "regressed"]
+PROFILES: tuple[Profile, ...] = ("off", "all", "regressed")
+
+
+def parse_profile(value: object, where: str) -> Profile:
+    if isinstance(value, str) and value.strip() in PROFILES and value.isprintable():
+        return cast(Profile, value.strip())
+    raise SettingsError(
+        f"{where}: must be one of {', '.join(PROFILES)} (all: every benchmark of the run; "
+        f"regressed: only those that regressed), got {_show(value)}"
+    )
+
+
 MACHINE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 

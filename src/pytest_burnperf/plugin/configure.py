@@ -219,6 +219,8 @@ def configure(config: pytest.Config) -> None:
         columns=pick("perf_columns"),
         sort=pick("perf_sort"),
         group_by=pick("perf_group_by"),
+        profile="off" if worker_out else (pick("perf_profile") or "off"),
+        profile_dir=config.invocation_params.dir / (pick("perf_profile_dir") or "perf-profiles"),
         min_judged=0.0
         if update or worker_out
         else (

@@ -35,6 +35,9 @@ def _machine_arg(value: str, where: str) -> str:
 DEFAULTS = Settings()
 
 
+#: Options that may be given without a value, and what that means (``--perf-profile``: all).
+ALONE: dict[str, str] = {"--perf-profile": "all"}
+
 VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
     (
         "--perf-backends",
@@ -245,6 +248,24 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "durations (by count where none is recorded), the same split in every job; each judges "
         "with the alpha of the whole selection, and `burnperf merge` combines their --perf-json "
         "files. Tests that are not benchmarks run in shard 1. Default: the whole selection",
+    ),
+    (
+        "--perf-profile",
+        "perf_profile",
+        run_options.parse_profile,
+        "after measuring, rerun benchmarks once more under a profiler (cProfile; torch.profiler "
+        "for torch), outside the measurement, write each profile to --perf-profile-dir and name "
+        "what grew in a regressed benchmark's note; recorded with --perf-update, a profile "
+        "summary is kept beside each baseline for later runs to compare. Alone: every "
+        "benchmark; 'regressed': only those that regressed (no cost where none did); 'off'. "
+        "Default: off",
+    ),
+    (
+        "--perf-profile-dir",
+        "perf_profile_dir",
+        run_options.parse_path,
+        "where --perf-profile writes its profiles (one file per benchmark and side: .pstats "
+        "for cProfile, .trace.json for torch.profiler). Default: perf-profiles",
     ),
     (
         "--perf-json-format",

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_burnperf.core.settings import SettingsError
-from pytest_burnperf.plugin.option_table import FLAG_OPTIONS, VALUE_OPTIONS, ref_arg, refs_arg
+from pytest_burnperf.plugin.option_table import (
+    ALONE,
+    FLAG_OPTIONS,
+    VALUE_OPTIONS,
+    ref_arg,
+    refs_arg,
+)
 
 if TYPE_CHECKING:
     pass
@@ -139,6 +145,7 @@ def add_options(parser: pytest.Parser) -> None:
         help=argparse.SUPPRESS,
     )
     for option, ini, parse, text in VALUE_OPTIONS:
+        alone = ALONE.get(option)  # an option that may be given without a value
         group.addoption(
             option,
             dest=ini,
@@ -146,6 +153,7 @@ def add_options(parser: pytest.Parser) -> None:
             type=_argtype(parse, option),
             metavar=ini.removeprefix("perf_").upper(),
             help=text,
+            **({} if alone is None else {"nargs": "?", "const": alone}),
         )
         parser.addini(ini, type=_ini_type(ini), default="", help=f"same as {option}")
 

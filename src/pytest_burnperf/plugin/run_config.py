@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.run_mode import Mode
-from pytest_burnperf.core.run_options import Measure
+from pytest_burnperf.core.run_options import Measure, Profile
 from pytest_burnperf.core.settings import PerfSpec, Settings
 
 if TYPE_CHECKING:
@@ -106,3 +106,6 @@ class OutputConfig:
     group_by: str | None = None
     #: --perf-min-judged: the share of benchmarks that must get a verdict (0: shown only).
     min_judged: float = 0.0
+    #: --perf-profile: which benchmarks are rerun under a profiler, and where profiles go.
+    profile: Profile = "off"
+    profile_dir: Path = Path("perf-profiles")

@@ -24,6 +24,13 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
     """Everything the run writes at its end, in order: baselines (recording), coverage, results
     JSON, pytest-benchmark's JSON, the store, the Markdown summary; each failure is a message
     and an exit status, never a traceback."""
+    profiled = sum(1 for r in state.collected.results.values() if r.profile is not None)
+    if profiled:
+        state.collected.messages.append(
+            f"--perf-profile: {profiled} profile(s) in "
+            f"{rel(state.output.profile_dir, state.run.rootpath)} (.pstats: python -m pstats or "
+            "snakeviz; .trace.json: ui.perfetto.dev or chrome://tracing)"
+        )
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.collected.interrupted = True
     info = state.collected.shard_info

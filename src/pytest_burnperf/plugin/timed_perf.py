@@ -35,6 +35,7 @@ from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting, counts_judging
 from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.instruments import Clock, CountsHere, CountsJudge, Instrument, choose
+from pytest_burnperf.plugin.profile_rerun import Prepare, profiled
 from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.smoke_perf import T, checked_setup, start_once
@@ -77,6 +78,9 @@ class Perf:
         self._pools: list[str] = []
         #: What measures the calls (instruments.choose), chosen when the benchmark calls perf.
         self._instrument: Instrument | None = None
+        #: One call made ready again for --perf-profile, and whether calls may repeat.
+        self._rerun: Prepare | None = None
+        self._repeat = True
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, Any] = {}
         self.group: str | None = None
@@ -118,7 +122,8 @@ class Perf:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
 
         self._start(fn, "perf()")
-        counted = self._counted(lambda: (lambda: fn(*args, **kwargs), None))
+        self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
+        counted = self._counted(self._rerun)
         if counted is not _TIMED:
             return cast(T, counted)
         s = self.settings
@@ -304,6 +309,7 @@ class Perf:
 
             return call, (None if teardown is None else lambda: teardown(*a, **k))
 
+        self._rerun, self._repeat = make_call, False
         counted = self._counted(make_call)
         if counted is not _TIMED:
             return cast(T, counted)
@@ -384,6 +390,11 @@ class Perf:
         if fallback is not None:  # too slow to count: the clock judges it
             verdict = replace(verdict, notes=(*verdict.notes, fallback))
             result = replace(result, verdict=verdict)
+        if self._rerun is not None:  # --perf-profile: once more under a profiler
+            result = profiled(
+                state, self.device, s.threads, self._key, result, self._rerun, repeat=self._repeat
+            )
+            verdict = result.verdict
         state.collected.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if state.run.mode.records:
@@ -397,7 +408,8 @@ class Perf:
                 state.collected.noisy_records[node] = floor
             return
         if verdict.status == REGRESSED:
-            pytest.fail(failure_message(self._key, verdict, policy), pytrace=False)
+            why = f"\n{result.profile['note']}" if result.profile else ""
+            pytest.fail(failure_message(self._key, verdict, policy) + why, pytrace=False)
         if state.run.strict and verdict.status in (INCONCLUSIVE, NO_BASELINE):
             pytest.fail(
                 f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",

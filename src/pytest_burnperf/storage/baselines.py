@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.clocks import SAMPLE_TIMERS
+from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.host.activity import WINDOW_COUNTS, WINDOW_NUMBERS, WINDOW_TEXTS
 from pytest_burnperf.host.interrupts import held_signals
@@ -176,6 +177,11 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
         if counts.get("interpreter") is not None:
             f.number(counts["interpreter"], f"{where}.counts.interpreter", low=0.0, high=1.0)
+    if e.get("profile") is not None:  # recorded with --perf-profile (core/profiles.py)
+        try:
+            ProfileSummary.from_json(e["profile"], f"{where}.profile")
+        except ProfileFormatError as exc:
+            f.fail(exc.field, exc.problem)
     probe = f.opt_obj(e.get("host_probe"), f"{where}.host_probe")
     for name, value in (probe or {}).items():
         if name == "version":

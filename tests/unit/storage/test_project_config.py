@@ -32,6 +32,8 @@ GOOD_BAD = {
     "round_start": ('"fork"', '"spawn"'),
     "threads": ("2", "-1"),
     "measure": ('"counts"', '"cycles"'),
+    "profile": ('"regressed"', '"sometimes"'),
+    "profile_dir": ('"perf-profiles"', "7"),
     "size": ('"tiny"', '"huge"'),
     "columns": ('["median", "change"]', '["speed"]'),
     "sort": ('"change"', '"speed"'),

@@ -1,0 +1,116 @@
+"""``--perf-profile``: a measured benchmark rerun once more under a profiler, after its samples
+and before its verdict is reported (runs/profiling.py runs the profiler), and the note of what
+grew against the baseline's profile summary (core/profiles.py).
+
+Only the session the user started profiles (not a round process: its samples would not be the
+parent's); with ``regressed`` only a benchmark that regressed, so a run where nothing did pays
+nothing. The profiled calls never enter a sample, a verdict or a baseline's timing; recorded with
+``--perf-update``, the profile's summary is kept beside the baseline for later runs."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from pytest_burnperf.core.profiles import (
+    ProfileFormatError,
+    ProfileSummary,
+    grew_note,
+    what_grew,
+    where_it_grew,
+)
+from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.verdict import REGRESSED
+from pytest_burnperf.plugin.session import PerfState, rel
+from pytest_burnperf.runs import profiling
+
+#: Makes one call of the benchmark ready: (the call, what to run after it or None).
+Prepare = Callable[[], tuple[Callable[[], Any], Callable[[], Any] | None]]
+
+
+def wanted(state: PerfState, result: Result) -> bool:
+    """Whether this run profiles ``result``'s benchmark."""
+    when = state.output.profile
+    if when == "off" or not state.run.mode.reports:
+        return False
+    return when == "all" or result.verdict.status == REGRESSED
+
+
+def profiled(
+    state: PerfState,
+    device: Any,
+    threads: int,
+    key: str,
+    result: Result,
+    prepare: Prepare,
+    *,
+    repeat: bool,
+) -> Result:
+    """``result`` with its profile (and the note of what grew) where this run profiles it;
+    ``repeat``: the call may run back to back (``perf(fn)``), else once (a pedantic round)."""
+    if not wanted(state, result):
+        return result
+    per_call = statistics.median(result.sample.values) if result.measure == "time" else 0.0
+    calls = profiling.calls_for(per_call) if repeat else 1
+    call, after = prepare()
+    active = getattr(device, "active", contextlib.nullcontext)
+    try:
+        with device.threads(threads), active():
+            summary, path = profiling.profile(
+                call,
+                device.sync,
+                library=result.library,
+                kind=result.kind,
+                calls=calls,
+                out_dir=state.output.profile_dir,
+                stem=profiling.file_stem(key, "current"),
+            )
+    except profiling.ProfilerMissing as exc:
+        state.collected.messages.append(f"--perf-profile: {result.nodeid}: {exc}")
+        return result
+    except OSError as exc:
+        state.collected.messages.append(
+            f"--perf-profile: {result.nodeid}: could not write its profile under "
+            f"{state.output.profile_dir}: {exc}"
+        )
+        return result
+    finally:
+        if after is not None:
+            after()
+    against = _baseline_summary(result.baseline)
+    where = rel(path, state.run.rootpath)
+    if against is not None:
+        grown = what_grew(against, summary)
+        note = grew_note(grown, "baseline", "this run", where_it_grew(against, summary))
+        note += f" ({where})"
+    elif result.verdict.status == REGRESSED and not state.run.mode.records:
+        note = (
+            f"profile of this run: {where}; the baseline has no profile to compare with "
+            "(record it with --perf-update --perf-profile)"
+        )
+    else:
+        note = f"profile: {where}"
+    profile = {
+        "tool": summary.tool,
+        "file": where,
+        "summary": summary.as_json(),
+        "against": None if against is None else "baseline",
+        "against_summary": None if against is None else against.as_json(),
+        "note": note,
+    }
+    verdict = replace(result.verdict, notes=(*result.verdict.notes, note))
+    return replace(result, profile=profile, verdict=verdict)
+
+
+def _baseline_summary(baseline: dict[str, Any] | None) -> ProfileSummary | None:
+    """The profile summary kept beside the baseline (the file was checked when it was read)."""
+    doc = (baseline or {}).get("profile")
+    if doc is None:
+        return None
+    try:
+        return ProfileSummary.from_json(doc)
+    except ProfileFormatError:
+        return None

@@ -1,0 +1,147 @@
+"""One benchmark rerun under a profiler, outside its measurement (``--perf-profile``).
+
+Which profiler, by what the benchmark runs on:
+
+* torch (CPU, CUDA, ROCm): ``torch.profiler`` - operators and, on a GPU, kernels with their
+  device time; the file is a Chrome/Perfetto trace (``chrome://tracing``, ui.perfetto.dev).
+* everything else (numpy, plain Python, cupy's host side, OpenCL and Vulkan dispatch):
+  ``cProfile``, the standard library's deterministic profiler - every Python function and every
+  call into a compiled library (``numpy.ufunc`` methods, BLAS entry points) with its own time;
+  the file is a ``.pstats`` (``python -m pstats``, snakeviz, gprof2dot). Deterministic rather
+  than sampling: a benchmark call is short, and a sampler (py-spy) would see too few stacks of
+  it; both sides are profiled the same way, so its overhead cancels in what grew.
+
+The calls run back to back for at least :data:`MIN_TIME_S` (so short calls are seen more than
+once), after the measurement: nothing here touches a sample.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import math
+import os
+import pstats
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_burnperf.core.profiles import ProfileSummary, summarize
+
+#: Profiled calls run for at least this long (and at most :data:`MAX_CALLS` calls).
+MIN_TIME_S = 0.05
+MAX_CALLS = 1000
+
+
+class ProfilerMissing(Exception):
+    """The profiler a benchmark's library needs is not installed; ``str()`` says what to
+    install."""
+
+
+def calls_for(per_call_s: float, min_time_s: float = MIN_TIME_S) -> int:
+    """Calls to profile so that they last about ``min_time_s``: 1 to :data:`MAX_CALLS`."""
+    if not per_call_s > 0 or not math.isfinite(per_call_s):
+        return 1
+    return max(1, min(MAX_CALLS, math.ceil(min_time_s / per_call_s)))
+
+
+def file_stem(key: str, side: str) -> str:
+    """A file name for ``key`` (``test_matmul[numpy-cpu-f32]``) on ``side``: letters, digits,
+    ``.``, ``-`` and ``_`` only, never a path."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{key}.{side}").strip("._") or "benchmark"
+    return safe[:180]
+
+
+def profiler_for(library: str) -> str:
+    """The profiler used for a benchmark of ``library`` (core/profiles.TOOLS)."""
+    return "torch.profiler" if library == "torch" else "cProfile"
+
+
+def profile(
+    call: Callable[[], Any],
+    sync: Callable[[], Any],
+    *,
+    library: str,
+    kind: str,
+    calls: int,
+    out_dir: Path,
+    stem: str,
+) -> tuple[ProfileSummary, Path]:
+    """Run ``call`` ``calls`` times under the library's profiler, write the profile under
+    ``out_dir`` and return its summary and file. :class:`ProfilerMissing` where the profiler is
+    not installed; the benchmark's own errors pass through."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if profiler_for(library) == "torch.profiler":
+        return _torch(call, sync, kind=kind, calls=calls, path=out_dir / f"{stem}.trace.json")
+    return _cprofile(call, sync, calls=calls, path=out_dir / f"{stem}.pstats")
+
+
+def _cprofile(
+    call: Callable[[], Any], sync: Callable[[], Any], *, calls: int, path: Path
+) -> tuple[ProfileSummary, Path]:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        for _ in range(calls):
+            call()
+        sync()
+    finally:
+        profiler.disable()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    profiler.dump_stats(str(tmp))
+    os.replace(tmp, path)
+    rows = []
+    stats: dict[Any, Any] = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+    for (filename, line, func), (_cc, nc, tt, ct, _callers) in stats.items():
+        if "_lsprof" in func or "cProfile" in filename:
+            continue  # the profiler's own enable/disable
+        rows.append((_function_name(filename, line, func), float(tt), float(nc), float(ct)))
+    return summarize("cProfile", calls, rows), path
+
+
+def _function_name(filename: str, line: int, func: str) -> str:
+    """``sum (chain.py)`` for Python code (no line: a change above it must not rename it), the
+    built-in's own name for compiled code."""
+    if filename == "~" or not filename:
+        return func  # "<built-in method numpy...>", "<method 'reduce' of 'numpy.ufunc' objects>"
+    return f"{func} ({os.path.basename(filename)})"
+
+
+def _torch(
+    call: Callable[[], Any], sync: Callable[[], Any], *, kind: str, calls: int, path: Path
+) -> tuple[ProfileSummary, Path]:
+    try:
+        from torch import profiler as tp
+    except ImportError as exc:  # a torch build without its profiler
+        raise ProfilerMissing(
+            f"torch.profiler cannot be imported ({exc}): install a full torch build "
+            "(pip install 'pytest-burnperf[torch]'), or run without --perf-profile"
+        ) from None
+    activities = [tp.ProfilerActivity.CPU]
+    on_gpu = kind in ("cuda", "rocm")
+    if on_gpu:
+        activities.append(tp.ProfilerActivity.CUDA)
+    with tp.profile(activities=activities) as prof:
+        for _ in range(calls):
+            call()
+        sync()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.json")
+    prof.export_chrome_trace(str(tmp))
+    os.replace(tmp, path)
+    rows = []
+    for avg in prof.key_averages():
+        device_us = float(getattr(avg, "self_device_time_total", 0.0) or 0.0)
+        cpu_us = float(getattr(avg, "self_cpu_time_total", 0.0) or 0.0)
+        gpu = on_gpu and device_us > 0
+        own = device_us if gpu else cpu_us
+        total = getattr(avg, "device_time_total" if gpu else "cpu_time_total", 0.0) or 0.0
+        rows.append((str(avg.key), own * 1e-6, float(avg.count), float(total) * 1e-6))
+    return summarize("torch.profiler", calls, rows), path
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Seconds ``fn`` took (for the run's note of what profiling cost)."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0

@@ -1,0 +1,124 @@
+"""--perf-profile: a benchmark rerun under a profiler after its samples, its profile's summary
+kept beside the baseline it records, and the note of what grew when it regressed. The verdicts
+come from the virtual clock; the profiles are real (cProfile), of a planted function that does
+real work only in the slower version, so what grew does not depend on how busy the machine is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ._helpers import FAST, use_virtual_clock
+
+PROFILED = """
+import os
+
+import pytest
+
+from virtual_clock import spin
+
+
+def planted_extra_pass():
+    return sum(i * i for i in range(20_000))
+
+
+def body():
+    if os.environ.get("BURNPERF_TEST_PLANT"):
+        planted_extra_pass()
+        return spin(400e-6)
+    return spin(200e-6)
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_profiled(perf):
+    perf(body)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_profiled_bench=PROFILED)
+    return pytester
+
+
+def _baseline(project: pytest.Pytester) -> dict[str, object]:
+    (path,) = Path(project.path, "baselines").rglob("test_profiled_bench.json")
+    (entry,) = json.loads(path.read_text())["benchmarks"].values()
+    return dict(entry)
+
+
+def test_a_regression_names_what_grew_against_the_recorded_profile(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = project.runpytest("--perf", "--perf-update", "--perf-profile", *FAST)
+    recorded.assert_outcomes(passed=1)
+    summary = _baseline(project)["profile"]
+    assert isinstance(summary, dict) and summary["tool"] == "cProfile"
+    assert not any("planted" in e[0] for e in summary["entries"])
+
+    monkeypatch.setenv("BURNPERF_TEST_PLANT", "1")
+    result = project.runpytest("--perf", "--perf-profile=regressed", "--perf-json", "r.json", *FAST)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "what grew (baseline -> this run, per call):" in out
+    assert (
+        "what grew (baseline -> this run, per call): in planted_extra_pass (test_profiled_bench.py) new:"
+        in out
+    )
+    (r,) = json.loads(Path(project.path, "r.json").read_text())["results"]
+    assert r["profile"]["against"] == "baseline"
+    assert "planted_extra_pass" in r["profile"]["note"]
+    assert Path(project.path, r["profile"]["file"]).is_file()
+    assert r["profile"]["file"].startswith("perf-profiles/")
+
+
+def test_profiling_only_what_regressed_costs_nothing_where_nothing_did(
+    project: pytest.Pytester,
+) -> None:
+    project.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=1)
+    result = project.runpytest("--perf", "--perf-profile=regressed", *FAST)
+    result.assert_outcomes(passed=1)
+    assert not Path(project.path, "perf-profiles").exists()
+    assert "profile(s) in" not in result.stdout.str()
+
+
+def test_a_regression_without_a_recorded_profile_says_how_to_get_one(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=1)
+    monkeypatch.setenv("BURNPERF_TEST_PLANT", "1")
+    result = project.runpytest("--perf", "--perf-profile", *FAST)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the baseline has no profile to compare with (record it with --perf-update "
+            "--perf-profile)*"
+        ]
+    )
+
+
+def test_a_bad_profile_setting_names_the_option_and_what_is_allowed(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest("--perf", "--perf-profile=sometimes", *FAST)
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--perf-profile*must be one of off, all, regressed*"])
+
+
+def test_a_corrupt_profile_beside_a_baseline_names_the_file_and_field(
+    project: pytest.Pytester,
+) -> None:
+    project.runpytest("--perf", "--perf-update", "--perf-profile", *FAST).assert_outcomes(passed=1)
+    (path,) = Path(project.path, "baselines").rglob("test_profiled_bench.json")
+    doc = json.loads(path.read_text())
+    for entry in doc["benchmarks"].values():
+        entry["profile"]["calls"] = 0
+    path.write_text(json.dumps(doc))
+    before = path.read_bytes()
+    result = project.runpytest("--perf", *FAST)
+    result.assert_outcomes(errors=1)  # at setup, where the baseline is read
+    result.stdout.fnmatch_lines([f"*{path.name}*profile.calls*must be a whole number >= 1*"])
+    assert path.read_bytes() == before  # reported, left untouched
