@@ -60,7 +60,15 @@ def test_a_regression_names_what_grew_against_the_recorded_profile(
     assert not any("planted" in e[0] for e in summary["entries"])
 
     monkeypatch.setenv("BURNPERF_TEST_PLANT", "1")
-    result = project.runpytest("--perf", "--perf-profile=regressed", "--perf-json", "r.json", *FAST)
+    result = project.runpytest(
+        "--perf",
+        "--perf-profile=regressed",
+        "--perf-json",
+        "r.json",
+        "--perf-markdown",
+        "summary.md",
+        *FAST,
+    )
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "what grew (baseline -> this run, per call):" in out
@@ -73,6 +81,16 @@ def test_a_regression_names_what_grew_against_the_recorded_profile(
     assert "planted_extra_pass" in r["profile"]["note"]
     assert Path(project.path, r["profile"]["file"]).is_file()
     assert r["profile"]["file"].startswith("perf-profiles/")
+    summary_md = Path(project.path, "summary.md").read_text()
+    assert "**Profiles**" in summary_md and "planted\\_extra\\_pass" in summary_md
+
+    pytest.importorskip("plotly")
+    from pytest_burnperf.cli import main
+
+    monkeypatch.chdir(project.path)
+    assert main(["report", "r.json", "-o", "report.html"]) == 0
+    page = Path(project.path, "report.html").read_text()
+    assert "Profiles: what grew" in page and f'href="{r["profile"]["file"]}"' in page
 
 
 def test_profiling_only_what_regressed_costs_nothing_where_nothing_did(

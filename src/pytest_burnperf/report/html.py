@@ -18,6 +18,7 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.core.text import format_value
@@ -166,6 +167,23 @@ def _versions(r: Mapping[str, Any], plots: _Plots) -> str | None:
     return plots.html(fig)
 
 
+def _profiles(results: Sequence[Mapping[str, Any]]) -> str | None:
+    """--perf-profile: each profiled benchmark's note of what grew and a link to its profile
+    (relative to the run's directory, where the report is usually written)."""
+    items = []
+    for r in results:
+        prof = r.get("profile")
+        if not isinstance(prof, Mapping) or not isinstance(prof.get("file"), str):
+            continue
+        status = (r.get("verdict") or {}).get("status", "?")
+        items.append(
+            f"<li><b>{_e(r.get('name', r.get('test', '?')))}</b> ({_e(status)}): "
+            f"{_e(prof.get('note', ''))} "
+            f'<a href="{_e(quote(prof["file"]))}">{_e(prof["file"])}</a></li>'
+        )
+    return f"<ul>{''.join(items)}</ul>" if items else None
+
+
 def _roofline(results: Sequence[Mapping[str, Any]], plots: _Plots) -> str | None:
     import plotly.graph_objects as go
 
@@ -274,6 +292,9 @@ def render(
         )
         parts.append("<h2>Results</h2>")
         parts.append(_results_table(results))
+        profiled = _profiles(results)
+        if profiled:
+            parts += ["<h2>Profiles: what grew</h2>", profiled]
         roof = _roofline(results, plots)
         if roof:
             parts += ["<h2>Roofline</h2>", roof]

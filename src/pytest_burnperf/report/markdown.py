@@ -121,6 +121,17 @@ def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
     return "| " + " | ".join(got[c] for c in cells) + " |"
 
 
+def _what_grew(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """--perf-profile: each regressed benchmark's note of what grew, and its profile's file."""
+    lines = []
+    for r in results:
+        prof = r.get("profile")
+        if isinstance(prof, Mapping) and isinstance(prof.get("note"), str):
+            name = escape(r.get("name", r.get("test", "?")))
+            lines.append(f"- {name}: {escape(prof['note'])}")
+    return ["**Profiles**", "", *lines, ""] if lines else []
+
+
 def _table(
     rows: Sequence[Mapping[str, Any]], cells: Sequence[str], labels: Sequence[str]
 ) -> list[str]:
@@ -163,6 +174,7 @@ def render(doc: Mapping[str, Any]) -> str:
             ("benchmark", "device", "dtype", "before", "now", "change [95% CI]", "p"),
         )
         lines.append("")
+        lines += _what_grew(slow)
     if by.get("improved"):
         lines += [f"### Improvements ({len(by['improved'])})", ""]
         lines += _table(
