@@ -24,6 +24,7 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
     """Everything the run writes at its end, in order: baselines (recording), coverage, results
     JSON, pytest-benchmark's JSON, the store, the Markdown summary; each failure is a message
     and an exit status, never a traceback."""
+    _profile_gaps(state)
     profiled = sum(1 for r in state.collected.results.values() if r.profile is not None)
     if profiled:
         state.collected.messages.append(
@@ -288,3 +289,21 @@ def same_session_json(state: PerfState) -> dict[str, Any] | None:
         "round_orders": [] if got is None else got.orders,
         "failures": {} if got is None else dict(got.failures),
     }
+
+
+def _profile_gaps(state: PerfState) -> None:
+    """What --perf-profile did not profile in this run, said rather than left out silently."""
+    if state.output.profile == "off":
+        return
+    if state.run.mode.compares:
+        state.collected.messages.append(
+            "--perf-profile: same-session comparisons are not profiled yet; profiles of both "
+            "sides come from a run against baselines recorded with --perf-update --perf-profile"
+        )
+        return
+    counted = [r for r in state.collected.results.values() if r.measure == "counts"]
+    if counted:
+        state.collected.messages.append(
+            f"--perf-profile: {len(counted)} benchmark(s) judged by counts were not profiled "
+            "(--perf-measure time profiles them)"
+        )
