@@ -190,7 +190,7 @@ def what_grew(
 
 #: Share of the growth of the profiled time that the function named as where it grew must hold
 #: with what it called (:func:`where_it_grew`).
-WHERE_SHARE = 0.8
+WHERE_SHARE = 0.6
 
 
 def where_it_grew(before: ProfileSummary, after: ProfileSummary) -> Growth | None:
