@@ -46,7 +46,7 @@ PLANTS = (
         "src/pytest_burnperf/core/stats.py",
         "def summarize(values: Sequence[float]) -> Summary:\n",
         "def summarize(values: Sequence[float]) -> Summary:\n"
-        "    for _ in range(20):  # planted: a slower Python loop\n"
+        "    for _ in range(100):  # planted: a slower Python loop\n"
         "        sorted(float(v) for v in values)\n",
     ),
 )
@@ -82,14 +82,23 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copy(ROOT / name, work / name)
         rec = run(work, "--perf-update", "--perf-profile")
         print(f"recorded (exit {rec['rc']}) in {rec['wall_s']:.0f} s", file=sys.stderr)
+        recorded_profiles = sorted(p.name for p in (work / "perf-profiles").glob("*"))
+        shutil.rmtree(work / "perf-profiles", ignore_errors=True)
         timings: dict[str, list[float]] = {"off": [], "regressed": []}
         unchanged_rc: list[int] = []
+        summaries: dict[str, list[str]] = {"off": [], "regressed": []}
         for _ in range(args.runs):
             for kind in ("off", "regressed"):
                 extra = () if kind == "off" else ("--perf-profile=regressed",)
                 got = run(work, *extra)
                 timings[kind].append(round(got["wall_s"], 2))
                 unchanged_rc.append(got["rc"])
+                lines = got["out"].splitlines()
+                summaries[kind].append(" | ".join(x for x in lines if x.startswith("perf: ")))
+                print(
+                    f"unchanged, profile {kind}: exit {got['rc']}, {got['wall_s']:.1f} s",
+                    file=sys.stderr,
+                )
         profiled_unchanged = (
             sorted(p.name for p in (work / "perf-profiles").glob("*"))
             if (work / "perf-profiles").exists()
@@ -123,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         "record_s": round(rec["wall_s"], 1),
         "unchanged_wall_s": timings,
         "unchanged_exit_codes": unchanged_rc,
+        "unchanged_summaries": summaries,
+        "profiles_written_recording": recorded_profiles,
         "profiles_written_unchanged": profiled_unchanged,
         "planted_exit_code": planted["rc"],
         "planted": results,

@@ -198,10 +198,11 @@ def where_it_grew(before: ProfileSummary, after: ProfileSummary) -> Growth | Non
     functions whose inclusive time grew by at least :data:`WHERE_SHARE` of the growth of the
     whole profiled time, the one with the least inclusive time (the outer frames hold the
     growth too, and more). Built-ins (``<...>``) are left out: they say what ran, not whose
-    code changed. None where the profiled time did not grow or the tools differ."""
+    code changed. None where the profiled time did not grow, the tools differ or the profiles
+    are of operators (torch.profiler)."""
     grown = after.total_s - before.total_s
-    if before.tool != after.tool or grown <= 0:
-        return None
+    if before.tool != after.tool or before.tool != "cProfile" or grown <= 0:
+        return None  # operators' inclusive times say which ran, not whose code changed
     old = {e.name: e for e in before.entries}
     best: Growth | None = None
     for e in after.entries:
@@ -223,6 +224,7 @@ def grew_note(
     parts = []
     if where is not None:
         parts.append(f"in {where.text()} with what it calls")
+        growths = [g for g in growths if g.name != where.name]  # said already
     if growths:
         parts.append("own time: " + "; ".join(g.text() for g in growths))
     return f"what grew ({before} -> {after}, per call): " + "; ".join(parts)
