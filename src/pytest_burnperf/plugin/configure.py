@@ -276,32 +276,29 @@ def _check_targets(
 ) -> None:
     """A usage error, before anything runs, for a results or Markdown file the run could not
     write or must not replace."""
+    here = config.invocation_params.dir
     if json_path:
         from pytest_burnperf.report.results_json import json_target_problem
 
-        problem = json_target_problem(
-            config.invocation_params.dir / json_path,
-            baselines_root,
-            pick("perf_json_format") or "burnperf",
-        )
-        if problem:
-            where = (
-                "--perf-json"
-                if values["perf_json"] is not None
-                else f"ini option perf_json in {config.inipath}"
-            )
-            raise pytest.UsageError(f"{where} {json_path}: {problem}")
+        fmt = pick("perf_json_format") or "burnperf"
+        problem = json_target_problem(here / json_path, baselines_root, fmt)
+        _refuse(config, values, "perf_json", json_path, problem)
     if markdown_path:
         from pytest_burnperf.report.markdown import target_problem
 
-        problem = target_problem(config.invocation_params.dir / markdown_path)
-        if problem:
-            where = (
-                "--perf-markdown"
-                if values["perf_markdown"] is not None
-                else f"ini option perf_markdown in {config.inipath}"
-            )
-            raise pytest.UsageError(f"{where} {markdown_path}: {problem}")
+        _refuse(
+            config, values, "perf_markdown", markdown_path, target_problem(here / markdown_path)
+        )
+
+
+def _refuse(
+    config: pytest.Config, values: dict[str, Any], ini: str, path: Any, problem: str | None
+) -> None:
+    """The usage error for ``problem`` with ``path``, naming the option or ini key it came from."""
+    if problem:
+        option = "--" + ini.replace("_", "-")
+        where = option if values[ini] is not None else f"ini option {ini} in {config.inipath}"
+        raise pytest.UsageError(f"{where} {path}: {problem}")
 
 
 def _counting(measure: str) -> Any:
