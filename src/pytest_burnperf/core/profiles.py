@@ -233,9 +233,13 @@ def grew_note(
 def _seconds(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ProfileFormatError(f"{where}", "must be a number >= 0")
-    if not math.isfinite(float(value)):
-        raise ProfileFormatError(f"{where}", "must be finite")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        number = math.inf
+    if not math.isfinite(number):
+        raise ProfileFormatError(where, "must be finite")
+    return number
 
 
 def _round(x: float) -> float:

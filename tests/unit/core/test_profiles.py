@@ -98,6 +98,7 @@ def test_a_summary_round_trips_through_json() -> None:
         ({"tool": "perf", "calls": 1, "total_s": 0, "entries": []}, "p.tool"),
         ({"tool": "cProfile", "calls": 0, "total_s": 0, "entries": []}, "p.calls"),
         ({"tool": "cProfile", "calls": 1, "total_s": -1, "entries": []}, "p.total_s"),
+        ({"tool": "cProfile", "calls": 1, "total_s": 10**400, "entries": []}, "p.total_s"),
         ({"tool": "cProfile", "calls": 1, "total_s": 0, "entries": [["x", 1]]}, "p.entries[0]"),
         (
             {"tool": "cProfile", "calls": 1, "total_s": 0, "entries": [["x", 1, 1, -1]]},
