@@ -140,3 +140,20 @@ def test_a_corrupt_profile_beside_a_baseline_names_the_file_and_field(
     result.assert_outcomes(errors=1)  # at setup, where the baseline is read
     result.stdout.fnmatch_lines([f"*{path.name}*profile.calls*must be a whole number >= 1*"])
     assert path.read_bytes() == before  # reported, left untouched
+
+
+def test_a_profile_folder_with_other_files_is_refused_before_anything_runs(
+    project: pytest.Pytester,
+) -> None:
+    mine = Path(project.path, "notes")
+    mine.mkdir()
+    (mine / "todo.txt").write_text("mine\n")
+    result = project.runpytest("--perf", "--perf-profile", "--perf-profile-dir", "notes", *FAST)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--perf-profile-dir notes: is a folder that holds other files*"])
+    assert sorted(p.name for p in mine.iterdir()) == ["todo.txt"]  # nothing written there
+    # a folder this plugin wrote is written again; an empty one is taken
+    project.runpytest("--perf", "--perf-update", "--perf-profile", *FAST).assert_outcomes(passed=1)
+    again = project.runpytest("--perf", "--perf-profile", *FAST)
+    again.assert_outcomes(passed=1)
+    assert Path(project.path, "perf-profiles", ".burnperf-profiles").is_file()

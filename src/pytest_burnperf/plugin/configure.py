@@ -20,6 +20,7 @@ from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.option_table import DEFAULTS, VALUE_OPTIONS
 from pytest_burnperf.plugin.options import UPDATE_ALIAS_DEST, flag_value, ini_value, xdist_workers
+from pytest_burnperf.plugin.profile_rerun import folder_refusal
 from pytest_burnperf.plugin.run_config import OutputConfig, RoundSchedule, RunConfig
 from pytest_burnperf.plugin.session import (
     STATE,
@@ -162,6 +163,10 @@ def configure(config: pytest.Config) -> None:
     round_budget = pick("perf_round_budget")
     if enabled:
         _check_targets(config, values, json_path, markdown_path, baselines_root, pick)
+        if (pick("perf_profile") or "off") != "off" and not worker_out:
+            problem = folder_refusal(config.invocation_params.dir, pick("perf_profile_dir"))
+            if problem:
+                raise pytest.UsageError(problem)
     mode = decide(
         perf=enabled,
         smoke=smoke,

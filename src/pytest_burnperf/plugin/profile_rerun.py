@@ -13,6 +13,7 @@ import contextlib
 import statistics
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.profiles import (
@@ -26,9 +27,25 @@ from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.verdict import REGRESSED
 from pytest_burnperf.plugin.session import PerfState, rel
 from pytest_burnperf.runs import profiling
+from pytest_burnperf.storage.paths import folder_problem
+
+#: Where profiles go without --perf-profile-dir.
+DEFAULT_FOLDER = "perf-profiles"
 
 #: Makes one call of the benchmark ready: (the call, what to run after it or None).
 Prepare = Callable[[], tuple[Callable[[], Any], Callable[[], Any] | None]]
+
+
+def folder_refusal(here: Path, given: str | None) -> str | None:
+    """The usage error for a profile folder the run must not write into (it holds files
+    pytest-burnperf did not write: storage/paths.folder_problem), or None."""
+    folder = given or DEFAULT_FOLDER
+    problem = folder_problem(here / folder, profiling.MARK, "profiles of --perf-profile")
+    if problem is None:
+        return None
+    if given is None:
+        return f"--perf-profile writes to {folder}, which {problem}; or give --perf-profile-dir"
+    return f"--perf-profile-dir {folder}: {problem}"
 
 
 def wanted(state: PerfState, result: Result) -> bool:
@@ -68,7 +85,7 @@ def profiled(
                 out_dir=state.output.profile_dir,
                 stem=profiling.file_stem(key, "current"),
             )
-    except profiling.ProfilerMissing as exc:
+    except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
         state.collected.messages.append(f"--perf-profile: {result.nodeid}: {exc}")
         return result
     except OSError as exc:

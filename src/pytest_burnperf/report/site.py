@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.html import _STYLE, GENERATOR, _e
+from pytest_burnperf.storage.paths import folder_problem
 
 if TYPE_CHECKING:
     from pytest_burnperf.storage.history.query import Series
@@ -60,14 +61,7 @@ class SiteError(ValueError):
 def target_problem(out: Path) -> str | None:
     """Why the site must not be written to ``out``: a file, or a folder with other things in it
     than a site this module wrote."""
-    if out.exists() and not out.is_dir():
-        return "is not a folder"
-    if out.is_dir() and any(out.iterdir()) and not (out / MARK).is_file():
-        return (
-            "is a folder that holds other files and no earlier site of burnperf publish; "
-            "refusing to write into it (give an empty or new folder)"
-        )
-    return None
+    return folder_problem(out, MARK, "site of burnperf publish")
 
 
 def slug(test: str) -> str:

@@ -28,10 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.profiles import ProfileSummary, summarize
+from pytest_burnperf.storage.paths import folder_problem
 
 #: Profiled calls run for at least this long (and at most :data:`MAX_CALLS` calls).
 MIN_TIME_S = 0.05
 MAX_CALLS = 1000
+
+
+#: The file that marks a folder as one --perf-profile wrote (whose profiles a later run replaces).
+MARK = ".burnperf-profiles"
+
+
+class ProfileFolderError(Exception):
+    """The profile folder holds files pytest-burnperf did not write; ``str()`` names it."""
 
 
 class ProfilerMissing(Exception):
@@ -71,7 +80,13 @@ def profile(
     """Run ``call`` ``calls`` times under the library's profiler, write the profile under
     ``out_dir`` and return its summary and file. :class:`ProfilerMissing` where the profiler is
     not installed; the benchmark's own errors pass through."""
+    problem = folder_problem(out_dir, MARK, "profiles of --perf-profile")
+    if problem:
+        raise ProfileFolderError(f"{out_dir}: {problem}")
     out_dir.mkdir(parents=True, exist_ok=True)
+    mark = out_dir / MARK
+    if not mark.is_file():
+        mark.write_text("written by pytest-burnperf --perf-profile; its profiles are replaced\n")
     if profiler_for(library) == "torch.profiler":
         return _torch(call, sync, kind=kind, calls=calls, path=out_dir / f"{stem}.trace.json")
     return _cprofile(call, sync, calls=calls, path=out_dir / f"{stem}.pstats")

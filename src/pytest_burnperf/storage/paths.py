@@ -76,3 +76,21 @@ def target_problem(path: Path, ours: Callable[[bytes], bool], *, force: bool = F
         "exists and was not written by pytest-burnperf; refusing to replace it (delete it, "
         "choose another path, or give --force where the command has it)"
     )
+
+
+def folder_problem(out: Path, mark: str, what: str) -> str | None:
+    """Why files must not be written into the folder ``out``: it is a file, or it holds other
+    things and no ``mark`` file (left by the writer of ``what`` the first time it wrote there).
+    A new or empty folder, or one of ours, is fine: the one rule of every folder writer."""
+    if out.exists() and not out.is_dir():
+        return "is not a folder"
+    try:
+        foreign = out.is_dir() and any(out.iterdir()) and not (out / mark).is_file()
+    except OSError as exc:
+        return f"cannot be read: {exc}"
+    if foreign:
+        return (
+            f"is a folder that holds other files and no earlier {what}; refusing to write into "
+            "it (give an empty or new folder)"
+        )
+    return None

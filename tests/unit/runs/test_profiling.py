@@ -94,3 +94,23 @@ def test_a_torch_without_its_profiler_is_said_with_what_to_install(
             out_dir=tmp_path,
             stem="x",
         )
+
+
+def test_profiles_never_go_into_a_folder_of_other_files(tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("1,2\n")
+    with pytest.raises(profiling.ProfileFolderError, match="holds other files"):
+        profiling.profile(
+            lambda: None,
+            lambda: None,
+            library="numpy",
+            kind="cpu",
+            calls=1,
+            out_dir=tmp_path,
+            stem="x",
+        )
+    assert [p.name for p in tmp_path.iterdir()] == ["data.csv"]
+    new = tmp_path / "new"
+    profiling.profile(
+        lambda: None, lambda: None, library="numpy", kind="cpu", calls=1, out_dir=new, stem="x"
+    )
+    assert (new / profiling.MARK).is_file() and (new / "x.pstats").is_file()
