@@ -21,7 +21,10 @@ from virtual_clock import spin
 
 
 def planted_extra_pass():
-    return sum(i * i for i in range(20_000))
+    total = 0  # its own time: a new entry of the profile, whatever else a busy host slows
+    for i in range(20_000):
+        total += i * i
+    return total
 
 
 def body():
@@ -72,10 +75,7 @@ def test_a_regression_names_what_grew_against_the_recorded_profile(
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "what grew (baseline -> this run, per call):" in out
-    assert (
-        "what grew (baseline -> this run, per call): in planted_extra_pass (test_profiled_bench.py) new:"
-        in out
-    )
+    assert "planted_extra_pass (test_profiled_bench.py) new:" in out
     (r,) = json.loads(Path(project.path, "r.json").read_text())["results"]
     assert r["profile"]["against"] == "baseline"
     assert "planted_extra_pass" in r["profile"]["note"]
