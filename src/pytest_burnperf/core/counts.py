@@ -227,7 +227,7 @@ def count_calls(
 
 
 #: Key fields, in the order a difference is named: what decides which instructions run.
-KEY_FIELDS = ("arch", "cache", "simulated_cpu", "python", "libraries", "threads")
+KEY_FIELDS = ("arch", "cache", "cpuid", "simulated_cpu", "python", "libraries", "threads")
 #: Recorded and named where they differ, but no reason to refuse: another valgrind presents
 #: the same simulated CPU (``simulated_cpu`` says where it does not) and counts the same
 #: instructions of the same code.
@@ -239,18 +239,21 @@ def counts_key(
     arch: str,
     valgrind: str,
     cache: str,
+    cpuid: str,
     simulated_cpu: str,
     python: str,
     libraries: Mapping[str, str],
     threads: int,
 ) -> dict[str, Any]:
-    """What decides a benchmark's counts: not the host's CPU model (the simulated CPU is the
-    same on every x86-64 machine with the same valgrind), but the simulated CPU's features the
+    """What decides a benchmark's counts: not the host's CPU model (valgrind presents a fixed
+    simulated CPU chosen by the host's capability level), but that simulated CPU as CPUID shows
+    it (``cpuid``: what glibc and every CPUID-dispatched kernel choose by), the features the
     libraries dispatch on, the code that runs (Python and library versions) and the threads."""
     return {
         "arch": arch,
         "valgrind": valgrind,
         "cache": cache,
+        "cpuid": cpuid,
         "simulated_cpu": simulated_cpu,
         "python": python,
         "libraries": dict(sorted(libraries.items())),
@@ -273,6 +276,11 @@ def key_difference(stored: Mapping[str, Any] | None, current: Mapping[str, Any])
                         f"run has {new.get(lib) or '(absent)'}"
                     )
             continue
+        if name not in stored:
+            return (
+                f"the counts baseline's key has no {name} (recorded by an older "
+                f"pytest-burnperf), this run has {new!r}"
+            )
         if old != new:
             return f"counts baseline recorded with {name} {old!r}, this run has {new!r}"
     return None

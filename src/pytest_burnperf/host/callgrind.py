@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import mmap
 import os
 import platform
 import re
 import shutil
+import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: The simulated caches: (size in bytes, associativity, line size).
 CACHE_MODEL: dict[str, tuple[int, int, int]] = {
@@ -62,6 +66,22 @@ _X86_64 = bytes.fromhex(
     "48c1c733"  # rol rdi, 3 / 13 / 61 / 51
     "4887db"  # xchg rbx, rbx
     "4889d0"  # mov rax, rdx
+    "c3"  # ret
+)
+
+#: x86-64: ``f(uint32_t leaf, uint32_t subleaf, uint32_t out[4])``: CPUID, its four registers
+#: stored to ``out`` (rbx saved and restored).
+_CPUID_X86_64 = bytes.fromhex(
+    "53"  # push rbx
+    "4989d0"  # mov r8, rdx
+    "89f8"  # mov eax, edi
+    "89f1"  # mov ecx, esi
+    "0fa2"  # cpuid
+    "418900"  # mov [r8], eax
+    "41895804"  # mov [r8+4], ebx
+    "41894808"  # mov [r8+8], ecx
+    "4189500c"  # mov [r8+12], edx
+    "5b"  # pop rbx
     "c3"  # ret
 )
 
@@ -225,20 +245,7 @@ class Requests:
 
     def _request(self, code: int, arg: int = 0) -> int:
         if self._call is None:
-            if unsupported_reason() is not None:
-                raise CountingUnavailable(str(unsupported_reason()))
-            try:
-                mem = mmap.mmap(
-                    -1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC
-                )
-            except (OSError, AttributeError) as exc:  # a kernel that refuses executable maps
-                raise CountingUnavailable(
-                    f"cannot map the client-request code executable here ({exc})"
-                ) from None
-            mem.write(_X86_64)
-            address = ctypes.addressof(ctypes.c_char.from_buffer(mem))
-            self._mem = mem
-            self._call = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(address)
+            self._call, self._mem = _machine_code(_X86_64, (ctypes.c_void_p,), ctypes.c_uint64)
         block = (ctypes.c_uint64 * 6)(code, arg, 0, 0, 0, 0)
         return int(self._call(ctypes.addressof(block)))
 
@@ -287,3 +294,86 @@ def simulated_cpu() -> str:
         with contextlib.suppress(Exception):
             parts.append("torch:" + str(torch.backends.cpu.get_cpu_capability()))
     return " ".join(parts)
+
+
+def _machine_code(code: bytes, argtypes: tuple[Any, ...], restype: Any) -> tuple[Any, mmap.mmap]:
+    """A function made of ``code``, mapped executable (no C compiler, no extension module)."""
+    if unsupported_reason() is not None:
+        raise CountingUnavailable(str(unsupported_reason()))
+    try:
+        mem = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    except (OSError, AttributeError) as exc:  # a kernel that refuses executable maps
+        raise CountingUnavailable(f"cannot map machine code executable here ({exc})") from None
+    mem.write(code)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address), mem
+
+
+#: (leaf, subleaf, mask of eax, ebx, ecx, edx) read into the CPUID signature: what glibc,
+#: numpy, OpenBLAS and torch choose their code paths by (vendor, family/model, features, cache
+#: descriptors, XSAVE sizes, brand). Masked out: the initial APIC ID (leaf 1 ebx bits 24-31:
+#: which core ran the read) and leaf 4's core and thread counts (eax bits 14-31).
+_FULL = 0xFFFFFFFF
+_CPUID_LEAVES: tuple[tuple[int, int, tuple[int, int, int, int]], ...] = (
+    (0x0, 0, (_FULL, _FULL, _FULL, _FULL)),
+    (0x1, 0, (_FULL, 0x00FFFFFF, _FULL, _FULL)),
+    (0x2, 0, (_FULL, _FULL, _FULL, _FULL)),
+    *((0x4, i, (0x3FFF, _FULL, _FULL, _FULL)) for i in range(8)),
+    (0x7, 0, (_FULL, _FULL, _FULL, _FULL)),
+    (0xD, 0, (_FULL, _FULL, _FULL, _FULL)),
+    (0xD, 1, (_FULL, _FULL, _FULL, _FULL)),
+    *((0x80000000 + i, 0, (_FULL, _FULL, _FULL, _FULL)) for i in range(9)),
+)
+
+
+def cpuid_signature(read: Callable[[int, int], tuple[int, int, int, int]] | None = None) -> str:
+    """The CPU this process sees through CPUID, as libraries that pick code paths by it see
+    it: vendor, brand, family/model/stepping and a digest of the leaves that decide (features,
+    cache descriptors, XSAVE sizes). Under valgrind this is valgrind's simulated CPU, which it
+    takes from a fixed table chosen by the host's capability level (valgrind 3.19 on an AVX2 or
+    AVX-512 host presents an "Intel(R) Core(TM) i7-4910MQ"), not the host's own CPUID; so the
+    same signature on two runners means glibc's string functions and every CPUID-dispatched
+    kernel chose alike. ``read(leaf, subleaf)`` gives the four registers (default: the CPUID
+    instruction, x86-64 only; elsewhere, or where machine code cannot be mapped, an empty
+    string)."""
+    if read is not None:
+        return _signature(read)
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ""
+    try:
+        call, mem = _machine_code(
+            _CPUID_X86_64, (ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p), None
+        )
+    except CountingUnavailable:
+        return ""
+
+    def instruction(leaf: int, sub: int) -> tuple[int, int, int, int]:
+        out = (ctypes.c_uint32 * 4)()
+        call(leaf, sub, ctypes.addressof(out))
+        return (out[0], out[1], out[2], out[3])
+
+    try:
+        return _signature(instruction)
+    finally:
+        with contextlib.suppress(BufferError):
+            mem.close()  # the function is not called again
+
+
+def _signature(read: Callable[[int, int], tuple[int, int, int, int]]) -> str:
+    top, ext_top = read(0, 0)[0], read(0x80000000, 0)[0]
+    digest = hashlib.sha256()
+    for leaf, sub, masks in _CPUID_LEAVES:
+        if leaf > (ext_top if leaf >= 0x80000000 else top):
+            continue
+        regs = read(leaf, sub)
+        digest.update(
+            struct.pack("<II4I", leaf, sub, *(r & m for r, m in zip(regs, masks, strict=True)))
+        )
+    _, b, c, d = read(0, 0)
+    vendor = struct.pack("<III", b, d, c).decode("ascii", "replace").strip("\0 ")
+    brand = ""
+    if ext_top >= 0x80000004:
+        raw = b"".join(struct.pack("<4I", *read(leaf, 0)) for leaf in range(0x80000002, 0x80000005))
+        brand = " ".join(raw.split(b"\0", 1)[0].decode("ascii", "replace").split())
+    family_model = read(1, 0)[0] & 0x0FFF3FFF
+    return f"{vendor} {brand!r} {family_model:#x} #{digest.hexdigest()[:12]}"

@@ -281,6 +281,7 @@ def count_here(
         "values": [float(c) for c in got.values()],
         "counts": got.as_json(),
         "key": {
+            "cpuid": callgrind.cpuid_signature(),
             "simulated_cpu": simulated_cpu(device),
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "libraries": dict(device.fingerprint().get("versions") or {}),

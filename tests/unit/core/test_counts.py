@@ -113,6 +113,7 @@ def _key(**changes: Any) -> dict[str, Any]:
         arch="x86_64",
         valgrind="3.19.0",
         cache="I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64",
+        cpuid="GenuineIntel 'Intel(R) Core(TM) i7-4910MQ CPU @ 2.90GHz' 0x306c3 #3364e50afd6e",
         simulated_cpu="numpy=X86_V3",
         python="CPython 3.11.7",
         libraries={"numpy": "2.4.6"},
@@ -133,6 +134,12 @@ def test_key_names_what_differs() -> None:
     assert "threads 1, this run has 4" in str(counts.key_difference(_key(), _key(threads=4)))
     assert "simulated_cpu" in str(counts.key_difference(_key(), _key(simulated_cpu="numpy=X86_V2")))
     assert "no key" in str(counts.key_difference(None, _key()))
+    other = "AuthenticAMD 'AMD EPYC 7B13' 0xa00f11 #0123456789ab"
+    assert "cpuid" in str(counts.key_difference(_key(), _key(cpuid=other)))
+    older = {k: v for k, v in _key().items() if k != "cpuid"}
+    assert "key has no cpuid (recorded by an older pytest-burnperf)" in str(
+        counts.key_difference(older, _key())
+    )
 
 
 def test_store_name_has_no_cpu_model() -> None:

@@ -120,3 +120,53 @@ def test_interpreter_share_counts_self_costs_not_calls(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert callgrind.interpreter_share(dump) == pytest.approx(700 / 1100)
+
+
+def _cpu(**regs: tuple[int, int, int, int]) -> dict[tuple[int, int], tuple[int, int, int, int]]:
+    """A fake CPUID table: valgrind's simulated Haswell's vendor and brand, one cache leaf."""
+    brand = b"Intel(R) Core(TM) i7-4910MQ CPU @ 2.90GHz".ljust(48, b"\0")
+    words = [int.from_bytes(brand[i : i + 4], "little") for i in range(0, 48, 4)]
+    table = {
+        (0, 0): (0xD, *(int.from_bytes(s, "little") for s in (b"Genu", b"ntel", b"ineI"))),
+        (1, 0): (0x306C3, 0x02100800, 0x7FFAFBFF, 0xBFEBFBFF),
+        (4, 0): (0x1C004121, 0x01C0003F, 0x3F, 0),
+        (0x80000000, 0): (0x80000008, 0, 0, 0),
+        (0x80000002, 0): tuple(words[0:4]),
+        (0x80000003, 0): tuple(words[4:8]),
+        (0x80000004, 0): tuple(words[8:12]),
+    }
+    for name, value in regs.items():
+        leaf, _, sub = name.removeprefix("leaf").partition("_")
+        table[(int(leaf, 16), int(sub or 0))] = value
+    return table  # type: ignore[return-value]
+
+
+def _signature(table: dict[tuple[int, int], tuple[int, int, int, int]]) -> str:
+    return callgrind.cpuid_signature(lambda leaf, sub: table.get((leaf, sub), (0, 0, 0, 0)))
+
+
+def test_cpuid_signature_names_the_cpu_and_ignores_which_core_read_it() -> None:
+    sig = _signature(_cpu())
+    assert sig.startswith("GenuineIntel 'Intel(R) Core(TM) i7-4910MQ CPU @ 2.90GHz' 0x306c3 #")
+    # another initial APIC ID (leaf 1 ebx bits 24-31) and other core counts in leaf 4: the same
+    assert _signature(_cpu(leaf1=(0x306C3, 0x05100800, 0x7FFAFBFF, 0xBFEBFBFF))) == sig
+    assert _signature(_cpu(leaf4=(0x3C004121, 0x01C0003F, 0x3F, 0))) == sig
+
+
+def test_cpuid_signature_differs_where_libraries_choose_differently() -> None:
+    sig = _signature(_cpu())
+    # another L1 size (glibc sizes its copy thresholds by the caches), another feature bit
+    assert _signature(_cpu(leaf4=(0x1C004121, 0x01C0003F, 0x7F, 0))) != sig
+    assert _signature(_cpu(leaf1=(0x306C3, 0x02100800, 0x7FFAFBFE, 0xBFEBFBFF))) != sig
+    # leaves above the CPU's highest are not read (a CPU that answers them anyway: the same)
+    assert _signature(_cpu(leaf7=(0, 0xFFFF, 0, 0))) != sig
+    assert _signature(_cpu(leaf20=(1, 2, 3, 4))) == sig
+
+
+@pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64"), reason="CPUID is x86-64's"
+)
+def test_cpuid_signature_of_this_cpu_is_steady() -> None:
+    sig = callgrind.cpuid_signature()
+    assert sig and sig == callgrind.cpuid_signature()
+    assert "#" in sig
