@@ -83,13 +83,22 @@ def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_proces
     project: pytest.Pytester, busy: None
 ) -> None:
     recorded, _ = _run(
-        project, "--perf-measure", "counts", "--perf-update", "--perf-machine", "class-a"
+        project,
+        "--perf-measure",
+        "counts",
+        "--perf-update",
+        "--perf-machine",
+        "class-a",
+        "--perf-profile",
     )
     recorded.assert_outcomes(passed=1)
     files = list((project.path / "baselines").glob("counts-linux-*/*.json"))
     assert len(files) == 1, "counts baselines live in their own folder, not the machine's"
     entry = json.loads(files[0].read_text())["benchmarks"]["test_loop[numpy-cpu-f32]"]
     assert entry["timer"] == "counts" and entry["counts"]["key"]["threads"] == 1
+    assert entry["counts"]["key"]["cpuid"]  # the simulated CPU as CPUID shows it
+    # recorded with --perf-profile: a profile summary beside the counts (cProfile, on the CPU)
+    assert entry["profile"]["tool"] == "cProfile" and entry["profile"]["entries"]
     assert not (project.path / "baselines" / "class-a").exists()
 
     # another hardware class (machine id) judges the same counts baselines
@@ -108,12 +117,21 @@ def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_proces
         jsonschema.Draft202012Validator(schema).validate(document)
 
     (project.path / "size.txt").write_text("3150", encoding="utf-8")  # +5% more work
-    slower, doc = _run(project, "--perf-measure", "counts", "--perf-machine", "class-b")
+    slower, doc = _run(
+        project, "--perf-measure", "counts", "--perf-machine", "class-b", "--perf-profile"
+    )
     slower.assert_outcomes(failed=1)
     slower.stdout.fnmatch_lines(["*instructions per call * -> * (+*%, p=*) exceeds the*"])
     (bench,) = doc["results"]
     assert bench["verdict"]["status"] == REGRESSED
     assert 3.0 < bench["verdict"]["change_pct"] < 6.0
+    # a counted benchmark is profiled too, against the summary kept beside its counts baseline
+    assert bench["profile"]["against"] == "baseline"
+    assert (project.path / bench["profile"]["file"]).is_file()
+    # (what grew is timed by cProfile: a 5% longer loop may stay within its noise; the note
+    # says which, and names both sides either way)
+    note = bench["profile"]["note"]
+    assert "baseline" in note and "this run" in note and note in slower.stdout.str()
 
 
 def test_the_key_refuses_counts_of_another_numpy(project: pytest.Pytester) -> None:
@@ -250,6 +268,7 @@ def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_r
         "counts",
         "--perf-json",
         "out.json",
+        "--perf-profile=regressed",
         "-p",
         "no:randomly",
         "-p",
@@ -258,6 +277,9 @@ def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_r
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "counting 1 CPU benchmark(s) in base in one process under callgrind" in out
+    # regressed by counts: profiled in both environments (on the CPU, not under valgrind)
+    assert "profiled 1/1 benchmark(s) in base" in out
+    assert "profiled 1/1 benchmark(s) in current" in out
     assert "counting 1 CPU benchmark(s) in current in one process" in out
     assert "round 1/" not in out  # counts only: nothing is timed
     result.stdout.fnmatch_lines(["*instructions per call base * -> current * (+*%*"])
@@ -265,6 +287,8 @@ def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_r
     assert res["measure"] == "counts" and res["verdict"]["status"] == REGRESSED
     assert 4.0 < res["verdict"]["change_pct"] < 9.0  # 5% more loop work, and the allocator
     assert res["baseline"]["reference"] == "base"
+    assert res["profile"]["against"] == "base"
+    assert "base" in res["profile"]["note"] and "current" in res["profile"]["note"]
 
 
 HEAVY = """

@@ -41,7 +41,16 @@ from virtual_clock import spin
 FACTOR = {factor}
 
 
+def planted_extra_pass():
+    total = 0  # real work in its own frame: a new entry of the slower version's profile
+    for i in range(2_000):
+        total += i * i
+    return total
+
+
 def work():
+    if FACTOR > 1.2:
+        planted_extra_pass()
     spin(300e-6 * FACTOR)
     return FACTOR
 """
@@ -90,12 +99,17 @@ def test_a_docs_only_commit_against_its_parent_passes(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
     git(repo, "checkout", "-q", "docs")
-    result = pytester.runpytest("--perf", "--perf-against", "base", *OPTS)
+    result = pytester.runpytest(
+        "--perf", "--perf-against", "base", "--perf-profile", "regressed", *OPTS
+    )
     result.assert_outcomes(passed=1)
     out = result.stdout.str()
     assert "same-session comparison: current vs base (git base = " in out
     assert "round 3/3" in out
     assert "regressed" not in out
+    # --perf-profile=regressed: nothing regressed, so nothing was profiled in either environment
+    assert "profiling" not in out
+    assert not (repo / "perf-profiles").exists()
 
 
 def test_a_30_percent_slower_commit_fails_with_both_medians(
@@ -126,6 +140,33 @@ def test_a_30_percent_slower_commit_fails_with_both_medians(
     )
     jsonschema.validate(doc, schema)
     assert not (repo / "baselines").exists()  # no baseline file is read or written
+
+
+def test_a_regression_is_profiled_in_both_environments_with_what_grew(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    result = pytester.runpytest(
+        "--perf", "--perf-against", "docs", "--perf-profile", "--perf-json", "out.json", *OPTS
+    )
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "burnperf: profiling 1 benchmark(s) in docs ..." in out
+    assert "burnperf: profiling 1 benchmark(s) in current ..." in out
+    # the failure message says what grew from the reference to the candidate, first the new
+    # function of the slower commit, and where both profiles are
+    assert "what grew (docs -> current, per call):" in out
+    assert "planted_extra_pass (__init__.py) new:" in out
+    res = json.loads((repo / "out.json").read_text())["results"][0]
+    prof = res["profile"]
+    assert prof["tool"] == "cProfile" and prof["against"] == "docs"
+    assert prof["file"].endswith(".current.pstats") and prof["against_file"].endswith(
+        ".docs.pstats"
+    )
+    for name in (prof["file"], prof["against_file"]):
+        assert (repo / name).is_file(), name
+    assert not any("planted" in e[0] for e in prof["against_summary"]["entries"])
+    assert any("planted" in e[0] for e in prof["summary"]["entries"])
+    assert prof["note"] in res["verdict"]["notes"]
 
 
 def test_versions_prints_one_table_per_benchmark(pytester: pytest.Pytester, repo: Path) -> None:

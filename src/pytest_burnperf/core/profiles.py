@@ -145,9 +145,7 @@ class Growth:
 
     def text(self) -> str:
         if self.before_s == 0 and self.before_calls == 0:
-            return (
-                f"{self.name} new: {format_time(self.after_s)} ({_count(self.after_calls)} calls)"
-            )
+            return f"{self.name} new: {format_time(self.after_s)} ({_calls(self.after_calls)})"
         calls = ""
         if not math.isclose(self.before_calls, self.after_calls, rel_tol=0.01):
             calls = f"; {_count(self.before_calls)} -> {_count(self.after_calls)} calls"
@@ -248,3 +246,7 @@ def _round(x: float) -> float:
 
 def _count(x: float) -> str:
     return f"{x:.0f}" if abs(x - round(x)) < 0.05 else f"{x:.2g}"
+
+
+def _calls(x: float) -> str:
+    return f"{_count(x)} call" if _count(x) == "1" else f"{_count(x)} calls"

@@ -141,6 +141,7 @@ class Result:
                 },
                 "settings": {k: v for k, v in self.settings_dict().items() if k != "alpha"},
                 "recorded": recorded,
+                **self._profile_entry(),
             }
         runs = [list(r) for r in self.runs] or [list(self.sample.values)]
         pooled = [v for r in runs for v in r]

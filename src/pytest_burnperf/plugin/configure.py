@@ -226,6 +226,7 @@ def configure(config: pytest.Config) -> None:
         group_by=pick("perf_group_by"),
         profile="off" if worker_out else (pick("perf_profile") or "off"),
         profile_dir=config.invocation_params.dir / (pick("perf_profile_dir") or "perf-profiles"),
+        profile_side=config.getoption("perf_profile_side") if worker_out else None,
         min_judged=0.0
         if update or worker_out
         else (

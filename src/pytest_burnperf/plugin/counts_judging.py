@@ -12,6 +12,7 @@ import pytest
 
 from pytest_burnperf.core import counts
 from pytest_burnperf.core.clocks import Sample
+from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
@@ -22,12 +23,13 @@ from pytest_burnperf.core.verdict import (
     format_ratio,
     not_comparable,
 )
+from pytest_burnperf.plugin import pair_profiles
+from pytest_burnperf.plugin.counting import Counting
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.storage.baselines import BaselineError
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.results import Result
-from pytest_burnperf.plugin.counting import Counting
 
 
 def judge(
@@ -35,11 +37,13 @@ def judge(
     timed: Result | None,
     make_result: Callable[..., Result],
     properties: Callable[[Result], list[tuple[str, object]]],
+    profile: Callable[[Result], Result] | None = None,
 ) -> Result:
     """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
     result under --perf-measure both), built by ``make_result`` and kept in the session's
     results with its JUnit ``properties``; fails the test when counts regressed (or, under
-    --perf-strict, were not judged)."""
+    --perf-strict, were not judged). ``profile`` adds --perf-profile's profile to the result
+    (plugin/profile_rerun.profiled)."""
     __tracebackhide__ = True
 
     def keep(result: Result) -> None:
@@ -127,11 +131,14 @@ def judge(
         counts_key=key,
         time=timed,
     )
+    if profile is not None:
+        result = profile(result)
     keep(result)
     if state.run.mode.records:
         return result
     if verdict.status == REGRESSED:
-        pytest.fail(counts.counts_failure(perf._key, verdict), pytrace=False)
+        why = f"\n{result.profile['note']}" if result.profile else ""
+        pytest.fail(counts.counts_failure(perf._key, result.verdict) + why, pytrace=False)
     if state.run.strict and verdict.status == INCONCLUSIVE:
         pytest.fail(
             f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
@@ -189,16 +196,9 @@ def judge_pair(
             if r is not None and node not in r.counts
         )
         pytest.fail(f"{node}: counts not compared with {plan.reference}: {why}", pytrace=False)
-    s = perf.settings
-    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.collected.comparisons)
+    verdict = _pair_verdict(state, perf.settings, ref, cur)
     base = [float(v) for v in ref.values()]
     values = [float(v) for v in cur.values()]
-    verdict = counts.judge_counts(
-        base,
-        values,
-        alpha_each=policy.alpha_each,
-        interpreter=max(ref.interpreter, cur.interpreter),
-    )
     cycles = counts.cycles_note(
         [float(v) for v in ref.cycles], [float(v) for v in cur.cycles], verdict
     )
@@ -225,11 +225,14 @@ def judge_pair(
         counts_key={**c.key_base(), **(cur_run.keys.get(node, {}) if cur_run else {})},
         time=timed,
     )
+    result = pair_profiles.attach(state, result)
     state.collected.results[node] = result
     perf._item.user_properties.extend(properties(result))
     if verdict.status == REGRESSED:
+        why = f"\n{result.profile['note']}" if result.profile else ""
         pytest.fail(
-            counts.counts_failure(perf._key, verdict, labels=(plan.reference, plan.candidate)),
+            counts.counts_failure(perf._key, verdict, labels=(plan.reference, plan.candidate))
+            + why,
             pytrace=False,
         )
     if state.run.strict and verdict.status == INCONCLUSIVE:
@@ -238,3 +241,29 @@ def judge_pair(
             pytrace=False,
         )
     return result
+
+
+def counts_pair_verdict(state: PerfState, settings: Any, node: str) -> Verdict | None:
+    """The counts verdict of ``node`` in a same-session comparison (both environments
+    counted), or None where one of them has no counts of it."""
+    plan = state.run.plan
+    assert plan is not None
+    c: Counting = state.counting
+    ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
+    ref = None if ref_run is None else ref_run.counts.get(node)
+    cur = None if cur_run is None else cur_run.counts.get(node)
+    if ref is None or cur is None:
+        return None
+    return _pair_verdict(state, settings, ref, cur)
+
+
+def _pair_verdict(state: PerfState, settings: Any, ref: Counted, cur: Counted) -> Verdict:
+    policy = Policy(
+        alpha=settings.alpha, threshold=settings.threshold, comparisons=state.collected.comparisons
+    )
+    return counts.judge_counts(
+        [float(v) for v in ref.values()],
+        [float(v) for v in cur.values()],
+        alpha_each=policy.alpha_each,
+        interpreter=max(ref.interpreter, cur.interpreter),
+    )

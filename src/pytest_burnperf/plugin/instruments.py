@@ -7,6 +7,8 @@ instrument      what it does                                                    
 ``counts``      counts each call's instructions under callgrind (a counted round)    Mode.COUNT
 ``counted``     counts alone judge: the call runs once here, untimed, and the        ``--perf-measure counts``
                 counted round's counts are judged
+``profile``     a profiler: the calls are profiled, not measured (the profiled       ``--perf-profile`` in a
+                process of one environment of a same-session comparison)            comparison
 ``host``        the host's clock around the device's sync                            ``timer="host"``
 ``device``      the device's own clock: events before and after the calls            ``timer="device"``
 ``graph``       the device's clock around replays of a captured CUDA graph           ``timer="graph"``
@@ -28,7 +30,7 @@ from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.plugin import counting
 from pytest_burnperf.plugin.session import PerfState
 
-InstrumentName = Literal["counts", "counted", "host", "device", "graph"]
+InstrumentName = Literal["counts", "counted", "profile", "host", "device", "graph"]
 
 
 class Instrument(Protocol):
@@ -53,6 +55,14 @@ class CountsJudge:
 
 
 @dataclass(frozen=True)
+class ProfileHere:
+    """In a profiled process (runs/profiled.py): the calls run under a profiler, for the
+    profiles of both sides of a same-session comparison (plugin/pair_profiles.py)."""
+
+    name: InstrumentName = "profile"
+
+
+@dataclass(frozen=True)
 class Clock:
     """A clock: the host's, the device's events, or the device's events around graph replays."""
 
@@ -74,6 +84,8 @@ class Clock:
 
 def choose(state: PerfState, device: Any, settings: Settings, nodeid: str) -> Instrument:
     """The instrument that measures this benchmark's calls in this run."""
+    if state.output.profile_side is not None:
+        return ProfileHere()
     if state.run.mode.counts_calls:
         return CountsHere()
     if counting.counts_only(state, device.kind, nodeid):

@@ -137,6 +137,9 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help=argparse.SUPPRESS,
     )
+    group.addoption(  # a profiled process (runs/profiled.py): the environment it profiles
+        "--perf-worker-profile-side", dest="perf_profile_side", default=None, help=argparse.SUPPRESS
+    )
     group.addoption(
         "--perf-worker-rounds",
         dest="perf_worker_rounds",

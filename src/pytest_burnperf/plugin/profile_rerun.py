@@ -2,9 +2,11 @@
 and before its verdict is reported (runs/profiling.py runs the profiler), and the note of what
 grew against the baseline's profile summary (core/profiles.py).
 
-Only the session the user started profiles (not a round process: its samples would not be the
-parent's); with ``regressed`` only a benchmark that regressed, so a run where nothing did pays
-nothing. The profiled calls never enter a sample, a verdict or a baseline's timing; recorded with
+Only the session the user started profiles this way (not a round process: its samples would
+not be the parent's); with ``regressed`` only a benchmark that regressed, so a run where nothing
+did pays nothing. The environments of a same-session comparison are profiled by a profiled
+process each (:func:`profile_here` runs in it; plugin/pair_profiles.py starts them). The
+profiled calls never enter a sample, a verdict or a baseline's timing; recorded with
 ``--perf-update``, the profile's summary is kept beside the baseline for later runs."""
 
 from __future__ import annotations
@@ -70,10 +72,19 @@ def profiled(
     ``repeat``: the call may run back to back (``perf(fn)``), else once (a pedantic round)."""
     if not wanted(state, result):
         return result
-    per_call = statistics.median(result.sample.values) if result.measure == "time" else 0.0
+    active = getattr(device, "active", contextlib.nullcontext)
+    if result.measure == "time":
+        per_call = statistics.median(result.sample.values)
+    else:  # counted: one call on the clock sizes the profile
+        call, after = prepare()
+        try:
+            with device.threads(threads), active():
+                per_call = profiling.timed(lambda: (call(), device.sync()))
+        finally:
+            if after is not None:
+                after()
     calls = profiling.calls_for(per_call) if repeat else 1
     call, after = prepare()
-    active = getattr(device, "active", contextlib.nullcontext)
     try:
         with device.threads(threads), active():
             summary, path = profiling.profile(
@@ -120,6 +131,64 @@ def profiled(
     }
     verdict = replace(result.verdict, notes=(*result.verdict.notes, note))
     return replace(result, profile=profile, verdict=verdict)
+
+
+def profile_here(
+    state: PerfState,
+    case: Any,
+    key: str,
+    nodeid: str,
+    prepare: Prepare,
+    *,
+    threads: int,
+    repeat: bool,
+) -> Any:
+    """In a profiled process (runs/profiled.py): call the benchmark once (its first call,
+    also timed to size the profile), then profile it; what came of it goes to the process's
+    file for the parent. Returns the first call's result (the test's own checks see it)."""
+    __tracebackhide__ = True
+    side = state.output.profile_side
+    assert side is not None
+    device = case.entry.device
+    active = getattr(device, "active", contextlib.nullcontext)
+    call, after = prepare()
+    box: list[Any] = []
+
+    def first() -> None:
+        box.append(call())
+        device.sync()
+
+    with device.threads(threads), active():
+        try:
+            per_call = profiling.timed(first)
+        finally:
+            if after is not None:
+                after()
+        calls = profiling.calls_for(per_call) if repeat else 1
+        call, after = prepare()
+        try:
+            summary, path = profiling.profile(
+                call,
+                device.sync,
+                library=case.entry.library,
+                kind=case.entry.kind,
+                calls=calls,
+                out_dir=state.output.profile_dir,
+                stem=profiling.file_stem(key, side),
+            )
+            record: dict[str, Any] = {"profile": {"file": str(path), "summary": summary.as_json()}}
+        except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
+            record = {"profile_error": str(exc)}
+        except OSError as exc:
+            record = {
+                "profile_error": f"could not write its profile under "
+                f"{state.output.profile_dir}: {exc}"
+            }
+        finally:
+            if after is not None:
+                after()
+    state.collected.worker_samples[nodeid] = record
+    return box[0] if box else None
 
 
 def _baseline_summary(baseline: dict[str, Any] | None) -> ProfileSummary | None:

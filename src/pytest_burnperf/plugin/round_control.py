@@ -19,12 +19,13 @@ from pytest_burnperf.core.assess import (
     leave_out_busy,
 )
 from pytest_burnperf.core.text import clock
-from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+from pytest_burnperf.core.verdict import REGRESSED, Policy, needs_more_rounds
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin import counting
+from pytest_burnperf.plugin import counting, counts_judging, pair_profiles
 from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import module_and_key
 from pytest_burnperf.plugin.round_process import RoundProcess
+from pytest_burnperf.plugin.same_session_perf import time_verdict
 from pytest_burnperf.plugin.session import STATE, PerfState, case_of
 from pytest_burnperf.runs import scheduler
 from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
@@ -179,12 +180,33 @@ def run_same_session(
             write=write,
         )
     state.collected.measured.envs = dict(envs)
+    everything = [item.nodeid for item in by_id.values() if case_of(item) is not None]
+    pair_profiles.profile_sides(session, state, everything, sides, _regressed(state, by_id))
     if state.collected.measured.budget_stopped:
         state.collected.messages.append(
             budget_text(
                 state.schedule.round_budget, state.collected.measured.budget_stopped, len(items)
             )
         )
+
+
+def _regressed(state: PerfState, by_id: Mapping[str, pytest.Item]) -> Callable[[str], bool]:
+    """Whether a benchmark of a same-session comparison regressed by what judges it (counts or
+    time), from its rounds: which benchmarks --perf-profile=regressed profiles."""
+
+    def regressed(nodeid: str) -> bool:
+        case = case_of(by_id[nodeid])
+        if case is None or case.entry is None:
+            return False
+        settings = state.run.settings_for(case.spec)
+        if counting.by_counts(state, case.entry.kind, nodeid):
+            verdict = counts_judging.counts_pair_verdict(state, settings, nodeid)
+        else:
+            paired = time_verdict(state, settings, nodeid)
+            verdict = None if paired is None else paired[0]
+        return verdict is not None and verdict.status == REGRESSED
+
+    return regressed
 
 
 def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Measured], bool]:

@@ -109,3 +109,6 @@ class OutputConfig:
     #: --perf-profile: which benchmarks are rerun under a profiler, and where profiles go.
     profile: Profile = "off"
     profile_dir: Path = Path("perf-profiles")
+    #: In a profiled process of a same-session comparison (runs/profiled.py): the label of the
+    #: environment whose profiles it writes (its benchmarks are profiled, not measured).
+    profile_side: str | None = None

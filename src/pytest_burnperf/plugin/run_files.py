@@ -25,7 +25,11 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
     JSON, pytest-benchmark's JSON, the store, the Markdown summary; each failure is a message
     and an exit status, never a traceback."""
     _profile_gaps(state)
-    profiled = sum(1 for r in state.collected.results.values() if r.profile is not None)
+    profiled = sum(
+        1 + (r.profile.get("against_file") is not None)
+        for r in state.collected.results.values()
+        if r.profile is not None
+    )
     if profiled:
         state.collected.messages.append(
             f"--perf-profile: {profiled} profile(s) in "
@@ -292,18 +296,16 @@ def same_session_json(state: PerfState) -> dict[str, Any] | None:
 
 
 def _profile_gaps(state: PerfState) -> None:
-    """What --perf-profile did not profile in this run, said rather than left out silently."""
-    if state.output.profile == "off":
+    """What --perf-profile asked for but could not profile in an environment of a same-session
+    comparison, said rather than left out silently (a stored-baseline run says it in the
+    benchmark's own messages)."""
+    got = state.collected.measured
+    if state.output.profile == "off" or got is None:
         return
-    if state.run.mode.compares:
-        state.collected.messages.append(
-            "--perf-profile: same-session comparisons are not profiled yet; profiles of both "
-            "sides come from a run against baselines recorded with --perf-update --perf-profile"
-        )
-        return
-    counted = [r for r in state.collected.results.values() if r.measure == "counts"]
-    if counted:
-        state.collected.messages.append(
-            f"--perf-profile: {len(counted)} benchmark(s) judged by counts were not profiled "
-            "(--perf-measure time profiles them)"
-        )
+    for label, gaps in sorted(got.profile_gaps.items()):
+        if gaps:
+            node, why = min(gaps.items())
+            more = f" and {len(gaps) - 1} more" if len(gaps) > 1 else ""
+            state.collected.messages.append(
+                f"--perf-profile: not profiled in {label}: {node}{more} ({why})"
+            )

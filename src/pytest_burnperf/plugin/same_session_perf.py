@@ -19,11 +19,12 @@ from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     REGRESSED,
     Policy,
+    Verdict,
     failure_message,
     judge,
 )
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin import counting, counts_judging
+from pytest_burnperf.plugin import counting, counts_judging, pair_profiles
 from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.result_record import junit_properties, make_result
 from pytest_burnperf.plugin.session import PerfState
@@ -74,9 +75,8 @@ class ComparePerf(SmokePerf):
         if counting.counts_only(state, self.device.kind, node):
             counts_judging.judge_pair(self, None, make_result, junit_properties)
             return
-        ref = [] if got is None else got.of(plan.reference, node)
-        cur = [] if got is None else got.of(plan.candidate, node)
-        if not ref or not cur:
+        paired = time_verdict(state, self.settings, node)
+        if paired is None:
             why = "; ".join(got.failures.values()) if got is not None else ""
             pytest.fail(
                 f"{node}: not compared with {plan.reference}: "
@@ -84,13 +84,7 @@ class ComparePerf(SmokePerf):
                 pytrace=False,
             )
         assert got is not None
-        s = self.settings
-        policy = Policy(
-            alpha=s.alpha,
-            threshold=s.threshold,
-            comparisons=state.collected.comparisons,
-            paired=True,
-        )
+        verdict, policy, ref, cur, left_out = paired
         windows = [
             w
             for label in plan.refs
@@ -98,10 +92,6 @@ class ComparePerf(SmokePerf):
             if (w := Window.from_dict(d)) is not None
         ]
         trust = state.run.trust_host
-        left_out: dict[int, str] = {}
-        if not trust:
-            ref, cur, left_out = got.clean_pairs(plan.reference, plan.candidate, node)
-        verdict = judge(ref, cur, policy)
         if left_out:
             rounds = ", ".join(str(i + 1) for i in sorted(left_out))
             first = left_out[min(left_out)]
@@ -142,14 +132,15 @@ class ComparePerf(SmokePerf):
         fallback = counting.fallback_note(state, node)
         if fallback is not None:
             result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
-            verdict = result.verdict
+        result = pair_profiles.attach(state, result)
+        verdict = result.verdict
         state.collected.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if verdict.status == REGRESSED:
+            why = f"\n{result.profile['note']}" if result.profile else ""
             pytest.fail(
-                failure_message(
-                    self._key, verdict, policy, labels=(plan.reference, plan.candidate)
-                ),
+                failure_message(self._key, verdict, policy, labels=(plan.reference, plan.candidate))
+                + why,
                 pytrace=False,
             )
         if state.run.strict and verdict.status == INCONCLUSIVE:
@@ -157,3 +148,27 @@ class ComparePerf(SmokePerf):
                 f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
                 pytrace=False,
             )
+
+
+def time_verdict(
+    state: PerfState, settings: Any, node: str
+) -> tuple[Verdict, Policy, list[list[float]], list[list[float]], dict[int, str]] | None:
+    """The time verdict of ``node`` in a same-session comparison, from the rounds measured so
+    far: (verdict, policy, reference runs, candidate runs, rounds left out as busy with why),
+    or None where an environment has no round of it."""
+    plan, got = state.run.plan, state.collected.measured
+    assert plan is not None
+    ref = [] if got is None else got.of(plan.reference, node)
+    cur = [] if got is None else got.of(plan.candidate, node)
+    if not ref or not cur or got is None:
+        return None
+    policy = Policy(
+        alpha=settings.alpha,
+        threshold=settings.threshold,
+        comparisons=state.collected.comparisons,
+        paired=True,
+    )
+    left_out: dict[int, str] = {}
+    if not state.run.trust_host:
+        ref, cur, left_out = got.clean_pairs(plan.reference, plan.candidate, node)
+    return judge(ref, cur, policy), policy, ref, cur, left_out

@@ -34,19 +34,27 @@ from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting, counts_judging
 from pytest_burnperf.plugin.cases import Case
-from pytest_burnperf.plugin.instruments import Clock, CountsHere, CountsJudge, Instrument, choose
-from pytest_burnperf.plugin.profile_rerun import Prepare, profiled
+from pytest_burnperf.plugin.instruments import (
+    Clock,
+    CountsHere,
+    CountsJudge,
+    Instrument,
+    ProfileHere,
+    choose,
+)
+from pytest_burnperf.plugin.profile_rerun import Prepare, profile_here, profiled
 from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.smoke_perf import T, checked_setup, start_once
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.assess import HostEvidence
+    from pytest_burnperf.core.results import Result
     from pytest_burnperf.core.roofline_figures import Work
     from pytest_burnperf.host.activity import Window
 
 
-#: What Perf._counted returns when the clock measures the benchmark.
+#: What Perf._unclocked returns when the clock measures the benchmark.
 _TIMED = object()
 
 
@@ -123,7 +131,7 @@ class Perf:
 
         self._start(fn, "perf()")
         self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
-        counted = self._counted(self._rerun)
+        counted = self._unclocked(self._rerun)
         if counted is not _TIMED:
             return cast(T, counted)
         s = self.settings
@@ -148,13 +156,24 @@ class Perf:
             ),
         )
 
-    def _counted(self, make_call: Callable[[], tuple[Callable[[], Any], Any]]) -> Any:
-        """Counts instead of the clock where the instrument (instruments.choose) counts: in a
-        counted round, count the calls; where counts alone judge this benchmark, call it once,
-        untimed, and judge its counts. Else :data:`_TIMED` (a clock measures it)."""
+    def _unclocked(self, make_call: Callable[[], tuple[Callable[[], Any], Any]]) -> Any:
+        """What the instrument (instruments.choose) does where it is no clock: in a profiled
+        process, profile the calls; in a counted round, count them; where counts alone judge
+        this benchmark, call it once, untimed, and judge its counts. Else :data:`_TIMED` (a
+        clock measures it)."""
         __tracebackhide__ = True
         state = self._state
         self._instrument = choose(state, self.device, self.settings, self._item.nodeid)
+        if isinstance(self._instrument, ProfileHere):
+            return profile_here(
+                state,
+                self._case,
+                self._key,
+                self._item.nodeid,
+                make_call,
+                threads=self.settings.threads,
+                repeat=self._repeat,
+            )
         if isinstance(self._instrument, CountsHere):
             return counting.count_here(
                 state, self._item.nodeid, self.device, self.settings, make_call
@@ -165,9 +184,24 @@ class Perf:
             self.device.sync()
             if after is not None:
                 after()
-            counts_judging.judge(self, None, make_result, junit_properties)
+            counts_judging.judge(self, None, make_result, junit_properties, self._profiled)
             return result
         return _TIMED
+
+    def _profiled(self, result: Result) -> Result:
+        """--perf-profile: ``result`` with its profile, where this run profiles it (once more
+        under a profiler, after its samples or counts; profile_rerun.profiled)."""
+        if self._rerun is None:
+            return result
+        return profiled(
+            self._state,
+            self.device,
+            self.settings.threads,
+            self._key,
+            result,
+            self._rerun,
+            repeat=self._repeat,
+        )
 
     def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
@@ -310,7 +344,7 @@ class Perf:
             return call, (None if teardown is None else lambda: teardown(*a, **k))
 
         self._rerun, self._repeat = make_call, False
-        counted = self._counted(make_call)
+        counted = self._unclocked(make_call)
         if counted is not _TIMED:
             return cast(T, counted)
         result = self._measure(
@@ -384,17 +418,14 @@ class Perf:
             probe=None if evidence.probe is None else dict(evidence.probe),
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
-            counts_judging.judge(self, result, make_result, junit_properties)
+            counts_judging.judge(self, result, make_result, junit_properties, self._profiled)
             return
         fallback = counting.fallback_note(state, node)
         if fallback is not None:  # too slow to count: the clock judges it
             verdict = replace(verdict, notes=(*verdict.notes, fallback))
             result = replace(result, verdict=verdict)
-        if self._rerun is not None:  # --perf-profile: once more under a profiler
-            result = profiled(
-                state, self.device, s.threads, self._key, result, self._rerun, repeat=self._repeat
-            )
-            verdict = result.verdict
+        result = self._profiled(result)
+        verdict = result.verdict
         state.collected.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
         if state.run.mode.records:

@@ -168,18 +168,20 @@ def _versions(r: Mapping[str, Any], plots: _Plots) -> str | None:
 
 
 def _profiles(results: Sequence[Mapping[str, Any]]) -> str | None:
-    """--perf-profile: each profiled benchmark's note of what grew and a link to its profile
-    (relative to the run's directory, where the report is usually written)."""
+    """--perf-profile: each profiled benchmark's note of what grew and links to its profiles
+    (the reference environment's first in a same-session comparison; relative to the run's
+    directory, where the report is usually written)."""
     items = []
     for r in results:
         prof = r.get("profile")
         if not isinstance(prof, Mapping) or not isinstance(prof.get("file"), str):
             continue
         status = (r.get("verdict") or {}).get("status", "?")
+        files = [f for f in (prof.get("against_file"), prof["file"]) if isinstance(f, str)]
+        links = ", ".join(f'<a href="{_e(quote(f))}">{_e(f)}</a>' for f in files)
         items.append(
             f"<li><b>{_e(r.get('name', r.get('test', '?')))}</b> ({_e(status)}): "
-            f"{_e(prof.get('note', ''))} "
-            f'<a href="{_e(quote(prof["file"]))}">{_e(prof["file"])}</a></li>'
+            f"{_e(prof.get('note', ''))} {links}</li>"
         )
     return f"<ul>{''.join(items)}</ul>" if items else None
 

@@ -117,6 +117,10 @@ class Measured:
     budget_stopped: int = 0
     #: Rounds run.
     rounds: int = 0
+    #: --perf-profile (plugin/pair_profiles.py): per environment label, each profiled
+    #: benchmark's profile (runs/profiled.SideProfile), and why others it was asked for have none.
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    profile_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def add(self, label: str, nodeid: str, rec: Mapping[str, Any]) -> None:
         self.runs.setdefault(label, {}).setdefault(nodeid, []).append(list(rec["values"]))

@@ -52,7 +52,7 @@ def test_the_entry_that_grew_most_comes_first_and_noise_is_not_named() -> None:
     note = grew_note(grew, "baseline", "this run")
     assert note.startswith("what grew (baseline -> this run, per call): own time: add 2.00 ms")
     assert "1 -> 2 calls" in note
-    assert "planted new: 1.50 ms (1 calls)" in note
+    assert "planted new: 1.50 ms (1 call)" in note
 
 
 def test_where_it_grew_is_the_innermost_function_holding_the_growth() -> None:

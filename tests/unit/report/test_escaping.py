@@ -55,3 +55,20 @@ def test_a_newline_in_a_test_id_cannot_forge_a_line_of_the_terminal_table() -> N
     lines = table([table_result(HOSTILE, "numpy-cpu", "f32", 1e-3, "unchanged", 1.0)], width=200)
     assert not any(ln.startswith("perf:") for ln in lines)
     assert all("\n" not in ln and "\r" not in ln and "\x1b" not in ln for ln in lines)
+
+
+def test_html_profile_links_of_both_sides_are_inert() -> None:
+    from pytest_burnperf.report.html import _profiles
+
+    prof = {
+        "file": 'perf-profiles/x".current.pstats',
+        "against_file": "perf-profiles/<script>.main.pstats",
+        "note": "what grew (main -> current, per call): <img src=x onerror=alert(1)>",
+    }
+    html = _profiles([{"name": "test_x", "verdict": {"status": "regressed"}, "profile": prof}])
+    assert html is not None
+    assert "<script>" not in html and "<img" not in html
+    # the reference's profile first, then the candidate's; quotes cannot end the attribute
+    assert html.index("main.pstats") < html.index("current.pstats")
+    assert 'href="perf-profiles/%3Cscript%3E.main.pstats"' in html
+    assert 'x".current' not in html

@@ -1,0 +1,92 @@
+"""Both environments' profiles beside a same-session verdict (plugin/pair_profiles.attach): the
+note of what grew from the reference to the candidate, and what is said where one environment
+has no profile. The state is a stand-in; the profiles are made-up summaries."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+from pytest_burnperf.core.clocks import Sample
+from pytest_burnperf.core.profiles import summarize
+from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.verdict import REGRESSED, Verdict
+from pytest_burnperf.plugin.pair_profiles import attach
+from pytest_burnperf.runs.profiled import SideProfile
+from pytest_burnperf.runs.scheduler import Measured
+
+ROOT = Path("/project")
+NODE = "t.py::test_k[numpy-cpu-f64]"
+BEFORE = summarize("cProfile", 10, [("work (pkg.py)", 1e-3, 10, 1e-3)])
+AFTER = summarize(
+    "cProfile", 10, [("work (pkg.py)", 1e-3, 10, 3e-3), ("extra_pass (pkg.py)", 2e-3, 10, 2e-3)]
+)
+
+
+def _result() -> Result:
+    return Result(
+        nodeid=NODE,
+        module="t.py",
+        key="test_k[numpy-cpu-f64]",
+        benchmark="test_k",
+        device_id="numpy-cpu",
+        kind="cpu",
+        library="numpy",
+        dtype="f64",
+        fingerprint={},
+        settings=Settings(),
+        sample=Sample(values=(3e-3,) * 3, loops=1, warmup_calls=1, timer="host"),
+        verdict=Verdict(REGRESSED, 3e-3, ratio=3.0),
+        baseline=None,
+    )
+
+
+def _state(profiles: dict[str, Any], gaps: dict[str, dict[str, str]], profile: str = "all") -> Any:
+    return types.SimpleNamespace(
+        run=types.SimpleNamespace(
+            plan=types.SimpleNamespace(reference="main", candidate="current"), rootpath=ROOT
+        ),
+        output=types.SimpleNamespace(profile=profile),
+        collected=types.SimpleNamespace(measured=Measured(profiles=profiles, profile_gaps=gaps)),
+    )
+
+
+def _side(label: str, summary: Any) -> dict[str, SideProfile]:
+    return {NODE: SideProfile(summary, ROOT / "perf-profiles" / f"k.{label}.pstats")}
+
+
+def test_both_sides_give_what_grew_and_both_files() -> None:
+    state = _state({"main": _side("main", BEFORE), "current": _side("current", AFTER)}, {})
+    r = attach(state, _result())
+    assert r.profile is not None
+    note = r.profile["note"]
+    assert note.startswith("what grew (main -> current, per call):")
+    assert "extra_pass (pkg.py) new:" in note
+    assert note.endswith("(perf-profiles/k.main.pstats, perf-profiles/k.current.pstats)")
+    assert r.profile["file"] == "perf-profiles/k.current.pstats"
+    assert r.profile["against"] == "main"
+    assert r.profile["against_file"] == "perf-profiles/k.main.pstats"
+    assert r.profile["against_summary"] == BEFORE.as_json()
+    assert note in r.verdict.notes
+
+
+def test_a_side_without_a_profile_is_named_with_why() -> None:
+    state = _state(
+        {"main": {}, "current": _side("current", AFTER)},
+        {"main": {NODE: "its profiled process failed (exit 2)"}},
+    )
+    r = attach(state, _result())
+    assert r.profile is not None and r.profile["against"] is None
+    assert r.profile["note"] == (
+        "profile of current: perf-profiles/k.current.pstats; main has none (its profiled "
+        "process failed (exit 2))"
+    )
+
+
+def test_nothing_is_added_where_nothing_was_profiled() -> None:
+    plain = _result()
+    assert attach(_state({}, {}), plain) is plain
+    profiled = _state({"main": _side("main", BEFORE), "current": _side("current", AFTER)}, {})
+    assert attach(_state(profiled.collected.measured.profiles, {}, "off"), plain) is plain

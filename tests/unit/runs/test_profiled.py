@@ -1,0 +1,96 @@
+"""The profiled processes of a same-session comparison (runs/profiled.py): what one wrote, read
+back strictly, and a process that writes nothing or garbage (fake interpreters, no pytest)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.core.profiles import summarize
+from pytest_burnperf.runs import profiled
+from pytest_burnperf.storage.jsonfile import FileFormatError
+
+SUMMARY = summarize("cProfile", 5, [("work (pkg.py)", 1e-3, 5, 2e-3)]).as_json()
+
+
+def test_profiles_and_the_reasons_for_none_are_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(
+        json.dumps(
+            {
+                "t.py::a": {"profile": {"file": "/p/a.main.pstats", "summary": SUMMARY}},
+                "t.py::b": {"profile_error": "torch.profiler is missing"},
+            }
+        )
+    )
+    got, errors = profiled.read_profiles(path)
+    assert got["t.py::a"].path == Path("/p/a.main.pstats")
+    assert got["t.py::a"].summary.entries[0].name == "work (pkg.py)"
+    assert errors == {"t.py::b": "torch.profiler is missing"}
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ([], "document"),
+        ({"t.py::a": {"profile": {"summary": SUMMARY}}}, '["t.py::a"].profile.file'),
+        (
+            {"t.py::a": {"profile": {"file": "x", "summary": {**SUMMARY, "calls": 0}}}},
+            '["t.py::a"].profile.summary.calls',
+        ),
+        ({"t.py::a": {"profile_error": 3}}, '["t.py::a"].profile_error'),
+    ],
+)
+def test_a_bad_file_names_its_field(tmp_path: Path, doc: object, field: str) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FileFormatError) as info:
+        profiled.read_profiles(path)
+    assert field in str(info.value)
+
+
+def _fake_python(tmp_path: Path, body: str) -> str:
+    """An 'interpreter' that runs ``body`` with the profiled process's arguments."""
+    script = tmp_path / "fake.py"
+    script.write_text(body)
+    runner = tmp_path / "python"
+    runner.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
+    runner.chmod(0o755)
+    return str(runner)
+
+
+def test_a_process_that_writes_nothing_leaves_every_benchmark_unprofiled(tmp_path: Path) -> None:
+    python = _fake_python(tmp_path, "import sys; print('boom'); sys.exit(3)\n")
+    run = profiled.run(
+        python=python, args=[], label="main", wanted=["t.py::a"], cwd=tmp_path, say=lambda n: None
+    )
+    assert run.profiles == {}
+    assert run.missing == {"t.py::a": "its profiled process failed (exit 3)"}
+    assert "boom" in run.problems[0]
+
+
+def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -> None:
+    body = (
+        "import json, sys\n"
+        "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--perf-worker-out='))\n"
+        "side = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('"
+        + profiled.SIDE_OPTION
+        + "='))\n"
+        f"summary = {SUMMARY!r}\n"
+        "json.dump({'t.py::a': {'profile': {'file': side + '.pstats', 'summary': summary}}}, "
+        "open(out, 'w'))\n"
+    )
+    python = _fake_python(tmp_path, body)
+    run = profiled.run(
+        python=python,
+        args=[],
+        label="main",
+        wanted=["t.py::a", "t.py::b"],
+        cwd=tmp_path,
+        say=lambda n: None,
+    )
+    assert run.profiles["t.py::a"].path == Path("main.pstats")
+    assert run.missing == {"t.py::b": "it failed or was skipped in the profiled process"}
