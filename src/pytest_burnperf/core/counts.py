@@ -227,7 +227,17 @@ def count_calls(
 
 
 #: Key fields, in the order a difference is named: what decides which instructions run.
-KEY_FIELDS = ("arch", "cache", "cpuid", "simulated_cpu", "python", "libraries", "threads")
+KEY_FIELDS = (
+    "arch",
+    "cache",
+    "cpuid",
+    "simulated_cpu",
+    "python",
+    "python_build",
+    "libc",
+    "libraries",
+    "threads",
+)
 #: Recorded and named where they differ, but no reason to refuse: another valgrind presents
 #: the same simulated CPU (``simulated_cpu`` says where it does not) and counts the same
 #: instructions of the same code.
@@ -242,13 +252,16 @@ def counts_key(
     cpuid: str,
     simulated_cpu: str,
     python: str,
+    python_build: str,
+    libc: str,
     libraries: Mapping[str, str],
     threads: int,
 ) -> dict[str, Any]:
     """What decides a benchmark's counts: not the host's CPU model (valgrind presents a fixed
     simulated CPU chosen by the host's capability level), but that simulated CPU as CPUID shows
     it (``cpuid``: what glibc and every CPUID-dispatched kernel choose by), the features the
-    libraries dispatch on, the code that runs (Python and library versions) and the threads."""
+    libraries dispatch on, the code that runs (Python's version and build, the C library, the
+    libraries' versions) and the threads."""
     return {
         "arch": arch,
         "valgrind": valgrind,
@@ -256,6 +269,8 @@ def counts_key(
         "cpuid": cpuid,
         "simulated_cpu": simulated_cpu,
         "python": python,
+        "python_build": python_build,
+        "libc": libc,
         "libraries": dict(sorted(libraries.items())),
         "threads": threads,
     }

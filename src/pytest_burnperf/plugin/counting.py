@@ -284,11 +284,21 @@ def count_here(
             "cpuid": callgrind.cpuid_signature(),
             "simulated_cpu": simulated_cpu(device),
             "python": f"{platform.python_implementation()} {platform.python_version()}",
+            "python_build": python_build(),
+            "libc": " ".join(platform.libc_ver()).strip() or "unknown",
             "libraries": dict(device.fingerprint().get("versions") or {}),
             "threads": settings.threads,
         },
     }
     return first
+
+
+def python_build() -> str:
+    """Which build of the interpreter runs: its compiler and build date. The same Python version
+    built by another compiler or with other flags (pyenv's build, a distribution's, the
+    prebuilt one of actions/setup-python) executes other instructions for the same code."""
+    name, date = platform.python_build()
+    return f"{platform.python_compiler()}; {name} {date}".strip()
 
 
 def simulated_cpu(device: Any) -> str:

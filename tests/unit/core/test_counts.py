@@ -116,6 +116,8 @@ def _key(**changes: Any) -> dict[str, Any]:
         cpuid="GenuineIntel 'Intel(R) Core(TM) i7-4910MQ CPU @ 2.90GHz' 0x306c3 #3364e50afd6e",
         simulated_cpu="numpy=X86_V3",
         python="CPython 3.11.7",
+        python_build="GCC 12.2.0; main May  9 2026 07:35:25",
+        libc="glibc 2.36",
         libraries={"numpy": "2.4.6"},
         threads=1,
     )
@@ -134,6 +136,13 @@ def test_key_names_what_differs() -> None:
     assert "threads 1, this run has 4" in str(counts.key_difference(_key(), _key(threads=4)))
     assert "simulated_cpu" in str(counts.key_difference(_key(), _key(simulated_cpu="numpy=X86_V2")))
     assert "no key" in str(counts.key_difference(None, _key()))
+    # the same Python version built elsewhere, another C library: other instructions run
+    assert "python_build" in str(
+        counts.key_difference(_key(), _key(python_build="GCC 11.4.0; main Dec  6 2023 23:10:48"))
+    )
+    assert "libc 'glibc 2.36', this run has 'glibc 2.39'" in str(
+        counts.key_difference(_key(), _key(libc="glibc 2.39"))
+    )
     other = "AuthenticAMD 'AMD EPYC 7B13' 0xa00f11 #0123456789ab"
     assert "cpuid" in str(counts.key_difference(_key(), _key(cpuid=other)))
     older = {k: v for k, v in _key().items() if k != "cpuid"}
