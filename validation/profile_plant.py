@@ -13,6 +13,13 @@ In a scratch copy of the shipped suite (perf_tests/) and of the package (src/):
    function or kernel first.
 
 ``python -m validation.profile_plant --out docs/data/profile-plant.json``
+
+With ``--against``, the same in a same-session comparison instead of stored baselines: the
+scratch copy is a git repository whose commit holds the unchanged code; unchanged code is judged
+``--runs`` times each with ``--perf-against HEAD`` without and with ``--perf-profile=regressed``,
+then the planted working tree against that commit, where both environments are profiled.
+
+``python -m validation.profile_plant --against --runs 2 --out docs/data/profile-plant-against.json``
 """
 
 from __future__ import annotations
@@ -52,8 +59,18 @@ PLANTS = (
 )
 
 
+def git(work: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=v", "-c", "user.email=v@example.invalid", *args],
+        cwd=work,
+        check=True,
+        capture_output=True,
+    )
+
+
 def run(work: Path, *args: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(work / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env["BURNPERF_ENV_CACHE"] = str(work / ".env-cache")
     env.pop("CI", None)
     t0 = time.perf_counter()
     proc = subprocess.run(
@@ -71,16 +88,32 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="unchanged runs of each kind")
     ap.add_argument("--out", type=Path, default=None, help="raw JSON to write")
+    ap.add_argument(
+        "--against",
+        action="store_true",
+        help="a same-session comparison (--perf-against HEAD) instead of stored baselines",
+    )
     args = ap.parse_args(argv)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     work = Path(tempfile.mkdtemp(prefix="burnperf-profile-plant-"))
     try:
         shutil.copytree(ROOT / "perf_tests", work / "perf_tests")
         shutil.copytree(ROOT / "src", work / "src")
-        for name in ("pyproject.toml", "conftest.py"):
+        for name in ("pyproject.toml", "conftest.py", "README.md", "LICENSE"):
             if (ROOT / name).exists():
                 shutil.copy(ROOT / name, work / name)
-        rec = run(work, "--perf-update", "--perf-profile")
+        judge: tuple[str, ...] = ()
+        if args.against:  # the unchanged code committed: the reference of every run
+            (work / ".gitignore").write_text(
+                "__pycache__/\n.env-cache/\nperf-profiles/\nbaselines/\n*.json\n"
+            )
+            git(work, "init", "-q", "-b", "main")
+            git(work, "add", "-A")
+            git(work, "commit", "-q", "-m", "unchanged")
+            judge = ("--perf-against", "HEAD")
+            rec = {"rc": 0, "wall_s": 0.0}
+        else:
+            rec = run(work, "--perf-update", "--perf-profile")
         print(f"recorded (exit {rec['rc']}) in {rec['wall_s']:.0f} s", file=sys.stderr)
         recorded_profiles = sorted(p.name for p in (work / "perf-profiles").glob("*"))
         shutil.rmtree(work / "perf-profiles", ignore_errors=True)
@@ -90,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             for kind in ("off", "regressed"):
                 extra = () if kind == "off" else ("--perf-profile=regressed",)
-                got = run(work, *extra)
+                got = run(work, *judge, *extra)
                 timings[kind].append(round(got["wall_s"], 2))
                 unchanged_rc.append(got["rc"])
                 lines = got["out"].splitlines()
@@ -110,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             text = path.read_text()
             assert old in text, f"{rel}: the text to plant into is gone: {old!r}"
             path.write_text(text.replace(old, new, 1))
-        planted = run(work, "--perf-profile=regressed", "--perf-json", "planted.json")
+        planted = run(work, *judge, "--perf-profile=regressed", "--perf-json", "planted.json")
         doc = json.loads((work / "planted.json").read_text())
         results = [
             {
@@ -118,6 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                 "status": r["verdict"]["status"],
                 "change": r["verdict"].get("ratio"),
                 "note": (r.get("profile") or {}).get("note"),
+                "files": [
+                    f
+                    for f in (
+                        (r.get("profile") or {}).get("against_file"),
+                        (r.get("profile") or {}).get("file"),
+                    )
+                    if f
+                ],
             }
             for r in doc["results"]
         ]
@@ -126,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     raw = {
         "started": started,
         "machine": machine(),
-        "command": "python -m validation.profile_plant" + (f" --runs {args.runs}"),
+        "command": "python -m validation.profile_plant"
+        + (" --against" if args.against else "")
+        + f" --runs {args.runs}",
+        "judged_against": "HEAD (the unchanged commit), same session"
+        if args.against
+        else "baselines",
         "select": SELECT,
         "plants": [{"file": rel, "from": old, "to": new} for rel, old, new in PLANTS],
         "record_s": round(rec["wall_s"], 1),
