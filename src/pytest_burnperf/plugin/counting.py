@@ -24,7 +24,7 @@ from pytest_burnperf.core.verdict import (
     Policy,
 )
 from pytest_burnperf.host import callgrind
-from pytest_burnperf.plugin.session import PerfState, case_of, rel
+from pytest_burnperf.plugin.session import PerfState, case_of, line_writer, rel
 from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.process_rounds import worker_args
 from pytest_burnperf.storage.baselines import BaselineStore
@@ -162,11 +162,7 @@ def count_pass(
     ]
     if not wanted:
         return
-    tr = session.config.pluginmanager.get_plugin("terminalreporter")
-
-    def write(line: str) -> None:
-        if tr is not None:
-            tr.write_line(line)
+    write = line_writer(session.config)
 
     settings = state.run.base.merged(state.run.cmdline)
     args = [*worker_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]

@@ -20,7 +20,7 @@ import pytest
 from pytest_burnperf.core.profiles import grew_note, what_grew, where_it_grew
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.text import clock
-from pytest_burnperf.plugin.session import PerfState, rel
+from pytest_burnperf.plugin.session import PerfState, line_writer, rel
 from pytest_burnperf.runs import profiled
 from pytest_burnperf.runs.process_rounds import worker_args
 
@@ -42,14 +42,13 @@ def profile_sides(
     wanted = [n for n in nodes if when == "all" or regressed(n)]
     if not wanted:
         return
-    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = line_writer(session.config)
 
-    def write(line: str) -> None:
-        if tr is not None:
-            tr.write_line(line)
-
+    plan = state.run.plan
+    assert plan is not None
     args = worker_args(state.run.invocation)
-    for side in sides:
+    # the two the verdict compares (--perf-versions may list more)
+    for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
         t0 = time.monotonic()
         write(f"burnperf: profiling {len(wanted)} benchmark(s) in {side.label} ...")
 

@@ -26,7 +26,7 @@ from pytest_burnperf.plugin.collection import is_runnable
 from pytest_burnperf.plugin.fixture import module_and_key
 from pytest_burnperf.plugin.round_process import RoundProcess
 from pytest_burnperf.plugin.same_session_perf import time_verdict
-from pytest_burnperf.plugin.session import STATE, PerfState, case_of
+from pytest_burnperf.plugin.session import STATE, PerfState, case_of, line_writer
 from pytest_burnperf.runs import scheduler
 from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
@@ -60,7 +60,7 @@ def run_rounds(
     args = worker_args(state.run.invocation)
     # every round samples as the pooled session's rounds do (stats.round_samples)
     args.append(f"--perf-worker-rounds={state.schedule.rounds}")
-    write = _writer(config)
+    write = line_writer(config)
     t0 = time.monotonic()
     got = scheduler.run(
         [scheduler.Side(CURRENT, sys.executable, None, "this interpreter")],
@@ -93,16 +93,6 @@ def run_rounds(
     )
 
 
-def _writer(config: pytest.Config) -> Callable[[str], None]:
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-
-    def write(line: str) -> None:
-        if tr is not None:
-            tr.write_line(line)
-
-    return write
-
-
 def run_same_session(
     session: pytest.Session,
     state: PerfState,
@@ -117,11 +107,7 @@ def run_same_session(
     plan = state.run.plan
     assert plan is not None
     config = session.config
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-
-    def write(line: str) -> None:
-        if tr is not None:
-            tr.write_line(line)
+    write = line_writer(config)
 
     envs = {}
     for ref in plan.refs:

@@ -157,6 +157,18 @@ def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, A
     return info
 
 
+def line_writer(config: pytest.Config) -> Callable[[str], None]:
+    """A function that writes one line to the terminal (nothing where pytest has no terminal
+    reporter, e.g. under -p no:terminal)."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(line: str) -> None:
+        if tr is not None:
+            tr.write_line(line)
+
+    return write
+
+
 def rel(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()

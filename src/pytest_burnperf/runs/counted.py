@@ -23,7 +23,7 @@ from typing import Any
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind
-from pytest_burnperf.runs.process_rounds import run_process
+from pytest_burnperf.runs.process_rounds import run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
@@ -104,24 +104,16 @@ def run(
     try:
         dumps = work / "dumps"
         dumps.mkdir()
-        out = work / "counts.json"
-        only = work / "counts.only"
-        only.write_text("\n".join(wanted) + "\n", encoding="utf-8")
-        cmd = [
-            *callgrind.command(valgrind, dumps),
+        code, output, out = run_worker(
             python,
-            "-m",
-            "pytest",
-            *args,
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            f"--perf-worker-out={out}",
-            f"--perf-worker-only={only}",
-            f"{COUNT_OPTION}={dumps}",
-        ]
-        code, output = run_process(
-            cmd, cwd=cwd, out=out, todo=wanted, say=say, env=environment(env)
+            args,
+            wanted=wanted,
+            work=work,
+            cwd=cwd,
+            say=say,
+            options=[f"{COUNT_OPTION}={dumps}"],
+            prefix=callgrind.command(valgrind, dumps),
+            env=environment(env),
         )
         if not out.exists():
             why = f"the counted process failed (exit {code})"

@@ -183,6 +183,41 @@ PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
 PARENT_FLAGS = ("--perf-update", "--update-baselines", "--perf-strict")
 
 
+def run_worker(
+    python: str,
+    args: Sequence[str],
+    *,
+    wanted: Sequence[str],
+    work: Path,
+    cwd: Path,
+    say: Callable[[int], None],
+    options: Sequence[str] = (),
+    prefix: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, str, Path]:
+    """One pass of ``python -m pytest args`` over the node ids ``wanted`` (a counted or a
+    profiled process: ``options`` say which, ``prefix`` runs it under valgrind), its files
+    under ``work``. Returns its exit status, its output and the file it was to write."""
+    out = work / "worker.json"
+    only = work / "worker.only"
+    only.write_text("\n".join(wanted) + "\n", encoding="utf-8")
+    cmd = [
+        *prefix,
+        python,
+        "-m",
+        "pytest",
+        *args,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--perf-worker-out={out}",
+        f"--perf-worker-only={only}",
+        *options,
+    ]
+    code, output = run_process(cmd, cwd=cwd, out=out, todo=wanted, say=say, env=env)
+    return code, output, out
+
+
 def worker_args(invocation: Sequence[str]) -> list[str]:
     """The parent's command-line arguments without the options only the parent acts on."""
     return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.text import tail
-from pytest_burnperf.runs.process_rounds import run_process
+from pytest_burnperf.runs.process_rounds import run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a round process a profiled one: the environment's label (the
@@ -88,22 +88,16 @@ def run(
     t0 = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="burnperf-profiles-"))
     try:
-        out = work / "profiles.json"
-        only = work / "profiles.only"
-        only.write_text("\n".join(wanted) + "\n", encoding="utf-8")
-        cmd = [
+        code, output, out = run_worker(
             python,
-            "-m",
-            "pytest",
-            *args,
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            f"--perf-worker-out={out}",
-            f"--perf-worker-only={only}",
-            f"{SIDE_OPTION}={label}",
-        ]
-        code, output = run_process(cmd, cwd=cwd, out=out, todo=wanted, say=say, env=env)
+            args,
+            wanted=wanted,
+            work=work,
+            cwd=cwd,
+            say=say,
+            options=[f"{SIDE_OPTION}={label}"],
+            env=env,
+        )
         if not out.exists():
             why = f"its profiled process failed (exit {code})"
             got.problems.append(f"{why}:\n{tail(output)}")
