@@ -312,14 +312,16 @@ def _machine_code(code: bytes, argtypes: tuple[Any, ...], restype: Any) -> tuple
 #: (leaf, subleaf, mask of eax, ebx, ecx, edx) read into the CPUID signature: what glibc,
 #: numpy, OpenBLAS and torch choose their code paths by (vendor, family/model, features, cache
 #: descriptors, XSAVE sizes, brand). Masked out: the initial APIC ID (leaf 1 ebx bits 24-31:
-#: which core ran the read) and leaf 4's core and thread counts (eax bits 14-31).
+#: which core ran the read), leaf 4's core and thread counts (eax bits 14-31), and the random
+#: number instructions RDRAND (leaf 1 ecx bit 30) and RDSEED (leaf 7 ebx bit 18): valgrind
+#: passes the host's bits of those through, and no kernel picks its code path by them.
 _FULL = 0xFFFFFFFF
 _CPUID_LEAVES: tuple[tuple[int, int, tuple[int, int, int, int]], ...] = (
     (0x0, 0, (_FULL, _FULL, _FULL, _FULL)),
-    (0x1, 0, (_FULL, 0x00FFFFFF, _FULL, _FULL)),
+    (0x1, 0, (_FULL, 0x00FFFFFF, _FULL & ~(1 << 30), _FULL)),
     (0x2, 0, (_FULL, _FULL, _FULL, _FULL)),
     *((0x4, i, (0x3FFF, _FULL, _FULL, _FULL)) for i in range(8)),
-    (0x7, 0, (_FULL, _FULL, _FULL, _FULL)),
+    (0x7, 0, (_FULL, _FULL & ~(1 << 18), _FULL, _FULL)),
     (0xD, 0, (_FULL, _FULL, _FULL, _FULL)),
     (0xD, 1, (_FULL, _FULL, _FULL, _FULL)),
     *((0x80000000 + i, 0, (_FULL, _FULL, _FULL, _FULL)) for i in range(9)),

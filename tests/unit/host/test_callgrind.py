@@ -151,6 +151,9 @@ def test_cpuid_signature_names_the_cpu_and_ignores_which_core_read_it() -> None:
     # another initial APIC ID (leaf 1 ebx bits 24-31) and other core counts in leaf 4: the same
     assert _signature(_cpu(leaf1=(0x306C3, 0x05100800, 0x7FFAFBFF, 0xBFEBFBFF))) == sig
     assert _signature(_cpu(leaf4=(0x3C004121, 0x01C0003F, 0x3F, 0))) == sig
+    # RDRAND and RDSEED, the host's bits in valgrind's table, decide no code path: the same
+    assert _signature(_cpu(leaf1=(0x306C3, 0x02100800, 0x3FFAFBFF, 0xBFEBFBFF))) == sig
+    assert _signature(_cpu(leaf7=(0, 0x427AA, 0, 0))) == _signature(_cpu(leaf7=(0, 0x27AA, 0, 0)))
 
 
 def test_cpuid_signature_differs_where_libraries_choose_differently() -> None:
