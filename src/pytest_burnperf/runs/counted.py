@@ -29,9 +29,17 @@ from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
 COUNT_OPTION = "--perf-worker-count-dir"
 #: What a counted process's environment pins: hash seeds (dict and set order, hence the
-#: interpreter's work, the same in every run) and OpenMP's waiting (a spinning thread's
-#: instructions depend on how valgrind schedules threads; a sleeping one's do not).
-PINNED_ENV = {"PYTHONHASHSEED": "0", "OMP_WAIT_POLICY": "PASSIVE"}
+#: interpreter's work, the same in every run), OpenMP's waiting (a spinning thread's
+#: instructions depend on how valgrind schedules threads; a sleeping one's do not), and glibc's
+#: mmap threshold: left dynamic, it rises when a large block is freed, so what ran before decides
+#: whether a large array comes from mmap (page-aligned) or the heap, and with that how two
+#: buffers sit to each other in a page, which picks glibc's memcpy loop (a 2 MiB copy counted
+#: 250 k or 201 k instructions in two full runs). Fixed, every block over 128 KiB is mmapped.
+PINNED_ENV = {
+    "PYTHONHASHSEED": "0",
+    "OMP_WAIT_POLICY": "PASSIVE",
+    "MALLOC_MMAP_THRESHOLD_": "131072",
+}
 
 
 @dataclass
