@@ -14,7 +14,8 @@ runs about ten times slower under QEMU than under valgrind alone.
 
 Needs ``qemu-user`` (Debian: ``apt-get install qemu-user``) and valgrind.
 
-``python -m validation.counts_classes --out docs/data/counts-classes.json``
+``python -m validation.counts_classes --models native,EPYC-Rome --out docs/data/counts-classes.json``
+``python -m validation.counts_classes --models SandyBridge --select test_sum --append --out ...``
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def wrapper(folder: Path, model: str) -> Path:
     return path
 
 
-def judge(model: str, folder: Path) -> dict[str, Any]:
+def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("CI", None)
     if model != "native":
@@ -92,7 +93,7 @@ def judge(model: str, folder: Path) -> dict[str, Any]:
         "--perf-json",
         str(out),
         "-k",
-        SELECT,
+        select,
     ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -113,6 +114,7 @@ def judge(model: str, folder: Path) -> dict[str, Any]:
     print(f"{model}: exit {proc.returncode}, {wall:.0f} s", file=sys.stderr)
     return {
         "model": model,
+        "select": select,
         "exit": proc.returncode,
         "wall_s": round(wall, 1),
         "summary": [x for x in proc.stdout.splitlines() if x.startswith("perf: ")],
@@ -124,16 +126,25 @@ def judge(model: str, folder: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=",".join(MODELS), help="QEMU CPU models, and native")
+    ap.add_argument("--select", default=SELECT, help="a -k expression of shipped benchmarks")
     ap.add_argument("--out", type=Path, default=None, help="raw JSON to write")
+    ap.add_argument("--append", action="store_true", help="add these runs to --out's")
     args = ap.parse_args(argv)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     with tempfile.TemporaryDirectory(prefix="burnperf-counts-classes-") as tmp:
-        runs = [judge(m, Path(tmp)) for m in args.models.split(",") if m]
+        runs = [judge(m, Path(tmp), args.select) for m in args.models.split(",") if m]
+    command = f"python -m validation.counts_classes --models {args.models} --select '{args.select}'"
+    if args.append and args.out and args.out.exists():
+        raw = json.loads(args.out.read_text())
+        raw["runs"] += runs
+        raw["commands"].append(command)
+        raw["started"] += f", {started}"
+        args.out.write_text(json.dumps(raw, indent=1) + "\n")
+        return 0
     raw = {
         "started": started,
         "machine": machine(),
-        "command": "python -m validation.counts_classes --models " + args.models,
-        "select": SELECT,
+        "commands": [command],
         "qemu": subprocess.run(
             ["qemu-x86_64", "--version"], capture_output=True, text=True, check=False
         ).stdout.splitlines()[:1],
