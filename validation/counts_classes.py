@@ -95,8 +95,29 @@ def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
         "-k",
         select,
     ]
+    # the counted process's folder lands here: under QEMU it does not exit after writing its
+    # counts (QEMU user mode and valgrind's threads at exit), so it is ended once they are written
+    tmp = folder / f"tmp-{model}"
+    tmp.mkdir()
+    env["TMPDIR"] = str(tmp)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    ended = False
+    log = folder / f"{model}.log"
+    with (
+        log.open("w") as sink,
+        subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT) as proc,
+    ):
+        while proc.poll() is None:
+            time.sleep(5)
+            written = list(tmp.glob("burnperf-counts-*/worker.json"))
+            if model != "native" and written and time.time() - written[0].stat().st_mtime > 30:
+                ended = (
+                    ended
+                    or not subprocess.run(
+                        ["pkill", "-9", "-f", f"qemu-x86_64 -cpu {model} "], check=False
+                    ).returncode
+                )
+    stdout = log.read_text(errors="replace")
     wall = time.perf_counter() - t0
     doc = json.loads(out.read_text()) if out.exists() else {"results": []}
     results = [
@@ -112,14 +133,16 @@ def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
         for r in doc["results"]
     ]
     print(f"{model}: exit {proc.returncode}, {wall:.0f} s", file=sys.stderr)
+    lines = stdout.splitlines()
     return {
         "model": model,
         "select": select,
         "exit": proc.returncode,
         "wall_s": round(wall, 1),
-        "summary": [x for x in proc.stdout.splitlines() if x.startswith("perf: ")],
+        "summary": [x for x in lines if x.startswith("perf: ")],
+        "counted_process_ended_after_writing": ended,
         "results": results,
-        "tail": proc.stdout.splitlines()[-30:] if proc.returncode > 1 else [],
+        "tail": lines[-30:] if proc.returncode > 1 else [],
     }
 
 
