@@ -72,42 +72,25 @@ def profiled(
     ``repeat``: the call may run back to back (``perf(fn)``), else once (a pedantic round)."""
     if not wanted(state, result):
         return result
-    active = getattr(device, "active", contextlib.nullcontext)
     if result.measure == "time":
         per_call = statistics.median(result.sample.values)
     else:  # counted: one call on the clock sizes the profile
-        call, after = prepare()
-        try:
-            with device.threads(threads), active():
-                per_call = profiling.timed(lambda: (call(), device.sync()))
-        finally:
-            if after is not None:
-                after()
-    calls = profiling.calls_for(per_call) if repeat else 1
-    call, after = prepare()
+        per_call, _ = _first_call(device, threads, prepare)
     try:
-        with device.threads(threads), active():
-            summary, path = profiling.profile(
-                call,
-                device.sync,
-                library=result.library,
-                kind=result.kind,
-                calls=calls,
-                out_dir=state.output.profile_dir,
-                stem=profiling.file_stem(key, "current"),
-            )
-    except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
+        summary, path = _profile(
+            state,
+            device,
+            threads,
+            prepare,
+            result.library,
+            result.kind,
+            key,
+            "current",
+            calls=profiling.calls_for(per_call) if repeat else 1,
+        )
+    except profiling.ProfileError as exc:
         state.collected.messages.append(f"--perf-profile: {result.nodeid}: {exc}")
         return result
-    except OSError as exc:
-        state.collected.messages.append(
-            f"--perf-profile: {result.nodeid}: could not write its profile under "
-            f"{state.output.profile_dir}: {exc}"
-        )
-        return result
-    finally:
-        if after is not None:
-            after()
     against = _baseline_summary(result.baseline)
     where = rel(path, state.run.rootpath)
     if against is not None:
@@ -150,45 +133,81 @@ def profile_here(
     side = state.output.profile_side
     assert side is not None
     device = case.entry.device
+    per_call, first = _first_call(device, threads, prepare)
+    try:
+        summary, path = _profile(
+            state,
+            device,
+            threads,
+            prepare,
+            case.entry.library,
+            case.entry.kind,
+            key,
+            side,
+            calls=profiling.calls_for(per_call) if repeat else 1,
+        )
+        record: dict[str, Any] = {"profile": {"file": str(path), "summary": summary.as_json()}}
+    except profiling.ProfileError as exc:
+        record = {"profile_error": str(exc)}
+    state.collected.worker_samples[nodeid] = record
+    return first
+
+
+def _first_call(device: Any, threads: int, prepare: Prepare) -> tuple[float, Any]:
+    """One call of the benchmark on the clock (to size its profile): (seconds, its result)."""
     active = getattr(device, "active", contextlib.nullcontext)
     call, after = prepare()
     box: list[Any] = []
 
-    def first() -> None:
+    def once() -> None:
         box.append(call())
         device.sync()
 
-    with device.threads(threads), active():
-        try:
-            per_call = profiling.timed(first)
-        finally:
-            if after is not None:
-                after()
-        calls = profiling.calls_for(per_call) if repeat else 1
-        call, after = prepare()
-        try:
-            summary, path = profiling.profile(
+    try:
+        with device.threads(threads), active():
+            seconds = profiling.timed(once)
+    finally:
+        if after is not None:
+            after()
+    return seconds, box[0] if box else None
+
+
+def _profile(
+    state: PerfState,
+    device: Any,
+    threads: int,
+    prepare: Prepare,
+    library: str,
+    kind: str,
+    key: str,
+    side: str,
+    *,
+    calls: int,
+) -> tuple[ProfileSummary, Path]:
+    """``calls`` calls of the benchmark under its library's profiler, the file named by ``key``
+    and ``side``; :class:`profiling.ProfileError` says why there is none."""
+    active = getattr(device, "active", contextlib.nullcontext)
+    call, after = prepare()
+    try:
+        with device.threads(threads), active():
+            return profiling.profile(
                 call,
                 device.sync,
-                library=case.entry.library,
-                kind=case.entry.kind,
+                library=library,
+                kind=kind,
                 calls=calls,
                 out_dir=state.output.profile_dir,
                 stem=profiling.file_stem(key, side),
             )
-            record: dict[str, Any] = {"profile": {"file": str(path), "summary": summary.as_json()}}
-        except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
-            record = {"profile_error": str(exc)}
-        except OSError as exc:
-            record = {
-                "profile_error": f"could not write its profile under "
-                f"{state.output.profile_dir}: {exc}"
-            }
-        finally:
-            if after is not None:
-                after()
-    state.collected.worker_samples[nodeid] = record
-    return box[0] if box else None
+    except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
+        raise profiling.ProfileError(str(exc)) from None
+    except OSError as exc:
+        raise profiling.ProfileError(
+            f"could not write its profile under {state.output.profile_dir}: {exc}"
+        ) from None
+    finally:
+        if after is not None:
+            after()
 
 
 def _baseline_summary(baseline: dict[str, Any] | None) -> ProfileSummary | None:

@@ -39,6 +39,10 @@ MAX_CALLS = 1000
 MARK = ".burnperf-profiles"
 
 
+class ProfileError(Exception):
+    """Why a benchmark has no profile (no profiler, a refused folder, a file not written)."""
+
+
 class ProfileFolderError(Exception):
     """The profile folder holds files pytest-burnperf did not write; ``str()`` names it."""
 
