@@ -45,13 +45,16 @@ CI_MIN_JUDGED = 0.9
 NO_REFERENCE = "no reference"
 NO_COUNTS = "no counts baseline"
 OTHER_MACHINE = "another machine"
+COUNTS_KEY = "another counts key"
 HOST = "host busy"
 NOISE = "noise"
-WHY_ORDER = (NO_REFERENCE, NO_COUNTS, OTHER_MACHINE, HOST, NOISE)
+WHY_ORDER = (NO_REFERENCE, NO_COUNTS, OTHER_MACHINE, COUNTS_KEY, HOST, NOISE)
 _WHY_TEXT = {
     NO_REFERENCE: "no baseline for this hardware class and no same-session reference",
     NO_COUNTS: "no counts baseline recorded",
     OTHER_MACHINE: "their baselines come from another machine or device",
+    COUNTS_KEY: "their counts baselines were counted under another key (the simulated CPU, "
+    "Python build, C library, library versions or threads)",
     HOST: "the host was busy while they ran",
     NOISE: "the change lies inside their noise floor or needs more samples",
 }
@@ -62,7 +65,7 @@ def why(status: str, reason: str) -> str | None:
     if status == NO_BASELINE:
         return NO_COUNTS if "counts" in reason else NO_REFERENCE
     if status == INCOMPARABLE:
-        return OTHER_MACHINE
+        return COUNTS_KEY if "counts" in reason else OTHER_MACHINE
     if status == INCONCLUSIVE:
         text = reason.lower()
         if "host" in text or "probe" in text:
@@ -165,7 +168,17 @@ def advice(
         elif w == NO_COUNTS:
             out.append(
                 f"{head}: record them with `pytest --perf --perf-update {command}`".rstrip()
-                + " (counts baselines judge on any x86-64 Linux machine with this valgrind)"
+                + " (counts baselines judge on any machine with the same counts key, whatever "
+                "its CPU model), or count the base of the change beside them in this session "
+                f"with `pytest --perf --perf-against REF {command}`".rstrip()
+                + " (REF: a git ref such as main)"
+            )
+        elif w == COUNTS_KEY:
+            out.append(
+                f"{head}: count the base of the change beside them in this session with "
+                f"`pytest --perf --perf-against REF {command}`".rstrip()
+                + " (REF: a git ref such as main; both sides counted here), or record counts "
+                f"baselines where they are judged with `pytest --perf --perf-update {command}`".rstrip()
             )
         elif w in (NO_REFERENCE, OTHER_MACHINE):
             where = f" ({hardware_class})" if hardware_class else ""

@@ -7,7 +7,9 @@ import pytest
 
 from pytest_burnperf.core.coverage import (
     CI_MIN_JUDGED,
+    COUNTS_KEY,
     HOST,
+    NO_COUNTS,
     NO_REFERENCE,
     NOISE,
     OTHER_MACHINE,
@@ -60,6 +62,26 @@ def test_every_group_gets_a_command_that_would_judge_it() -> None:
     # a same-session run already has its reference: more interleaved rounds is the cure
     same = advice(coverage(RESULTS[5:8]), same_session=True, command="")
     assert all("--perf-against" not in line for line in same)
+
+
+def test_counts_abstentions_name_a_command_that_counts_both_sides() -> None:
+    # --perf-against auto would use the stored counts baselines again: the advice names a ref
+    results = [
+        (
+            "t[a]",
+            "incomparable",
+            "counts baseline recorded with python_build 'GCC 11', this run ...",
+        ),
+        ("t[b]", "no-baseline", "no counts baseline recorded"),
+    ]
+    cov = coverage(results)
+    assert cov.missed == {COUNTS_KEY: ("t[a]",), NO_COUNTS: ("t[b]",)}
+    lines = advice(cov, same_session=False, command="--perf-measure counts")
+    assert len(lines) == 2
+    for line in lines:
+        assert "`pytest --perf --perf-against REF --perf-measure counts`" in line
+        assert "--perf-against auto" not in line
+    assert "another key" in lines[1] and "Python build" in lines[1]
 
 
 def test_the_rounds_suggested_are_more_than_the_run_had() -> None:

@@ -171,5 +171,7 @@ def test_cpuid_signature_differs_where_libraries_choose_differently() -> None:
 )
 def test_cpuid_signature_of_this_cpu_is_steady() -> None:
     sig = callgrind.cpuid_signature()
-    assert sig and sig == callgrind.cpuid_signature()
+    if not sig:  # a kernel that refuses executable maps: counting is unavailable there too
+        pytest.skip("machine code cannot be mapped executable here")
+    assert sig == callgrind.cpuid_signature()
     assert "#" in sig
