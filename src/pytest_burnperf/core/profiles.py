@@ -25,7 +25,7 @@ NOTE_TOP = 3
 #: named: smaller growth is within what two profiled runs of the same code differ by.
 MIN_GROWTH_SHARE = 0.02
 #: The profilers a summary may come from.
-TOOLS = ("cProfile", "torch.profiler")
+TOOLS = ("cProfile", "torch.profiler", "cupti")
 
 
 class ProfileFormatError(ValueError):

@@ -265,7 +265,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "perf_profile_dir",
         run_options.parse_path,
         "where --perf-profile writes its profiles (one file per benchmark and side: .pstats "
-        "for cProfile, .trace.json for torch.profiler). Default: perf-profiles",
+        "for cProfile, .trace.json for torch.profiler and cupy's CUPTI). Default: perf-profiles",
     ),
     (
         "--perf-json-format",

@@ -4,7 +4,12 @@ Which profiler, by what the benchmark runs on:
 
 * torch (CPU, CUDA, ROCm): ``torch.profiler`` - operators and, on a GPU, kernels with their
   device time; the file is a Chrome/Perfetto trace (``chrome://tracing``, ui.perfetto.dev).
-* everything else (numpy, plain Python, cupy's host side, OpenCL and Vulkan dispatch):
+* cupy on CUDA: NVIDIA's CUPTI (``cupti-python``), its activity records of every kernel, copy
+  and memset the calls ran, each with its device start and end: the kernels' device time, by
+  kernel name (cupy has no launch hook of its own, and ``cupyx.profiler`` times whole calls, not
+  kernels); the file is a Chrome/Perfetto trace of the device work. cupy on ROCm has no such
+  binding installed with pip: its host side is profiled with cProfile, like:
+* everything else (numpy, plain Python, OpenCL and Vulkan dispatch):
   ``cProfile``, the standard library's deterministic profiler - every Python function and every
   call into a compiled library (``numpy.ufunc`` methods, BLAS entry points) with its own time;
   the file is a ``.pstats`` (``python -m pstats``, snakeviz, gprof2dot). Deterministic rather
@@ -18,12 +23,13 @@ once), after the measurement: nothing here touches a sample.
 from __future__ import annotations
 
 import cProfile
+import json
 import math
 import os
 import pstats
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +72,14 @@ def file_stem(key: str, side: str) -> str:
     return safe[:180]
 
 
-def profiler_for(library: str) -> str:
-    """The profiler used for a benchmark of ``library`` (core/profiles.TOOLS)."""
-    return "torch.profiler" if library == "torch" else "cProfile"
+def profiler_for(library: str, kind: str = "cpu") -> str:
+    """The profiler used for a benchmark of ``library`` on a device of ``kind``
+    (core/profiles.TOOLS)."""
+    if library == "torch":
+        return "torch.profiler"
+    if library == "cupy" and kind == "cuda":
+        return "cupti"
+    return "cProfile"
 
 
 def profile(
@@ -91,8 +102,11 @@ def profile(
     mark = out_dir / MARK
     if not mark.is_file():
         mark.write_text("written by pytest-burnperf --perf-profile; its profiles are replaced\n")
-    if profiler_for(library) == "torch.profiler":
+    tool = profiler_for(library, kind)
+    if tool == "torch.profiler":
         return _torch(call, sync, kind=kind, calls=calls, path=out_dir / f"{stem}.trace.json")
+    if tool == "cupti":
+        return _cupti(call, sync, calls=calls, path=out_dir / f"{stem}.trace.json")
     return _cprofile(call, sync, calls=calls, path=out_dir / f"{stem}.pstats")
 
 
@@ -157,6 +171,110 @@ def _torch(
         total = getattr(avg, "device_time_total" if gpu else "cpu_time_total", 0.0) or 0.0
         rows.append((str(avg.key), own * 1e-6, float(avg.count), float(total) * 1e-6))
     return summarize("torch.profiler", calls, rows), path
+
+
+#: The extras that install CUPTI's Python binding, by the CUDA major version of cupy's wheel.
+CUPTI_EXTRAS = "pytest-burnperf[cupti-cuda12]' or '[cupti-cuda13]"
+#: Bytes of each activity buffer handed to CUPTI (it asks again when one is full).
+CUPTI_BUFFER = 8 << 20
+
+
+def _cupti(
+    call: Callable[[], Any], sync: Callable[[], Any], *, calls: int, path: Path
+) -> tuple[ProfileSummary, Path]:
+    """The device work of ``calls`` calls, from CUPTI's activity records: every kernel (by
+    name), copy and memset, with its device time."""
+    try:
+        from cupti import cupti
+    except ImportError as exc:
+        raise ProfilerMissing(
+            f"cupy's kernels are profiled with NVIDIA's CUPTI, whose Python binding cannot be "
+            f"imported ({exc}): pip install '{CUPTI_EXTRAS}' (cupti-python, for the CUDA "
+            "major version of your cupy wheel), or run without --perf-profile"
+        ) from None
+    kinds = cupti.ActivityKind
+    wanted = [kinds.CONCURRENT_KERNEL, kinds.MEMCPY, kinds.MEMSET]
+    records: list[Any] = []
+
+    def requested() -> tuple[int, int]:
+        return CUPTI_BUFFER, 0
+
+    def completed(activities: Any) -> None:
+        records.extend(activities)
+
+    sync()  # what ran before is not in the window
+    enabled: list[Any] = []
+    try:
+        try:
+            cupti.activity_register_callbacks(requested, completed)
+            for kind in wanted:
+                cupti.activity_enable(kind)
+                enabled.append(kind)
+        except Exception as exc:  # CUPTI refused (another profiler holds it, an old driver)
+            raise ProfileError(f"CUPTI could not start recording: {exc}") from None
+        for _ in range(calls):
+            call()
+        sync()
+        cupti.activity_flush_all(1)
+    finally:
+        for kind in enabled:
+            cupti.activity_disable(kind)
+    events, rows = device_activities(records, kinds)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.json")
+    tmp.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+    os.replace(tmp, path)
+    return summarize("cupti", calls, rows), path
+
+
+#: CUPTI's copy kinds (CUpti_ActivityMemcpyKind) as a profile names them.
+COPY_KINDS = {
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+}
+
+
+def device_activities(
+    records: Sequence[Any], kinds: Any
+) -> tuple[list[dict[str, Any]], list[tuple[str, float, float, float]]]:
+    """CUPTI activity records as Chrome trace events (one track per stream) and profile rows
+    (name, device seconds, 1, device seconds): a kernel by its name, a copy by its direction
+    (``[memcpy DtoH]``), a memset as ``[memset]``. Records of other kinds are left out."""
+    kernel, memcpy, memset = (int(kinds.CONCURRENT_KERNEL), int(kinds.MEMCPY), int(kinds.MEMSET))
+    events: list[dict[str, Any]] = []
+    rows: list[tuple[str, float, float, float]] = []
+    for r in records:
+        kind = int(getattr(r, "kind", -1))
+        if kind == kernel:
+            name = str(getattr(r, "name", "") or "kernel")
+        elif kind == memcpy:
+            name = f"[memcpy {COPY_KINDS.get(int(getattr(r, 'copy_kind', 0)), 'other')}]"
+        elif kind == memset:
+            name = "[memset]"
+        else:
+            continue
+        start, end = int(getattr(r, "start", 0)), int(getattr(r, "end", 0))
+        seconds = max(0, end - start) * 1e-9
+        rows.append((name, seconds, 1.0, seconds))
+        events.append(
+            {
+                "name": name,
+                "ph": "X",
+                "ts": start / 1000.0,
+                "dur": max(0, end - start) / 1000.0,
+                "pid": f"GPU {int(getattr(r, 'device_id', 0))}",
+                "tid": f"stream {int(getattr(r, 'stream_id', 0))}",
+                "args": {"bytes": int(getattr(r, "bytes", 0))} if kind != kernel else {},
+            }
+        )
+    return events, rows
 
 
 def timed(fn: Callable[[], Any]) -> float:

@@ -3,10 +3,13 @@ torch.profiler where torch is installed, and the message where torch has no prof
 
 from __future__ import annotations
 
+import enum
+import json
 import pstats
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,3 +117,108 @@ def test_profiles_never_go_into_a_folder_of_other_files(tmp_path: Path) -> None:
         lambda: None, lambda: None, library="numpy", kind="cpu", calls=1, out_dir=new, stem="x"
     )
     assert (new / profiling.MARK).is_file() and (new / "x.pstats").is_file()
+
+
+class _FakeCupti:
+    """CUPTI's activity API as cupti-python binds it: kinds enabled, buffers handed back on a
+    flush. The benchmark "launches" by appending records to :attr:`pending`."""
+
+    class ActivityKind(enum.IntEnum):
+        MEMCPY = 1
+        MEMSET = 2
+        CONCURRENT_KERNEL = 10
+        RUNTIME = 5
+
+    def __init__(self, refuse: int | None = None) -> None:
+        self.enabled: set[int] = set()
+        self.pending: list[types.SimpleNamespace] = []
+        self.refuse = refuse
+        self._completed: Any = None
+        self.clock = 1_000_000
+
+    def activity_register_callbacks(self, requested: Any, completed: Any) -> None:
+        size, most = requested()
+        assert size > 0 and most == 0
+        self._completed = completed
+
+    def activity_enable(self, kind: int) -> None:
+        if kind == self.refuse:
+            raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+        self.enabled.add(int(kind))
+
+    def activity_disable(self, kind: int) -> None:
+        self.enabled.discard(int(kind))
+
+    def activity_flush_all(self, flag: int) -> None:
+        got, self.pending = self.pending, []
+        self._completed([r for r in got if r.kind in self.enabled])
+
+    def launch(self, kind: int, ns: int, **fields: Any) -> None:
+        if kind in self.enabled:
+            self.pending.append(
+                types.SimpleNamespace(kind=kind, start=self.clock, end=self.clock + ns, **fields)
+            )
+        self.clock += ns + 500
+
+
+def _with_cupti(monkeypatch: pytest.MonkeyPatch, fake: _FakeCupti) -> None:
+    package = types.ModuleType("cupti")
+    package.cupti = fake  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupti", package)
+
+
+def test_cupy_on_cuda_is_profiled_per_kernel_with_cupti(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = _FakeCupti()
+    _with_cupti(monkeypatch, fake)
+    K = fake.ActivityKind
+
+    def chain(extra: bool) -> None:
+        fake.launch(K.MEMCPY, 4_000, copy_kind=1, bytes=1 << 20, stream_id=7, device_id=0)
+        fake.launch(K.CONCURRENT_KERNEL, 20_000, name="cupy_multiply__float32", stream_id=7)
+        if extra:
+            fake.launch(K.CONCURRENT_KERNEL, 18_000, name="cupy_add__float32", stream_id=7)
+        fake.launch(K.CONCURRENT_KERNEL, 9_000, name="cupy_sqrt__float32", stream_id=7)
+        fake.launch(K.RUNTIME, 1_000, name="cudaLaunchKernel")  # not asked for: left out
+
+    fake.launch(K.CONCURRENT_KERNEL, 5_000, name="before")  # before the window: never seen
+    run = dict(library="cupy", kind="cuda", calls=4, out_dir=tmp_path)
+    a, _ = profiling.profile(lambda: chain(False), lambda: None, stem="a", **run)  # type: ignore[arg-type]
+    b, path = profiling.profile(lambda: chain(True), lambda: None, stem="b", **run)  # type: ignore[arg-type]
+    assert a.tool == b.tool == "cupti" and b.calls == 4
+    assert not fake.enabled  # recording stopped after the calls
+    per_call = {e.name: (e.seconds, e.calls) for e in b.entries}
+    assert per_call["cupy_add__float32"] == (pytest.approx(18e-6), pytest.approx(1))
+    assert per_call["[memcpy HtoD]"] == (pytest.approx(4e-6), pytest.approx(1))
+    assert "cudaLaunchKernel" not in per_call and "before" not in per_call
+    assert b.total_s == pytest.approx((4_000 + 20_000 + 18_000 + 9_000) * 1e-9)
+    assert what_grew(a, b)[0].name == "cupy_add__float32"
+    trace = json.loads(path.read_text())
+    assert path.name == "b.trace.json" and len(trace["traceEvents"]) == 4 * 4
+    first = trace["traceEvents"][0]
+    assert first["ph"] == "X" and first["tid"] == "stream 7" and first["args"] == {"bytes": 1 << 20}
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_cupti_missing_or_refusing_is_said_and_leaves_nothing_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "cupti", None)  # not installed
+    run = dict(library="cupy", kind="cuda", calls=1, out_dir=tmp_path, stem="x")
+    with pytest.raises(profiling.ProfilerMissing, match=r"cupti-cuda12.*cupti-cuda13"):
+        profiling.profile(lambda: None, lambda: None, **run)  # type: ignore[arg-type]
+    fake = _FakeCupti(refuse=_FakeCupti.ActivityKind.MEMSET)
+    _with_cupti(monkeypatch, fake)
+    ran: list[int] = []
+    with pytest.raises(profiling.ProfileError, match="MULTIPLE_SUBSCRIBERS"):
+        profiling.profile(lambda: ran.append(1), lambda: None, **run)  # type: ignore[arg-type]
+    assert not fake.enabled and not ran
+    assert not list(tmp_path.glob("x.*"))
+
+
+def test_cupy_on_rocm_and_numpy_keep_cprofile() -> None:
+    assert profiling.profiler_for("cupy", "rocm") == "cProfile"
+    assert profiling.profiler_for("cupy", "cuda") == "cupti"
+    assert profiling.profiler_for("numpy", "cpu") == "cProfile"
+    assert profiling.profiler_for("torch", "cuda") == "torch.profiler"
