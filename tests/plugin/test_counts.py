@@ -5,6 +5,7 @@ measure judged and where the clock and the counts disagree (with made-up verdict
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_burnperf.core.verdict import INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.plugin.counts_judging import disagreement_notes
 
@@ -172,14 +173,58 @@ def test_the_key_refuses_counts_of_another_numpy(project: pytest.Pytester) -> No
     assert "numpy 1.0.0, this run has" in bench["verdict"]["reason"]
 
 
-def test_a_benchmark_on_more_threads_is_timed_and_says_so(project: pytest.Pytester) -> None:
-    result, doc = _run(project, "--perf-measure", "counts", "--perf-threads", "2", "--perf-quick")
-    result.assert_outcomes(passed=1)
+# A float64 matmul on OpenBLAS's pool: its threads synchronise by spinning, which under
+# valgrind takes as long as the host makes it (docs/gate.md, "Every thread").
+MATMUL_BENCH = """
+import numpy as np
+import pytest
+
+N = int(open("size.txt").read())
+A = np.random.default_rng(0).random((N, N))
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_mm(perf):
+    perf(np.matmul, A, A)
+"""
+
+
+def test_every_thread_counts_and_waiting_does_not_beside_busy_processes(
+    pytester: pytest.Pytester, busy: None
+) -> None:
+    _need_valgrind()
+    pytester.makepyfile(test_counted_mm=MATMUL_BENCH)
+    (pytester.path / "size.txt").write_text("120", encoding="utf-8")
+    two = ("--perf-measure", "counts", "--perf-threads", "2")
+    _run(pytester, *two, "--perf-update")[0].assert_outcomes(passed=1)
+    (path,) = (pytester.path / "baselines").glob("counts-*/*.json")
+    entry = json.loads(path.read_text())["benchmarks"]["test_mm[numpy-cpu-f64]"]
+    assert entry["timer"] == "counts" and entry["counts"]["key"]["threads"] == 2
+    values = entry["counts"]["instructions"]
+    # the pool's waiting is left out: what the host does beside it does not spread the calls
+    assert (max(values) - min(values)) / min(values) < 0.01, values
+
+    same, doc = _run(pytester, *two)
+    same.assert_outcomes(passed=1)
     (bench,) = doc["results"]
-    assert bench["measure"] == "time"
-    assert any(
-        "runs on 2 threads" in n and "calling thread only" in n for n in bench["verdict"]["notes"]
-    )
+    assert bench["measure"] == "counts" and bench["verdict"]["status"] == UNCHANGED
+    assert abs(bench["verdict"]["change_pct"]) < 1.0
+
+    # the calling thread alone would do half of the multiplication: with both threads counted,
+    # one thread counts about the same work (a different pool is another key, not a change)
+    one, doc = _run(pytester, "--perf-measure", "counts", "--perf-threads", "1")
+    one.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["verdict"]["status"] == "incomparable"
+    assert "threads 2, this run has 1" in bench["verdict"]["reason"]
+    single = statistics.median(bench["counts"]["instructions"])
+    assert 0.8 < single / statistics.median(values) < 1.25, (single, values)
+
+    (pytester.path / "size.txt").write_text("126", encoding="utf-8")  # +16% multiply-adds
+    slower, doc = _run(pytester, *two)
+    slower.assert_outcomes(failed=1)
+    (bench,) = doc["results"]
+    assert bench["verdict"]["status"] == REGRESSED and bench["verdict"]["change_pct"] > 5
 
 
 def test_both_judges_by_counts_and_shows_the_time(project: pytest.Pytester) -> None:
@@ -231,6 +276,12 @@ def test_notes_say_where_the_measures_disagree() -> None:
     busy = _FakeResult(_result(INCONCLUSIVE, 1.1, "host busy (steal 30%)"))
     (note,) = disagreement_notes(_result(UNCHANGED, 1.0), busy)  # type: ignore[arg-type]
     assert note.startswith("judged by counts (time: host busy")
+    # the same sorts on one thread instead of two: a little less work, twice the time
+    (note,) = disagreement_notes(_result(IMPROVED, 0.995), slower_time)  # type: ignore[arg-type]
+    assert "but counts improved (-0.50% improved)" in note and "less of it in parallel" in note
+    faster_time = _FakeResult(_result(IMPROVED, 0.6))
+    (note,) = disagreement_notes(_result(REGRESSED, 1.05), faster_time)  # type: ignore[arg-type]
+    assert "counts +5.00% regressed but time" in note and "finished sooner" in note
     assert disagreement_notes(_result(UNCHANGED, 1.0), None) == []
     untimed = _FakeResult(Verdict("no-baseline", 1.0, reason="no baseline recorded"))
     (note,) = disagreement_notes(_result(UNCHANGED, 1.0), untimed)  # type: ignore[arg-type]

@@ -13,7 +13,9 @@ Estimated cycles weight each simulated event by what it costs a real core, as KC
 cycle estimate and CodSpeed's CPU simulation do: one cycle per instruction, :data:`L1_MISS`
 cycles for an access that misses L1 and hits the last level, :data:`LL_MISS` for one that goes
 to memory. They see the same work done with a worse access pattern (instructions do not);
-neither sees time spent waiting (sleeps, I/O, locks) or gained from more threads.
+neither sees time spent waiting (sleeps, I/O, locks) or gained from more threads. Every thread's
+instructions count (a BLAS or OpenMP pool's too), except a thread's waiting for another
+(host/callgrind.WAIT_FUNCTIONS).
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ INTERPRETER_FLOOR = 0.035
 #: per-comparison alpha (:func:`calls_for`), never more than :data:`MAX_CALLS`.
 MIN_CALLS = 5
 MAX_CALLS = 12
-#: Instrumented calls before the counted ones (they fill the simulated caches).
+#: Instrumented calls before the counted ones (they fill the simulated caches; their counts
+#: are dropped).
 WARM_CALLS = 2
 #: A benchmark whose first call takes longer than this under valgrind (before anything is
 #: instrumented) is not counted but timed: BLAS- and FMA-dense kernels run about 1000 times
@@ -174,9 +177,14 @@ def count_calls(
 ) -> tuple[Counted, object]:
     """Count ``calls`` calls (after one uninstrumented and ``warm`` instrumented ones) and
     return their counts and the first call's result (:class:`TooSlow` where that first call
-    took longer than ``limit_s``, before anything was instrumented). ``make_call()`` gives each call and what
-    runs after it (a pedantic teardown), both prepared and run outside the counted span: only
-    the call itself is collected, its counts dumped and read with ``read``."""
+    took longer than ``limit_s``, before anything was instrumented). ``make_call()`` gives each
+    call and what runs after it (a pedantic teardown), both prepared and run outside the counted
+    span. Every thread collects while instrumentation is on (callgrind's ``--collect-atstart=yes``:
+    a thread pool's work counts); the calling thread switches its own collection off at once and
+    on around each call only. Each call's counts, the other threads' included, are dumped and
+    read with ``read``; the warm-up calls' dumps are read and dropped (the first window after
+    the calls before it also holds the pool threads' costs of those: a 2-thread matmul's first
+    window counted 1.7 times its others)."""
 
     def once(counted: bool, index: int = 0) -> object:
         call, after = make_call()
@@ -199,16 +207,19 @@ def count_calls(
     took = clock() - t0
     if limit_s is not None and took > limit_s:
         raise TooSlow(took, first)
-    per_call: list[Mapping[str, int]] = []
+    dumps: list[Any] = []
     counter.start()
+    counter.toggle()  # the calling thread: off, on around each call only
     try:
-        for _ in range(warm):
-            once(False)
-        for i in range(calls):
-            once(True, i + 1)
-            per_call.append(read(counter.dump(f"{label} #{i + 1}")))
+        for i in range(warm + calls):
+            once(True, max(0, i - warm + 1))
+            n = i - warm + 1
+            dumps.append(counter.dump(f"{label} #{n}" if n > 0 else f"{label} warm-up {i + 1}"))
     finally:
+        counter.toggle()
         counter.stop()
+    # read once instrumentation is off: parsing a dump under it runs 20-100x slower
+    per_call = [read(d) for d in dumps][warm:]
     cycles = tuple(estimated_cycles(e) for e in per_call)
     middle = sorted(range(len(cycles)), key=lambda i: cycles[i])[len(cycles) // 2]
     events = dict(per_call[middle])
@@ -255,7 +266,7 @@ def counts_key(
     python_build: str,
     libc: str,
     libraries: Mapping[str, str],
-    threads: int,
+    threads: int | str,
 ) -> dict[str, Any]:
     """What decides a benchmark's counts: not the host's CPU model (valgrind presents a fixed
     simulated CPU chosen by the host's capability level), but that simulated CPU as CPUID shows

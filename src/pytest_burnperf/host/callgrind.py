@@ -1,10 +1,14 @@
 """valgrind's callgrind as a counter: where it is, the command line of a counted process, the
 client requests a process running under it sends, and the counts it dumps.
 
-A counted process runs under ``valgrind --tool=callgrind`` with instrumentation and collection
-off from the start; around each counted call the process itself switches collection on and off
-and asks for a dump (callgrind's client requests), so imports, setup, calibration and the
-plugin's own bookkeeping are never counted. Client requests are a magic instruction sequence
+A counted process runs under ``valgrind --tool=callgrind`` with instrumentation off from the
+start; every thread collects while instrumentation is on (so a BLAS or OpenMP pool's threads
+count), except the calling thread, which switches its collection on and off around each counted
+call; the process then asks for a dump (callgrind's client requests), so imports, setup,
+calibration and the plugin's own bookkeeping are never counted. Threads take turns under
+valgrind's fair (first come, first served) scheduler, and what a thread executes while it only
+waits for another (:data:`WAIT_FUNCTIONS`) is left out of the counts: how long a wait spins
+depends on the host, not on the work. Client requests are a magic instruction sequence
 that does nothing on a real CPU and that valgrind recognises; they are issued here from a few
 bytes of machine code mapped executable at run time (no C compiler, no extension module).
 
@@ -44,6 +48,18 @@ EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
 VALGRIND_ENV = "BURNPERF_VALGRIND"
 #: The prefix of a counted process's dump files in its dump directory.
 DUMP_PREFIX = "callgrind"
+#: Functions whose own instructions are a thread waiting for another, left out of the counts.
+#: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher
+#: (``exec_blas``, ``exec_blas_async_wait``), the worker loop (``blas_thread_server``) and the
+#: level-3 driver (``inner_thread``), whose own instructions are those loops and a little
+#: bookkeeping (the kernels they call are counted). Measured (docs/gate.md, "Every thread"): a
+#: 200x200 float64 matmul on 2 threads counted 7.31 M instructions a call quiet and 5.33 M beside
+#: two busy processes (calls up to 57% apart); without these functions 4,119,306 and 4,119,314,
+#: calls 0.03% apart. libgomp and Intel's OpenMP wait
+#: without spinning in a counted process (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``).
+WAIT_FUNCTIONS = frozenset(
+    {"exec_blas", "exec_blas_async_wait", "blas_thread_server", "inner_thread", "sched_yield"}
+)
 
 # callgrind's requests: VG_USERREQ_TOOL_BASE('C', 'T') + n (valgrind/callgrind.h)
 _CT = (ord("C") << 24) | (ord("T") << 16)
@@ -160,14 +176,16 @@ def cache_text() -> str:
 
 
 def command(valgrind: str, dump_dir: Path) -> list[str]:
-    """The command line before the counted program: callgrind with nothing instrumented or
-    collected until the program asks, the fixed cache model, dumps into ``dump_dir``."""
+    """The command line before the counted program: callgrind with nothing instrumented until
+    the program asks (every thread collects then; the calling thread toggles its own), threads
+    scheduled first come first served, the fixed cache model, dumps into ``dump_dir``."""
     return [
         valgrind,
         "--tool=callgrind",
         "--quiet",
         "--instr-atstart=no",
-        "--collect-atstart=no",
+        "--collect-atstart=yes",
+        "--fair-sched=yes",
         "--cache-sim=yes",
         *(f"--{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items()),
         "--dump-instr=no",
@@ -194,6 +212,48 @@ def read_dump(path: Path) -> dict[str, int]:
         raise ValueError(f"callgrind dump {path}: no events and totals lines")
     got = dict(zip(names, totals + [0] * (len(names) - len(totals)), strict=True))
     return {e: int(got.get(e, 0)) for e in (*EVENTS, *(n for n in names if n not in EVENTS))}
+
+
+def waiting(path: Path, functions: frozenset[str] = WAIT_FUNCTIONS) -> dict[str, int]:
+    """The events a dump counts in ``functions``' own code (not what they call): threads
+    waiting for each other. A name matches with a compiler suffix (``inner_thread.constprop.0``)
+    and with callgrind's compressed names (``fn=(12) name``) alike."""
+    names: list[str] = []
+    labels: dict[str, str] = {}
+    got: list[int] = []
+    current = False
+    skip = False
+    npos = 1
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            head = line[:1]
+            if head.isdigit() or head in "+-*":
+                if skip:  # the inclusive cost of a call, not the function's own
+                    skip = False
+                    continue
+                if current:
+                    values = [int(v) for v in line.split()[npos:]]
+                    if len(got) < len(values):
+                        got.extend([0] * (len(values) - len(got)))
+                    for i, v in enumerate(values):
+                        got[i] += v
+            elif line.startswith(("fn=", "cfn=")):
+                ref = line.partition("=")[2].strip()
+                if ref.startswith("("):
+                    key, _, name = ref.partition(")")
+                    name = name.strip() or labels.get(key, "")
+                    labels[key] = name
+                else:
+                    name = ref
+                if line.startswith("fn="):
+                    current = name.split(".", 1)[0] in functions
+            elif line.startswith("calls="):
+                skip = True
+            elif line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("positions:"):
+                npos = len(line.split()) - 1
+    return {n: got[i] for i, n in enumerate(names) if i < len(got) and got[i]}
 
 
 def interpreter_share(path: Path) -> float:

@@ -8,6 +8,7 @@ process with ``--perf-worker-count-dir``: it counts instead of timing and writes
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import time
@@ -50,8 +51,8 @@ class Counting:
         return [r for r in (self.run, *self.sides.values()) if r is not None]
 
     def timed_instead(self, nodeid: str) -> str | None:
-        """Why the benchmark was not counted but is timed instead (too slow under valgrind,
-        more than one thread), else None."""
+        """Why the benchmark was not counted but is timed instead (too slow under valgrind),
+        else None."""
         for r in self.runs():
             if nodeid in r.timed_instead:
                 return r.timed_instead[nodeid]
@@ -234,8 +235,12 @@ def count_here(
         )
 
     def read(path: Any) -> dict[str, Any]:
+        """A call's events less what its threads spent waiting for each other."""
         try:
-            return {**callgrind.read_dump(path), "interpreter": callgrind.interpreter_share(path)}
+            events = callgrind.read_dump(path)
+            for name, wait in callgrind.waiting(path).items():
+                events[name] = max(0, events.get(name, 0) - wait)
+            return {**events, "interpreter": callgrind.interpreter_share(path)}
         finally:
             path.unlink(missing_ok=True)
 
@@ -249,17 +254,6 @@ def count_here(
 
         return body, after
 
-    if settings.threads != 1:  # counts see the calling thread only (callgrind's switch)
-        call, after = synced()
-        result = call()
-        if after is not None:
-            after()
-        threads = "the libraries' default" if settings.threads == 0 else settings.threads
-        state.collected.worker_samples[nodeid] = {
-            "timed_instead": f"it runs on {threads} threads (threads={settings.threads}) and "
-            "counts see the calling thread only"
-        }
-        return result
     n = state.run.count_calls or calls(state, settings)
     with device.threads(settings.threads), gc_off():
         try:
@@ -283,10 +277,19 @@ def count_here(
             "python_build": python_build(),
             "libc": " ".join(platform.libc_ver()).strip() or "unknown",
             "libraries": dict(device.fingerprint().get("versions") or {}),
-            "threads": settings.threads,
+            "threads": counted_threads(settings.threads),
         },
     }
     return first
+
+
+def counted_threads(threads: int) -> int | str:
+    """The key's thread count: ``threads``, or for 0 (the libraries' default, one per CPU)
+    what that is here, since counts of a pool of 2 and of 4 differ."""
+    if threads != 0:
+        return threads
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"the libraries' default on {cpus} CPUs"
 
 
 def python_build() -> str:

@@ -15,6 +15,7 @@ from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.verdict import (
+    IMPROVED,
     INCONCLUSIVE,
     REGRESSED,
     UNCHANGED,
@@ -162,6 +163,16 @@ def disagreement_notes(verdict: Verdict, timed: Result | None) -> list[str]:
         return [
             f"{time_text} but counts unchanged ({counts_text}): the same work took longer "
             "(threads, memory, waiting on sleeps, I/O or locks, or the host); counts judged"
+        ]
+    if t.status == REGRESSED and verdict.status == IMPROVED:
+        return [
+            f"{time_text} but counts improved ({counts_text}): less work that took longer "
+            "(less of it in parallel, memory, waiting, or the host); counts judged"
+        ]
+    if verdict.status == REGRESSED and t.status == IMPROVED:
+        return [
+            f"counts {counts_text} but {time_text}: more work that finished sooner (more of "
+            "it in parallel, or the host); counts judged"
         ]
     if verdict.status == REGRESSED and t.status in (UNCHANGED, INCONCLUSIVE):
         return [

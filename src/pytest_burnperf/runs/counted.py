@@ -29,8 +29,10 @@ from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
 COUNT_OPTION = "--perf-worker-count-dir"
 #: What a counted process's environment pins: hash seeds (dict and set order, hence the
-#: interpreter's work, the same in every run), OpenMP's waiting (a spinning thread's
-#: instructions depend on how valgrind schedules threads; a sleeping one's do not), and glibc's
+#: interpreter's work, the same in every run), how idle pool threads wait (GNU and Intel OpenMP
+#: sleep at once instead of spinning; OpenBLAS's workers spin for the shortest time it allows,
+#: 2^4 TSC cycles, before they sleep: a spinning thread's instructions depend on the host's
+#: speed and valgrind's turns, a sleeping one's do not), and glibc's
 #: mmap threshold: left dynamic, it rises when a large block is freed, so what ran before decides
 #: whether a large array comes from mmap (page-aligned) or the heap, and with that how two
 #: buffers sit to each other in a page, which picks glibc's memcpy loop (a 2 MiB copy counted
@@ -38,6 +40,8 @@ COUNT_OPTION = "--perf-worker-count-dir"
 PINNED_ENV = {
     "PYTHONHASHSEED": "0",
     "OMP_WAIT_POLICY": "PASSIVE",
+    "KMP_BLOCKTIME": "0",
+    "OPENBLAS_THREAD_TIMEOUT": "4",
     "MALLOC_MMAP_THRESHOLD_": "131072",
 }
 
@@ -51,7 +55,7 @@ class CountedRun:
     #: node id -> why it has no counts (the process failed, the test failed in it, ...).
     missing: dict[str, str] = field(default_factory=dict)
     #: node id -> why it was not counted but is timed instead: its first call took too long
-    #: under valgrind (core/counts.COUNT_LIMIT_S), or it runs on more than one thread.
+    #: under valgrind (core/counts.COUNT_LIMIT_S).
     timed_instead: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0

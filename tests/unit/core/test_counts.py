@@ -39,7 +39,7 @@ class FakeCounter:
 
     def __init__(self) -> None:
         self.log: list[str] = []
-        self.collecting = False
+        self.collecting = True  # --collect-atstart=yes: the calling thread too, until it toggles
         self.instrumented = False
         self.cost = 0
 
@@ -72,8 +72,9 @@ def test_count_calls_counts_only_the_call() -> None:
         seen.append(f"setup collecting={counter.collecting}")
 
         def call() -> int:
-            seen.append(f"call collecting={counter.collecting}")
-            if counter.collecting:
+            on = counter.collecting and counter.instrumented
+            seen.append(f"call collecting={on}")
+            if on:
                 counter.cost += 100 + len(seen)
             return 42
 
@@ -87,16 +88,22 @@ def test_count_calls_counts_only_the_call() -> None:
     assert len(got.instructions) == 3
     assert got.cycles == tuple(i + 10 for i in got.instructions)
     # one call before instrumentation, two warm calls, three counted: 6 setups, none counted
-    assert seen.count("setup collecting=False") == 6
-    assert seen.count("teardown collecting=False") == 6
-    assert seen.count("call collecting=True") == 3
-    assert counter.log[0] == "start" and counter.log[-1] == "stop"
-    assert counter.log.count("toggle") == 6 and not counter.collecting
+    assert seen.count("setup collecting=False") == 5  # the first one: not instrumented yet
+    assert seen.count("teardown collecting=False") == 5
+    assert seen[0] == "setup collecting=True" and seen[1] == "call collecting=False"
+    assert seen.count("call collecting=True") == 5  # the warm-up calls are collected, dropped
+    assert counter.log[:2] == ["start", "toggle"] and counter.log[-2:] == ["toggle", "stop"]
+    assert counter.log.count("toggle") == 12 and counter.collecting  # as it was at the start
     assert [e for e in counter.log if e.startswith("dump")] == [
+        "dump t warm-up 1",
+        "dump t warm-up 2",
         "dump t #1",
         "dump t #2",
         "dump t #3",
     ]
+    # every counted call was zeroed before and dumped after, with only itself in its window
+    window = counter.log[counter.log.index("dump t warm-up 2") + 1 :]
+    assert window[:4] == ["zero", "toggle", "toggle", "dump t #1"]
 
 
 def test_count_calls_stops_instrumentation_when_the_call_raises() -> None:
@@ -105,7 +112,7 @@ def test_count_calls_stops_instrumentation_when_the_call_raises() -> None:
 
     with pytest.raises(ZeroDivisionError):
         counts.count_calls(lambda: (next(calls), None), counter, lambda d: d, calls=3, label="t")
-    assert not counter.collecting and not counter.instrumented
+    assert counter.collecting and not counter.instrumented  # the switch back as it started
 
 
 def _key(**changes: Any) -> dict[str, Any]:

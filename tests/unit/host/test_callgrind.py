@@ -57,7 +57,10 @@ def test_version_of() -> None:
 def test_command_fixes_the_cache_and_counts_nothing_until_asked(tmp_path: Path) -> None:
     cmd = callgrind.command("/usr/bin/valgrind", tmp_path)
     assert cmd[0] == "/usr/bin/valgrind" and "--tool=callgrind" in cmd
-    assert "--instr-atstart=no" in cmd and "--collect-atstart=no" in cmd
+    # nothing instrumented until asked; then every thread collects, taking turns first come
+    # first served (the calling thread switches its own collection around each call)
+    assert "--instr-atstart=no" in cmd and "--collect-atstart=yes" in cmd
+    assert "--fair-sched=yes" in cmd
     assert "--I1=32768,8,64" in cmd and "--D1=32768,8,64" in cmd and "--LL=8388608,16,64" in cmd
     assert f"--callgrind-out-file={tmp_path / 'callgrind'}.%p" in cmd
     assert callgrind.cache_text() == "I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64"
@@ -120,6 +123,23 @@ def test_interpreter_share_counts_self_costs_not_calls(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert callgrind.interpreter_share(dump) == pytest.approx(700 / 1100)
+
+
+def test_waiting_is_the_own_cost_of_the_wait_functions_however_named(tmp_path: Path) -> None:
+    dump = tmp_path / "d"
+    dump.write_text(
+        "positions: line\nevents: Ir D1mr\n"
+        # the level-3 driver spins (own cost) and calls the kernel (not waiting)
+        "fn=(1) inner_thread\n0 3000 7\ncfn=(2) dgemm_kernel_HASWELL\ncalls=4 0\n0 9000 50\n"
+        "fn=(2)\n0 9000 50\n"
+        # a compiler's suffix, a name given first in a call line, a short cost line
+        "fn=(3) exec_blas.constprop.0\n0 500\ncfn=(4) sched_yield\ncalls=10 0\n0 200\n"
+        "fn=(4)\n0 200 1\n"
+        "fn=(5) exec_blas_helper\n0 40\n",
+        encoding="utf-8",
+    )
+    assert callgrind.waiting(dump) == {"Ir": 3700, "D1mr": 8}
+    assert callgrind.waiting(dump, frozenset({"nothing"})) == {}
 
 
 def _cpu(**regs: tuple[int, int, int, int]) -> dict[tuple[int, int], tuple[int, int, int, int]]:
