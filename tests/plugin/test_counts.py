@@ -388,3 +388,26 @@ def test_a_benchmark_too_slow_to_count_is_timed_and_says_so(pytester: pytest.Pyt
     (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
     assert "under valgrind" in note and "judged by time" in note
     assert "1 timed instead" in result.stdout.str()
+
+
+def test_the_count_limit_decides_what_is_timed_instead(pytester: pytest.Pytester) -> None:
+    _need_valgrind()
+    pytester.makepyfile(test_counted_mm=MATMUL_BENCH)
+    (pytester.path / "size.txt").write_text("64", encoding="utf-8")
+    # nothing runs in 100 us under valgrind: timed instead, naming the option that decided
+    result, doc = _run(
+        pytester, "--perf-measure", "counts", "--perf-count-limit", "0.0001", "--perf-quick"
+    )
+    result.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "time"
+    (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
+    assert "--perf-count-limit 0.0001 s" in note and "--perf-count-limit 0 counts it" in note
+    # 0: no limit, counted however long its first call took
+    result, doc = _run(pytester, "--perf-measure", "counts", "--perf-count-limit", "0")
+    result.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "counts" and bench["counts"]["instructions"]
+    bad = pytester.runpytest_subprocess("--perf", "--perf-count-limit", "-1")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--perf-count-limit*count limit must be seconds in*-1*"])

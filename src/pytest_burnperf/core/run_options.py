@@ -146,6 +146,12 @@ def parse_round_budget(value: object, where: str) -> float:
     return parse_seconds(value, where, "the round budget", maximum=86400.0)
 
 
+def parse_count_limit(value: object, where: str) -> float:
+    """Seconds one uninstrumented call may take under valgrind before the benchmark is timed
+    instead of counted (0: every benchmark is counted, however long)."""
+    return parse_seconds(value, where, "the count limit", maximum=86400.0)
+
+
 def parse_rounds(value: object, where: str) -> int:
     """Fresh processes that each measure every benchmark (1 = this process only)."""
     return _whole_number(value, where, "rounds", 1, 50)

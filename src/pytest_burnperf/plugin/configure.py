@@ -21,7 +21,7 @@ from pytest_burnperf.plugin import compat
 from pytest_burnperf.plugin.option_table import DEFAULTS, VALUE_OPTIONS
 from pytest_burnperf.plugin.options import UPDATE_ALIAS_DEST, flag_value, ini_value, xdist_workers
 from pytest_burnperf.plugin.profile_rerun import folder_refusal
-from pytest_burnperf.plugin.run_config import OutputConfig, RoundSchedule, RunConfig
+from pytest_burnperf.plugin.run_config import CountOptions, OutputConfig, RoundSchedule, RunConfig
 from pytest_burnperf.plugin.session import (
     STATE,
     PerfState,
@@ -197,8 +197,9 @@ def configure(config: pytest.Config) -> None:
             flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),
         measure=measure,
-        count_dir=Path(count_dir) if count_dir else None,
-        count_calls=config.getoption("perf_count_calls"),
+        count=CountOptions.of(
+            count_dir, config.getoption("perf_count_calls"), pick("perf_count_limit")
+        ),
         benches=project.benches,
         environment=dict(project.environment),
         config_file=project.path,

@@ -221,8 +221,8 @@ def count_here(
     and what to run after it, uncounted) and keep its counts and key for the run that judges.
     Returns the first call's result."""
     __tracebackhide__ = True
-    assert state.run.count_dir is not None
-    requests = callgrind.Requests(state.run.count_dir)
+    assert state.run.count.dir is not None
+    requests = callgrind.Requests(state.run.count.dir)
     try:
         running = requests.running()
     except callgrind.CountingUnavailable as exc:
@@ -254,17 +254,22 @@ def count_here(
 
         return body, after
 
-    n = state.run.count_calls or calls(state, settings)
+    n = state.run.count.calls or calls(state, settings)
     with device.threads(settings.threads), gc_off():
         try:
             got, first = counts.count_calls(
-                synced, requests, read, calls=n, label=nodeid, limit_s=counts.COUNT_LIMIT_S
+                synced,
+                requests,
+                read,
+                calls=n,
+                label=nodeid,
+                limit_s=state.run.count.limit_s or None,
             )
         except counts.TooSlow as exc:
             state.collected.worker_samples[nodeid] = {
                 "timed_instead": f"one call took {exc.seconds:.1f} s under valgrind (over "
-                f"{counts.COUNT_LIMIT_S:g} s; BLAS- and FMA-dense kernels run ~1000x slower "
-                "there)"
+                f"--perf-count-limit {state.run.count.limit_s:g} s; BLAS- and FMA-dense "
+                "kernels run ~1000x slower there; --perf-count-limit 0 counts it anyway)"
             }
             return exc.result
     state.collected.worker_samples[nodeid] = {

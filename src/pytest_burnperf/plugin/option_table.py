@@ -194,6 +194,15 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "device time. Default: time",
     ),
     (
+        "--perf-count-limit",
+        "perf_count_limit",
+        run_options.parse_count_limit,
+        "with --perf-measure counts or both: a CPU benchmark whose first call takes longer "
+        "than this many seconds under valgrind is timed instead of counted (BLAS- and "
+        "FMA-dense calls run ~1000x slower there); 0 counts every benchmark, however long. "
+        "Default: 1",
+    ),
+    (
         "--perf-size",
         "perf_size",
         settings.parse_size,

@@ -19,6 +19,26 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class CountOptions:
+    """How benchmarks are counted: in a counted process (runs/counted.py) the directory of its
+    callgrind dumps and the calls to count; --perf-count-limit, the seconds a first call may
+    take under valgrind before the benchmark is timed instead (0: no limit)."""
+
+    dir: Path | None = None
+    calls: int | None = None
+    limit_s: float = 1.0
+
+    @classmethod
+    def of(cls, count_dir: str | None, calls: int | None, limit_s: float | None) -> CountOptions:
+        """From the hidden options of a counted process and --perf-count-limit (None: 1 s)."""
+        return cls(
+            dir=Path(count_dir) if count_dir else None,
+            calls=calls,
+            limit_s=cls.limit_s if limit_s is None else float(limit_s),
+        )
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """What the user asked for: the mode, the settings, which devices, which baselines."""
 
@@ -43,11 +63,9 @@ class RunConfig:
     #: probe are measured and reported but change no verdict and no round.
     trust_host: bool = False
     recalibrate: bool = False
-    #: --perf-measure: what judges CPU benchmarks (time, counts or both); in a counted process
-    #: (runs/counted.py) the directory of its callgrind dumps and the calls to count.
+    #: --perf-measure: what judges CPU benchmarks (time, counts or both), and how counting runs.
     measure: Measure = "time"
-    count_dir: Path | None = None
-    count_calls: int | None = None
+    count: CountOptions = field(default_factory=lambda: CountOptions())
     #: From the configuration file (project_config.py): test functions to run, free
     #: environment facts, and the file itself.
     benches: tuple[str, ...] | None = None

@@ -32,6 +32,7 @@ GOOD_BAD = {
     "round_start": ('"fork"', '"spawn"'),
     "threads": ("2", "-1"),
     "measure": ('"counts"', '"cycles"'),
+    "count_limit": ("0", "-1"),
     "profile": ('"regressed"', '"sometimes"'),
     "profile_dir": ('"perf-profiles"', "7"),
     "size": ('"tiny"', '"huge"'),
