@@ -182,7 +182,7 @@ def count_calls(
     span. Every thread collects while instrumentation is on (callgrind's ``--collect-atstart=yes``:
     a thread pool's work counts); the calling thread switches its own collection off at once and
     on around each call only. Each call's counts, the other threads' included, are dumped and
-    read with ``read``; the warm-up calls' dumps are read and dropped (the first window after
+    read with ``read``; the warm-up calls' dumps are dropped unread (the first window after
     the calls before it also holds the pool threads' costs of those: a 2-thread matmul's first
     window counted 1.7 times its others)."""
 
@@ -218,8 +218,9 @@ def count_calls(
     finally:
         counter.toggle()
         counter.stop()
-    # read once instrumentation is off: parsing a dump under it runs 20-100x slower
-    per_call = [read(d) for d in dumps][warm:]
+    # read once instrumentation is off (parsing a dump under it runs 20-100x slower); the
+    # warm-up calls' dumps are not read (their files go with the counted process's folder)
+    per_call = [read(d) for d in dumps[warm:]]
     cycles = tuple(estimated_cycles(e) for e in per_call)
     middle = sorted(range(len(cycles)), key=lambda i: cycles[i])[len(cycles) // 2]
     events = dict(per_call[middle])
