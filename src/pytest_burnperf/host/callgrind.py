@@ -214,6 +214,18 @@ def read_dump(path: Path) -> dict[str, int]:
     return {e: int(got.get(e, 0)) for e in (*EVENTS, *(n for n in names if n not in EVENTS))}
 
 
+def _name(ref: str, labels: dict[str, str]) -> str:
+    """A name field of a dump (``fn=``, ``ob=`` ...), also in callgrind's compressed form:
+    ``(12) name`` defines label 12 in ``labels``, ``(12)`` refers to it."""
+    ref = ref.strip()
+    if not ref.startswith("("):
+        return ref
+    key, _, name = ref.partition(")")
+    name = name.strip() or labels.get(key, "")
+    labels[key] = name
+    return name
+
+
 def waiting(path: Path, functions: frozenset[str] = WAIT_FUNCTIONS) -> dict[str, int]:
     """The events a dump counts in ``functions``' own code (not what they call): threads
     waiting for each other. A name matches with a compiler suffix (``inner_thread.constprop.0``)
@@ -238,13 +250,7 @@ def waiting(path: Path, functions: frozenset[str] = WAIT_FUNCTIONS) -> dict[str,
                     for i, v in enumerate(values):
                         got[i] += v
             elif line.startswith(("fn=", "cfn=")):
-                ref = line.partition("=")[2].strip()
-                if ref.startswith("("):
-                    key, _, name = ref.partition(")")
-                    name = name.strip() or labels.get(key, "")
-                    labels[key] = name
-                else:
-                    name = ref
+                name = _name(line.partition("=")[2], labels)
                 if line.startswith("fn="):
                     current = name.split(".", 1)[0] in functions
             elif line.startswith("calls="):
@@ -277,14 +283,10 @@ def interpreter_share(path: Path) -> float:
                     total += ir
                     if current:
                         inside += ir
+            elif line.startswith("cob="):
+                _name(line[4:], names)
             elif line.startswith("ob="):
-                ref = line[3:].strip()
-                if ref.startswith("("):
-                    key, _, name = ref.partition(")")
-                    name = name.strip() or names.get(key, "")
-                    names[key] = name
-                else:
-                    name = ref
+                name = _name(line[3:], names)
                 base = name.rsplit("/", 1)[-1]
                 current = name if base.startswith(("python", "libpython")) else ""
             elif line.startswith("calls="):
