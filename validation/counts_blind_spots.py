@@ -144,7 +144,8 @@ def run(work: Path, tag: str, env: dict[str, str], *args: str) -> dict[str, Any]
         check=False,
     )
     doc = json.loads(out.read_text()) if out.exists() else {"results": []}
-    return {"exit": proc.returncode, "stdout": proc.stdout[-6000:], "results": doc["results"]}
+    stdout = proc.stdout[-6000:].replace(str(work), "<scratch>")  # no machine paths kept
+    return {"exit": proc.returncode, "stdout": stdout, "results": doc["results"]}
 
 
 def row(result: dict[str, Any]) -> dict[str, Any]:
