@@ -288,15 +288,19 @@ def test_notes_say_where_the_measures_disagree() -> None:
     assert note == "judged by counts; time no-baseline (no baseline recorded)"
 
 
+# A numpy kernel, not a Python loop: a pure-Python loop's counts can spread 3.7% between the
+# calls of one counted process (the small-object allocator meeting each call in another state;
+# docs/gate.md, the interpreter floor), which makes its counts verdict inconclusive at 5%.
 LOOP_PACKAGE = """
+import numpy as np
+
 N = {n}
+A, B, OUT = np.arange(N, dtype=np.float64), np.ones(N), np.empty(N)
 
 
 def work():
-    s = 0
-    for i in range(N):
-        s += i * i
-    return s
+    np.add(A, B, out=OUT)
+    return float(OUT[-1])
 """
 
 LOOP_BENCH = """
@@ -319,14 +323,14 @@ def loop_repo(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.Mo
     root = pytester.path
     (root / "pyproject.toml").write_text(PYPROJECT.replace("spinpkg", "looppkg"))
     (root / "src" / "looppkg").mkdir(parents=True)
-    (root / "src" / "looppkg" / "__init__.py").write_text(LOOP_PACKAGE.format(n=3000))
+    (root / "src" / "looppkg" / "__init__.py").write_text(LOOP_PACKAGE.format(n=200_000))
     (root / "test_counted_pkg.py").write_text(LOOP_BENCH)
     (root / ".gitignore").write_text("__pycache__/\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")
     git(root, "tag", "base")
-    (root / "src" / "looppkg" / "__init__.py").write_text(LOOP_PACKAGE.format(n=3150))
+    (root / "src" / "looppkg" / "__init__.py").write_text(LOOP_PACKAGE.format(n=210_000))
     git(root, "commit", "-q", "-am", "slower")
     monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
     monkeypatch.setenv("PYTHONPATH", str(root / "src"))
@@ -360,7 +364,7 @@ def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_r
     result.stdout.fnmatch_lines(["*instructions per call base * -> current * (+*%*"])
     res = json.loads((loop_repo / "out.json").read_text())["results"][0]
     assert res["measure"] == "counts" and res["verdict"]["status"] == REGRESSED
-    assert 4.0 < res["verdict"]["change_pct"] < 9.0  # 5% more loop work, and the allocator
+    assert 3.0 < res["verdict"]["change_pct"] < 6.0  # 5% more elements to add
     assert res["baseline"]["reference"] == "base"
     assert res["profile"]["against"] == "base"
     assert "base" in res["profile"]["note"] and "current" in res["profile"]["note"]
