@@ -31,7 +31,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,73 +226,67 @@ def _name(ref: str, labels: dict[str, str]) -> str:
     return name
 
 
-def waiting(path: Path, functions: frozenset[str] = WAIT_FUNCTIONS) -> dict[str, int]:
-    """The events a dump counts in ``functions``' own code (not what they call): threads
-    waiting for each other. A name matches with a compiler suffix (``inner_thread.constprop.0``)
-    and with callgrind's compressed names (``fn=(12) name``) alike."""
-    names: list[str] = []
-    labels: dict[str, str] = {}
-    got: list[int] = []
-    current = False
+def _self_costs(path: Path) -> Iterator[tuple[str, str, list[int]]]:
+    """Each own-cost line of a dump as (function, object, its event values in the order of the
+    ``events:`` line); the inclusive cost of a call (the line after ``calls=``) is not one."""
+    fns: dict[str, str] = {}
+    obs: dict[str, str] = {}
+    fn = ob = ""
     skip = False
     npos = 1
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
             head = line[:1]
             if head.isdigit() or head in "+-*":
-                if skip:  # the inclusive cost of a call, not the function's own
+                if skip:
                     skip = False
-                    continue
-                if current:
-                    values = [int(v) for v in line.split()[npos:]]
-                    if len(got) < len(values):
-                        got.extend([0] * (len(values) - len(got)))
-                    for i, v in enumerate(values):
-                        got[i] += v
-            elif line.startswith(("fn=", "cfn=")):
-                name = _name(line.partition("=")[2], labels)
-                if line.startswith("fn="):
-                    current = name.split(".", 1)[0] in functions
+                else:
+                    yield fn, ob, [int(v) for v in line.split()[npos:]]
+            elif line.startswith("fn="):
+                fn = _name(line[3:], fns)
+            elif line.startswith("cfn="):
+                _name(line[4:], fns)
+            elif line.startswith("ob="):
+                ob = _name(line[3:], obs)
+            elif line.startswith("cob="):
+                _name(line[4:], obs)
             elif line.startswith("calls="):
                 skip = True
-            elif line.startswith("events:"):
-                names = line.split()[1:]
             elif line.startswith("positions:"):
                 npos = len(line.split()) - 1
+
+
+def _event_names(path: Path) -> list[str]:
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("events:"):
+                return line.split()[1:]
+    return []
+
+
+def waiting(path: Path, functions: frozenset[str] = WAIT_FUNCTIONS) -> dict[str, int]:
+    """The events a dump counts in ``functions``' own code (not what they call): threads
+    waiting for each other. A name matches with a compiler suffix (``inner_thread.constprop.0``)
+    and with callgrind's compressed names (``fn=(12) name``) alike."""
+    got: list[int] = []
+    for fn, _ob, values in _self_costs(path):
+        if fn.split(".", 1)[0] in functions:
+            got.extend([0] * (len(values) - len(got)))
+            for i, v in enumerate(values):
+                got[i] += v
+    names = _event_names(path)
     return {n: got[i] for i, n in enumerate(names) if i < len(got) and got[i]}
 
 
 def interpreter_share(path: Path) -> float:
     """The share of a dump's instructions executed in the Python interpreter itself (the
     ``python`` executable or ``libpython``), from the self costs of its objects (``ob=``)."""
-    names: dict[str, str] = {}
-    current = ""
-    skip = False
-    npos = 1
     inside = total = 0
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            head = line[:1]
-            if head.isdigit() or head in "+-*":
-                if skip:  # the inclusive cost of a call, not the caller's own
-                    skip = False
-                    continue
-                parts = line.split()
-                if len(parts) > npos:
-                    ir = int(parts[npos])
-                    total += ir
-                    if current:
-                        inside += ir
-            elif line.startswith("cob="):
-                _name(line[4:], names)
-            elif line.startswith("ob="):
-                name = _name(line[3:], names)
-                base = name.rsplit("/", 1)[-1]
-                current = name if base.startswith(("python", "libpython")) else ""
-            elif line.startswith("calls="):
-                skip = True
-            elif line.startswith("positions:"):
-                npos = len(line.split()) - 1
+    for _fn, ob, values in _self_costs(path):
+        if values:
+            total += values[0]
+            if ob.rsplit("/", 1)[-1].startswith(("python", "libpython")):
+                inside += values[0]
     return inside / total if total else 0.0
 
 
