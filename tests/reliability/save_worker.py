@@ -47,9 +47,15 @@ updates = {
 }
 print("saving", flush=True)
 try:
-    report = store.BaselineStore(root, "m").save(updates, {"id": "m"})
-except Interrupted as exc:
-    print(f"interrupted before any rename: {exc.signals}", flush=True)
-    sys.exit(3)
-print(f"written {len(report.written)} deferred {report.deferred or '-'}", flush=True)
-sys.exit(4 if report.deferred else 0)
+    try:
+        report = store.BaselineStore(root, "m").save(updates, {"id": "m"})
+    except Interrupted as exc:
+        print(f"interrupted before any rename: {exc.signals}", flush=True)
+        sys.exit(3)
+    print(f"written {len(report.written)} deferred {report.deferred or '-'}", flush=True)
+    sys.exit(4 if report.deferred else 0)
+except KeyboardInterrupt:
+    # Ctrl-C outside the hold (before it began, or as the old handler came back after the
+    # update): Python's own KeyboardInterrupt, which a run reports as interrupted
+    print("interrupted outside the hold", flush=True)
+    sys.exit(5)

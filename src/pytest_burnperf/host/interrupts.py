@@ -58,12 +58,22 @@ def hold() -> Held:
 
 
 def release() -> None:
-    """Put the handlers back that :func:`hold` replaced."""
+    """Put the handlers back that :func:`hold` replaced. A signal that arrives as its handler
+    comes back is handled by that handler (Ctrl-C: ``KeyboardInterrupt``), raised once every
+    handler is back: never a hold left half released, whose stale handlers would swallow later
+    signals."""
     global _holding
     _holding = None
-    for s, handler in _previous.items():
-        signal.signal(s, handler)
+    previous = list(_previous.items())
     _previous.clear()
+    raised: BaseException | None = None
+    for s, handler in previous:
+        try:
+            signal.signal(s, handler)
+        except BaseException as exc:  # raised by the handler just put back, once it is in place
+            raised = raised or exc
+    if raised is not None:
+        raise raised
 
 
 @contextmanager
