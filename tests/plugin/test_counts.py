@@ -397,8 +397,9 @@ def test_a_benchmark_too_slow_to_count_is_timed_and_says_so(pytester: pytest.Pyt
 def test_the_count_limit_decides_what_is_timed_instead(pytester: pytest.Pytester) -> None:
     _need_valgrind()
     pytester.makepyfile(test_counted_mm=MATMUL_BENCH)
-    (pytester.path / "size.txt").write_text("64", encoding="utf-8")
-    # nothing runs in 100 us under valgrind: timed instead, naming the option that decided
+    (pytester.path / "size.txt").write_text("120", encoding="utf-8")
+    # a 120x120 matmul takes about 0.3 ms natively, several under valgrind: far over 100 us
+    # (a busier host only makes it slower), so it is timed instead, naming the option
     result, doc = _run(
         pytester, "--perf-measure", "counts", "--perf-count-limit", "0.0001", "--perf-quick"
     )
