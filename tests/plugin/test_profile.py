@@ -157,3 +157,35 @@ def test_a_profile_folder_with_other_files_is_refused_before_anything_runs(
     again = project.runpytest("--perf", "--perf-profile", *FAST)
     again.assert_outcomes(passed=1)
     assert Path(project.path, "perf-profiles", ".burnperf-profiles").is_file()
+
+
+PUNCTUATED = """
+import pytest
+
+from virtual_clock import spin
+
+LONG = "x" * 200
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+@pytest.mark.parametrize("name", ["a/b", "a b", "a$b", "a_b", LONG + "1", LONG + "2"])
+def test_named(perf, name):
+    perf(lambda: spin(100e-6))
+"""
+
+
+def test_ids_that_differ_only_in_punctuation_or_late_get_profiles_of_their_own(
+    pytester: pytest.Pytester,
+) -> None:
+    """Six benchmarks whose ids differ only in characters a file name cannot hold, or after
+    character 180: six profiles reported, six files, none shared."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_punctuated=PUNCTUATED)
+    result = pytester.runpytest("--perf", "--perf-profile", "--perf-json", "r.json", *FAST)
+    result.assert_outcomes(passed=6)
+    results = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    files = [r["profile"]["file"] for r in results]
+    assert len(files) == 6 and len(set(files)) == 6
+    written = sorted(Path(pytester.path, "perf-profiles").glob("*.pstats"))
+    assert len(written) == 6
+    assert all(Path(pytester.path, f).is_file() for f in files)

@@ -62,7 +62,6 @@ def profiled(
     state: PerfState,
     device: Any,
     threads: int,
-    key: str,
     result: Result,
     prepare: Prepare,
     *,
@@ -84,7 +83,7 @@ def profiled(
             prepare,
             result.library,
             result.kind,
-            key,
+            result.nodeid,
             "current",
             calls=profiling.calls_for(per_call) if repeat else 1,
         )
@@ -119,7 +118,6 @@ def profiled(
 def profile_here(
     state: PerfState,
     case: Any,
-    key: str,
     nodeid: str,
     prepare: Prepare,
     *,
@@ -142,7 +140,7 @@ def profile_here(
             prepare,
             case.entry.library,
             case.entry.kind,
-            key,
+            nodeid,
             side,
             calls=profiling.calls_for(per_call) if repeat else 1,
         )
@@ -179,13 +177,13 @@ def _profile(
     prepare: Prepare,
     library: str,
     kind: str,
-    key: str,
+    nodeid: str,
     side: str,
     *,
     calls: int,
 ) -> tuple[ProfileSummary, Path]:
-    """``calls`` calls of the benchmark under its library's profiler, the file named by ``key``
-    and ``side``; :class:`profiling.ProfileError` says why there is none."""
+    """``calls`` calls of the benchmark under its library's profiler, the file named by
+    ``nodeid`` and ``side`` (profiling.file_stem: one file per benchmark and side); :class:`profiling.ProfileError` says why there is none."""
     active = getattr(device, "active", contextlib.nullcontext)
     call, after = prepare()
     try:
@@ -197,7 +195,7 @@ def _profile(
                 kind=kind,
                 calls=calls,
                 out_dir=state.output.profile_dir,
-                stem=profiling.file_stem(key, side),
+                stem=profiling.file_stem(nodeid, side),
             )
     except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
         raise profiling.ProfileError(str(exc)) from None

@@ -168,7 +168,6 @@ class Perf:
             return profile_here(
                 state,
                 self._case,
-                self._key,
                 self._item.nodeid,
                 make_call,
                 threads=self.settings.threads,
@@ -197,7 +196,6 @@ class Perf:
             self._state,
             self.device,
             self.settings.threads,
-            self._key,
             result,
             self._rerun,
             repeat=self._repeat,

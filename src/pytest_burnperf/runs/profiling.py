@@ -23,6 +23,7 @@ once), after the measurement: nothing here touches a sample.
 from __future__ import annotations
 
 import cProfile
+import hashlib
 import json
 import math
 import os
@@ -65,11 +66,17 @@ def calls_for(per_call_s: float, min_time_s: float = MIN_TIME_S) -> int:
     return max(1, min(MAX_CALLS, math.ceil(min_time_s / per_call_s)))
 
 
-def file_stem(key: str, side: str) -> str:
-    """A file name for ``key`` (``test_matmul[numpy-cpu-f32]``) on ``side``: letters, digits,
-    ``.``, ``-`` and ``_`` only, never a path."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{key}.{side}").strip("._") or "benchmark"
-    return safe[:180]
+def file_stem(nodeid: str, side: str) -> str:
+    """The file name (without extension) of ``nodeid``'s profile on ``side``: a readable prefix
+    (the test's id, letters, digits, ``.``, ``-`` and ``_`` only, at most 80 characters), a
+    digest of the whole node id and side, and the side (``test_x_numpy-cpu-f32_-1f0c...
+    .current``). Never a path, never shared: ids that differ only in punctuation, in their
+    module, or after the prefix's length get files of their own, and so do the two sides of a
+    comparison; the same benchmark and side get the same name in every run."""
+    digest = hashlib.sha256(f"{nodeid}\0{side}".encode("utf-8", "surrogatepass")).hexdigest()
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid.split("::")[-1])[:80].strip("._")
+    label = re.sub(r"[^A-Za-z0-9_-]+", "_", side)[:40].strip("_") or "side"
+    return f"{readable or 'benchmark'}-{digest[:12]}.{label}"
 
 
 def profiler_for(library: str, kind: str = "cpu") -> str:

@@ -31,6 +31,28 @@ def test_a_file_stem_is_never_a_path(key: str) -> None:
     assert not stem.startswith(".")
 
 
+def test_file_stems_are_one_per_benchmark_and_side() -> None:
+    """Ids that differ only in characters a file name cannot hold, after the readable prefix,
+    or in their module, and the two sides of a comparison, each get a file of their own; the
+    same benchmark and side get the same name in every run."""
+    long = "test_x[" + "a" * 200
+    ids = [
+        "t.py::test_x[a/b]",
+        "t.py::test_x[a b]",
+        "t.py::test_x[a$b]",
+        "t.py::test_x[a_b]",
+        "u.py::test_x[a_b]",
+        long + "1]",
+        long + "2]",
+    ]
+    stems = {profiling.file_stem(i, side) for i in ids for side in ("main", "current", "a/b", "a b")}
+    assert len(stems) == len(ids) * 4
+    assert profiling.file_stem(ids[0], "current") == profiling.file_stem(ids[0], "current")
+    assert profiling.file_stem(ids[0], "current").endswith(".current")
+    assert all(len(s) < 150 for s in stems)
+    assert profiling.file_stem("t.py::test_x[a/b]", "main").startswith("test_x_a_b-")
+
+
 def _planted(n: int) -> int:
     return sum(i * i for i in range(n))
 
