@@ -243,6 +243,22 @@ def test_both_judges_by_counts_and_shows_the_time(project: pytest.Pytester) -> N
     assert any("judged by counts" in n or "time " in n for n in bench["verdict"]["notes"])
 
 
+@pytest.mark.parametrize("measure", ["counts", "both"])
+def test_strict_fails_a_counted_benchmark_without_a_counts_baseline(
+    project: pytest.Pytester, measure: str
+) -> None:
+    """--perf-strict is one rule for every measure: a counted benchmark with no counts baseline
+    fails as a timed one does (it passed before: only inconclusive failed under counts)."""
+    loose, doc = _run(project, "--perf-measure", measure, "--perf-quick")
+    loose.assert_outcomes(passed=1)
+    assert doc["results"][0]["verdict"]["status"] == "no-baseline"
+    strict, doc = _run(project, "--perf-measure", measure, "--perf-quick", "--perf-strict")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*test_loop*: no-baseline*; --perf-strict fails it*"])
+    strict.stdout.no_fnmatch_line("*after it was timed*")
+    assert doc["results"][0]["verdict"]["status"] == "no-baseline"
+
+
 def test_no_valgrind_is_a_clear_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

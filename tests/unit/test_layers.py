@@ -156,6 +156,50 @@ def test_the_run_mode_is_asked_not_compared() -> None:
     )
 
 
+#: The verdict statuses whose test a run may fail; only core/outcome.py maps them to an outcome.
+_FAILING = {"REGRESSED", "INCONCLUSIVE", "NO_BASELINE", "STRICT_FAILS"}
+
+
+def _fails_on_a_status(tree: ast.AST) -> list[int]:
+    """Lines of an ``if`` that tests a verdict status and fails or skips the test in its body."""
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        if not names & _FAILING and "--perf-strict" not in ast.unparse(node.test):
+            continue
+        for stmt in node.body:
+            for call in ast.walk(stmt):
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr in ("fail", "xfail")
+                ):
+                    lines.append(node.lineno)
+    return lines
+
+
+def test_one_rule_maps_a_verdict_to_its_outcome() -> None:
+    """No module but core/outcome.py decides from a verdict's status whether its test fails
+    (four copies of that rule had drifted apart: --perf-strict failed a timed no-baseline and
+    passed a counted one)."""
+    found = []
+    for module, path in _modules().items():
+        if module.endswith("core.outcome"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        found += [f"{module}:{n}" for n in _fails_on_a_status(ast.parse(text))]
+        if "; --perf-strict fails it" in text:
+            found.append(f"{module}: words the strict failure itself")
+    assert not found, found
+
+
+def test_the_outcome_check_finds_a_copy_of_the_rule() -> None:
+    copy = "if v.status == REGRESSED:\n    pytest.fail('slower')\n"
+    assert _fails_on_a_status(ast.parse(copy)) == [1]
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Every strongly connected group of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}

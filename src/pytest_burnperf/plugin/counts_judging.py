@@ -26,6 +26,7 @@ from pytest_burnperf.core.verdict import (
 )
 from pytest_burnperf.plugin import pair_profiles
 from pytest_burnperf.plugin.counting import Counting
+from pytest_burnperf.plugin.result_record import settle
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.storage.baselines import BaselineError
 
@@ -135,16 +136,7 @@ def judge(
     if profile is not None:
         result = profile(result)
     keep(result)
-    if state.run.mode.records:
-        return result
-    if verdict.status == REGRESSED:
-        why = f"\n{result.profile['note']}" if result.profile else ""
-        pytest.fail(counts.counts_failure(perf._key, result.verdict) + why, pytrace=False)
-    if state.run.strict and verdict.status == INCONCLUSIVE:
-        pytest.fail(
-            f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
-            pytrace=False,
-        )
+    settle(state, perf._key, result, lambda: counts.counts_failure(perf._key, result.verdict))
     return result
 
 
@@ -239,18 +231,10 @@ def judge_pair(
     result = pair_profiles.attach(state, result)
     state.collected.results[node] = result
     perf._item.user_properties.extend(properties(result))
-    if verdict.status == REGRESSED:
-        why = f"\n{result.profile['note']}" if result.profile else ""
-        pytest.fail(
-            counts.counts_failure(perf._key, verdict, labels=(plan.reference, plan.candidate))
-            + why,
-            pytrace=False,
-        )
-    if state.run.strict and verdict.status == INCONCLUSIVE:
-        pytest.fail(
-            f"{perf._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
-            pytrace=False,
-        )
+    labels = (plan.reference, plan.candidate)
+    settle(
+        state, perf._key, result, lambda: counts.counts_failure(perf._key, verdict, labels=labels)
+    )
     return result
 
 

@@ -183,7 +183,8 @@ def _profile(
     calls: int,
 ) -> tuple[ProfileSummary, Path]:
     """``calls`` calls of the benchmark under its library's profiler, the file named by
-    ``nodeid`` and ``side`` (profiling.file_stem: one file per benchmark and side); :class:`profiling.ProfileError` says why there is none."""
+    ``nodeid`` and ``side`` (profiling.file_stem: one file per benchmark and side);
+    :class:`profiling.ProfileError` says why there is none."""
     active = getattr(device, "active", contextlib.nullcontext)
     call, after = prepare()
     try:

@@ -3,6 +3,7 @@ verdict, provenance, the test's parameters) and the properties it adds to the JU
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -11,9 +12,10 @@ import pytest
 from pytest_burnperf.core.assess import (
     baseline_runs,
 )
+from pytest_burnperf.core.outcome import fails, outcome
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.verdict import FAILED, REGRESSED
+from pytest_burnperf.core.verdict import FAILED
 from pytest_burnperf.devices.base import DeviceBase
 from pytest_burnperf.plugin.cases import Case
 from pytest_burnperf.plugin.session import PerfState
@@ -115,6 +117,23 @@ def junit_properties(result: Result) -> list[tuple[str, object]]:
     return props
 
 
+def settle(state: PerfState, test_id: str, result: Result, regression: Callable[[], str]) -> None:
+    """Fail ``test_id``'s test where its verdict fails it (core/outcome: the one rule for every
+    measure and mode); ``regression`` builds the measure's line for a regression, and the
+    profile's note of what grew follows it."""
+    __tracebackhide__ = True
+    decided = outcome(
+        result.verdict,
+        test_id=test_id,
+        strict=state.run.strict,
+        records=state.run.mode.records,
+        regression=regression,
+        why=str(result.profile["note"]) if result.profile else "",
+    )
+    if decided.fails:
+        pytest.fail(decided.message, pytrace=False)
+
+
 class Recorder:
     """Remembers which benchmarks passed their call, the only ones whose baselines may change."""
 
@@ -129,7 +148,12 @@ class Recorder:
         elif report.failed:
             self.state.collected.passed.discard(report.nodeid)
             r = results.get(report.nodeid)
-            if r is not None and r.verdict.status not in (REGRESSED, FAILED):
+            run = self.state.run
+            if (
+                r is not None
+                and r.verdict.status != FAILED
+                and not fails(r.verdict.status, strict=run.strict, records=run.mode.records)
+            ):
                 # timed, then failed (an assert after perf(), a teardown): counted as failed
                 reason = f"the test failed in {report.when} after it was timed (see its failure)"
                 results[report.nodeid] = replace(

@@ -16,8 +16,6 @@ from pytest_burnperf.core.assess import (
 from pytest_burnperf.core.clocks import SAMPLE_TIMERS, Sample
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.verdict import (
-    INCONCLUSIVE,
-    REGRESSED,
     Policy,
     Verdict,
     failure_message,
@@ -26,7 +24,7 @@ from pytest_burnperf.core.verdict import (
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin import counting, counts_judging, pair_profiles
 from pytest_burnperf.plugin.cases import Case
-from pytest_burnperf.plugin.result_record import junit_properties, make_result
+from pytest_burnperf.plugin.result_record import junit_properties, make_result, settle
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.smoke_perf import SmokePerf, T, start_once
 from pytest_burnperf.runs.same_session import summaries
@@ -136,18 +134,13 @@ class ComparePerf(SmokePerf):
         verdict = result.verdict
         state.collected.results[node] = result
         self._item.user_properties.extend(junit_properties(result))
-        if verdict.status == REGRESSED:
-            why = f"\n{result.profile['note']}" if result.profile else ""
-            pytest.fail(
-                failure_message(self._key, verdict, policy, labels=(plan.reference, plan.candidate))
-                + why,
-                pytrace=False,
-            )
-        if state.run.strict and verdict.status == INCONCLUSIVE:
-            pytest.fail(
-                f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
-                pytrace=False,
-            )
+        labels = (plan.reference, plan.candidate)
+        settle(
+            state,
+            self._key,
+            result,
+            lambda: failure_message(self._key, verdict, policy, labels=labels),
+        )
 
 
 def time_verdict(

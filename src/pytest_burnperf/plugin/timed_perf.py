@@ -22,9 +22,6 @@ from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_s
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.timing import measure, measure_pedantic
 from pytest_burnperf.core.verdict import (
-    INCONCLUSIVE,
-    NO_BASELINE,
-    REGRESSED,
     Policy,
     failure_message,
 )
@@ -43,7 +40,7 @@ from pytest_burnperf.plugin.instruments import (
     choose,
 )
 from pytest_burnperf.plugin.profile_rerun import Prepare, profile_here, profiled
-from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result
+from pytest_burnperf.plugin.result_record import as_runs, junit_properties, make_result, settle
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.smoke_perf import T, checked_setup, start_once
 
@@ -436,14 +433,7 @@ class Perf:
             if floor is not None and own is not None and min(floor, own) > policy.threshold:
                 state.collected.noisy_records[node] = floor
             return
-        if verdict.status == REGRESSED:
-            why = f"\n{result.profile['note']}" if result.profile else ""
-            pytest.fail(failure_message(self._key, verdict, policy) + why, pytrace=False)
-        if state.run.strict and verdict.status in (INCONCLUSIVE, NO_BASELINE):
-            pytest.fail(
-                f"{self._key}: {verdict.status} ({verdict.reason}); --perf-strict fails it",
-                pytrace=False,
-            )
+        settle(state, self._key, result, lambda: failure_message(self._key, verdict, policy))
 
 
 def _host_evidence(
