@@ -8,6 +8,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import jsonschema
 import pytest
 
 from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
-from pytest_burnperf.host import callgrind
+from pytest_burnperf.host import callgrind, leftovers
 from pytest_burnperf.plugin.counts_judging import disagreement_notes
 
 from .._devices import required
@@ -257,6 +258,47 @@ def test_strict_fails_a_counted_benchmark_without_a_counts_baseline(
     strict.stdout.fnmatch_lines(["*test_loop*: no-baseline*; --perf-strict fails it*"])
     strict.stdout.no_fnmatch_line("*after it was timed*")
     assert doc["results"][0]["verdict"]["status"] == "no-baseline"
+
+
+CRASHING = """
+import ctypes
+import sys
+
+import pytest
+
+COUNTED = any(a.startswith("--perf-worker-count-dir") for a in sys.argv)
+
+
+def work(n):
+    return sum(i * i for i in range(n))
+
+
+@pytest.mark.perf(backends=["numpy"])
+@pytest.mark.parametrize("name", ["a", "segfault", "c"])
+def test_one(perf, name):
+    if name == "segfault" and COUNTED:
+        ctypes.string_at(0)  # a broken extension: SIGSEGV, in the counted process only
+    perf(work, 2000)
+"""
+
+
+def test_a_benchmark_that_segfaults_the_counted_process_costs_only_itself(
+    pytester: pytest.Pytester,
+) -> None:
+    _need_valgrind()
+    pytester.makepyfile(test_crashing=CRASHING)
+    before = set(Path(tempfile.gettempdir()).glob("burnperf-counts-*"))
+    result, doc = _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_one*segfault*not counted (the counted process died while counting it "
+            "(killed by SIGSEGV)*"
+        ]
+    )
+    assert sorted(r["test"].rsplit("-", 1)[-1] for r in doc["results"]) == ["a]", "c]"]
+    left = set(Path(tempfile.gettempdir()).glob("burnperf-counts-*")) - before
+    assert all(leftovers.owner_alive(p) for p in left)  # only other runs' folders, if any
 
 
 def test_no_valgrind_is_a_clear_error(

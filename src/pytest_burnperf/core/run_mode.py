@@ -61,6 +61,13 @@ class Mode(enum.Enum):
         return self is Mode.COUNT
 
     @property
+    def journals(self) -> bool:
+        """Notes each benchmark before it starts and its record as it finishes, so that a
+        benchmark that kills the process costs only itself (runs/counted.py restarts for the
+        rest and names it)."""
+        return self is Mode.COUNT
+
+    @property
     def reports(self) -> bool:
         """The session the user started with ``--perf``: prints the header and the summary,
         writes the results files, checks the required devices."""

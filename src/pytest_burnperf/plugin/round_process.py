@@ -12,10 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from pytest_burnperf.host.leftovers import die_with_parent
 from pytest_burnperf.plugin.session import PerfState
 from pytest_burnperf.plugin.session_end import held_end
 from pytest_burnperf.runs.overlay import installed_from
-from pytest_burnperf.runs.process_rounds import note_finished, progress_path
+from pytest_burnperf.runs.process_rounds import (
+    note_finished,
+    note_record,
+    note_started,
+    progress_path,
+)
 from pytest_burnperf.runs.same_session import shadowed_modules
 from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
 
@@ -36,6 +42,8 @@ class RoundProcess:
         assert state.schedule.worker_out is not None
         self.state = state
         self.progress = progress_path(state.schedule.worker_out)
+        if state.run.mode.counts_calls:
+            die_with_parent()  # a counted process never outlives the run that reads it
 
     def start_round(self, out: Path) -> None:
         """In a round server's forked child: this round's samples file, progress file and an
@@ -44,7 +52,16 @@ class RoundProcess:
         self.state.collected.worker_samples = {}
         self.progress = progress_path(out)
 
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        out = self.state.schedule.worker_out
+        if out is not None and self.state.run.mode.journals:
+            note_started(out, nodeid)
+
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        out = self.state.schedule.worker_out
+        record = self.state.collected.worker_samples.get(nodeid)
+        if out is not None and record is not None and self.state.run.mode.journals:
+            note_record(out, nodeid, record)
         note_finished(self.progress, nodeid)
 
     @pytest.hookimpl(tryfirst=True)

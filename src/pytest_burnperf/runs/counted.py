@@ -3,7 +3,10 @@ callgrind, each counted around its calls only (plugin/counting.py counts inside 
 module starts it and reads what it wrote.
 
 One process for every benchmark of a run: valgrind makes everything it runs 20-100x slower,
-and importing the array libraries under it is paid once. Nothing is instrumented until the
+and importing the array libraries under it is paid once. A benchmark that kills it costs only
+itself: the process notes each benchmark before it starts and each record as it finishes, and a
+fresh one counts the rest. The process dies with the run (host/leftovers.py), and the scratch
+folders of runs killed before their end are removed by the next. Nothing is instrumented until the
 first benchmark asks (``--instr-atstart=no``), so the imports and pytest's collection run at
 valgrind's uninstrumented speed.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +27,8 @@ from typing import Any
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind
-from pytest_burnperf.runs.process_rounds import run_worker
+from pytest_burnperf.host.leftovers import PARENT_ENV, mark_owner, sweep
+from pytest_burnperf.runs.process_rounds import journal_path, read_journal, run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
@@ -61,10 +66,15 @@ class CountedRun:
     seconds: float = 0.0
 
 
+#: The scratch folders of counted processes under the temporary directory.
+SCRATCH_PREFIX = "burnperf-counts-"
+
+
 def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     for name, value in PINNED_ENV.items():
         env.setdefault(name, value)
+    env[PARENT_ENV] = str(os.getpid())
     return env
 
 
@@ -74,7 +84,14 @@ def read_counts(
     """The counts and keys a counted process wrote (``{nodeid: {"counts": ..., "key": ...}}``)
     and the benchmarks it timed instead (``{nodeid: {"timed_instead": why}}``), each field
     checked (``FileFormatError`` names a bad one)."""
-    doc = read_json(path)
+    return check_records(read_json(path), path)
+
+
+def check_records(
+    doc: Any, path: Path
+) -> tuple[dict[str, Counted], dict[str, dict[str, Any]], dict[str, str]]:
+    """:func:`read_counts` of a document already parsed (the process's file, or the journal of
+    one that died), ``path`` named in its errors."""
     f = Fields(path)
     records = f.obj(doc, "document")
     counts: dict[str, Counted] = {}
@@ -98,6 +115,21 @@ def read_counts(
     return counts, keys, slow
 
 
+def ended(code: int) -> str:
+    """How a process ended, in words: ``exit 3``, ``killed by SIGSEGV``."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+#: A counted process that dies on a benchmark is started again for the ones after it, at most
+#: this many times in a run (each start pays valgrind's start-up and the imports again).
+MAX_RESTARTS = 8
+
+
 def run(
     *,
     valgrind: str,
@@ -109,47 +141,124 @@ def run(
     env: Mapping[str, str] | None = None,
 ) -> CountedRun:
     """Count the benchmarks ``wanted`` (node ids) in one process of ``python -m pytest args``
-    under callgrind."""
+    under callgrind. A benchmark that kills the process (a segfault, ``os._exit``) costs only
+    itself: the process notes each benchmark before it starts and each record as it finishes
+    (plugin/round_process.py), so the run names the benchmark it died on, keeps what it had
+    counted, and counts the rest in a fresh process."""
     got = CountedRun()
     t0 = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="burnperf-counts-"))
+    sweep(SCRATCH_PREFIX)  # what counted runs killed before their end left on disk
+    work = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
+        mark_owner(work)
         dumps = work / "dumps"
         dumps.mkdir()
-        code, output, out = run_worker(
-            python,
-            args,
-            wanted=wanted,
-            work=work,
-            cwd=cwd,
-            say=say,
-            options=[f"{COUNT_OPTION}={dumps}"],
-            prefix=callgrind.command(valgrind, dumps),
-            env=environment(env),
-        )
-        if not out.exists():
-            why = f"the counted process failed (exit {code})"
-            got.problems.append(f"{why}:\n{tail(output)}")
-            got.missing = {n: why for n in wanted}
-            return got
-        try:
-            got.counts, got.keys, got.timed_instead = read_counts(out)
-        except FileFormatError as exc:
-            why = f"the counted process wrote a bad counts file ({exc})"
-            got.problems.append(why)
-            got.missing = {n: why for n in wanted}
-            return got
-        for n in wanted:
-            if n not in got.counts and n not in got.timed_instead:
-                got.missing[n] = "not counted: it failed or was skipped in the counted process" + (
-                    f" (exit {code})" if code not in (0, 1) else ""
-                )
-        if code not in (0, 1) or (code == 1 and got.missing):
-            got.problems.append(
-                f"the counted process ended with exit {code}; benchmarks it did not count are "
-                f"not judged by counts:\n{tail(output)}"
+        todo = list(wanted)
+        for attempt in range(MAX_RESTARTS + 1):
+            todo = _one_process(got, valgrind, python, args, todo, work, attempt, cwd, say, env)
+            if not todo:
+                break
+        else:
+            why = (
+                f"not counted: the counted process died {MAX_RESTARTS + 1} times in this run; "
+                "the benchmarks after the last it died on were not started again"
             )
+            got.missing.update({n: why for n in todo})
+    except OSError as exc:  # the scratch folder went away under us (a cleaner of /tmp ...)
+        why = f"the counted process's scratch folder could not be used ({exc})"
+        got.problems.append(why)
+        got.missing.update(
+            {n: why for n in wanted if n not in got.counts and n not in got.timed_instead}
+        )
     finally:
         got.seconds = time.monotonic() - t0
         shutil.rmtree(work, ignore_errors=True)
     return got
+
+
+def _one_process(
+    got: CountedRun,
+    valgrind: str,
+    python: str,
+    args: Sequence[str],
+    todo: Sequence[str],
+    work: Path,
+    attempt: int,
+    cwd: Path,
+    say: Callable[[int], None],
+    env: Mapping[str, str] | None,
+) -> list[str]:
+    """One counted process over ``todo``; what it counted goes into ``got``. Returns the
+    benchmarks still to count: after it died on one, those it had not reached."""
+    here = work / f"pass-{attempt}"
+    here.mkdir()
+    already = len(got.counts) + len(got.timed_instead) + len(got.missing)
+    code, output, out = run_worker(
+        python,
+        args,
+        wanted=todo,
+        work=here,
+        cwd=cwd,
+        say=lambda done: say(already + done),
+        options=[f"{COUNT_OPTION}={work / 'dumps'}"],
+        prefix=callgrind.command(valgrind, work / "dumps"),
+        env=environment(env),
+    )
+    if out.exists():
+        try:
+            counts, keys, slow = read_counts(out)
+        except FileFormatError as exc:
+            why = f"the counted process wrote a bad counts file ({exc})"
+            got.problems.append(why)
+            got.missing.update({n: why for n in todo})
+            return []
+        _keep(got, counts, keys, slow)
+        left = [n for n in todo if n not in counts and n not in slow]
+        for n in left:
+            got.missing[n] = "not counted: it failed or was skipped in the counted process" + (
+                f" ({ended(code)})" if code not in (0, 1) else ""
+            )
+        if code not in (0, 1) or (code == 1 and left):
+            got.problems.append(
+                f"the counted process ended with {ended(code)}; benchmarks it did not count "
+                f"are not judged by counts:\n{tail(output)}"
+            )
+        return []
+    if not here.is_dir():
+        why = (
+            f"the counted process's scratch folder {work} was removed while it ran (a cleaner "
+            "of the temporary directory?)"
+        )
+        got.problems.append(why)
+        got.missing.update({n: why for n in todo})
+        return []
+    records, dying = read_journal(out)
+    try:
+        counts, keys, slow = check_records(records, journal_path(out))
+    except FileFormatError as exc:
+        counts, keys, slow = {}, {}, {}
+        got.problems.append(f"the counted process's journal was unreadable ({exc})")
+    _keep(got, counts, keys, slow)
+    if dying is None:
+        why = f"the counted process failed ({ended(code)})"
+        got.problems.append(f"{why} before or between benchmarks:\n{tail(output)}")
+        got.missing.update({n: why for n in todo if n not in counts and n not in slow})
+        return []
+    why = (
+        f"the counted process died while counting it ({ended(code)}); the benchmarks after it "
+        "were counted in a fresh process"
+    )
+    got.missing[dying] = why
+    got.problems.append(f"{dying}: {why}:\n{tail(output)}")
+    return [n for n in todo if n not in counts and n not in slow and n != dying]
+
+
+def _keep(
+    got: CountedRun,
+    counts: Mapping[str, Counted],
+    keys: Mapping[str, dict[str, Any]],
+    slow: Mapping[str, str],
+) -> None:
+    got.counts.update(counts)
+    got.keys.update(keys)
+    got.timed_instead.update(slow)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.settings import without_options
 from pytest_burnperf.core.text import clock, shorten
-from pytest_burnperf.storage.jsonfile import Fields, read_json
+from pytest_burnperf.storage.jsonfile import Fields, dumps, finite, read_json
 
 if TYPE_CHECKING:
     pass
@@ -106,6 +106,62 @@ def note_finished(progress: Path, nodeid: str) -> None:
 
 def progress_path(worker_out: Path) -> Path:
     return worker_out.with_name(worker_out.name + ".progress")
+
+
+def started_path(worker_out: Path) -> Path:
+    return worker_out.with_name(worker_out.name + ".started")
+
+
+def journal_path(worker_out: Path) -> Path:
+    return worker_out.with_name(worker_out.name + ".journal")
+
+
+def note_started(worker_out: Path, nodeid: str) -> None:
+    """In a journalling process (a counted one): the benchmark it starts now, so that the
+    parent can name it if the process dies on it. Written before the benchmark runs."""
+    try:
+        with started_path(worker_out).open("a", encoding="utf-8") as f:
+            f.write(json.dumps(nodeid) + "\n")
+    except OSError:
+        pass  # the scratch folder went away: the parent says so (runs/counted.py)
+
+
+def note_record(worker_out: Path, nodeid: str, record: Any) -> None:
+    """In a journalling process: one finished benchmark's record, one JSON line, so that what
+    it measured survives a crash on a later benchmark."""
+    line = dumps({nodeid: finite(record)})
+    try:
+        with journal_path(worker_out).open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    except OSError:
+        pass  # the scratch folder went away: the parent says so (runs/counted.py)
+
+
+def _lines(path: Path) -> list[str]:
+    """The whole lines of ``path`` (a line cut short by the process's death is left out)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    return text.split("\n")[:-1]
+
+
+def read_journal(worker_out: Path) -> tuple[dict[str, Any], str | None]:
+    """What a journalling process that died had finished (``{nodeid: record}``, records not
+    yet checked: the caller reads them as it reads the process's file) and the benchmark it
+    was on when it died (started, not finished), or None where it died between benchmarks
+    or before the first."""
+    records: dict[str, Any] = {}
+    for line in _lines(journal_path(worker_out)):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue  # a line written while the process died cannot be read back
+        if isinstance(doc, dict):
+            records.update(doc)
+    started = [json.loads(x) for x in _lines(started_path(worker_out)) if x.strip()]
+    last = started[-1] if started else None
+    return records, (last if isinstance(last, str) and last not in records else None)
 
 
 def watch(

@@ -45,7 +45,9 @@ def test_file_stems_are_one_per_benchmark_and_side() -> None:
         long + "1]",
         long + "2]",
     ]
-    stems = {profiling.file_stem(i, side) for i in ids for side in ("main", "current", "a/b", "a b")}
+    stems = {
+        profiling.file_stem(i, side) for i in ids for side in ("main", "current", "a/b", "a b")
+    }
     assert len(stems) == len(ids) * 4
     assert profiling.file_stem(ids[0], "current") == profiling.file_stem(ids[0], "current")
     assert profiling.file_stem(ids[0], "current").endswith(".current")

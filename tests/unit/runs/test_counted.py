@@ -1,0 +1,123 @@
+"""runs/counted.py: the counted process started, read back, and started again after a benchmark
+that killed it, with a fake valgrind that plays the counted process (no valgrind needed)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.host import leftovers
+from pytest_burnperf.runs import counted
+
+#: A counted process: every benchmark noted before it starts and journalled as it finishes,
+#: the whole file written at its end; a benchmark named ``crash-exit`` ends it with os._exit,
+#: one named ``crash-segv`` with a segfault (SIGSEGV), as a broken extension would.
+FAKE = """
+import json, os, signal, sys
+from pathlib import Path
+from pytest_burnperf.runs.process_rounds import note_record, note_started
+
+arg = lambda name: next(a.split("=", 1)[1] for a in sys.argv if a.startswith(name + "="))
+out = Path(arg("--perf-worker-out"))
+wanted = Path(arg("--perf-worker-only")).read_text().split()
+Path("starts").open("a").write("start\\n")
+print("==1== valgrind cache warning")
+records = {}
+for n in wanted:
+    note_started(out, n)
+    if "crash-exit" in n:
+        os._exit(3)
+    if "crash-segv" in n:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    rec = {"values": [100.0], "counts": {"instructions": [100, 100], "cycles": [150, 150]},
+           "key": {"python": "x"}}
+    records[n] = rec
+    note_record(out, n, rec)
+out.write_text(json.dumps(records))
+"""
+
+
+def _valgrind(tmp_path: Path) -> str:
+    script = tmp_path / "fake_valgrind.py"
+    script.write_text(FAKE, encoding="utf-8")
+    runner = tmp_path / "valgrind"
+    runner.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n', encoding="utf-8")
+    runner.chmod(0o755)
+    return str(runner)
+
+
+def _run(tmp_path: Path, wanted: list[str]) -> counted.CountedRun:
+    said: list[int] = []
+    got = counted.run(
+        valgrind=_valgrind(tmp_path),
+        python=sys.executable,
+        args=[],
+        wanted=wanted,
+        cwd=tmp_path,
+        say=said.append,
+    )
+    assert all(n <= len(wanted) for n in said)
+    return got
+
+
+def test_every_benchmark_counted_in_one_process(tmp_path: Path) -> None:
+    got = _run(tmp_path, ["t.py::a", "t.py::b"])
+    assert sorted(got.counts) == ["t.py::a", "t.py::b"] and not got.missing and not got.problems
+
+
+@pytest.mark.parametrize(
+    ("name", "how"), [("crash-exit", "exit 3"), ("crash-segv", "killed by SIGSEGV")]
+)
+def test_a_benchmark_that_kills_the_process_costs_only_itself(
+    tmp_path: Path, name: str, how: str
+) -> None:
+    """The process dies on the second of four benchmarks: the first keeps its counts (from the
+    journal), the dying one is named with how the process ended, the last two are counted in
+    a fresh process."""
+    wanted = ["t.py::a", f"t.py::{name}", "t.py::c", "t.py::d"]
+    got = _run(tmp_path, wanted)
+    assert sorted(got.counts) == ["t.py::a", "t.py::c", "t.py::d"]
+    assert list(got.missing) == [f"t.py::{name}"]
+    assert got.missing[f"t.py::{name}"].startswith(
+        f"the counted process died while counting it ({how})"
+    )
+    (problem,) = got.problems
+    assert problem.startswith(f"t.py::{name}: the counted process died while counting it")
+    assert (tmp_path / "starts").read_text().count("start") == 2
+
+
+def test_every_benchmark_crashing_stops_after_the_restart_limit(tmp_path: Path) -> None:
+    wanted = [f"t.py::crash-exit{i}" for i in range(counted.MAX_RESTARTS + 3)]
+    got = _run(tmp_path, wanted)
+    assert not got.counts and sorted(got.missing) == sorted(wanted)
+    died_on = [n for n, why in got.missing.items() if "died while counting it" in why]
+    assert len(died_on) == counted.MAX_RESTARTS + 1
+    assert (tmp_path / "starts").read_text().count("start") == counted.MAX_RESTARTS + 1
+
+
+def test_a_process_that_dies_before_any_benchmark_fails_them_all_once(tmp_path: Path) -> None:
+    runner = tmp_path / "valgrind"
+    runner.write_text("#!/bin/sh\necho 'ImportError: no module'\nexit 4\n", encoding="utf-8")
+    runner.chmod(0o755)
+    got = counted.run(
+        valgrind=str(runner),
+        python=sys.executable,
+        args=[],
+        wanted=["t.py::a", "t.py::b"],
+        cwd=tmp_path,
+        say=lambda n: None,
+    )
+    assert got.missing == dict.fromkeys(
+        ["t.py::a", "t.py::b"], "the counted process failed (exit 4)"
+    )
+    assert "ImportError: no module" in got.problems[0]
+
+
+def test_the_counted_process_gets_its_parent_and_the_pins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONHASHSEED", "random")
+    env = counted.environment()
+    assert env[leftovers.PARENT_ENV] == str(os.getpid())
+    assert env["MALLOC_MMAP_THRESHOLD_"] == "131072"
