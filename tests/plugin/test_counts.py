@@ -260,6 +260,46 @@ def test_strict_fails_a_counted_benchmark_without_a_counts_baseline(
     assert doc["results"][0]["verdict"]["status"] == "no-baseline"
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("PYTHONMALLOC", "malloc"),
+        ("PYTHONDEVMODE", "1"),
+        ("PYTHONTRACEMALLOC", "1"),
+        ("PYTHONHASHSEED", "random"),
+        ("PYTHONASYNCIODEBUG", "1"),
+        ("PYTHONOPTIMIZE", "1"),
+    ],
+)
+def test_an_interpreter_setting_in_the_environment_is_never_a_regression(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, setting: str, value: str
+) -> None:
+    """Counts recorded in a plain environment, judged with one interpreter setting in it:
+    those that change the instructions of all Python code are not passed to the counted
+    process (judged, and said), -O is held in the key (incomparable, named). PYTHONMALLOC=malloc
+    counted an unchanged pure-Python benchmark +34% regressed before."""
+    _need_valgrind()
+    for name in ("PYTHONMALLOC", "PYTHONDEVMODE", "PYTHONTRACEMALLOC", "PYTHONOPTIMIZE"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(test_counted_loop=BENCH)
+    (pytester.path / "size.txt").write_text("3000", encoding="utf-8")
+    _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")[
+        0
+    ].assert_outcomes(passed=1)
+    monkeypatch.setenv(setting, value)
+    result, doc = _run(pytester, "--perf-measure", "counts", "--perf-quick")
+    result.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    if setting == "PYTHONOPTIMIZE":
+        assert bench["verdict"]["status"] == "incomparable"
+        assert "interpreter_settings 'default', this run has 'optimize=1'" in (
+            bench["verdict"]["reason"]
+        )
+    else:
+        assert bench["verdict"]["status"] == UNCHANGED, bench["verdict"]
+        result.stdout.fnmatch_lines([f"*counted without {setting}={value}*"])
+
+
 CRASHING = """
 import ctypes
 import sys

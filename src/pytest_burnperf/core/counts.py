@@ -246,10 +246,51 @@ KEY_FIELDS = (
     "simulated_cpu",
     "python",
     "python_build",
+    "interpreter_settings",
     "libc",
     "libraries",
     "threads",
 )
+#: Key fields added after counts baselines were first committed, and what their absence means:
+#: an older recording ran with the interpreter's defaults (what the counted process pins).
+KEY_DEFAULTS: dict[str, object] = {"interpreter_settings": "default"}
+#: The interpreter's settings that a counted process keeps from the run (the ones it drops
+#: are runs/counted.DROPPED_ENV) and that change which instructions the same code runs, with
+#: their defaults (sys.flags names).
+INTERPRETER_FLAGS: tuple[tuple[str, object], ...] = (
+    ("optimize", 0),
+    ("dev_mode", False),
+    ("debug", 0),
+    ("bytes_warning", 0),
+    ("warn_default_encoding", 0),
+    ("int_max_str_digits", -1),
+)
+
+
+def interpreter_settings(
+    flags: Mapping[str, object],
+    xoptions: Mapping[str, object],
+    warnoptions: Sequence[str],
+    gil: bool | None = None,
+) -> str:
+    """The key's ``interpreter_settings``: the settings of the counted interpreter that differ from its
+    defaults (``-O``/``PYTHONOPTIMIZE``, ``-X`` options, ``-W``/``PYTHONWARNINGS``, the GIL of
+    a free-threaded build), or ``default``. ``python -O`` removes every assert, so counts taken
+    with and without it are not the same code's."""
+    parts = [
+        f"{name}={flags.get(name)}"
+        for name, default in INTERPRETER_FLAGS
+        if name in flags and flags.get(name) != default
+    ]
+    parts += [
+        f"-X {k}" if v is True else f"-X {k}={v}" for k, v in sorted(xoptions.items(), key=str)
+    ]
+    parts += [f"-W {w}" for w in warnoptions]
+    if gil is False:
+        parts.append("gil=off")
+    return ", ".join(parts) or "default"
+
+
 #: Recorded and named where they differ, but no reason to refuse: another valgrind presents
 #: the same simulated CPU (``simulated_cpu`` says where it does not) and counts the same
 #: instructions of the same code.
@@ -265,6 +306,7 @@ def counts_key(
     simulated_cpu: str,
     python: str,
     python_build: str,
+    interpreter_settings: str,
     libc: str,
     libraries: Mapping[str, str],
     threads: int | str,
@@ -282,6 +324,7 @@ def counts_key(
         "simulated_cpu": simulated_cpu,
         "python": python,
         "python_build": python_build,
+        "interpreter_settings": interpreter_settings,
         "libc": libc,
         "libraries": dict(sorted(libraries.items())),
         "threads": threads,
@@ -303,7 +346,9 @@ def key_difference(stored: Mapping[str, Any] | None, current: Mapping[str, Any])
                         f"run has {new.get(lib) or '(absent)'}"
                     )
             continue
-        if name not in stored:
+        if name not in stored and name in KEY_DEFAULTS:
+            old = KEY_DEFAULTS[name]
+        elif name not in stored:
             return (
                 f"the counts baseline's key has no {name} (recorded by an older "
                 f"pytest-burnperf), this run has {new!r}"

@@ -280,6 +280,12 @@ def count_here(
             "simulated_cpu": simulated_cpu(device),
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "python_build": python_build(),
+            "interpreter_settings": counts.interpreter_settings(
+                {name: getattr(sys.flags, name, None) for name, _ in counts.INTERPRETER_FLAGS},
+                sys._xoptions,
+                sys.warnoptions,
+                gil_enabled(),
+            ),
             "libc": " ".join(platform.libc_ver()).strip() or "unknown",
             "libraries": dict(device.fingerprint().get("versions") or {}),
             "threads": counted_threads(settings.threads),
@@ -295,6 +301,12 @@ def counted_threads(threads: int) -> int | str:
         return threads
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"the libraries' default on {cpus} CPUs"
+
+
+def gil_enabled() -> bool | None:
+    """Whether the GIL is on (a free-threaded build can run without it), None before 3.13."""
+    probe = getattr(sys, "_is_gil_enabled", None)
+    return None if probe is None else bool(probe())
 
 
 def python_build() -> str:

@@ -43,12 +43,35 @@ COUNT_OPTION = "--perf-worker-count-dir"
 #: buffers sit to each other in a page, which picks glibc's memcpy loop (a 2 MiB copy counted
 #: 250 k or 201 k instructions in two full runs). Fixed, every block over 128 KiB is mmapped.
 PINNED_ENV = {
-    "PYTHONHASHSEED": "0",
     "OMP_WAIT_POLICY": "PASSIVE",
     "KMP_BLOCKTIME": "0",
     "OPENBLAS_THREAD_TIMEOUT": "4",
     "MALLOC_MMAP_THRESHOLD_": "131072",
 }
+#: What a counted process always gets, whatever the run's environment says: the hash seed
+#: decides the order of every dict and set of strings, hence the interpreter's work
+#: (``PYTHONHASHSEED=random`` moved a pure-Python benchmark's counts between processes).
+FORCED_ENV = {"PYTHONHASHSEED": "0"}
+#: What a counted process does not get from the run's environment: each changes the
+#: instructions that all Python code runs, not the code under test (``PYTHONMALLOC=malloc``
+#: counted an unchanged pure-Python benchmark +34%): another allocator or its debug hooks and
+#: statistics, dev mode's checks, tracing of every allocation, asyncio's debug mode, import
+#: timing, perf's trampolines, verbose imports. What the code under test may depend on
+#: (optimisation, -X options, warnings, the GIL) is kept and held in the counts key instead
+#: (core/counts.interpreter_settings).
+DROPPED_ENV = (
+    "PYTHONMALLOC",
+    "PYTHONMALLOCSTATS",
+    "PYTHONDEVMODE",
+    "PYTHONTRACEMALLOC",
+    "PYTHONASYNCIODEBUG",
+    "PYTHONPROFILEIMPORTTIME",
+    "PYTHONPERFSUPPORT",
+    "PYTHON_PERF_JIT_SUPPORT",
+    "PYTHONVERBOSE",
+    "PYTHONDEBUG",
+    "PYTHONINSPECT",
+)
 
 
 @dataclass
@@ -71,11 +94,34 @@ SCRATCH_PREFIX = "burnperf-counts-"
 
 
 def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The counted process's environment: the run's (or ``base``), with :data:`PINNED_ENV`
+    where unset, :data:`FORCED_ENV` always, :data:`DROPPED_ENV` left out, and this process's
+    id (the process dies with it: host/leftovers.py)."""
     env = dict(os.environ if base is None else base)
     for name, value in PINNED_ENV.items():
         env.setdefault(name, value)
+    env.update(FORCED_ENV)
+    for name in DROPPED_ENV:
+        env.pop(name, None)
     env[PARENT_ENV] = str(os.getpid())
     return env
+
+
+def left_out(base: Mapping[str, str] | None = None) -> str | None:
+    """The run's note on the settings of its environment that the counted process does not
+    get, or None where there are none."""
+    env = os.environ if base is None else base
+    gone = [f"{n}={env[n]}" for n in DROPPED_ENV if env.get(n)]
+    seed = env.get("PYTHONHASHSEED")
+    if seed is not None and seed != FORCED_ENV["PYTHONHASHSEED"]:
+        gone.append(f"PYTHONHASHSEED={seed} (counted with 0)")
+    if not gone:
+        return None
+    return (
+        f"counted without {', '.join(gone)} from this run's environment: each changes the "
+        "instructions all Python code runs, so counts are always taken with the interpreter's "
+        "defaults there"
+    )
 
 
 def read_counts(
@@ -148,6 +194,9 @@ def run(
     got = CountedRun()
     t0 = time.monotonic()
     sweep(SCRATCH_PREFIX)  # what counted runs killed before their end left on disk
+    note = left_out(env)
+    if note is not None:
+        got.problems.append(note)
     work = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
         mark_owner(work)

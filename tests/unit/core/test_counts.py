@@ -124,6 +124,7 @@ def _key(**changes: Any) -> dict[str, Any]:
         simulated_cpu="numpy=X86_V3",
         python="CPython 3.11.7",
         python_build="GCC 12.2.0; main May  9 2026 07:35:25",
+        interpreter_settings="default",
         libc="glibc 2.36",
         libraries={"numpy": "2.4.6"},
         threads=1,
@@ -155,6 +156,27 @@ def test_key_names_what_differs() -> None:
     older = {k: v for k, v in _key().items() if k != "cpuid"}
     assert "key has no cpuid (recorded by an older pytest-burnperf)" in str(
         counts.key_difference(older, _key())
+    )
+
+
+def test_the_interpreters_settings_are_in_the_key() -> None:
+    """-O, -X options, warnings and the GIL change which instructions the same code runs; a
+    recording from before the field existed ran with the defaults."""
+    assert counts.interpreter_settings({"optimize": 0, "dev_mode": False}, {}, []) == "default"
+    text = counts.interpreter_settings(
+        {"optimize": 1, "int_max_str_digits": -1}, {"frozen_modules": "off", "dev": True}, ["error"]
+    )
+    assert text == "optimize=1, -X dev, -X frozen_modules=off, -W error"
+    assert counts.interpreter_settings({}, {}, [], gil=False) == "gil=off"
+    assert counts.interpreter_settings({}, {}, [], gil=True) == "default"
+    optimised = _key(interpreter_settings="optimize=1")
+    assert "interpreter_settings 'default', this run has 'optimize=1'" in str(
+        counts.key_difference(_key(), optimised)
+    )
+    older = {k: v for k, v in _key().items() if k != "interpreter_settings"}
+    assert counts.key_difference(older, _key()) is None
+    assert "interpreter_settings 'default', this run has 'optimize=1'" in str(
+        counts.key_difference(older, optimised)
     )
 
 
