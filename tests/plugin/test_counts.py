@@ -283,17 +283,18 @@ def test_an_interpreter_setting_in_the_environment_is_never_a_regression(
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_counted_loop=BENCH)
     (pytester.path / "size.txt").write_text("3000", encoding="utf-8")
-    _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")[
-        0
-    ].assert_outcomes(passed=1)
+    _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")[0].assert_outcomes(
+        passed=1
+    )
     monkeypatch.setenv(setting, value)
     result, doc = _run(pytester, "--perf-measure", "counts", "--perf-quick")
     result.assert_outcomes(passed=1)
     (bench,) = doc["results"]
     if setting == "PYTHONOPTIMIZE":
         assert bench["verdict"]["status"] == "incomparable"
-        assert "interpreter_settings 'default', this run has 'optimize=1'" in (
-            bench["verdict"]["reason"]
+        assert (
+            "interpreter_settings 'default', this run has 'optimize=1'"
+            in (bench["verdict"]["reason"])
         )
     else:
         assert bench["verdict"]["status"] == UNCHANGED, bench["verdict"]
