@@ -352,7 +352,14 @@ def test_no_valgrind_is_a_clear_error(
     monkeypatch.setenv(callgrind.VALGRIND_ENV, str(pytester.path / "none"))
     result = pytester.runpytest_subprocess("--perf", "--perf-measure", "counts")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--perf-measure counts needs valgrind*"])
+    result.stderr.fnmatch_lines(
+        ["*--perf-measure counts: $BURNPERF_VALGRIND is '*none': a path that does not exist*"]
+    )
+    monkeypatch.delenv(callgrind.VALGRIND_ENV)
+    monkeypatch.setenv("PATH", str(pytester.path))  # no valgrind there
+    result = pytester.runpytest_subprocess("--perf", "--perf-measure", "both")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--perf-measure both needs valgrind*"])
     result.stderr.fnmatch_lines(["*apt-get install valgrind*"])
 
 

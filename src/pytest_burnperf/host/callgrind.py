@@ -31,7 +31,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,13 +128,38 @@ def unsupported_reason(system: str | None = None, machine: str | None = None) ->
     return None
 
 
-def find_valgrind(environ: dict[str, str] | None = None) -> str | None:
-    """The valgrind executable: $BURNPERF_VALGRIND, else ``valgrind`` on $PATH, else None."""
+def find_valgrind(environ: Mapping[str, str] | None = None) -> str | None:
+    """The valgrind executable: $BURNPERF_VALGRIND (a path, or a name looked up on $PATH),
+    else ``valgrind`` on $PATH, else None (:func:`valgrind_problem` says why)."""
     env = os.environ if environ is None else environ
     given = env.get(VALGRIND_ENV)
     if given:
-        return given if os.access(given, os.X_OK) else None
-    return shutil.which("valgrind")
+        if os.sep not in given:
+            return shutil.which(given, path=env.get("PATH"))
+        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
+    return shutil.which("valgrind", path=env.get("PATH"))
+
+
+def valgrind_problem(environ: Mapping[str, str] | None = None) -> str:
+    """Why :func:`find_valgrind` found none: what $BURNPERF_VALGRIND holds and what is wrong
+    with it, or that valgrind is not installed."""
+    env = os.environ if environ is None else environ
+    given = env.get(VALGRIND_ENV)
+    if not given:
+        return missing_text()
+    where = f"${VALGRIND_ENV} is {given!r}"
+    if os.sep not in given:
+        problem = "a name that is not an executable on $PATH"
+    elif not os.path.exists(given):
+        problem = "a path that does not exist"
+    elif os.path.isdir(given):
+        problem = "a folder, not the valgrind executable"
+    else:
+        problem = "a file that is not executable (chmod +x it)"
+    return (
+        f"{where}: {problem}; point it at valgrind's executable (a path or a name on $PATH), "
+        "or unset it to use valgrind from $PATH"
+    )
 
 
 def missing_text() -> str:

@@ -97,6 +97,31 @@ def test_find_valgrind_honours_the_variable(tmp_path: Path) -> None:
         callgrind.valgrind_version(str(bad))
 
 
+def test_a_bad_valgrind_variable_is_said_as_it_is(tmp_path: Path) -> None:
+    """$BURNPERF_VALGRIND naming a bare name finds it on $PATH; a path that does not exist, a
+    folder or a file that cannot run is named with its value, never "valgrind not found"."""
+    exe = tmp_path / "valgrind"
+    exe.write_text("#!/bin/sh\necho valgrind-3.99.1\n", encoding="utf-8")
+    exe.chmod(0o755)
+    on_path = {callgrind.VALGRIND_ENV: "valgrind", "PATH": str(tmp_path)}
+    assert callgrind.find_valgrind(on_path) == str(exe)
+    plain = tmp_path / "plain"
+    plain.write_text("not a program", encoding="utf-8")
+    cases = {
+        "nothing-here": "a name that is not an executable on $PATH",
+        str(tmp_path / "none"): "a path that does not exist",
+        str(tmp_path): "a folder, not the valgrind executable",
+        str(plain): "a file that is not executable (chmod +x it)",
+    }
+    for value, problem in cases.items():
+        env = {callgrind.VALGRIND_ENV: value, "PATH": str(tmp_path / "empty")}
+        assert callgrind.find_valgrind(env) is None
+        text = callgrind.valgrind_problem(env)
+        assert text.startswith(f"$BURNPERF_VALGRIND is {value!r}: {problem}"), text
+        assert "install" not in text
+    assert "install it" in callgrind.valgrind_problem({"PATH": str(tmp_path / "empty")})
+
+
 @pytest.mark.skipif(
     callgrind.unsupported_reason() is not None, reason="client requests: x86-64 Linux only"
 )
