@@ -127,3 +127,88 @@ def test_the_verdict_modules_are_imported_before_any_test_runs(
     result = pytester.runpytest_subprocess("--perf", "-s", "-k", "steady", *FAST)
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["*not yet imported: none*"])
+
+
+# a library whose module initialisation catches the interrupt and reports it as its own failure,
+# as a C extension's init does (numpy: "ImportError: initialization failed")
+CONVERTING_LIBRARY = """
+import os
+import signal
+
+try:
+    os.kill(os.getpid(), signal.{sig})
+    for _ in range(10**6):
+        pass
+except KeyboardInterrupt as exc:
+    raise ImportError("initialization failed") from exc
+"""
+
+IMPORTS_IN_ITS_BODY = """
+import pytest
+
+from virtual_clock import spin
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_first(perf):
+    perf(spin, 200e-6)
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_imports(perf):
+    import converting_library  # noqa: F401
+
+    perf(spin, 200e-6)
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_after(perf):
+    perf(spin, 200e-6)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_during_an_import_is_an_interruption_not_a_failure(
+    pytester: pytest.Pytester, sig: str
+) -> None:
+    """The signal lands while a benchmark imports its library, whose initialisation turns it
+    into an ImportError: the run ends as interrupted (exit 2), no test is reported failed,
+    no baseline is written."""
+    pytester.makepyfile(
+        converting_library=CONVERTING_LIBRARY.format(sig=sig), test_imports=IMPORTS_IN_ITS_BODY
+    )
+    use_virtual_clock(pytester)
+    result = pytester.runpytest_subprocess("--perf", "--perf-update", "-p", "no:randomly", *FAST)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    out = result.stdout.str()
+    assert "FAILED" not in out and "ImportError" not in out.split("KeyboardInterrupt")[-1]
+    assert "baselines NOT updated" in out
+    assert not list(Path(pytester.path).rglob("baselines/**/*.json"))
+
+
+# sends Ctrl-C to the process in pytest's own cleanup, after every plugin's unconfigure
+CTRL_C_IN_CLEANUP = """
+import os
+import signal
+import time
+
+
+def pytest_configure(config):
+    def ctrl_c():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+
+    config.add_cleanup(ctrl_c)
+"""
+
+
+def test_a_ctrl_c_in_pytests_own_cleanup_is_said_not_a_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_a=LOOP_MODULE)
+    use_virtual_clock(pytester, CTRL_C_IN_CLEANUP)
+    result = pytester.runpytest_subprocess("--perf", "--perf-update", *FAST)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    result.stderr.fnmatch_lines(["*SIGINT received as pytest was ending*written whole*"])

@@ -8,7 +8,9 @@ the run as interrupted. Outside the main thread, signals cannot be handled and n
 
 from __future__ import annotations
 
+import atexit
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,12 +59,22 @@ def hold() -> Held:
     return held
 
 
-def release() -> None:
+def release(*, until_exit: bool = False) -> None:
     """Put the handlers back that :func:`hold` replaced. A signal that arrives as its handler
     comes back is handled by that handler (Ctrl-C: ``KeyboardInterrupt``), raised once every
     handler is back: never a hold left half released, whose stale handlers would swallow later
-    signals."""
+    signals.
+
+    ``until_exit``: the process is ending (the outermost pytest run's end): keep holding until
+    it exits, so that a signal landing in pytest's own cleanup after the run's files were
+    written is said in one line at exit instead of a ``KeyboardInterrupt`` traceback."""
     global _holding
+    if until_exit and _holding is not None:
+        held = _holding
+        if not _at_exit:
+            _at_exit.append(held)
+            atexit.register(_say_late, held)
+        return
     _holding = None
     previous = list(_previous.items())
     _previous.clear()
@@ -74,6 +86,17 @@ def release() -> None:
             raised = raised or exc
     if raised is not None:
         raise raised
+
+
+_at_exit: list[Held] = []
+
+
+def _say_late(held: Held) -> None:
+    if held:
+        sys.stderr.write(
+            f"pytest-burnperf: {held.names()} received as pytest was ending; the run's files "
+            "had been written whole\n"
+        )
 
 
 @contextmanager
@@ -94,23 +117,55 @@ class Terminated(KeyboardInterrupt):
     interrupted and no baseline is written."""
 
 
-def sigterm_as_interrupt() -> Callable[[], None]:
+#: The signals that arrived while :func:`signals_as_interrupts` was on, by name, in order.
+_arrived: list[str] = []
+
+
+def arrived() -> list[str]:
+    """The signals (``SIGINT``, ``SIGTERM``) that interrupted this perf run so far. A test that
+    failed after one arrived failed because of it: an interrupt that lands in an import or a
+    C extension's code can surface as another error (``ImportError: initialization failed``)."""
+    return list(_arrived)
+
+
+def raise_if_arrived() -> None:
+    """Raise the interrupt (:class:`Terminated` for SIGTERM, else ``KeyboardInterrupt``) where a
+    signal arrived during this perf run but the run goes on: something turned the interrupt into
+    another error or swallowed it."""
+    if _arrived:
+        raise Terminated("SIGTERM") if "SIGTERM" in _arrived else KeyboardInterrupt()
+
+
+def signals_as_interrupts() -> Callable[[], None]:
     """For the length of a perf run: SIGTERM ends it like Ctrl-C (cleanly, no baseline written)
-    instead of killing the process where it stands. Returns the function that restores the old
-    handler. A handler the project installed itself is left alone."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
+    instead of killing the process where it stands, and both are remembered as they arrive
+    (:func:`arrived`). Returns the function that restores the old handlers. A handler the
+    project installed itself is left alone."""
+    if threading.current_thread() is not threading.main_thread():
         return lambda: None
+    _arrived.clear()
+    installed: list[tuple[int, Any, Any]] = []
+    for sig, kind, default in (
+        (signal.SIGTERM, Terminated, signal.SIG_DFL),
+        (signal.SIGINT, KeyboardInterrupt, signal.default_int_handler),
+    ):
+        if signal.getsignal(sig) is not default:
+            continue
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise Terminated("SIGTERM")
+        def interrupt(
+            signum: int, frame: FrameType | None, kind: type[KeyboardInterrupt] = kind
+        ) -> None:
+            name = signal.Signals(signum).name
+            _arrived.append(name)
+            raise kind(name) if kind is Terminated else kind()
 
-    signal.signal(signal.SIGTERM, interrupt)
+        signal.signal(sig, interrupt)
+        installed.append((sig, interrupt, default))
 
     def restore() -> None:
-        if signal.getsignal(signal.SIGTERM) is interrupt:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for sig, handler, default in installed:
+            if signal.getsignal(sig) is handler:
+                signal.signal(sig, default)
+        _arrived.clear()
 
     return restore

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.host.interrupts import release
+from pytest_burnperf.host.interrupts import raise_if_arrived, release
 from pytest_burnperf.plugin import collection, configure, modes, round_control
 from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.cases import Case
@@ -54,15 +54,24 @@ def pytest_load_initial_conftests(
     return result
 
 
+#: The pytest runs of this process not yet ended (a pytester run inside a test is one inside
+#: another): only the outermost one's end is the process's.
+_RUNS: set[int] = set()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _RUNS.add(id(config))
     configure.configure(config)
     modes.register(config, config.stash[STATE])
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """The run is over: signals held since its write-up are no longer held (they arrived while
-    the process was ending anyway, after every file was written)."""
-    release()
+    """The run is over. Signals held since its write-up stay held until the process exits when
+    this is its outermost run (a Ctrl-C in pytest's own cleanup is said in one line, not a
+    traceback); a run inside another (pytester) gives them back to the one around it."""
+    _RUNS.discard(id(config))
+    release(until_exit=not _RUNS)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -118,9 +127,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # (a traceback instead of "interrupted").
         from pytest_burnperf.core import timing  # noqa: F401
         from pytest_burnperf.devices import base  # noqa: F401
-        from pytest_burnperf.host.interrupts import sigterm_as_interrupt
+        from pytest_burnperf.host.interrupts import signals_as_interrupts
 
-        state.restore_sigterm = sigterm_as_interrupt()
+        state.restore_signals = signals_as_interrupts()
         configure.check_required(state)
 
 
@@ -129,6 +138,9 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    # a Ctrl-C or SIGTERM that landed in an import or a C extension can surface as another
+    # error (ImportError: initialization failed): the run is interrupted, the test not failed
+    raise_if_arrived()
     case = case_of(item)
     if case is not None:  # its wall time in this process, for --perf-shard's split
         state = item.config.stash[STATE]

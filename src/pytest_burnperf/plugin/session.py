@@ -35,8 +35,8 @@ class PerfState:
     collected: Collected = field(default_factory=Collected)
     #: Writes a progress line to the terminal (set in pytest_configure).
     announce: Callable[[str], None] = print
-    #: Puts back the SIGTERM handler this perf run replaced (see interrupts.sigterm_as_interrupt).
-    restore_sigterm: Callable[[], None] = lambda: None
+    #: Puts back the SIGINT/SIGTERM handlers this perf run replaced (interrupts.signals_as_interrupts).
+    restore_signals: Callable[[], None] = lambda: None
     #: In a round process of a turn-taking pair (turns.py): this side's end of the turn table.
     turn_side: Any = None
     #: --perf-measure counts|both in the run that judges: its counting (plugin/counting.Counting:

@@ -13,9 +13,9 @@ from pytest_burnperf.plugin.session import PerfState
 
 
 def held_end(session: pytest.Session, state: PerfState, write: Callable[[], None]) -> None:
-    """Put back the SIGTERM handler the run replaced, then ``write`` with signals held; a signal
+    """Put back the signal handlers the run replaced, then ``write`` with signals held; a signal
     that arrived meanwhile makes the run interrupted."""
-    state.restore_sigterm()
+    state.restore_signals()
     held = hold()
     write()
     if held:

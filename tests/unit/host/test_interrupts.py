@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -37,3 +39,49 @@ def test_a_signal_while_releasing_leaves_no_handler_held(monkeypatch: pytest.Mon
     with interrupts.held_signals() as again:  # and a later hold works as the first did
         assert not again
     assert {s: signal.getsignal(s) for s in interrupts.SIGNALS} == before
+
+
+def _in_a_process(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_signals_during_a_run_are_interrupts_and_remembered() -> None:
+    """SIGTERM raises Terminated and Ctrl-C KeyboardInterrupt, each remembered; an interrupt
+    that something turned into another error is raised again by raise_if_arrived."""
+    out = _in_a_process(
+        "import os, signal\n"
+        "from pytest_burnperf.host import interrupts\n"
+        "restore = interrupts.signals_as_interrupts()\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    for _ in range(10**6): pass\n"
+        "except KeyboardInterrupt as e:\n"
+        "    caught = type(e).__name__\n"
+        "try:\n"
+        "    interrupts.raise_if_arrived()\n"
+        "except interrupts.Terminated:\n"
+        "    again = 'Terminated'\n"
+        "print(caught, again, interrupts.arrived())\n"
+        "restore()\n"
+        "print(interrupts.arrived(), signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n"
+    )
+    assert out.stdout.split("\n")[:2] == ["Terminated Terminated ['SIGTERM']", "[] True"], out
+
+
+def test_a_signal_held_until_exit_is_said_in_one_line_not_a_traceback() -> None:
+    """The outermost run keeps holding after its end: a Ctrl-C in pytest's own cleanup is said
+    at exit, the exit status stays the run's."""
+    out = _in_a_process(
+        "import os, signal, time\n"
+        "from pytest_burnperf.host import interrupts\n"
+        "interrupts.hold()\n"
+        "interrupts.release(until_exit=True)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(0.2)\n"
+        "print('ended normally')\n"
+    )
+    assert out.returncode == 0 and "ended normally" in out.stdout, out
+    assert "Traceback" not in out.stderr and "KeyboardInterrupt" not in out.stderr, out
+    assert "SIGINT received as pytest was ending" in out.stderr, out
