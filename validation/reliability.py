@@ -717,6 +717,25 @@ def section(doc: dict[str, Any]) -> str:
                 f"{c['runs']} | {c['failed']} failed, {c['tracebacks']} tracebacks, "
                 f"{c['not_whole']} targets not whole afterwards |"
             )
+    counted = doc.get("counts")
+    if counted:
+        t = counted["totals"]
+        parts = counted["trials"]
+        lines += [
+            f"| counted and profiled surfaces (profiles {len(parts['profiles'])}, strict "
+            f"{len(parts['strict'])}, crashes {len(parts['crash'])}, interpreter settings "
+            f"{len(parts['settings'])}, SIGKILL {len(parts['kill'])}, scratch folder removed "
+            f"{len(parts['scratch'])}, signals {len(parts['signals'])}, $BURNPERF_VALGRIND "
+            f"{len(parts['valgrind'])}; measured {counted['date']} with `{counted['command']}`) "
+            f"| {t['trials']} | {t['profiles_lost']} of {t['profiles_reported']} profiles lost, "
+            f"{t['profiles_shared']} shared; {t['tracebacks']} tracebacks; a crash cost at most "
+            f"{t['crash_cost_max']} benchmark(s), named in {t['crash_named']} of "
+            f"{t['crash_trials']}; {t['false_regressions']} false regressions from "
+            f"{t['settings']} interpreter settings; {t['orphans']} counted processes left "
+            f"running, {t['scratch_after_next_run']} scratch folders left after the next run; "
+            f"{t['wrong_outcomes']} wrong exit statuses or unclear errors (SIGINT sent after "
+            f"the write-up in {t['late_signals_sent']} trials) |",
+        ]
     lost = [r for r in doc["interrupts"]["trials"] if "lost" in r["outcome"]]
     if lost:
         when = ", ".join(f"{r['signal']} at {r['delay_s']} s" for r in lost)
@@ -754,7 +773,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write the section to")
     ap.add_argument(
         "--only",
-        choices=("surfaces", "fleet"),
+        choices=("surfaces", "fleet", "counts"),
         default=None,
         help="run only this experiment and keep the others' outcomes from the results file",
     )
@@ -787,13 +806,29 @@ def main() -> None:
             "minutes": (time.monotonic() - t) / 60,
         }
 
-    if args.only in ("surfaces", "fleet"):
+    def counts(work: Path) -> dict[str, Any]:
+        from validation.hostile_counts import counts_totals, counts_trials
+
+        t = time.monotonic()
+        trials = min(args.trials, 12)
+        got = counts_trials(work / "counts", trials, log)
+        return {
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": f"python -m validation.reliability --only counts --trials {trials}",
+            "trials": got,
+            "totals": counts_totals(got),
+            "minutes": (time.monotonic() - t) / 60,
+        }
+
+    if args.only in ("surfaces", "fleet", "counts"):
         if args.out is None:
             ap.error("--only needs --out (the other experiments' outcomes are kept from there)")
         raw = args.out.parent / "data" / "reliability-results.json"
         doc = json.loads(raw.read_text(encoding="utf-8"))
         with tempfile.TemporaryDirectory(prefix="burnperf-reliability-") as tmp:
-            doc[args.only] = (surfaces if args.only == "surfaces" else fleet)(Path(tmp))
+            doc[args.only] = {"surfaces": surfaces, "fleet": fleet, "counts": counts}[args.only](
+                Path(tmp)
+            )
         text = section(doc)
         print(text)
         write_section(args.out, text)

@@ -268,15 +268,15 @@ INTERPRETER_FLAGS: tuple[tuple[str, object], ...] = (
 
 
 def interpreter_settings(
-    flags: Mapping[str, object],
-    xoptions: Mapping[str, object],
-    warnoptions: Sequence[str],
-    gil: bool | None = None,
+    flags: Mapping[str, object], xoptions: Mapping[str, object], gil: bool | None = None
 ) -> str:
-    """The key's ``interpreter_settings``: the settings of the counted interpreter that differ from its
-    defaults (``-O``/``PYTHONOPTIMIZE``, ``-X`` options, ``-W``/``PYTHONWARNINGS``, the GIL of
-    a free-threaded build), or ``default``. ``python -O`` removes every assert, so counts taken
-    with and without it are not the same code's."""
+    """The key's ``interpreter_settings``: the settings of the counted interpreter that differ
+    from its defaults (``-O``/``PYTHONOPTIMIZE``, ``-X`` options, the GIL of a free-threaded
+    build), or ``default``. ``python -O`` removes every assert, so counts taken with and without
+    it are not the same code's. ``-W``/``PYTHONWARNINGS`` are not held: pytest puts each test's
+    own warning filters over them (its ``filterwarnings``), so they do not decide what a
+    benchmark runs, and a CI's ``PYTHONWARNINGS`` would otherwise leave every counts baseline
+    unjudged."""
     parts = [
         f"{name}={flags.get(name)}"
         for name, default in INTERPRETER_FLAGS
@@ -285,7 +285,6 @@ def interpreter_settings(
     parts += [
         f"-X {k}" if v is True else f"-X {k}={v}" for k, v in sorted(xoptions.items(), key=str)
     ]
-    parts += [f"-W {w}" for w in warnoptions]
     if gil is False:
         parts.append("gil=off")
     return ", ".join(parts) or "default"

@@ -283,7 +283,6 @@ def count_here(
             "interpreter_settings": counts.interpreter_settings(
                 {name: getattr(sys.flags, name, None) for name, _ in counts.INTERPRETER_FLAGS},
                 sys._xoptions,
-                sys.warnoptions,
                 gil_enabled(),
             ),
             "libc": " ".join(platform.libc_ver()).strip() or "unknown",

@@ -160,15 +160,15 @@ def test_key_names_what_differs() -> None:
 
 
 def test_the_interpreters_settings_are_in_the_key() -> None:
-    """-O, -X options, warnings and the GIL change which instructions the same code runs; a
-    recording from before the field existed ran with the defaults."""
-    assert counts.interpreter_settings({"optimize": 0, "dev_mode": False}, {}, []) == "default"
+    """-O, -X options and the GIL change which instructions the same code runs; a recording
+    from before the field existed ran with the defaults."""
+    assert counts.interpreter_settings({"optimize": 0, "dev_mode": False}, {}) == "default"
     text = counts.interpreter_settings(
-        {"optimize": 1, "int_max_str_digits": -1}, {"frozen_modules": "off", "dev": True}, ["error"]
+        {"optimize": 1, "int_max_str_digits": -1}, {"frozen_modules": "off", "dev": True}
     )
-    assert text == "optimize=1, -X dev, -X frozen_modules=off, -W error"
-    assert counts.interpreter_settings({}, {}, [], gil=False) == "gil=off"
-    assert counts.interpreter_settings({}, {}, [], gil=True) == "default"
+    assert text == "optimize=1, -X dev, -X frozen_modules=off"
+    assert counts.interpreter_settings({}, {}, gil=False) == "gil=off"
+    assert counts.interpreter_settings({}, {}, gil=True) == "default"
     optimised = _key(interpreter_settings="optimize=1")
     assert "interpreter_settings 'default', this run has 'optimize=1'" in str(
         counts.key_difference(_key(), optimised)
