@@ -140,14 +140,16 @@ def find_valgrind(environ: Mapping[str, str] | None = None) -> str | None:
     return shutil.which("valgrind", path=env.get("PATH"))
 
 
-def valgrind_problem(environ: Mapping[str, str] | None = None) -> str:
+def valgrind_problem(environ: Mapping[str, str] | None = None, *, measure: str = "") -> str:
     """Why :func:`find_valgrind` found none: what $BURNPERF_VALGRIND holds and what is wrong
-    with it, or that valgrind is not installed."""
+    with it, or that valgrind is not installed; ``measure`` (counts, both) names the option
+    that needs it."""
     env = os.environ if environ is None else environ
     given = env.get(VALGRIND_ENV)
     if not given:
-        return missing_text()
-    where = f"${VALGRIND_ENV} is {given!r}"
+        return missing_text().replace("counts", measure, 1) if measure else missing_text()
+    where = f"--perf-measure {measure}: " if measure else ""
+    where += f"${VALGRIND_ENV} is {given!r}"
     if os.sep not in given:
         problem = "a name that is not an executable on $PATH"
     elif not os.path.exists(given):

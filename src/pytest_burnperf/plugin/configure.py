@@ -319,10 +319,7 @@ def _counting(measure: str) -> Any:
         raise pytest.UsageError(reason.replace("counts", measure, 1))
     valgrind = callgrind.find_valgrind()
     if valgrind is None:
-        problem = callgrind.valgrind_problem()
-        if problem.startswith("--perf-measure counts"):
-            raise pytest.UsageError(problem.replace("counts", measure, 1))
-        raise pytest.UsageError(f"--perf-measure {measure}: {problem}")
+        raise pytest.UsageError(callgrind.valgrind_problem(measure=measure))
     try:
         version = callgrind.valgrind_version(valgrind)
     except callgrind.CountingUnavailable as exc:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_burnperf.core import counts
+from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import (
@@ -63,7 +63,7 @@ class Counting:
         if self._store is None:
             from pytest_burnperf.core.settings import DEFAULT_SIZE
 
-            name = counts.store_name(platform.system(), platform.machine())
+            name = counts_key.store_name(platform.system(), platform.machine())
             if state.run.size != DEFAULT_SIZE:
                 name = f"{name}-{state.run.size}"
             self._store = BaselineStore(state.run.baselines_root, name)
@@ -280,8 +280,8 @@ def count_here(
             "simulated_cpu": simulated_cpu(device),
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "python_build": python_build(),
-            "interpreter_settings": counts.interpreter_settings(
-                {name: getattr(sys.flags, name, None) for name, _ in counts.INTERPRETER_FLAGS},
+            "interpreter_settings": counts_key.interpreter_settings(
+                {name: getattr(sys.flags, name, None) for name, _ in counts_key.INTERPRETER_FLAGS},
                 sys._xoptions,
                 gil_enabled(),
             ),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_burnperf.core import counts
+from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import escape_strings
@@ -94,7 +94,9 @@ def judge(
         base_values = [float(v) for v in base_counts.get(counts.GATING) or []]
     if entry is not None and base_values is None:
         verdict = not_comparable(values, [], "the stored baseline holds no counts")
-    elif entry is not None and (diff := counts.key_difference((base_counts or {}).get("key"), key)):
+    elif entry is not None and (
+        diff := counts_key.key_difference((base_counts or {}).get("key"), key)
+    ):
         verdict = not_comparable(
             values, base_values or [], f"{diff}; record counts again with --perf-update"
         )
@@ -110,7 +112,7 @@ def judge(
             [float(v) for v in got.cycles],
             verdict,
         )
-        noted = counts.key_notes((base_counts or {}).get("key"), key)
+        noted = counts_key.key_notes((base_counts or {}).get("key"), key)
         verdict = replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
     verdict = replace(verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed)))
     sample = Sample(

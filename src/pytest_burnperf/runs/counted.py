@@ -58,7 +58,7 @@ FORCED_ENV = {"PYTHONHASHSEED": "0"}
 #: statistics, dev mode's checks, tracing of every allocation, asyncio's debug mode, import
 #: timing, perf's trampolines, verbose imports. What the code under test may depend on
 #: (optimisation, -X options, warnings, the GIL) is kept and held in the counts key instead
-#: (core/counts.interpreter_settings).
+#: (core/counts_key.interpreter_settings).
 DROPPED_ENV = (
     "PYTHONMALLOC",
     "PYTHONMALLOCSTATS",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import counts
+from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.stats import min_attainable_p
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -130,65 +130,69 @@ def _key(**changes: Any) -> dict[str, Any]:
         threads=1,
     )
     base.update(changes)
-    return counts.counts_key(**base)
+    return counts_key.counts_key(**base)
 
 
 def test_key_names_what_differs() -> None:
-    assert counts.key_difference(_key(), _key()) is None
+    assert counts_key.key_difference(_key(), _key()) is None
     assert "numpy 2.4.6, this run has 2.3.0" in str(
-        counts.key_difference(_key(), _key(libraries={"numpy": "2.3.0"}))
+        counts_key.key_difference(_key(), _key(libraries={"numpy": "2.3.0"}))
     )
     assert "torch (absent), this run has 2.13.0" in str(
-        counts.key_difference(_key(), _key(libraries={"numpy": "2.4.6", "torch": "2.13.0"}))
+        counts_key.key_difference(_key(), _key(libraries={"numpy": "2.4.6", "torch": "2.13.0"}))
     )
-    assert "threads 1, this run has 4" in str(counts.key_difference(_key(), _key(threads=4)))
-    assert "simulated_cpu" in str(counts.key_difference(_key(), _key(simulated_cpu="numpy=X86_V2")))
-    assert "no key" in str(counts.key_difference(None, _key()))
+    assert "threads 1, this run has 4" in str(counts_key.key_difference(_key(), _key(threads=4)))
+    assert "simulated_cpu" in str(
+        counts_key.key_difference(_key(), _key(simulated_cpu="numpy=X86_V2"))
+    )
+    assert "no key" in str(counts_key.key_difference(None, _key()))
     # the same Python version built elsewhere, another C library: other instructions run
     assert "python_build" in str(
-        counts.key_difference(_key(), _key(python_build="GCC 11.4.0; main Dec  6 2023 23:10:48"))
+        counts_key.key_difference(
+            _key(), _key(python_build="GCC 11.4.0; main Dec  6 2023 23:10:48")
+        )
     )
     assert "libc 'glibc 2.36', this run has 'glibc 2.39'" in str(
-        counts.key_difference(_key(), _key(libc="glibc 2.39"))
+        counts_key.key_difference(_key(), _key(libc="glibc 2.39"))
     )
     other = "AuthenticAMD 'AMD EPYC 7B13' 0xa00f11 #0123456789ab"
-    assert "cpuid" in str(counts.key_difference(_key(), _key(cpuid=other)))
+    assert "cpuid" in str(counts_key.key_difference(_key(), _key(cpuid=other)))
     older = {k: v for k, v in _key().items() if k != "cpuid"}
     assert "key has no cpuid (recorded by an older pytest-burnperf)" in str(
-        counts.key_difference(older, _key())
+        counts_key.key_difference(older, _key())
     )
 
 
 def test_the_interpreters_settings_are_in_the_key() -> None:
     """-O, -X options and the GIL change which instructions the same code runs; a recording
     from before the field existed ran with the defaults."""
-    assert counts.interpreter_settings({"optimize": 0, "dev_mode": False}, {}) == "default"
-    text = counts.interpreter_settings(
+    assert counts_key.interpreter_settings({"optimize": 0, "dev_mode": False}, {}) == "default"
+    text = counts_key.interpreter_settings(
         {"optimize": 1, "int_max_str_digits": -1}, {"frozen_modules": "off", "dev": True}
     )
     assert text == "optimize=1, -X dev, -X frozen_modules=off"
-    assert counts.interpreter_settings({}, {}, gil=False) == "gil=off"
-    assert counts.interpreter_settings({}, {}, gil=True) == "default"
+    assert counts_key.interpreter_settings({}, {}, gil=False) == "gil=off"
+    assert counts_key.interpreter_settings({}, {}, gil=True) == "default"
     optimised = _key(interpreter_settings="optimize=1")
     assert "interpreter_settings 'default', this run has 'optimize=1'" in str(
-        counts.key_difference(_key(), optimised)
+        counts_key.key_difference(_key(), optimised)
     )
     older = {k: v for k, v in _key().items() if k != "interpreter_settings"}
-    assert counts.key_difference(older, _key()) is None
+    assert counts_key.key_difference(older, _key()) is None
     assert "interpreter_settings 'default', this run has 'optimize=1'" in str(
-        counts.key_difference(older, optimised)
+        counts_key.key_difference(older, optimised)
     )
 
 
 def test_store_name_has_no_cpu_model() -> None:
-    assert counts.store_name("Linux", "x86_64") == "counts-linux-x86_64"
+    assert counts_key.store_name("Linux", "x86_64") == "counts-linux-x86_64"
 
 
 def test_another_valgrind_is_noted_not_refused() -> None:
-    assert counts.key_difference(_key(), _key(valgrind="3.22.0")) is None
-    (note,) = counts.key_notes(_key(), _key(valgrind="3.22.0"))
+    assert counts_key.key_difference(_key(), _key(valgrind="3.22.0")) is None
+    (note,) = counts_key.key_notes(_key(), _key(valgrind="3.22.0"))
     assert "valgrind 3.19.0, this run has 3.22.0" in note
-    assert counts.key_notes(_key(), _key()) == []
+    assert counts_key.key_notes(_key(), _key()) == []
 
 
 BASE = [1_000_000, 1_000_120, 999_950, 1_000_040, 1_000_010, 1_000_060, 999_990]

@@ -1,0 +1,144 @@
+"""The counts key: what decides whether counts taken in two runs compare (the simulated CPU,
+the interpreter's build and settings, the C library, the libraries, the threads), the first
+difference named when they do not, and where counts baselines are kept."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Key fields, in the order a difference is named: what decides which instructions run.
+KEY_FIELDS = (
+    "arch",
+    "cache",
+    "cpuid",
+    "simulated_cpu",
+    "python",
+    "python_build",
+    "interpreter_settings",
+    "libc",
+    "libraries",
+    "threads",
+)
+#: Key fields added after counts baselines were first committed, and what their absence means:
+#: an older recording ran with the interpreter's defaults (what the counted process pins).
+KEY_DEFAULTS: dict[str, object] = {"interpreter_settings": "default"}
+#: The interpreter's settings that a counted process keeps from the run (the ones it drops
+#: are runs/counted.DROPPED_ENV) and that change which instructions the same code runs, with
+#: their defaults (sys.flags names).
+INTERPRETER_FLAGS: tuple[tuple[str, object], ...] = (
+    ("optimize", 0),
+    ("dev_mode", False),
+    ("debug", 0),
+    ("bytes_warning", 0),
+    ("warn_default_encoding", 0),
+    ("int_max_str_digits", -1),
+)
+
+
+def interpreter_settings(
+    flags: Mapping[str, object], xoptions: Mapping[str, object], gil: bool | None = None
+) -> str:
+    """The key's ``interpreter_settings``: the settings of the counted interpreter that differ
+    from its defaults (``-O``/``PYTHONOPTIMIZE``, ``-X`` options, the GIL of a free-threaded
+    build), or ``default``. ``python -O`` removes every assert, so counts taken with and without
+    it are not the same code's. ``-W``/``PYTHONWARNINGS`` are not held: pytest puts each test's
+    own warning filters over them (its ``filterwarnings``), so they do not decide what a
+    benchmark runs, and a CI's ``PYTHONWARNINGS`` would otherwise leave every counts baseline
+    unjudged."""
+    parts = [
+        f"{name}={flags.get(name)}"
+        for name, default in INTERPRETER_FLAGS
+        if name in flags and flags.get(name) != default
+    ]
+    parts += [
+        f"-X {k}" if v is True else f"-X {k}={v}" for k, v in sorted(xoptions.items(), key=str)
+    ]
+    if gil is False:
+        parts.append("gil=off")
+    return ", ".join(parts) or "default"
+
+
+#: Recorded and named where they differ, but no reason to refuse: another valgrind presents
+#: the same simulated CPU (``simulated_cpu`` says where it does not) and counts the same
+#: instructions of the same code.
+NOTED_FIELDS = ("valgrind",)
+
+
+def counts_key(
+    *,
+    arch: str,
+    valgrind: str,
+    cache: str,
+    cpuid: str,
+    simulated_cpu: str,
+    python: str,
+    python_build: str,
+    interpreter_settings: str,
+    libc: str,
+    libraries: Mapping[str, str],
+    threads: int | str,
+) -> dict[str, Any]:
+    """What decides a benchmark's counts: not the host's CPU model (valgrind presents a fixed
+    simulated CPU chosen by the host's capability level), but that simulated CPU as CPUID shows
+    it (``cpuid``: what glibc and every CPUID-dispatched kernel choose by), the features the
+    libraries dispatch on, the code that runs (Python's version and build, the C library, the
+    libraries' versions) and the threads."""
+    return {
+        "arch": arch,
+        "valgrind": valgrind,
+        "cache": cache,
+        "cpuid": cpuid,
+        "simulated_cpu": simulated_cpu,
+        "python": python,
+        "python_build": python_build,
+        "interpreter_settings": interpreter_settings,
+        "libc": libc,
+        "libraries": dict(sorted(libraries.items())),
+        "threads": threads,
+    }
+
+
+def key_difference(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> str | None:
+    """Why counts recorded under ``stored`` do not compare with counts under ``current``
+    (the first field that differs, with both values), or None."""
+    if stored is None:
+        return "the counts baseline has no key (recorded by an older pytest-burnperf)"
+    for name in KEY_FIELDS:
+        old, new = stored.get(name), current.get(name)
+        if name == "libraries" and isinstance(old, Mapping) and isinstance(new, Mapping):
+            for lib in sorted(set(old) | set(new)):
+                if old.get(lib) != new.get(lib):
+                    return (
+                        f"counts baseline recorded with {lib} {old.get(lib) or '(absent)'}, this "
+                        f"run has {new.get(lib) or '(absent)'}"
+                    )
+            continue
+        if name not in stored and name in KEY_DEFAULTS:
+            old = KEY_DEFAULTS[name]
+        elif name not in stored:
+            return (
+                f"the counts baseline's key has no {name} (recorded by an older "
+                f"pytest-burnperf), this run has {new!r}"
+            )
+        if old != new:
+            return f"counts baseline recorded with {name} {old!r}, this run has {new!r}"
+    return None
+
+
+def key_notes(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
+    """Differences in the fields that are noted, not refused (another valgrind version)."""
+    if stored is None:
+        return []
+    return [
+        f"counts baseline recorded with {name} {stored.get(name)}, this run has {current.get(name)}"
+        for name in NOTED_FIELDS
+        if stored.get(name) != current.get(name)
+    ]
+
+
+def store_name(system: str, arch: str) -> str:
+    """The baselines folder of counts: ``counts-linux-x86_64``. Not the host's CPU model nor
+    the valgrind version: counts baselines travel between runners that drew different CPUs and
+    images (each entry's key says what must match)."""
+    return f"counts-{system.lower()}-{arch.lower()}"
