@@ -86,7 +86,7 @@ def test_pedantic_with_one_round_is_timed_not_judged(pytester: pytest.Pytester) 
     pytester.makepyfile(
         test_one="""
         def test_once(benchmark):
-            benchmark.pedantic(sum, args=(range(10),))
+            benchmark.pedantic(sum, args=(range(10),), rounds=1)
         """
     )
     pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST).assert_outcomes(
@@ -334,3 +334,83 @@ def test_baselines_recorded_with_cpu_in_the_id_are_found_and_renamed(
     again = pytester.runpytest("--perf", "--perf-update", "-k", "test_plain", *FAST)
     again.assert_outcomes(passed=1)
     assert set(json.loads(path.read_text())["benchmarks"]) == {"test_plain", "test_pedantic[cpu]"}
+
+
+#: pytest-benchmark's pedantic as projects write it: no rounds= (its default times one cold
+#: call), fresh inputs from a setup each round; ROUNDS pins them where the variable says so.
+PEDANTIC_SUITE = """
+import os
+
+import pytest
+
+import virtual_clock
+
+ROUNDS = {"rounds": int(os.environ["PINNED_ROUNDS"])} if os.environ.get("PINNED_ROUNDS") else {}
+
+
+def work(seconds):
+    virtual_clock.spin(seconds * float(os.environ.get("BURNPERF_TEST_WORK", "1.0")))
+    return seconds
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_pedantic(benchmark, size):
+    def setup():
+        return (100e-6 * size,), {}
+
+    assert benchmark.pedantic(work, setup=setup, **ROUNDS) == 100e-6 * size
+"""
+
+
+def test_pedantic_without_rounds_is_sampled_judged_and_said_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without rounds= each benchmark gets a warm-up round and the benchmark's samples each
+    process round (not one cold call), the run says so once, and a planted +15% is caught."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_suite=PEDANTIC_SUITE)
+    rec = pytester.runpytest("--perf", "--perf-update", *FAST)
+    rec.assert_outcomes(passed=3)
+    rec.stdout.fnmatch_lines(["*pedantic without rounds=: 3 benchmark(s) sampled here, 1 warm-up*"])
+    (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
+    entries = json.loads(path.read_text())["benchmarks"].values()
+    assert all(
+        e["pedantic"] == {"rounds": None, "iterations": 1, "warmup_rounds": 1, "setup": True}
+        for e in entries
+    )
+    same = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    same.assert_outcomes(passed=3)
+    results = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    # one process round: the between-run prior alone bounds the change, so not "unchanged"
+    assert "regressed" not in {r["verdict"]["status"] for r in results}
+    assert all(len(r["samples"]) == 15 and r["warmup_calls"] == 1 for r in results)
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.15")
+    slower = pytester.runpytest("--perf", *FAST)
+    slower.assert_outcomes(failed=3)
+
+
+def test_a_baseline_sampled_with_other_pedantic_settings_is_not_compared(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recorded with rounds=20, run as written without rounds= (or with rounds=1): the
+    setting is named and nothing is judged against the other kind of sample."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_suite=PEDANTIC_SUITE)
+    monkeypatch.setenv("PINNED_ROUNDS", "20")
+    pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=3)
+    monkeypatch.setenv("PINNED_ROUNDS", "1")
+    result = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    result.assert_outcomes(passed=3)
+    results = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    assert {r["verdict"]["status"] for r in results} == {"incomparable"}
+    reason = results[0]["verdict"]["reason"]
+    assert "baseline sampled with pedantic rounds=20" in reason and "rounds differ" in reason
+    result.stdout.fnmatch_lines(
+        ["*pedantic with rounds=: 3 benchmark(s) timed as written; 3 with*"]
+    )
+    monkeypatch.delenv("PINNED_ROUNDS")
+    unpinned = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    unpinned.assert_outcomes(passed=3)
+    results = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    assert {r["verdict"]["status"] for r in results} == {"incomparable"}
+    assert "rounds not given (sampled)" in results[0]["verdict"]["reason"]

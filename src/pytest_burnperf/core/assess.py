@@ -235,6 +235,7 @@ def assess(
     policy: Policy,
     legacy: bool = False,
     host: HostEvidence | None = None,
+    pedantic: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """The verdict of one benchmark: its process ``runs`` (this process last) against
     ``baseline`` (an entry of a baseline file, or None)."""
@@ -242,7 +243,7 @@ def assess(
     if baseline is not None and legacy:
         return not_comparable(pooled, baseline.get("samples") or [], legacy_reason())
     if baseline is not None:
-        why, notes = blocker(baseline, fingerprint, timer, l2_flush)
+        why, notes = blocker(baseline, fingerprint, timer, l2_flush, pedantic)
         if why is not None:
             return not_comparable(pooled, [v for r in baseline_runs(baseline) for v in r], why)
         kept = [list(r) for r in runs]

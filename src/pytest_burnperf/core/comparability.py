@@ -14,7 +14,9 @@ way, with the same clock and cache regime. Everything else about it is *noted*. 
 * **Dispatch** (``dispatch``): the code path each library picked at run time (numpy's SIMD target,
   torch's CPU capability, OpenBLAS's core type) must match.
 * **Regime**: the clock (device events vs host wall time), the L2 flush and the precision modes
-  (TF32, cudnn.benchmark, deterministic algorithms...: ``precision.py``) must match.
+  (TF32, cudnn.benchmark, deterministic algorithms...: ``precision.py``) must match, and so must
+  what one sample of a ``pedantic`` benchmark means (rounds given or not, iterations, warm-up
+  rounds, setup: ``PEDANTIC_KEYS``).
 * **Software** (driver, runtime, BLAS, library versions) is noted: a version change is what a
   regression test is for.
 """
@@ -179,8 +181,46 @@ def regime_difference(baseline: Mapping[str, Any], timer: str, l2_flush: bool) -
     return None
 
 
+#: perf.pedantic's settings that decide what one sample means, in the order a difference is
+#: named: ``rounds`` (None: not given, sampled by pytest-burnperf), ``iterations`` (calls a
+#: sample), ``warmup_rounds`` (untimed rounds first: without them the first sample is a cold
+#: call, and with ``rounds=1`` every sample is), ``setup`` (fresh inputs each round).
+PEDANTIC_KEYS: tuple[str, ...] = ("rounds", "iterations", "warmup_rounds", "setup")
+
+
+def _pedantic_text(shape: Mapping[str, Any]) -> str:
+    rounds = shape.get("rounds")
+    parts = ["rounds not given (sampled)" if rounds is None else f"rounds={rounds}"]
+    parts += [f"{k}={shape.get(k)}" for k in ("iterations", "warmup_rounds")]
+    parts.append("a setup" if shape.get("setup") else "no setup")
+    return ", ".join(parts)
+
+
+def pedantic_difference(
+    baseline: Mapping[str, Any], pedantic: Mapping[str, Any] | None
+) -> str | None:
+    """Why a baseline sampled with other pedantic settings cannot be compared, or None. A
+    baseline that does not say how it was sampled (recorded before this rule, or by
+    ``perf(fn)`` where this run is pedantic) is compared, as before."""
+    old = baseline.get("pedantic")
+    if not isinstance(old, Mapping) or pedantic is None:
+        return None
+    differ = [k for k in PEDANTIC_KEYS if old.get(k) != pedantic.get(k)]
+    if not differ:
+        return None
+    return (
+        f"baseline sampled with pedantic {_pedantic_text(old)}, this run with "
+        f"{_pedantic_text(pedantic)} ({', '.join(differ)} differ): a sample means something "
+        "else, not compared; record a new baseline with --perf-update"
+    )
+
+
 def blocker(
-    baseline: Mapping[str, Any], fingerprint: Mapping[str, Any], timer: str, l2_flush: bool
+    baseline: Mapping[str, Any],
+    fingerprint: Mapping[str, Any],
+    timer: str,
+    l2_flush: bool,
+    pedantic: Mapping[str, Any] | None = None,
 ) -> tuple[str | None, tuple[str, ...]]:
     """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
 
@@ -190,6 +230,7 @@ def blocker(
     return (
         why
         or difference(modes, fingerprint.get("precision"))
-        or regime_difference(baseline, timer, l2_flush),
+        or regime_difference(baseline, timer, l2_flush)
+        or pedantic_difference(baseline, pedantic),
         notes,
     )

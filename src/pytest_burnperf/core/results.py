@@ -76,6 +76,9 @@ class Result:
     #: --perf-profile: the profile of this run's side (``tool``, ``file``, ``summary``), the
     #: side it was compared with (``against``, ``against_summary``) and the note of what grew.
     profile: dict[str, Any] | None = None
+    #: perf.pedantic's shape (comparability.PEDANTIC_KEYS): what one sample means; None for
+    #: ``perf(fn)``.
+    pedantic: dict[str, Any] | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -160,6 +163,7 @@ class Result:
             "recorded": recorded,
             "host": [w.as_dict() for w in self.host],
             "host_probe": self.probe,
+            **({} if self.pedantic is None else {"pedantic": dict(self.pedantic)}),
             **self._profile_entry(),
         }
 
@@ -218,6 +222,8 @@ class Result:
     def as_json(self) -> dict[str, Any]:
         doc = self._as_json()
         doc["measure"] = self.measure
+        if self.pedantic is not None:
+            doc["pedantic"] = dict(self.pedantic)
         if self.counted is not None:
             doc["counts"] = {**self.counted.as_json(), "key": self.counts_key}
         if self.time is not None:

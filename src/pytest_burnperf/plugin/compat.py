@@ -92,10 +92,13 @@ class BenchmarkFixture:
         kwargs: dict[str, Any] | None = None,
         setup: Callable[[], Any] | None = None,
         teardown: Callable[..., Any] | None = None,
-        rounds: int = 1,
-        warmup_rounds: int = 0,
+        rounds: int | None = None,
+        warmup_rounds: int | None = None,
         iterations: int = 1,
     ) -> T:
+        """pytest-benchmark's ``pedantic``: without ``rounds=`` (its default times one cold call)
+        sampled as ``perf.pedantic`` samples (a warm-up round, then the benchmark's samples);
+        with ``rounds=`` as written."""
         __tracebackhide__ = True
         return self._perf.pedantic(
             target,

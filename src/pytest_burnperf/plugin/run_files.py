@@ -36,6 +36,7 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
             f"{rel(state.output.profile_dir, state.run.rootpath)} (.pstats: python -m pstats or "
             "snakeviz; .trace.json: ui.perfetto.dev or chrome://tracing)"
         )
+    state.collected.messages.extend(_pedantic_lines(state))
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.collected.interrupted = True
     info = state.collected.shard_info
@@ -293,6 +294,40 @@ def same_session_json(state: PerfState) -> dict[str, Any] | None:
         "round_orders": [] if got is None else got.orders,
         "failures": {} if got is None else dict(got.failures),
     }
+
+
+def _pedantic_lines(state: PerfState) -> list[str]:
+    """Once a run: how its pedantic benchmarks were sampled, those without ``rounds=`` (sampled
+    here) and those that pin it (timed as written)."""
+    shapes = [
+        (r.key, r.pedantic)
+        for r in state.collected.results.values()
+        if r.pedantic is not None and r.measure == "time"
+    ]
+    sampled = [p for _, p in shapes if p["rounds"] is None]
+    pinned = [(k, p) for k, p in shapes if p["rounds"] is not None]
+    lines = []
+    if sampled:
+        warm = sorted({p["warmup_rounds"] for p in sampled})
+        lines.append(
+            f"pedantic without rounds=: {len(sampled)} benchmark(s) sampled here, "
+            f"{'/'.join(map(str, warm))} warm-up round(s) then the benchmark's samples each "
+            "process round, its setup before every round (pytest-benchmark alone times one cold "
+            "call); give rounds= to time them as written"
+        )
+    if pinned:
+        one = [k for k, p in pinned if p["rounds"] == 1 and p["warmup_rounds"] == 0]
+        lines.append(
+            f"pedantic with rounds=: {len(pinned)} benchmark(s) timed as written"
+            + (
+                f"; {len(one)} with rounds=1 and no warm-up time one cold call a process round "
+                f"(e.g. {one[0]}), which a clock judges only over many rounds: leave rounds= "
+                "out to let pytest-burnperf sample them"
+                if one
+                else ""
+            )
+        )
+    return lines
 
 
 def _profile_gaps(state: PerfState) -> None:

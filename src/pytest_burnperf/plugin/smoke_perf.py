@@ -101,7 +101,7 @@ class SmokePerf:
         teardown: Callable[..., Any] | None = None,
         rounds: int | None = None,
         iterations: int = 1,
-        warmup_rounds: int = 0,
+        warmup_rounds: int | None = None,
     ) -> T:
         """One round: ``setup`` (if any), one call, ``teardown`` (if any)."""
         __tracebackhide__ = True

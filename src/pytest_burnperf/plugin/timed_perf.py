@@ -86,6 +86,9 @@ class Perf:
         #: One call made ready again for --perf-profile, and whether calls may repeat.
         self._rerun: Prepare | None = None
         self._repeat = True
+        #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
+        #: what a sample means, kept with the baseline and compared (core/comparability.py).
+        self._pedantic: dict[str, Any] | None = None
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, Any] = {}
         self.group: str | None = None
@@ -274,20 +277,26 @@ class Perf:
         teardown: Callable[..., Any] | None = None,
         rounds: int | None = None,
         iterations: int = 1,
-        warmup_rounds: int = 0,
+        warmup_rounds: int | None = None,
     ) -> T:
         """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``
         and before an untimed ``teardown`` (called with the round's arguments, as in
         pytest-benchmark).
 
-        ``setup`` may return ``(args, kwargs)`` for that round. ``rounds`` defaults to the
-        benchmark's ``samples`` setting; ``rounds=1`` is timed but cannot be judged (the verdict
-        says so).
+        ``setup`` may return ``(args, kwargs)`` for that round. Without ``rounds`` the
+        benchmark is sampled: its ``samples`` setting's rounds after one warm-up round (unless
+        ``warmup_rounds`` is given); given ``rounds`` are honoured as written (``rounds=1`` is
+        timed but cannot be judged: the verdict says so). What a sample means (rounds given or
+        not, iterations, warm-up, setup) is kept with the baseline: one recorded otherwise is
+        not compared.
         """
         __tracebackhide__ = True
 
         where = f"{self._item.nodeid}: perf.pedantic"
+        sampled = rounds is None
         rounds = self.settings.samples if rounds is None else rounds
+        if warmup_rounds is None:
+            warmup_rounds = 1 if sampled else 0
         for name, value, low in (
             ("rounds", rounds, 1),
             ("iterations", iterations, 1),
@@ -322,6 +331,12 @@ class Perf:
                 pytrace=False,
             )
         self._start(fn, "perf.pedantic()")
+        self._pedantic = {
+            "rounds": None if sampled else rounds,
+            "iterations": iterations,
+            "warmup_rounds": warmup_rounds,
+            "setup": setup is not None,
+        }
 
         def make_call() -> tuple[Callable[[], Any], Callable[[], Any] | None]:
             a, k = tuple(args), dict(kwargs or {})
@@ -387,6 +402,7 @@ class Perf:
             fingerprint=fingerprint,
             timer=sample.timer,
             l2_flush=sample.l2_flush,
+            pedantic=self._pedantic,
             policy=policy,
             legacy=self._legacy,
             host=None if state.run.trust_host else evidence,
@@ -411,6 +427,7 @@ class Perf:
             else state.peaks.for_device(self.device, self._case.dtype, s.threads),
             host=tuple(evidence.windows),
             probe=None if evidence.probe is None else dict(evidence.probe),
+            pedantic=self._pedantic,
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
             counts_judging.judge(self, result, make_result, junit_properties, self._profiled)

@@ -150,6 +150,13 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
         f.integer(e["peak_memory_bytes"], f"{where}.peak_memory_bytes")
     for name in ("dtype", "mode"):
         f.opt_text(e.get(name), f"{where}.{name}")
+    pedantic = f.opt_obj(e.get("pedantic"), f"{where}.pedantic")
+    if pedantic is not None:  # perf.pedantic's shape (core/comparability.PEDANTIC_KEYS)
+        if pedantic.get("rounds") is not None:
+            f.integer(pedantic["rounds"], f"{where}.pedantic.rounds", low=1)
+        f.integer(pedantic.get("iterations"), f"{where}.pedantic.iterations", low=1)
+        f.integer(pedantic.get("warmup_rounds"), f"{where}.pedantic.warmup_rounds")
+        f.flag(pedantic.get("setup"), f"{where}.pedantic.setup")
     device = f.opt_obj(e.get("device"), f"{where}.device")
     if device is not None:
         f.plain(device, f"{where}.device")

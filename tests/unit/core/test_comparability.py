@@ -150,3 +150,24 @@ def test_regime_and_blocker() -> None:
     assert why is not None and "without an L2 flush" in why
     why, _ = blocker({**entry, "device": ZEN4}, ZEN3, "host", False)
     assert why is not None and "x86-64-v4" in why
+
+
+def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared() -> None:
+    from pytest_burnperf.core.comparability import pedantic_difference
+
+    sampled = {"rounds": None, "iterations": 1, "warmup_rounds": 1, "setup": True}
+    pinned = {"rounds": 20, "iterations": 1, "warmup_rounds": 1, "setup": True}
+    assert pedantic_difference({"pedantic": sampled}, dict(sampled)) is None
+    why = pedantic_difference({"pedantic": pinned}, sampled)
+    assert why is not None and why.startswith(
+        "baseline sampled with pedantic rounds=20, iterations=1, warmup_rounds=1, a setup, "
+        "this run with rounds not given (sampled), iterations=1, warmup_rounds=1, a setup "
+        "(rounds differ)"
+    )
+    cold = {"rounds": 1, "iterations": 1, "warmup_rounds": 0, "setup": False}
+    assert "(rounds, warmup_rounds, setup differ)" in str(
+        pedantic_difference({"pedantic": pinned}, cold)
+    )
+    # a baseline that does not say how it was sampled, or a run of perf(fn): compared
+    assert pedantic_difference({}, sampled) is None
+    assert pedantic_difference({"pedantic": pinned}, None) is None
