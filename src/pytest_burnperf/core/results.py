@@ -285,6 +285,10 @@ class Result:
             "candidate": self.candidate,
             "verdict": {
                 "status": v.status,
+                # the medians compared: of every sample judged (all rounds pooled, rounds set
+                # aside as disturbed left out), what every table shows
+                "median": v.current_median,
+                "baseline_median": v.baseline_median,
                 "ratio": v.ratio,
                 "change_pct": v.change_pct,
                 "p_slower": v.p_slower,

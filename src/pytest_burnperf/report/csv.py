@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_burnperf.core.text import escape
+from pytest_burnperf.report.markdown import judged_median
 
 RESULT_COLUMNS = (
     "test",
@@ -82,7 +83,7 @@ def results_csv(doc: Mapping[str, Any]) -> str:
                 r.get("backend"),
                 r.get("kind"),
                 r.get("dtype"),
-                (r.get("stats") or {}).get("median"),
+                judged_median(r),
                 (r.get("baseline") or {}).get("median"),
                 _pct(v.get("ratio")),
                 _pct(ci[0]),

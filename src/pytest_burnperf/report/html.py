@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.core.text import format_value
-from pytest_burnperf.report.markdown import change_text, device_label
+from pytest_burnperf.report.markdown import change_text, device_label, judged_median
 
 if TYPE_CHECKING:
     from pytest_burnperf.storage.history.query import Series
@@ -93,9 +93,9 @@ def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
             f"<td>{_e(r.get('name', r.get('test', '?')))}</td>"
             f"<td>{_e(device_label(r))}</td>"
             f"<td>{_e(r.get('dtype', ''))}</td>"
-            f'<td class="num">{_time((r.get("stats") or {}).get("median"), r.get("timer"))}</td>'
+            f'<td class="num">{_time(judged_median(r), r.get("timer"))}</td>'
             f'<td class="num">{_time((r.get("baseline") or {}).get("median"), r.get("timer"))}</td>'
-            f'<td class="num">{_e(change_text(v))}</td>'
+            f'<td class="num">{_e(change_text(v, r.get("measure")))}</td>'
             f'<td class="num">{"-" if not isinstance(mds, (int, float)) else f"+{100 * mds:.1f}%"}'
             "</td>"
             f'<td class="status" style="color:{_COLORS.get(st, "#222")}">{_e(st)}</td>'
@@ -134,7 +134,7 @@ def _distribution(r: Mapping[str, Any], plots: _Plots) -> str | None:
     fig.add_trace(go.Box(x=[1e6 * v for v in now], name="now", boxpoints="outliers"))
     v = r.get("verdict") or {}
     fig.update_layout(
-        title=f"{_e(r.get('name', '?'))}: {_e(v.get('status', '?'))} {_e(change_text(v))}",
+        title=f"{_e(r.get('name', '?'))}: {_e(v.get('status', '?'))} {_e(change_text(v, r.get('measure')))}",
         xaxis_title="microseconds per call",
         showlegend=False,
         height=260,

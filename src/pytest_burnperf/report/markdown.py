@@ -69,11 +69,23 @@ def _time(seconds: object, timer: object = "host") -> str:
     return format_value(float(seconds), str(timer))
 
 
-def change_text(v: Mapping[str, Any]) -> str:
-    """A verdict's change with its 95% interval, ``+12.3% [+10.1%, +14.6%]``, or ``-``."""
+def judged_median(r: Mapping[str, Any]) -> object:
+    """The median a results-file entry was judged with (every round's samples pooled), as the
+    terminal's table shows it; a file written before it was kept gives its last round's."""
+    v = r.get("verdict") or {}
+    if isinstance(v, Mapping) and v.get("median") is not None:
+        return v.get("median")
+    return (r.get("stats") or {}).get("median")
+
+
+def change_text(v: Mapping[str, Any], measure: object = "time") -> str:
+    """A verdict's change with its 95% interval, ``+12.3% [+10.1%, +14.6%]``, or ``-``; a
+    counted one to two decimals (``+5.02%``), as the terminal shows it."""
     ratio = v.get("ratio")
     if not isinstance(ratio, (int, float)):
         return "-"
+    if measure == "counts":
+        return f"{100 * (ratio - 1):+.2f}%"
     text = f"{100 * (ratio - 1):+.1f}%"
     ci = v.get("ratio_ci95")
     if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
@@ -111,8 +123,8 @@ def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
         "device": _where(r),
         "dtype": escape(r.get("dtype", "")),
         "baseline": _time(base.get("median"), r.get("timer")),
-        "current": _time((r.get("stats") or {}).get("median"), r.get("timer")),
-        "change": change_text(v),
+        "current": _time(judged_median(r), r.get("timer")),
+        "change": change_text(v, r.get("measure")),
         "p": f"{v['p_slower']:.2g}" if isinstance(v.get("p_slower"), (int, float)) else "-",
         "detects": _detects(v),
         "verdict": escape(v.get("status", "?")),

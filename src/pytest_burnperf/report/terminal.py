@@ -72,7 +72,7 @@ def row(r: Result) -> tuple[str, ...]:
         device_within(r.library, r.device_id),
         r.dtype,
         r.sample.timer + ("+flush" if r.sample.l2_flush else ""),
-        format_value(s.median, r.sample.timer),
+        format_value(v.current_median, r.sample.timer),  # the median judged, all rounds
         "-" if math.isnan(s.iqr_pct) else f"{s.iqr_pct:.1f}",
         "-" if v.baseline_median is None else format_value(v.baseline_median, r.sample.timer),
         format_ratio(v) if r.measure == "time" else counts_change(v),

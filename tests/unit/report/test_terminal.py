@@ -151,3 +151,24 @@ def test_a_same_session_header_has_no_baselines_or_probe_line() -> None:
     assert any(
         line.startswith("same-session comparison: current vs main; size small") for line in same
     )
+
+
+def test_every_table_shows_the_median_judged_not_the_last_rounds() -> None:
+    """The rounds [256, 243, 305, 243, 254, 8449, 653, 140] us against a 259 us baseline: the
+    table showed 140 us (the last round's sample); it shows the median the verdict compared,
+    and so do the results file, Markdown, HTML and CSV built from it."""
+    from pytest_burnperf.report.csv import results_csv
+    from pytest_burnperf.report.html import _results_table
+    from pytest_burnperf.report.markdown import _row, judged_median
+
+    last = Sample(values=(140e-6,), loops=1, warmup_calls=1)
+    verdict = Verdict(INCOMPARABLE, 254e-6, baseline_median=259e-6, ratio=254 / 259)
+    r = replace(result(last, verdict), runs=((256e-6,), (243e-6,), (140e-6,)))
+    median = row(r)[6]
+    assert median == "254 us"
+    doc = r.as_json()
+    assert doc["verdict"]["median"] == 254e-6 and doc["stats"]["median"] == 140e-6
+    assert judged_median(doc) == 254e-6
+    assert "254 us" in _row(doc, ["current"])
+    assert "254 us" in _results_table([doc])
+    assert "0.000254," in results_csv({"results": [doc]})
