@@ -307,8 +307,9 @@ def _scratch() -> set[Path]:
 
 
 def kill_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """SIGKILL to pytest at a random moment of its counted pass: what is left running, and on
-    disk after the next counted run."""
+    """SIGKILL to pytest at a random moment of its counted pass: what is still running a minute
+    later (and how long the counted process outlived its parent), and what is left on disk
+    after the next counted run."""
     rng = random.Random(57)
     rows = []
     root = _project(work, "killed", test_loop=LOOP)
@@ -327,7 +328,10 @@ def kill_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dic
         time.sleep(rng.uniform(0.0, 3.0))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        time.sleep(2.0)  # the kernel's parent-death signal, valgrind's end
+        killed_at = time.monotonic()
+        while _ours(root) and time.monotonic() - killed_at < 60:
+            time.sleep(0.1)  # the kernel's parent-death signal, valgrind's end
+        lived = time.monotonic() - killed_at
         running = _ours(root)
         for pid in running:  # do not leave them for the next trial
             os.kill(pid, signal.SIGKILL)
@@ -336,6 +340,7 @@ def kill_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dic
         row = {
             "trial": f"SIGKILL {i + 1}",
             "orphans": len(running),
+            "outlived_s": round(lived, 1),
             "scratch_left": len(left),
             "scratch_after_next_run": len([p for p in left if p.exists()]),
         }

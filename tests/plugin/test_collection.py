@@ -195,13 +195,13 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
             "perf: 1 no-baseline",
             "perf: judged 0 of 1 benchmarks (0%); NOT judged: 1 (1 no reference)",
             "  1 not judged, no baseline for this hardware class * with "
-            "`pytest --perf --perf-against auto -v -k 'numpy and f32' --perf-samples 15 *",
+            "`pytest --perf --perf-against auto -k 'numpy and f32' --perf-samples 15 *",
         ]
     )
     flat = " ".join(result.stdout.str().split())
     assert (
         "record baselines on this machine with "
-        "`pytest --perf --perf-update -v -k 'numpy and f32' --perf-samples 15 " in flat
+        "`pytest --perf --perf-update -k 'numpy and f32' --perf-samples 15 " in flat
     )
 
 

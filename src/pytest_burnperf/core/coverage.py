@@ -157,6 +157,9 @@ def advice(
     """
     out: list[str] = []
     against = f"pytest --perf --perf-against auto {command}".rstrip()
+    # where stored baselines judged (and left these undecided), --perf-against auto would take
+    # them again: a same-session comparison names the code compared with
+    beside = f"pytest --perf --perf-against REF {command}".rstrip()
     more = more_rounds(rounds, max_rounds)
     for w in WHY_ORDER:
         names = cov.missed.get(w)
@@ -192,14 +195,16 @@ def advice(
                 f"more interleaved rounds ({more})"
                 if same_session
                 else f"a same-session comparison, whose interleaved rounds see the same host "
-                f"(`{against}`), or more rounds ({more})"
+                f"(`{beside}`, REF: the git ref of the code to compare with, such as main), or "
+                f"more rounds ({more})"
             )
             out.append(f"{head}: run again on a quieter host, or use {cure}")
         else:
             cure = (
                 f"more interleaved rounds ({more})"
                 if same_session
-                else f"more process rounds ({more}), or a same-session comparison (`{against}`)"
+                else f"more process rounds ({more}), or a same-session comparison with the "
+                f"code to compare with (`{beside}`, REF: a git ref such as main)"
             )
             out.append(f"{head}: {cure} narrows the floor")
     return out

@@ -390,3 +390,57 @@ def without_options(
             continue
         out.append(a)
     return out
+
+
+#: What a command the run suggests (record, judge, accept) leaves out of the run's own command
+#: line: options that neither select nor configure benchmarks, only what this run printed or
+#: wrote (verbosity, tracebacks, colours, output files, profiles, pytest's temporary folder) and
+#: what the suggestion sets itself. Everything else is kept, unknown options included.
+INCIDENTAL_VALUED = (
+    "--perf-json",
+    "--perf-markdown",
+    "--perf-profile-dir",
+    "--perf-store",
+    "--perf-columns",
+    "--junitxml",
+    "--junit-xml",
+    "--basetemp",
+    "--tb",
+    "--color",
+    "--capture",
+    "--durations",
+    "--durations-min",
+    "--perf-against",
+    "--perf-min-judged",
+)
+INCIDENTAL_FLAGS = (
+    "--perf",
+    "--perf-update",
+    "--update-baselines",
+    "--perf-profile",
+    "--verbose",
+    "--quiet",
+    "--exitfirst",
+    "--showlocals",
+    "--no-header",
+    "--no-summary",
+    "--pdb",
+    "--trace",
+    "-s",
+    "-x",
+    "-l",
+)
+_VERBOSITY = re.compile(r"^-(v+|q+|r[a-zA-Z]*)$")
+
+
+def suggested_args(invocation: Sequence[str]) -> list[str]:
+    """The run's command-line arguments a suggested command repeats: those that select and
+    configure benchmarks (test paths, ``-k``, ``-m``, ``--perf-*`` settings), without
+    :data:`INCIDENTAL_VALUED` and :data:`INCIDENTAL_FLAGS` (``--perf-profile=regressed`` too)
+    and without ``-v``/``-q``/``-r...``."""
+    args = list(invocation)
+    for i in range(len(args) - 1, 0, -1):  # --perf-profile's optional value, given apart
+        if args[i - 1] == "--perf-profile" and args[i] in ("off", "all", "regressed"):
+            del args[i]
+    kept = without_options(args, INCIDENTAL_VALUED, INCIDENTAL_FLAGS)
+    return [a for a in kept if not _VERBOSITY.match(a) and not a.startswith("--perf-profile=")]

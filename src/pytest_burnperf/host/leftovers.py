@@ -1,9 +1,10 @@
 """What a run must not leave behind when it dies: a counted process still running under valgrind
 after the pytest that started it was killed, and its scratch folder with dumps on disk.
 
-A counted process asks the kernel to kill it when its parent dies (Linux's parent-death signal,
-set inside the process, so no ``preexec_fn`` runs between fork and exec); the parent's process
-id in its environment catches a parent that died before that. Each scratch folder holds its
+A counted process asks the kernel to kill it when its parent dies (Linux's parent-death signal:
+set before valgrind starts by ``setpriv``, where util-linux has it, and again inside the process,
+so no ``preexec_fn`` runs between fork and exec); the parent's process id in its environment
+catches a parent that died before that. Each scratch folder holds its
 owner's process id and start time; the next run removes the folders whose owner is gone (never a
 folder without that mark: it is not ours to remove)."""
 
@@ -65,6 +66,17 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def dying_with_parent() -> list[str]:
+    """The command prefix that makes a child die with this process from its first instruction
+    (util-linux's ``setpriv --pdeathsig KILL``, which execs the command with the parent-death
+    signal set), or nothing where there is no setpriv: :func:`die_with_parent` inside the child
+    then covers all but the child's start-up (valgrind's and the imports: seconds)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
 def mark_owner(folder: Path, pid: int | None = None) -> None:

@@ -253,12 +253,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             write_line(line)
         if state.collected.shortfall:
             write_line(f"FAILED: {state.collected.shortfall}")
-    args = [
-        redact(a)
-        for a in state.run.invocation
-        if a not in ("--perf", "--perf-update", "--update-baselines")
-    ]
-    record = shlex.join(["pytest", "--perf", "--perf-update", *args])
+    record = shlex.join(["pytest", "--perf", "--perf-update", *rest_args(state.run.invocation)])
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
     if legacy and not state.run.mode.records:
         write_line(

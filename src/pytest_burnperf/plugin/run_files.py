@@ -239,17 +239,10 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
 
 
 def rest_args(invocation: tuple[str, ...]) -> list[str]:
-    """The run's arguments without those a command its summary suggests sets itself, and with
-    no password of a URL (a --perf-store URL) in them."""
-    return [redact(a) for a in _without(invocation)]
-
-
-def _without(invocation: tuple[str, ...]) -> list[str]:
-    return settings.without_options(
-        invocation,
-        ("--perf-against", "--perf-min-judged"),
-        ("--perf", "--perf-update", "--update-baselines"),
-    )
+    """The run's arguments a command its summary suggests repeats (core/settings.suggested_args:
+    what selects and configures benchmarks, not what only this run printed or wrote), with no
+    password of a URL in them."""
+    return [redact(a) for a in settings.suggested_args(invocation)]
 
 
 def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind
-from pytest_burnperf.host.leftovers import PARENT_ENV, mark_owner, sweep
+from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
 from pytest_burnperf.runs.process_rounds import journal_path, read_journal, run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
@@ -250,7 +250,7 @@ def _one_process(
         cwd=cwd,
         say=lambda done: say(already + done),
         options=[f"{COUNT_OPTION}={work / 'dumps'}"],
-        prefix=callgrind.command(valgrind, work / "dumps"),
+        prefix=[*dying_with_parent(), *callgrind.command(valgrind, work / "dumps")],
         env=environment(env),
     )
     if out.exists():

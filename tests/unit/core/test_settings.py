@@ -73,3 +73,48 @@ def test_numbers_accept_percentages_and_refuse_nonsense() -> None:
 def test_settings_merge_ignores_unset() -> None:
     s = Settings().merged({"samples": 5, "alpha": None})
     assert s.samples == 5 and s.alpha == Settings().alpha
+
+
+def test_a_suggested_command_keeps_what_selects_and_configures_benchmarks() -> None:
+    """-v, output files, profiles, pytest's temporary folder and the comparison itself are this
+    run's business, not the suggested command's; test paths, -k, -m and --perf-* settings stay."""
+    from pytest_burnperf.core.settings import suggested_args
+
+    run = [
+        "--perf",
+        "-v",
+        "-rA",
+        "tests/bench",
+        "--perf-json",
+        "r.json",
+        "--perf-markdown=s.md",
+        "--perf-profile",
+        "regressed",
+        "-k",
+        "matmul or sum",
+        "--perf-samples",
+        "15",
+        "--tb=short",
+        "--basetemp=/tmp/x",
+        "-m",
+        "slow",
+        "--perf-against",
+        "main",
+        "-p",
+        "no:randomly",
+        "--perf-backends=numpy",
+        "-x",
+    ]
+    assert suggested_args(run) == [
+        "tests/bench",
+        "-k",
+        "matmul or sum",
+        "--perf-samples",
+        "15",
+        "-m",
+        "slow",
+        "-p",
+        "no:randomly",
+        "--perf-backends=numpy",
+    ]
+    assert suggested_args(["--perf-profile=all", "-qq", "t.py"]) == ["t.py"]
