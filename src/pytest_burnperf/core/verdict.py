@@ -286,27 +286,42 @@ def judge(
         # Mirror of the slowdown rule: faster by more than the threshold in the other direction
         # (a 5% threshold makes 1/1.05 = -4.76% the boundary for an improvement).
         return replace(verdict, status=IMPROVED)
+    span = format_ratio(verdict)
     if high > 1.0 + policy.threshold:
+        # the reason says which of the two tests held the verdict back: the samples' rank test
+        # (at the family-wise alpha) or the size of the change; the interval is the between-run
+        # model's, so it can lie above zero while the rank test is not significant
+        if verdict.p_slower >= alpha:
+            why = (
+                f"the samples' rank test does not show a slowdown at the corrected alpha "
+                f"(p={verdict.p_slower:.2g}, alpha={alpha:.2g})"
+            )
+        else:
+            why = (
+                f"the samples are slower (p={verdict.p_slower:.2g}) but the change is not above "
+                "the threshold"
+            )
         return replace(
             verdict,
             status=INCONCLUSIVE,
             reason=(
-                f"up to {100 * (high - 1):+.1f}% (the 95% interval of the change), above the "
-                f"{100 * policy.threshold:g}% threshold, without a significant slowdown; more "
-                "samples or rounds would decide"
+                f"{span}: the interval reaches above the {100 * policy.threshold:g}% threshold "
+                f"and {why}; more samples or rounds would decide"
             ),
         )
     if 1.0 - ratio > policy.threshold / (1.0 + policy.threshold):
-        # a large speed-up that is not significant (at this alpha, or beyond this benchmark's
-        # noise floor): `unchanged` says only that no slowdown was found, which a bare -25%
-        # next to it does not make plain
+        # a large speed-up that is not an improvement (the rank test at this alpha, or this
+        # benchmark's noise floor): `unchanged` says only that no slowdown was found, which a
+        # bare -25% next to it does not make plain
+        held = (
+            f"the samples' rank test does not confirm it at the corrected alpha "
+            f"(p={verdict.p_faster:.2g}, alpha={alpha:.2g})"
+            if verdict.p_faster >= alpha
+            else f"it is inside this benchmark's noise floor ({100 * effect:.1f}%)"
+        )
         return replace(
             verdict,
-            reason=(
-                f"looks {100 * (1 - ratio):.1f}% faster, but not significantly (p="
-                f"{verdict.p_faster:.2g} at alpha={alpha:.2g}, noise floor "
-                f"{100 * effect:.1f}%): no slowdown, so unchanged"
-            ),
+            reason=f"{span}: faster, but {held}; no slowdown, so unchanged",
         )
     return verdict
 

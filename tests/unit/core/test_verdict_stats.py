@@ -11,7 +11,14 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from pytest_burnperf.core import between_runs, stats
-from pytest_burnperf.core.verdict import INCONCLUSIVE, REGRESSED, UNCHANGED, Policy, judge
+from pytest_burnperf.core.verdict import (
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Policy,
+    format_ratio,
+    judge,
+)
 
 
 def test_hodges_lehmann_point_estimate_is_the_median_pairwise_log_difference() -> None:
@@ -227,7 +234,9 @@ def test_a_large_speed_up_that_is_not_significant_says_why_it_is_unchanged() -> 
     cur = runs_of(0.75, [1.0, 1.1, 0.9], n=3)
     v = judge(base, cur, Policy(alpha=0.01, threshold=0.05, comparisons=300))
     assert v.status == UNCHANGED, (v.status, v.reason, v.ratio)
-    assert v.reason.startswith("looks 25.4% faster, but not significantly (p=")
+    # the reason says which test held it back, beside the interval it is shown with
+    assert v.reason.startswith(f"{format_ratio(v)}: faster, but ")
+    assert "rank test does not confirm it" in v.reason or "noise floor" in v.reason
     assert v.reason.endswith("no slowdown, so unchanged")
 
 
