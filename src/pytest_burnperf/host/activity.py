@@ -131,6 +131,11 @@ def _read(path: str) -> str | None:
         return None
 
 
+def _share(part: float, whole: float) -> float:
+    """``part / whole`` as a share of the time: never below 0 nor above 1."""
+    return min(1.0, max(0.0, part / whole))
+
+
 def _psi_total(text: str | None) -> float | None:
     if not text:
         return None
@@ -362,13 +367,16 @@ def window(
     others = steal = None
     if before.busy is not None and after.busy is not None and seconds >= MIN_WINDOW_S:
         others = max(0.0, (after.busy - before.busy) - own) / seconds
+    # shares of the window, bounded to [0, 1]: the counters are read a moment after the wall
+    # clock, and in a window of a few milliseconds a read delayed by a slow spell made PSI say
+    # tasks waited 979% of the time
     if before.steal is not None and after.steal is not None:
-        steal = max(0.0, after.steal - before.steal) / (seconds * max(1, after.cpus))
+        steal = _share(after.steal - before.steal, seconds * max(1, after.cpus))
     pressure = throttle = None
     if before.pressure_us is not None and after.pressure_us is not None:
-        pressure = max(0.0, after.pressure_us - before.pressure_us) * 1e-6 / seconds
+        pressure = _share((after.pressure_us - before.pressure_us) * 1e-6, seconds)
     if before.throttled_us is not None and after.throttled_us is not None:
-        throttle = max(0.0, after.throttled_us - before.throttled_us) * 1e-6 / seconds
+        throttle = _share((after.throttled_us - before.throttled_us) * 1e-6, seconds)
     shares = [s for s in (cpu_share or ()) if math.isfinite(s)]
     return Window(
         seconds=seconds,

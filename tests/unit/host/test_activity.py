@@ -115,3 +115,17 @@ def test_real_snapshot_reads_this_machine() -> None:
 )
 def test_a_bad_window_in_a_file_is_ignored_not_a_crash(doc: object) -> None:
     assert Window.from_dict(doc) is None
+
+
+def test_shares_of_a_window_never_pass_the_whole_window() -> None:
+    """A PSI total read late after a short window's end said tasks waited 979% of the time;
+    every share of the window is bounded to 100%."""
+    from pytest_burnperf.host.activity import Snapshot, window
+
+    before = Snapshot(wall=0.0, own_cpu=0.0, steal=0.0, pressure_us=0.0, throttled_us=0.0, cpus=2)
+    after = Snapshot(
+        wall=0.002, own_cpu=0.002, steal=0.5, pressure_us=19_580.0, throttled_us=9e3, cpus=2
+    )
+    w = window(before, after)
+    assert w.pressure_share == 1.0 and w.throttle_share == 1.0 and w.steal_share == 1.0
+    assert "waited for a CPU 100% of the time" in str(w.disturbed())
