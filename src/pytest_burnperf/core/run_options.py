@@ -30,6 +30,7 @@ COLUMN_KEYS: tuple[str, ...] = (
     "iqr",
     "baseline",
     "change",
+    "time",
     "p",
     "detects",
     "peak_mem",

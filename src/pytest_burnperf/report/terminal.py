@@ -35,6 +35,7 @@ from pytest_burnperf.core.versions import VersionSummary
 _HEADER_TEXT = {
     "iqr": "IQR %",
     "change": "change [95% CI]",
+    "time": "time change",
     "peak_mem": "peak mem",
     "bandwidth": "mem",
 }
@@ -76,6 +77,7 @@ def row(r: Result) -> tuple[str, ...]:
         "-" if math.isnan(s.iqr_pct) else f"{s.iqr_pct:.1f}",
         "-" if v.baseline_median is None else format_value(v.baseline_median, r.sample.timer),
         format_ratio(v) if r.measure == "time" else counts_change(v),
+        _time_change(r),
         "-" if p is None else f"{p:.2g}",
         "-" if v.min_detectable is None else f"+{100 * v.min_detectable:.1f}%",
         format_bytes(r.peak_memory)
@@ -83,6 +85,17 @@ def row(r: Result) -> tuple[str, ...]:
         *_roofline_cells(r),
         v.status,
     )
+
+
+def _time_change(r: Result) -> str:
+    """--perf-measure both: the clock's change beside the counts that judged (``+0.4%``, or its
+    verdict where it has no change); ``-`` elsewhere."""
+    t = r.time
+    if t is None:
+        return "-"
+    if t.verdict.ratio is None:
+        return t.verdict.status
+    return f"{100 * (t.verdict.ratio - 1):+.1f}%"
 
 
 HEADERS = dict(zip(COLUMN_KEYS, COLUMNS, strict=True))
@@ -99,7 +112,7 @@ ESSENTIAL: tuple[str, ...] = (
     "verdict",
 )
 #: Never dropped to fit the terminal; the others go in this order until the table fits.
-KEEP: tuple[str, ...] = ("benchmark", "dtype", "median", "change", "verdict")
+KEEP: tuple[str, ...] = ("benchmark", "dtype", "median", "change", "time", "verdict")
 DROP_ORDER: tuple[str, ...] = (
     "shape",
     "clock",
@@ -113,7 +126,18 @@ DROP_ORDER: tuple[str, ...] = (
     "backend",
     "device",
 )
-_RIGHT = {"median", "iqr", "baseline", "change", "p", "detects", "peak_mem", "arith", "bandwidth"}
+_RIGHT = {
+    "median",
+    "iqr",
+    "baseline",
+    "change",
+    "time",
+    "p",
+    "detects",
+    "peak_mem",
+    "arith",
+    "bandwidth",
+}
 _MIN_NAME = 16
 
 
@@ -204,10 +228,16 @@ def table_rows(
 ) -> list[tuple[str, str | None]]:
     """The results table, each line with the verdict of its row (None: a header line).
     ``columns`` (keys of COLUMN_KEYS) is shown as asked; otherwise the essential columns (all
-    with ``verbose``), fitted to ``width`` (_layout). ``sort`` orders the rows, ``group_by``
+    with ``verbose``; with --perf-measure both the time change beside the counts), fitted to
+    ``width`` (_layout). ``sort`` orders the rows, ``group_by``
     splits them into one titled block per benchmark, device, dtype or module."""
     chosen = list(columns) if columns else list(COLUMN_KEYS if verbose else ESSENTIAL)
-    fit = not columns and not verbose
+    if not columns and any(r.time is not None for r in results):
+        if "time" not in chosen:  # --perf-measure both: the clock beside the counts
+            chosen.insert(chosen.index("change") + 1, "time")
+    elif not columns and "time" in chosen:
+        chosen.remove("time")
+    fit = not columns  # -v too: every column that fits COLUMNS, then the narrowest names
     ordered = list(results)
     if sort:
         ordered.sort(key=_sort_key(sort))

@@ -77,8 +77,11 @@ def test_default_shows_the_essential_columns_and_fits_80_columns() -> None:
 
 
 def test_verbose_and_explicit_columns_show_what_is_asked() -> None:
-    everything = table(RESULTS, width=80, verbose=True)
-    assert "IQR %" in everything[0] and "arith" in everything[0]  # -v: all, wider than 80
+    everything = table(RESULTS, width=400, verbose=True)
+    assert "IQR %" in everything[0] and "arith" in everything[0]  # -v: all where they fit
+    assert "time change" not in everything[0]  # no --perf-measure both here
+    narrow = table(RESULTS, width=80, verbose=True)  # -v respects COLUMNS
+    assert all(len(line) <= 80 for line in narrow) and "verdict" in narrow[0]
     chosen = table(RESULTS, width=80, columns=("verdict", "benchmark"))
     assert chosen[0].split() == ["verdict", "benchmark"]
     assert len(COLUMN_KEYS) == len(HEADERS)
@@ -161,3 +164,29 @@ def test_names_that_would_read_the_same_go_on_a_line_of_their_own() -> None:
     assert [lines[3 + 2 * i] for i in range(3)] == [r.label for r in rows]
     assert all(lines[4 + 2 * i].startswith("  ") for i in range(3))
     assert "benchmark" not in lines[1]
+
+
+def test_both_shows_the_time_change_beside_the_counts_at_80_columns() -> None:
+    """--perf-measure both: counts judge, and the clock's change is a column of the default
+    table (it showed only with -v), kept when the table is fitted to 80 columns."""
+    from dataclasses import replace
+
+    counted = [
+        replace(
+            r,
+            measure="counts",
+            sample=Sample(values=(1.2e6,) * 5, loops=1, warmup_calls=1, timer="counts"),
+            verdict=replace(r.verdict, current_median=1.2e6, baseline_median=1.2e6),
+            time=r,
+        )
+        for r in RESULTS
+    ]
+    lines = table(counted, width=80)
+    assert "time change" in lines[0] and all(len(line) <= 80 for line in lines)
+    head = lines[0].split("  ")
+    assert [h.strip() for h in head if h.strip()][-3:] == [
+        "change [95% CI]",
+        "time change",
+        "verdict",
+    ]
+    assert "+30.0%" in lines[3] and "+30.00%" in lines[3]  # time +30.0%, counts +30.00%
