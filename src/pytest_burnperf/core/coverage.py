@@ -48,7 +48,8 @@ OTHER_MACHINE = "another machine"
 COUNTS_KEY = "another counts key"
 HOST = "host busy"
 NOISE = "noise"
-WHY_ORDER = (NO_REFERENCE, NO_COUNTS, OTHER_MACHINE, COUNTS_KEY, HOST, NOISE)
+COUNTS_SPREAD = "counts undecided"
+WHY_ORDER = (NO_REFERENCE, NO_COUNTS, OTHER_MACHINE, COUNTS_KEY, HOST, NOISE, COUNTS_SPREAD)
 _WHY_TEXT = {
     NO_REFERENCE: "no baseline for this hardware class and no same-session reference",
     NO_COUNTS: "no counts baseline recorded",
@@ -57,6 +58,8 @@ _WHY_TEXT = {
     "Python build, C library, library versions or threads)",
     HOST: "the host was busy while they ran",
     NOISE: "the change lies inside their noise floor or needs more samples",
+    COUNTS_SPREAD: "their counted calls spread too much to decide (each one's reason says how "
+    "much)",
 }
 
 
@@ -70,6 +73,8 @@ def why(status: str, reason: str) -> str | None:
         text = reason.lower()
         if "host" in text or "probe" in text:
             return HOST
+        if "counts" in text:  # a counted verdict: rounds and the host do not move it
+            return COUNTS_SPREAD
         return NOISE
     return None
 
@@ -189,6 +194,12 @@ def advice(
                 f"{head}{where}: judge them in this session against the base of the change "
                 f"with `{against}`, or record baselines on this machine with "
                 f"`pytest --perf --perf-update {command}`".rstrip()
+            )
+        elif w == COUNTS_SPREAD:
+            out.append(
+                f"{head}: more process rounds or a quieter host do not narrow counts; judge "
+                f"them by time (`{f'pytest --perf {command}'.rstrip()} --perf-measure time`), "
+                "or give each call more work so that the interpreter's share of its counts falls"
             )
         elif w == HOST:
             cure = (

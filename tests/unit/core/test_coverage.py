@@ -144,3 +144,18 @@ def test_where_auto_found_nothing_its_reason_is_the_advice() -> None:
         "1 not judged, no baseline for this hardware class and no same-session reference: "
         "name one with --perf-base"
     ]
+
+
+def test_undecided_counts_are_not_told_to_take_more_rounds() -> None:
+    """A counted benchmark left inconclusive by its calls' spread: rounds and a quieter host do
+    not move counts, so the advice is the clock or more work a call, never more rounds."""
+    from pytest_burnperf.core.coverage import COUNTS_SPREAD, advice, coverage
+
+    reason = (
+        "its counts spread 9.3% between calls (...): counts cannot tell changes under 19% apart"
+    )
+    cov = coverage([("t.py::a", "inconclusive", reason), ("t.py::b", "inconclusive", "noisy")])
+    assert list(cov.missed[COUNTS_SPREAD]) == ["t.py::a"]
+    lines = advice(cov, same_session=False, command="-k a")
+    (counted,) = [line for line in lines if line.startswith("1 not judged, their counted calls")]
+    assert "--perf-rounds" not in counted and "`pytest --perf -k a --perf-measure time`" in counted
