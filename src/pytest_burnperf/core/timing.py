@@ -407,8 +407,13 @@ def measure_pedantic(
     meter: Meter | None = None,
     cpu_clock: Callable[[], int] | None = None,
     watch: Callable[[], Any] | None = None,
+    sampled: tuple[int, int, float] | None = None,
 ) -> tuple[Any, Sample]:
     """pytest-benchmark's ``pedantic`` shape: fresh inputs from ``setup`` for every round.
+
+    ``sampled`` (``rounds`` not given by the user): ``(fewest, most, seconds)``: the first timed
+    round sizes the rest, as many rounds as fill ``seconds``, between ``fewest`` and ``most``
+    (a 20 us call gets ``most``, where ``fewest`` single calls are too few for a clock to judge).
 
     ``setup`` (untimed) may return ``(args, kwargs)``, which then replace ``args``/``kwargs`` for
     that round. Each round times ``iterations`` calls; ``warmup_rounds`` rounds run untimed first.
@@ -456,7 +461,12 @@ def measure_pedantic(
     if watch is not None:
         watch()
     with gc_off():
-        pairs = [one_round() for _ in range(rounds)]
+        pairs = [one_round()]
+        if sampled is not None:
+            fewest, most, seconds = sampled
+            per = max(pairs[0][1] * iterations, 1e-9)
+            rounds = max(fewest, min(most, math.ceil(seconds / per)))
+        pairs += [one_round() for _ in range(rounds - 1)]
     if watch is not None:
         watch()
     return result, Sample(

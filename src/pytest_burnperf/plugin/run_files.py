@@ -304,9 +304,10 @@ def _pedantic_lines(state: PerfState) -> list[str]:
         warm = sorted({p["warmup_rounds"] for p in sampled})
         lines.append(
             f"pedantic without rounds=: {len(sampled)} benchmark(s) sampled here, "
-            f"{'/'.join(map(str, warm))} warm-up round(s) then the benchmark's samples each "
-            "process round, its setup before every round (pytest-benchmark alone times one cold "
-            "call); give rounds= to time them as written"
+            f"{'/'.join(map(str, warm))} warm-up round(s), then at least the benchmark's "
+            "samples each process round (more for short calls, up to max_samples), its setup "
+            "before every round (pytest-benchmark alone times one cold call); give rounds= to "
+            "time them as written"
         )
     if pinned:
         one = [k for k, p in pinned if p["rounds"] == 1 and p["warmup_rounds"] == 0]

@@ -284,11 +284,12 @@ class Perf:
         pytest-benchmark).
 
         ``setup`` may return ``(args, kwargs)`` for that round. Without ``rounds`` the
-        benchmark is sampled: its ``samples`` setting's rounds after one warm-up round (unless
-        ``warmup_rounds`` is given); given ``rounds`` are honoured as written (``rounds=1`` is
-        timed but cannot be judged: the verdict says so). What a sample means (rounds given or
-        not, iterations, warm-up, setup) is kept with the baseline: one recorded otherwise is
-        not compared.
+        benchmark is sampled: after one warm-up round (unless ``warmup_rounds`` is given), at
+        least its ``samples`` setting's rounds, more for short calls (as many as fill
+        ``samples`` x ``min_time``, up to ``max_samples``); given ``rounds`` are honoured as
+        written (``rounds=1`` is timed but cannot be judged: the verdict says so). What a
+        sample means (rounds given or not, iterations, warm-up, setup) is kept with the
+        baseline: one recorded otherwise is not compared.
         """
         __tracebackhide__ = True
 
@@ -367,8 +368,20 @@ class Perf:
             rounds=rounds,
             iterations=iterations,
             warmup_rounds=warmup_rounds,
+            # not given: as many single-call rounds as fill the samples' time, up to max_samples
+            sampled=(
+                (rounds, max(rounds, self.settings.max_samples), self._pedantic_seconds())
+                if sampled
+                else None
+            ),
         )
         return cast(T, result)
+
+    def _pedantic_seconds(self) -> float:
+        """The time a sampled pedantic benchmark's rounds fill in a process: what its samples
+        would take at min_time each, within max_time."""
+        s = self.settings
+        return min(s.max_time, s.samples * s.min_time)
 
     def _judge(
         self,
