@@ -1,7 +1,8 @@
 """A pure-Python library's pytest-benchmark suite written as projects write it (issue 54): twelve
-``benchmark.pedantic(fn, setup=...)`` calls without ``rounds=``, nine of them through one internal
-helper, three controls that never call it. Recorded once, then judged unchanged and with a
-planted +15% in the helper, by time and by counts, beside a light bursty load
+``benchmark.pedantic(fn, setup=...)`` calls without ``rounds=`` (calls of about 10 us to 1 ms),
+nine of them spending their time in one internal helper, three controls that never call it.
+Recorded once, then judged unchanged and with a planted +15% in the helper, by time and by
+counts, beside a light bursty load
 (``python -m validation.pedantic_suite --out docs/data/pedantic-suite.json``).
 
 Counted per session: benchmarks flagged (``regressed``) on unchanged code, benchmarks judged
@@ -24,36 +25,33 @@ import time
 from pathlib import Path
 from typing import Any
 
-LIBRARY = '''
+LIBRARY = """
 import os
 
 PLANT = float(os.environ.get("PEDANTIC_PLANT", "0"))
 
 
-def _weigh(items):
-    """The helper nine benchmarks spend their time in; the plant makes it walk 15% more."""
+def _weigh(items, scale):
+    # the helper the nine planted benchmarks spend their time in; the plant makes it walk
+    # PLANT more of the items (+15%: 15% more of the same work)
     total = 0
     for x in items:
-        total += (x * 31 + 7) % 97
-    extra = int(len(items) * PLANT)
-    for x in items[:extra]:
-        total += ((x * 31 + 7) % 97) * 0
+        total += (x * scale + 7) % 97
+    for x in items[: int(len(items) * PLANT)]:
+        total -= ((x * scale + 7) % 97) * 0
     return total
 
 
-def parse(text):
-    return _weigh([len(w) for w in text.split()])
+def score(values):
+    return _weigh(values, 31)
 
 
-def tally(words):
-    counts = {}
-    for w in words:
-        counts[w] = counts.get(w, 0) + 1
-    return _weigh(list(counts.values()) * 8)
+def checksum(values):
+    return _weigh(values, 17)
 
 
-def rank(values):
-    return _weigh(sorted(values))
+def digest(values):
+    return _weigh(values, 5)
 
 
 def control_join(parts):
@@ -70,7 +68,7 @@ def control_max(values):
         if v > best:
             best = v
     return best
-'''
+"""
 
 SUITE = """
 import pytest
@@ -80,23 +78,19 @@ import minilib
 SIZES = [200, 2_000, 20_000]
 
 
-def _text(n):
-    return " ".join("w" + str(i % 50) * (1 + i % 3) for i in range(n))
+@pytest.mark.parametrize("n", SIZES)
+def test_score(benchmark, n):
+    benchmark.pedantic(minilib.score, setup=lambda: ((list(range(n)),), {}))
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_parse(benchmark, n):
-    benchmark.pedantic(minilib.parse, setup=lambda: ((_text(n),), {}))
+def test_checksum(benchmark, n):
+    benchmark.pedantic(minilib.checksum, setup=lambda: ((list(range(n, 0, -1)),), {}))
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_tally(benchmark, n):
-    benchmark.pedantic(minilib.tally, setup=lambda: ((_text(n).split(),), {}))
-
-
-@pytest.mark.parametrize("n", SIZES)
-def test_rank(benchmark, n):
-    benchmark.pedantic(minilib.rank, setup=lambda: ((list(range(n, 0, -1)),), {}))
+def test_digest(benchmark, n):
+    benchmark.pedantic(minilib.digest, setup=lambda: (([i % 13 for i in range(n)],), {}))
 
 
 def test_control_join(benchmark):
@@ -170,7 +164,7 @@ def _medians_match(session: dict[str, Any]) -> bool:
 
 
 def summary(sessions: list[dict[str, Any]]) -> dict[str, Any]:
-    planted_tests = {"test_parse", "test_tally", "test_rank"}
+    planted_tests = {"test_score", "test_checksum", "test_digest"}
 
     def planted(r: dict[str, Any]) -> bool:
         return r["test"].split("[")[0] in planted_tests
