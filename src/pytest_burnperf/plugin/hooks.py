@@ -60,6 +60,8 @@ _RUNS: set[int] = set()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not _RUNS:  # a new outermost run in a process whose earlier run kept holding its signals
+        release()
     _RUNS.add(id(config))
     configure.configure(config)
     modes.register(config, config.stash[STATE])

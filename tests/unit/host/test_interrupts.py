@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,3 +86,28 @@ def test_a_signal_held_until_exit_is_said_in_one_line_not_a_traceback() -> None:
     assert out.returncode == 0 and "ended normally" in out.stdout, out
     assert "Traceback" not in out.stderr and "KeyboardInterrupt" not in out.stderr, out
     assert "SIGINT received as pytest was ending" in out.stderr, out
+
+
+def test_a_second_run_in_one_process_gets_its_signals_back(tmp_path: Path) -> None:
+    """pytest.main twice in one process: the first --perf run's end keeps holding (until exit),
+    the second's start gives Ctrl-C back, so it interrupts that run instead of being held."""
+    (tmp_path / "t_once.py").write_text("def test_a():\n    pass\n")
+    (tmp_path / "t_sleep.py").write_text(
+        "import os, signal, time\n\n\ndef test_b():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(5)\n"
+    )
+    code = (
+        "import pytest\n"
+        "pytest.main(['-q', '-p', 'no:cacheprovider', '--perf', 't_once.py'])\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', 't_sleep.py'])\n"
+        "print('second run exit', int(code))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "second run exit 2" in out.stdout, out
