@@ -161,6 +161,8 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
     assert r["verdict"]["status"] in {"unchanged", "improved", "regressed", "inconclusive"}
     assert set(r["verdict"]) == {
         "status",
+        "median",
+        "baseline_median",
         "ratio",
         "change_pct",
         "p_slower",

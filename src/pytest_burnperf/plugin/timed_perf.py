@@ -295,7 +295,8 @@ class Perf:
 
         where = f"{self._item.nodeid}: perf.pedantic"
         sampled = rounds is None
-        rounds = self.settings.samples if rounds is None else rounds
+        s = self.settings
+        rounds = s.samples if rounds is None else rounds
         if warmup_rounds is None:
             warmup_rounds = 1 if sampled else 0
         for name, value, low in (
@@ -368,20 +369,13 @@ class Perf:
             rounds=rounds,
             iterations=iterations,
             warmup_rounds=warmup_rounds,
-            # not given: as many single-call rounds as fill the samples' time, up to max_samples
-            sampled=(
-                (rounds, max(rounds, self.settings.max_samples), self._pedantic_seconds())
-                if sampled
-                else None
-            ),
+            # not given: as many single-call rounds as fill the samples' time (at min_time each,
+            # within max_time), between samples and max_samples
+            sampled=(rounds, max(rounds, s.max_samples), min(s.max_time, s.samples * s.min_time))
+            if sampled
+            else None,
         )
         return cast(T, result)
-
-    def _pedantic_seconds(self) -> float:
-        """The time a sampled pedantic benchmark's rounds fill in a process: what its samples
-        would take at min_time each, within max_time."""
-        s = self.settings
-        return min(s.max_time, s.samples * s.min_time)
 
     def _judge(
         self,
