@@ -297,7 +297,10 @@ def test_an_interpreter_setting_in_the_environment_is_never_a_regression(
             in (bench["verdict"]["reason"])
         )
     else:
-        assert bench["verdict"]["status"] == UNCHANGED, bench["verdict"]
+        # judged as before: the counts did not move (+34% with PYTHONMALLOC=malloc before);
+        # a pure-Python loop's calls can spread a few percent, leaving it inconclusive
+        assert bench["verdict"]["status"] in (UNCHANGED, INCONCLUSIVE), bench["verdict"]
+        assert abs(bench["verdict"]["change_pct"]) < 1.0, bench["verdict"]
         result.stdout.fnmatch_lines([f"*counted without {setting}={value}*"])
 
 
