@@ -297,10 +297,11 @@ def test_an_interpreter_setting_in_the_environment_is_never_a_regression(
             in (bench["verdict"]["reason"])
         )
     else:
-        # judged as before: the counts did not move (+34% with PYTHONMALLOC=malloc before);
-        # a pure-Python loop's calls can spread a few percent, leaving it inconclusive
+        # judged as before: the counts did not move (+34% with PYTHONMALLOC=malloc before); a
+        # pure-Python loop's calls can spread a few percent (inconclusive), and its counts move
+        # up to 1.5% between processes (the interpreter floor): far under the setting's effect
         assert bench["verdict"]["status"] in (UNCHANGED, INCONCLUSIVE), bench["verdict"]
-        assert abs(bench["verdict"]["change_pct"]) < 1.0, bench["verdict"]
+        assert abs(bench["verdict"]["change_pct"]) < 5.0, bench["verdict"]
         result.stdout.fnmatch_lines([f"*counted without {setting}={value}*"])
 
 

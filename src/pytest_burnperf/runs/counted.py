@@ -213,8 +213,8 @@ def run(
                 "the benchmarks after the last it died on were not started again"
             )
             got.missing.update({n: why for n in todo})
-    except OSError as exc:  # the scratch folder went away under us (a cleaner of /tmp ...)
-        why = f"the counted process's scratch folder could not be used ({exc})"
+    except OSError as exc:  # its scratch folder went away (a cleaner of /tmp), or it cannot start
+        why = f"the counted process could not run ({exc})"
         got.problems.append(why)
         got.missing.update(
             {n: why for n in wanted if n not in got.counts and n not in got.timed_instead}

@@ -159,7 +159,12 @@ def read_journal(worker_out: Path) -> tuple[dict[str, Any], str | None]:
             continue  # a line written while the process died cannot be read back
         if isinstance(doc, dict):
             records.update(doc)
-    started = [json.loads(x) for x in _lines(started_path(worker_out)) if x.strip()]
+    started = []
+    for line in _lines(started_path(worker_out)):
+        try:
+            started.append(json.loads(line))
+        except ValueError:
+            continue  # not a line this process wrote whole
     last = started[-1] if started else None
     return records, (last if isinstance(last, str) and last not in records else None)
 
