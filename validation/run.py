@@ -174,7 +174,7 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
 
     def replay(runs: list[Any], more: Any, *along: list[Any]) -> list[list[Any]]:
         # the measuring process's round is the last; the rounds before it ran in other
-        # processes, and whether another was run was decided on those alone (plugin/round_control.py);
+        # processes, and whether another was run was decided on those alone (plugin/rounds/round_control.py);
         # ``along``: per-round lists cut the same way (host windows) where they line up
         for n in range(first - 1, len(runs) - 1):
             if not more(runs[:n]):

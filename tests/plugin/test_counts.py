@@ -18,7 +18,7 @@ import pytest
 
 from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
 from pytest_burnperf.host import callgrind, leftovers
-from pytest_burnperf.plugin.counts_judging import disagreement_notes
+from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes
 
 from .._devices import required
 from ._helpers import git

@@ -445,7 +445,7 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     import types
 
     from pytest_burnperf.core.verdict import REGRESSED, UNCHANGED
-    from pytest_burnperf.plugin.reporter import accept_line
+    from pytest_burnperf.plugin.output.reporter import accept_line
 
     def res(benchmark: str, status: str) -> Any:
         return types.SimpleNamespace(

@@ -16,7 +16,7 @@ from pytest_burnperf.core.assess import HostEvidence, assess
 from pytest_burnperf.core.verdict import VERDICTS, Policy
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.report.results_json import read_results
-from pytest_burnperf.runs.process_rounds import read_round_file
+from pytest_burnperf.runs.round_launcher import read_round_file
 from pytest_burnperf.storage.baselines import BaselineError, load_file
 from pytest_burnperf.storage.jsonfile import MAX_SECONDS, MIN_SECONDS, FileFormatError
 

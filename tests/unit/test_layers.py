@@ -22,7 +22,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "storage": frozenset({"host", "core"}),
     "runs": frozenset({"host", "core", "devices", "storage"}),
     "report": frozenset({"_version", "host", "core", "storage"}),
-    "plugin": frozenset({"host", "core", "devices", "storage", "runs", "report"}),
+    "instruments": frozenset({"host", "core", "devices", "storage", "runs"}),
+    "plugin": frozenset({"host", "core", "devices", "storage", "runs", "instruments", "report"}),
     "cli": frozenset({"_version", "host", "core", "devices", "storage", "runs", "report"}),
     # the public API, and the deprecated module that re-exports its roofline helpers
     "__init__": frozenset({"_version", "core", "devices"}),
@@ -123,6 +124,21 @@ def test_no_module_is_longer_than_the_limit() -> None:
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"
 
 
+#: The most modules one folder of the plugin may hold: past it, a newcomer cannot see its rooms.
+MAX_PLUGIN_FOLDER = 12
+
+
+def test_no_plugin_folder_holds_more_than_the_limit() -> None:
+    folders: dict[str, int] = defaultdict(int)
+    for path in _modules().values():
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] == "plugin" and path.name != "__init__.py":
+            folders[str(rel.parent)] += 1
+    assert len(folders) > 1 and all(n > 0 for n in folders.values())
+    crowded = {f: n for f, n in folders.items() if n > MAX_PLUGIN_FOLDER}
+    assert not crowded, f"plugin folders over {MAX_PLUGIN_FOLDER} modules: {crowded}"
+
+
 def test_no_file_name_in_two_layers() -> None:
     """A file name says which module it is: ``state.py`` in two layers made readers write
     ``import state as hoststate``. The package's entry points are the only names used twice."""
@@ -136,8 +152,8 @@ def test_no_file_name_in_two_layers() -> None:
 
 def test_the_run_mode_is_asked_not_compared() -> None:
     """A run's mode is decided once (core/run_mode.py) and asked by what it decides
-    (``state.mode.in_round``); only plugin/modes.py and core/run_mode.py name the modes."""
-    allowed = {"pytest_burnperf.core.run_mode", "pytest_burnperf.plugin.modes"}
+    (``state.mode.in_round``); only plugin/configuration/modes.py and core/run_mode.py name the modes."""
+    allowed = {"pytest_burnperf.core.run_mode", "pytest_burnperf.plugin.configuration.modes"}
     wrong = []
     for name, path in _modules().items():
         if name in allowed:

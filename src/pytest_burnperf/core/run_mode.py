@@ -1,5 +1,5 @@
 """What kind of run this pytest process is: one :class:`Mode`, decided once when the run is
-configured (``plugin/configure.py``), and the one table of what each mode does.
+configured (``plugin/configuration/configure.py``), and the one table of what each mode does.
 
 =======  =====================================================================  ===================
 mode     what the process does                                                  started by
@@ -17,7 +17,7 @@ COUNT    a ROUND under valgrind: counts each benchmark's calls, not their time  
 
 Code elsewhere asks the mode a question named for what it decides (``mode.measures``,
 ``mode.in_round``, ``mode.records``...), never which mode it is; a new mode is a new row here.
-What each mode registers with pytest is in ``plugin/modes.py``.
+What each mode registers with pytest is in ``plugin/configuration/modes.py``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,17 @@
 """The hook implementations of the pytest plugin (the ``pytest11`` entry point) and its fixtures:
 each hook hands its work to the module that does it.
 
-- ``configure.py``: the run's settings, built once (command line, project file, ini keys)
-- ``collection.py``: parametrisation over device x dtype, and the selection
-- ``round_control.py``: the extra process rounds, same-session comparisons, the round server
-- ``modes.py``: the plugin objects of the run's mode (core/run_mode.py): ``reporter.py`` (what
-  the session the user started prints and writes), ``round_process.py`` (a round process)
-- ``fixture.py``: the ``perf`` fixture that times and judges
+- ``configuration/configure.py``: the run's settings, built once (command line, project file,
+  ini keys)
+- ``session/collection.py``: parametrisation over device x dtype, and the selection
+- ``rounds/round_control.py``: the extra process rounds, same-session comparisons, the round
+  server
+- ``configuration/modes.py``: the plugin objects of the run's mode (core/run_mode.py):
+  ``output/reporter.py`` (what the session the user started prints and writes),
+  ``rounds/report_back.py`` (a round process), ``session/outcome_watch.py`` (every test's
+  outcome)
+- ``measuring/fixture.py``: the ``perf`` fixture that measures and judges, with the instrument
+  instruments/registry.py chooses
 
 Loading it imports no array library, scipy or device runtime; those load inside a ``--perf``
 run.
@@ -20,14 +25,16 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.host.interrupts import raise_if_arrived, release
-from pytest_burnperf.plugin import collection, configure, modes, round_control
 from pytest_burnperf.plugin import hookspecs as hooks
-from pytest_burnperf.plugin.cases import Case
-from pytest_burnperf.plugin.fixture import make_perf
-from pytest_burnperf.plugin.options import add_options, add_update_alias
-from pytest_burnperf.plugin.session import STATE, case_of
-from pytest_burnperf.plugin.smoke_perf import SmokePerf
-from pytest_burnperf.plugin.timed_perf import Perf
+from pytest_burnperf.plugin.configuration import configure, modes
+from pytest_burnperf.plugin.configuration.options import add_options, add_update_alias
+from pytest_burnperf.plugin.measuring.fixture import make_perf
+from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
+from pytest_burnperf.plugin.measuring.timed_perf import Perf
+from pytest_burnperf.plugin.rounds import round_control
+from pytest_burnperf.plugin.session import collection
+from pytest_burnperf.plugin.session.cases import Case
+from pytest_burnperf.plugin.session.perf_state import STATE, case_of
 from pytest_burnperf.runs.overlay import install as install_overlay
 
 # In a round's process of an installed reference ($BURNPERF_OVERLAY), its overlay goes first,
@@ -89,7 +96,7 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     if not items:
         return
     state = items[0].config.stash[STATE]
-    state.collected.deselected_benchmarks.extend(
+    state.findings.deselected_benchmarks.extend(
         i.nodeid for i in items if (case := case_of(i)) is not None and not case.benchmark_style
     )
 
@@ -112,7 +119,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(case.error, pytrace=False)
     if case is not None and case.skip_reason is not None:  # a pytest-benchmark test's CPU case
         pytest.skip(case.skip_reason)
-    bad = item.config.stash[STATE].collected.bad_devices
+    bad = item.config.stash[STATE].findings.bad_devices
     if case is not None and case.entry is not None and case.entry.id in bad:
         pytest.skip(
             f"{case.entry.id} faulted earlier in this process ({bad[case.entry.id]}); a GPU "
@@ -146,8 +153,8 @@ def pytest_runtest_makereport(
     case = case_of(item)
     if case is not None:  # its wall time in this process, for --perf-shard's split
         state = item.config.stash[STATE]
-        state.collected.durations[item.nodeid] = (
-            state.collected.durations.get(item.nodeid, 0.0) + report.duration
+        state.findings.durations[item.nodeid] = (
+            state.findings.durations.get(item.nodeid, 0.0) + report.duration
         )
     if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
         from pytest_burnperf.devices.device_errors import device_error
@@ -159,9 +166,9 @@ def pytest_runtest_makereport(
         why = device_error(exc) if case.entry.kind != "cpu" and not deliberate else None
         if why is not None:
             state = item.config.stash[STATE]
-            if case.entry.id not in state.collected.bad_devices:
-                state.collected.bad_devices[case.entry.id] = f"{item.nodeid}: {why}"
-                state.collected.messages.append(
+            if case.entry.id not in state.findings.bad_devices:
+                state.findings.bad_devices[case.entry.id] = f"{item.nodeid}: {why}"
+                state.findings.messages.append(
                     f"{case.entry.id} faulted in {item.nodeid} ({why}); its later benchmarks "
                     "in this process were skipped"
                 )
@@ -170,9 +177,9 @@ def pytest_runtest_makereport(
         timed = any(
             item.nodeid in got
             for got in (
-                state.collected.results,
-                state.collected.smoked,
-                state.collected.worker_samples,
+                state.findings.results,
+                state.findings.smoked,
+                state.findings.worker_samples,
             )
         )
         if state.run.mode.runs_benchmarks and not timed:

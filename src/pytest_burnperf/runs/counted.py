@@ -1,5 +1,5 @@
 """The counted process: the selected CPU benchmarks run once more, in one process under
-callgrind, each counted around its calls only (plugin/counting.py counts inside it); this
+callgrind, each counted around its calls only (plugin/measuring/counting.py counts inside it); this
 module starts it and reads what it wrote.
 
 One process for every benchmark of a run: valgrind makes everything it runs 20-100x slower,
@@ -28,7 +28,7 @@ from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
-from pytest_burnperf.runs.process_rounds import journal_path, read_journal, run_worker
+from pytest_burnperf.runs.round_launcher import journal_path, read_journal, run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
@@ -189,7 +189,7 @@ def run(
     """Count the benchmarks ``wanted`` (node ids) in one process of ``python -m pytest args``
     under callgrind. A benchmark that kills the process (a segfault, ``os._exit``) costs only
     itself: the process notes each benchmark before it starts and each record as it finishes
-    (plugin/round_process.py), so the run names the benchmark it died on, keeps what it had
+    (plugin/rounds/report_back.py), so the run names the benchmark it died on, keeps what it had
     counted, and counts the rest in a fresh process."""
     got = CountedRun()
     t0 = time.monotonic()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.text import tail
-from pytest_burnperf.runs.process_rounds import run_worker
+from pytest_burnperf.runs.round_launcher import run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a round process a profiled one: the environment's label (the

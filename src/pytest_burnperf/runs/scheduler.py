@@ -35,7 +35,7 @@ from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out
 from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
-from pytest_burnperf.runs.process_rounds import (
+from pytest_burnperf.runs.round_launcher import (
     budget_spent,
     count_done,
     last_done,
@@ -117,7 +117,7 @@ class Measured:
     budget_stopped: int = 0
     #: Rounds run.
     rounds: int = 0
-    #: --perf-profile (plugin/pair_profiles.py): per environment label, each profiled
+    #: --perf-profile (plugin/measuring/pair_profiles.py): per environment label, each profiled
     #: benchmark's profile (runs/profiled.SideProfile), and why others it was asked for have none.
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     profile_gaps: dict[str, dict[str, str]] = field(default_factory=dict)

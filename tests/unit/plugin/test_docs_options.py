@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.plugin.options import UPDATE_ALIAS, add_options
+from pytest_burnperf.plugin.configuration.options import UPDATE_ALIAS, add_options
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 #: Options the parent run gives its own round processes; not for users.

@@ -13,7 +13,7 @@ from pytest_burnperf.core.profiles import summarize
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.verdict import REGRESSED, Verdict
-from pytest_burnperf.plugin.pair_profiles import attach
+from pytest_burnperf.plugin.measuring.pair_profiles import attach
 from pytest_burnperf.runs.profiled import SideProfile
 from pytest_burnperf.runs.scheduler import Measured
 
@@ -49,7 +49,7 @@ def _state(profiles: dict[str, Any], gaps: dict[str, dict[str, str]], profile: s
             plan=types.SimpleNamespace(reference="main", candidate="current"), rootpath=ROOT
         ),
         output=types.SimpleNamespace(profile=profile),
-        collected=types.SimpleNamespace(measured=Measured(profiles=profiles, profile_gaps=gaps)),
+        findings=types.SimpleNamespace(measured=Measured(profiles=profiles, profile_gaps=gaps)),
     )
 
 
@@ -89,4 +89,4 @@ def test_nothing_is_added_where_nothing_was_profiled() -> None:
     plain = _result()
     assert attach(_state({}, {}), plain) is plain
     profiled = _state({"main": _side("main", BEFORE), "current": _side("current", AFTER)}, {})
-    assert attach(_state(profiled.collected.measured.profiles, {}, "off"), plain) is plain
+    assert attach(_state(profiled.findings.measured.profiles, {}, "off"), plain) is plain

@@ -1,5 +1,5 @@
 """What --perf-profile could not profile in an environment of a same-session comparison is said
-in the run's messages, never left out silently (plugin/run_files.py); the state is a stand-in,
+in the run's messages, never left out silently (plugin/output/run_files.py); the state is a stand-in,
 the rule is the plugin's."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from pytest_burnperf.plugin.run_files import _profile_gaps
+from pytest_burnperf.plugin.output.run_files import _profile_gaps
 from pytest_burnperf.runs.scheduler import Measured
 
 
@@ -15,7 +15,7 @@ def _state(profile: str, gaps: dict[str, dict[str, str]] | None) -> Any:
     measured = None if gaps is None else Measured(profile_gaps=gaps)
     return types.SimpleNamespace(
         output=types.SimpleNamespace(profile=profile),
-        collected=types.SimpleNamespace(measured=measured, messages=[]),
+        findings=types.SimpleNamespace(measured=measured, messages=[]),
     )
 
 
@@ -31,7 +31,7 @@ def test_benchmarks_an_environment_could_not_profile_are_named() -> None:
         },
     )
     _profile_gaps(state)
-    assert state.collected.messages == [
+    assert state.findings.messages == [
         "--perf-profile: not profiled in main: t.py::a and 1 more (torch.profiler is missing)"
     ]
 
@@ -43,4 +43,4 @@ def test_nothing_is_said_when_profiling_is_off_or_complete() -> None:
         _state("all", None),
     ):
         _profile_gaps(state)
-        assert state.collected.messages == []
+        assert state.findings.messages == []

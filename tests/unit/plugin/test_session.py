@@ -10,14 +10,14 @@ import pytest
 
 from pytest_burnperf.core.run_mode import Mode
 from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.plugin.collected import Collected
-from pytest_burnperf.plugin.run_config import OutputConfig, RoundSchedule, RunConfig
-from pytest_burnperf.plugin.session import PerfState
+from pytest_burnperf.plugin.configuration.run_config import OutputConfig, RoundSchedule, RunConfig
+from pytest_burnperf.plugin.session.findings import Findings
+from pytest_burnperf.plugin.session.perf_state import PerfState
 
 MAX_FIELDS = 25
 
 
-@pytest.mark.parametrize("cls", [PerfState, RunConfig, RoundSchedule, OutputConfig, Collected])
+@pytest.mark.parametrize("cls", [PerfState, RunConfig, RoundSchedule, OutputConfig, Findings])
 def test_no_object_of_the_state_has_more_than_25_fields(cls: type) -> None:
     names = [f.name for f in dataclasses.fields(cls)]
     assert len(names) <= MAX_FIELDS, f"{cls.__name__}: {len(names)} fields: {names}"

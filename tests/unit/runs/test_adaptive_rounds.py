@@ -16,7 +16,7 @@ from pytest_burnperf.core.verdict import (
     needs_more_rounds,
     recording_floor,
 )
-from pytest_burnperf.plugin.baseline_writing import noisy_baselines_text
+from pytest_burnperf.plugin.output.baseline_writing import noisy_baselines_text
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 
@@ -113,7 +113,7 @@ def test_stopping_for_futility_does_not_raise_false_alarms() -> None:
 
 def test_busy_rounds_do_not_count_towards_deciding() -> None:
     from pytest_burnperf.host.activity import Window
-    from pytest_burnperf.plugin.round_control import clean_runs
+    from pytest_burnperf.plugin.rounds.round_control import clean_runs
 
     quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.01).as_dict()
     busy = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.97).as_dict()
@@ -195,7 +195,7 @@ def test_round_counts_refuses_contradictions() -> None:
 def test_round_budget() -> None:
     from pytest_burnperf.core.run_options import parse_round_budget
     from pytest_burnperf.core.settings import SettingsError
-    from pytest_burnperf.runs.process_rounds import budget_spent, budget_text
+    from pytest_burnperf.runs.round_launcher import budget_spent, budget_text
 
     assert not budget_spent(599.9, 600.0) and budget_spent(600.0, 600.0)
     assert not budget_spent(1e9, 0.0)  # 0: no limit

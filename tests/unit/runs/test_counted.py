@@ -18,7 +18,7 @@ from pytest_burnperf.runs import counted
 FAKE = """
 import json, os, signal, sys
 from pathlib import Path
-from pytest_burnperf.runs.process_rounds import note_record, note_started
+from pytest_burnperf.runs.round_launcher import note_record, note_started
 
 arg = lambda name: next(a.split("=", 1)[1] for a in sys.argv if a.startswith(name + "="))
 out = Path(arg("--perf-worker-out"))

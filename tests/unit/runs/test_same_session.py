@@ -24,7 +24,7 @@ from pytest_burnperf.runs.environments import (
     parse_refs,
     resolve,
 )
-from pytest_burnperf.runs.process_rounds import worker_args
+from pytest_burnperf.runs.round_launcher import worker_args
 from pytest_burnperf.runs.same_session import Plan, shadowed_modules, summaries
 from pytest_burnperf.runs.scheduler import Measured
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.plugin.option_table import VALUE_OPTIONS
+from pytest_burnperf.plugin.configuration.option_table import VALUE_OPTIONS
 from pytest_burnperf.storage.project_config import ConfigError, load
 
 PARSERS = {ini: parse for _o, ini, parse, _t in VALUE_OPTIONS}

@@ -1,0 +1,183 @@
+"""Counted CPU cost: each call's instructions (and estimated cycles) on callgrind's simulated
+CPU, deterministic to hundredths of a percent on compiled code and immune to the host's load.
+
+Two instruments share this measure:
+
+- ``counts``, in a counted process under valgrind (``Mode.COUNT``, started by
+  runs/counted.py): :func:`count` counts calls of each CPU benchmark with callgrind's client
+  requests (host/callgrind.py, core/counts.py) and returns the record the parent judges.
+- ``counted``, in the run that judges (``--perf-measure counts``): the call runs once, untimed
+  (the test's own checks see its result), and the counted process's counts are judged
+  (plugin/measuring/counts_judging.py) against the counts baselines.
+
+The key a count is kept under (what makes two counts comparable) is :func:`key` here and
+core/counts_key.py."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_burnperf.core import counts, counts_key
+from pytest_burnperf.core.clocks import gc_off
+from pytest_burnperf.host import callgrind
+from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation, Unavailable
+from pytest_burnperf.runs import counted
+
+_BLIND_TO = (
+    "what instructions do not show: memory stalls and cache misses beyond callgrind's "
+    "simulated caches, frequency, contention between threads, waiting (sleeps, I/O), and "
+    "any device's work; the clock beside it sees those"
+)
+
+
+@dataclass(frozen=True)
+class CountsHere:
+    """In a counted process: callgrind counts each call."""
+
+    name: InstrumentName = "counts"
+    unit: str = "instructions"
+    records: str = "instructions and estimated cycles per counted call, and the counts key"
+    blind_to: str = _BLIND_TO
+
+    def applies(self, situation: Situation) -> bool:
+        return situation.counting_round
+
+
+@dataclass(frozen=True)
+class CountsJudge:
+    """In the run that judges: the call runs once, untimed, and its counts judge."""
+
+    name: InstrumentName = "counted"
+    unit: str = "instructions"
+    records: str = "the counted process's counts of this benchmark and its verdict from them"
+    blind_to: str = _BLIND_TO
+
+    def applies(self, situation: Situation) -> bool:
+        return situation.counts_judge
+
+
+COUNTS_HERE = CountsHere()
+COUNTS_JUDGE = CountsJudge()
+
+
+def count(
+    nodeid: str,
+    device: Any,
+    threads: int,
+    make_call: Prepare,
+    *,
+    count_dir: Path,
+    calls: int,
+    limit_s: float | None,
+) -> tuple[dict[str, Any], Any]:
+    """In a counted process: count ``calls`` calls of the benchmark (each from ``make_call``:
+    the call and what to run after it, uncounted). Returns the record for the run that judges
+    (its counts and key, or why it was timed instead) and the first call's result;
+    :class:`Unavailable` where this process cannot count."""
+    __tracebackhide__ = True
+    requests = callgrind.Requests(count_dir)
+    try:
+        running = requests.running()
+    except callgrind.CountingUnavailable as exc:
+        raise Unavailable(f"{nodeid}: cannot count here: {exc}") from None
+    if not running:
+        raise Unavailable(
+            f"{nodeid}: {counted.COUNT_OPTION} is set but this process does not run under "
+            "valgrind; the plugin starts counted processes itself (--perf-measure counts)"
+        )
+
+    def read(path: Any) -> dict[str, Any]:
+        """A call's events less what its threads spent waiting for each other."""
+        try:
+            events = callgrind.read_dump(path)
+            for name, wait in callgrind.waiting(path).items():
+                events[name] = max(0, events.get(name, 0) - wait)
+            return {**events, "interpreter": callgrind.interpreter_share(path)}
+        finally:
+            path.unlink(missing_ok=True)
+
+    def synced() -> tuple[Any, Any]:
+        call, after = make_call()
+
+        def body() -> object:
+            out = call()
+            device.sync()
+            return out
+
+        return body, after
+
+    with device.threads(threads), gc_off():
+        try:
+            got, first = counts.count_calls(
+                synced, requests, read, calls=calls, label=nodeid, limit_s=limit_s or None
+            )
+        except counts.TooSlow as exc:
+            why = (
+                f"one call took {exc.seconds:.1f} s under valgrind (over --perf-count-limit "
+                f"{limit_s or 0:g} s; BLAS- and FMA-dense kernels run ~1000x slower there; "
+                "--perf-count-limit 0 counts it anyway)"
+            )
+            return {"timed_instead": why}, exc.result
+    record = {
+        "values": [float(c) for c in got.values()],
+        "counts": got.as_json(),
+        "key": key(device, threads),
+    }
+    return record, first
+
+
+def key(device: Any, threads: int) -> dict[str, Any]:
+    """What this process's counts are kept under, besides the run's (core/counts_key.py): the
+    CPU and what the libraries dispatch on, the interpreter and its build and settings, libc,
+    the libraries' versions and the thread count."""
+    return {
+        "cpuid": callgrind.cpuid_signature(),
+        "simulated_cpu": simulated_cpu(device),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "python_build": python_build(),
+        "interpreter_settings": counts_key.interpreter_settings(
+            {name: getattr(sys.flags, name, None) for name, _ in counts_key.INTERPRETER_FLAGS},
+            sys._xoptions,
+            gil_enabled(),
+        ),
+        "libc": " ".join(platform.libc_ver()).strip() or "unknown",
+        "libraries": dict(device.fingerprint().get("versions") or {}),
+        "threads": counted_threads(threads),
+    }
+
+
+def counted_threads(threads: int) -> int | str:
+    """The key's thread count: ``threads``, or for 0 (the libraries' default, one per CPU)
+    what that is here, since counts of a pool of 2 and of 4 differ."""
+    if threads != 0:
+        return threads
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"the libraries' default on {cpus} CPUs"
+
+
+def gil_enabled() -> bool | None:
+    """Whether the GIL is on (a free-threaded build can run without it), None before 3.13."""
+    probe = getattr(sys, "_is_gil_enabled", None)
+    return None if probe is None else bool(probe())
+
+
+def python_build() -> str:
+    """Which build of the interpreter runs: its compiler and build date. The same Python version
+    built by another compiler or with other flags (pyenv's build, a distribution's, the
+    prebuilt one of actions/setup-python) executes other instructions for the same code."""
+    name, date = platform.python_build()
+    return f"{platform.python_compiler()}; {name} {date}".strip()
+
+
+def simulated_cpu(device: Any) -> str:
+    """What the libraries dispatch on in this process: the device's dispatch (numpy's SIMD
+    level, the BLAS core) and the features numpy and torch detect."""
+    dispatch = device.fingerprint().get("dispatch") or {}
+    parts = [f"{k}={v}" for k, v in sorted(dispatch.items())]
+    seen = callgrind.simulated_cpu()
+    return " ".join([*parts, seen]).strip()

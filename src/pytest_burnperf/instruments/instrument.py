@@ -1,0 +1,87 @@
+"""What an instrument is: what measures a benchmark's calls in a run, with what it needs, its
+unit, what it records and what it cannot see. Each measure is one module of this folder
+(``host_clock.py``, ``device_events.py``, ``cuda_graphs.py``, ``instruction_counts.py``,
+``profiler.py``); ``registry.py`` lists them in the order they are asked which one measures a
+benchmark (:class:`Situation`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+#: The instruments' names, as reports, results and baselines call them.
+InstrumentName = Literal["counts", "counted", "profile", "host", "device", "graph"]
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What decides which instrument measures a benchmark's calls in this process."""
+
+    #: The process profiles one side of a same-session comparison (runs/profiled.py), or None.
+    profile_side: str | None = None
+    #: The process is a counted round under callgrind (``Mode.COUNT``).
+    counting_round: bool = False
+    #: Counts alone judge this benchmark here (``--perf-measure counts``, a CPU benchmark the
+    #: counted process counted): no clock runs.
+    counts_judge: bool = False
+    #: The benchmark's ``timer`` setting: ``host``, ``device`` or ``graph``.
+    timer: str = "host"
+
+
+class Instrument(Protocol):
+    """What measures a benchmark's calls. ``applies`` says whether it does in a
+    :class:`Situation`; the registry asks the instruments in order and the first one measures."""
+
+    @property
+    def name(self) -> InstrumentName: ...
+
+    @property
+    def unit(self) -> str:
+        """What one value of it is: ``s`` (seconds per call), ``instructions`` (per call)."""
+        ...
+
+    @property
+    def records(self) -> str:
+        """What it keeps of each benchmark (samples, counts, a profile)."""
+        ...
+
+    @property
+    def blind_to(self) -> str:
+        """What it cannot see: the slowdowns it would miss, said in the docs and the tests."""
+        ...
+
+    def applies(self, situation: Situation) -> bool: ...
+
+
+class Unavailable(Exception):
+    """An instrument cannot measure this benchmark here; the message says why (the plugin
+    turns it into a skip or a failure with the benchmark's name)."""
+
+
+#: Makes one call of the benchmark ready: (the call, what to run after it uncounted or None).
+Prepare = Callable[[], tuple[Callable[[], Any], Callable[[], Any] | None]]
+
+
+@dataclass(frozen=True)
+class ClockParts:
+    """What a clock instrument opens inside the benchmark's thread and device context: the
+    timer (None: the host's), the L2 flush (or None) and the device's graph capture (or None);
+    core/timing.py then takes the samples with them."""
+
+    timer: Any
+    flush: Callable[[], None] | None
+    capture: Any
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """An instrument that times calls (host clock, device events, graph replays)."""
+
+    @property
+    def name(self) -> InstrumentName: ...
+
+    def open(self, device: Any, *, flush_l2: bool) -> ClockParts:
+        """Its timer, flush and capture for ``device``; :class:`Unavailable` where the device
+        cannot give them."""
+        ...

@@ -1,0 +1,44 @@
+"""Every instrument, in the order they are asked whether they measure a benchmark
+(:func:`choose`): a profiled process profiles, a counted process counts, counts alone judge
+where ``--perf-measure counts`` says so, else the benchmark's clock. A new measure is one module
+of this folder and one line here."""
+
+from __future__ import annotations
+
+from pytest_burnperf.instruments.cuda_graphs import GRAPH_REPLAYS
+from pytest_burnperf.instruments.device_events import DEVICE_EVENTS
+from pytest_burnperf.instruments.host_clock import HOST_CLOCK
+from pytest_burnperf.instruments.instruction_counts import COUNTS_HERE, COUNTS_JUDGE
+from pytest_burnperf.instruments.instrument import Instrument, Situation
+from pytest_burnperf.instruments.profiler import PROFILE_HERE
+
+#: The instruments, first asked first.
+INSTRUMENTS: tuple[Instrument, ...] = (
+    PROFILE_HERE,
+    COUNTS_HERE,
+    COUNTS_JUDGE,
+    HOST_CLOCK,
+    DEVICE_EVENTS,
+    GRAPH_REPLAYS,
+)
+
+
+class NoInstrument(LookupError):
+    """No instrument measures a benchmark in this situation (a timer setting none knows)."""
+
+
+def choose(situation: Situation) -> Instrument:
+    """The instrument that measures a benchmark's calls in ``situation``."""
+    for instrument in INSTRUMENTS:
+        if instrument.applies(situation):
+            return instrument
+    known = ", ".join(repr(i.name) for i in INSTRUMENTS)
+    raise NoInstrument(f"no instrument measures {situation} (instruments: {known})")
+
+
+def named(name: str) -> Instrument:
+    """The instrument called ``name``."""
+    for instrument in INSTRUMENTS:
+        if instrument.name == name:
+            return instrument
+    raise NoInstrument(f"no instrument is called {name!r}")

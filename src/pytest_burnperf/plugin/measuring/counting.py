@@ -1,0 +1,237 @@
+"""The plugin's side of counted CPU cost (``--perf-measure counts|both``): which benchmarks are
+counted, the counted process started after collection (runs/counted.py), the counting inside
+that process, and the verdict from counts in the run that judges.
+
+Where a round process decides what to print is plugin/rounds/round_control.py; a counted process is a round
+process with ``--perf-worker-count-dir``: it counts instead of timing and writes counts, not samples.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_burnperf.core import counts, counts_key
+from pytest_burnperf.core.text import clock
+from pytest_burnperf.core.verdict import Policy
+from pytest_burnperf.host import callgrind
+from pytest_burnperf.instruments import instruction_counts
+from pytest_burnperf.instruments.instrument import Unavailable
+from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, line_writer, rel
+from pytest_burnperf.runs import counted
+from pytest_burnperf.runs.round_launcher import worker_args
+from pytest_burnperf.storage.baselines import BaselineStore
+
+
+@dataclass
+class Counting:
+    """A run that judges by counts: the valgrind it counts with and what the counted process
+    measured."""
+
+    valgrind: str
+    version: str
+    measure: str
+    run: counted.CountedRun | None = None
+    #: A same-session comparison: each environment's counted process, by label.
+    sides: dict[str, counted.CountedRun] = field(default_factory=dict)
+    _store: BaselineStore | None = None
+
+    def runs(self) -> list[counted.CountedRun]:
+        return [r for r in (self.run, *self.sides.values()) if r is not None]
+
+    def timed_instead(self, nodeid: str) -> str | None:
+        """Why the benchmark was not counted but is timed instead (too slow under valgrind),
+        else None."""
+        for r in self.runs():
+            if nodeid in r.timed_instead:
+                return r.timed_instead[nodeid]
+        return None
+
+    def store(self, state: PerfState) -> BaselineStore:
+        """The counts baselines: one folder per OS, architecture and valgrind version."""
+        if self._store is None:
+            from pytest_burnperf.core.settings import DEFAULT_SIZE
+
+            name = counts_key.store_name(platform.system(), platform.machine())
+            if state.run.size != DEFAULT_SIZE:
+                name = f"{name}-{state.run.size}"
+            self._store = BaselineStore(state.run.baselines_root, name)
+        return self._store
+
+    def key_base(self) -> dict[str, Any]:
+        return {
+            "arch": platform.machine(),
+            "valgrind": self.version,
+            "cache": callgrind.cache_text(),
+        }
+
+
+def start_text(state: PerfState) -> str:
+    """The run's first lines: what counts and where their baselines are."""
+    c: Counting = state.counting
+    where = (
+        f"counts baselines {rel(c.store(state).dir, state.run.rootpath)}"
+        if not state.run.mode.compares
+        else "every environment counted in this run"
+    )
+    return f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, size {state.run.size}"
+
+
+def header_text(state: PerfState) -> str:
+    """The summary's line about counts: the measure that gates, the model, what it took."""
+    c: Counting = state.counting
+    runs = c.runs()
+    took = (
+        f"; {sum(len(r.counts) for r in runs)} counted in {clock(sum(r.seconds for r in runs))}"
+        if runs
+        else ""
+    )
+    where = (
+        f"in {rel(c.store(state).dir, state.run.rootpath)}"
+        if not state.run.mode.compares
+        else "of both environments"
+    )
+    return (
+        f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}; "
+        f"cycles estimated with L1 32 KiB, LL 8 MiB) {where}; minimum effect "
+        f"{100 * counts.COUNTS_FLOOR:g}%, {counts.SPREAD_FACTOR:g}x the counts' spread, or "
+        f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share{took}"
+    )
+
+
+def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
+    """Whether counts judge a benchmark on a device of ``kind`` in this run: a CPU benchmark
+    under --perf-measure counts or both, unless (``nodeid``) it was too slow to count."""
+    if state.counting is None or kind != "cpu":
+        return False
+    return nodeid is None or state.counting.timed_instead(nodeid) is None
+
+
+def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
+    """Whether the clock does not run at all for such a benchmark (--perf-measure counts)."""
+    return by_counts(state, kind, nodeid) and state.counting.measure == "counts"
+
+
+def fallback_note(state: PerfState, nodeid: str) -> str | None:
+    """Why a CPU benchmark of a counting run was timed instead, or None."""
+    if state.counting is None:
+        return None
+    why = state.counting.timed_instead(nodeid)
+    return None if why is None else f"not counted: {why}; judged by time"
+
+
+def calls(state: PerfState, settings: Any) -> int:
+    """How many calls each benchmark gets counted: enough for its alpha (counts.calls_for)."""
+    policy = Policy(
+        alpha=settings.alpha, threshold=settings.threshold, comparisons=state.findings.comparisons
+    )
+    return counts.calls_for(policy.alpha_each)
+
+
+# --------------------------------------------------------------------------------------------
+# the run that judges: the counted process, after collection
+
+
+def count_pass(
+    session: pytest.Session,
+    state: PerfState,
+    items: list[pytest.Item],
+    sides: list[Any] | None = None,
+) -> None:
+    """Count every CPU benchmark among ``items`` in one process under callgrind; in a
+    same-session comparison (``sides``: the scheduler's environments), one per environment,
+    one after the other (counts need no interleaving: the host cannot move them)."""
+    if state.counting is None or session.config.option.collectonly:
+        return
+    wanted = [
+        item.nodeid
+        for item in items
+        if (case := case_of(item)) is not None
+        and case.entry is not None
+        and by_counts(state, case.entry.kind)
+    ]
+    if not wanted:
+        return
+    write = line_writer(session.config)
+
+    settings = state.run.base.merged(state.run.cmdline)
+    args = [*worker_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
+    for side in sides or [None]:
+        where = "" if side is None else f" in {side.label}"
+        t0 = time.monotonic()
+        write(
+            f"burnperf: counting {len(wanted)} CPU benchmark(s){where} in one process under "
+            f"callgrind (valgrind {state.counting.version}) ..."
+        )
+
+        def say(done: int, t0: float = t0, where: str = where) -> None:
+            write(
+                f"burnperf: counted {done}/{len(wanted)}{where} "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+
+        got = counted.run(
+            valgrind=state.counting.valgrind,
+            python=sys.executable if side is None else side.python,
+            args=args,
+            wanted=wanted,
+            cwd=session.config.invocation_params.dir,
+            say=say,
+            env=None if side is None else side.environ,
+        )
+        if side is None:
+            state.counting.run = got
+        else:
+            state.counting.sides[side.label] = got
+        state.findings.messages.extend(f"{side.label}: {p}" if side else p for p in got.problems)
+        slow = f"; {len(got.timed_instead)} timed instead" if got.timed_instead else ""
+        write(
+            f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s){where} under "
+            f"callgrind in {clock(got.seconds)}{slow}"
+        )
+
+
+#: The hidden option that tells a counted process how many calls to count.
+COUNT_CALLS = "--perf-worker-count-calls"
+
+
+# --------------------------------------------------------------------------------------------
+# the counted process
+
+
+def count_here(
+    state: PerfState,
+    nodeid: str,
+    device: Any,
+    settings: Any,
+    make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
+) -> Any:
+    """In a counted process: the counts instrument (instruments/instruction_counts.py) counts
+    calls of the benchmark; its record goes to the samples file for the run that judges.
+    Returns the first call's result."""
+    __tracebackhide__ = True
+    assert state.run.count.dir is not None
+    try:
+        record, first = instruction_counts.count(
+            nodeid,
+            device,
+            settings.threads,
+            make_call,
+            count_dir=state.run.count.dir,
+            calls=state.run.count.calls or calls(state, settings),
+            limit_s=state.run.count.limit_s,
+        )
+    except Unavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    state.findings.worker_samples[nodeid] = record
+    return first
+
+
+# --------------------------------------------------------------------------------------------
+# the run that judges: the verdict from counts

@@ -1,0 +1,266 @@
+"""The verdict from counts (``--perf-measure counts|both``): a benchmark's counted calls judged
+against its counts baseline or, in a same-session comparison, against the other environment's
+counts; with ``both``, the time verdict beside it and a note where the two disagree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_burnperf.core import counts, counts_key
+from pytest_burnperf.core.clocks import Sample
+from pytest_burnperf.core.counts import Counted
+from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.verdict import (
+    IMPROVED,
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Policy,
+    Verdict,
+    format_ratio,
+    not_comparable,
+)
+from pytest_burnperf.plugin.measuring import pair_profiles
+from pytest_burnperf.plugin.measuring.counting import Counting
+from pytest_burnperf.plugin.measuring.result_record import settle
+from pytest_burnperf.plugin.session.perf_state import PerfState
+from pytest_burnperf.storage.baselines import BaselineError
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.results import Result
+
+
+def judge(
+    perf: Any,
+    timed: Result | None,
+    make_result: Callable[..., Result],
+    properties: Callable[[Result], list[tuple[str, object]]],
+    profile: Callable[[Result], Result] | None = None,
+) -> Result:
+    """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
+    result under --perf-measure both), built by ``make_result`` and kept in the session's
+    results with its JUnit ``properties``; fails the test when counts regressed (or, under
+    --perf-strict, were not judged). ``profile`` adds --perf-profile's profile to the result
+    (plugin/profile_rerun.profiled)."""
+    __tracebackhide__ = True
+
+    def keep(result: Result) -> None:
+        state.findings.results[node] = result
+        perf._item.user_properties.extend(properties(result))
+
+    state: PerfState = perf._state
+    c: Counting = state.counting
+    node = perf._item.nodeid
+    run = c.run
+    got = None if run is None else run.counts.get(node)
+    if got is None:
+        why = "the counted process did not run" if run is None else run.missing.get(node, "")
+        if timed is None:
+            pytest.fail(
+                f"{node}: not judged: not counted ({why or 'no counts'}); see the run's notes",
+                pytrace=False,
+            )
+        result = replace(
+            timed,
+            verdict=replace(
+                timed.verdict,
+                notes=(*timed.verdict.notes, f"counts: not counted ({why}); time judged"),
+            ),
+        )
+        keep(result)
+        return result
+    key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
+    problem = None
+    try:
+        entry = c.store(state).get(perf._module, perf._key)
+    except BaselineError as exc:
+        problem = exc
+    if problem is not None:
+        pytest.fail(
+            f"{node}: {problem}. The file was left untouched; fix it, or delete it and record "
+            "new counts baselines with --perf-update",
+            pytrace=False,
+        )
+    s = perf.settings
+    policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons)
+    values = [float(v) for v in got.values()]
+    base_counts = None if entry is None else entry.get("counts")
+    base_values = None
+    if isinstance(base_counts, dict):
+        base_values = [float(v) for v in base_counts.get(counts.GATING) or []]
+    if entry is not None and base_values is None:
+        verdict = not_comparable(values, [], "the stored baseline holds no counts")
+    elif entry is not None and (
+        diff := counts_key.key_difference((base_counts or {}).get("key"), key)
+    ):
+        verdict = not_comparable(
+            values, base_values or [], f"{diff}; record counts again with --perf-update"
+        )
+    else:
+        verdict = counts.judge_counts(
+            base_values,
+            values,
+            alpha_each=policy.alpha_each,
+            interpreter=max(got.interpreter, float((base_counts or {}).get("interpreter") or 0)),
+        )
+        cycles = counts.cycles_note(
+            [float(v) for v in (base_counts or {}).get("cycles") or []],
+            [float(v) for v in got.cycles],
+            verdict,
+        )
+        noted = counts_key.key_notes((base_counts or {}).get("key"), key)
+        verdict = replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
+    verdict = replace(verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed)))
+    sample = Sample(
+        values=tuple(values),
+        loops=1,
+        warmup_calls=1 + counts.WARM_CALLS,
+        timer=counts.COUNTS_TIMER,
+    )
+    result = make_result(
+        perf,
+        fingerprint=escape_strings(perf.device.fingerprint()),
+        sample=sample,
+        verdict=verdict,
+        runs=[values],
+        baseline=entry,
+        baseline_runs=() if base_values is None else (tuple(base_values),),
+        host=() if timed is None else timed.host,
+        measure="counts",
+        counted=got,
+        counts_key=key,
+        time=timed,
+    )
+    if profile is not None:
+        result = profile(result)
+    keep(result)
+    settle(state, perf._key, result, lambda: counts.counts_failure(perf._key, result.verdict))
+    return result
+
+
+def disagreement_notes(verdict: Verdict, timed: Result | None) -> list[str]:
+    """Which measure judged and why, and where the clock and the counts disagree."""
+    if timed is None:
+        return []
+    t = timed.verdict
+    if t.ratio is None:
+        return [f"judged by counts; time {t.status} ({t.reason or 'no comparison'})"]
+    time_text = f"time {format_ratio(t)} {t.status}"
+    counts_text = (
+        "-" if verdict.ratio is None else f"{100 * (verdict.ratio - 1):+.2f}% {verdict.status}"
+    )
+    if t.status == REGRESSED and verdict.status == UNCHANGED:
+        return [
+            f"{time_text} but counts unchanged ({counts_text}): the same work took longer "
+            "(threads, memory, waiting on sleeps, I/O or locks, or the host); counts judged"
+        ]
+    if t.status == REGRESSED and verdict.status == IMPROVED:
+        return [
+            f"{time_text} but counts improved ({counts_text}): less work that took longer "
+            "(less of it in parallel, memory, waiting, or the host); counts judged"
+        ]
+    if verdict.status == REGRESSED and t.status == IMPROVED:
+        return [
+            f"counts {counts_text} but {time_text}: more work that finished sooner (more of "
+            "it in parallel, or the host); counts judged"
+        ]
+    if verdict.status == REGRESSED and t.status in (UNCHANGED, INCONCLUSIVE):
+        return [
+            f"counts {counts_text} but {time_text}: more work that the clock does not show "
+            "(within its noise, or hidden by other threads)"
+        ]
+    why = "the host cannot disturb them" if t.status != INCONCLUSIVE else f"time: {t.reason}"
+    return [f"judged by counts ({why}); {time_text}"]
+
+
+def judge_pair(
+    perf: Any,
+    timed: Result | None,
+    make_result: Callable[..., Result],
+    properties: Callable[[Result], list[tuple[str, object]]],
+) -> Result:
+    """The counts verdict of a same-session comparison (the ComparePerf fixture): the
+    candidate environment's counts against the reference's, both counted in this run."""
+    __tracebackhide__ = True
+    state: PerfState = perf._state
+    plan = state.run.plan
+    assert plan is not None
+    c: Counting = state.counting
+    node = perf._item.nodeid
+    ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
+    ref = None if ref_run is None else ref_run.counts.get(node)
+    cur = None if cur_run is None else cur_run.counts.get(node)
+    if ref is None or cur is None:
+        why = "; ".join(
+            f"{label}: {r.missing.get(node) or 'not counted'}"
+            for label, r in ((plan.reference, ref_run), (plan.candidate, cur_run))
+            if r is not None and node not in r.counts
+        )
+        pytest.fail(f"{node}: counts not compared with {plan.reference}: {why}", pytrace=False)
+    verdict = _pair_verdict(state, perf.settings, ref, cur)
+    base = [float(v) for v in ref.values()]
+    values = [float(v) for v in cur.values()]
+    cycles = counts.cycles_note(
+        [float(v) for v in ref.cycles], [float(v) for v in cur.cycles], verdict
+    )
+    notes = [*([cycles] if cycles else []), *disagreement_notes(verdict, timed)]
+    verdict = replace(verdict, notes=(*verdict.notes, *notes))
+    result = make_result(
+        perf,
+        fingerprint=escape_strings(perf.device.fingerprint()),
+        sample=Sample(
+            values=tuple(values),
+            loops=1,
+            warmup_calls=1 + counts.WARM_CALLS,
+            timer=counts.COUNTS_TIMER,
+        ),
+        verdict=verdict,
+        runs=[values],
+        baseline_runs=(tuple(base),),
+        host=() if timed is None else timed.host,
+        versions=() if timed is None else timed.versions,
+        reference=plan.reference,
+        candidate=plan.candidate,
+        measure="counts",
+        counted=cur,
+        counts_key={**c.key_base(), **(cur_run.keys.get(node, {}) if cur_run else {})},
+        time=timed,
+    )
+    result = pair_profiles.attach(state, result)
+    state.findings.results[node] = result
+    perf._item.user_properties.extend(properties(result))
+    labels = (plan.reference, plan.candidate)
+    settle(
+        state, perf._key, result, lambda: counts.counts_failure(perf._key, verdict, labels=labels)
+    )
+    return result
+
+
+def counts_pair_verdict(state: PerfState, settings: Any, node: str) -> Verdict | None:
+    """The counts verdict of ``node`` in a same-session comparison (both environments
+    counted), or None where one of them has no counts of it."""
+    plan = state.run.plan
+    assert plan is not None
+    c: Counting = state.counting
+    ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
+    ref = None if ref_run is None else ref_run.counts.get(node)
+    cur = None if cur_run is None else cur_run.counts.get(node)
+    if ref is None or cur is None:
+        return None
+    return _pair_verdict(state, settings, ref, cur)
+
+
+def _pair_verdict(state: PerfState, settings: Any, ref: Counted, cur: Counted) -> Verdict:
+    policy = Policy(
+        alpha=settings.alpha, threshold=settings.threshold, comparisons=state.findings.comparisons
+    )
+    return counts.judge_counts(
+        [float(v) for v in ref.values()],
+        [float(v) for v in cur.values()],
+        alpha_each=policy.alpha_each,
+        interpreter=max(ref.interpreter, cur.interpreter),
+    )

@@ -1,0 +1,133 @@
+"""What one benchmark leaves behind: its :class:`~pytest_burnperf.core.results.Result` (samples,
+verdict, provenance, the test's parameters), the properties it adds to the JUnit report, and
+whether its verdict fails its test (:func:`settle`, by core/outcome.py's one rule)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import pytest
+
+from pytest_burnperf.core.assess import (
+    baseline_runs,
+)
+from pytest_burnperf.core.outcome import outcome
+from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.devices.base import DeviceBase
+from pytest_burnperf.plugin.session.cases import Case
+from pytest_burnperf.plugin.session.perf_state import PerfState
+
+
+class Measuring(Protocol):
+    """What :func:`make_result` reads of a measuring ``perf`` object (``Perf``, ``ComparePerf``)."""
+
+    _case: Case
+    _item: pytest.Item
+    _module: str
+    _key: str
+    _state: PerfState
+    settings: Settings
+    extra_info: dict[str, Any]
+    group: str | None
+
+
+def make_result(perf: Measuring, **fields: Any) -> Result:
+    """The :class:`Result` of ``perf``'s benchmark: its identity from the fixture object, the
+    measurement and verdict from ``fields`` (``runs`` as lists, ``baseline`` None by default)."""
+
+    case = perf._case
+    assert case.entry is not None
+    runs = fields.pop("runs")
+    fields.setdefault("baseline", None)
+    params, param = test_params(perf._item, case)
+    return Result(
+        nodeid=perf._item.nodeid,
+        module=perf._module,
+        key=perf._key,
+        benchmark=perf._key.split("[", 1)[0],
+        device_id=case.entry.id,
+        kind=case.entry.kind,
+        library=case.entry.library,
+        dtype=case.dtype,
+        settings=perf.settings,
+        runs=tuple(tuple(r) for r in runs),
+        extra_info=dict(perf.extra_info),
+        group=perf.group,
+        sampling_rounds=perf._state.schedule.sampling_rounds,
+        params=params,
+        param=param,
+        **fields,
+    )
+
+
+def as_runs(baseline: dict[str, Any] | None) -> tuple[tuple[float, ...], ...]:
+    if baseline is None:
+        return ()
+
+    return tuple(tuple(r) for r in baseline_runs(baseline))
+
+
+def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, Any] | None, str | None]:
+    """The test's parameters and parameter id, as pytest-benchmark's JSON gives them: a
+    ``@pytest.mark.perf`` test's device (by its id), dtype and own parameters; a test written for
+    pytest-benchmark its own parameters only (its ``cpu`` case is this plugin's), None for one
+    without. Values JSON cannot hold are given by ``repr``."""
+    spec = getattr(item, "callspec", None)
+    given = dict(spec.params) if spec is not None else {}
+    given.pop("_burnperf_case", None)
+    params: dict[str, Any] = {}
+    if not case.benchmark_style:
+        params = {"device": case.label, "dtype": case.dtype}
+    for name, value in given.items():
+        if isinstance(value, DeviceBase):
+            params[name] = value.id
+        elif value is None or isinstance(value, (str, int, float, bool)):
+            params[name] = value
+        else:
+            params[name] = repr(value)
+    param = spec.id if spec is not None else ""
+    if not params:
+        return None, None
+    return params, param or None
+
+
+def junit_properties(result: Result) -> list[tuple[str, object]]:
+    """The verdict as JUnit XML ``<property>`` elements (what CI systems show per test)."""
+    v = result.verdict
+    props: list[tuple[str, object]] = [
+        ("perf_verdict", v.status),
+        ("perf_median_s", f"{v.current_median:.6g}"),
+    ]
+    if v.baseline_median is not None:
+        props.append(("perf_baseline_median_s", f"{v.baseline_median:.6g}"))
+    if v.change_pct is not None:
+        props.append(("perf_change_pct", f"{v.change_pct:+.2f}"))
+    if v.ratio_low is not None and v.ratio_high is not None:
+        low, high = 100 * (v.ratio_low - 1), 100 * (v.ratio_high - 1)
+        props.append(("perf_change_ci95_pct", f"{low:+.2f},{high:+.2f}"))
+    if v.p_value is not None:
+        props.append(("perf_p_value", f"{v.p_value:.3g}"))
+    if v.min_detectable is not None:
+        props.append(("perf_min_detectable_pct", f"{100 * v.min_detectable:.2f}"))
+    if v.reason:
+        props.append(("perf_reason", v.reason))
+    return props
+
+
+def settle(state: PerfState, test_id: str, result: Result, regression: Callable[[], str]) -> None:
+    """Fail ``test_id``'s test where its verdict fails it (core/outcome: the one rule for every
+    measure and mode); ``regression`` builds the measure's line for a regression, and the
+    profile's note of what grew follows it."""
+    __tracebackhide__ = True
+    decided = outcome(
+        result.verdict,
+        test_id=test_id,
+        strict=state.run.strict,
+        records=state.run.mode.records,
+        regression=regression,
+        why=str(result.profile["note"]) if result.profile else "",
+    )
+    if decided.fails:
+        pytest.fail(decided.message, pytrace=False)

@@ -1,0 +1,167 @@
+"""The ``perf`` fixture of the parent of a same-session comparison (``--perf-against``, ``--perf-
+versions``): the body runs once here as a check, the round processes measure each side, and the
+verdict is made from their samples."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_burnperf.core.assess import (
+    note_paired_host,
+)
+from pytest_burnperf.core.clocks import SAMPLE_TIMERS, Sample
+from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.verdict import (
+    Policy,
+    Verdict,
+    failure_message,
+    judge,
+)
+from pytest_burnperf.host.activity import Window
+from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
+from pytest_burnperf.plugin.measuring.result_record import junit_properties, make_result, settle
+from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf, T, start_once
+from pytest_burnperf.plugin.session.cases import Case
+from pytest_burnperf.plugin.session.perf_state import PerfState
+from pytest_burnperf.runs.same_session import summaries
+
+if TYPE_CHECKING:
+    from pytest_burnperf.host.activity import Window
+
+
+class ComparePerf(SmokePerf):
+    """The ``perf`` fixture of a same-session comparison (``--perf-against``,
+    ``--perf-versions``): the rounds measured the benchmark in every environment before the
+    tests ran, so here the function is called once, untimed (its result and the test's own
+    checks still count), and the verdict judges the candidate's runs against the reference's,
+    paired by round."""
+
+    def __init__(self, state: PerfState, item: pytest.Item, case: Case, module: str, key: str):
+        super().__init__(state, item, case)
+        self._case = case
+        self._module = module
+        self._key = key
+        self.settings = state.run.settings_for(case.spec)
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        start_once(self, fn, what)
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True
+        result = super().__call__(fn, *args, **kwargs)
+        self._judge()
+        return result
+
+    def pedantic(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True
+        result = super().pedantic(fn, *args, **kwargs)
+        self._judge()
+        return result
+
+    def _judge(self) -> None:
+        __tracebackhide__ = True
+
+        state = self._state
+        plan, got = state.run.plan, state.findings.measured
+        assert plan is not None
+        node = self._item.nodeid
+        if counting.counts_only(state, self.device.kind, node):
+            counts_judging.judge_pair(self, None, make_result, junit_properties)
+            return
+        paired = time_verdict(state, self.settings, node)
+        if paired is None:
+            why = "; ".join(got.failures.values()) if got is not None else ""
+            pytest.fail(
+                f"{node}: not compared with {plan.reference}: "
+                + (why or "no round measured it in every environment"),
+                pytrace=False,
+            )
+        assert got is not None
+        verdict, policy, ref, cur, left_out = paired
+        windows = [
+            w
+            for label in plan.refs
+            for d in got.host.get(label, {}).get(node, [])
+            if (w := Window.from_dict(d)) is not None
+        ]
+        trust = state.run.trust_host
+        if left_out:
+            rounds = ", ".join(str(i + 1) for i in sorted(left_out))
+            first = left_out[min(left_out)]
+            verdict = replace(
+                verdict,
+                notes=(
+                    *verdict.notes,
+                    f"round(s) {rounds} left out of the verdict: host busy ({first})",
+                ),
+            )
+        elif not trust:
+            verdict = note_paired_host(
+                verdict, got.busy_rounds((plan.reference, plan.candidate), node)
+            )
+        last = got.last.get(plan.candidate, {}).get(node, {})
+        sample = Sample(
+            values=tuple(v for r in cur for v in r),
+            loops=int(last.get("loops", 1)),
+            warmup_calls=0,
+            timer=str(last.get("timer")) if last.get("timer") in SAMPLE_TIMERS else "host",
+            l2_flush=bool(last.get("l2_flush", False)),
+        )
+        result = make_result(
+            self,
+            fingerprint=escape_strings(self.device.fingerprint()),
+            sample=sample,
+            verdict=verdict,
+            runs=cur,
+            baseline_runs=tuple(tuple(r) for r in ref),
+            host=tuple(windows),
+            versions=tuple(summaries(plan.refs, got, node)),
+            reference=plan.reference,
+            candidate=plan.candidate,
+        )
+        if counting.by_counts(state, self.device.kind, node):  # --perf-measure both
+            counts_judging.judge_pair(self, result, make_result, junit_properties)
+            return
+        fallback = counting.fallback_note(state, node)
+        if fallback is not None:
+            result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
+        result = pair_profiles.attach(state, result)
+        verdict = result.verdict
+        state.findings.results[node] = result
+        self._item.user_properties.extend(junit_properties(result))
+        labels = (plan.reference, plan.candidate)
+        settle(
+            state,
+            self._key,
+            result,
+            lambda: failure_message(self._key, verdict, policy, labels=labels),
+        )
+
+
+def time_verdict(
+    state: PerfState, settings: Any, node: str
+) -> tuple[Verdict, Policy, list[list[float]], list[list[float]], dict[int, str]] | None:
+    """The time verdict of ``node`` in a same-session comparison, from the rounds measured so
+    far: (verdict, policy, reference runs, candidate runs, rounds left out as busy with why),
+    or None where an environment has no round of it."""
+    plan, got = state.run.plan, state.findings.measured
+    assert plan is not None
+    ref = [] if got is None else got.of(plan.reference, node)
+    cur = [] if got is None else got.of(plan.candidate, node)
+    if not ref or not cur or got is None:
+        return None
+    policy = Policy(
+        alpha=settings.alpha,
+        threshold=settings.threshold,
+        comparisons=state.findings.comparisons,
+        paired=True,
+    )
+    left_out: dict[int, str] = {}
+    if not state.run.trust_host:
+        ref, cur, left_out = got.clean_pairs(plan.reference, plan.candidate, node)
+    return judge(ref, cur, policy), policy, ref, cur, left_out

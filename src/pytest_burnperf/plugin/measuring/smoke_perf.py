@@ -1,0 +1,119 @@
+"""The ``perf`` fixture of a run without ``--perf`` (smoke mode): each benchmark body runs once,
+untimed, so a broken benchmark fails in the ordinary test run; and the checks every perf object
+makes of how it is called."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from pytest_burnperf.core.text import escape
+from pytest_burnperf.plugin.session.cases import Case
+from pytest_burnperf.plugin.session.perf_state import PerfState
+
+if TYPE_CHECKING:
+    pass
+
+
+T = TypeVar("T")
+
+
+def checked_setup(setup: Callable[[], Any], where: str) -> Callable[[], Any]:
+    """``setup`` whose result is None or ``(args, kwargs)``: anything else fails the test in one
+    line naming the benchmark, not with a TypeError from inside the timing loop."""
+
+    def run() -> Any:
+        __tracebackhide__ = True
+        prepared = setup()
+        if prepared is None:
+            return None
+        if (
+            isinstance(prepared, (tuple, list))
+            and len(prepared) == 2
+            and isinstance(prepared[0], (tuple, list))
+            and isinstance(prepared[1], Mapping)
+        ):
+            return prepared
+        pytest.fail(
+            f"{where}: setup must return None or (args, kwargs) -- a tuple of positional "
+            f"arguments and a dict of keyword arguments -- got {type(prepared).__name__} "
+            f"{escape(repr(prepared))[:80]}",
+            pytrace=False,
+        )
+
+    return run
+
+
+def start_once(perf: Any, fn: object, what: str) -> None:
+    """A benchmark calls ``perf`` (or ``perf.pedantic``) once, with a callable: else one line."""
+    __tracebackhide__ = True
+    node = perf._item.nodeid
+    if perf._used:
+        pytest.fail(
+            f"{node}: {what} was called a second time; a benchmark times one function once "
+            "(split it into separate tests)",
+            pytrace=False,
+        )
+    if not callable(fn):
+        pytest.fail(f"{node}: {what} needs a callable, got {fn!r}", pytrace=False)
+    perf._used = True
+
+
+class SmokePerf:
+    """The ``perf`` fixture without --perf: calls the function once, untimed, and returns its
+    result, so the benchmark's own checks run; nothing is measured, judged or written."""
+
+    def __init__(self, state: PerfState, item: pytest.Item, case: Case) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self._used = False
+        #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
+        self.extra_info: dict[str, Any] = {}
+        self.group: str | None = None
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        start_once(self, fn, what)
+        self._state.findings.smoked.add(self._item.nodeid)
+
+    def work(self, flops: Any = None, bytes: Any = None, shape: Any = None) -> None:
+        """Accepted and ignored: nothing is timed in a smoke run."""
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True
+        self._start(fn, "perf()")
+        result = fn(*args, **kwargs)
+        self.device.sync()
+        return result
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int | None = None,
+    ) -> T:
+        """One round: ``setup`` (if any), one call, ``teardown`` (if any)."""
+        __tracebackhide__ = True
+        del rounds, iterations, warmup_rounds
+        self._start(fn, "perf.pedantic()")
+        a, k = tuple(args), dict(kwargs or {})
+        if setup is not None:
+            prepared = checked_setup(setup, f"{self._item.nodeid}: perf.pedantic")()
+            if prepared is not None:
+                a, k = tuple(prepared[0]), dict(prepared[1])
+        result = fn(*a, **k)
+        self.device.sync()
+        if teardown is not None:
+            teardown(*a, **k)
+        return result

@@ -1,0 +1,497 @@
+"""The ``perf`` fixture of a measuring run: warm-up, calibration and samples on the device's clock
+(or the counted measure in a counted process), then the verdict against the stored baselines with
+the host's evidence."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+
+from pytest_burnperf.core.assess import (
+    HostEvidence,
+    assess,
+    own_threads,
+)
+from pytest_burnperf.core.clocks import GraphCaptureError, settles
+from pytest_burnperf.core.roofline_figures import Work, WorkError
+from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
+from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.timing import measure, measure_pedantic
+from pytest_burnperf.core.verdict import (
+    Policy,
+    failure_message,
+)
+from pytest_burnperf.devices.event_timer import timer_messages
+from pytest_burnperf.host import activity, threads
+from pytest_burnperf.host import probe as _probe
+from pytest_burnperf.host.activity import Window
+from pytest_burnperf.instruments.instruction_counts import CountsHere, CountsJudge
+from pytest_burnperf.instruments.instrument import Instrument, Prepare
+from pytest_burnperf.instruments.profiler import ProfileHere
+from pytest_burnperf.plugin.measuring import counting, counts_judging
+from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_clock
+from pytest_burnperf.plugin.measuring.profile_rerun import profile_here, profiled
+from pytest_burnperf.plugin.measuring.result_record import (
+    as_runs,
+    junit_properties,
+    make_result,
+    settle,
+)
+from pytest_burnperf.plugin.measuring.smoke_perf import T, checked_setup, start_once
+from pytest_burnperf.plugin.session.cases import Case
+from pytest_burnperf.plugin.session.perf_state import PerfState
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.assess import HostEvidence
+    from pytest_burnperf.core.results import Result
+    from pytest_burnperf.core.roofline_figures import Work
+    from pytest_burnperf.host.activity import Window
+
+
+#: What Perf._unclocked returns when the clock measures the benchmark.
+_TIMED = object()
+
+
+class Perf:
+    """The ``perf`` fixture: call it once per test with the function to benchmark."""
+
+    def __init__(
+        self,
+        state: PerfState,
+        item: pytest.Item,
+        case: Case,
+        module: str,
+        key: str,
+        baseline: dict[str, Any] | None,
+        legacy: bool = False,
+    ) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self._case = case
+        self._module = module
+        self._key = key
+        self._baseline = baseline
+        #: The baseline comes from the directory of the machine id before hardware classes.
+        self._legacy = legacy
+        self._used = False
+        self._work: Work | None = None
+        #: Thread pools running more threads than the benchmark's limit (host/threads.py).
+        self._pools: list[str] = []
+        #: What measures the calls (instrument_choice.choose), chosen when the benchmark calls perf.
+        self._instrument: Instrument | None = None
+        #: One call made ready again for --perf-profile, and whether calls may repeat.
+        self._rerun: Prepare | None = None
+        self._repeat = True
+        #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
+        #: what a sample means, kept with the baseline and compared (core/comparability.py).
+        self._pedantic: dict[str, Any] | None = None
+        #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
+        self.extra_info: dict[str, Any] = {}
+        self.group: str | None = None
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self.settings = state.run.settings_for(case.spec)
+
+    def work(
+        self,
+        flops: float | Work | None = None,
+        bytes: float | None = None,
+        shape: str | None = None,
+    ) -> None:
+        """Declare what one call of the benchmarked function computes and moves: floating-point
+        operations and bytes read or written in memory (or a ``Work`` from the helpers in
+        ``pytest_burnperf.core.roofline_figures``), and optionally the shape to show. The report then shows
+        the shape, GFLOP/s, GB/s and % of peak."""
+
+        where = f"{self._item.nodeid}: perf.work"
+        if shape is not None and not isinstance(shape, str):
+            pytest.fail(
+                f"{where}: shape must be a string such as '256x256', got {shape!r}", pytrace=False
+            )
+        if isinstance(flops, Work):
+            if bytes is not None:
+                pytest.fail(f"{where}: give a Work or flops=/bytes=, not both", pytrace=False)
+            self._work = flops if shape is None else replace(flops, shape=shape)
+            return
+        try:
+            self._work = Work(flops=flops, bytes=bytes, shape=shape)
+        except WorkError as exc:
+            pytest.fail(f"{where}: {exc}", pytrace=False)
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        start_once(self, fn, what)
+
+    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
+
+        self._start(fn, "perf()")
+        self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
+        counted = self._unclocked(self._rerun)
+        if counted is not _TIMED:
+            return cast(T, counted)
+        s = self.settings
+        pooled = self._state.schedule.sampling_rounds
+        goal = precision_goal(s.threshold, pooled)
+        first, most = round_sampling(s.samples, s.max_samples, pooled)
+        return cast(
+            T,
+            self._measure(
+                measure,
+                fn,
+                args,
+                kwargs,
+                samples=first,
+                warmup=s.warmup,
+                min_time=s.min_time,
+                precise=lambda values: median_halfwidth(values) <= goal,
+                max_samples=most,
+                max_time=s.max_time,
+                settle=settles(self.device.kind, s.warmup),
+                turns=self._state.turn_side,
+            ),
+        )
+
+    def _unclocked(self, make_call: Callable[[], tuple[Callable[[], Any], Any]]) -> Any:
+        """What the instrument (instrument_choice.choose) does where it is no clock: in a profiled
+        process, profile the calls; in a counted round, count them; where counts alone judge
+        this benchmark, call it once, untimed, and judge its counts. Else :data:`_TIMED` (a
+        clock measures it)."""
+        __tracebackhide__ = True
+        state = self._state
+        self._instrument = choose(state, self.device, self.settings, self._item.nodeid)
+        if isinstance(self._instrument, ProfileHere):
+            return profile_here(
+                state,
+                self._case,
+                self._item.nodeid,
+                make_call,
+                threads=self.settings.threads,
+                repeat=self._repeat,
+            )
+        if isinstance(self._instrument, CountsHere):
+            return counting.count_here(
+                state, self._item.nodeid, self.device, self.settings, make_call
+            )
+        if isinstance(self._instrument, CountsJudge):
+            call, after = make_call()
+            result = call()
+            self.device.sync()
+            if after is not None:
+                after()
+            counts_judging.judge(self, None, make_result, junit_properties, self._profiled)
+            return result
+        return _TIMED
+
+    def _profiled(self, result: Result) -> Result:
+        """--perf-profile: ``result`` with its profile, where this run profiles it (once more
+        under a profiler, after its samples or counts; profile_rerun.profiled)."""
+        if self._rerun is None:
+            return result
+        return profiled(
+            self._state,
+            self.device,
+            self.settings.threads,
+            result,
+            self._rerun,
+            repeat=self._repeat,
+        )
+
+    def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
+        clock, L2 flush and memory meter, watching the host; judge the sample; return the
+        function's result."""
+        __tracebackhide__ = True
+        import time
+
+        probe = self._state.probes.for_device(self.device)
+        single = self.device.kind == "cpu" and self.settings.threads == 1
+        active = getattr(self.device, "active", contextlib.nullcontext)
+        with self.device.threads(self.settings.threads), active():
+            assert self._instrument is not None
+            clock = open_clock(self._instrument, self.device, self.settings)
+            timer, flush, capture = clock.timer, clock.flush, clock.capture
+            if capture is not None:
+                kwargs["capture"] = capture
+            marks: list[activity.Snapshot] = []
+            gpu = getattr(self.device, "gpu_watch", lambda: None)()
+            if gpu is not None and self._state.turn_side is not None:
+                gpu.track_others = False  # the pair's other side computes on this GPU too
+
+            def watch() -> None:
+                marks.append(activity.snapshot())
+                if gpu is not None:
+                    gpu.mark()
+
+            failed = ""
+            try:
+                result, sample = sampler(
+                    *args,
+                    **kwargs,
+                    sync=self.device.sync,
+                    timer=timer,
+                    flush=flush,
+                    # peak memory is the measuring process's; an extra round's would be dropped
+                    meter=None if self._state.run.mode.in_round else self.device.peak_memory,
+                    cpu_clock=time.process_time_ns,
+                    watch=watch,
+                )
+            except GraphCaptureError as exc:
+                failed = f"{self._key} on {self.device.id} (timer='graph'): {exc}"
+            if failed:  # outside the except: the message alone, without chained tracebacks
+                pytest.fail(failed, pytrace=False)
+            host = activity.window(
+                *activity.spans(marks),
+                sample.cpu_share if single else None,
+                # the watch read the slowdown reasons with the clocks; other devices say it here
+                gpu_slowdown=self.device.gpu_slowdown() if gpu is None else None,
+                gpu=None if gpu is None else gpu.fields(),
+            )
+            limit = self.settings.threads
+            if (
+                self.device.kind == "cpu"
+                and limit
+                and host.seconds >= activity.MIN_WINDOW_S
+                and host.own_cpus > limit + threads.SLACK_CPUS
+            ):
+                self._pools = threads.pools(limit)  # inside the limit: the pools it missed
+
+            fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
+
+        self._state.findings.messages.extend(
+            f"{self._item.nodeid}: {m}" for m in timer_messages(timer)
+        )
+        self._judge(sample, fingerprint, host, probe)
+        return result
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int | None = None,
+    ) -> T:
+        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``
+        and before an untimed ``teardown`` (called with the round's arguments, as in
+        pytest-benchmark).
+
+        ``setup`` may return ``(args, kwargs)`` for that round. Without ``rounds`` the
+        benchmark is sampled: after one warm-up round (unless ``warmup_rounds`` is given), at
+        least its ``samples`` setting's rounds, more for short calls (as many as fill
+        ``samples`` x ``min_time``, up to ``max_samples``); given ``rounds`` are honoured as
+        written (``rounds=1`` is timed but cannot be judged: the verdict says so). What a
+        sample means (rounds given or not, iterations, warm-up, setup) is kept with the
+        baseline: one recorded otherwise is not compared.
+        """
+        __tracebackhide__ = True
+
+        where = f"{self._item.nodeid}: perf.pedantic"
+        sampled = rounds is None
+        s = self.settings
+        rounds = s.samples if rounds is None else rounds
+        if warmup_rounds is None:
+            warmup_rounds = 1 if sampled else 0
+        for name, value, low in (
+            ("rounds", rounds, 1),
+            ("iterations", iterations, 1),
+            ("warmup_rounds", warmup_rounds, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                pytest.fail(
+                    f"{where}({name}={value!r}): must be a whole number >= {low}", pytrace=False
+                )
+        if setup is not None and (args or kwargs):
+            pytest.fail(
+                f"{where}: give either setup (returning args, kwargs) or args/kwargs",
+                pytrace=False,
+            )
+        if setup is not None:
+            if not callable(setup):
+                pytest.fail(f"{where}: setup must be callable, got {setup!r}", pytrace=False)
+            setup = checked_setup(setup, where)
+        if teardown is not None and not callable(teardown):
+            pytest.fail(f"{where}: teardown must be callable, got {teardown!r}", pytrace=False)
+        if setup is not None and iterations > 1:
+            pytest.fail(
+                f"{where}: iterations={iterations} with a setup function would reuse one "
+                "round's inputs; use iterations=1",
+                pytrace=False,
+            )
+        if self.settings.timer == "graph":
+            pytest.fail(
+                f"{where}: timer='graph' replays one captured sequence of calls on the same "
+                "inputs, while pedantic rounds get their own setup and inputs; use perf(fn, "
+                "*args) for graph timing, or timer='device' for pedantic rounds",
+                pytrace=False,
+            )
+        self._start(fn, "perf.pedantic()")
+        self._pedantic = {
+            "rounds": None if sampled else rounds,
+            "iterations": iterations,
+            "warmup_rounds": warmup_rounds,
+            "setup": setup is not None,
+        }
+
+        def make_call() -> tuple[Callable[[], Any], Callable[[], Any] | None]:
+            a, k = tuple(args), dict(kwargs or {})
+            if setup is not None:
+                prepared = setup()
+                if prepared is not None:
+                    a, k = tuple(prepared[0]), dict(prepared[1])
+
+            def call() -> Any:
+                out = None
+                for _ in range(iterations):
+                    out = fn(*a, **k)
+                return out
+
+            return call, (None if teardown is None else lambda: teardown(*a, **k))
+
+        self._rerun, self._repeat = make_call, False
+        counted = self._unclocked(make_call)
+        if counted is not _TIMED:
+            return cast(T, counted)
+        result = self._measure(
+            measure_pedantic,
+            fn,
+            args,
+            kwargs,
+            setup=setup,
+            teardown=teardown,
+            rounds=rounds,
+            iterations=iterations,
+            warmup_rounds=warmup_rounds,
+            # not given: as many single-call rounds as fill the samples' time (at min_time each,
+            # within max_time), between samples and max_samples
+            sampled=(rounds, max(rounds, s.max_samples), min(s.max_time, s.samples * s.min_time))
+            if sampled
+            else None,
+        )
+        return cast(T, result)
+
+    def _judge(
+        self,
+        sample: Any,
+        fingerprint: dict[str, Any],
+        host: Window,
+        probe: dict[str, Any] | None,
+    ) -> None:
+
+        state = self._state
+        node = self._item.nodeid
+        if state.run.mode.in_round:  # an extra round: keep the samples for the parent
+            state.findings.worker_samples[node] = {
+                "values": list(sample.values),
+                "host": host.as_dict(),
+                "probe": probe,
+                "loops": sample.loops,
+                "timer": sample.timer,
+                "l2_flush": sample.l2_flush,
+            }
+            return
+        s = self.settings
+        policy = Policy(
+            alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons
+        )
+        runs = [*state.findings.worker_runs.get(node, []), list(sample.values)]
+        evidence = _host_evidence(state, node, host, probe, self._baseline)
+        verdict = assess(
+            self._baseline,
+            runs,
+            fingerprint=fingerprint,
+            timer=sample.timer,
+            l2_flush=sample.l2_flush,
+            pedantic=self._pedantic,
+            policy=policy,
+            legacy=self._legacy,
+            host=None if state.run.trust_host else evidence,
+        )
+        if s.flush_l2 and not sample.l2_flush:
+            verdict = replace(
+                verdict, notes=(*verdict.notes, f"flush_l2: {self.device.id} has no L2 flush")
+            )
+        if self.device.kind == "cpu":
+            verdict = own_threads(verdict, evidence.windows, s.threads, self._pools)
+        result = make_result(
+            self,
+            fingerprint=fingerprint,
+            sample=sample,
+            verdict=verdict,
+            runs=runs,
+            baseline=self._baseline,
+            baseline_runs=as_runs(self._baseline),
+            work=self._work,
+            peaks=None
+            if self._work is None
+            else state.peaks.for_device(self.device, self._case.dtype, s.threads),
+            host=tuple(evidence.windows),
+            probe=None if evidence.probe is None else dict(evidence.probe),
+            pedantic=self._pedantic,
+        )
+        if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
+            counts_judging.judge(self, result, make_result, junit_properties, self._profiled)
+            return
+        fallback = counting.fallback_note(state, node)
+        if fallback is not None:  # too slow to count: the clock judges it
+            verdict = replace(verdict, notes=(*verdict.notes, fallback))
+            result = replace(result, verdict=verdict)
+        result = self._profiled(result)
+        verdict = result.verdict
+        state.findings.results[node] = result
+        self._item.user_properties.extend(junit_properties(result))
+        if state.run.mode.records:
+            from pytest_burnperf.core.verdict import recording_floor
+
+            # named only where its own rounds show the noise: with few rounds the prior alone
+            # puts the floor above the threshold, which more rounds, not a quieter host, cure
+            floor = recording_floor(runs, policy)
+            own = recording_floor(runs, replace(policy, prior=None))
+            if floor is not None and own is not None and min(floor, own) > policy.threshold:
+                state.findings.noisy_records[node] = floor
+            return
+        settle(state, self._key, result, lambda: failure_message(self._key, verdict, policy))
+
+
+def _host_evidence(
+    state: PerfState,
+    node: str,
+    host: Window,
+    probe: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+) -> HostEvidence:
+    """This benchmark's host windows and probe over all rounds, and the baseline's."""
+
+    windows = [
+        w
+        for d in state.findings.worker_host.get(node, [])
+        if (w := Window.from_dict(d)) is not None
+    ]
+    windows.append(host)
+    probes = [p for p in state.findings.worker_probes.get(node, []) if p]
+    if probe:
+        probes.append(probe)
+    old_windows: list[Window] = []
+    old_probe = None
+    if baseline is not None:
+        recorded = baseline.get("host")
+        for d in recorded if isinstance(recorded, list) else ():
+            w = Window.from_dict(d)
+            if w is not None:
+                old_windows.append(w)
+        old_probe = baseline.get("host_probe")
+    return HostEvidence(
+        windows=tuple(windows),
+        baseline_windows=tuple(old_windows),
+        probe=_probe.pooled(probes),
+        baseline_probe=old_probe if isinstance(old_probe, dict) else None,
+    )

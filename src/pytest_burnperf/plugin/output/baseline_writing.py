@@ -1,0 +1,121 @@
+"""Recording (``--perf-update``): the passed benchmarks' results written into the baselines (time)
+and the counts baselines, with what happened said in the run's messages; a file that cannot be
+written is left untouched and named."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pytest_burnperf.core.results import provenance
+from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
+
+if TYPE_CHECKING:
+    from pytest_burnperf.storage.baselines import BaselineStore
+from pytest_burnperf.plugin.session.perf_state import PerfState, rel
+
+
+def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool:
+    """Write the new baselines; False if some file could not be read or written."""
+
+    updates: dict[str, dict[str, dict[str, Any]]] = {}
+    counted: dict[str, dict[str, dict[str, Any]]] = {}
+    for nodeid in sorted(state.findings.passed):
+        r = state.findings.results[nodeid]
+        libs = dict(r.fingerprint.get("versions", {}))
+        for one in (r, r.time):
+            if one is None:
+                continue
+            entry = one.baseline_entry(provenance(state.git, libs, now))
+            if one.measure == "counts":  # into the counts baselines, which travel
+                counted.setdefault(r.module, {})[r.key] = entry
+                continue
+            if state.findings.durations.get(
+                nodeid
+            ):  # one round's wall time, calibration, setup included
+                entry["seconds"] = round(state.findings.durations[nodeid], 4)
+            updates.setdefault(r.module, {})[r.key] = entry
+    if not updates and not counted:
+        state.findings.messages.append("baselines not updated: no benchmark ran and passed")
+        return True
+    ok = True
+    if counted:
+        ok = _save(state, state.counting.store(state), counted, machine, {}, "counts baselines")
+    if updates:
+        drop = {
+            module: [old for key, old in renamed.items() if key in updates.get(module, {})]
+            for module, renamed in state.findings.renamed_baselines.items()
+        }
+        ok = _save(state, state.store, updates, machine, drop, "baselines") and ok
+    return ok
+
+
+def _save(
+    state: PerfState,
+    store: BaselineStore,
+    updates: dict[str, dict[str, dict[str, Any]]],
+    machine: dict[str, Any],
+    drop: dict[str, list[str]],
+    what: str,
+) -> bool:
+    """Save ``updates`` into ``store`` and say what happened; False if some file could not be
+    read or written."""
+    try:
+        report = store.save(updates, machine, drop=drop)
+    except Interrupted as exc:
+        state.findings.interrupted = True
+        state.findings.messages.append(
+            f"{what} NOT updated: interrupted ({exc.signals}) before any file was replaced; "
+            "every baseline file is as it was"
+        )
+        return False
+    except LockTimeout as exc:
+        state.findings.messages.append(f"{what} NOT updated: {exc}")
+        return False
+    written, errors = report.written, report.errors
+    n = sum(len(updates[m]) for m in updates) - sum(
+        len(updates[m]) for m in updates if store.path_for(m) in {e.path for e in errors}
+    )
+    for err in errors:
+        state.findings.messages.append(f"NOT updated, left untouched: {err}")
+    if report.cleaned:
+        state.findings.messages.append(
+            f"removed {len(report.cleaned)} temporary file(s) a killed run had left in "
+            f"{rel(store.root, state.run.rootpath)}"
+        )
+    if written:
+        state.findings.messages.append(
+            f"{what} updated: {n} benchmark(s) in {len(written)} file(s) under "
+            f"{rel(store.dir, state.run.rootpath)}"
+        )
+    noisy = {
+        node: floor
+        for node, floor in state.findings.noisy_records.items()
+        if node in state.findings.passed
+        and store.path_for(state.findings.results[node].module) in written
+    }
+    if noisy and store is state.store:
+        state.findings.messages.append(noisy_baselines_text(noisy, n))
+    if report.deferred:
+        state.findings.interrupted = True
+        state.findings.messages.append(
+            f"{report.deferred} arrived while the baseline files were being renamed into place; "
+            "it was held until all of them were, so the update is whole"
+        )
+    return not errors
+
+
+def noisy_baselines_text(floors: Mapping[str, float], recorded: int, show: int = 5) -> str:
+    """The summary line of baselines recorded so noisy that comparisons against them will see
+    only slowdowns above their floor (node id -> floor, a fraction)."""
+    worst = sorted(floors.items(), key=lambda kv: (-kv[1], kv[0]))
+    names = ", ".join(f"{node} (+{100 * floor:.1f}%)" for node, floor in worst[:show])
+    if len(worst) > show:
+        names += f" and {len(worst) - show} more"
+    return (
+        f"noisy baselines: {len(floors)} of {recorded} recorded benchmark(s) varied so much "
+        "between their process rounds that a comparison with as many rounds will see only "
+        f"slowdowns above its floor: {names}; re-record them on a quieter host "
+        "(-k NAME --perf-update), or compare in one session (--perf-against), which "
+        "cancels what the host does between runs"
+    )

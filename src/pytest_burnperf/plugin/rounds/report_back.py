@@ -1,0 +1,77 @@
+"""What a round process does besides measuring (``Mode.ROUND``, ``Mode.COUNT``: started by a
+parent session, runs/round_launcher.py): it tells the parent each finished test (for the parent's
+progress lines) and writes one samples file at its end. It prints nothing of its own: no header,
+no table, no summary (it registers none of those hooks; the parent reports), and writes no
+baseline, results file or store record."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.host.leftovers import die_with_parent
+from pytest_burnperf.plugin.output.session_end import held_end
+from pytest_burnperf.plugin.session.perf_state import PerfState
+from pytest_burnperf.runs.overlay import installed_from
+from pytest_burnperf.runs.round_launcher import (
+    note_finished,
+    note_record,
+    note_started,
+    progress_path,
+)
+from pytest_burnperf.runs.same_session import shadowed_modules
+from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
+
+
+def note_shadowed(worker_out: Path) -> None:
+    """In a round's process of an installed reference: which of its modules came from elsewhere
+    (versions.shadowed_modules), for the parent to refuse the round."""
+    overlay = installed_from()
+    if overlay:
+        bad = shadowed_modules(overlay, sys.modules)
+        atomic_write_text(worker_out.with_name(worker_out.name + ".modules"), dumps(bad))
+
+
+class RoundProcess:
+    """The pytest plugin object of a round process (registered by plugin/configuration/modes.py)."""
+
+    def __init__(self, state: PerfState) -> None:
+        assert state.schedule.worker_out is not None
+        self.state = state
+        self.progress = progress_path(state.schedule.worker_out)
+        if state.run.mode.counts_calls:
+            die_with_parent()  # a counted process never outlives the run that reads it
+
+    def start_round(self, out: Path) -> None:
+        """In a round server's forked child: this round's samples file, progress file and an
+        empty set of samples."""
+        self.state.schedule = replace(self.state.schedule, worker_out=out)
+        self.state.findings.worker_samples = {}
+        self.progress = progress_path(out)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        out = self.state.schedule.worker_out
+        if out is not None and self.state.run.mode.journals:
+            note_started(out, nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        out = self.state.schedule.worker_out
+        record = self.state.findings.worker_samples.get(nodeid)
+        if out is not None and record is not None and self.state.run.mode.journals:
+            note_record(out, nodeid, record)
+        note_finished(self.progress, nodeid)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        held_end(session, self.state, self.write_samples)
+
+    def write_samples(self) -> None:
+        """The raw samples of this round for the parent (its path may change per round in a
+        round server's forked children), and the modules an installed reference shadowed."""
+        out = self.state.schedule.worker_out
+        assert out is not None
+        atomic_write_text(out, dumps(finite(self.state.findings.worker_samples)))
+        note_shadowed(out)

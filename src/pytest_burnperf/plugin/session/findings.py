@@ -1,0 +1,70 @@
+"""What a run finds out as it goes: the results, the round processes' samples, what passed and
+failed, the messages for the summary, and what the run judged (coverage). Written by the
+collection, the ``perf`` fixture, the rounds and the write-up; read by the reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.coverage import Coverage
+    from pytest_burnperf.core.results import Result
+    from pytest_burnperf.plugin.session.cases import Case
+    from pytest_burnperf.runs.scheduler import Measured
+
+
+@dataclass
+class Findings:
+    results: dict[str, Result] = field(default_factory=dict)
+    #: Benchmarks whose call passed: the only ones whose baselines may change.
+    passed: set[str] = field(default_factory=set)
+    #: Smoke-run benchmarks that called perf (node ids).
+    smoked: set[str] = field(default_factory=set)
+    #: Seconds each benchmark took in this process, setup to teardown (what a baseline keeps as
+    #: ``seconds`` for --perf-shard's split).
+    durations: dict[str, float] = field(default_factory=dict)
+    #: Raw samples of the extra rounds, per node id: one list of values per worker process.
+    worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
+    worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Host windows (activity.Window as dicts) and reference probes of the extra rounds, per node.
+    worker_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    worker_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: What a same-session comparison's rounds measured.
+    measured: Measured | None = None
+    #: Recording: the benchmarks whose runs are too noisy for their threshold, with the noise
+    #: floor a comparison with as many rounds would have (recording_floor).
+    noisy_records: dict[str, float] = field(default_factory=dict)
+    #: The summary's closing lines.
+    messages: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    #: The run stopped with a usage error after the session began: no summary.
+    aborted: bool = False
+    #: GPUs that faulted in this process: ``{device id: what failed where}``; their remaining
+    #: benchmarks are skipped with that reason (a CUDA fault is sticky).
+    bad_devices: dict[str, str] = field(default_factory=dict)
+    #: Node ids of @pytest.mark.perf benchmarks that -k and the other deselections left out.
+    deselected_benchmarks: list[str] = field(default_factory=list)
+    #: Perf comparisons in this session (for the family-wise correction); in a shard, those of
+    #: the whole selection.
+    comparisons: int = 1
+    #: What the shard kept (core/shards.py): ``index``, ``count``, ``selection`` (the whole
+    #: selection's fingerprint), ``comparisons`` (the whole selection's), ``benchmarks`` (this
+    #: shard's), ``expected_s`` (each shard's expected seconds).
+    shard_info: dict[str, Any] | None = None
+    #: pytest-benchmark's hooks switched off for this --perf run (compat.py), and how many tests
+    #: use its `benchmark` fixture.
+    took_over_benchmark: bool = False
+    #: Those tests' one CPU case each, by the test function's node id (their ids stay unchanged).
+    benchmark_cases: dict[str, Case] = field(default_factory=dict)
+    #: How many of them run in this session (after -k and every other deselection).
+    benchmark_fixture_tests: int = 0
+    #: Their baselines found under the name they had with ``[cpu]`` in the id:
+    #: ``{module: {key: old key}}``; --perf-update writes the key and drops the old one.
+    renamed_baselines: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: What the run judged (coverage.Coverage), the advice lines, its JSON, and the failure
+    #: message when it judged less than min_judged; set at session finish.
+    coverage: Coverage | None = None
+    coverage_advice: list[str] = field(default_factory=list)
+    coverage_json: dict[str, Any] | None = None
+    shortfall: str | None = None

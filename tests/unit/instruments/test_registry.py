@@ -1,0 +1,69 @@
+"""Which instrument measures a benchmark (instruments/registry.py), and what every instrument
+must say of itself."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import typing
+
+import pytest
+
+import pytest_burnperf.instruments as package
+from pytest_burnperf.instruments.instrument import InstrumentName, Situation
+from pytest_burnperf.instruments.registry import INSTRUMENTS, NoInstrument, choose, named
+
+
+def test_a_profiled_process_profiles_whatever_else_holds() -> None:
+    s = Situation(profile_side="reference", counting_round=True, counts_judge=True, timer="graph")
+    assert choose(s).name == "profile"
+
+
+def test_a_counted_process_counts_and_counts_alone_judge_without_a_clock() -> None:
+    assert choose(Situation(counting_round=True, counts_judge=True, timer="device")).name == (
+        "counts"
+    )
+    assert choose(Situation(counts_judge=True, timer="host")).name == "counted"
+
+
+@pytest.mark.parametrize("timer", ["host", "device", "graph"])
+def test_otherwise_the_benchmarks_timer_setting_picks_its_clock(timer: str) -> None:
+    assert choose(Situation(timer=timer)).name == timer
+
+
+def test_a_timer_no_instrument_knows_is_said_with_the_instruments_there_are() -> None:
+    with pytest.raises(NoInstrument, match="'host', 'device', 'graph'"):
+        choose(Situation(timer="sundial"))
+    with pytest.raises(NoInstrument, match="'sundial'"):
+        named("sundial")
+    assert named("counts").unit == "instructions"
+
+
+def test_every_instrument_says_its_unit_what_it_records_and_what_it_cannot_see() -> None:
+    names = [i.name for i in INSTRUMENTS]
+    assert len(set(names)) == len(names)
+    assert set(names) == set(typing.get_args(InstrumentName))
+    for instrument in INSTRUMENTS:
+        assert instrument.unit in ("s", "instructions", "profile"), instrument
+        assert len(instrument.records) > 20 and len(instrument.blind_to) > 20, instrument
+
+
+def test_every_instrument_module_registers_what_it_defines() -> None:
+    """A new measure is one module of instruments/ and one line in registry.py: an instrument
+    defined in a module but not registered would never measure anything."""
+    registered = {id(i) for i in INSTRUMENTS}
+    seen = 0
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in ("instrument", "registry"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        defined = [
+            v
+            for v in vars(module).values()
+            if not isinstance(v, type) and callable(getattr(v, "applies", None))
+        ]
+        assert defined, f"instruments/{info.name}.py defines no instrument"
+        for instrument in defined:
+            seen += 1
+            assert id(instrument) in registered, f"{info.name}: {instrument} not in the registry"
+    assert seen == len(INSTRUMENTS)
