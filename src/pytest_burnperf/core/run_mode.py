@@ -13,6 +13,9 @@ COMPARE  parent of a same-session comparison: runs each body once as a check,   
 ROUND    one process round for a parent: measures, writes its samples file,     the parent
          judges nothing and prints nothing of its own
 COUNT    a ROUND under valgrind: counts each benchmark's calls, not their time  the parent
+PROFILE  a ROUND for one side of a comparison with ``--perf-profile``:          the parent
+         profiles each benchmark, times nothing
+SERVE    a round server: collects once, then forks one ROUND per request        the parent
 =======  =====================================================================  ===================
 
 Code elsewhere asks the mode a question named for what it decides (``mode.measures``,
@@ -33,6 +36,8 @@ class Mode(enum.Enum):
     COMPARE = "compare"
     ROUND = "round"
     COUNT = "count"
+    PROFILE = "profile"
+    SERVE = "serve"
 
     @property
     def measures(self) -> bool:
@@ -53,12 +58,24 @@ class Mode(enum.Enum):
     def in_round(self) -> bool:
         """A process round measuring for a parent session: writes its samples file, judges
         nothing, records nothing, prints no header or summary of its own."""
-        return self in (Mode.ROUND, Mode.COUNT)
+        return self in (Mode.ROUND, Mode.COUNT, Mode.PROFILE, Mode.SERVE)
 
     @property
     def counts_calls(self) -> bool:
         """A counted round: each benchmark's calls are counted under callgrind, not timed."""
         return self is Mode.COUNT
+
+    @property
+    def profiles_calls(self) -> bool:
+        """A profiled round: each benchmark runs under its library's profiler for one side of a
+        same-session comparison (runs/profiled.py), untimed."""
+        return self is Mode.PROFILE
+
+    @property
+    def serves_rounds(self) -> bool:
+        """A round server: after its collection it forks one round per request of the parent
+        (runs/forkserver.py); each forked child measures as a ROUND."""
+        return self is Mode.SERVE
 
     @property
     def journals(self) -> bool:
@@ -98,16 +115,24 @@ def decide(
     same_session: bool,
     round_process: bool,
     counted: bool,
+    profiled: bool = False,
+    serves: bool = False,
 ) -> Mode:
     """The mode of a run from its options: ``perf`` (``--perf``), ``smoke`` (smoke runs on),
     ``update`` (``--perf-update``), ``same_session`` (a comparison plan was made),
     ``round_process`` (``--perf-worker-out``: started by a parent), ``counted``
-    (``--perf-count-dir``: under valgrind). A round process's own ``update`` and comparison are
+    (``--perf-count-dir``: under valgrind), ``profiled`` (``--perf-worker-profile-side``: one side
+    of a comparison profiled), ``serves`` (``--perf-worker-serve``: a round server). A round
+    process's own ``update`` and comparison are
     its parent's business, so they do not make it another mode."""
     if not perf:
         return Mode.SMOKE if smoke else Mode.OFF
     if round_process:
-        return Mode.COUNT if counted else Mode.ROUND
+        if counted:
+            return Mode.COUNT
+        if profiled:
+            return Mode.PROFILE
+        return Mode.SERVE if serves else Mode.ROUND
     if same_session:
         return Mode.COMPARE
     return Mode.RECORD if update else Mode.JUDGE

@@ -18,8 +18,9 @@ InstrumentName = Literal["counts", "counted", "profile", "host", "device", "grap
 class Situation:
     """What decides which instrument measures a benchmark's calls in this process."""
 
-    #: The process profiles one side of a same-session comparison (runs/profiled.py), or None.
-    profile_side: str | None = None
+    #: The process profiles one side of a same-session comparison (runs/profiled.py,
+    #: ``Mode.PROFILE``).
+    profiling_round: bool = False
     #: The process is a counted round under callgrind (``Mode.COUNT``).
     counting_round: bool = False
     #: Counts alone judge this benchmark here (``--perf-measure counts``, a CPU benchmark the

@@ -29,7 +29,7 @@ class ProfileHere:
     )
 
     def applies(self, situation: Situation) -> bool:
-        return situation.profile_side is not None
+        return situation.profiling_round
 
 
 PROFILE_HERE = ProfileHere()

@@ -179,7 +179,7 @@ def pytest_runtest_makereport(
             for got in (
                 state.findings.results,
                 state.findings.smoked,
-                state.findings.worker_samples,
+                state.findings.round_records,
             )
         )
         if state.run.mode.runs_benchmarks and not timed:

@@ -104,34 +104,34 @@ def note_finished(progress: Path, nodeid: str) -> None:
         pass
 
 
-def progress_path(worker_out: Path) -> Path:
-    return worker_out.with_name(worker_out.name + ".progress")
+def progress_path(round_out: Path) -> Path:
+    return round_out.with_name(round_out.name + ".progress")
 
 
-def started_path(worker_out: Path) -> Path:
-    return worker_out.with_name(worker_out.name + ".started")
+def started_path(round_out: Path) -> Path:
+    return round_out.with_name(round_out.name + ".started")
 
 
-def journal_path(worker_out: Path) -> Path:
-    return worker_out.with_name(worker_out.name + ".journal")
+def journal_path(round_out: Path) -> Path:
+    return round_out.with_name(round_out.name + ".journal")
 
 
-def note_started(worker_out: Path, nodeid: str) -> None:
+def note_started(round_out: Path, nodeid: str) -> None:
     """In a journalling process (a counted one): the benchmark it starts now, so that the
     parent can name it if the process dies on it. Written before the benchmark runs."""
     try:
-        with started_path(worker_out).open("a", encoding="utf-8") as f:
+        with started_path(round_out).open("a", encoding="utf-8") as f:
             f.write(json.dumps(nodeid) + "\n")
     except OSError:
         pass  # the scratch folder went away: the parent says so (runs/counted.py)
 
 
-def note_record(worker_out: Path, nodeid: str, record: Any) -> None:
+def note_record(round_out: Path, nodeid: str, record: Any) -> None:
     """In a journalling process: one finished benchmark's record, one JSON line, so that what
     it measured survives a crash on a later benchmark."""
     line = dumps({nodeid: finite(record)})
     try:
-        with journal_path(worker_out).open("a", encoding="utf-8") as f:
+        with journal_path(round_out).open("a", encoding="utf-8") as f:
             f.write(line + "\n")
     except OSError:
         pass  # the scratch folder went away: the parent says so (runs/counted.py)
@@ -146,13 +146,13 @@ def _lines(path: Path) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def read_journal(worker_out: Path) -> tuple[dict[str, Any], str | None]:
+def read_journal(round_out: Path) -> tuple[dict[str, Any], str | None]:
     """What a journalling process that died had finished (``{nodeid: record}``, records not
     yet checked: the caller reads them as it reads the process's file) and the benchmark it
     was on when it died (started, not finished), or None where it died between benchmarks
     or before the first."""
     records: dict[str, Any] = {}
-    for line in _lines(journal_path(worker_out)):
+    for line in _lines(journal_path(round_out)):
         try:
             doc = json.loads(line)
         except ValueError:
@@ -160,7 +160,7 @@ def read_journal(worker_out: Path) -> tuple[dict[str, Any], str | None]:
         if isinstance(doc, dict):
             records.update(doc)
     started = []
-    for line in _lines(started_path(worker_out)):
+    for line in _lines(started_path(round_out)):
         try:
             started.append(json.loads(line))
         except ValueError:
@@ -279,6 +279,6 @@ def run_worker(
     return code, output, out
 
 
-def worker_args(invocation: Sequence[str]) -> list[str]:
+def round_args(invocation: Sequence[str]) -> list[str]:
     """The parent's command-line arguments without the options only the parent acts on."""
     return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)

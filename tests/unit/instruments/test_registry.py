@@ -15,7 +15,7 @@ from pytest_burnperf.instruments.registry import INSTRUMENTS, NoInstrument, choo
 
 
 def test_a_profiled_process_profiles_whatever_else_holds() -> None:
-    s = Situation(profile_side="reference", counting_round=True, counts_judge=True, timer="graph")
+    s = Situation(profiling_round=True, counting_round=True, counts_judge=True, timer="graph")
     assert choose(s).name == "profile"
 
 

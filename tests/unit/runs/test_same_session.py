@@ -24,7 +24,7 @@ from pytest_burnperf.runs.environments import (
     parse_refs,
     resolve,
 )
-from pytest_burnperf.runs.round_launcher import worker_args
+from pytest_burnperf.runs.round_launcher import round_args
 from pytest_burnperf.runs.same_session import Plan, shadowed_modules, summaries
 from pytest_burnperf.runs.scheduler import Measured
 
@@ -105,7 +105,7 @@ def test_round_processes_get_the_parents_arguments_without_the_comparison() -> N
         "--perf-strict",
         "perf_tests",
     ]
-    assert worker_args(args) == ["--perf", "-k", "sort", "perf_tests"]
+    assert round_args(args) == ["--perf", "-k", "sort", "perf_tests"]
 
 
 # --------------------------------------------------------------------------------------------

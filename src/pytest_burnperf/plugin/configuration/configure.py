@@ -102,10 +102,12 @@ def configure(config: pytest.Config) -> None:
         machine_id = default_machine_id()
     baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
     json_path = pick("perf_json")
-    worker_out = config.getoption("perf_worker_out")
+    # the one place a process learns it is a round of a parent's (the mode decided below)
+    round_out = config.getoption("perf_worker_out")
     serve = config.getoption("perf_worker_serve")
     if serve:  # a round server: every forked round sets its own samples file
-        worker_out = str(Path(serve, "server.json"))
+        round_out = str(Path(serve, "server.json"))
+    round_process = bool(round_out)
     round_start = pick("perf_round_start") or "auto"
     if round_start == "fork" and not hasattr(os, "fork"):
         raise pytest.UsageError(
@@ -119,7 +121,7 @@ def configure(config: pytest.Config) -> None:
             "--perf-store alone (or 'local') for the default store"
         )
     store_value = given_store or config.getini("perf_store") or None
-    if worker_out:  # one extra round for a parent session: measure, write samples, judge nothing
+    if round_process:  # one extra round for a parent session: measure, write samples, no verdict
         update, json_path, markdown_path, store_value = False, None, None, None
     baselines_root = (
         baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
@@ -128,11 +130,11 @@ def configure(config: pytest.Config) -> None:
     measure: Measure = pick("perf_measure") or "time"
     count_dir = config.getoption("perf_count_dir")
     counting = None
-    if enabled and measure != "time" and not worker_out:
+    if enabled and measure != "time" and not round_process:
         counting = _counting(measure)
     choice = None
     plan = None
-    if not worker_out:
+    if not round_process:
         plan, choice = comparison(
             config,
             pick,
@@ -145,29 +147,31 @@ def configure(config: pytest.Config) -> None:
             baselines_root=baselines_root,
             trust_host=trust_host,
         )
-    rounds, max_rounds = _rounds(
-        pick,
-        source,
-        config,
-        update=update,
-        worker=bool(worker_out) or not enabled,
-        same_session=plan is not None,
-    )
-    round_budget = pick("perf_round_budget")
-    if enabled:
-        _check_targets(config, values, json_path, markdown_path, baselines_root, pick)
-        if (pick("perf_profile") or "off") != "off" and not worker_out:
-            problem = folder_refusal(config.invocation_params.dir, pick("perf_profile_dir"))
-            if problem:
-                raise pytest.UsageError(problem)
     mode = decide(
         perf=enabled,
         smoke=smoke,
         update=update,
         same_session=plan is not None,
-        round_process=bool(worker_out),
+        round_process=round_process,
         counted=bool(count_dir),
+        profiled=round_process and bool(config.getoption("perf_profile_side")),
+        serves=bool(serve),
     )
+    rounds, max_rounds = _rounds(
+        pick,
+        source,
+        config,
+        update=update,
+        in_round=mode.in_round or not mode.measures,
+        same_session=plan is not None,
+    )
+    round_budget = pick("perf_round_budget")
+    if enabled:
+        _check_targets(config, values, json_path, markdown_path, baselines_root, pick)
+        if (pick("perf_profile") or "off") != "off" and not mode.in_round:
+            problem = folder_refusal(config.invocation_params.dir, pick("perf_profile_dir"))
+            if problem:
+                raise pytest.UsageError(problem)
     run = RunConfig(
         mode=mode,
         base=base,
@@ -199,15 +203,15 @@ def configure(config: pytest.Config) -> None:
         plan=plan,
         reference=choice,
         shard=pick("perf_shard"),
-        worker_only=_worker_only(config),
+        round_only=_worker_only(config),
     )
     schedule = RoundSchedule(
         rounds=rounds,
-        sampling_rounds=_sampling_rounds(config, rounds, worker=bool(worker_out), plan=plan),
+        sampling_rounds=_sampling_rounds(config, rounds, in_round=mode.in_round, plan=plan),
         max_rounds=max_rounds,
         round_budget=run_options.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
         round_start=round_start,
-        worker_out=Path(worker_out) if worker_out else None,
+        round_out=Path(round_out) if round_out else None,
         serve_dir=Path(serve) if serve else None,
     )
     output = OutputConfig(
@@ -218,11 +222,11 @@ def configure(config: pytest.Config) -> None:
         columns=pick("perf_columns"),
         sort=pick("perf_sort"),
         group_by=pick("perf_group_by"),
-        profile="off" if worker_out else (pick("perf_profile") or "off"),
+        profile="off" if mode.in_round else (pick("perf_profile") or "off"),
         profile_dir=config.invocation_params.dir / (pick("perf_profile_dir") or "perf-profiles"),
-        profile_side=config.getoption("perf_profile_side") if worker_out else None,
+        profile_side=config.getoption("perf_profile_side") if mode.profiles_calls else None,
         min_judged=0.0
-        if update or worker_out
+        if mode.records or mode.in_round
         else (
             pick("perf_min_judged")
             if pick("perf_min_judged") is not None
@@ -320,11 +324,11 @@ def _counting(measure: str) -> Any:
     return Counting(valgrind=valgrind, version=version, measure=measure)
 
 
-def _sampling_rounds(config: pytest.Config, rounds: int, *, worker: bool, plan: Any) -> int:
+def _sampling_rounds(config: pytest.Config, rounds: int, *, in_round: bool, plan: Any) -> int:
     """The rounds each process round samples for (PerfState.sampling_rounds): the session's
     fixed rounds, which a round's process hears through --perf-worker-rounds. Same-session
     comparisons keep full rounds: their reference may be an older release without that option."""
-    if worker:
+    if in_round:
         return max(1, config.getoption("perf_worker_rounds") or 1)
     return 1 if plan is not None else rounds
 
@@ -335,13 +339,13 @@ def _rounds(
     config: pytest.Config,
     *,
     update: bool,
-    worker: bool,
+    in_round: bool,
     same_session: bool = False,
 ) -> tuple[int, int]:
     """(--perf-rounds, --perf-max-rounds) with their defaults (spec.round_counts); a round's
     process, and a run without --perf, runs one. Between --perf-quick and --perf-max-rounds
     the command line wins over the project's settings; given at one level, both are an error."""
-    if worker:
+    if in_round:
         return 1, 1
     quick_given = bool(config.getoption("perf_quick"))
     quick = quick_given or flag_value(config, "perf_quick")

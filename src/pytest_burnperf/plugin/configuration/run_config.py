@@ -78,7 +78,7 @@ class RunConfig:
     #: --perf-shard K/N.
     shard: tuple[int, int] | None = None
     #: In a round process: the node ids to run (an adaptive round of undecided benchmarks).
-    worker_only: frozenset[str] | None = None
+    round_only: frozenset[str] | None = None
 
     def settings_for(self, spec: PerfSpec) -> Settings:
         """One benchmark's settings: ini and project file, then its marker, then the command
@@ -102,7 +102,7 @@ class RoundSchedule:
     round_start: str = "auto"
     #: In a round process: where to write its raw samples (each forked round of a round server
     #: gets its own: dataclasses.replace).
-    worker_out: Path | None = None
+    round_out: Path | None = None
     #: In a round server (forkserver.py): the directory its requests come through.
     serve_dir: Path | None = None
 

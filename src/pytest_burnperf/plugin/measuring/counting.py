@@ -25,7 +25,7 @@ from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, line_writer, rel
 from pytest_burnperf.runs import counted
-from pytest_burnperf.runs.round_launcher import worker_args
+from pytest_burnperf.runs.round_launcher import round_args
 from pytest_burnperf.storage.baselines import BaselineStore
 
 
@@ -161,7 +161,7 @@ def count_pass(
     write = line_writer(session.config)
 
     settings = state.run.base.merged(state.run.cmdline)
-    args = [*worker_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
+    args = [*round_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
     for side in sides or [None]:
         where = "" if side is None else f" in {side.label}"
         t0 = time.monotonic()
@@ -229,7 +229,7 @@ def count_here(
         )
     except Unavailable as exc:
         pytest.fail(str(exc), pytrace=False)
-    state.findings.worker_samples[nodeid] = record
+    state.findings.round_records[nodeid] = record
     return first
 
 

@@ -26,7 +26,7 @@ from pytest_burnperf.plugin.session.perf_state import PerfState
 def situation(state: PerfState, device: Any, settings: Settings, nodeid: str) -> Situation:
     """What decides the instrument for this benchmark in this process."""
     return Situation(
-        profile_side=state.output.profile_side,
+        profiling_round=state.run.mode.profiles_calls,
         counting_round=state.run.mode.counts_calls,
         counts_judge=counting.counts_only(state, device.kind, nodeid),
         timer=settings.timer,

@@ -22,7 +22,7 @@ from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.plugin.session.perf_state import PerfState, line_writer, rel
 from pytest_burnperf.runs import profiled
-from pytest_burnperf.runs.round_launcher import worker_args
+from pytest_burnperf.runs.round_launcher import round_args
 
 
 def profile_sides(
@@ -46,7 +46,7 @@ def profile_sides(
 
     plan = state.run.plan
     assert plan is not None
-    args = worker_args(state.run.invocation)
+    args = round_args(state.run.invocation)
     # the two the verdict compares (--perf-versions may list more)
     for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
         t0 = time.monotonic()

@@ -138,7 +138,7 @@ def profile_here(
         repeat=repeat,
         out_dir=state.output.profile_dir,
     )
-    state.findings.worker_samples[nodeid] = record
+    state.findings.round_records[nodeid] = record
     return first
 
 

@@ -390,7 +390,7 @@ class Perf:
         state = self._state
         node = self._item.nodeid
         if state.run.mode.in_round:  # an extra round: keep the samples for the parent
-            state.findings.worker_samples[node] = {
+            state.findings.round_records[node] = {
                 "values": list(sample.values),
                 "host": host.as_dict(),
                 "probe": probe,
@@ -403,7 +403,7 @@ class Perf:
         policy = Policy(
             alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons
         )
-        runs = [*state.findings.worker_runs.get(node, []), list(sample.values)]
+        runs = [*state.findings.round_runs.get(node, []), list(sample.values)]
         evidence = _host_evidence(state, node, host, probe, self._baseline)
         verdict = assess(
             self._baseline,
@@ -472,12 +472,10 @@ def _host_evidence(
     """This benchmark's host windows and probe over all rounds, and the baseline's."""
 
     windows = [
-        w
-        for d in state.findings.worker_host.get(node, [])
-        if (w := Window.from_dict(d)) is not None
+        w for d in state.findings.round_host.get(node, []) if (w := Window.from_dict(d)) is not None
     ]
     windows.append(host)
-    probes = [p for p in state.findings.worker_probes.get(node, []) if p]
+    probes = [p for p in state.findings.round_probes.get(node, []) if p]
     if probe:
         probes.append(probe)
     old_windows: list[Window] = []

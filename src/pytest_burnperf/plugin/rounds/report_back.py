@@ -7,7 +7,6 @@ baseline, results file or store record."""
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,42 +25,43 @@ from pytest_burnperf.runs.same_session import shadowed_modules
 from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
 
 
-def note_shadowed(worker_out: Path) -> None:
+def note_shadowed(round_out: Path) -> None:
     """In a round's process of an installed reference: which of its modules came from elsewhere
     (versions.shadowed_modules), for the parent to refuse the round."""
     overlay = installed_from()
     if overlay:
         bad = shadowed_modules(overlay, sys.modules)
-        atomic_write_text(worker_out.with_name(worker_out.name + ".modules"), dumps(bad))
+        atomic_write_text(round_out.with_name(round_out.name + ".modules"), dumps(bad))
 
 
 class RoundProcess:
     """The pytest plugin object of a round process (registered by plugin/configuration/modes.py)."""
 
     def __init__(self, state: PerfState) -> None:
-        assert state.schedule.worker_out is not None
+        assert state.schedule.round_out is not None
         self.state = state
-        self.progress = progress_path(state.schedule.worker_out)
+        #: This round's samples file: the schedule's, or in a round server's forked child the
+        #: one its request named (start_round); the frozen schedule is never replaced.
+        self.out: Path = state.schedule.round_out
+        self.progress = progress_path(self.out)
         if state.run.mode.counts_calls:
             die_with_parent()  # a counted process never outlives the run that reads it
 
     def start_round(self, out: Path) -> None:
         """In a round server's forked child: this round's samples file, progress file and an
         empty set of samples."""
-        self.state.schedule = replace(self.state.schedule, worker_out=out)
-        self.state.findings.worker_samples = {}
+        self.out = out
+        self.state.findings.round_records = {}
         self.progress = progress_path(out)
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
-        out = self.state.schedule.worker_out
-        if out is not None and self.state.run.mode.journals:
-            note_started(out, nodeid)
+        if self.state.run.mode.journals:
+            note_started(self.out, nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        out = self.state.schedule.worker_out
-        record = self.state.findings.worker_samples.get(nodeid)
-        if out is not None and record is not None and self.state.run.mode.journals:
-            note_record(out, nodeid, record)
+        record = self.state.findings.round_records.get(nodeid)
+        if record is not None and self.state.run.mode.journals:
+            note_record(self.out, nodeid, record)
         note_finished(self.progress, nodeid)
 
     @pytest.hookimpl(tryfirst=True)
@@ -71,7 +71,5 @@ class RoundProcess:
     def write_samples(self) -> None:
         """The raw samples of this round for the parent (its path may change per round in a
         round server's forked children), and the modules an installed reference shadowed."""
-        out = self.state.schedule.worker_out
-        assert out is not None
-        atomic_write_text(out, dumps(finite(self.state.findings.worker_samples)))
-        note_shadowed(out)
+        atomic_write_text(self.out, dumps(finite(self.state.findings.round_records)))
+        note_shadowed(self.out)

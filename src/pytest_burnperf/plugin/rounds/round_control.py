@@ -32,7 +32,7 @@ from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
 from pytest_burnperf.runs.round_launcher import (
     budget_text,
-    worker_args,
+    round_args,
 )
 from pytest_burnperf.runs.same_session import side_of
 from pytest_burnperf.runs.scheduler import Measured
@@ -57,7 +57,7 @@ def run_rounds(
     ``fork``, each round is a child forked from one round server (forkserver.py), else a fresh
     interpreter. ``wanted`` are the node ids this session will time."""
     config = session.config
-    args = worker_args(state.run.invocation)
+    args = round_args(state.run.invocation)
     # every round samples as the pooled session's rounds do (stats.round_samples)
     args.append(f"--perf-worker-rounds={state.schedule.rounds}")
     write = line_writer(config)
@@ -83,9 +83,9 @@ def run_rounds(
         state.findings.messages.append(
             budget_text(state.schedule.round_budget, got.budget_stopped, len(wanted))
         )
-    state.findings.worker_runs = got.runs.get(CURRENT, {})
-    state.findings.worker_host = got.host.get(CURRENT, {})
-    state.findings.worker_probes = got.probes.get(CURRENT, {})
+    state.findings.round_runs = got.runs.get(CURRENT, {})
+    state.findings.round_host = got.host.get(CURRENT, {})
+    state.findings.round_probes = got.probes.get(CURRENT, {})
     total = max(state.schedule.rounds, got.rounds + 1)
     write(
         f"burnperf: round {total}/{total} in this process "
@@ -159,7 +159,7 @@ def run_same_session(
                 start="turns" if alternate else "fresh",
                 budget_s=state.schedule.round_budget,
             ),
-            args=worker_args(state.run.invocation),
+            args=round_args(state.run.invocation),
             cwd=config.invocation_params.dir,
             wanted=[item.nodeid for item in items],
             more=more,
@@ -248,7 +248,7 @@ def serve_rounds(session: pytest.Session) -> bool | None:
     """In a round server (--perf-worker-serve): fork one child per requested round instead of
     running the tests here (forkserver.py)."""
     state = session.config.stash[STATE]
-    if state.schedule.serve_dir is None or session.config.option.collectonly:
+    if not state.run.mode.serves_rounds or session.config.option.collectonly:
         return None
 
     process = session.config.pluginmanager.get_plugin("burnperf-round-process")
@@ -277,6 +277,7 @@ def serve_rounds(session: pytest.Session) -> bool | None:
             state.turn_side = None
             side.finish()
 
+    assert state.schedule.serve_dir is not None
     serve(state.schedule.serve_dir, one_round)
     return True
 

@@ -167,8 +167,8 @@ def select(config: pytest.Config, items: list[pytest.Item]) -> None:
         _filter_items(config, state, items)
     if state.run.mode.measures and state.run.shard is not None:
         _keep_shard(config, state, items)
-    if state.run.worker_only is not None:  # an adaptive round: the undecided benchmarks only
-        keep = [i for i in items if i.nodeid in state.run.worker_only]
+    if state.run.round_only is not None:  # an adaptive round: the undecided benchmarks only
+        keep = [i for i in items if i.nodeid in state.run.round_only]
         if len(keep) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if i not in keep])
             items[:] = keep

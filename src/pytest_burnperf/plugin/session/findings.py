@@ -24,12 +24,12 @@ class Findings:
     #: Seconds each benchmark took in this process, setup to teardown (what a baseline keeps as
     #: ``seconds`` for --perf-shard's split).
     durations: dict[str, float] = field(default_factory=dict)
-    #: Raw samples of the extra rounds, per node id: one list of values per worker process.
-    worker_runs: dict[str, list[list[float]]] = field(default_factory=dict)
-    worker_samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Raw samples of the extra rounds, per node id: one list of values per round process.
+    round_runs: dict[str, list[list[float]]] = field(default_factory=dict)
+    round_records: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Host windows (activity.Window as dicts) and reference probes of the extra rounds, per node.
-    worker_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    worker_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    round_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    round_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: What a same-session comparison's rounds measured.
     measured: Measured | None = None
     #: Recording: the benchmarks whose runs are too noisy for their threshold, with the noise
