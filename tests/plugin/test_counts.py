@@ -346,6 +346,49 @@ def test_a_benchmark_that_segfaults_the_counted_process_costs_only_itself(
     assert all(leftovers.owner_alive(p) for p in left)  # only other runs' folders, if any
 
 
+NOT_COUNTED = """
+import ctypes
+import sys
+import time
+
+import pytest
+
+COUNTED = any(a.startswith("--perf-worker-count-dir") for a in sys.argv)
+SLOW = float(open("slow.txt").read())
+
+
+def work():
+    time.sleep(SLOW)
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_uncounted(perf):
+    if COUNTED:
+        ctypes.string_at(0)  # dies in the counted process only: never counted
+    perf(work)
+"""
+
+
+def test_a_benchmark_not_counted_under_both_is_settled_by_its_time(
+    pytester: pytest.Pytester,
+) -> None:
+    """With --perf-measure both, a benchmark the counted process could not count is judged by
+    its clock, and that verdict fails its test as any regression does (one outcome rule; it
+    was kept without being settled, so a timed regression passed)."""
+    _need_valgrind()
+    pytester.makepyfile(test_uncounted=NOT_COUNTED)
+    (pytester.path / "slow.txt").write_text("0.0005", encoding="utf-8")
+    recorded, _ = _run(pytester, "--perf-measure", "both", "--perf-update", "--perf-quick")
+    recorded.assert_outcomes(passed=1)
+    (pytester.path / "slow.txt").write_text("0.02", encoding="utf-8")  # 40x: far past any noise
+    result, doc = _run(pytester, "--perf-measure", "both", "--perf-quick")
+    result.assert_outcomes(failed=1)
+    (bench,) = doc["results"]
+    assert bench["verdict"]["status"] == REGRESSED, bench["verdict"]
+    assert any("counts: not counted" in n for n in bench["verdict"]["notes"])
+    result.stdout.fnmatch_lines(["*test_uncounted*exceeds*"])
+
+
 def test_no_valgrind_is_a_clear_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,6 +21,7 @@ from pytest_burnperf.core.verdict import (
     UNCHANGED,
     Policy,
     Verdict,
+    failure_message,
     format_ratio,
     not_comparable,
 )
@@ -38,19 +39,15 @@ def judge(
     perf: Any,
     timed: Result | None,
     make_result: Callable[..., Result],
-    properties: Callable[[Result], list[tuple[str, object]]],
     profile: Callable[[Result], Result] | None = None,
 ) -> Result:
     """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
-    result under --perf-measure both), built by ``make_result`` and kept in the session's
-    results with its JUnit ``properties``; fails the test when counts regressed (or, under
-    --perf-strict, were not judged). ``profile`` adds --perf-profile's profile to the result
-    (plugin/profile_rerun.profiled)."""
+    result under --perf-measure both), built by ``make_result``, kept and settled by
+    result_record.settle (the session's results, JUnit properties, core/outcome's rule): a
+    counts regression fails the test, and so, where the counted process did not count it, does
+    a time regression. ``profile`` adds --perf-profile's profile to the result
+    (measuring/profile_rerun.profiled)."""
     __tracebackhide__ = True
-
-    def keep(result: Result) -> None:
-        state.findings.results[node] = result
-        perf._item.user_properties.extend(properties(result))
 
     state: PerfState = perf._state
     c: Counting = state.counting
@@ -71,7 +68,19 @@ def judge(
                 notes=(*timed.verdict.notes, f"counts: not counted ({why}); time judged"),
             ),
         )
-        keep(result)
+        policy = Policy(
+            alpha=perf.settings.alpha,
+            threshold=perf.settings.threshold,
+            comparisons=state.findings.comparisons,
+        )
+        verdict = result.verdict
+        settle(
+            state,
+            perf._item,
+            perf._key,
+            result,
+            lambda: failure_message(perf._key, verdict, policy),
+        )
         return result
     key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
     problem = None
@@ -137,8 +146,13 @@ def judge(
     )
     if profile is not None:
         result = profile(result)
-    keep(result)
-    settle(state, perf._key, result, lambda: counts.counts_failure(perf._key, result.verdict))
+    settle(
+        state,
+        perf._item,
+        perf._key,
+        result,
+        lambda: counts.counts_failure(perf._key, result.verdict),
+    )
     return result
 
 
@@ -181,7 +195,6 @@ def judge_pair(
     perf: Any,
     timed: Result | None,
     make_result: Callable[..., Result],
-    properties: Callable[[Result], list[tuple[str, object]]],
 ) -> Result:
     """The counts verdict of a same-session comparison (the ComparePerf fixture): the
     candidate environment's counts against the reference's, both counted in this run."""
@@ -231,11 +244,13 @@ def judge_pair(
         time=timed,
     )
     result = pair_profiles.attach(state, result)
-    state.findings.results[node] = result
-    perf._item.user_properties.extend(properties(result))
     labels = (plan.reference, plan.candidate)
     settle(
-        state, perf._key, result, lambda: counts.counts_failure(perf._key, verdict, labels=labels)
+        state,
+        perf._item,
+        perf._key,
+        result,
+        lambda: counts.counts_failure(perf._key, verdict, labels=labels),
     )
     return result
 

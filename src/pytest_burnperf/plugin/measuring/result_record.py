@@ -116,11 +116,20 @@ def junit_properties(result: Result) -> list[tuple[str, object]]:
     return props
 
 
-def settle(state: PerfState, test_id: str, result: Result, regression: Callable[[], str]) -> None:
-    """Fail ``test_id``'s test where its verdict fails it (core/outcome: the one rule for every
-    measure and mode); ``regression`` builds the measure's line for a regression, and the
-    profile's note of what grew follows it."""
+def settle(
+    state: PerfState,
+    item: pytest.Item,
+    test_id: str,
+    result: Result,
+    regression: Callable[[], str],
+) -> None:
+    """Keep ``result`` as ``item``'s (the session's results, its JUnit properties) and fail
+    ``test_id``'s test where its verdict fails it (core/outcome: the one rule for every measure
+    and mode); ``regression`` builds the measure's line for a regression, and the profile's note
+    of what grew follows it. Every measured benchmark's result passes through here, once."""
     __tracebackhide__ = True
+    state.findings.results[item.nodeid] = result
+    item.user_properties.extend(junit_properties(result))
     decided = outcome(
         result.verdict,
         test_id=test_id,

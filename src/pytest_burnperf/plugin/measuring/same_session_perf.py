@@ -23,7 +23,7 @@ from pytest_burnperf.core.verdict import (
 )
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
-from pytest_burnperf.plugin.measuring.result_record import junit_properties, make_result, settle
+from pytest_burnperf.plugin.measuring.result_record import make_result, settle
 from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf, T, start_once
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
@@ -71,7 +71,7 @@ class ComparePerf(SmokePerf):
         assert plan is not None
         node = self._item.nodeid
         if counting.counts_only(state, self.device.kind, node):
-            counts_judging.judge_pair(self, None, make_result, junit_properties)
+            counts_judging.judge_pair(self, None, make_result)
             return
         paired = time_verdict(state, self.settings, node)
         if paired is None:
@@ -125,18 +125,17 @@ class ComparePerf(SmokePerf):
             candidate=plan.candidate,
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both
-            counts_judging.judge_pair(self, result, make_result, junit_properties)
+            counts_judging.judge_pair(self, result, make_result)
             return
         fallback = counting.fallback_note(state, node)
         if fallback is not None:
             result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
         result = pair_profiles.attach(state, result)
         verdict = result.verdict
-        state.findings.results[node] = result
-        self._item.user_properties.extend(junit_properties(result))
         labels = (plan.reference, plan.candidate)
         settle(
             state,
+            self._item,
             self._key,
             result,
             lambda: failure_message(self._key, verdict, policy, labels=labels),

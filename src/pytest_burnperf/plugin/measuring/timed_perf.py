@@ -37,7 +37,6 @@ from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_cloc
 from pytest_burnperf.plugin.measuring.profile_rerun import profile_here, profiled
 from pytest_burnperf.plugin.measuring.result_record import (
     as_runs,
-    junit_properties,
     make_result,
     settle,
 )
@@ -184,7 +183,7 @@ class Perf:
             self.device.sync()
             if after is not None:
                 after()
-            counts_judging.judge(self, None, make_result, junit_properties, self._profiled)
+            counts_judging.judge(self, None, make_result, self._profiled)
             return result
         return _TIMED
 
@@ -439,7 +438,7 @@ class Perf:
             pedantic=self._pedantic,
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
-            counts_judging.judge(self, result, make_result, junit_properties, self._profiled)
+            counts_judging.judge(self, result, make_result, self._profiled)
             return
         fallback = counting.fallback_note(state, node)
         if fallback is not None:  # too slow to count: the clock judges it
@@ -447,8 +446,6 @@ class Perf:
             result = replace(result, verdict=verdict)
         result = self._profiled(result)
         verdict = result.verdict
-        state.findings.results[node] = result
-        self._item.user_properties.extend(junit_properties(result))
         if state.run.mode.records:
             from pytest_burnperf.core.verdict import recording_floor
 
@@ -458,8 +455,13 @@ class Perf:
             own = recording_floor(runs, replace(policy, prior=None))
             if floor is not None and own is not None and min(floor, own) > policy.threshold:
                 state.findings.noisy_records[node] = floor
-            return
-        settle(state, self._key, result, lambda: failure_message(self._key, verdict, policy))
+        settle(
+            state,
+            self._item,
+            self._key,
+            result,
+            lambda: failure_message(self._key, verdict, policy),
+        )
 
 
 def _host_evidence(
