@@ -256,6 +256,7 @@ class Result:
             "benchmark": self.benchmark,
             "backend": self.library,
             "kind": self.kind,
+            "device_id": self.device_id,
             "device": self.fingerprint,
             "dtype": self.dtype,
             "settings": self.settings_dict(),

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.report.markdown import judged_median
+from pytest_burnperf.report.table_row import judged_median
 
 RESULT_COLUMNS = (
     "test",

@@ -15,14 +15,12 @@ page or a plot's labels.
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pytest_burnperf.core.text import escape as visible
-from pytest_burnperf.core.text import format_value
-from pytest_burnperf.report.markdown import change_text, device_label, judged_median
+from pytest_burnperf.report.table_row import TableRow, change_text
 
 if TYPE_CHECKING:
     from pytest_burnperf.storage.history.query import Series
@@ -52,13 +50,6 @@ def _e(text: object) -> str:
     return html.escape(visible(str(text)), quote=True)
 
 
-def _time(s: object, timer: object = "host") -> str:
-    """A time (instructions for a counted result) from the results document."""
-    if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
-        return "-"
-    return format_value(float(s), str(timer))
-
-
 class _Plots:
     """Figures to HTML fragments, plotly.js embedded with the first (``embed``; a site's pages
     load its one plotly.min.js instead)."""
@@ -85,21 +76,19 @@ class _Plots:
 def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for r in results:
-        v = r.get("verdict") or {}
-        st = str(v.get("status", "?"))
-        mds = v.get("min_detectable_slowdown")
+        row = TableRow.of(r)  # the row model every table shares (table_row.py)
         rows.append(
             "<tr>"
-            f"<td>{_e(r.get('name', r.get('test', '?')))}</td>"
-            f"<td>{_e(device_label(r))}</td>"
-            f"<td>{_e(r.get('dtype', ''))}</td>"
-            f'<td class="num">{_time(judged_median(r), r.get("timer"))}</td>'
-            f'<td class="num">{_time((r.get("baseline") or {}).get("median"), r.get("timer"))}</td>'
-            f'<td class="num">{_e(change_text(v, r.get("measure")))}</td>'
-            f'<td class="num">{"-" if not isinstance(mds, (int, float)) else f"+{100 * mds:.1f}%"}'
-            "</td>"
-            f'<td class="status" style="color:{_COLORS.get(st, "#222")}">{_e(st)}</td>'
-            f'<td class="why">{_e(v.get("reason") or "")}</td>'
+            f"<td>{_e(row.name)}</td>"
+            f"<td>{_e(row.where)}</td>"
+            f"<td>{_e(row.dtype)}</td>"
+            f'<td class="num">{_e(row.median)}</td>'
+            f'<td class="num">{_e(row.baseline)}</td>'
+            f'<td class="num">{_e(row.change)}</td>'
+            f'<td class="num">{_e(row.detects)}</td>'
+            f'<td class="status" style="color:{_COLORS.get(row.verdict, "#222")}">'
+            f"{_e(row.verdict)}</td>"
+            f'<td class="why">{_e(row.reason)}</td>'
             "</tr>"
         )
     head = "".join(

@@ -9,15 +9,14 @@ in a ``<details>`` block. Every name that comes from a test or a file is escaped
 
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.text import device_within, format_value
 from pytest_burnperf.core.text import escape as visible
+from pytest_burnperf.report.table_row import TableRow
 from pytest_burnperf.storage import paths
 from pytest_burnperf.storage.jsonfile import atomic_write_text
 
@@ -61,74 +60,21 @@ def code(text: object) -> str:
     return "`" + visible(" ".join(str(text).split())).replace("`", "'") + "`"
 
 
-def _time(seconds: object, timer: object = "host") -> str:
-    """A time (or, for a counted result, instructions) from the results document (any JSON
-    value) in the terminal's format."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        return "-"
-    return format_value(float(seconds), str(timer))
-
-
-def judged_median(r: Mapping[str, Any]) -> object:
-    """The median a results-file entry was judged with (every round's samples pooled), as the
-    terminal's table shows it; a file written before it was kept gives its last round's."""
-    v = r.get("verdict") or {}
-    if isinstance(v, Mapping) and v.get("median") is not None:
-        return v.get("median")
-    return (r.get("stats") or {}).get("median")
-
-
-def change_text(v: Mapping[str, Any], measure: object = "time") -> str:
-    """A verdict's change with its 95% interval, ``+12.3% [+10.1%, +14.6%]``, or ``-``; a
-    counted one to two decimals (``+5.02%``), as the terminal shows it."""
-    ratio = v.get("ratio")
-    if not isinstance(ratio, (int, float)):
-        return "-"
-    if measure == "counts":
-        return f"{100 * (ratio - 1):+.2f}%"
-    text = f"{100 * (ratio - 1):+.1f}%"
-    ci = v.get("ratio_ci95")
-    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
-        text += f" [{100 * (ci[0] - 1):+.1f}%, {100 * (ci[1] - 1):+.1f}%]"
-    return text
-
-
-def _detects(v: Mapping[str, Any]) -> str:
-    mds = v.get("min_detectable_slowdown")
-    return f"+{100 * mds:.1f}%" if isinstance(mds, (int, float)) and math.isfinite(mds) else "-"
-
-
-def device_label(r: Mapping[str, Any]) -> str:
-    """A results-file entry's device as the terminal table names it: the library, then the
-    device id without the library's prefix (``opencl pocl-cpu0``, ``torch cuda0``)."""
-    backend = str(r.get("backend") or "?")
-    device = r.get("device")
-    ident = str(device.get("id") or "") if isinstance(device, Mapping) else ""
-    if not ident:
-        ident = str(r.get("kind") or "")
-    ident = device_within(backend, ident)
-    return backend if ident in ("", backend) else f"{backend} {ident}"
-
-
-def _where(r: Mapping[str, Any]) -> str:
-    return escape(device_label(r))
-
-
 def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
-    v = r.get("verdict") or {}
-    base = r.get("baseline") or {}
+    """One Markdown table row from the row model every table shares (table_row.py)."""
+    row = TableRow.of(r)
     got = {
         # plain text, not a code span: inside one, the escapes would show as backslashes
-        "benchmark": escape(r.get("name", r.get("test", "?"))),
-        "device": _where(r),
-        "dtype": escape(r.get("dtype", "")),
-        "baseline": _time(base.get("median"), r.get("timer")),
-        "current": _time(judged_median(r), r.get("timer")),
-        "change": change_text(v, r.get("measure")),
-        "p": f"{v['p_slower']:.2g}" if isinstance(v.get("p_slower"), (int, float)) else "-",
-        "detects": _detects(v),
-        "verdict": escape(v.get("status", "?")),
-        "reason": escape(v.get("reason", "")) or "-",
+        "benchmark": escape(row.name),
+        "device": escape(row.where),
+        "dtype": escape(row.dtype),
+        "baseline": row.baseline,
+        "current": row.median,
+        "change": row.change,
+        "p": row.p,
+        "detects": row.detects,
+        "verdict": escape(row.verdict),
+        "reason": escape(row.reason) or "-",
     }
     return "| " + " | ".join(got[c] for c in cells) + " |"
 

@@ -3,20 +3,15 @@ printed under it. The header lines are in run_header.py, the results JSON in res
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_burnperf.core.counts import counts_change
 from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.roofline_figures import format_rate
 from pytest_burnperf.core.run_options import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.core.text import (
-    device_within,
     escape,
     format_time,
-    format_value,
     shorten,
 )
 from pytest_burnperf.core.verdict import (
@@ -27,9 +22,9 @@ from pytest_burnperf.core.verdict import (
     NO_BASELINE,
     REGRESSED,
     VERDICTS,
-    format_ratio,
 )
 from pytest_burnperf.core.versions import VersionSummary
+from pytest_burnperf.report.table_row import TableRow
 
 #: Headers of the table's columns where they differ from their --perf-columns key.
 _HEADER_TEXT = {
@@ -42,60 +37,10 @@ _HEADER_TEXT = {
 COLUMNS = tuple(_HEADER_TEXT.get(k, k) for k in COLUMN_KEYS)
 
 
-def format_bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
-def _roofline_cells(r: Result) -> tuple[str, str]:
-    """``41.2 GF/s 63%`` and ``12.1 GB/s 20%``: achieved rates and % of the device's peak."""
-
-    got = r.roofline()
-    if got is None:
-        return "-", "-"
-    return format_rate(got.gflops, "GF/s", got.arith_pct), format_rate(
-        got.gbps, "GB/s", got.mem_pct
-    )
-
-
 def row(r: Result) -> tuple[str, ...]:
-    s = summarize(r.sample.values)
-    v = r.verdict
-    p = v.p_value
-    return (
-        r.label,
-        r.work.shape if r.work is not None and r.work.shape else "-",
-        r.library,
-        device_within(r.library, r.device_id),
-        r.dtype,
-        r.sample.timer + ("+flush" if r.sample.l2_flush else ""),
-        format_value(v.current_median, r.sample.timer),  # the median judged, all rounds
-        "-" if math.isnan(s.iqr_pct) else f"{s.iqr_pct:.1f}",
-        "-" if v.baseline_median is None else format_value(v.baseline_median, r.sample.timer),
-        format_ratio(v) if r.measure == "time" else counts_change(v),
-        _time_change(r),
-        "-" if p is None else f"{p:.2g}",
-        "-" if v.min_detectable is None else f"+{100 * v.min_detectable:.1f}%",
-        format_bytes(r.peak_memory)
-        + (" (MPS driver)" if r.peak_memory is not None and r.kind == "metal" else ""),
-        *_roofline_cells(r),
-        v.status,
-    )
-
-
-def _time_change(r: Result) -> str:
-    """--perf-measure both: the clock's change beside the counts that judged (``+0.4%``, or its
-    verdict where it has no change); ``-`` elsewhere."""
-    t = r.time
-    if t is None:
-        return "-"
-    if t.verdict.ratio is None:
-        return t.verdict.status
-    return f"{100 * (t.verdict.ratio - 1):+.1f}%"
+    """The table's cells of ``r``, in COLUMN_KEYS order: the row model every table shares
+    (table_row.py), built from the entry the results document holds for it."""
+    return TableRow.of(r.as_json()).cells(COLUMN_KEYS)
 
 
 HEADERS = dict(zip(COLUMN_KEYS, COLUMNS, strict=True))

@@ -9,7 +9,8 @@ from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.roofline_figures import Peaks, Work
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.verdict import INCOMPARABLE, UNCHANGED, Verdict
-from pytest_burnperf.report.terminal import format_bytes, notes, row, speedups
+from pytest_burnperf.report.table_row import format_bytes
+from pytest_burnperf.report.terminal import notes, row, speedups
 
 
 def result(sample: Sample, verdict: Verdict) -> Result:
@@ -159,7 +160,8 @@ def test_every_table_shows_the_median_judged_not_the_last_rounds() -> None:
     and so do the results file, Markdown, HTML and CSV built from it."""
     from pytest_burnperf.report.csv import results_csv
     from pytest_burnperf.report.html import _results_table
-    from pytest_burnperf.report.markdown import _row, judged_median
+    from pytest_burnperf.report.markdown import _row
+    from pytest_burnperf.report.table_row import judged_median
 
     last = Sample(values=(140e-6,), loops=1, warmup_calls=1)
     verdict = Verdict(INCOMPARABLE, 254e-6, baseline_median=259e-6, ratio=254 / 259)
