@@ -139,6 +139,57 @@ def test_no_plugin_folder_holds_more_than_the_limit() -> None:
     assert not crowded, f"plugin folders over {MAX_PLUGIN_FOLDER} modules: {crowded}"
 
 
+#: The modules that write what a run finds out (plugin/session/findings.py), each its own part:
+#: the collection its selection, the outcome watch each test's outcome and an interrupt, the
+#: result record what each benchmark leaves behind, the rounds what they measured, the run's
+#: files what it judged. Everything else reads it, or adds a line to ``state.notes``.
+FINDINGS_WRITERS = {
+    "plugin/session/collection.py",
+    "plugin/session/outcome_watch.py",
+    "plugin/measuring/result_record.py",
+    "plugin/rounds/round_control.py",
+    "plugin/output/run_files.py",
+}
+
+
+def _writes_findings(tree: ast.AST) -> list[int]:
+    """Lines that assign to, or call a mutating method on, something under ``.findings``."""
+    mutating = {"append", "extend", "add", "discard", "update", "setdefault", "pop", "clear"}
+    lines = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in mutating
+        ):
+            targets = [node.func.value]
+        if any(".findings." in ast.unparse(t) + "." for t in targets):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_what_a_run_finds_out_is_written_in_few_named_places() -> None:
+    wrong = []
+    for path in _modules().values():
+        rel = str(path.relative_to(PACKAGE))
+        if rel not in FINDINGS_WRITERS:
+            lines = _writes_findings(ast.parse(path.read_text(encoding="utf-8")))
+            wrong += [f"{rel}:{n}" for n in lines]
+    assert not wrong, f"Findings written outside {sorted(FINDINGS_WRITERS)}: {wrong}"
+    assert len(FINDINGS_WRITERS) <= 5
+
+
+def test_the_findings_check_finds_a_write() -> None:
+    code = "state.findings.results[n] = r\nx.findings.notes.append(1)\nstate.findings.ok = 1\n"
+    assert _writes_findings(ast.parse(code)) == [1, 2, 3]
+    assert _writes_findings(ast.parse("y = state.findings.results[n]\n")) == []
+
+
 def test_no_file_name_in_two_layers() -> None:
     """A file name says which module it is: ``state.py`` in two layers made readers write
     ``import state as hoststate``. The package's entry points are the only names used twice."""

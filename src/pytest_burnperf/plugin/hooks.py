@@ -32,7 +32,7 @@ from pytest_burnperf.plugin.measuring.fixture import make_perf
 from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.measuring.timed_perf import Perf
 from pytest_burnperf.plugin.rounds import round_control
-from pytest_burnperf.plugin.session import collection
+from pytest_burnperf.plugin.session import collection, outcome_watch
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import STATE, case_of
 from pytest_burnperf.runs.overlay import install as install_overlay
@@ -93,12 +93,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     """Remember the benchmarks left out, to say why a -k that selected none of them did so."""
-    if not items:
-        return
-    state = items[0].config.stash[STATE]
-    state.findings.deselected_benchmarks.extend(
-        i.nodeid for i in items if (case := case_of(i)) is not None and not case.benchmark_style
-    )
+    collection.deselected(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -150,44 +145,7 @@ def pytest_runtest_makereport(
     # a Ctrl-C or SIGTERM that landed in an import or a C extension can surface as another
     # error (ImportError: initialization failed): the run is interrupted, the test not failed
     raise_if_arrived()
-    case = case_of(item)
-    if case is not None:  # its wall time in this process, for --perf-shard's split
-        state = item.config.stash[STATE]
-        state.findings.durations[item.nodeid] = (
-            state.findings.durations.get(item.nodeid, 0.0) + report.duration
-        )
-    if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
-        from pytest_burnperf.devices.device_errors import device_error
-
-        exc = call.excinfo.value
-        # a failure the plugin or the test raised on purpose (pytest.fail) is not a GPU fault,
-        # even when its text quotes one (a graph capture that failed)
-        deliberate = isinstance(exc, pytest.fail.Exception)
-        why = device_error(exc) if case.entry.kind != "cpu" and not deliberate else None
-        if why is not None:
-            state = item.config.stash[STATE]
-            if case.entry.id not in state.findings.bad_devices:
-                state.findings.bad_devices[case.entry.id] = f"{item.nodeid}: {why}"
-                state.findings.messages.append(
-                    f"{case.entry.id} faulted in {item.nodeid} ({why}); its later benchmarks "
-                    "in this process were skipped"
-                )
-    if report.when == "call" and report.passed and case is not None:
-        state = item.config.stash[STATE]
-        timed = any(
-            item.nodeid in got
-            for got in (
-                state.findings.results,
-                state.findings.smoked,
-                state.findings.round_records,
-            )
-        )
-        if state.run.mode.runs_benchmarks and not timed:
-            report.outcome = "failed"
-            report.longrepr = (
-                f"{item.nodeid}: is marked @pytest.mark.perf but never called perf(fn, ...) "
-                "or perf.pedantic(fn, ...), so nothing was timed"
-            )
+    outcome_watch.watch_report(item, call, report)
     return report
 
 

@@ -15,7 +15,8 @@ def _state(profile: str, gaps: dict[str, dict[str, str]] | None) -> Any:
     measured = None if gaps is None else Measured(profile_gaps=gaps)
     return types.SimpleNamespace(
         output=types.SimpleNamespace(profile=profile),
-        findings=types.SimpleNamespace(measured=measured, messages=[]),
+        findings=types.SimpleNamespace(measured=measured),
+        notes=[],
     )
 
 
@@ -31,7 +32,7 @@ def test_benchmarks_an_environment_could_not_profile_are_named() -> None:
         },
     )
     _profile_gaps(state)
-    assert state.findings.messages == [
+    assert state.notes == [
         "--perf-profile: not profiled in main: t.py::a and 1 more (torch.profiler is missing)"
     ]
 
@@ -43,4 +44,4 @@ def test_nothing_is_said_when_profiling_is_off_or_complete() -> None:
         _state("all", None),
     ):
         _profile_gaps(state)
-        assert state.findings.messages == []
+        assert state.notes == []

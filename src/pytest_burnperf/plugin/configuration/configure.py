@@ -394,7 +394,7 @@ def _register_benchmark_compat(config: pytest.Config) -> None:
             # under --perf this plugin times those tests; pytest-benchmark's hooks would reject
             # the fixture object and report an empty run, so they are switched off for this run
             config.pluginmanager.unregister(theirs)
-            config.stash[STATE].findings.took_over_benchmark = True
+            config.stash[STATE].took_over_benchmark = True
 
 
 def check_required(state: PerfState) -> None:

@@ -23,6 +23,7 @@ from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
+from pytest_burnperf.plugin.measuring.result_record import keep_round_record
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, line_writer, rel
 from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.round_launcher import round_args
@@ -189,7 +190,7 @@ def count_pass(
             state.counting.run = got
         else:
             state.counting.sides[side.label] = got
-        state.findings.messages.extend(f"{side.label}: {p}" if side else p for p in got.problems)
+        state.notes.extend(f"{side.label}: {p}" if side else p for p in got.problems)
         slow = f"; {len(got.timed_instead)} timed instead" if got.timed_instead else ""
         write(
             f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s){where} under "
@@ -229,7 +230,7 @@ def count_here(
         )
     except Unavailable as exc:
         pytest.fail(str(exc), pytrace=False)
-    state.findings.round_records[nodeid] = record
+    keep_round_record(state, nodeid, record)
     return first
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_burnperf.plugin.measuring.result_record import keep_renamed
 from pytest_burnperf.plugin.measuring.same_session_perf import ComparePerf
 from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.measuring.timed_perf import Perf
@@ -51,7 +52,7 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
             for old in legacy_keys(key):
                 baseline = state.store.get(module, old)
                 if baseline is not None:
-                    state.findings.renamed_baselines.setdefault(module, {})[key] = old
+                    keep_renamed(state, module, key, old)
                     break
         if baseline is None and state.legacy_store is not None:
             baseline = state.legacy_store.get(module, key)

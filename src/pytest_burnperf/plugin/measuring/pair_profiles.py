@@ -69,7 +69,7 @@ def profile_sides(
         )
         got.profiles[side.label] = dict(run.profiles)
         got.profile_gaps[side.label] = dict(run.missing)
-        state.findings.messages.extend(f"{side.label}: {p}" for p in run.problems)
+        state.notes.extend(f"{side.label}: {p}" for p in run.problems)
         write(
             f"burnperf: profiled {len(run.profiles)}/{len(wanted)} benchmark(s) in "
             f"{side.label} in {clock(run.seconds)}"

@@ -27,6 +27,7 @@ from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.verdict import REGRESSED
 from pytest_burnperf.instruments import profiler
 from pytest_burnperf.instruments.instrument import Prepare
+from pytest_burnperf.plugin.measuring.result_record import keep_round_record
 from pytest_burnperf.plugin.session.perf_state import PerfState, rel
 from pytest_burnperf.runs import profiling
 from pytest_burnperf.storage.paths import folder_problem
@@ -85,7 +86,7 @@ def profiled(
             out_dir=state.output.profile_dir,
         )
     except profiling.ProfileError as exc:
-        state.findings.messages.append(f"--perf-profile: {result.nodeid}: {exc}")
+        state.notes.append(f"--perf-profile: {result.nodeid}: {exc}")
         return result
     against = _baseline_summary(result.baseline)
     where = rel(path, state.run.rootpath)
@@ -138,7 +139,7 @@ def profile_here(
         repeat=repeat,
         out_dir=state.output.profile_dir,
     )
-    state.findings.round_records[nodeid] = record
+    keep_round_record(state, nodeid, record)
     return first
 
 

@@ -140,3 +140,31 @@ def settle(
     )
     if decided.fails:
         pytest.fail(decided.message, pytrace=False)
+
+
+def keep_round_record(state: PerfState, nodeid: str, record: dict[str, Any]) -> None:
+    """In a round process: what ``nodeid`` measured (samples, counts or a profile), for the
+    parent's samples file (rounds/report_back.py writes it)."""
+    state.findings.round_records[nodeid] = record
+
+
+def new_round(state: PerfState) -> None:
+    """In a round server's forked child: this round's records start empty."""
+    state.findings.round_records = {}
+
+
+def keep_smoked(state: PerfState, nodeid: str) -> None:
+    """A smoke run: ``nodeid`` called perf (its body ran once, untimed)."""
+    state.findings.smoked.add(nodeid)
+
+
+def keep_noisy(state: PerfState, nodeid: str, floor: float) -> None:
+    """Recording: ``nodeid``'s runs are too noisy for its threshold; ``floor`` is the noise floor
+    a comparison with as many rounds would have."""
+    state.findings.noisy_records[nodeid] = floor
+
+
+def keep_renamed(state: PerfState, module: str, key: str, old: str) -> None:
+    """A pytest-benchmark test's baseline found under the key it had with ``[cpu]`` in its id:
+    --perf-update writes ``key`` and drops ``old``."""
+    state.findings.renamed_baselines.setdefault(module, {})[key] = old

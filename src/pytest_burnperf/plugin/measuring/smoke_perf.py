@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_burnperf.core.text import escape
+from pytest_burnperf.plugin.measuring.result_record import keep_smoked
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
@@ -79,7 +80,7 @@ class SmokePerf:
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
         start_once(self, fn, what)
-        self._state.findings.smoked.add(self._item.nodeid)
+        keep_smoked(self._state, self._item.nodeid)
 
     def work(self, flops: Any = None, bytes: Any = None, shape: Any = None) -> None:
         """Accepted and ignored: nothing is timed in a smoke run."""

@@ -11,11 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_burnperf.core.assess import (
-    HostEvidence,
-    assess,
-    own_threads,
-)
+from pytest_burnperf.core.assess import HostEvidence, assess, own_threads
 from pytest_burnperf.core.clocks import GraphCaptureError, settles
 from pytest_burnperf.core.roofline_figures import Work, WorkError
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
@@ -37,6 +33,8 @@ from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_cloc
 from pytest_burnperf.plugin.measuring.profile_rerun import profile_here, profiled
 from pytest_burnperf.plugin.measuring.result_record import (
     as_runs,
+    keep_noisy,
+    keep_round_record,
     make_result,
     settle,
 )
@@ -45,10 +43,7 @@ from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.assess import HostEvidence
     from pytest_burnperf.core.results import Result
-    from pytest_burnperf.core.roofline_figures import Work
-    from pytest_burnperf.host.activity import Window
 
 
 #: What Perf._unclocked returns when the clock measures the benchmark.
@@ -262,9 +257,7 @@ class Perf:
 
             fingerprint = escape_strings(self.device.fingerprint())  # as a baseline file holds it
 
-        self._state.findings.messages.extend(
-            f"{self._item.nodeid}: {m}" for m in timer_messages(timer)
-        )
+        self._state.notes.extend(f"{self._item.nodeid}: {m}" for m in timer_messages(timer))
         self._judge(sample, fingerprint, host, probe)
         return result
 
@@ -389,14 +382,18 @@ class Perf:
         state = self._state
         node = self._item.nodeid
         if state.run.mode.in_round:  # an extra round: keep the samples for the parent
-            state.findings.round_records[node] = {
-                "values": list(sample.values),
-                "host": host.as_dict(),
-                "probe": probe,
-                "loops": sample.loops,
-                "timer": sample.timer,
-                "l2_flush": sample.l2_flush,
-            }
+            keep_round_record(
+                state,
+                node,
+                {
+                    "values": list(sample.values),
+                    "host": host.as_dict(),
+                    "probe": probe,
+                    "loops": sample.loops,
+                    "timer": sample.timer,
+                    "l2_flush": sample.l2_flush,
+                },
+            )
             return
         s = self.settings
         policy = Policy(
@@ -454,7 +451,7 @@ class Perf:
             floor = recording_floor(runs, policy)
             own = recording_floor(runs, replace(policy, prior=None))
             if floor is not None and own is not None and min(floor, own) > policy.threshold:
-                state.findings.noisy_records[node] = floor
+                keep_noisy(state, node, floor)
         settle(
             state,
             self._item,

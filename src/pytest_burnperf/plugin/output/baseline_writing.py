@@ -12,6 +12,7 @@ from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
 
 if TYPE_CHECKING:
     from pytest_burnperf.storage.baselines import BaselineStore
+from pytest_burnperf.plugin.session.outcome_watch import interrupted
 from pytest_burnperf.plugin.session.perf_state import PerfState, rel
 
 
@@ -36,7 +37,7 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
                 entry["seconds"] = round(state.findings.durations[nodeid], 4)
             updates.setdefault(r.module, {})[r.key] = entry
     if not updates and not counted:
-        state.findings.messages.append("baselines not updated: no benchmark ran and passed")
+        state.notes.append("baselines not updated: no benchmark ran and passed")
         return True
     ok = True
     if counted:
@@ -63,28 +64,28 @@ def _save(
     try:
         report = store.save(updates, machine, drop=drop)
     except Interrupted as exc:
-        state.findings.interrupted = True
-        state.findings.messages.append(
+        interrupted(
+            state,
             f"{what} NOT updated: interrupted ({exc.signals}) before any file was replaced; "
-            "every baseline file is as it was"
+            "every baseline file is as it was",
         )
         return False
     except LockTimeout as exc:
-        state.findings.messages.append(f"{what} NOT updated: {exc}")
+        state.notes.append(f"{what} NOT updated: {exc}")
         return False
     written, errors = report.written, report.errors
     n = sum(len(updates[m]) for m in updates) - sum(
         len(updates[m]) for m in updates if store.path_for(m) in {e.path for e in errors}
     )
     for err in errors:
-        state.findings.messages.append(f"NOT updated, left untouched: {err}")
+        state.notes.append(f"NOT updated, left untouched: {err}")
     if report.cleaned:
-        state.findings.messages.append(
+        state.notes.append(
             f"removed {len(report.cleaned)} temporary file(s) a killed run had left in "
             f"{rel(store.root, state.run.rootpath)}"
         )
     if written:
-        state.findings.messages.append(
+        state.notes.append(
             f"{what} updated: {n} benchmark(s) in {len(written)} file(s) under "
             f"{rel(store.dir, state.run.rootpath)}"
         )
@@ -95,12 +96,12 @@ def _save(
         and store.path_for(state.findings.results[node].module) in written
     }
     if noisy and store is state.store:
-        state.findings.messages.append(noisy_baselines_text(noisy, n))
+        state.notes.append(noisy_baselines_text(noisy, n))
     if report.deferred:
-        state.findings.interrupted = True
-        state.findings.messages.append(
+        interrupted(
+            state,
             f"{report.deferred} arrived while the baseline files were being renamed into place; "
-            "it was held until all of them were, so the update is whole"
+            "it was held until all of them were, so the update is whole",
         )
     return not errors
 

@@ -271,5 +271,5 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
     accept = accept_line(state, results, ours=hasattr(config.option, UPDATE_ALIAS_DEST))
     if accept:
         write_line(accept)
-    for line in wrap(state.findings.messages, width):
+    for line in wrap(state.notes, width):
         write_line(line)

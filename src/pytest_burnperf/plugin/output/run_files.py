@@ -15,6 +15,7 @@ from pytest_burnperf.core.coverage import advice, coverage, shortfall
 from pytest_burnperf.core.text import redact
 from pytest_burnperf.host.machine import now_utc
 from pytest_burnperf.plugin.output.baseline_writing import write_baselines
+from pytest_burnperf.plugin.session.outcome_watch import interrupted
 from pytest_burnperf.plugin.session.perf_state import PerfState, rel, session_machine_info
 from pytest_burnperf.storage.history import resolve_url
 from pytest_burnperf.storage.jsonfile import _why, atomic_write_text, dumps, finite
@@ -31,14 +32,14 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
         if r.profile is not None
     )
     if profiled:
-        state.findings.messages.append(
+        state.notes.append(
             f"--perf-profile: {profiled} profile(s) in "
             f"{rel(state.output.profile_dir, state.run.rootpath)} (.pstats: python -m pstats or "
             "snakeviz; .trace.json: ui.perfetto.dev or chrome://tracing)"
         )
-    state.findings.messages.extend(_pedantic_lines(state))
+    state.notes.extend(_pedantic_lines(state))
     if exitstatus == pytest.ExitCode.INTERRUPTED:
-        state.findings.interrupted = True
+        interrupted(state)
     info = state.findings.shard_info
     if (
         info is not None
@@ -47,7 +48,7 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
     ):
         # a matrix wider than the suite: this shard's share is empty, which is no failure
         session.exitstatus = pytest.ExitCode.OK
-        state.findings.messages.append(
+        state.notes.append(
             f"shard {info['index']}/{info['count']} holds none of the selection's "
             f"{info['comparisons']} benchmark(s) (more shards than benchmarks): nothing to run "
             "here, and its results file says so for `burnperf merge`"
@@ -57,7 +58,7 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
     machine = session_machine_info(session.config, state)
     if state.run.mode.records:
         if state.findings.interrupted:
-            state.findings.messages.append(
+            state.notes.append(
                 "baselines NOT updated: the run was interrupted, so no baseline file was written"
             )
         elif not write_baselines(state, now, machine) and session.exitstatus == pytest.ExitCode.OK:
@@ -121,18 +122,18 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
         session.config.hook.pytest_burnperf_update_json(config=session.config, document=doc)
         path = session.config.invocation_params.dir / state.output.json_path
         if _write_json(session, state, path, doc, "--perf-json"):
-            state.findings.messages.append(f"results written to {state.output.json_path}")
+            state.notes.append(f"results written to {state.output.json_path}")
     target = _benchmark_json(session.config, state)
     if target is not None and _write_json(
         session, state, target, benchmark_doc(), "--benchmark-json"
     ):
         # a pytest-benchmark suite under --perf: its own --benchmark-json too
-        state.findings.messages.append(
+        state.notes.append(
             f"pytest-benchmark's JSON of this run written to {target} (--benchmark-json)"
         )
     if state.output.store_value and ours is not None and state.findings.results:
         if state.findings.interrupted:
-            state.findings.messages.append(
+            state.notes.append(
                 "--perf-store: this run was NOT recorded: it was interrupted, and history and "
                 "change points would read its partial results as a whole run"
             )
@@ -146,18 +147,16 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
         try:
             written = markdown.write(path, markdown.render(finite(ours)))
         except markdown.StepSummaryError as exc:  # the job's summary, not the user's file
-            state.findings.messages.append(
+            state.notes.append(
                 f"Markdown summary written to {state.output.markdown_path}; NOT appended to the job "
                 f"summary: {exc}"
             )
         except (OSError, ValueError) as exc:
-            state.findings.messages.append(f"--perf-markdown: could not write {path}: {_why(exc)}")
+            state.notes.append(f"--perf-markdown: could not write {path}: {_why(exc)}")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         else:
             also = " and appended to $GITHUB_STEP_SUMMARY" if len(written) > 1 else ""
-            state.findings.messages.append(
-                f"Markdown summary written to {state.output.markdown_path}{also}"
-            )
+            state.notes.append(f"Markdown summary written to {state.output.markdown_path}{also}")
 
 
 def _write_json(
@@ -168,7 +167,7 @@ def _write_json(
     try:
         atomic_write_text(path, dumps(finite(doc), indent=1, sort_keys=True) + "\n")
     except (OSError, ValueError) as exc:
-        state.findings.messages.append(f"{option}: could not write {path}: {_why(exc)}")
+        state.notes.append(f"{option}: could not write {path}: {_why(exc)}")
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         return False
     return True
@@ -178,7 +177,7 @@ def _benchmark_json(config: pytest.Config, state: PerfState) -> Path | None:
     """Where pytest-benchmark's ``--benchmark-json`` asks for its JSON, in a run where this
     plugin timed the ``benchmark`` fixture's tests (their plugin is off then, so it would write
     nothing); None elsewhere."""
-    if not state.findings.took_over_benchmark or not state.findings.benchmark_fixture_tests:
+    if not state.took_over_benchmark or not state.findings.benchmark_fixture_tests:
         return None
     try:
         value = config.getoption("benchmark_json")
@@ -254,7 +253,7 @@ def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> N
     try:
         from pytest_burnperf.storage.history.store import Store, StoreError
     except ImportError as exc:
-        state.findings.messages.append(
+        state.notes.append(
             f"--perf-store: the results store needs SQLAlchemy ({exc}); pip install "
             "'pytest-burnperf[history]'. This run was NOT recorded"
         )
@@ -264,11 +263,11 @@ def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> N
         with Store(url) as store:
             added = store.record(doc)
     except StoreError as exc:
-        state.findings.messages.append(f"--perf-store: this run was NOT recorded: {exc}")
+        state.notes.append(f"--perf-store: this run was NOT recorded: {exc}")
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         return
     what = "recorded in" if added else "already in"
-    state.findings.messages.append(
+    state.notes.append(
         f"run {what} the results store {redact(url)} ({len(doc.get('results') or [])} results, "
         f"{time.perf_counter() - t0:.2f} s); `burnperf history` shows the series"
     )
@@ -335,6 +334,4 @@ def _profile_gaps(state: PerfState) -> None:
         if gaps:
             node, why = min(gaps.items())
             more = f" and {len(gaps) - 1} more" if len(gaps) > 1 else ""
-            state.findings.messages.append(
-                f"--perf-profile: not profiled in {label}: {node}{more} ({why})"
-            )
+            state.notes.append(f"--perf-profile: not profiled in {label}: {node}{more} ({why})")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from pytest_burnperf.host.interrupts import hold
+from pytest_burnperf.plugin.session.outcome_watch import interrupted
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
 
@@ -19,8 +20,5 @@ def held_end(session: pytest.Session, state: PerfState, write: Callable[[], None
     held = hold()
     write()
     if held:
-        state.findings.interrupted = True
-        state.findings.messages.append(
-            f"{held.names()} received while the run was being written up"
-        )
+        interrupted(state, f"{held.names()} received while the run was being written up")
         session.exitstatus = pytest.ExitCode.INTERRUPTED

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.host.leftovers import die_with_parent
+from pytest_burnperf.plugin.measuring.result_record import new_round
 from pytest_burnperf.plugin.output.session_end import held_end
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.runs.overlay import installed_from
@@ -51,7 +52,7 @@ class RoundProcess:
         """In a round server's forked child: this round's samples file, progress file and an
         empty set of samples."""
         self.out = out
-        self.state.findings.round_records = {}
+        new_round(self.state)
         self.progress = progress_path(out)
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:

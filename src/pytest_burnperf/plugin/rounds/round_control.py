@@ -25,7 +25,7 @@ from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_prof
 from pytest_burnperf.plugin.measuring.fixture import module_and_key
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
 from pytest_burnperf.plugin.rounds.report_back import RoundProcess
-from pytest_burnperf.plugin.session.collection import is_runnable
+from pytest_burnperf.plugin.session import collection
 from pytest_burnperf.plugin.session.perf_state import STATE, PerfState, case_of, line_writer
 from pytest_burnperf.runs import scheduler
 from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
@@ -78,9 +78,9 @@ def run_rounds(
         more=more,
         write=write,
     )
-    state.findings.messages.extend(got.problems)
+    state.notes.extend(got.problems)
     if got.budget_stopped:
-        state.findings.messages.append(
+        state.notes.append(
             budget_text(state.schedule.round_budget, got.budget_stopped, len(wanted))
         )
     state.findings.round_runs = got.runs.get(CURRENT, {})
@@ -169,7 +169,7 @@ def run_same_session(
     everything = [item.nodeid for item in by_id.values() if case_of(item) is not None]
     pair_profiles.profile_sides(session, state, everything, sides, _regressed(state, by_id))
     if state.findings.measured.budget_stopped:
-        state.findings.messages.append(
+        state.notes.append(
             budget_text(
                 state.schedule.round_budget, state.findings.measured.budget_stopped, len(items)
             )
@@ -299,31 +299,7 @@ def rounds_after_collection(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
     if not state.run.mode.measures:
         return
-    runnable = [item for item in session.items if is_runnable(item)]
-    keyword = session.config.option.keyword
-    if keyword and state.findings.deselected_benchmarks and not session.items:
-        example = state.findings.deselected_benchmarks[0].split("::")[-1]
-        state.findings.messages.append(
-            f"-k {keyword!r} selected none of the {len(state.findings.deselected_benchmarks)} "
-            "@pytest.mark.perf benchmark(s): under --perf their ids end in the device and dtype "
-            f"(e.g. {example}); `pytest --perf --collect-only -q` lists them"
-        )
-    state.findings.benchmark_fixture_tests = sum(
-        1 for item in runnable if (case := case_of(item)) is not None and case.benchmark_style
-    )
-    if (
-        state.findings.took_over_benchmark
-        and state.findings.benchmark_fixture_tests
-        and not session.config.option.collectonly
-    ):
-        state.findings.messages.append(
-            f"{state.findings.benchmark_fixture_tests} pytest-benchmark test(s) timed and judged here "
-            "(its own hooks off under --perf)"
-        )
-    # a shard judges at the alpha of the whole selection, counted before it kept its share
-    state.findings.comparisons = (
-        max(1, len(runnable)) if state.findings.shard_info is None else state.findings.comparisons
-    )
+    runnable = collection.settle_selection(session)
     if state.run.mode.compares:
         if runnable and not session.config.option.collectonly:
             # turn-taking pairs only when asked for (--perf-round-start fork): they made a

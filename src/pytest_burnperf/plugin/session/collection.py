@@ -5,6 +5,7 @@ CPU case, bad markers reported on their own test, and the selection narrowed by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -179,7 +180,7 @@ def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.It
         collected = {_function_name(i) for i in items if case_of(i) is not None}
         unknown = [b for b in state.run.benches if b not in collected]
         if unknown:
-            state.findings.messages.append(
+            state.notes.append(
                 f"{state.run.config_file}: benches: {', '.join(unknown)} matched no collected "
                 "benchmark (a typo, or a test outside the paths given)"
             )
@@ -270,3 +271,47 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
     if len(keep) < len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
+
+
+def deselected(items: Sequence[pytest.Item]) -> None:
+    """Remember the benchmarks -k and the other deselections left out, to say why a -k that
+    selected none of them did so."""
+    if not items:
+        return
+    state = items[0].config.stash[STATE]
+    state.findings.deselected_benchmarks.extend(
+        i.nodeid for i in items if (case := case_of(i)) is not None and not case.benchmark_style
+    )
+
+
+def settle_selection(session: pytest.Session) -> list[pytest.Item]:
+    """After -k and every other deselection: what the run measures (returned), how many
+    comparisons it makes (for the family-wise correction; a shard keeps its whole selection's),
+    how many pytest-benchmark tests it times, and a -k that selected no benchmark said."""
+    state = session.config.stash[STATE]
+    runnable = [item for item in session.items if is_runnable(item)]
+    keyword = session.config.option.keyword
+    if keyword and state.findings.deselected_benchmarks and not session.items:
+        example = state.findings.deselected_benchmarks[0].split("::")[-1]
+        state.notes.append(
+            f"-k {keyword!r} selected none of the {len(state.findings.deselected_benchmarks)} "
+            "@pytest.mark.perf benchmark(s): under --perf their ids end in the device and dtype "
+            f"(e.g. {example}); `pytest --perf --collect-only -q` lists them"
+        )
+    state.findings.benchmark_fixture_tests = sum(
+        1 for item in runnable if (case := case_of(item)) is not None and case.benchmark_style
+    )
+    if (
+        state.took_over_benchmark
+        and state.findings.benchmark_fixture_tests
+        and not session.config.option.collectonly
+    ):
+        state.notes.append(
+            f"{state.findings.benchmark_fixture_tests} pytest-benchmark test(s) timed and judged here "
+            "(its own hooks off under --perf)"
+        )
+    # a shard judges at the alpha of the whole selection, counted before it kept its share
+    state.findings.comparisons = (
+        max(1, len(runnable)) if state.findings.shard_info is None else state.findings.comparisons
+    )
+    return runnable

@@ -1,6 +1,10 @@
-"""What a run finds out as it goes: the results, the round processes' samples, what passed and
-failed, the messages for the summary, and what the run judged (coverage). Written by the
-collection, the ``perf`` fixture, the rounds and the write-up; read by the reports."""
+"""What a run finds out as it goes, each part written by its owner alone (tests/unit/
+test_layers.py holds it): the selection by session/collection.py; each test's outcome, a GPU
+fault, wall times and an interrupt by session/outcome_watch.py; what each benchmark leaves
+behind (its result, its round record, a smoke call, a noisy recording) by
+measuring/result_record.py; what the rounds measured by rounds/round_control.py; what the run
+judged (coverage) by output/run_files.py. The reports read it; the summary's own lines are
+``PerfState.notes``."""
 
 from __future__ import annotations
 
@@ -35,8 +39,6 @@ class Findings:
     #: Recording: the benchmarks whose runs are too noisy for their threshold, with the noise
     #: floor a comparison with as many rounds would have (recording_floor).
     noisy_records: dict[str, float] = field(default_factory=dict)
-    #: The summary's closing lines.
-    messages: list[str] = field(default_factory=list)
     interrupted: bool = False
     #: The run stopped with a usage error after the session began: no summary.
     aborted: bool = False
@@ -52,10 +54,8 @@ class Findings:
     #: selection's fingerprint), ``comparisons`` (the whole selection's), ``benchmarks`` (this
     #: shard's), ``expected_s`` (each shard's expected seconds).
     shard_info: dict[str, Any] | None = None
-    #: pytest-benchmark's hooks switched off for this --perf run (compat.py), and how many tests
-    #: use its `benchmark` fixture.
-    took_over_benchmark: bool = False
-    #: Those tests' one CPU case each, by the test function's node id (their ids stay unchanged).
+    #: Tests using pytest-benchmark's ``benchmark`` fixture: their one CPU case each, by the test
+    #: function's node id (their ids stay unchanged).
     benchmark_cases: dict[str, Case] = field(default_factory=dict)
     #: How many of them run in this session (after -k and every other deselection).
     benchmark_fixture_tests: int = 0

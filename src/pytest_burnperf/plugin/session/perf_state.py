@@ -33,6 +33,9 @@ class PerfState:
     schedule: RoundSchedule
     output: OutputConfig
     findings: Findings = field(default_factory=Findings)
+    #: The summary's closing lines: the run's one open channel, any part of it may add a line
+    #: (what it finds out goes to ``findings``, each part of it written by its owner).
+    notes: list[str] = field(default_factory=list)
     #: Writes a progress line to the terminal (set in pytest_configure).
     announce: Callable[[str], None] = print
     #: Puts back the SIGINT/SIGTERM handlers this perf run replaced (interrupts.signals_as_interrupts).
@@ -42,6 +45,9 @@ class PerfState:
     #: --perf-measure counts|both in the run that judges: its counting (plugin/counting.Counting:
     #: the valgrind, the counted process's counts).
     counting: Any = None
+    #: pytest-benchmark's hooks switched off for this --perf run (measuring/compat.py times its
+    #: ``benchmark`` fixture's tests); decided once in pytest_configure.
+    took_over_benchmark: bool = False
     _registry: Registry | None = None
     _store: BaselineStore | None = None
     _legacy_store: BaselineStore | None = None
@@ -107,7 +113,7 @@ class PerfState:
                 self.run.machine_id,
                 recalibrate=self.run.recalibrate,
                 announce=self.announce,
-                messages=self.findings.messages,
+                messages=self.notes,
             )
         return self._peaks
 
@@ -117,7 +123,7 @@ class PerfState:
         if self._probes is None:
             from pytest_burnperf.runs.device_probes import Probes
 
-            self._probes = Probes(self.findings.messages)
+            self._probes = Probes(self.notes)
         return self._probes
 
 
