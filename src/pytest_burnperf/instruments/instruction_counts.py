@@ -18,12 +18,13 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
+from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation, Unavailable
 from pytest_burnperf.runs import counted
@@ -181,3 +182,55 @@ def simulated_cpu(device: Any) -> str:
     parts = [f"{k}={v}" for k, v in sorted(dispatch.items())]
     seen = callgrind.simulated_cpu()
     return " ".join([*parts, seen]).strip()
+
+
+def baseline_counts(entry: dict[str, Any] | None) -> list[float] | None:
+    """The gating counts a stored baseline holds, one per counted call (None: none)."""
+    stored = None if entry is None else entry.get("counts")
+    if not isinstance(stored, dict):
+        return None
+    return [float(v) for v in stored.get(counts.GATING) or []]
+
+
+def against_baseline(
+    got: counts.Counted,
+    entry: dict[str, Any] | None,
+    key: dict[str, Any],
+    *,
+    alpha_each: float,
+) -> Verdict:
+    """The verdict from ``got`` (this run's counts, kept under ``key``) against a stored
+    baseline ``entry`` (None: no baseline): incomparable where the baseline holds no counts or
+    was counted under another key (what differs named), else core/counts.judge_counts with the
+    key's notes and the estimated cycles' note."""
+    values = [float(v) for v in got.values()]
+    base_counts = None if entry is None else entry.get("counts")
+    base_values = baseline_counts(entry)
+    if entry is not None and base_values is None:
+        return not_comparable(values, [], "the stored baseline holds no counts")
+    stored = base_counts if isinstance(base_counts, dict) else {}
+    if entry is not None and (diff := counts_key.key_difference(stored.get("key"), key)):
+        return not_comparable(
+            values, base_values or [], f"{diff}; record counts again with --perf-update"
+        )
+    verdict = counts.judge_counts(
+        base_values,
+        values,
+        alpha_each=alpha_each,
+        interpreter=max(got.interpreter, float(stored.get("interpreter") or 0)),
+    )
+    cycles = counts.cycles_note(
+        [float(v) for v in stored.get("cycles") or []], [float(v) for v in got.cycles], verdict
+    )
+    noted = counts_key.key_notes(stored.get("key"), key)
+    return replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
+
+
+def between(reference: counts.Counted, current: counts.Counted, *, alpha_each: float) -> Verdict:
+    """The verdict from two environments' counts of one benchmark (a same-session comparison)."""
+    return counts.judge_counts(
+        [float(v) for v in reference.values()],
+        [float(v) for v in current.values()],
+        alpha_each=alpha_each,
+        interpreter=max(reference.interpreter, current.interpreter),
+    )

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.instruments.instruction_counts import count, counted_threads
+from pytest_burnperf.core.counts import Counted, calls_for
+from pytest_burnperf.core.counts_key import KEY_FIELDS
+from pytest_burnperf.core.verdict import INCOMPARABLE, NO_BASELINE, REGRESSED, UNCHANGED
+from pytest_burnperf.instruments.instruction_counts import (
+    against_baseline,
+    baseline_counts,
+    between,
+    count,
+    counted_threads,
+)
 from pytest_burnperf.instruments.instrument import Unavailable
 
 
@@ -33,3 +42,40 @@ def test_a_process_not_under_valgrind_is_refused_with_the_benchmarks_name(
     with pytest.raises(Unavailable, match=r"test_x\.py::test_y.*does not run under valgrind"):
         count("test_x.py::test_y", object(), 1, make_call, count_dir=tmp_path, calls=2, limit_s=1)
     assert calls == []  # nothing ran
+
+
+def _counted(n: int) -> Counted:
+    calls = calls_for(0.01)  # as many calls as the counted process counts at this alpha
+    return Counted(instructions=(n,) * calls, cycles=(2 * n,) * calls)
+
+
+#: A key with every field the counts are kept under (core/counts_key.py).
+KEY: dict[str, object] = {name: f"{name}-here" for name in KEY_FIELDS} | {"libraries": {}}
+
+
+def _entry(n: int, key: dict[str, object] | None = None) -> dict[str, object]:
+    got = _counted(n)
+    return {"counts": {**got.as_json(), "key": key or KEY}}
+
+
+def test_counts_are_judged_against_a_stored_baseline_of_the_same_key() -> None:
+    same = against_baseline(_counted(1_000_000), _entry(1_000_000), KEY, alpha_each=0.01)
+    assert same.status == UNCHANGED
+    slower = against_baseline(_counted(1_100_000), _entry(1_000_000), KEY, alpha_each=0.01)
+    assert slower.status == REGRESSED and slower.ratio == pytest.approx(1.1)
+    assert against_baseline(_counted(1), None, KEY, alpha_each=0.01).status == NO_BASELINE
+    assert baseline_counts(_entry(7)) == [7.0] * calls_for(0.01) and baseline_counts(None) is None
+
+
+def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_why() -> None:
+    timed_only = against_baseline(_counted(5), {"runs": [[1e-3]]}, KEY, alpha_each=0.01)
+    assert timed_only.status == INCOMPARABLE and "holds no counts" in timed_only.reason
+    other = {**KEY, "python": "CPython 3.12.1"}
+    moved = against_baseline(_counted(5), _entry(5, other), KEY, alpha_each=0.01)
+    assert moved.status == INCOMPARABLE and "python 'CPython 3.12.1'" in moved.reason
+    assert "--perf-update" in moved.reason
+
+
+def test_two_environments_counts_are_judged_against_each_other() -> None:
+    assert between(_counted(100_000), _counted(100_000), alpha_each=0.01).status == UNCHANGED
+    assert between(_counted(100_000), _counted(120_000), alpha_each=0.01).status == REGRESSED

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_burnperf.core import counts, counts_key
+from pytest_burnperf.core import counts
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import escape_strings
@@ -23,8 +23,8 @@ from pytest_burnperf.core.verdict import (
     Verdict,
     failure_message,
     format_ratio,
-    not_comparable,
 )
+from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.plugin.measuring import pair_profiles
 from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.measuring.result_record import settle
@@ -97,32 +97,8 @@ def judge(
     s = perf.settings
     policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons)
     values = [float(v) for v in got.values()]
-    base_counts = None if entry is None else entry.get("counts")
-    base_values = None
-    if isinstance(base_counts, dict):
-        base_values = [float(v) for v in base_counts.get(counts.GATING) or []]
-    if entry is not None and base_values is None:
-        verdict = not_comparable(values, [], "the stored baseline holds no counts")
-    elif entry is not None and (
-        diff := counts_key.key_difference((base_counts or {}).get("key"), key)
-    ):
-        verdict = not_comparable(
-            values, base_values or [], f"{diff}; record counts again with --perf-update"
-        )
-    else:
-        verdict = counts.judge_counts(
-            base_values,
-            values,
-            alpha_each=policy.alpha_each,
-            interpreter=max(got.interpreter, float((base_counts or {}).get("interpreter") or 0)),
-        )
-        cycles = counts.cycles_note(
-            [float(v) for v in (base_counts or {}).get("cycles") or []],
-            [float(v) for v in got.cycles],
-            verdict,
-        )
-        noted = counts_key.key_notes((base_counts or {}).get("key"), key)
-        verdict = replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
+    verdict = instruction_counts.against_baseline(got, entry, key, alpha_each=policy.alpha_each)
+    base_values = instruction_counts.baseline_counts(entry)
     verdict = replace(verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed)))
     sample = Sample(
         values=tuple(values),
@@ -273,9 +249,4 @@ def _pair_verdict(state: PerfState, settings: Any, ref: Counted, cur: Counted) -
     policy = Policy(
         alpha=settings.alpha, threshold=settings.threshold, comparisons=state.findings.comparisons
     )
-    return counts.judge_counts(
-        [float(v) for v in ref.values()],
-        [float(v) for v in cur.values()],
-        alpha_each=policy.alpha_each,
-        interpreter=max(ref.interpreter, cur.interpreter),
-    )
+    return instruction_counts.between(ref, cur, alpha_each=policy.alpha_each)
