@@ -11,10 +11,10 @@ from pytest_burnperf.core.settings import (
     DTYPES,
 )
 from pytest_burnperf.devices import Registry
-from pytest_burnperf.devices.base import graph_unsupported
+from pytest_burnperf.devices.base import Device, graph_unsupported
 
 
-def device_info(device: Any) -> dict[str, Any]:
+def device_info(device: Device) -> dict[str, Any]:
     """What ``burnperf devices`` shows for one device: its fingerprint, dtypes and clock."""
 
     info = dict(device.fingerprint())

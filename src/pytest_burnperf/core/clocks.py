@@ -117,7 +117,7 @@ class HostTimer:
 
     def __init__(
         self,
-        sync: Callable[[], Any] | None = None,
+        sync: Callable[[], object] | None = None,
         clock: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
         self._sync = sync or _noop
@@ -192,7 +192,7 @@ class _Clocks:
         self.padded = hasattr(timer, "host_ns")
         self.shares: list[float] = []
 
-    def span(self, body: Callable[[], None]) -> tuple[float, float]:
+    def span(self, body: Callable[[], object]) -> tuple[float, float]:
         __tracebackhide__ = True  # pytest shows the user's frames, not these
         c0 = self.cpu_clock() if self.cpu_clock is not None else 0
         h0 = self.clock()

@@ -51,12 +51,12 @@ from pytest_burnperf.core.clocks import (
 )
 
 #: Runs a call once and returns the peak bytes it allocated (None where it cannot tell).
-Meter = Callable[[Callable[[], Any]], "int | None"]
+Meter = Callable[[Callable[[], object]], "int | None"]
 
 #: Captures the calls ``body()`` queues into a device graph and returns what replays it on the
 #: current stream (``Device.graph_capture()``); raises :class:`GraphCaptureError` when the calls
 #: cannot be captured.
-Capture = Callable[[Callable[[], None]], Callable[[], Any]]
+Capture = Callable[[Callable[[], None]], Callable[[], object]]
 
 
 def measure(
@@ -67,16 +67,16 @@ def measure(
     samples: int,
     warmup: float,
     min_time: float,
-    sync: Callable[[], Any] = _noop,
+    sync: Callable[[], object] = _noop,
     clock: Callable[[], int] = time.perf_counter_ns,
     timer: Timer | None = None,
-    flush: Callable[[], Any] | None = None,
+    flush: Callable[[], object] | None = None,
     meter: Meter | None = None,
     precise: Callable[[Sequence[float]], bool] | None = None,
     max_samples: int = 0,
     max_time: float = 0.0,
     cpu_clock: Callable[[], int] | None = None,
-    watch: Callable[[], Any] | None = None,
+    watch: Callable[[], object] | None = None,
     settle: bool = False,
     turns: TurnTaker | None = None,
     capture: Capture | None = None,
@@ -159,10 +159,10 @@ class _Run:
         fn: Callable[..., Any],
         args: Sequence[Any],
         kwargs: dict[str, Any],
-        sync: Callable[[], Any],
+        sync: Callable[[], object],
         clock: Callable[[], int],
         clocks: _Clocks,
-        flush: Callable[[], Any] | None,
+        flush: Callable[[], object] | None,
     ) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.sync, self.clock, self.clocks, self.flush = sync, clock, clocks, flush
@@ -170,7 +170,7 @@ class _Run:
         #: Calls before the first sample (the warm-up's, the untimed ones included).
         self.calls = 0
         self.loops = 1
-        self.body: Callable[[], Any] = self.call_loops
+        self.body: Callable[[], object] = self.call_loops
         self.values: list[float] = []
         self.host: list[float] = []
 
@@ -266,7 +266,7 @@ class _Run:
         precise: Callable[[Sequence[float]], bool] | None,
         max_samples: int,
         max_time: float,
-        watch: Callable[[], Any] | None,
+        watch: Callable[[], object] | None,
     ) -> str:
         """``samples`` samples with the garbage collector off, then more in batches while
         ``precise`` says the values are not precise enough, up to ``max_samples`` or
@@ -313,8 +313,8 @@ def _graph(
     before: Callable[[], None],
     per_call: float,
     min_time: float,
-    flush: Callable[[], Any] | None,
-) -> tuple[Callable[[], Any], int]:
+    flush: Callable[[], object] | None,
+) -> tuple[Callable[[], object], int]:
     """A graph of calls to replay for each sample, and how many calls it holds (measure()).
 
     Sized first from ``per_call`` (the warm-up's device time), then from a timed replay of
@@ -352,7 +352,7 @@ def _sample_in_turns(
     values: list[float],
     turns: TurnTaker,
     clock: Callable[[], int],
-    watch: Callable[[], Any] | None,
+    watch: Callable[[], object] | None,
     *,
     samples: int,
     precise: Callable[[Sequence[float]], bool] | None,
@@ -400,13 +400,13 @@ def measure_pedantic(
     rounds: int,
     iterations: int = 1,
     warmup_rounds: int = 0,
-    sync: Callable[[], Any] = _noop,
+    sync: Callable[[], object] = _noop,
     clock: Callable[[], int] = time.perf_counter_ns,
     timer: Timer | None = None,
-    flush: Callable[[], Any] | None = None,
+    flush: Callable[[], object] | None = None,
     meter: Meter | None = None,
     cpu_clock: Callable[[], int] | None = None,
-    watch: Callable[[], Any] | None = None,
+    watch: Callable[[], object] | None = None,
     sampled: tuple[int, int, float] | None = None,
 ) -> tuple[Any, Sample]:
     """pytest-benchmark's ``pedantic`` shape: fresh inputs from ``setup`` for every round.

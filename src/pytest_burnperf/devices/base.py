@@ -78,7 +78,7 @@ class Device(Protocol):
     def l2_flusher(self) -> Callable[[], None] | None:
         """A function that evicts the device's L2 cache, or None where there is none."""
 
-    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
         """Run ``call`` once; the peak memory it allocated on this device in bytes, or None."""
 
     def gpu_slowdown(self) -> str | None:
@@ -119,7 +119,7 @@ class DeviceBase:
     def l2_flusher(self) -> Callable[[], None] | None:
         return None
 
-    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
         call()
         return None
 
@@ -152,7 +152,7 @@ class DeviceBase:
 GRAPH_DEVICES = "timer='graph' captures CUDA graphs: torch on CUDA or ROCm, cupy on CUDA"
 
 
-def graph_unsupported(device: Any) -> str | None:
+def graph_unsupported(device: Device) -> str | None:
     """Why ``timer='graph'`` cannot run on ``device`` (a project's own device without the
     method has no graphs), or None."""
     check = getattr(device, "graph_unsupported", None)

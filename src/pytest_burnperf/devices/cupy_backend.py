@@ -161,7 +161,7 @@ class CupyDevice(DeviceBase):
             return None
         cp = self._cp
 
-        def capture(body: Callable[[], None]) -> Callable[[], Any]:
+        def capture(body: Callable[[], None]) -> Callable[[], object]:
             current = cp.cuda.get_current_stream()
             side = cp.cuda.Stream(non_blocking=True)
             side.wait_event(current.record())
@@ -217,7 +217,7 @@ class CupyDevice(DeviceBase):
         "outside the pool, such as cuBLAS workspaces, are not seen)"
     )
 
-    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
         """The true high-water mark of the bytes cupy's pool handed out during ``call``, split
         and reused blocks included, from a memory hook on every pool malloc and free."""
         hook = peak_hook(self._cp)

@@ -7,13 +7,13 @@ import os
 import re
 import tracemalloc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     pass
 
 
-def tracemalloc_peak(call: Callable[[], Any]) -> int:
+def tracemalloc_peak(call: Callable[[], object]) -> int:
     """Peak bytes traced by ``tracemalloc`` while ``call`` runs (numpy reports its buffers)."""
     started = not tracemalloc.is_tracing()
     if started:
@@ -40,7 +40,7 @@ def _status_bytes(field_name: str) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
-def rss_peak(call: Callable[[], Any]) -> int | None:
+def rss_peak(call: Callable[[], object]) -> int | None:
     """Growth of the process's resident-set high-water mark while ``call`` runs (Linux only).
 
     Resets the mark through ``/proc/self/clear_refs`` first; None where that is not possible.

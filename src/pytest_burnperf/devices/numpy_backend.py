@@ -78,7 +78,7 @@ class NumpyDevice(DeviceBase):
         with cpu_threads(n):
             yield
 
-    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
         return tracemalloc_peak(call)  # numpy reports its buffers to tracemalloc
 
     def fingerprint(self) -> dict[str, Any]:

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_burnperf.core.roofline_figures import FLOAT_DTYPES, Peaks, itemsize
+from pytest_burnperf.devices.base import Device
 
 
 def _best(
-    call: Callable[[], Any], sync: Callable[[], None], repeats: int, timer: Any = None
+    call: Callable[[], object], sync: Callable[[], None], repeats: int, timer: Any = None
 ) -> float:
     """The fastest of ``repeats`` calls after one untimed call: on ``timer`` (the device clock
     the benchmarks of this device are timed on, so % of peak compares like with like), else the
@@ -35,7 +36,7 @@ def _best(
     return best
 
 
-def _device_clock(device: Any) -> Any:
+def _device_clock(device: Device) -> Any:
     """The device's own timer, or None (host clock) where it has none or cannot make one."""
     try:
         return device.timer()
@@ -44,7 +45,12 @@ def _device_clock(device: Any) -> Any:
 
 
 def calibrate(
-    device: Any, dtype: str, *, n: int | None = None, copy_mib: int | None = None, repeats: int = 10
+    device: Device,
+    dtype: str,
+    *,
+    n: int | None = None,
+    copy_mib: int | None = None,
+    repeats: int = 10,
 ) -> Peaks:
     """Measure compute (the best of n/2 x n/2 and n x n matmuls) and memory bandwidth (a copy of
     ``copy_mib`` MiB: read and written, so 2x the bytes) on ``device`` in ``dtype``, the best of
@@ -161,7 +167,7 @@ _CL_TYPES = {"f16": "half", "f32": "float", "f64": "double"}
 _WGSL_TYPES = {"f16": "f16", "f32": "f32"}
 
 
-def _calibrate_kernels(device: Any, dtype: str, repeats: int) -> Peaks:
+def _calibrate_kernels(device: Any, dtype: str, repeats: int) -> Peaks:  # a kernel device
     """Peaks of an OpenCL or Vulkan device from two small kernels of this module: eight
     independent FMA chains per work item (compute) and a copy (bandwidth)."""
     if device.unsupported(dtype) is not None:

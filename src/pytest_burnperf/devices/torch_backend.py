@@ -172,7 +172,7 @@ class TorchDevice(DeviceBase):
         torch, dev = self._torch, self._dev
         graph_name = "HIP graph" if self.kind == "rocm" else "CUDA graph"
 
-        def capture(body: Callable[[], None]) -> Callable[[], Any]:
+        def capture(body: Callable[[], None]) -> Callable[[], object]:
             current = torch.cuda.current_stream(dev)
             side = torch.cuda.Stream(dev)
             side.wait_stream(current)
@@ -229,7 +229,7 @@ class TorchDevice(DeviceBase):
             )
         return "growth of the process's resident-set high-water mark during the call"
 
-    def peak_memory(self, call: Callable[[], Any]) -> int | None:
+    def peak_memory(self, call: Callable[[], object]) -> int | None:
         torch = self._torch
         if self.kind in ("cuda", "rocm"):
             self.sync()

@@ -75,7 +75,7 @@ def _open(pci: str | None) -> tuple[Any, Any] | None:
         return None
 
 
-def _collect(calls: Sequence[tuple[str, Callable[[], Any]]]) -> dict[str, Any]:
+def _collect(calls: Sequence[tuple[str, Callable[[], object]]]) -> dict[str, Any]:
     """Each call's value by its key, leaving out what this GPU or driver does not report."""
     out: dict[str, Any] = {}
     for key, call in calls:
@@ -92,7 +92,7 @@ def facts(pci: str | None) -> dict[str, Any] | None:
     if found is None:
         return None
     nvml, handle = found
-    calls: tuple[tuple[str, Callable[[], Any]], ...] = (
+    calls: tuple[tuple[str, Callable[[], object]], ...] = (
         ("max_sm_clock_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
         ("max_mem_clock_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)),
         ("power_limit_w", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0),
@@ -136,7 +136,7 @@ def read(pci: str | None) -> dict[str, Any] | None:
     if found is None:
         return None
     nvml, handle = found
-    calls: tuple[tuple[str, Callable[[], Any]], ...] = (
+    calls: tuple[tuple[str, Callable[[], object]], ...] = (
         ("sm_mhz", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
         ("max_sm_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
         ("mem_mhz", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)),

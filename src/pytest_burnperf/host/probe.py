@@ -37,7 +37,7 @@ TOLERANCE = 0.10
 VERSION = 2
 
 
-def _median_time(fn: Callable[[], Any], sync: Callable[[], Any], repeats: int) -> float:
+def _median_time(fn: Callable[[], object], sync: Callable[[], object], repeats: int) -> float:
     fn()
     sync()
     times = []

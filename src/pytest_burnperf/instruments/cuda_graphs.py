@@ -5,9 +5,8 @@ left is the kernels' own time."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from pytest_burnperf.devices.base import graph_unsupported
+from pytest_burnperf.devices.base import Device, graph_unsupported
 from pytest_burnperf.instruments.instrument import (
     ClockParts,
     InstrumentName,
@@ -29,7 +28,7 @@ class GraphReplays:
     def applies(self, situation: Situation) -> bool:
         return situation.timer == "graph"
 
-    def open(self, device: Any, *, flush_l2: bool) -> ClockParts:
+    def open(self, device: Device, *, flush_l2: bool) -> ClockParts:
         timer = device.timer()
         capture = getattr(device, "graph_capture", lambda: None)()
         if capture is None or timer is None:

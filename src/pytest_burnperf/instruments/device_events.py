@@ -5,8 +5,8 @@ scheduling between launches is not in the sample (devices/event_timer.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments.instrument import ClockParts, InstrumentName, Situation
 
 
@@ -23,7 +23,7 @@ class DeviceEvents:
     def applies(self, situation: Situation) -> bool:
         return situation.timer == "device"
 
-    def open(self, device: Any, *, flush_l2: bool) -> ClockParts:
+    def open(self, device: Device, *, flush_l2: bool) -> ClockParts:
         return ClockParts(
             timer=device.timer(), flush=device.l2_flusher() if flush_l2 else None, capture=None
         )

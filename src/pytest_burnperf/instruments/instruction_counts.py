@@ -25,6 +25,7 @@ from typing import Any
 from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.verdict import Verdict, not_comparable
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation, Unavailable
 from pytest_burnperf.runs import counted
@@ -68,7 +69,7 @@ COUNTS_JUDGE = CountsJudge()
 
 def count(
     nodeid: str,
-    device: Any,
+    device: Device,
     threads: int,
     make_call: Prepare,
     *,
@@ -132,7 +133,7 @@ def count(
     return record, first
 
 
-def key(device: Any, threads: int) -> dict[str, Any]:
+def key(device: Device, threads: int) -> dict[str, Any]:
     """What this process's counts are kept under, besides the run's (core/counts_key.py): the
     CPU and what the libraries dispatch on, the interpreter and its build and settings, libc,
     the libraries' versions and the thread count."""
@@ -175,7 +176,7 @@ def python_build() -> str:
     return f"{platform.python_compiler()}; {name} {date}".strip()
 
 
-def simulated_cpu(device: Any) -> str:
+def simulated_cpu(device: Device) -> str:
     """What the libraries dispatch on in this process: the device's dispatch (numpy's SIMD
     level, the BLAS core) and the features numpy and torch detect."""
     dispatch = device.fingerprint().get("dispatch") or {}

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from pytest_burnperf.devices.base import Device
+
 #: The instruments' names, as reports, results and baselines call them.
 InstrumentName = Literal["counts", "counted", "profile", "host", "device", "graph"]
 
@@ -61,7 +63,7 @@ class Unavailable(Exception):
 
 
 #: Makes one call of the benchmark ready: (the call, what to run after it uncounted or None).
-Prepare = Callable[[], tuple[Callable[[], Any], Callable[[], Any] | None]]
+Prepare = Callable[[], tuple[Callable[[], object], Callable[[], object] | None]]
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class Clock(Protocol):
     @property
     def name(self) -> InstrumentName: ...
 
-    def open(self, device: Any, *, flush_l2: bool) -> ClockParts:
+    def open(self, device: Device, *, flush_l2: bool) -> ClockParts:
         """Its timer, flush and capture for ``device``; :class:`Unavailable` where the device
         cannot give them."""
         ...

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.profiles import ProfileSummary
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation
 from pytest_burnperf.runs import profiling
 
@@ -35,7 +36,7 @@ class ProfileHere:
 PROFILE_HERE = ProfileHere()
 
 
-def first_call(device: Any, threads: int, prepare: Prepare) -> tuple[float, Any]:
+def first_call(device: Device, threads: int, prepare: Prepare) -> tuple[float, Any]:
     """One call of the benchmark on the clock (to size its profile): (seconds, its result)."""
     active = getattr(device, "active", contextlib.nullcontext)
     call, after = prepare()
@@ -55,7 +56,7 @@ def first_call(device: Any, threads: int, prepare: Prepare) -> tuple[float, Any]
 
 
 def profile_calls(
-    device: Any,
+    device: Device,
     threads: int,
     prepare: Prepare,
     *,
@@ -94,7 +95,7 @@ def profile_calls(
 
 
 def profile_side(
-    device: Any,
+    device: Device,
     threads: int,
     prepare: Prepare,
     *,

@@ -7,11 +7,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pytest_burnperf.core.precision import key_part
 from pytest_burnperf.core.roofline_figures import Peaks
 from pytest_burnperf.devices import peak_calibration
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.storage.peak_cache import PeakCache, cache_path
 
 
@@ -35,7 +35,7 @@ class PeakSource:
         #: Cache keys measured (or failed) in this run: --perf-recalibrate measures each once.
         self._checked: set[str] = set()
 
-    def for_device(self, device: Any, dtype: str, threads: int) -> Peaks:
+    def for_device(self, device: Device, dtype: str, threads: int) -> Peaks:
         """The device's measured peaks for ``dtype``: from the cache, else calibrated now."""
         if self._cache is None:
             self._cache = PeakCache(cache_path(), self.machine_id)

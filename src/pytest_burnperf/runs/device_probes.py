@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import probe
 
 
@@ -16,7 +17,7 @@ class Probes:
         self.by_device: dict[str, dict[str, Any]] = {}
         self._host: dict[str, float] | None = None
 
-    def for_device(self, device: Any) -> dict[str, Any] | None:
+    def for_device(self, device: Device) -> dict[str, Any] | None:
         """The reference probe of ``device`` in this process, measured on first use."""
         if device.id not in self.by_device:
             try:

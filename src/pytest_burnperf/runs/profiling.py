@@ -90,8 +90,8 @@ def profiler_for(library: str, kind: str = "cpu") -> str:
 
 
 def profile(
-    call: Callable[[], Any],
-    sync: Callable[[], Any],
+    call: Callable[[], object],
+    sync: Callable[[], object],
     *,
     library: str,
     kind: str,
@@ -118,7 +118,7 @@ def profile(
 
 
 def _cprofile(
-    call: Callable[[], Any], sync: Callable[[], Any], *, calls: int, path: Path
+    call: Callable[[], object], sync: Callable[[], object], *, calls: int, path: Path
 ) -> tuple[ProfileSummary, Path]:
     profiler = cProfile.Profile()
     profiler.enable()
@@ -149,7 +149,7 @@ def _function_name(filename: str, line: int, func: str) -> str:
 
 
 def _torch(
-    call: Callable[[], Any], sync: Callable[[], Any], *, kind: str, calls: int, path: Path
+    call: Callable[[], object], sync: Callable[[], object], *, kind: str, calls: int, path: Path
 ) -> tuple[ProfileSummary, Path]:
     try:
         from torch import profiler as tp
@@ -187,7 +187,7 @@ CUPTI_BUFFER = 8 << 20
 
 
 def _cupti(
-    call: Callable[[], Any], sync: Callable[[], Any], *, calls: int, path: Path
+    call: Callable[[], object], sync: Callable[[], object], *, calls: int, path: Path
 ) -> tuple[ProfileSummary, Path]:
     """The device work of ``calls`` calls, from CUPTI's activity records: every kernel (by
     name), copy and memset, with its device time."""
@@ -284,7 +284,7 @@ def device_activities(
     return events, rows
 
 
-def timed(fn: Callable[[], Any]) -> float:
+def timed(fn: Callable[[], object]) -> float:
     """Seconds ``fn`` took (for the run's note of what profiling cost)."""
     t0 = time.perf_counter()
     fn()

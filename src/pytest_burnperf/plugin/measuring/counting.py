@@ -20,6 +20,7 @@ import pytest
 from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
@@ -209,7 +210,7 @@ COUNT_CALLS = "--perf-worker-count-calls"
 def count_here(
     state: PerfState,
     nodeid: str,
-    device: Any,
+    device: Device,
     settings: Any,
     make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
 ) -> Any:

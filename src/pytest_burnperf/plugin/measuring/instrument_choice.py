@@ -6,11 +6,10 @@ give what the clock needs skips the benchmark with the reason)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments import registry
 from pytest_burnperf.instruments.instrument import (
     Clock,
@@ -23,7 +22,7 @@ from pytest_burnperf.plugin.measuring import counting
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
 
-def situation(state: PerfState, device: Any, settings: Settings, nodeid: str) -> Situation:
+def situation(state: PerfState, device: Device, settings: Settings, nodeid: str) -> Situation:
     """What decides the instrument for this benchmark in this process."""
     return Situation(
         profiling_round=state.run.mode.profiles_calls,
@@ -33,12 +32,12 @@ def situation(state: PerfState, device: Any, settings: Settings, nodeid: str) ->
     )
 
 
-def choose(state: PerfState, device: Any, settings: Settings, nodeid: str) -> Instrument:
+def choose(state: PerfState, device: Device, settings: Settings, nodeid: str) -> Instrument:
     """The instrument that measures this benchmark's calls in this run."""
     return registry.choose(situation(state, device, settings, nodeid))
 
 
-def open_clock(instrument: Instrument, device: Any, settings: Settings) -> ClockParts:
+def open_clock(instrument: Instrument, device: Device, settings: Settings) -> ClockParts:
     """The clock's timer, flush and capture for ``device``; a skip with the reason where the
     device cannot give them."""
     assert isinstance(instrument, Clock), instrument

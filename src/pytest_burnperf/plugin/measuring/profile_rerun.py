@@ -25,6 +25,7 @@ from pytest_burnperf.core.profiles import (
 )
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.verdict import REGRESSED
+from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments import profiler
 from pytest_burnperf.instruments.instrument import Prepare
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
@@ -58,7 +59,7 @@ def wanted(state: PerfState, result: Result) -> bool:
 
 def profiled(
     state: PerfState,
-    device: Any,
+    device: Device,
     threads: int,
     result: Result,
     prepare: Prepare,

@@ -151,7 +151,7 @@ class Perf:
             ),
         )
 
-    def _unclocked(self, make_call: Callable[[], tuple[Callable[[], Any], Any]]) -> Any:
+    def _unclocked(self, make_call: Callable[[], tuple[Callable[[], object], Any]]) -> Any:
         """What the instrument (instrument_choice.choose) does where it is no clock: in a profiled
         process, profile the calls; in a counted round, count them; where counts alone judge
         this benchmark, call it once, untimed, and judge its counts. Else :data:`_TIMED` (a
@@ -334,7 +334,7 @@ class Perf:
             "setup": setup is not None,
         }
 
-        def make_call() -> tuple[Callable[[], Any], Callable[[], Any] | None]:
+        def make_call() -> tuple[Callable[[], object], Callable[[], object] | None]:
             a, k = tuple(args), dict(kwargs or {})
             if setup is not None:
                 prepared = setup()

@@ -128,7 +128,7 @@ def _locked(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text or "already exists" in text
 
 
-def _with_retries(url: str, work: Callable[[], Any]) -> Any:
+def _with_retries(url: str, work: Callable[[], object]) -> Any:
     """``work()`` (one transaction), again while another process holds the store's write lock,
     for up to :data:`LOCK_WAIT_S`; a signal held meanwhile (Ctrl-C) ends the wait at once."""
     import time
