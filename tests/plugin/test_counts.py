@@ -569,3 +569,41 @@ def test_the_count_limit_decides_what_is_timed_instead(pytester: pytest.Pytester
     bad = pytester.runpytest_subprocess("--perf", "--perf-count-limit", "-1")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--perf-count-limit*count limit must be seconds in*-1*"])
+
+
+def test_what_is_counted_follows_the_stored_baselines_not_this_hosts_speed(
+    pytester: pytest.Pytester,
+) -> None:
+    """A benchmark recorded with counts is counted on a host where its first call is over the
+    count limit (it was timed instead, then 'no counts baseline'), and one recorded by time
+    only, judged with counts, is timed and judged against that baseline (it was counted on a
+    faster host and came out 'no counts baseline')."""
+    _need_valgrind()
+    pytester.makepyfile(test_counted_mm=MATMUL_BENCH, test_timed_mm=MATMUL_BENCH)
+    (pytester.path / "size.txt").write_text("120", encoding="utf-8")
+    counted, _ = _run(
+        pytester,
+        "--perf-measure",
+        "counts",
+        "--perf-count-limit",
+        "0",
+        "--perf-update",
+        "test_counted_mm.py",
+    )
+    counted.assert_outcomes(passed=1)
+    timed, _ = _run(pytester, "--perf-update", "--perf-quick", "test_timed_mm.py")
+    timed.assert_outcomes(passed=1)
+    # a limit far under the matmul's first call here: by speed, neither would be counted
+    result, doc = _run(
+        pytester, "--perf-measure", "counts", "--perf-count-limit", "0.0001", "--perf-quick"
+    )
+    result.assert_outcomes(passed=2)
+    by_module = {r["module"]: r for r in doc["results"]}
+    bench = by_module["test_counted_mm.py"]
+    assert bench["measure"] == "counts", bench["verdict"]
+    assert bench["verdict"]["status"] not in ("no-baseline", "incomparable"), bench["verdict"]
+    bench = by_module["test_timed_mm.py"]
+    assert bench["measure"] == "time" and bench["baseline"] is not None, bench["verdict"]
+    (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
+    assert "its stored baseline is timed" in note
+    result.stdout.fnmatch_lines(["*counting 1 CPU benchmark(s) in one process*"])

@@ -66,6 +66,24 @@ class CountsJudge:
 COUNTS_HERE = CountsHere()
 COUNTS_JUDGE = CountsJudge()
 
+#: What a counted run does with one CPU benchmark (:func:`selection`).
+ALWAYS, BY_TIME, UNDER_LIMIT = "always", "time", "limit"
+
+
+def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> str:
+    """Whether a CPU benchmark is counted, decided by its stored baselines, never by how fast
+    this host runs it: one with a counts baseline is counted whatever the count limit
+    (:data:`ALWAYS`), so it is judged by counts on every machine; in a run that judges, one
+    with only a timed baseline is timed (:data:`BY_TIME`: recorded over the count limit, it is
+    judged by the measure it was recorded with); anything else is counted unless its first
+    call is over ``--perf-count-limit`` (:data:`UNDER_LIMIT`: only a recording or a benchmark
+    with no baseline at all meets the limit)."""
+    if counts_baseline:
+        return ALWAYS
+    if time_baseline and not records:
+        return BY_TIME
+    return UNDER_LIMIT
+
 
 def count(
     nodeid: str,

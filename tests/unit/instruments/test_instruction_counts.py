@@ -12,11 +12,15 @@ from pytest_burnperf.core.counts import Counted, calls_for
 from pytest_burnperf.core.counts_key import KEY_FIELDS
 from pytest_burnperf.core.verdict import INCOMPARABLE, NO_BASELINE, REGRESSED, UNCHANGED
 from pytest_burnperf.instruments.instruction_counts import (
+    ALWAYS,
+    BY_TIME,
+    UNDER_LIMIT,
     against_baseline,
     baseline_counts,
     between,
     count,
     counted_threads,
+    selection,
 )
 from pytest_burnperf.instruments.instrument import Unavailable
 
@@ -79,3 +83,12 @@ def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_wh
 def test_two_environments_counts_are_judged_against_each_other() -> None:
     assert between(_counted(100_000), _counted(100_000), alpha_each=0.01).status == UNCHANGED
     assert between(_counted(100_000), _counted(120_000), alpha_each=0.01).status == REGRESSED
+
+
+def test_the_stored_baselines_decide_what_is_counted_never_the_hosts_speed() -> None:
+    assert selection(counts_baseline=True, time_baseline=True, records=False) == ALWAYS
+    assert selection(counts_baseline=True, time_baseline=False, records=True) == ALWAYS
+    assert selection(counts_baseline=False, time_baseline=True, records=False) == BY_TIME
+    # recording by counts: the limit decides which benchmarks gain a counts baseline
+    assert selection(counts_baseline=False, time_baseline=True, records=True) == UNDER_LIMIT
+    assert selection(counts_baseline=False, time_baseline=False, records=False) == UNDER_LIMIT

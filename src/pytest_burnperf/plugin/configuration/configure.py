@@ -195,7 +195,10 @@ def configure(config: pytest.Config) -> None:
         ),
         measure=measure,
         count=CountOptions.of(
-            count_dir, config.getoption("perf_count_calls"), pick("perf_count_limit")
+            count_dir,
+            config.getoption("perf_count_calls"),
+            pick("perf_count_limit"),
+            config.getoption("perf_count_always"),
         ),
         benches=project.benches,
         environment=dict(project.environment),

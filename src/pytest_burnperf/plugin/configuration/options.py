@@ -137,6 +137,12 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help=argparse.SUPPRESS,
     )
+    group.addoption(  # ... and the file of those it counts whatever --perf-count-limit says
+        "--perf-worker-count-always",
+        dest="perf_count_always",
+        default=None,
+        help=argparse.SUPPRESS,
+    )
     group.addoption(  # a profiled process (runs/profiled.py): the environment it profiles
         "--perf-worker-profile-side", dest="perf_profile_side", default=None, help=argparse.SUPPRESS
     )

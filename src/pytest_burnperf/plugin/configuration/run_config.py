@@ -21,20 +21,32 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class CountOptions:
     """How benchmarks are counted: in a counted process (runs/counted.py) the directory of its
-    callgrind dumps and the calls to count; --perf-count-limit, the seconds a first call may
-    take under valgrind before the benchmark is timed instead (0: no limit)."""
+    callgrind dumps, the calls to count and the benchmarks counted whatever the limit (their
+    counts baselines say so: instruments/instruction_counts.selection); --perf-count-limit, the
+    seconds a first call may take under valgrind before the benchmark is timed instead (0: no
+    limit)."""
 
     dir: Path | None = None
     calls: int | None = None
     limit_s: float = 1.0
+    always: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, count_dir: str | None, calls: int | None, limit_s: float | None) -> CountOptions:
+    def of(
+        cls,
+        count_dir: str | None,
+        calls: int | None,
+        limit_s: float | None,
+        always: str | None = None,
+    ) -> CountOptions:
         """From the hidden options of a counted process and --perf-count-limit (None: 1 s)."""
         return cls(
             dir=Path(count_dir) if count_dir else None,
             calls=calls,
             limit_s=cls.limit_s if limit_s is None else float(limit_s),
+            always=frozenset(Path(always).read_text(encoding="utf-8").splitlines())
+            if always
+            else frozenset(),
         )
 
 

@@ -9,10 +9,13 @@ process with ``--perf-worker-count-dir``: it counts instead of timing and writes
 from __future__ import annotations
 
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,10 +28,16 @@ from pytest_burnperf.host import callgrind
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
-from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, line_writer, rel
+from pytest_burnperf.plugin.session.perf_state import (
+    PerfState,
+    case_of,
+    line_writer,
+    module_and_key,
+    rel,
+)
 from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.round_launcher import round_args
-from pytest_burnperf.storage.baselines import BaselineStore
+from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
 
 
 @dataclass
@@ -42,6 +51,8 @@ class Counting:
     run: counted.CountedRun | None = None
     #: A same-session comparison: each environment's counted process, by label.
     sides: dict[str, counted.CountedRun] = field(default_factory=dict)
+    #: Benchmarks not counted because their stored baseline is timed (selection), with why.
+    by_baseline: dict[str, str] = field(default_factory=dict)
     _store: BaselineStore | None = None
 
     def runs(self) -> list[counted.CountedRun]:
@@ -50,6 +61,8 @@ class Counting:
     def timed_instead(self, nodeid: str) -> str | None:
         """Why the benchmark was not counted but is timed instead (too slow under valgrind),
         else None."""
+        if nodeid in self.by_baseline:
+            return self.by_baseline[nodeid]
         for r in self.runs():
             if nodeid in r.timed_instead:
                 return r.timed_instead[nodeid]
@@ -158,12 +171,64 @@ def count_pass(
         and case.entry is not None
         and by_counts(state, case.entry.kind)
     ]
+    always: list[str] = []
+    if sides is None:  # stored baselines: they decide what is counted, not this host's speed
+        wanted, always = _by_baselines(state, [i for i in items if i.nodeid in set(wanted)])
     if not wanted:
         return
     write = line_writer(session.config)
 
     settings = state.run.base.merged(state.run.cmdline)
     args = [*round_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
+    scratch = None
+    if always:
+        scratch = Path(tempfile.mkdtemp(prefix="burnperf-count-always-"))
+        (scratch / "always").write_text("\n".join(always), encoding="utf-8")
+        args.append(f"{COUNT_ALWAYS}={scratch / 'always'}")
+    try:
+        _count_sides(session, state, args, wanted, sides, write)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str], list[str]]:
+    """(the benchmarks to count, those among them counted whatever the count limit), by their
+    stored baselines (instruction_counts.selection); those left out are timed, with why."""
+    assert state.counting is not None
+    counts_store, time_store = state.counting.store(state), state.store
+    wanted, always = [], []
+    for item in items:
+        module, key = module_and_key(item, state.run.rootpath)
+        try:
+            has_counts = counts_store.get(module, key) is not None
+            has_time = time_store.get(module, key) is not None
+        except BaselineError:  # the benchmark's own test reports the file
+            has_counts = has_time = False
+        chosen = instruction_counts.selection(
+            counts_baseline=has_counts, time_baseline=has_time, records=state.run.mode.records
+        )
+        if chosen == instruction_counts.BY_TIME:
+            state.counting.by_baseline[item.nodeid] = (
+                "its stored baseline is timed (it was over --perf-count-limit when recorded)"
+            )
+            continue
+        wanted.append(item.nodeid)
+        if chosen == instruction_counts.ALWAYS:
+            always.append(item.nodeid)
+    return wanted, always
+
+
+def _count_sides(
+    session: pytest.Session,
+    state: PerfState,
+    args: list[str],
+    wanted: list[str],
+    sides: list[Any] | None,
+    write: Callable[[str], None],
+) -> None:
+    """The counted process of each side (one, against stored baselines)."""
+    assert state.counting is not None
     for side in sides or [None]:
         where = "" if side is None else f" in {side.label}"
         t0 = time.monotonic()
@@ -201,6 +266,8 @@ def count_pass(
 
 #: The hidden option that tells a counted process how many calls to count.
 COUNT_CALLS = "--perf-worker-count-calls"
+#: The hidden option naming the file of benchmarks it counts whatever the count limit.
+COUNT_ALWAYS = "--perf-worker-count-always"
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +294,8 @@ def count_here(
             make_call,
             count_dir=state.run.count.dir,
             calls=state.run.count.calls or calls(state, settings),
-            limit_s=state.run.count.limit_s,
+            # a benchmark with a counts baseline is counted whatever the limit
+            limit_s=None if nodeid in state.run.count.always else state.run.count.limit_s,
         )
     except Unavailable as exc:
         pytest.fail(str(exc), pytrace=False)

@@ -5,9 +5,6 @@ baseline file and key a test's results belong to."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from pytest_burnperf.plugin.measuring.result_record import keep_renamed
@@ -15,20 +12,9 @@ from pytest_burnperf.plugin.measuring.same_session_perf import ComparePerf
 from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.measuring.timed_perf import Perf
 from pytest_burnperf.plugin.session.cases import Case
-from pytest_burnperf.plugin.session.perf_state import STATE
+from pytest_burnperf.plugin.session.perf_state import STATE, module_and_key
 from pytest_burnperf.report.pytest_benchmark import legacy_keys
 from pytest_burnperf.storage.baselines import BaselineError
-
-
-def module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
-    try:
-        module = Path(os.path.relpath(item.path, rootpath)).as_posix()
-    except ValueError:  # another drive on Windows
-        module = item.path.name
-    if module.startswith("../"):
-        module = item.path.name
-    key = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
-    return module, key
 
 
 def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:

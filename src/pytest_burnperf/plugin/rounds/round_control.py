@@ -22,11 +22,16 @@ from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import REGRESSED, Policy, needs_more_rounds
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
-from pytest_burnperf.plugin.measuring.fixture import module_and_key
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
 from pytest_burnperf.plugin.rounds.report_back import RoundProcess
 from pytest_burnperf.plugin.session import collection
-from pytest_burnperf.plugin.session.perf_state import STATE, PerfState, case_of, line_writer
+from pytest_burnperf.plugin.session.perf_state import (
+    STATE,
+    PerfState,
+    case_of,
+    line_writer,
+    module_and_key,
+)
 from pytest_burnperf.runs import scheduler
 from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve

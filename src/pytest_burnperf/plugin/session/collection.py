@@ -216,7 +216,7 @@ def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item
     out by their recorded durations; tests that are not benchmarks stay in shard 1. The whole
     selection's comparisons are counted first: every shard judges at the same family-wise alpha."""
     from pytest_burnperf.core.shards import expected_seconds, selection_id, split
-    from pytest_burnperf.plugin.measuring.fixture import module_and_key
+    from pytest_burnperf.plugin.session.perf_state import module_and_key
     from pytest_burnperf.storage.baselines import BaselineError
 
     assert state.run.shard is not None

@@ -180,3 +180,16 @@ def rel(path: Path, root: Path) -> str:
         return path.relative_to(root).as_posix()
     except ValueError:
         return str(path)
+
+
+def module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
+    """Where a test's baselines are kept: its module's path under the rootdir and its id in
+    that module."""
+    try:
+        module = Path(os.path.relpath(item.path, rootpath)).as_posix()
+    except ValueError:  # another drive on Windows
+        module = item.path.name
+    if module.startswith("../"):
+        module = item.path.name
+    key = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    return module, key
