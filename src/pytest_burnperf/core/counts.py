@@ -338,18 +338,30 @@ def _with(verdict: Verdict, status: Status, reason: str) -> Verdict:
 
 
 def cycles_note(base: Sequence[float], cur: Sequence[float], verdict: Verdict) -> str | None:
-    """Where estimated cycles moved beyond their own spread while the instructions judged
-    unchanged: the same work with more (or fewer) cache misses."""
+    """Where estimated cycles moved beyond their own spread, and beyond what the instructions
+    moved, while the instructions judged unchanged: the same work with more (or fewer) cache
+    misses. The instructions' own change is said as it is (``+2.60%``, under their minimum
+    effect), never called "unchanged" where it moved."""
     if verdict.status != UNCHANGED or not base or not cur:
         return None
     ratio = statistics.median(cur) / statistics.median(base)
     effect = max(COUNTS_FLOOR, SPREAD_FACTOR * max(relative_spread(base), relative_spread(cur)))
-    if abs(math.log(ratio)) <= math.log1p(effect):
+    moved = verdict.ratio if verdict.ratio is not None else 1.0
+    beyond = ratio / moved  # what the instructions' own change does not explain
+    if abs(math.log(ratio)) <= math.log1p(effect) or abs(math.log(beyond)) <= math.log1p(effect):
         return None
+    if abs(moved - 1) < 0.0005:
+        instructions = "with instructions unchanged"
+    else:
+        floor = f"{100 * verdict.effect:.2g}% " if verdict.effect is not None else ""
+        instructions = (
+            f"with instructions {100 * (moved - 1):+.2f}% (judged unchanged: under their "
+            f"{floor}minimum effect)"
+        )
     return (
         f"estimated cycles {100 * (ratio - 1):+.2f}% (beyond their {100 * effect:.2g}% spread) "
-        "with instructions unchanged: the same work with "
-        + ("more" if ratio > 1 else "fewer")
+        f"{instructions}: the same work with "
+        + ("more" if beyond > 1 else "fewer")
         + " cache misses (access pattern, data size or memory layout)"
     )
 

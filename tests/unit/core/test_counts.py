@@ -239,6 +239,19 @@ def test_cycles_that_move_without_instructions_are_named() -> None:
     assert counts.cycles_note(base_cycles, [1_501_000.0] * 5, v) is None
 
 
+def test_the_cycles_note_says_how_far_the_instructions_moved() -> None:
+    """Instructions +2.6% under a 3.4% minimum effect are judged unchanged; the cycles note
+    said "with instructions unchanged" beside them."""
+    cur = [round(v * 1.026) for v in BASE]
+    v = counts.judge_counts(BASE, cur, alpha_each=0.001, interpreter=0.9)
+    assert v.status == UNCHANGED and v.ratio is not None and v.ratio > 1.02, v
+    note = counts.cycles_note([1_500_000.0] * 5, [1_650_000.0] * 5, v)
+    assert note is not None and "instructions unchanged" not in note
+    assert "with instructions +2.60% (judged unchanged: under their" in note
+    # cycles that moved no further than the instructions did: no cache-miss story to tell
+    assert counts.cycles_note([1_500_000.0] * 5, [1_539_000.0] * 5, v) is None
+
+
 def test_a_shift_the_test_cannot_confirm_is_inconclusive() -> None:
     cur = [int(v * 1.05) for v in BASE[:2]]
     v = counts.judge_counts(BASE[:2], cur, alpha_each=0.001)
