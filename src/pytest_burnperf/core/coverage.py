@@ -46,16 +46,28 @@ NO_REFERENCE = "no reference"
 NO_COUNTS = "no counts baseline"
 OTHER_MACHINE = "another machine"
 COUNTS_KEY = "another counts key"
+SAMPLED_OTHERWISE = "sampled otherwise"
 HOST = "host busy"
 NOISE = "noise"
 COUNTS_SPREAD = "counts undecided"
-WHY_ORDER = (NO_REFERENCE, NO_COUNTS, OTHER_MACHINE, COUNTS_KEY, HOST, NOISE, COUNTS_SPREAD)
+WHY_ORDER = (
+    NO_REFERENCE,
+    NO_COUNTS,
+    OTHER_MACHINE,
+    COUNTS_KEY,
+    SAMPLED_OTHERWISE,
+    HOST,
+    NOISE,
+    COUNTS_SPREAD,
+)
 _WHY_TEXT = {
     NO_REFERENCE: "no baseline for this hardware class and no same-session reference",
     NO_COUNTS: "no counts baseline recorded",
     OTHER_MACHINE: "their baselines come from another machine or device",
     COUNTS_KEY: "their counts baselines were counted under another key (the simulated CPU, "
     "Python build, C library, library versions or threads)",
+    SAMPLED_OTHERWISE: "their baselines were sampled with other pedantic settings (rounds, "
+    "iterations, warm-up rounds or setup): a sample means something else",
     HOST: "the host was busy while they ran",
     NOISE: "the change lies inside their noise floor or needs more samples",
     COUNTS_SPREAD: "their counted calls spread too much to decide (each one's reason says how "
@@ -68,6 +80,8 @@ def why(status: str, reason: str) -> str | None:
     if status == NO_BASELINE:
         return NO_COUNTS if "counts" in reason else NO_REFERENCE
     if status == INCOMPARABLE:
+        if "sampled with pedantic" in reason:
+            return SAMPLED_OTHERWISE
         return COUNTS_KEY if "counts" in reason else OTHER_MACHINE
     if status == INCONCLUSIVE:
         text = reason.lower()
@@ -187,6 +201,13 @@ def advice(
                 f"`pytest --perf --perf-against REF {command}`".rstrip()
                 + " (REF: a git ref such as main; both sides counted here), or record counts "
                 f"baselines where they are judged with `pytest --perf --perf-update {command}`".rstrip()
+            )
+        elif w == SAMPLED_OTHERWISE:
+            out.append(
+                f"{head}: if the new settings are meant, record them with "
+                f"`pytest --perf --perf-update {command}`".rstrip()
+                + "; else give perf.pedantic (or benchmark.pedantic) the settings the baselines "
+                "were recorded with (each one's reason names them)"
             )
         elif w in (NO_REFERENCE, OTHER_MACHINE):
             where = f" ({hardware_class})" if hardware_class else ""

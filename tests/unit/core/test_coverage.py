@@ -13,6 +13,7 @@ from pytest_burnperf.core.coverage import (
     NO_REFERENCE,
     NOISE,
     OTHER_MACHINE,
+    Coverage,
     advice,
     coverage,
     default_min_share,
@@ -22,6 +23,7 @@ from pytest_burnperf.core.coverage import (
 )
 from pytest_burnperf.core.run_options import parse_share
 from pytest_burnperf.core.settings import SettingsError
+from pytest_burnperf.core.verdict import INCOMPARABLE
 
 RESULTS = [
     ("t[a]", "unchanged", ""),
@@ -159,3 +161,24 @@ def test_undecided_counts_are_not_told_to_take_more_rounds() -> None:
     lines = advice(cov, same_session=False, command="-k a")
     (counted,) = [line for line in lines if line.startswith("1 not judged, their counted calls")]
     assert "--perf-rounds" not in counted and "`pytest --perf -k a --perf-measure time`" in counted
+
+
+def test_a_baseline_sampled_otherwise_is_its_own_group_not_another_machine() -> None:
+    """A pedantic baseline recorded with rounds=20 and a run with rounds=1 were counted under
+    'their baselines come from another machine or device' and told to record on this one."""
+    from pytest_burnperf.core.comparability import pedantic_difference
+    from pytest_burnperf.core.coverage import SAMPLED_OTHERWISE, why
+
+    reason = pedantic_difference(
+        {"pedantic": {"rounds": 20, "iterations": 1, "warmup_rounds": 0, "setup": False}},
+        {"rounds": 1, "iterations": 1, "warmup_rounds": 0, "setup": False},
+    )
+    assert reason is not None
+    assert why(INCOMPARABLE, reason) == SAMPLED_OTHERWISE
+    lines = advice(
+        Coverage(judged=1, missed={SAMPLED_OTHERWISE: ("t[a]",)}),
+        same_session=False,
+        command="-k t",
+    )
+    assert len(lines) == 1 and "sampled with other pedantic settings" in lines[0]
+    assert "another machine" not in lines[0] and "pytest --perf --perf-update -k t" in lines[0]
