@@ -355,6 +355,7 @@ import pytest
 
 COUNTED = any(a.startswith("--perf-worker-count-dir") for a in sys.argv)
 SLOW = float(open("slow.txt").read())
+CRASH = open("crash.txt").read() == "1"
 
 
 def work():
@@ -363,8 +364,8 @@ def work():
 
 @pytest.mark.perf(backends=["numpy"])
 def test_uncounted(perf):
-    if COUNTED:
-        ctypes.string_at(0)  # dies in the counted process only: never counted
+    if COUNTED and CRASH:
+        ctypes.string_at(0)  # dies in the counted process only: not counted this time
     perf(work)
 """
 
@@ -378,8 +379,11 @@ def test_a_benchmark_not_counted_under_both_is_settled_by_its_time(
     _need_valgrind()
     pytester.makepyfile(test_uncounted=NOT_COUNTED)
     (pytester.path / "slow.txt").write_text("0.0005", encoding="utf-8")
+    (pytester.path / "crash.txt").write_text("0", encoding="utf-8")
+    # recorded with both measures (a counts baseline: so the next run counts it, and crashes)
     recorded, _ = _run(pytester, "--perf-measure", "both", "--perf-update", "--perf-quick")
     recorded.assert_outcomes(passed=1)
+    (pytester.path / "crash.txt").write_text("1", encoding="utf-8")
     (pytester.path / "slow.txt").write_text("0.02", encoding="utf-8")  # 40x: far past any noise
     result, doc = _run(pytester, "--perf-measure", "both", "--perf-quick")
     result.assert_outcomes(failed=1)
