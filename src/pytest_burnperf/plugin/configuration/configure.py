@@ -14,7 +14,7 @@ import pytest
 
 from pytest_burnperf.core import run_options, settings
 from pytest_burnperf.core.coverage import default_min_share, in_ci
-from pytest_burnperf.core.run_mode import decide
+from pytest_burnperf.core.run_mode import Mode, decide
 from pytest_burnperf.core.run_options import Measure
 from pytest_burnperf.plugin.configuration.comparison import comparison
 from pytest_burnperf.plugin.configuration.option_table import DEFAULTS, VALUE_OPTIONS
@@ -36,6 +36,7 @@ from pytest_burnperf.plugin.session.perf_state import (
     STATE,
     PerfState,
 )
+from pytest_burnperf.runs.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
 from pytest_burnperf.storage.project_config import load as load_project_config
 
@@ -45,16 +46,19 @@ from pytest_burnperf.storage.project_config import load as load_project_config
 TRUST_HOST = "BURNPERF_TRUST_HOST"
 
 
+#: The ``perf`` marker as ``pytest --markers`` lists it.
+PERF_MARKER = (
+    "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=, "
+    "timer='device'|'host'|'graph', flush_l2=False, threads=1, max_samples=, max_time=): "
+    "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)"
+)
+
+
 def configure(config: pytest.Config) -> None:
     # the environment switches, read once for the whole run
     trust_host = os.environ.get(TRUST_HOST) == "1"
     ci = in_ci()
-    config.addinivalue_line(
-        "markers",
-        "perf(backends=['cpu'], dtypes=['f32'], samples=, warmup=, min_time=, alpha=, threshold=, "
-        "timer='device'|'host'|'graph', flush_l2=False, threads=1, max_samples=, max_time=): "
-        "a benchmark timed and judged against its baseline by pytest-burnperf (needs --perf)",
-    )
+    config.addinivalue_line("markers", PERF_MARKER)
 
     try:  # benchmarks.toml or [tool.burnperf]: between the command line and the ini keys
         project = load_project_config(
@@ -108,19 +112,8 @@ def configure(config: pytest.Config) -> None:
     if serve:  # a round server: every forked round sets its own samples file
         round_out = str(Path(serve, "server.json"))
     round_process = bool(round_out)
-    round_start = pick("perf_round_start") or "auto"
-    if round_start == "fork" and not hasattr(os, "fork"):
-        raise pytest.UsageError(
-            "--perf-round-start fork: this platform has no fork(); use 'fresh' or 'auto'"
-        )
     markdown_path = pick("perf_markdown")
-    given_store = config.getoption("perf_store")
-    if given_store is not None and not given_store.strip():
-        raise pytest.UsageError(
-            "--perf-store '': an empty store; give a SQLAlchemy URL, a SQLite file, or "
-            "--perf-store alone (or 'local') for the default store"
-        )
-    store_value = given_store or config.getini("perf_store") or None
+    store_value = _store_value(config)
     if round_process:  # one extra round for a parent session: measure, write samples, no verdict
         update, json_path, markdown_path, store_value = False, None, None, None
     baselines_root = (
@@ -165,7 +158,6 @@ def configure(config: pytest.Config) -> None:
         in_round=mode.in_round or not mode.measures,
         same_session=plan is not None,
     )
-    round_budget = pick("perf_round_budget")
     if enabled:
         _check_targets(config, values, json_path, markdown_path, baselines_root, pick)
         if (pick("perf_profile") or "off") != "off" and not mode.in_round:
@@ -208,34 +200,8 @@ def configure(config: pytest.Config) -> None:
         shard=pick("perf_shard"),
         round_only=_worker_only(config),
     )
-    schedule = RoundSchedule(
-        rounds=rounds,
-        sampling_rounds=_sampling_rounds(config, rounds, in_round=mode.in_round, plan=plan),
-        max_rounds=max_rounds,
-        round_budget=run_options.DEFAULT_ROUND_BUDGET_S if round_budget is None else round_budget,
-        round_start=round_start,
-        round_out=Path(round_out) if round_out else None,
-        serve_dir=Path(serve) if serve else None,
-    )
-    output = OutputConfig(
-        json_path=Path(json_path) if json_path else None,
-        json_format=pick("perf_json_format") or "burnperf",
-        markdown_path=Path(markdown_path) if markdown_path else None,
-        store_value=str(store_value) if store_value else None,
-        columns=pick("perf_columns"),
-        sort=pick("perf_sort"),
-        group_by=pick("perf_group_by"),
-        profile="off" if mode.in_round else (pick("perf_profile") or "off"),
-        profile_dir=config.invocation_params.dir / (pick("perf_profile_dir") or "perf-profiles"),
-        profile_side=config.getoption("perf_profile_side") if mode.profiles_calls else None,
-        min_judged=0.0
-        if mode.records or mode.in_round
-        else (
-            pick("perf_min_judged")
-            if pick("perf_min_judged") is not None
-            else default_min_share(ci)
-        ),
-    )
+    schedule = _schedule(config, pick, mode, rounds, max_rounds, round_out, serve, plan)
+    output = _output(config, pick, mode, json_path, markdown_path, store_value, ci)
     config.stash[STATE] = PerfState(run=run, schedule=schedule, output=output, counting=counting)
 
     def announce(line: str) -> None:
@@ -245,6 +211,74 @@ def configure(config: pytest.Config) -> None:
 
     config.stash[STATE].announce = announce
     _register_benchmark_compat(config)
+
+
+def _store_value(config: pytest.Config) -> str | None:
+    """--perf-store (or the ini key): the results store to add this run to, or None."""
+    given = config.getoption("perf_store")
+    if given is not None and not given.strip():
+        raise pytest.UsageError(
+            "--perf-store '': an empty store; give a SQLAlchemy URL, a SQLite file, or "
+            "--perf-store alone (or 'local') for the default store"
+        )
+    value = given or config.getini("perf_store") or None
+    return None if value is None else str(value)
+
+
+def _schedule(
+    config: pytest.Config,
+    pick: Callable[[str], Any],
+    mode: Mode,
+    rounds: int,
+    max_rounds: int,
+    round_out: str | None,
+    serve: str | None,
+    plan: Plan | None,
+) -> RoundSchedule:
+    """How the run's rounds are scheduled: how many, how started, where a round's samples go."""
+    round_start = pick("perf_round_start") or "auto"
+    if round_start == "fork" and not hasattr(os, "fork"):
+        raise pytest.UsageError(
+            "--perf-round-start fork: this platform has no fork(); use 'fresh' or 'auto'"
+        )
+    budget = pick("perf_round_budget")
+    return RoundSchedule(
+        rounds=rounds,
+        sampling_rounds=_sampling_rounds(config, rounds, in_round=mode.in_round, plan=plan),
+        max_rounds=max_rounds,
+        round_budget=run_options.DEFAULT_ROUND_BUDGET_S if budget is None else budget,
+        round_start=round_start,
+        round_out=Path(round_out) if round_out else None,
+        serve_dir=Path(serve) if serve else None,
+    )
+
+
+def _output(
+    config: pytest.Config,
+    pick: Callable[[str], Any],
+    mode: Mode,
+    json_path: str | None,
+    markdown_path: str | None,
+    store_value: str | None,
+    ci: bool,
+) -> OutputConfig:
+    """What the run writes and shows (a round process writes only its samples file)."""
+    min_judged = pick("perf_min_judged")
+    return OutputConfig(
+        json_path=Path(json_path) if json_path else None,
+        json_format=pick("perf_json_format") or "burnperf",
+        markdown_path=Path(markdown_path) if markdown_path else None,
+        store_value=store_value,
+        columns=pick("perf_columns"),
+        sort=pick("perf_sort"),
+        group_by=pick("perf_group_by"),
+        profile="off" if mode.in_round else (pick("perf_profile") or "off"),
+        profile_dir=config.invocation_params.dir / (pick("perf_profile_dir") or "perf-profiles"),
+        profile_side=config.getoption("perf_profile_side") if mode.profiles_calls else None,
+        min_judged=0.0
+        if mode.records or mode.in_round
+        else (min_judged if min_judged is not None else default_min_share(ci)),
+    )
 
 
 def _switches(config: pytest.Config) -> tuple[bool, bool, bool]:
