@@ -25,6 +25,7 @@ from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind
+from pytest_burnperf.host.leftovers import mark_owner
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
@@ -182,7 +183,10 @@ def count_pass(
     args = [*round_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
     scratch = None
     if always:
-        scratch = Path(tempfile.mkdtemp(prefix="burnperf-count-always-"))
+        # a scratch folder like the counted process's own: owned, and swept by the next counted
+        # run if this one is killed before its end
+        scratch = Path(tempfile.mkdtemp(prefix=counted.SCRATCH_PREFIX))
+        mark_owner(scratch)
         (scratch / "always").write_text("\n".join(always), encoding="utf-8")
         args.append(f"{COUNT_ALWAYS}={scratch / 'always'}")
     try:
@@ -210,7 +214,8 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         )
         if chosen == instruction_counts.BY_TIME:
             state.counting.by_baseline[item.nodeid] = (
-                "its stored baseline is timed (it was over --perf-count-limit when recorded)"
+                "it has a timed baseline and no counts baseline (recorded by time, or over "
+                "--perf-count-limit); `pytest --perf --perf-measure counts --perf-update` records its counts"
             )
             continue
         wanted.append(item.nodeid)
