@@ -8,6 +8,7 @@ import json
 import pstats
 import sys
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,58 @@ def test_torch_profiler_names_the_operator_that_was_added(tmp_path: Path) -> Non
     calls_a = {e.name: e.calls for e in a.entries}
     calls_b = {e.name: e.calls for e in b.entries}
     assert calls_a["aten::mul"] == pytest.approx(1) and calls_b["aten::mul"] == pytest.approx(2)
+
+
+def test_torchs_notice_that_a_profile_keeps_one_cycle_is_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch 2.11 on CUDA warns at the end of every profile that it "clears events at the end of
+    each cycle" (seen on an H100): one profile is one cycle here, and a suite that turns warnings
+    into errors must not fail its profiled benchmarks for it."""
+    notice = (
+        "Warning: Profiler clears events at the end of each cycle.Only events from the current "
+        "cycle will be reported.To keep events across cycles, set acc_events=True."
+    )
+
+    class Averages:
+        key, count = "aten::add", 1
+        self_cpu_time_total = cpu_time_total = 3.0
+
+    class Profile:
+        def __init__(self, activities: list[object]) -> None:
+            self.activities = activities
+
+        def __enter__(self) -> Profile:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            import warnings
+
+            warnings.warn(notice, UserWarning, stacklevel=2)
+
+        def key_averages(self) -> list[Averages]:
+            import warnings
+
+            warnings.warn(notice, UserWarning, stacklevel=2)
+            return [Averages()]
+
+        def export_chrome_trace(self, path: str) -> None:
+            Path(path).write_text("{}")
+
+    fake = types.ModuleType("torch.profiler")
+    fake.ProfilerActivity = enum.Enum("ProfilerActivity", "CPU CUDA")  # type: ignore[attr-defined]
+    fake.profile = Profile  # type: ignore[attr-defined]
+    torch = types.ModuleType("torch")
+    torch.profiler = fake  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "torch.profiler", fake)
+    run = dict(library="torch", kind="cuda", calls=1, out_dir=tmp_path, stem="s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary, path = profiling.profile(lambda: None, lambda: None, **run)  # type: ignore[arg-type]
+    assert [e.name for e in summary.entries] == ["aten::add"] and path.is_file()
+    with pytest.warns(UserWarning, match="clears events"):  # outside a profile, said as ever
+        Profile([]).__exit__()
 
 
 def test_a_torch_without_its_profiler_is_said_with_what_to_install(
