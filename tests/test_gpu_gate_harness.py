@@ -84,3 +84,16 @@ def test_a_dry_run_on_the_cpu_writes_its_report(tmp_path: Path) -> None:
     assert ("model", "torch-cpu") in seen and ("model", "numpy-cpu") not in seen
     assert all(v["factor"] == 1.0 for v in session["verdicts"])  # session 0 is A/A
     assert "## The gate on a GPU: stored" in out.read_text()
+
+
+def test_a_spent_budget_starts_no_session_and_still_writes_the_report(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "gate.md"
+    cmd = [sys.executable, "-m", "validation.gpu_gate", "--backend", "cpu", "--size", "tiny"]
+    cmd += ["--sessions", "3", "--quick", "--minutes", "0", "--work", str(tmp_path / "w")]
+    proc = subprocess.run([*cmd, "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "stopping after 0 sessions" in proc.stdout + proc.stderr
+    raw = json.loads(out.with_suffix(".json").read_text())
+    assert raw["sessions"] == [] and raw["analysis"]["sessions"] == 0
+    assert "| sessions | 0 |" in out.read_text()

@@ -317,6 +317,14 @@ while True:
 """
 
 
+def write(out: Path, sessions: list[dict[str, Any]], mode: str, started: str, command: str) -> None:
+    """The Markdown report and the raw JSON beside it, from the sessions measured so far."""
+    a = analyse(sessions)
+    out.write_text(report(a, mode, started, command))
+    raw = {"command": command, "started": started, "analysis": a, "sessions": sessions}
+    out.with_suffix(".json").write_text(json.dumps(raw, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("stored", "same-session"), default="stored")
@@ -325,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", choices=("full", "tiny"), default="full")
     ap.add_argument("--quick", action="store_true", help="one round of 5 samples (a dry run)")
     ap.add_argument("--shared", action="store_true", help="a kernel loop beside, on the GPU")
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        help="start no session after this many minutes (a lent GPU's time is short); the "
+        "report says how many sessions ran",
+    )
     ap.add_argument("--work", help="working directory (default: a temporary one)")
     ap.add_argument("--out", required=True, help="Markdown report; the raw JSON goes beside it")
     args = ap.parse_args(argv)
@@ -343,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("CI", "GITHUB_BASE_REF"):
         env.pop(name, None)
     gate = QUICK if args.quick else ARGS
+    t_start = time.monotonic()
     if args.mode == "stored":
         log("recording baselines")
         (work / "knobs.json").write_text("{}")
@@ -350,26 +365,25 @@ def main(argv: list[str] | None = None) -> int:
         if proc.returncode != 0:
             raise SystemExit(f"recording failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
     beside = subprocess.Popen([sys.executable, "-c", BESIDE]) if args.shared else None
-    sessions = []
+    out = Path(args.out)
+    sessions: list[dict[str, Any]] = []
     try:
         for i in range(args.sessions):
+            if args.minutes is not None and time.monotonic() - t_start > 60 * args.minutes:
+                log(f"stopping after {i} sessions: the {args.minutes:g}-minute budget is spent")
+                break
             sessions.append(session(work, i, args.mode, gate, env))
             log(
                 f"session {i + 1}/{args.sessions}: "
                 f"{Counter(v['status'] for v in sessions[-1]['verdicts'])}"
             )
+            # written after every session: a run cut short by its machine keeps what it measured
+            write(out, sessions, args.mode, started, command)
     finally:
         if beside is not None:
             beside.terminate()
             beside.wait()
-    a = analyse(sessions)
-    out = Path(args.out)
-    out.write_text(report(a, args.mode, started, command))
-    out.with_suffix(".json").write_text(
-        json.dumps(
-            {"command": command, "started": started, "analysis": a, "sessions": sessions}, indent=1
-        )
-    )
+    write(out, sessions, args.mode, started, command)
     print(out.read_text())
     return 0
 
