@@ -147,7 +147,9 @@ def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_proces
         project, "--perf-measure", "counts", "--perf-machine", "class-b", "--perf-profile"
     )
     slower.assert_outcomes(failed=1)
-    slower.stdout.fnmatch_lines(["*instructions per call * -> * (+*%, p=*) exceeds the*"])
+    slower.stdout.fnmatch_lines(
+        ["*instructions per call * -> * (+*%, *, n=*/* counted calls) exceeds the*"]
+    )
     (bench,) = doc["results"]
     assert bench["verdict"]["status"] == REGRESSED
     assert 3.0 < bench["verdict"]["change_pct"] < 6.0

@@ -77,6 +77,14 @@ MAX_CALLS = 12
 #: Instrumented calls before the counted ones (they fill the simulated caches; their counts
 #: are dropped).
 WARM_CALLS = 2
+#: Calls counted first. Where their instructions agree within :data:`AGREE_SPREAD` (compiled
+#: kernels agree to hundredths of a percent) no more are counted: the verdict then needs no rank
+#: test (:func:`judge_counts` decides such counts by their separation); where they spread, the
+#: calls go on up to the number a rank test needs at the run's alpha (:func:`calls_for`).
+FIRST_CALLS = 2
+#: Per-call spread (max - min over the median) under which counts are taken as agreeing: a
+#: quarter of :data:`COUNTS_FLOOR`, so that the minimum effect stays the floor.
+AGREE_SPREAD = 0.00125
 #: A benchmark whose first call takes longer than this under valgrind (before anything is
 #: instrumented) is not counted but timed: BLAS- and FMA-dense kernels run about 1000 times
 #: slower there than on the CPU (valgrind emulates each fused multiply-add), so counting such
@@ -172,19 +180,22 @@ def count_calls(
     calls: int,
     label: str,
     warm: int = WARM_CALLS,
+    first_calls: int = FIRST_CALLS,
     limit_s: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[Counted, object]:
-    """Count ``calls`` calls (after one uninstrumented and ``warm`` instrumented ones) and
-    return their counts and the first call's result (:class:`TooSlow` where that first call
-    took longer than ``limit_s``, before anything was instrumented). ``make_call()`` gives each
-    call and what runs after it (a pedantic teardown), both prepared and run outside the counted
-    span. Every thread collects while instrumentation is on (callgrind's ``--collect-atstart=yes``:
-    a thread pool's work counts); the calling thread switches its own collection off at once and
-    on around each call only. Each call's counts, the other threads' included, are dumped and
-    read with ``read``; the warm-up calls' dumps are dropped unread (the first window after
-    the calls before it also holds the pool threads' costs of those: a 2-thread matmul's first
-    window counted 1.7 times its others)."""
+    """Count ``first_calls`` calls (after one uninstrumented and ``warm`` instrumented ones),
+    and where their instructions do not agree (:func:`agree`) more, up to ``calls`` in all (after
+    one more warm-up call: instrumentation was off while the first ones were read). Returns their
+    counts and the first call's result (:class:`TooSlow` where that first call took longer than
+    ``limit_s``, before anything was instrumented). ``make_call()`` gives each call and what
+    runs after it (a pedantic teardown), both prepared and run outside the counted span. Every
+    thread collects while instrumentation is on (callgrind's ``--collect-atstart=yes``: a thread
+    pool's work counts); the calling thread switches its own collection off at once and on
+    around each call only. Each call's counts, the other threads' included, are dumped and read
+    with ``read``; the warm-up calls' dumps are dropped unread (the first window after the calls
+    before it also holds the pool threads' costs of those: a 2-thread matmul's first window
+    counted 1.7 times its others)."""
 
     def once(counted: bool, index: int = 0) -> object:
         call, after = make_call()
@@ -202,25 +213,32 @@ def count_calls(
             after()
         return out
 
+    def counted_pass(n: int, warm_up: int, done: int) -> list[Mapping[str, int]]:
+        dumps: list[Any] = []
+        counter.start()
+        counter.toggle()  # the calling thread: off, on around each call only
+        try:
+            for i in range(warm_up + n):
+                k = done + i - warm_up + 1
+                once(True, max(0, k))
+                name = f"{label} #{k}" if k > done else f"{label} warm-up {i + 1}"
+                dumps.append(counter.dump(name))
+        finally:
+            counter.toggle()
+            counter.stop()
+        # read once instrumentation is off (parsing a dump under it runs 20-100x slower); the
+        # warm-up calls' dumps are not read (their files go with the counted process's folder)
+        return [read(d) for d in dumps[warm_up:]]
+
     t0 = clock()
     first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
     took = clock() - t0
     if limit_s is not None and took > limit_s:
         raise TooSlow(took, first)
-    dumps: list[Any] = []
-    counter.start()
-    counter.toggle()  # the calling thread: off, on around each call only
-    try:
-        for i in range(warm + calls):
-            once(True, max(0, i - warm + 1))
-            n = i - warm + 1
-            dumps.append(counter.dump(f"{label} #{n}" if n > 0 else f"{label} warm-up {i + 1}"))
-    finally:
-        counter.toggle()
-        counter.stop()
-    # read once instrumentation is off (parsing a dump under it runs 20-100x slower); the
-    # warm-up calls' dumps are not read (their files go with the counted process's folder)
-    per_call = [read(d) for d in dumps[warm:]]
+    start = max(1, min(first_calls, calls))
+    per_call = counted_pass(start, warm, 0)
+    if len(per_call) < calls and not agree([e.get("Ir", 0) for e in per_call]):
+        per_call += counted_pass(calls - len(per_call), 1, len(per_call))
     cycles = tuple(estimated_cycles(e) for e in per_call)
     middle = sorted(range(len(cycles)), key=lambda i: cycles[i])[len(cycles) // 2]
     events = dict(per_call[middle])
@@ -232,6 +250,12 @@ def count_calls(
         interpreter=share,
     )
     return got, first
+
+
+def agree(values: Sequence[float]) -> bool:
+    """Whether these per-call counts agree so closely (:data:`AGREE_SPREAD`) that more calls
+    would tell nothing: at least two, all above zero."""
+    return len(values) >= 2 and min(values) > 0 and relative_spread(values) <= AGREE_SPREAD
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,7 +280,8 @@ def judge_counts(
     interpreter: float = 0.0,
 ) -> Verdict:
     """``regressed`` when the current counts exceed the baseline's by more than the minimum
-    effect and Mann-Whitney says so at ``alpha_each``; ``improved`` the other way;
+    effect and Mann-Whitney says so at ``alpha_each`` (where the calls are too few for it to
+    reach ``alpha_each``: every current call above every baseline call); ``improved`` the other way;
     ``unchanged`` within the minimum effect. The minimum effect: the largest of ``floor``,
     :data:`SPREAD_FACTOR` times the larger of the sides' per-call spread and the between-process
     spread, and :data:`INTERPRETER_FLOOR` times the ``interpreter`` share of the instructions."""
@@ -284,8 +309,12 @@ def judge_counts(
     ratio = cur_median / base_median
     spread = max(relative_spread(base), relative_spread(cur), process_spread)
     effect = max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter)
-    p_slower = stats.mann_whitney_greater(cur, base, exact=True)
-    p_faster = stats.mann_whitney_greater(base, cur, exact=True)
+    # Too few calls for the rank test to reach alpha (count_calls stops early only where the
+    # calls agree): decided by their separation, beyond the minimum effect, instead; no p is
+    # shown for a test that did not judge.
+    by_rank = stats.min_attainable_p(len(base), len(cur)) <= alpha_each
+    p_slower = stats.mann_whitney_greater(cur, base, exact=True) if by_rank else None
+    p_faster = stats.mann_whitney_greater(base, cur, exact=True) if by_rank else None
     low = min(cur) / max(base)
     high = max(cur) / min(base)
     verdict = Verdict(
@@ -316,14 +345,31 @@ def judge_counts(
             f"valgrind, or allocation-dependent work): counts cannot tell changes under "
             f"{100 * effect:.2g}% apart; judge it by time",
         )
-    sides: tuple[tuple[int, float, Status], ...] = (
+    sides: tuple[tuple[int, float | None, Status], ...] = (
         (1, p_slower, REGRESSED),
         (-1, p_faster, IMPROVED),
     )
     for sign, p, status in sides:
         if sign * change > math.log1p(effect):
-            if p <= alpha_each:
+            if p is not None and p <= alpha_each:
                 return _with(verdict, status, "")
+            apart = min(cur) > max(base) if sign > 0 else max(cur) < min(base)
+            if not by_rank and apart:
+                side = "above" if sign > 0 else "below"
+                return _with(
+                    verdict,
+                    status,
+                    f"every counted call {side} every baseline call, by more than the "
+                    f"{100 * effect:.2g}% minimum effect ({len(cur)} and {len(base)} calls: "
+                    "too few for a rank test at this alpha, decided by their separation)",
+                )
+            if not by_rank:
+                return _with(
+                    verdict,
+                    INCONCLUSIVE,
+                    f"counts {100 * (ratio - 1):+.2f}% beyond the {100 * effect:.2g}% minimum "
+                    f"effect, but the calls' counts overlap ({len(cur)} and {len(base)} calls)",
+                )
             return _with(
                 verdict,
                 INCONCLUSIVE,
@@ -381,13 +427,14 @@ def counts_failure(
     sides of a same-session comparison (reference, current)."""
     assert verdict.ratio is not None
     effect = verdict.effect if verdict.effect is not None else COUNTS_FLOOR
-    p = verdict.p_slower if verdict.p_slower is not None else math.nan
+    # without a p: too few calls for the rank test, decided by every call's separation
+    judged = "every call apart" if verdict.p_slower is None else f"p={verdict.p_slower:.2g}"
     what = "estimated cycles" if metric == "cycles" else "instructions"
     before, after = (f"{labels[0]} ", f"{labels[1]} ") if labels else ("", "")
     return (
         f"{test_id}: {what} per call {before}{format_count(verdict.baseline_median)} -> "
         f"{after}{format_count(verdict.current_median)} ({100 * (verdict.ratio - 1):+.2f}%, "
-        f"p={p:.2g}, "
+        f"{judged}, "
         f"n={verdict.n_baseline}/{verdict.n_current} counted calls) exceeds the "
         f"{100 * effect:.2g}% minimum effect of counts"
     )

@@ -83,7 +83,9 @@ def test_count_calls_counts_only_the_call() -> None:
 
         return call, after
 
-    got, first = counts.count_calls(make_call, counter, lambda d: d, calls=3, label="t", warm=2)
+    got, first = counts.count_calls(
+        make_call, counter, lambda d: d, calls=3, label="t", warm=2, first_calls=3
+    )
     assert first == 42
     assert len(got.instructions) == 3
     assert got.cycles == tuple(i + 10 for i in got.instructions)
@@ -252,10 +254,70 @@ def test_the_cycles_note_says_how_far_the_instructions_moved() -> None:
     assert counts.cycles_note([1_500_000.0] * 5, [1_539_000.0] * 5, v) is None
 
 
-def test_a_shift_the_test_cannot_confirm_is_inconclusive() -> None:
-    cur = [int(v * 1.05) for v in BASE[:2]]
-    v = counts.judge_counts(BASE[:2], cur, alpha_each=0.001)
-    assert v.status == INCONCLUSIVE and "p=" in v.reason
+def test_calls_that_agree_are_decided_by_their_separation() -> None:
+    """Two calls a side whose counts agree: no rank test can reach alpha with 2 and 2, and none is
+    needed; every call beyond every baseline call by more than the minimum effect decides."""
+    base = [1_000_000, 1_000_120]
+    v = counts.judge_counts(base, [int(x * 1.05) for x in base], alpha_each=0.001)
+    assert v.status == REGRESSED and "decided by their separation" in v.reason
+    assert v.p_slower is None and v.p_value is None  # no p shown for a test that did not judge
+    assert "every call apart" in counts.counts_failure("t", v) and "p=" not in v.reason
+    assert counts.judge_counts(base, [995_000, 995_100], alpha_each=0.001).status == IMPROVED
+    same = counts.judge_counts(base, [1_000_040, 1_000_200], alpha_each=0.001)
+    assert same.status == UNCHANGED
+    # the floor holds: +0.4% is under the 0.5% minimum effect, whatever the separation
+    small = counts.judge_counts(base, [1_004_200, 1_004_300], alpha_each=0.001)
+    assert small.status == UNCHANGED and small.effect == pytest.approx(counts.COUNTS_FLOOR)
+
+
+def test_an_older_baseline_of_many_calls_judges_two_agreeing_calls() -> None:
+    v = counts.judge_counts(BASE, [1_020_000, 1_020_050], alpha_each=0.001)
+    assert v.status == REGRESSED and v.n_baseline == 7 and v.n_current == 2
+    assert counts.judge_counts(BASE, [1_000_030, 1_000_060], alpha_each=0.001).status == UNCHANGED
+    # where the rank test can reach alpha, it judges as before
+    ranked = counts.judge_counts(BASE, [int(x * 1.05) for x in BASE], alpha_each=0.001)
+    assert ranked.status == REGRESSED and ranked.p_slower is not None and not ranked.reason
+
+
+def test_counting_stops_after_the_first_calls_where_they_agree() -> None:
+    counter = FakeCounter()
+
+    def make_call() -> tuple[Any, Any]:
+        def call() -> None:
+            if counter.collecting and counter.instrumented:
+                counter.cost += 5_000  # the same work every call
+
+        return call, None
+
+    got, _ = counts.count_calls(make_call, counter, lambda d: d, calls=9, label="t")
+    assert got.instructions == (5_000,) * counts.FIRST_CALLS
+    assert counter.log.count("start") == 1 and counter.log.count("stop") == 1
+
+
+def test_counting_goes_on_to_the_calls_a_rank_test_needs_where_they_spread() -> None:
+    counter = FakeCounter()
+    costs = iter([7_000, 7_000, 5_000, 6_000] + [5_500] * 20)  # warm-ups, then calls apart
+
+    def make_call() -> tuple[Any, Any]:
+        def call() -> None:
+            if counter.collecting and counter.instrumented:
+                counter.cost += next(costs)
+
+        return call, None
+
+    got, _ = counts.count_calls(make_call, counter, lambda d: d, calls=9, label="t")
+    assert got.instructions[:2] == (5_000, 6_000) and len(got.instructions) == 9
+    # a second instrumented pass, after one more warm-up call whose counts are dropped
+    assert counter.log.count("start") == 2 and counter.log.count("stop") == 2
+    dumps = [e for e in counter.log if e.startswith("dump")]
+    assert dumps[:4] == ["dump t warm-up 1", "dump t warm-up 2", "dump t #1", "dump t #2"]
+    assert dumps[4] == "dump t warm-up 1" and dumps[5:] == [f"dump t #{k}" for k in range(3, 10)]
+    assert counter.collecting and not counter.instrumented  # as it was at the start
+
+
+def test_agreeing_counts() -> None:
+    assert counts.agree([1_000_000, 1_001_000]) and not counts.agree([1_000_000, 1_002_000])
+    assert not counts.agree([5]) and not counts.agree([0, 0])
 
 
 def test_no_baseline() -> None:
