@@ -621,3 +621,21 @@ def test_what_is_counted_follows_the_stored_baselines_not_this_hosts_speed(
     (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
     assert "a timed baseline and no counts baseline" in note
     result.stdout.fnmatch_lines(["*counting 1 CPU benchmark(s) in one process*"])
+
+
+def test_counted_processes_side_by_side_count_the_same(project: pytest.Pytester) -> None:
+    """--perf-count-jobs 2 deals the benchmarks over two counted processes; what they count is
+    what one process counts (a recording in one judges the two as unchanged)."""
+    more = BENCH + BENCH[BENCH.index("@pytest.mark.perf") :].replace("test_loop(", "test_loop_c(")
+    project.makepyfile(test_more_loops=more.replace("def test_loop(", "def test_loop_b("))
+    one, _ = _run(project, "--perf-measure", "counts", "--perf-count-jobs", "1", "--perf-update")
+    one.assert_outcomes(passed=3)
+    one.stdout.fnmatch_lines(["*counting 3 CPU benchmark(s) in one process under callgrind*"])
+    two, doc = _run(project, "--perf-measure", "counts", "--perf-count-jobs", "2")
+    two.assert_outcomes(passed=3)
+    two.stdout.fnmatch_lines(["*counting 3 CPU benchmark(s) in 2 processes side by side*"])
+    assert sorted(r["verdict"]["status"] for r in doc["results"]) == [UNCHANGED] * 3
+    assert all(r["measure"] == "counts" for r in doc["results"])
+    bad = project.runpytest_subprocess("--perf", "--perf-count-jobs", "-1")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--perf-count-jobs*-1*"])

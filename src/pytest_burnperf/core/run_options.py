@@ -153,6 +153,16 @@ def parse_count_limit(value: object, where: str) -> float:
     return parse_seconds(value, where, "the count limit", maximum=86400.0)
 
 
+#: Counted processes ``--perf-count-jobs 0`` starts at most, however many CPUs there are (each
+#: holds a Python, its array libraries and valgrind's translations: a few hundred MiB).
+MAX_AUTO_COUNT_JOBS = 8
+
+
+def parse_count_jobs(value: object, where: str) -> int:
+    """Counted processes side by side (0: one per usable CPU, up to :data:`MAX_AUTO_COUNT_JOBS`)."""
+    return _whole_number(value, where, "counted processes", 0, 64)
+
+
 def parse_rounds(value: object, where: str) -> int:
     """Fresh processes that each measure every benchmark (1 = this process only)."""
     return _whole_number(value, where, "rounds", 1, 50)

@@ -2,8 +2,10 @@
 callgrind, each counted around its calls only (plugin/measuring/counting.py counts inside it); this
 module starts it and reads what it wrote.
 
-One process for every benchmark of a run: valgrind makes everything it runs 20-100x slower,
-and importing the array libraries under it is paid once. A benchmark that kills it costs only
+One process per CPU (``--perf-count-jobs``), each over its share of the benchmarks: counts do not
+depend on the host's load, so the processes do not disturb each other's figures; valgrind makes
+everything it runs 20-100x slower, and each process pays valgrind's start-up and the imports
+once. A benchmark that kills it costs only
 itself: the process notes each benchmark before it starts and each record as it finishes, and a
 fresh one counts the rest. The process dies with the run (host/leftovers.py), and the scratch
 folders of runs killed before their end are removed by the next. Nothing is instrumented until the
@@ -18,8 +20,10 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,12 +189,14 @@ def run(
     cwd: Path,
     say: Callable[[int], None],
     env: Mapping[str, str] | None = None,
+    jobs: int = 1,
 ) -> CountedRun:
-    """Count the benchmarks ``wanted`` (node ids) in one process of ``python -m pytest args``
-    under callgrind. A benchmark that kills the process (a segfault, ``os._exit``) costs only
-    itself: the process notes each benchmark before it starts and each record as it finishes
-    (plugin/rounds/report_back.py), so the run names the benchmark it died on, keeps what it had
-    counted, and counts the rest in a fresh process."""
+    """Count the benchmarks ``wanted`` (node ids) in ``jobs`` processes of ``python -m pytest
+    args`` under callgrind, each over its share (:func:`shares`): counts do not depend on the
+    host's load, so they may run side by side. A benchmark that kills its process (a segfault,
+    ``os._exit``) costs only itself: the process notes each benchmark before it starts and each
+    record as it finishes (plugin/rounds/report_back.py), so the run names the benchmark it died
+    on, keeps what it had counted, and counts the rest in a fresh process."""
     got = CountedRun()
     t0 = time.monotonic()
     sweep(SCRATCH_PREFIX)  # what counted runs killed before their end left on disk
@@ -200,11 +206,80 @@ def run(
     work = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     try:
         mark_owner(work)
-        dumps = work / "dumps"
-        dumps.mkdir()
+        (work / "dumps").mkdir()
+        parts = shares(wanted, jobs)
+        if len(parts) == 1:
+            _count_share(got, valgrind, python, args, parts[0], work, 0, cwd, say, env)
+        else:
+            done = [0] * len(parts)
+            lock = threading.Lock()
+
+            def told(i: int) -> Callable[[int], None]:
+                def tell(n: int) -> None:
+                    with lock:
+                        done[i] = n
+                        say(sum(done))
+
+                return tell
+
+            each = [CountedRun() for _ in parts]
+            with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+                for future in [
+                    pool.submit(
+                        _count_share,
+                        each[i],
+                        valgrind,
+                        python,
+                        args,
+                        part,
+                        work,
+                        i,
+                        cwd,
+                        told(i),
+                        env,
+                    )
+                    for i, part in enumerate(parts)
+                ]:
+                    future.result()
+            for one in each:
+                got.counts.update(one.counts)
+                got.keys.update(one.keys)
+                got.missing.update(one.missing)
+                got.timed_instead.update(one.timed_instead)
+                got.problems.extend(one.problems)
+    finally:
+        got.seconds = time.monotonic() - t0
+        shutil.rmtree(work, ignore_errors=True)
+    return got
+
+
+def shares(wanted: Sequence[str], jobs: int) -> list[list[str]]:
+    """``wanted`` dealt over at most ``jobs`` processes in turn (neighbours, often of one module
+    and alike in cost, go to different processes), none of them empty."""
+    n = max(1, min(jobs, len(wanted)))
+    return [list(wanted[i::n]) for i in range(n)]
+
+
+def _count_share(
+    got: CountedRun,
+    valgrind: str,
+    python: str,
+    args: Sequence[str],
+    wanted: list[str],
+    work: Path,
+    share: int,
+    cwd: Path,
+    say: Callable[[int], None],
+    env: Mapping[str, str] | None,
+) -> None:
+    """One share of the benchmarks, in one counted process and the fresh ones that follow a
+    benchmark that killed it."""
+    try:
         todo = list(wanted)
         for attempt in range(MAX_RESTARTS + 1):
-            todo = _one_process(got, valgrind, python, args, todo, work, attempt, cwd, say, env)
+            todo = _one_process(
+                got, valgrind, python, args, todo, work, f"{share}-{attempt}", cwd, say, env
+            )
             if not todo:
                 break
         else:
@@ -219,10 +294,6 @@ def run(
         got.missing.update(
             {n: why for n in wanted if n not in got.counts and n not in got.timed_instead}
         )
-    finally:
-        got.seconds = time.monotonic() - t0
-        shutil.rmtree(work, ignore_errors=True)
-    return got
 
 
 def _one_process(
@@ -232,7 +303,7 @@ def _one_process(
     args: Sequence[str],
     todo: Sequence[str],
     work: Path,
-    attempt: int,
+    attempt: str,
     cwd: Path,
     say: Callable[[int], None],
     env: Mapping[str, str] | None,

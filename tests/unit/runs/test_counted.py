@@ -23,7 +23,7 @@ from pytest_burnperf.runs.round_launcher import note_record, note_started
 arg = lambda name: next(a.split("=", 1)[1] for a in sys.argv if a.startswith(name + "="))
 out = Path(arg("--perf-worker-out"))
 wanted = Path(arg("--perf-worker-only")).read_text().split()
-Path("starts").open("a").write("start\\n")
+Path("starts").open("a").write("start " + " ".join(wanted) + "\\n")
 print("==1== valgrind cache warning")
 records = {}
 for n in wanted:
@@ -49,7 +49,7 @@ def _valgrind(tmp_path: Path) -> str:
     return str(runner)
 
 
-def _run(tmp_path: Path, wanted: list[str]) -> counted.CountedRun:
+def _run(tmp_path: Path, wanted: list[str], jobs: int = 1) -> counted.CountedRun:
     said: list[int] = []
     got = counted.run(
         valgrind=_valgrind(tmp_path),
@@ -58,8 +58,10 @@ def _run(tmp_path: Path, wanted: list[str]) -> counted.CountedRun:
         wanted=wanted,
         cwd=tmp_path,
         say=said.append,
+        jobs=jobs,
     )
     assert all(n <= len(wanted) for n in said)
+    assert not said or said[-1] == len(got.counts) + len(got.missing) + len(got.timed_instead)
     return got
 
 
@@ -121,3 +123,32 @@ def test_the_counted_process_gets_its_parent_and_the_pins(monkeypatch: pytest.Mo
     env = counted.environment()
     assert env[leftovers.PARENT_ENV] == str(os.getpid())
     assert env["MALLOC_MMAP_THRESHOLD_"] == "131072"
+
+
+def test_benchmarks_are_dealt_over_the_processes_in_turn() -> None:
+    assert counted.shares(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
+    assert counted.shares(["a", "b"], 8) == [["a"], ["b"]]  # never an empty process
+    assert counted.shares(["a", "b"], 0) == [["a", "b"]]
+
+
+def test_processes_side_by_side_each_count_their_share(tmp_path: Path) -> None:
+    wanted = [f"t.py::b{i}" for i in range(5)]
+    got = _run(tmp_path, wanted, jobs=2)
+    assert sorted(got.counts) == wanted and not got.missing and not got.problems
+    starts = sorted((tmp_path / "starts").read_text().splitlines())
+    assert starts == ["start t.py::b0 t.py::b2 t.py::b4", "start t.py::b1 t.py::b3"]
+
+
+def test_a_crash_beside_costs_only_its_benchmark(tmp_path: Path) -> None:
+    """Two processes side by side; one dies on its second benchmark: that benchmark is named,
+    its share goes on in a fresh process, the other share is untouched."""
+    wanted = ["t.py::a", "t.py::b", "t.py::crash-segv", "t.py::d", "t.py::e", "t.py::f"]
+    got = _run(tmp_path, wanted, jobs=2)
+    assert sorted(got.counts) == ["t.py::a", "t.py::b", "t.py::d", "t.py::e", "t.py::f"]
+    assert list(got.missing) == ["t.py::crash-segv"] and len(got.problems) == 1
+    starts = (tmp_path / "starts").read_text().splitlines()
+    assert sorted(starts) == [
+        "start t.py::a t.py::crash-segv t.py::e",
+        "start t.py::b t.py::d t.py::f",
+        "start t.py::e",
+    ]

@@ -33,6 +33,7 @@ GOOD_BAD = {
     "threads": ("2", "-1"),
     "measure": ('"counts"', '"cycles"'),
     "count_limit": ("0", "-1"),
+    "count_jobs": ("2", "-1"),
     "profile": ('"regressed"', '"sometimes"'),
     "profile_dir": ('"perf-profiles"', "7"),
     "size": ('"tiny"', '"huge"'),

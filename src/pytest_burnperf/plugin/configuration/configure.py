@@ -191,6 +191,7 @@ def configure(config: pytest.Config) -> None:
             config.getoption("perf_count_calls"),
             pick("perf_count_limit"),
             config.getoption("perf_count_always"),
+            pick("perf_count_jobs"),
         ),
         benches=project.benches,
         environment=dict(project.environment),

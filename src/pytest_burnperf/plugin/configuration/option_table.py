@@ -203,6 +203,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "Default: 1",
     ),
     (
+        "--perf-count-jobs",
+        "perf_count_jobs",
+        run_options.parse_count_jobs,
+        "with --perf-measure counts or both: how many counted processes share the CPU "
+        "benchmarks, side by side (counts do not depend on the host's load); 0: one per CPU "
+        f"this process may use, at most {run_options.MAX_AUTO_COUNT_JOBS}. Default: 0",
+    ),
+    (
         "--perf-size",
         "perf_size",
         settings.parse_size,

@@ -24,12 +24,14 @@ class CountOptions:
     callgrind dumps, the calls to count and the benchmarks counted whatever the limit (their
     counts baselines say so: instruments/instruction_counts.selection); --perf-count-limit, the
     seconds a first call may take under valgrind before the benchmark is timed instead (0: no
-    limit)."""
+    limit); --perf-count-jobs, how many counted processes share the benchmarks."""
 
     dir: Path | None = None
     calls: int | None = None
     limit_s: float = 1.0
     always: frozenset[str] = frozenset()
+    #: Counted processes side by side (--perf-count-jobs; 0: one per usable CPU).
+    jobs: int = 0
 
     @classmethod
     def of(
@@ -38,12 +40,15 @@ class CountOptions:
         calls: int | None,
         limit_s: float | None,
         always: str | None = None,
+        jobs: int | None = None,
     ) -> CountOptions:
-        """From the hidden options of a counted process and --perf-count-limit (None: 1 s)."""
+        """From the hidden options of a counted process, --perf-count-limit (None: 1 s) and
+        --perf-count-jobs (None: one per usable CPU)."""
         return cls(
             dir=Path(count_dir) if count_dir else None,
             calls=calls,
             limit_s=cls.limit_s if limit_s is None else float(limit_s),
+            jobs=0 if jobs is None else int(jobs),
             always=frozenset(Path(always).read_text(encoding="utf-8").splitlines())
             if always
             else frozenset(),

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import counts, counts_key
+from pytest_burnperf.core import counts, counts_key, run_options
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
-from pytest_burnperf.host import callgrind
+from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import mark_owner
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
@@ -142,6 +142,14 @@ def fallback_note(state: PerfState, nodeid: str) -> str | None:
     return None if why is None else f"not counted: {why}; judged by time"
 
 
+def count_jobs(asked: int) -> int:
+    """Counted processes side by side: as asked (--perf-count-jobs), or with 0 one per CPU this
+    process may use, at most run_options.MAX_AUTO_COUNT_JOBS."""
+    if asked > 0:
+        return asked
+    return max(1, min(hardware.cpu_count(), run_options.MAX_AUTO_COUNT_JOBS))
+
+
 def calls(state: PerfState, settings: Any) -> int:
     """How many calls each benchmark gets counted: enough for its alpha (counts.calls_for)."""
     policy = Policy(
@@ -234,11 +242,13 @@ def _count_sides(
 ) -> None:
     """The counted process of each side (one, against stored baselines)."""
     assert state.counting is not None
+    jobs = len(counted.shares(wanted, count_jobs(state.run.count.jobs)))
+    processes = "one process" if jobs == 1 else f"{jobs} processes side by side"
     for side in sides or [None]:
         where = "" if side is None else f" in {side.label}"
         t0 = time.monotonic()
         write(
-            f"burnperf: counting {len(wanted)} CPU benchmark(s){where} in one process under "
+            f"burnperf: counting {len(wanted)} CPU benchmark(s){where} in {processes} under "
             f"callgrind (valgrind {state.counting.version}) ..."
         )
 
@@ -256,6 +266,7 @@ def _count_sides(
             cwd=session.config.invocation_params.dir,
             say=say,
             env=None if side is None else side.environ,
+            jobs=jobs,
         )
         if side is None:
             state.counting.run = got
