@@ -639,3 +639,50 @@ def test_counted_processes_side_by_side_count_the_same(project: pytest.Pytester)
     bad = project.runpytest_subprocess("--perf", "--perf-count-jobs", "-1")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--perf-count-jobs*-1*"])
+
+
+PLAIN = """
+import pytest
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_plain(perf):
+    perf(sum, range(2000))
+"""
+
+
+def test_the_default_measure_counts_what_has_counts_baselines(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-measure auto (the default): a CPU benchmark with a counts baseline is counted and
+    judged by counts, one without is timed as before; where valgrind is missing, one line says
+    so and every benchmark is timed."""
+    project.makepyfile(test_plain=PLAIN)
+    _run(project, "--perf-measure", "counts", "--perf-update", "test_counted_loop.py")[
+        0
+    ].assert_outcomes(passed=1)
+    plain, doc = _run(project, "--perf-update", "--perf-quick", "test_plain.py")
+    plain.assert_outcomes(passed=1)
+    assert doc["results"][0]["measure"] == "time"
+    # a 1000% threshold keeps the timed one's outcome off the host: what is tested is the measure
+    both, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
+    both.assert_outcomes(passed=2)
+    both.stdout.fnmatch_lines(["*counts (--perf-measure auto): CPU benchmarks with a counts*"])
+    measures = {r["name"]: (r["measure"], r["verdict"]["status"]) for r in doc["results"]}
+    assert measures == {
+        "test_loop[numpy-cpu-f32]": ("counts", UNCHANGED),
+        "test_plain[numpy-cpu-f32]": ("time", UNCHANGED),
+    }
+    (project.path / "size.txt").write_text("3600", encoding="utf-8")  # +20% more work
+    slower, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
+    slower.assert_outcomes(failed=1, passed=1)
+    slower.stdout.fnmatch_lines(["*test_loop*instructions per call * -> * (+*%*"])
+    # no valgrind here: one line says so, and the counted benchmark is timed
+    bare = project.path / "bin"
+    bare.mkdir()
+    monkeypatch.setenv("PATH", str(bare))
+    monkeypatch.delenv("BURNPERF_VALGRIND", raising=False)
+    timed, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
+    timed.assert_outcomes(passed=2)
+    timed.stdout.fnmatch_lines(["*not counted: counts baselines exist*valgrind is not installed*"])
+    assert {r["measure"] for r in doc["results"]} == {"time"}

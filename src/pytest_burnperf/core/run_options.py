@@ -170,16 +170,17 @@ def parse_rounds(value: object, where: str) -> int:
 
 #: What a run judges CPU benchmarks by (core/counts.py): the clock, callgrind's counts, or both.
 #: What judges CPU benchmarks (``--perf-measure``).
-Measure = Literal["time", "counts", "both"]
-MEASURES: tuple[Measure, ...] = ("time", "counts", "both")
+Measure = Literal["auto", "time", "counts", "both"]
+MEASURES: tuple[Measure, ...] = ("auto", "time", "counts", "both")
 
 
 def parse_measure(value: object, where: str) -> Measure:
     if isinstance(value, str) and value.strip() in MEASURES and value.isprintable():
         return cast(Measure, value.strip())
     raise SettingsError(
-        f"{where}: measure must be one of {', '.join(MEASURES)} (time: the clock; counts: "
-        f"instructions and estimated cycles under valgrind; both), got {_show(value)}"
+        f"{where}: measure must be one of {', '.join(MEASURES)} (auto: counts where a "
+        "benchmark has a counts baseline and valgrind runs, else the clock; time: the clock; "
+        f"counts: instructions and estimated cycles under valgrind; both), got {_show(value)}"
     )
 
 

@@ -6,6 +6,7 @@ auto`` chose; the helper plugins of a round's process."""
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -120,10 +121,10 @@ def configure(config: pytest.Config) -> None:
         baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
     )
     size = pick("perf_size") or ("tiny" if smoke else settings.DEFAULT_SIZE)
-    measure: Measure = pick("perf_measure") or "time"
+    measure: Measure = pick("perf_measure") or "auto"
     count_dir = config.getoption("perf_count_dir")
     counting = None
-    if enabled and measure != "time" and not round_process:
+    if enabled and measure not in ("time", "auto") and not round_process:
         counting = _counting(measure)
     choice = None
     plan = None
@@ -134,12 +135,15 @@ def configure(config: pytest.Config) -> None:
             enabled=enabled,
             update=update,
             ci=ci,
-            counts=measure != "time",
+            counts=measure not in ("time", "auto"),
             group=machine_id or "",
             size=size,
             baselines_root=baselines_root,
             trust_host=trust_host,
         )
+    auto_note = None
+    if measure == "auto" and enabled and not round_process and plan is None:
+        counting, auto_note = _auto_counting(baselines_root, size)
     mode = decide(
         perf=enabled,
         smoke=smoke,
@@ -204,6 +208,8 @@ def configure(config: pytest.Config) -> None:
     schedule = _schedule(config, pick, mode, rounds, max_rounds, round_out, serve, plan)
     output = _output(config, pick, mode, json_path, markdown_path, store_value, ci)
     config.stash[STATE] = PerfState(run=run, schedule=schedule, output=output, counting=counting)
+    if auto_note is not None:
+        config.stash[STATE].notes.append(auto_note)
 
     def announce(line: str) -> None:
         tr = config.pluginmanager.get_plugin("terminalreporter")
@@ -341,6 +347,38 @@ def _refuse(
         option = "--" + ini.replace("_", "-")
         where = option if values[ini] is not None else f"ini option {ini} in {config.inipath}"
         raise pytest.UsageError(f"{where} {path}: {problem}")
+
+
+def _auto_counting(baselines_root: Path, size: str) -> tuple[Any, str | None]:
+    """--perf-measure auto against stored baselines: counting where this run's counts baselines
+    exist and valgrind runs (the benchmarks they hold are counted, the rest timed), else none,
+    with a line saying why where counts baselines exist but cannot be counted here."""
+    from pytest_burnperf.core import counts_key
+    from pytest_burnperf.host import callgrind
+    from pytest_burnperf.plugin.measuring.counting import Counting
+    from pytest_burnperf.runs.reference import has_baselines
+
+    name = counts_key.store_name(platform.system(), platform.machine())
+    if size != settings.DEFAULT_SIZE:
+        name = f"{name}-{size}"
+    if not has_baselines(baselines_root / name):
+        return None, None
+    why = callgrind.unsupported_reason()
+    valgrind = callgrind.find_valgrind() if why is None else None
+    if why is None and valgrind is None:
+        why = "valgrind is not installed (Debian and Ubuntu: apt install valgrind)"
+    version = None
+    if valgrind is not None:
+        try:
+            version = callgrind.valgrind_version(valgrind)
+        except callgrind.CountingUnavailable as exc:
+            why = str(exc)
+    if valgrind is None or version is None:
+        return None, (
+            f"not counted: counts baselines exist ({name}) but cannot be counted here: {why}; "
+            "CPU benchmarks judged by time"
+        )
+    return Counting(valgrind=valgrind, version=version, measure="auto"), None
 
 
 def _counting(measure: str) -> Any:

@@ -190,8 +190,10 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "what judges CPU benchmarks: time (the clock), counts (instructions and estimated "
         "cycles on valgrind's simulated CPU, counted around the benchmark's calls: no host can "
         "disturb them, and their baselines judge on any x86-64 Linux machine; needs valgrind), "
-        "or both (counts judge, time is shown beside them). Device benchmarks are judged by "
-        "device time. Default: time",
+        "or both (counts judge, time is shown beside them); auto: a CPU benchmark with a counts "
+        "baseline is counted and judged by counts where valgrind runs, the rest by time (in a "
+        "run against stored baselines; a same-session comparison is timed). Device benchmarks "
+        "are judged by device time. Default: auto",
     ),
     (
         "--perf-count-limit",

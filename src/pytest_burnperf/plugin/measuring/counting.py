@@ -54,6 +54,8 @@ class Counting:
     sides: dict[str, counted.CountedRun] = field(default_factory=dict)
     #: Benchmarks not counted because their stored baseline is timed (selection), with why.
     by_baseline: dict[str, str] = field(default_factory=dict)
+    #: --perf-measure auto: the CPU benchmarks with no counts baseline, timed as by default.
+    left_to_time: set[str] = field(default_factory=set)
     _store: BaselineStore | None = None
 
     def runs(self) -> list[counted.CountedRun]:
@@ -99,6 +101,16 @@ def start_text(state: PerfState) -> str:
     return f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, size {state.run.size}"
 
 
+def auto_text(state: PerfState) -> str:
+    """--perf-measure auto's first line: which benchmarks counts judge, with what."""
+    c: Counting = state.counting
+    return (
+        f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
+        f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
+        f"{c.version}), the rest timed"
+    )
+
+
 def header_text(state: PerfState) -> str:
     """The summary's line about counts: the measure that gates, the model, what it took."""
     c: Counting = state.counting
@@ -126,12 +138,17 @@ def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     under --perf-measure counts or both, unless (``nodeid``) it was too slow to count."""
     if state.counting is None or kind != "cpu":
         return False
-    return nodeid is None or state.counting.timed_instead(nodeid) is None
+    if nodeid is None:
+        return True
+    return (
+        nodeid not in state.counting.left_to_time and state.counting.timed_instead(nodeid) is None
+    )
 
 
 def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
-    """Whether the clock does not run at all for such a benchmark (--perf-measure counts)."""
-    return by_counts(state, kind, nodeid) and state.counting.measure == "counts"
+    """Whether the clock does not run at all for such a benchmark (--perf-measure counts, or
+    auto for a benchmark it counts)."""
+    return by_counts(state, kind, nodeid) and state.counting.measure in ("counts", "auto")
 
 
 def fallback_note(state: PerfState, nodeid: str) -> str | None:
@@ -220,6 +237,9 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         chosen = instruction_counts.selection(
             counts_baseline=has_counts, time_baseline=has_time, records=state.run.mode.records
         )
+        if state.counting.measure == "auto" and chosen != instruction_counts.ALWAYS:
+            state.counting.left_to_time.add(item.nodeid)  # no counts baseline: timed, as ever
+            continue
         if chosen == instruction_counts.BY_TIME:
             state.counting.by_baseline[item.nodeid] = (
                 "it has a timed baseline and no counts baseline (recorded by time, or over "

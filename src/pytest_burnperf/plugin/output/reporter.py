@@ -76,7 +76,9 @@ def header_lines(config: pytest.Config, state: PerfState) -> list[str]:
         f"burnperf: {where}, {rounds_text(state.schedule.rounds, state.schedule.max_rounds)}, "
         f"size {state.run.size}",
     ]
-    if state.counting is not None:
+    if state.counting is not None and state.counting.measure == "auto":
+        lines.append(f"burnperf: {counting.auto_text(state)}")
+    elif state.counting is not None:
         lines[-1] = f"burnperf: {counting.start_text(state)}"
         if state.counting.measure == "both":
             lines.append(
