@@ -673,6 +673,10 @@ def test_the_default_measure_counts_what_has_counts_baselines(
         "test_loop[numpy-cpu-f32]": ("counts", UNCHANGED),
         "test_plain[numpy-cpu-f32]": ("time", UNCHANGED),
     }
+    # nothing selected has a counts baseline: timed, and the summary does not speak of counts
+    plain, _ = _run(project, "--perf-quick", "--perf-threshold", "1000%", "-k", "test_plain")
+    plain.assert_outcomes(passed=1)
+    assert "counts: instructions per call" not in plain.stdout.str()
     (project.path / "size.txt").write_text("3600", encoding="utf-8")  # +20% more work
     slower, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
     slower.assert_outcomes(failed=1, passed=1)

@@ -111,6 +111,13 @@ def auto_text(state: PerfState) -> str:
     )
 
 
+def counted_any(state: PerfState) -> bool:
+    """Whether the summary speaks of counts: a counting run (counts, both), or auto where it
+    counted something (else auto timed everything, as --perf-measure time would)."""
+    c = state.counting
+    return c is not None and (c.measure != "auto" or any(r.counts for r in c.runs()))
+
+
 def header_text(state: PerfState) -> str:
     """The summary's line about counts: the measure that gates, the model, what it took."""
     c: Counting = state.counting

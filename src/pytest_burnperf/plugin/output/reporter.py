@@ -215,7 +215,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         comparisons=state.findings.comparisons,
         same_session=_same_session_text(state),
         machine_line=False,  # the run's first line named it (header_lines)
-        counted=None if state.counting is None else counting.header_text(state),
+        counted=counting.header_text(state) if counting.counted_any(state) else None,
     )
     if state.run.reference is not None:
         head.insert(1, _reference_text(state))
