@@ -668,11 +668,11 @@ def test_the_default_measure_counts_what_has_counts_baselines(
     both, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
     both.assert_outcomes(passed=2)
     both.stdout.fnmatch_lines(["*counts (--perf-measure auto): CPU benchmarks with a counts*"])
-    measures = {r["name"]: (r["measure"], r["verdict"]["status"]) for r in doc["results"]}
-    assert measures == {
-        "test_loop[numpy-cpu-f32]": ("counts", UNCHANGED),
-        "test_plain[numpy-cpu-f32]": ("time", UNCHANGED),
-    }
+    measures = {r["name"]: r["measure"] for r in doc["results"]}
+    assert measures == {"test_loop[numpy-cpu-f32]": "counts", "test_plain[numpy-cpu-f32]": "time"}
+    # the counted one's verdict does not depend on the host; the timed one's is not asserted
+    (loop,) = [r for r in doc["results"] if r["measure"] == "counts"]
+    assert loop["verdict"]["status"] == UNCHANGED
     # nothing selected has a counts baseline: timed, and the summary does not speak of counts
     plain, _ = _run(project, "--perf-quick", "--perf-threshold", "1000%", "-k", "test_plain")
     plain.assert_outcomes(passed=1)

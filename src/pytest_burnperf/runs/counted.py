@@ -93,6 +93,19 @@ class CountedRun:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class _Launch:
+    """What every counted process of one run is started with: the valgrind, the Python and
+    pytest's arguments, the run's scratch folder, where it runs and its environment."""
+
+    valgrind: str
+    python: str
+    args: Sequence[str]
+    work: Path
+    cwd: Path
+    env: Mapping[str, str] | None
+
+
 #: The scratch folders of counted processes under the temporary directory.
 SCRATCH_PREFIX = "burnperf-counts-"
 
@@ -207,9 +220,10 @@ def run(
     try:
         mark_owner(work)
         (work / "dumps").mkdir()
+        launch = _Launch(valgrind, python, args, work, cwd, env)
         parts = shares(wanted, jobs)
         if len(parts) == 1:
-            _count_share(got, valgrind, python, args, parts[0], work, 0, cwd, say, env)
+            _count_share(launch, got, parts[0], 0, say)
         else:
             done = [0] * len(parts)
             lock = threading.Lock()
@@ -225,19 +239,7 @@ def run(
             each = [CountedRun() for _ in parts]
             with ThreadPoolExecutor(max_workers=len(parts)) as pool:
                 for future in [
-                    pool.submit(
-                        _count_share,
-                        each[i],
-                        valgrind,
-                        python,
-                        args,
-                        part,
-                        work,
-                        i,
-                        cwd,
-                        told(i),
-                        env,
-                    )
+                    pool.submit(_count_share, launch, each[i], part, i, told(i))
                     for i, part in enumerate(parts)
                 ]:
                     future.result()
@@ -261,25 +263,14 @@ def shares(wanted: Sequence[str], jobs: int) -> list[list[str]]:
 
 
 def _count_share(
-    got: CountedRun,
-    valgrind: str,
-    python: str,
-    args: Sequence[str],
-    wanted: list[str],
-    work: Path,
-    share: int,
-    cwd: Path,
-    say: Callable[[int], None],
-    env: Mapping[str, str] | None,
+    launch: _Launch, got: CountedRun, wanted: list[str], share: int, say: Callable[[int], None]
 ) -> None:
     """One share of the benchmarks, in one counted process and the fresh ones that follow a
     benchmark that killed it."""
     try:
         todo = list(wanted)
         for attempt in range(MAX_RESTARTS + 1):
-            todo = _one_process(
-                got, valgrind, python, args, todo, work, f"{share}-{attempt}", cwd, say, env
-            )
+            todo = _one_process(launch, got, todo, f"{share}-{attempt}", say)
             if not todo:
                 break
         else:
@@ -297,32 +288,24 @@ def _count_share(
 
 
 def _one_process(
-    got: CountedRun,
-    valgrind: str,
-    python: str,
-    args: Sequence[str],
-    todo: Sequence[str],
-    work: Path,
-    attempt: str,
-    cwd: Path,
-    say: Callable[[int], None],
-    env: Mapping[str, str] | None,
+    launch: _Launch, got: CountedRun, todo: Sequence[str], attempt: str, say: Callable[[int], None]
 ) -> list[str]:
     """One counted process over ``todo``; what it counted goes into ``got``. Returns the
     benchmarks still to count: after it died on one, those it had not reached."""
+    work = launch.work
     here = work / f"pass-{attempt}"
     here.mkdir()
     already = len(got.counts) + len(got.timed_instead) + len(got.missing)
     code, output, out = run_worker(
-        python,
-        args,
+        launch.python,
+        launch.args,
         wanted=todo,
         work=here,
-        cwd=cwd,
+        cwd=launch.cwd,
         say=lambda done: say(already + done),
         options=[f"{COUNT_OPTION}={work / 'dumps'}"],
-        prefix=[*dying_with_parent(), *callgrind.command(valgrind, work / "dumps")],
-        env=environment(env),
+        prefix=[*dying_with_parent(), *callgrind.command(launch.valgrind, work / "dumps")],
+        env=environment(launch.env),
     )
     if out.exists():
         try:
