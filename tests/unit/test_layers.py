@@ -16,15 +16,21 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pytest_burnperf"
 #: Each part of the package and the parts it may import (besides itself).
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "_version": frozenset(),
-    "host": frozenset({"_version"}),
-    "core": frozenset({"_version", "host"}),
-    "devices": frozenset({"host", "core"}),
-    "storage": frozenset({"host", "core"}),
-    "runs": frozenset({"host", "core", "devices", "storage"}),
-    "report": frozenset({"_version", "host", "core", "storage"}),
-    "instruments": frozenset({"host", "core", "devices", "storage", "runs"}),
-    "plugin": frozenset({"host", "core", "devices", "storage", "runs", "instruments", "report"}),
-    "cli": frozenset({"_version", "host", "core", "devices", "storage", "runs", "report"}),
+    # reading JSON fields with their types checked: a leaf every part may use
+    "json_fields": frozenset(),
+    "host": frozenset({"json_fields", "_version"}),
+    "core": frozenset({"json_fields", "_version", "host"}),
+    "devices": frozenset({"json_fields", "host", "core"}),
+    "storage": frozenset({"json_fields", "host", "core"}),
+    "runs": frozenset({"json_fields", "host", "core", "devices", "storage"}),
+    "report": frozenset({"json_fields", "_version", "host", "core", "storage"}),
+    "instruments": frozenset({"json_fields", "host", "core", "devices", "storage", "runs"}),
+    "plugin": frozenset(
+        {"json_fields", "host", "core", "devices", "storage", "runs", "instruments", "report"}
+    ),
+    "cli": frozenset(
+        {"json_fields", "_version", "host", "core", "devices", "storage", "runs", "report"}
+    ),
     # the public API, and the deprecated module that re-exports its roofline helpers
     "__init__": frozenset({"_version", "core", "devices"}),
     "roofline": frozenset({"core"}),

@@ -135,7 +135,7 @@ def missing_sqlite(url: str) -> Path | None:
     return None if path.exists() else path
 
 
-def results_doc(path: Path) -> dict[str, Any]:
+def results_doc(path: Path) -> dict[str, object]:
     """A ``--perf-json`` results file, read strictly; InputError names what is wrong."""
 
     if not path.exists():

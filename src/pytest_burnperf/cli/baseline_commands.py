@@ -33,16 +33,16 @@ from pytest_burnperf.storage.baselines import BaselineStore
 from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
 
-def machine_dirs(root: Path) -> list[dict[str, Any]]:
+def machine_dirs(root: Path) -> list[dict[str, object]]:
     """One record per machine directory under a baselines directory: its id, hardware class and
     CPU (from the files' ``machine`` section), how many files and benchmarks it holds."""
 
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     if not root.is_dir():
         return out
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
         files = sorted(d.rglob("*.json"))
-        info: dict[str, Any] = {}
+        info: dict[str, object] = {}
         benchmarks = 0
         for f in files:
             try:
@@ -73,7 +73,7 @@ def cmd_machines(args: argparse.Namespace) -> int:
     cls = hardware_class()
     dirs = machine_dirs(args.baselines)
     for rec in dirs:
-        base = rec["id"].removesuffix("-tiny").removesuffix("-medium").removesuffix("-full")
+        base = str(rec["id"]).removesuffix("-tiny").removesuffix("-medium").removesuffix("-full")
         rec["this_host"] = base == here
         rec["same_class"] = rec["hardware_class"] == cls
         rec["legacy"] = rec["hardware_class"] is None
@@ -139,7 +139,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     with entry.device.threads(1):
         fingerprint = escape_strings(entry.device.fingerprint())
     recorded = {"date": now_utc(), "imported_from": args.file.name, "tool": "pytest-benchmark"}
-    updates: dict[str, dict[str, dict[str, Any]]] = {}
+    updates: dict[str, dict[str, dict[str, object]]] = {}
     for b in saved:
         updates.setdefault(b.module, {})[b.key] = {
             "samples": list(b.samples),

@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.settings import (
     DTYPES,
 )
@@ -14,7 +15,7 @@ from pytest_burnperf.devices import Registry
 from pytest_burnperf.devices.base import Device, graph_unsupported
 
 
-def device_info(device: Device) -> dict[str, Any]:
+def device_info(device: Device) -> dict[str, object]:
     """What ``burnperf devices`` shows for one device: its fingerprint, dtypes and clock."""
 
     info = dict(device.fingerprint())
@@ -64,7 +65,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
         return 0
     for info in infos:
         memory = info.get("memory_bytes", info.get("host_memory_bytes"))
-        versions = ", ".join(f"{k} {v}" for k, v in sorted(info.get("versions", {}).items()))
+        versions = ", ".join(
+            f"{k} {v}" for k, v in sorted(jf.mapping(info.get("versions")).items())
+        )
         what = dict.fromkeys((str(info["kind"]), str(info["library"])))  # "opencl" said once
         print(f"{info['id']}  ({', '.join(what)})")
         print(f"  model:         {info['name']}")
@@ -86,7 +89,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
                 print(f"  {label + ':':<14} {info[key]}")
         print(f"  versions:      {versions or '-'}")
         print(f"  clock:         {info['clock']}")
-        print(f"  dtypes:        {', '.join(info['dtypes']) or '-'}")
+        print(f"  dtypes:        {', '.join(map(str, jf.sequence(info.get('dtypes')))) or '-'}")
         graphs = "yes (timer='graph' times CUDA-graph replays)" if info["graphs"] else "no"
         print(f"  graphs:        {graphs}")
     if not infos:

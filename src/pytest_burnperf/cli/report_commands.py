@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.cli.arguments import (
     EXIT_OK,
     InputError,
@@ -56,7 +57,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError(f"-o {args.output}: {problem}")
     doc = results_doc(args.results) if args.results is not None else None
     use_store = args.store is not None or doc is None
-    points: list[dict[str, Any]] = []
+    points: list[dict[str, object]] = []
     if use_store:
         with open_store(args) as store:
             points = store.points(last=args.last, branch=args.branch)
@@ -129,7 +130,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     except (OSError, FileFormatError) as exc:
         raise InputError(f"cannot write the merged results: {exc}") from None
     code, line = verdict(merged)
-    shard = merged["settings"]["shard"]
+    shard = jf.mapping(jf.mapping(merged.get("settings")).get("shard"))
     print(f"merged {shard['count']} shard(s) into {args.output}: {line}")
     return code
 
@@ -142,7 +143,7 @@ def cmd_github(args: argparse.Namespace) -> int:
     from pytest_burnperf.report import github, markdown
     from pytest_burnperf.storage.paths import target_problem
 
-    doc: dict[str, Any] | None = None
+    doc: dict[str, object] | None = None
     problem = ""
     if args.results.exists():
         try:

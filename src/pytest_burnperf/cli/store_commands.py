@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.cli.arguments import (
     EXIT_OK,
     InputError,
@@ -40,7 +41,7 @@ def cmd_import_results(args: argparse.Namespace) -> int:
                 added = store.record(doc, source=f"import {path.name}")
             except StoreError as exc:
                 raise InputError(f"{path}: {exc}") from None
-            n = len(doc.get("results") or [])
+            n = len(jf.sequence(doc.get("results")))
             print(f"{path}: {'imported' if added else 'already in the store'} ({n} results)")
         runs, res = store.counts()
     print(f"the store holds {runs} runs, {res} results")

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.comparability import blocker, legacy_reason
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -82,8 +82,8 @@ class HostEvidence:
     windows: Sequence[Window] = ()
     baseline_windows: Sequence[Window] = ()
     #: This run's reference probe of the device, and the baseline's.
-    probe: Mapping[str, Any] | None = None
-    baseline_probe: Mapping[str, Any] | None = None
+    probe: Mapping[str, object] | None = None
+    baseline_probe: Mapping[str, object] | None = None
 
     def busy_rounds(self, rounds: int) -> dict[int, str]:
         """``{round index: why}`` of this run's rounds measured on a disturbed host, when the
@@ -124,9 +124,8 @@ def busy_round_costs_another(rounds: int, clean: int) -> bool:
     return clean < rounds and clean < MIN_CLEAN_ROUNDS
 
 
-def baseline_runs(entry: Mapping[str, Any]) -> list[list[float]]:
-    runs = entry.get("runs") or [entry["samples"]]
-    return [list(r) for r in runs]
+def baseline_runs(entry: Mapping[str, object]) -> list[list[float]]:
+    return jf.rounds(entry.get("runs")) or [jf.floats(entry.get("samples"))]
 
 
 def _change(v: Verdict) -> str:
@@ -226,22 +225,22 @@ def explain_by_probe(
 
 
 def assess(
-    baseline: Mapping[str, Any] | None,
+    baseline: Mapping[str, object] | None,
     runs: Sequence[Sequence[float]],
     *,
-    fingerprint: Mapping[str, Any],
+    fingerprint: Mapping[str, object],
     timer: str,
     l2_flush: bool,
     policy: Policy,
     legacy: bool = False,
     host: HostEvidence | None = None,
-    pedantic: Mapping[str, Any] | None = None,
+    pedantic: Mapping[str, object] | None = None,
 ) -> Verdict:
     """The verdict of one benchmark: its process ``runs`` (this process last) against
     ``baseline`` (an entry of a baseline file, or None)."""
     pooled = [v for r in runs for v in r]
     if baseline is not None and legacy:
-        return not_comparable(pooled, baseline.get("samples") or [], legacy_reason())
+        return not_comparable(pooled, jf.floats(baseline.get("samples")), legacy_reason())
     if baseline is not None:
         why, notes = blocker(baseline, fingerprint, timer, l2_flush, pedantic)
         if why is not None:

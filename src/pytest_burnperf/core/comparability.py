@@ -24,7 +24,6 @@ way, with the same clock and cache regime. Everything else about it is *noted*. 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pytest_burnperf.core.precision import difference
 from pytest_burnperf.host.hardware import CPU_MUST_MATCH, CPU_NOTED
@@ -56,12 +55,12 @@ SOFTWARE_KEYS: tuple[str, ...] = ("driver", "nvml_driver", "runtime", "blas")
 LEGACY = "baseline recorded without the hardware identity"
 
 
-def _label(fp: Mapping[str, Any]) -> str:
+def _label(fp: Mapping[str, object]) -> str:
     name = fp.get("name") or fp.get("id") or "an unnamed device"
     return f"{name} ({fp['id']})" if fp.get("id") and fp.get("id") != name else str(name)
 
 
-def _identity_version(fp: Mapping[str, Any]) -> int:
+def _identity_version(fp: Mapping[str, object]) -> int:
     v = fp.get("identity")
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
 
@@ -74,7 +73,7 @@ def legacy_reason() -> str:
     )
 
 
-def _cpu_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def _cpu_differences(old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
     diffs: list[str] = []
     for key in CPU_MUST_MATCH:
         if key in old and key in new and old[key] != new[key]:
@@ -82,7 +81,7 @@ def _cpu_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
     return diffs
 
 
-def _cpu_notes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def _cpu_notes(old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
     notes: list[str] = []
     for key in CPU_NOTED:
         a, b = old.get(key), new.get(key)
@@ -97,7 +96,7 @@ def _cpu_notes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return notes
 
 
-def _dispatch_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def _dispatch_differences(old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
     return [
         f"baseline CPU dispatches {lib} {old[lib]}, this CPU {new[lib]}"
         for lib in sorted(set(old) & set(new))
@@ -106,7 +105,7 @@ def _dispatch_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> lis
 
 
 def comparability(
-    baseline_fp: Mapping[str, Any] | None, current_fp: Mapping[str, Any]
+    baseline_fp: Mapping[str, object] | None, current_fp: Mapping[str, object]
 ) -> tuple[str | None, tuple[str, ...]]:
     """``(why not comparable or None, notes)`` for a baseline's device fingerprint and this run's.
 
@@ -161,9 +160,9 @@ CLOCKS = {
 }
 
 
-def regime_difference(baseline: Mapping[str, Any], timer: str, l2_flush: bool) -> str | None:
+def regime_difference(baseline: Mapping[str, object], timer: str, l2_flush: bool) -> str | None:
     """Why a baseline measured with another clock or cache regime cannot be compared, or None."""
-    old_timer = baseline.get("timer", "host")
+    old_timer = str(baseline.get("timer", "host"))
     if old_timer != timer:
         return (
             f"baseline timed with {CLOCKS.get(old_timer, old_timer)}, this run with "
@@ -188,7 +187,7 @@ def regime_difference(baseline: Mapping[str, Any], timer: str, l2_flush: bool) -
 PEDANTIC_KEYS: tuple[str, ...] = ("rounds", "iterations", "warmup_rounds", "setup")
 
 
-def _pedantic_text(shape: Mapping[str, Any]) -> str:
+def _pedantic_text(shape: Mapping[str, object]) -> str:
     rounds = shape.get("rounds")
     parts = ["rounds not given (sampled)" if rounds is None else f"rounds={rounds}"]
     parts += [f"{k}={shape.get(k)}" for k in ("iterations", "warmup_rounds")]
@@ -197,7 +196,7 @@ def _pedantic_text(shape: Mapping[str, Any]) -> str:
 
 
 def pedantic_difference(
-    baseline: Mapping[str, Any], pedantic: Mapping[str, Any] | None
+    baseline: Mapping[str, object], pedantic: Mapping[str, object] | None
 ) -> str | None:
     """Why a baseline sampled with other pedantic settings cannot be compared, or None. A
     baseline that does not say how it was sampled (recorded before this rule, or by
@@ -216,16 +215,16 @@ def pedantic_difference(
 
 
 def blocker(
-    baseline: Mapping[str, Any],
-    fingerprint: Mapping[str, Any],
+    baseline: Mapping[str, object],
+    fingerprint: Mapping[str, object],
     timer: str,
     l2_flush: bool,
-    pedantic: Mapping[str, Any] | None = None,
+    pedantic: Mapping[str, object] | None = None,
 ) -> tuple[str | None, tuple[str, ...]]:
     """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
 
-    why, notes = comparability(baseline.get("device"), fingerprint)
     device = baseline.get("device")
+    why, notes = comparability(device if isinstance(device, Mapping) else None, fingerprint)
     modes = device.get("precision") if isinstance(device, Mapping) else None
     return (
         why

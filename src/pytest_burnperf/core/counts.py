@@ -25,8 +25,10 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import stats
 from pytest_burnperf.core.text import format_count
 from pytest_burnperf.core.verdict import (
@@ -102,7 +104,7 @@ class TooSlow(Exception):
         self.result = result
 
 
-def estimated_cycles(events: Mapping[str, int]) -> int:
+def estimated_cycles(events: Mapping[str, float]) -> int:
     """Instructions plus :data:`L1_MISS` per L1 miss and :data:`LL_MISS` per last-level miss."""
     l1 = events.get("I1mr", 0) + events.get("D1mr", 0) + events.get("D1mw", 0)
     ll = events.get("ILmr", 0) + events.get("DLmr", 0) + events.get("DLmw", 0)
@@ -124,7 +126,7 @@ class Counter(Protocol):
     def stop(self) -> None: ...
     def zero(self) -> None: ...
     def toggle(self) -> None: ...
-    def dump(self, label: str) -> Any: ...
+    def dump(self, label: str) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class Counted:
     def values(self, metric: str = GATING) -> tuple[int, ...]:
         return self.cycles if metric == "cycles" else self.instructions
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "instructions": list(self.instructions),
             "cycles": list(self.cycles),
@@ -150,12 +152,16 @@ class Counted:
         }
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Counted:
+    def from_json(cls, doc: Mapping[str, object]) -> Counted:
         return cls(
-            instructions=tuple(int(v) for v in doc["instructions"]),
-            cycles=tuple(int(v) for v in doc["cycles"]),
-            events={str(k): int(v) for k, v in (doc.get("events") or {}).items()},
-            interpreter=float(doc.get("interpreter") or 0.0),
+            instructions=tuple(int(v) for v in jf.floats(doc.get("instructions"))),
+            cycles=tuple(int(v) for v in jf.floats(doc.get("cycles"))),
+            events={
+                str(k): int(n)
+                for k, v in jf.mapping(doc.get("events")).items()
+                if (n := jf.number(v)) is not None
+            },
+            interpreter=jf.number(doc.get("interpreter")) or 0.0,
         )
 
 
@@ -175,7 +181,7 @@ def allocator_pad(index: int) -> list[object]:
 def count_calls(
     make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
     counter: Counter,
-    read: Callable[[Any], Mapping[str, int]],
+    read: Callable[[Path], Mapping[str, float]],
     *,
     calls: int,
     label: str,
@@ -213,7 +219,7 @@ def count_calls(
             after()
         return out
 
-    def counted_pass(n: int, warm_up: int, done: int) -> list[Mapping[str, int]]:
+    def counted_pass(n: int, warm_up: int, done: int) -> list[Mapping[str, float]]:
         dumps: list[Any] = []
         counter.start()
         counter.toggle()  # the calling thread: off, on around each call only

@@ -5,7 +5,6 @@ difference named when they do not, and where counts baselines are kept."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 #: Key fields, in the order a difference is named: what decides which instructions run.
 KEY_FIELDS = (
@@ -78,7 +77,7 @@ def counts_key(
     libc: str,
     libraries: Mapping[str, str],
     threads: int | str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What decides a benchmark's counts: not the host's CPU model (valgrind presents a fixed
     simulated CPU chosen by the host's capability level), but that simulated CPU as CPUID shows
     it (``cpuid``: what glibc and every CPUID-dispatched kernel choose by), the features the
@@ -99,7 +98,9 @@ def counts_key(
     }
 
 
-def key_difference(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> str | None:
+def key_difference(
+    stored: Mapping[str, object] | None, current: Mapping[str, object]
+) -> str | None:
     """Why counts recorded under ``stored`` do not compare with counts under ``current``
     (the first field that differs, with both values), or None."""
     if stored is None:
@@ -126,7 +127,7 @@ def key_difference(stored: Mapping[str, Any] | None, current: Mapping[str, Any])
     return None
 
 
-def key_notes(stored: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
+def key_notes(stored: Mapping[str, object] | None, current: Mapping[str, object]) -> list[str]:
     """Differences in the fields that are noted, not refused (another valgrind version)."""
     if stored is None:
         return []

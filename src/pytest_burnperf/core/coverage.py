@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_burnperf.core.verdict import (
     FAILED,
@@ -129,7 +128,9 @@ class Coverage:
             text += f"; NOT judged: {self.not_judged} ({', '.join(parts)})"
         return text
 
-    def as_json(self, minimum: float | None = None, advice: Iterable[str] = ()) -> dict[str, Any]:
+    def as_json(
+        self, minimum: float | None = None, advice: Iterable[str] = ()
+    ) -> dict[str, object]:
         return {
             "judged": self.judged + self.failed,
             "not_judged": self.not_judged,

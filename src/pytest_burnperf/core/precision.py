@@ -45,7 +45,7 @@ TORCH_CPU: dict[str, tuple[str, Any]] = {
 #: cupy reads ``CUPY_TF32`` (TF32 for f32 matmuls and convolutions) from the environment.
 CUPY: dict[str, tuple[str, Any]] = {"CUPY_TF32": ("env", "0")}
 
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: dict[str, object] = {
     name: default
     for table in (TORCH_ALL, TORCH_GPU, TORCH_CPU, CUPY)
     for name, (_p, default) in table.items()
@@ -66,7 +66,7 @@ def _read(torch: Any, path: str) -> Any:
     return str(obj)
 
 
-def torch_modes(torch: Any, kind: str) -> dict[str, Any]:
+def torch_modes(torch: Any, kind: str) -> dict[str, object]:
     """torch's precision modes for a device of ``kind`` (``cpu``, ``cuda``, ``rocm``, ``metal``);
     a switch this torch lacks is left out."""
     tables = [TORCH_ALL]
@@ -74,7 +74,7 @@ def torch_modes(torch: Any, kind: str) -> dict[str, Any]:
         tables.append(TORCH_GPU)
     elif kind == "cpu":
         tables.append(TORCH_CPU)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for table in tables:
         for name, (path, _default) in table.items():
             try:
@@ -84,24 +84,24 @@ def torch_modes(torch: Any, kind: str) -> dict[str, Any]:
     return out
 
 
-def cupy_modes(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def cupy_modes(env: Mapping[str, str] | None = None) -> dict[str, object]:
     """cupy's precision modes (from the environment it reads them from)."""
     env = os.environ if env is None else env
     return {"CUPY_TF32": str(env.get("CUPY_TF32", "0"))}
 
 
-def non_default(modes: Mapping[str, Any]) -> dict[str, Any]:
+def non_default(modes: Mapping[str, object]) -> dict[str, object]:
     """The modes whose value is not the library's default."""
     return {k: v for k, v in modes.items() if k in DEFAULTS and v != DEFAULTS[k]}
 
 
-def describe(modes: Mapping[str, Any]) -> str | None:
+def describe(modes: Mapping[str, object]) -> str | None:
     """``cuda.matmul.allow_tf32=True, cudnn.benchmark=True`` for the non-default modes, or None."""
     odd = non_default(modes)
     return ", ".join(f"{k}={v}" for k, v in sorted(odd.items())) or None
 
 
-def key_part(modes: Mapping[str, Any]) -> str:
+def key_part(modes: Mapping[str, object]) -> str:
     """What the peak cache's key adds for these modes: nothing at the defaults (so caches from
     before this existed stay valid), else ``|precision=...``."""
     text = describe(modes)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_burnperf.core.text import format_time
 
@@ -58,7 +57,7 @@ class ProfileSummary:
     total_s: float
     entries: tuple[Entry, ...]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "tool": self.tool,
             "calls": self.calls,

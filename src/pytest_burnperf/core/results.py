@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 import platform
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_burnperf._version import __version__
 from pytest_burnperf.core.clocks import Sample
@@ -35,11 +36,11 @@ class Result:
     kind: str
     library: str
     dtype: str
-    fingerprint: dict[str, Any]
+    fingerprint: dict[str, object]
     settings: Settings
     sample: Sample
     verdict: Verdict
-    baseline: dict[str, Any] | None
+    baseline: dict[str, object] | None
     #: Samples per process round (the last one is this process's).
     runs: tuple[tuple[float, ...], ...] = ()
     #: What one call computes and moves (``perf.work``), and the device's measured peaks.
@@ -47,9 +48,9 @@ class Result:
     peaks: Peaks | None = None
     #: Host state during each process round (this process last), and the reference probe.
     host: tuple[Window, ...] = ()
-    probe: dict[str, Any] | None = None
+    probe: dict[str, object] | None = None
     #: pytest-benchmark's ``benchmark.extra_info`` and group, for tests written for it.
-    extra_info: dict[str, Any] = field(default_factory=dict)
+    extra_info: dict[str, object] = field(default_factory=dict)
     group: str | None = None
     #: A same-session comparison: each environment's measurement (versions.VersionSummary),
     #: the label judged against and the one judged.
@@ -63,7 +64,7 @@ class Result:
     sampling_rounds: int = 1
     #: The test's parameters as pytest-benchmark reports them: name -> value (JSON-safe; a device
     #: by its id) and the parameter id, both None for a test without parameters of its own.
-    params: dict[str, Any] | None = None
+    params: dict[str, object] | None = None
     param: str | None = None
     #: What judged: "time" (the clock, or device time) or "counts" (``sample`` and ``verdict``
     #: are then estimated cycles on callgrind's simulated CPU); with counts, the counted calls,
@@ -71,14 +72,14 @@ class Result:
     #: result shown beside them (its own sample, runs and verdict).
     measure: str = "time"
     counted: Counted | None = None
-    counts_key: dict[str, Any] | None = None
+    counts_key: dict[str, object] | None = None
     time: Result | None = None
     #: --perf-profile: the profile of this run's side (``tool``, ``file``, ``summary``), the
     #: side it was compared with (``against``, ``against_summary``) and the note of what grew.
-    profile: dict[str, Any] | None = None
+    profile: dict[str, object] | None = None
     #: perf.pedantic's shape (comparability.PEDANTIC_KEYS): what one sample means; None for
     #: ``perf(fn)``.
-    pedantic: dict[str, Any] | None = None
+    pedantic: dict[str, object] | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -107,7 +108,7 @@ class Result:
         """Bytes one call of the benchmark allocated at its peak, where the device can tell."""
         return self.sample.peak_memory
 
-    def settings_dict(self) -> dict[str, Any]:
+    def settings_dict(self) -> dict[str, object]:
         s = self.settings
         return {
             "samples": s.samples,
@@ -122,7 +123,7 @@ class Result:
             "max_time": s.max_time,
         }
 
-    def baseline_entry(self, recorded: dict[str, Any]) -> dict[str, Any]:
+    def baseline_entry(self, recorded: dict[str, object]) -> dict[str, object]:
         """What ``--perf-update`` stores for this benchmark (with counts: in the counts
         baselines, the counted calls and their key beside the estimated cycles)."""
         if self.counted is not None:
@@ -167,12 +168,12 @@ class Result:
             **self._profile_entry(),
         }
 
-    def _profile_entry(self) -> dict[str, Any]:
+    def _profile_entry(self) -> dict[str, object]:
         """Recorded with --perf-profile: the profile summary, for later runs to compare with."""
         summary = (self.profile or {}).get("summary")
         return {} if summary is None else {"profile": summary}
 
-    def sampling(self) -> dict[str, Any]:
+    def sampling(self) -> dict[str, object]:
         """How this process's sampling ended: why it stopped, how many samples, how precise."""
         half = median_halfwidth(self.sample.values)
         return {
@@ -184,19 +185,20 @@ class Result:
 
     def sampling_note(self) -> str | None:
         """A line for the report when adaptive sampling ran out of samples or time."""
-        info = self.sampling()
-        if info["stopped"] not in ("cap", "budget"):
+        stopped, n = self.sample.stopped, len(self.sample.values)
+        if stopped not in ("cap", "budget"):
             return None
         why = (
-            f"the {info['n']}-sample cap (max_samples)"
-            if info["stopped"] == "cap"
-            else f"the {self.settings.max_time:g} s budget (max_time), at {info['n']} samples"
+            f"the {n}-sample cap (max_samples)"
+            if stopped == "cap"
+            else f"the {self.settings.max_time:g} s budget (max_time), at {n} samples"
         )
-        half = info["median_ci95_halfwidth"]
-        known = "unknown" if half is None else f"+-{100 * math.expm1(half):.1f}%"
+        half = median_halfwidth(self.sample.values)
+        known = f"+-{100 * math.expm1(half):.1f}%" if math.isfinite(half) else "unknown"
+        goal = precision_goal(self.settings.threshold, self.sampling_rounds)
         return (
             f"sampling stopped at {why} with this process's median known to {known} "
-            f"(goal +-{100 * math.expm1(info['goal_halfwidth']):.1f}%)"
+            f"(goal +-{100 * math.expm1(goal):.1f}%)"
         )
 
     def host_disturbed(self) -> str | None:
@@ -207,7 +209,7 @@ class Result:
                 return why
         return None
 
-    def _roofline_json(self) -> dict[str, Any] | None:
+    def _roofline_json(self) -> dict[str, object] | None:
         got = self.roofline()
         if got is None or self.work is None:
             return None
@@ -219,7 +221,7 @@ class Result:
             "peaks": None if self.peaks is None else self.peaks.as_dict(),
         }
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         doc = self._as_json()
         doc["measure"] = self.measure
         if self.pedantic is not None:
@@ -232,7 +234,7 @@ class Result:
             doc["profile"] = self.profile
         return doc
 
-    def _as_json(self) -> dict[str, Any]:
+    def _as_json(self) -> dict[str, object]:
         v = self.verdict
         base = None
         if self.baseline is not None:
@@ -312,7 +314,9 @@ class Result:
         }
 
 
-def provenance(git: dict[str, Any], libraries: dict[str, str], date: str) -> dict[str, Any]:
+def provenance(
+    git: Mapping[str, object], libraries: Mapping[str, object], date: str
+) -> dict[str, object]:
     return {
         "date": date,
         "git": git,

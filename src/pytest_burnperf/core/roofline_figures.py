@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from pytest_burnperf.core.settings import DTYPES
 
@@ -88,7 +87,7 @@ class Peaks:
     gbps: float | None
     how: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -99,7 +98,7 @@ class Achieved:
     arith_pct: float | None
     mem_pct: float | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

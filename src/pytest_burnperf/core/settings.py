@@ -273,8 +273,10 @@ class Settings:
     max_samples: int = 200
     max_time: float = 1.0
 
-    def merged(self, overrides: Mapping[str, Any]) -> Settings:
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+    def merged(self, overrides: Mapping[str, object]) -> Settings:
+        # the marker's keywords, each already parsed to its field's type (MARKER_KEYS)
+        given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **given)
 
 
 #: Marker keywords that tune a single benchmark, with their parsers.
@@ -303,7 +305,7 @@ class PerfSpec:
 
     backends: tuple[str, ...] = DEFAULT_BACKENDS
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
-    overrides: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Mapping[str, object] = field(default_factory=dict)
 
 
 #: What each marker keyword's value is in Python: a marker is code, so a string where a number
@@ -334,7 +336,7 @@ def _check_marker_type(key: str, value: object, where: str) -> None:
         raise SettingsError(f"{where}: must be {what}, got {_show(value)} ({type(value).__name__})")
 
 
-def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> PerfSpec:
+def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> PerfSpec:
     """Turn the marker's arguments into a :class:`PerfSpec`; errors name ``test``."""
     where = f"{test}: @pytest.mark.perf"
     if args:

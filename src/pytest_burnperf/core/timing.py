@@ -62,7 +62,7 @@ Capture = Callable[[Callable[[], None]], Callable[[], object]]
 def measure(
     fn: Callable[..., Any],
     args: Sequence[Any] = (),
-    kwargs: dict[str, Any] | None = None,
+    kwargs: dict[str, object] | None = None,
     *,
     samples: int,
     warmup: float,
@@ -158,7 +158,7 @@ class _Run:
         self,
         fn: Callable[..., Any],
         args: Sequence[Any],
-        kwargs: dict[str, Any],
+        kwargs: dict[str, object],
         sync: Callable[[], object],
         clock: Callable[[], int],
         clocks: _Clocks,
@@ -393,7 +393,7 @@ def _sample_in_turns(
 def measure_pedantic(
     fn: Callable[..., Any],
     args: Sequence[Any] = (),
-    kwargs: dict[str, Any] | None = None,
+    kwargs: dict[str, object] | None = None,
     *,
     setup: Callable[[], Any] | None = None,
     teardown: Callable[..., Any] | None = None,

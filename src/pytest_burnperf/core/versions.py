@@ -7,7 +7,6 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_burnperf.core.between_runs import t_quantile
 
@@ -25,7 +24,7 @@ class VersionSummary:
     #: How much faster than the first version: its median over this one's (> 1: faster).
     speedup: float
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "label": self.label,
             "median": self.median,

@@ -59,7 +59,7 @@ class Device(Protocol):
     def reseed(self, seed: int) -> None:
         """Restart the generator behind :meth:`random` (done before every benchmark)."""
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         """What identifies this device and its software, for results and baselines.
 
         ``comparability.py`` decides from it whether a baseline is comparable: ``identity`` (the
@@ -123,7 +123,7 @@ class DeviceBase:
         call()
         return None
 
-    def precision(self) -> dict[str, Any]:
+    def precision(self) -> dict[str, object]:
         """The library's precision modes now (``precision.py``); {} where it has none."""
         return {}
 
@@ -173,7 +173,7 @@ def capture_failure(exc: BaseException, graph: str = "CUDA graph") -> str:
     )
 
 
-def nvml_fields(pci: str | None) -> dict[str, Any]:
+def nvml_fields(pci: str | None) -> dict[str, object]:
     """Max clocks, power limit and driver of an NVIDIA GPU from NVML (the ``nvml`` extra), or {}."""
 
     return nvml.facts(pci) or {}
@@ -232,12 +232,12 @@ class HostData:
         return fill_random(self._rng, shape, dtype, self.dtype(dtype), np.float32)
 
 
-def identity(*, host_cpu: bool, dispatch: dict[str, str | None] | None = None) -> dict[str, Any]:
+def identity(*, host_cpu: bool, dispatch: dict[str, str | None] | None = None) -> dict[str, object]:
     """The hardware-identity part of a fingerprint: its version, and for a device that computes
     on the host CPU (numpy, torch-cpu, PoCL, llvmpipe) the CPU's identity and the code paths the
     libraries dispatch to there."""
 
-    out: dict[str, Any] = {"identity": IDENTITY_VERSION}
+    out: dict[str, object] = {"identity": IDENTITY_VERSION}
     if host_cpu:
         out["cpu"] = cpu_identity()
         out["dispatch"] = {k: v for k, v in (dispatch or {}).items() if v is not None}

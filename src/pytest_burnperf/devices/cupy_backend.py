@@ -227,7 +227,7 @@ class CupyDevice(DeviceBase):
             self.sync()
         return int(hook.peak)
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         cp, p = self._cp, self._props
         rt = cp.cuda.runtime
         hip = bool(getattr(rt, "is_hip", False))
@@ -252,7 +252,7 @@ class CupyDevice(DeviceBase):
             **({} if hip else nvml_fields(self.pci())),
         }
 
-    def precision(self) -> dict[str, Any]:
+    def precision(self) -> dict[str, object]:
 
         return cupy_modes()
 

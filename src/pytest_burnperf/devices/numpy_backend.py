@@ -81,7 +81,7 @@ class NumpyDevice(DeviceBase):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return tracemalloc_peak(call)  # numpy reports its buffers to tracemalloc
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         blas = "unknown"
         try:
             cfg = self._np.show_config(mode="dicts")

@@ -165,7 +165,7 @@ class OpenCLDevice(HostData, DeviceBase):
     def timer(self) -> MarkerTimer:
         return MarkerTimer(self._cl, self.queue)
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         d, cl = self._dev, self._cl
         # A CPU device's "global memory" is host memory, and drivers such as PoCL report a share of
         # what is free at the moment (4.60 GB in one run, 4.80 GB in the next on the same machine):

@@ -247,7 +247,7 @@ class TorchDevice(DeviceBase):
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
         return rss_peak(call)
 
-    def precision(self) -> dict[str, Any]:
+    def precision(self) -> dict[str, object]:
 
         return torch_modes(self._torch, self.kind)
 
@@ -273,9 +273,9 @@ class TorchDevice(DeviceBase):
 
         return slowdown(self.pci()) if self.kind == "cuda" else None
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         torch = self._torch
-        fp: dict[str, Any] = {
+        fp: dict[str, object] = {
             "id": self.id,
             "kind": self.kind,
             "library": self.library,

@@ -228,7 +228,7 @@ class VulkanDevice(HostData, DeviceBase):
             return None
         return TimestampTimer(self._wgpu, self.gpu, _timestamp_period(self.gpu))
 
-    def fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, object]:
         info = self._info
         limits = dict(self._adapter.limits)
         from wgpu.backends.wgpu_native import lib_version_info

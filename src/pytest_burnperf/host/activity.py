@@ -247,7 +247,7 @@ class Window:
     gpu_others_sm: float | None = None
     gpu_others: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
     @classmethod
@@ -354,12 +354,15 @@ def window(
     after: Snapshot,
     cpu_share: Sequence[float] | None = None,
     gpu_slowdown: str | None = None,
-    gpu: Mapping[str, Any] | None = None,
+    gpu: Mapping[str, object] | None = None,
 ) -> Window:
     """The :class:`Window` between two snapshots; ``cpu_share`` (per sample, for single-threaded
     CPU benchmarks only) counts the descheduled samples; ``gpu``: NVML's fields for the same
     span (``nvml.Watch.fields``), whose slowdown, if any, is the one named."""
-    fields = {k: v for k, v in (gpu or {}).items() if k in Window.__dataclass_fields__}
+    # NVML's window fields (numbers and text, as nvml.window_fields makes them), by name
+    fields: dict[str, Any] = {
+        k: v for k, v in (gpu or {}).items() if k in Window.__dataclass_fields__
+    }
     if fields.get("gpu_slowdown") is None:
         fields["gpu_slowdown"] = gpu_slowdown
     seconds = max(after.wall - before.wall, 1e-9)
@@ -422,7 +425,7 @@ def spans(marks: Sequence[Snapshot]) -> tuple[Snapshot, Snapshot]:
     return zero, summed
 
 
-def cpufreq() -> dict[str, Any] | None:
+def cpufreq() -> dict[str, str | int | None] | None:
     """Governor and current/maximum clock of CPU 0 where cpufreq is exposed (None elsewhere,
     as on most VMs). Shown in the header; a clock well under its maximum hints at throttling."""
     base = _CPUFREQ / "cpu0" / "cpufreq"
@@ -431,7 +434,7 @@ def cpufreq() -> dict[str, Any] | None:
     top = _read(str(base / "cpuinfo_max_freq"))
     if gov is None and cur is None:
         return None
-    out: dict[str, Any] = {"governor": gov.strip() if gov else None}
+    out: dict[str, str | int | None] = {"governor": gov.strip() if gov else None}
     for key, text in (("cur_khz", cur), ("max_khz", top)):
         try:
             out[key] = int(text.strip()) if text else None
@@ -458,8 +461,9 @@ def summary(windows: Sequence[Window], cpus: int) -> str:
     freq = cpufreq()
     if freq and freq.get("governor"):
         parts.append(f"governor {freq['governor']}")
-        if freq.get("cur_khz") and freq.get("max_khz"):
-            parts.append(f"clock {freq['cur_khz'] / 1e6:.2f}/{freq['max_khz'] / 1e6:.2f} GHz")
+        cur, top = freq.get("cur_khz"), freq.get("max_khz")
+        if isinstance(cur, int) and isinstance(top, int) and cur and top:
+            parts.append(f"clock {cur / 1e6:.2f}/{top / 1e6:.2f} GHz")
     if not windows:
         state = "host state not measured"
     elif not bad:

@@ -177,7 +177,7 @@ def cpu_identity_from(
     caches: dict[str, int] | None = None,
     smt: str | None = None,
     hypervisor: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The identity of the CPU described by ``cpuinfo`` text (for tests: any text will do)."""
     blocks = parse_cpuinfo(cpuinfo)
     first = blocks[0] if blocks else {}
@@ -200,7 +200,7 @@ def cpu_identity_from(
         model = first.get("model", first.get("CPU part"))
         level = arch or "unknown"
     cores = {(b.get("physical id", "0"), b.get("core id")) for b in blocks if b.get("core id")}
-    ident: dict[str, Any] = {
+    ident: dict[str, object] = {
         "vendor": vendor,
         "family": family,
         "model": model,
@@ -226,7 +226,7 @@ def _hypervisor() -> str | None:
 
 
 @lru_cache(maxsize=1)
-def cpu_identity() -> dict[str, Any]:
+def cpu_identity() -> dict[str, object]:
     """This machine's CPU identity (see the module docstring). Cached: read once per process."""
     machine = platform.machine()
     text = _read(_CPUINFO) or ""
@@ -261,11 +261,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
 
 
-def hardware_class(ident: dict[str, Any] | None = None) -> str:
+def hardware_class(ident: dict[str, object] | None = None) -> str:
     """The must-match part of the CPU identity as a short slug: ``x86-64-v3-f25m1`` (AMD family
     25 model 1 with AVX2 but no AVX-512), ``sve-i0x41-p0xd40`` on Arm."""
     ident = cpu_identity() if ident is None else ident
-    level = slug(ident.get("level") or "unknown")
+    level = slug(str(ident.get("level") or "unknown"))
     family, model = ident.get("family"), ident.get("model")
     if level in ("neon", "sve", "sve2", "armv8"):
         parts = [level]
@@ -309,7 +309,7 @@ def blas_core() -> str | None:
     return ",".join(cores) if cores else None
 
 
-def describe(ident: dict[str, Any]) -> str:
+def describe(ident: dict[str, object]) -> str:
     """One readable line: ``AuthenticAMD family 25 model 1, x86-64-v3 (no AVX-512), 2 logical
     CPUs on 2 cores, L2 512 KiB, L3 32 MiB, hypervisor``."""
     parts = [f"{ident.get('vendor')} family {ident.get('family')} model {ident.get('model')}"]

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from pytest_burnperf import json_fields as jf
 
 #: Clock-event reasons that mean the GPU is slowing itself down against the workload's will.
 #: (The power cap, idle, sync boost and application/user clocks are normal operation.)
@@ -75,9 +77,9 @@ def _open(pci: str | None) -> tuple[Any, Any] | None:
         return None
 
 
-def _collect(calls: Sequence[tuple[str, Callable[[], object]]]) -> dict[str, Any]:
+def _collect(calls: Sequence[tuple[str, Callable[[], object]]]) -> dict[str, object]:
     """Each call's value by its key, leaving out what this GPU or driver does not report."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, call in calls:
         try:
             out[key] = call()
@@ -86,7 +88,7 @@ def _collect(calls: Sequence[tuple[str, Callable[[], object]]]) -> dict[str, Any
     return out
 
 
-def facts(pci: str | None) -> dict[str, Any] | None:
+def facts(pci: str | None) -> dict[str, object] | None:
     """Max SM and memory clocks (MHz), power limit (W) and driver of the GPU at ``pci``."""
     found = _open(pci)
     if found is None:
@@ -128,7 +130,7 @@ def slowdown(pci: str | None) -> str | None:
     return f"the GPU is in {', '.join(active)}{clocks}"
 
 
-def read(pci: str | None) -> dict[str, Any] | None:
+def read(pci: str | None) -> dict[str, object] | None:
     """One reading of the GPU at ``pci``: current and maximum SM and memory clocks (MHz), power
     and its limit (W), temperature (C) and the active clock-event reasons in words; None
     without NVML. A figure the GPU does not report is left out."""
@@ -148,7 +150,9 @@ def read(pci: str | None) -> dict[str, Any] | None:
             lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
         ),
     )
-    out: dict[str, Any] = {k: float(v) for k, v in _collect(calls).items()}
+    out: dict[str, object] = {
+        k: f for k, v in _collect(calls).items() if (f := jf.number(v)) is not None
+    }
     try:
         bits = int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
     except Exception:
@@ -202,7 +206,7 @@ class Watch:
         #: Look for other processes on the GPU (off for a side of a turn-taking pair, whose
         #: partner computes on the same GPU between this side's windows).
         self.track_others = True
-        self.readings: list[dict[str, Any]] = []
+        self.readings: list[dict[str, object]] = []
         self.since_us: int | None = None
 
     def mark(self) -> None:
@@ -212,7 +216,7 @@ class Watch:
         if reading is not None:
             self.readings.append(reading)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, object]:
         """The window's GPU fields (``host.activity.Window``); {} where NVML saw nothing."""
         out = window_fields(self.readings)
         if self.readings and self.since_us is not None and self.track_others:
@@ -223,32 +227,38 @@ class Watch:
         return out
 
 
-def window_fields(readings: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def window_fields(readings: Sequence[Mapping[str, object]]) -> dict[str, object]:
     """Readings of one benchmark's samples as window fields: the lowest SM and memory clocks
     and the SM clock's share of its maximum (readings while idle left out), the highest power
     and temperature, every clock-event reason seen, and the slowdowns among them."""
     if not readings:
         return {}
-    out: dict[str, Any] = {}
-    busy = [r for r in readings if "idle" not in r.get("reasons", ())]
+    out: dict[str, object] = {}
+    busy = [r for r in readings if "idle" not in jf.sequence(r.get("reasons"))]
     for key, top, share in (
         ("sm_mhz", "max_sm_mhz", "gpu_sm_clock_share"),
         ("mem_mhz", "max_mem_mhz", "gpu_mem_clock_share"),
     ):
-        pairs = [(r[key], r[top]) for r in busy if r.get(key) and r.get(top)]
+        pairs = [
+            (low, high)
+            for r in busy
+            if (low := jf.number(r.get(key))) and (high := jf.number(r.get(top)))
+        ]
         if pairs:
             low, high = min(pairs)
             out[f"gpu_{key}"] = low
             out[f"gpu_{top}"] = high
             out[share] = min(1.0, low / high)
     for key in ("power_w", "temperature_c"):
-        values = [r[key] for r in readings if r.get(key) is not None]
+        values = [v for r in readings if (v := jf.number(r.get(key))) is not None]
         if values:
             out[f"gpu_{key}"] = max(values)
-    limits = [r["power_limit_w"] for r in readings if r.get("power_limit_w")]
+    limits = [v for r in readings if (v := jf.number(r.get("power_limit_w")))]
     if limits:
         out["gpu_power_limit_w"] = min(limits)
-    reasons = sorted({t for r in readings for t in r.get("reasons", ())})
+    reasons = sorted(
+        {t for r in readings for t in jf.sequence(r.get("reasons")) if isinstance(t, str)}
+    )
     out["gpu_reasons"] = ", ".join(reasons) or None
     slowing = [t for t in reasons if t in _SLOWDOWN_WORDS]
     if slowing:

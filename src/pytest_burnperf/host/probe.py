@@ -84,10 +84,10 @@ def device_matmul(device: Any, repeats: int = REPEATS) -> float | None:
     return _median_time(lambda: xp.matmul(a, b), device.sync, repeats)
 
 
-def measure(device: Any, host: Mapping[str, float] | None = None) -> dict[str, Any]:
+def measure(device: Any, host: Mapping[str, float] | None = None) -> dict[str, object]:
     """The probe for ``device``: ``{"version", "python", "copy", "matmul"}`` (seconds each);
     ``host`` reuses host parts already measured in this process."""
-    parts: dict[str, Any] = {"version": VERSION, **(dict(host) if host else host_parts())}
+    parts: dict[str, object] = {"version": VERSION, **(dict(host) if host else host_parts())}
     with device.threads(1):
         mm = device_matmul(device)
     if mm is not None:
@@ -95,7 +95,7 @@ def measure(device: Any, host: Mapping[str, float] | None = None) -> dict[str, A
     return parts
 
 
-def _parts(doc: Mapping[str, Any] | None) -> dict[str, float]:
+def _parts(doc: Mapping[str, object] | None) -> dict[str, float]:
     if not isinstance(doc, Mapping) or doc.get("version") != VERSION:
         return {}
     return {
@@ -109,7 +109,7 @@ def _parts(doc: Mapping[str, Any] | None) -> dict[str, float]:
     }
 
 
-def pooled(probes: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def pooled(probes: Sequence[Mapping[str, object]]) -> dict[str, object] | None:
     """One probe from several processes' (the median of each part), or None."""
     parts = [_parts(p) for p in probes]
     parts = [p for p in parts if p]
@@ -120,7 +120,7 @@ def pooled(probes: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 
 def host_ratio(
-    baseline: Mapping[str, Any] | None, current: Mapping[str, Any] | None
+    baseline: Mapping[str, object] | None, current: Mapping[str, object] | None
 ) -> tuple[float, dict[str, float]] | None:
     """How much slower this host runs the probe than the baseline's host: the geometric mean of
     the parts' ratios (current / baseline) and each part's ratio; None without both probes."""

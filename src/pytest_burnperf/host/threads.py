@@ -13,7 +13,8 @@ them. Only modules already imported are asked (nothing heavy is loaded here).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Mapping
+from types import ModuleType
 
 #: CPUs a benchmark may use beyond its thread limit before its own threads are named: the
 #: plugin's bookkeeping and a library's helper thread take a little.
@@ -44,7 +45,7 @@ def _threadpools() -> list[tuple[str, int, str]]:
     return out
 
 
-def _module_pools(modules: dict[str, Any]) -> list[tuple[str, int, str]]:
+def _module_pools(modules: Mapping[str, ModuleType]) -> list[tuple[str, int, str]]:
     out = []
     numba = modules.get("numba")
     if numba is not None:
@@ -62,7 +63,7 @@ def _module_pools(modules: dict[str, Any]) -> list[tuple[str, int, str]]:
     return out
 
 
-def pools(limit: int, modules: dict[str, Any] | None = None) -> list[str]:
+def pools(limit: int, modules: Mapping[str, ModuleType] | None = None) -> list[str]:
     """The thread pools loaded here that run more than ``limit`` threads, each with the variable
     (or call) that pins it: ``numba (4 threads; NUMBA_NUM_THREADS (or numba.set_num_threads))``."""
     found = _module_pools(dict(sys.modules) if modules is None else modules)

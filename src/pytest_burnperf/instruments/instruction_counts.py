@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.verdict import Verdict, not_comparable
@@ -94,7 +95,7 @@ def count(
     count_dir: Path,
     calls: int,
     limit_s: float | None,
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[dict[str, object], object]:
     """In a counted process: count ``calls`` calls of the benchmark (each from ``make_call``:
     the call and what to run after it, uncounted). Returns the record for the run that judges
     (its counts and key, or why it was timed instead) and the first call's result;
@@ -111,10 +112,10 @@ def count(
             "valgrind; the plugin starts counted processes itself (--perf-measure counts)"
         )
 
-    def read(path: Any) -> dict[str, Any]:
+    def read(path: Path) -> dict[str, float]:
         """A call's events less what its threads spent waiting for each other."""
         try:
-            events = callgrind.read_dump(path)
+            events: dict[str, float] = dict(callgrind.read_dump(path))
             for name, wait in callgrind.waiting(path).items():
                 events[name] = max(0, events.get(name, 0) - wait)
             return {**events, "interpreter": callgrind.interpreter_share(path)}
@@ -143,7 +144,7 @@ def count(
                 "--perf-count-limit 0 counts it anyway)"
             )
             return {"timed_instead": why}, exc.result
-    record = {
+    record: dict[str, object] = {
         "values": [float(c) for c in got.values()],
         "counts": got.as_json(),
         "key": key(device, threads),
@@ -151,7 +152,7 @@ def count(
     return record, first
 
 
-def key(device: Device, threads: int) -> dict[str, Any]:
+def key(device: Device, threads: int) -> dict[str, object]:
     """What this process's counts are kept under, besides the run's (core/counts_key.py): the
     CPU and what the libraries dispatch on, the interpreter and its build and settings, libc,
     the libraries' versions and the thread count."""
@@ -166,7 +167,7 @@ def key(device: Device, threads: int) -> dict[str, Any]:
             gil_enabled(),
         ),
         "libc": " ".join(platform.libc_ver()).strip() or "unknown",
-        "libraries": dict(device.fingerprint().get("versions") or {}),
+        "libraries": dict(jf.mapping(device.fingerprint().get("versions"))),
         "threads": counted_threads(threads),
     }
 
@@ -197,13 +198,13 @@ def python_build() -> str:
 def simulated_cpu(device: Device) -> str:
     """What the libraries dispatch on in this process: the device's dispatch (numpy's SIMD
     level, the BLAS core) and the features numpy and torch detect."""
-    dispatch = device.fingerprint().get("dispatch") or {}
+    dispatch = jf.mapping(device.fingerprint().get("dispatch"))
     parts = [f"{k}={v}" for k, v in sorted(dispatch.items())]
     seen = callgrind.simulated_cpu()
     return " ".join([*parts, seen]).strip()
 
 
-def baseline_counts(entry: dict[str, Any] | None) -> list[float] | None:
+def baseline_counts(entry: dict[str, object] | None) -> list[float] | None:
     """The gating counts a stored baseline holds, one per counted call (None: none)."""
     stored = None if entry is None else entry.get("counts")
     if not isinstance(stored, dict):
@@ -213,8 +214,8 @@ def baseline_counts(entry: dict[str, Any] | None) -> list[float] | None:
 
 def against_baseline(
     got: counts.Counted,
-    entry: dict[str, Any] | None,
-    key: dict[str, Any],
+    entry: dict[str, object] | None,
+    key: dict[str, object],
     *,
     alpha_each: float,
 ) -> Verdict:

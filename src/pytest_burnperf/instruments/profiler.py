@@ -105,7 +105,7 @@ def profile_side(
     side: str,
     repeat: bool,
     out_dir: Path,
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[dict[str, object], Any]:
     """In a profiled process: call the benchmark once (its first call, also timed to size the
     profile), then profile it. Returns the record for the parent (the profile's file and
     summary, or why there is none) and the first call's result (the test's checks see it);
@@ -124,7 +124,7 @@ def profile_side(
             calls=profiling.calls_for(per_call) if repeat else 1,
             out_dir=out_dir,
         )
-        record: dict[str, Any] = {"profile": {"file": str(path), "summary": summary.as_json()}}
+        record: dict[str, object] = {"profile": {"file": str(path), "summary": summary.as_json()}}
     except profiling.ProfileError as exc:
         record = {"profile_error": str(exc)}
     return record, first

@@ -11,18 +11,16 @@ ignored.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 
 @pytest.hookspec
 def pytest_burnperf_update_machine_info(
-    config: pytest.Config, machine_info: dict[str, Any]
+    config: pytest.Config, machine_info: dict[str, object]
 ) -> None:
     """Add to (or change) ``machine_info`` before it is written into results and baselines."""
 
 
 @pytest.hookspec
-def pytest_burnperf_update_json(config: pytest.Config, document: dict[str, Any]) -> None:
+def pytest_burnperf_update_json(config: pytest.Config, document: dict[str, object]) -> None:
     """Change the ``--perf-json`` document in place before it is written."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.report.table_row import judged_median
 
@@ -65,16 +65,15 @@ def _cell(value: object) -> object:
     return "" if value is None else value
 
 
-def results_csv(doc: Mapping[str, Any]) -> str:
+def results_csv(doc: Mapping[str, object]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(RESULT_COLUMNS)
-    for r in doc.get("results") or []:
-        if not isinstance(r, Mapping):
-            continue
-        v = r.get("verdict") or {}
-        ci = v.get("ratio_ci95") or [None, None]
-        runs = r.get("runs") or []
+    for r in jf.mappings(doc.get("results")):
+        v = jf.mapping(r.get("verdict"))
+        ci: list[float | None] = [*jf.floats(v.get("ratio_ci95"))] or [None, None]
+        runs = jf.sequence(r.get("runs"))
+        mds = jf.number(v.get("min_detectable_slowdown"))
         w.writerow(
             _cell(x)
             for x in (
@@ -84,25 +83,21 @@ def results_csv(doc: Mapping[str, Any]) -> str:
                 r.get("kind"),
                 r.get("dtype"),
                 judged_median(r),
-                (r.get("baseline") or {}).get("median"),
+                jf.mapping(r.get("baseline")).get("median"),
                 _pct(v.get("ratio")),
                 _pct(ci[0]),
                 _pct(ci[1]),
                 v.get("p_slower"),
-                _pct(
-                    None
-                    if v.get("min_detectable_slowdown") is None
-                    else 1 + v["min_detectable_slowdown"]
-                ),
+                _pct(None if mds is None else 1 + mds),
                 v.get("status"),
                 len(runs),
-                sum(len(x) for x in runs) or len(r.get("samples") or []),
+                sum(len(jf.sequence(x)) for x in runs) or len(jf.sequence(r.get("samples"))),
             )
         )
     return out.getvalue()
 
 
-def history_csv(points: Sequence[Mapping[str, Any]]) -> str:
+def history_csv(points: Sequence[Mapping[str, object]]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(HISTORY_COLUMNS)

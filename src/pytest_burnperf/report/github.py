@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.report.markdown import escape, render
 
 #: GitHub refuses an issue comment longer than this many characters.
@@ -24,11 +25,11 @@ MARKER = "<!-- burnperf:{label} -->"
 VERDICTS = ("regressed", "failed", "improved", "unchanged", "inconclusive", "no-baseline")
 
 
-def counts(doc: Mapping[str, Any] | None) -> dict[str, int]:
+def counts(doc: Mapping[str, object] | None) -> dict[str, int]:
     """Benchmarks per verdict, and ``judged``/``not-judged``/``total`` from the run's coverage
     (the results document of ``--perf-json``; None: the run wrote none)."""
-    results = [r for r in (doc or {}).get("results") or [] if isinstance(r, Mapping)]
-    seen = Counter(str((r.get("verdict") or {}).get("status", "?")) for r in results)
+    results = jf.mappings((doc or {}).get("results"))
+    seen = Counter(str(jf.mapping(r.get("verdict")).get("status", "?")) for r in results)
     out = {v: seen.get(v, 0) for v in VERDICTS}
     out["incomparable"] = seen.get("incomparable", 0)
     cov = (doc or {}).get("coverage")
@@ -150,7 +151,7 @@ def may_comment(environ: Mapping[str, str]) -> tuple[bool, str]:
 
 
 def comment(
-    doc: Mapping[str, Any] | None,
+    doc: Mapping[str, object] | None,
     *,
     label: str,
     exit_code: int,

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.report.table_row import TableRow, change_text
 
@@ -73,7 +74,7 @@ class _Plots:
         return f'<div class="plot">{fragment}</div>'
 
 
-def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
+def _results_table(results: Sequence[Mapping[str, object]]) -> str:
     rows = []
     for r in results:
         row = TableRow.of(r)  # the row model every table shares (table_row.py)
@@ -108,12 +109,12 @@ def _results_table(results: Sequence[Mapping[str, Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _distribution(r: Mapping[str, Any], plots: _Plots) -> str | None:
+def _distribution(r: Mapping[str, object], plots: _Plots) -> str | None:
     import plotly.graph_objects as go
 
-    base = r.get("baseline") or {}
-    before = [v for run in base.get("runs") or [] for v in run]
-    now = [v for run in r.get("runs") or [] for v in run] or list(r.get("samples") or [])
+    base = jf.mapping(r.get("baseline"))
+    before = [v for run in jf.rounds(base.get("runs")) for v in run]
+    now = [v for run in jf.rounds(r.get("runs")) for v in run] or jf.floats(r.get("samples"))
     if not now:
         return None
     label = "reference " + _e(base["reference"]) if base.get("reference") else "baseline"
@@ -121,7 +122,7 @@ def _distribution(r: Mapping[str, Any], plots: _Plots) -> str | None:
     if before:
         fig.add_trace(go.Box(x=[1e6 * v for v in before], name=label, boxpoints="outliers"))
     fig.add_trace(go.Box(x=[1e6 * v for v in now], name="now", boxpoints="outliers"))
-    v = r.get("verdict") or {}
+    v = jf.mapping(r.get("verdict"))
     fig.update_layout(
         title=f"{_e(r.get('name', '?'))}: {_e(v.get('status', '?'))} {_e(change_text(v, r.get('measure')))}",
         xaxis_title="microseconds per call",
@@ -132,15 +133,17 @@ def _distribution(r: Mapping[str, Any], plots: _Plots) -> str | None:
     return plots.html(fig)
 
 
-def _versions(r: Mapping[str, Any], plots: _Plots) -> str | None:
+def _versions(r: Mapping[str, object], plots: _Plots) -> str | None:
     import plotly.graph_objects as go
 
-    vs = [x for x in r.get("versions") or [] if isinstance(x, Mapping)]
+    vs = jf.mappings(r.get("versions"))
     if len(vs) < 2:
         return None
-    med = [1e6 * float(x["median"]) for x in vs]
-    up = [1e6 * (x["ci95"][1] - x["median"]) if x.get("ci95") else 0 for x in vs]
-    down = [1e6 * (x["median"] - x["ci95"][0]) if x.get("ci95") else 0 for x in vs]
+    mids = [jf.number(x.get("median")) or 0.0 for x in vs]
+    cis = [jf.floats(x.get("ci95")) for x in vs]
+    med = [1e6 * m for m in mids]
+    up = [1e6 * (ci[1] - m) if len(ci) == 2 else 0 for m, ci in zip(mids, cis, strict=True)]
+    down = [1e6 * (m - ci[0]) if len(ci) == 2 else 0 for m, ci in zip(mids, cis, strict=True)]
     fig = go.Figure(
         go.Bar(
             x=[_e(x["label"]) for x in vs],
@@ -156,7 +159,7 @@ def _versions(r: Mapping[str, Any], plots: _Plots) -> str | None:
     return plots.html(fig)
 
 
-def _profiles(results: Sequence[Mapping[str, Any]]) -> str | None:
+def _profiles(results: Sequence[Mapping[str, object]]) -> str | None:
     """--perf-profile: each profiled benchmark's note of what grew and links to its profiles
     (the reference environment's first in a same-session comparison; relative to the run's
     directory, where the report is usually written)."""
@@ -165,7 +168,7 @@ def _profiles(results: Sequence[Mapping[str, Any]]) -> str | None:
         prof = r.get("profile")
         if not isinstance(prof, Mapping) or not isinstance(prof.get("file"), str):
             continue
-        status = (r.get("verdict") or {}).get("status", "?")
+        status = jf.mapping(r.get("verdict")).get("status", "?")
         files = [f for f in (prof.get("against_file"), prof["file"]) if isinstance(f, str)]
         links = ", ".join(f'<a href="{_e(quote(f))}">{_e(f)}</a>' for f in files)
         items.append(
@@ -175,11 +178,11 @@ def _profiles(results: Sequence[Mapping[str, Any]]) -> str | None:
     return f"<ul>{''.join(items)}</ul>" if items else None
 
 
-def _roofline(results: Sequence[Mapping[str, Any]], plots: _Plots) -> str | None:
+def _roofline(results: Sequence[Mapping[str, object]], plots: _Plots) -> str | None:
     import plotly.graph_objects as go
 
     rows = [
-        (_e(r.get("name", "?")), (r.get("roofline") or {}))
+        (_e(r.get("name", "?")), jf.mapping(r.get("roofline")))
         for r in results
         if isinstance(r.get("roofline"), Mapping)
     ]
@@ -219,9 +222,12 @@ def _history(s: Series, plots: _Plots) -> str:
     import plotly.graph_objects as go
 
     x = list(range(len(s.points)))
-    med = [1e6 * float(p["median"]) for p in s.points]
-    up = [1e6 * (p["high"] - p["median"]) if p.get("high") is not None else 0 for p in s.points]
-    down = [1e6 * (p["median"] - p["low"]) if p.get("low") is not None else 0 for p in s.points]
+    mids = [jf.number(p.get("median")) or 0.0 for p in s.points]
+    highs = [jf.number(p.get("high")) for p in s.points]
+    lows = [jf.number(p.get("low")) for p in s.points]
+    med = [1e6 * m for m in mids]
+    up = [1e6 * (h - m) if h is not None else 0 for m, h in zip(mids, highs, strict=True)]
+    down = [1e6 * (m - lo) if lo is not None else 0 for m, lo in zip(mids, lows, strict=True)]
     hover = [
         f"{_e(str(p.get('commit') or '-')[:10])} {_e(p.get('branch') or '')} "
         f"{_e(str(p.get('created') or '')[:16])}"
@@ -264,7 +270,7 @@ def written_by_us(head: bytes) -> bool:
 
 
 def render(
-    doc: Mapping[str, Any] | None = None,
+    doc: Mapping[str, object] | None = None,
     history: Sequence[Series] = (),
     *,
     title: str = "pytest-burnperf report",
@@ -273,9 +279,9 @@ def render(
     plots = _Plots()
     parts = [f"<h1>{_e(title)}</h1>"]
     if doc is not None:
-        results = [r for r in doc.get("results") or [] if isinstance(r, Mapping)]
-        machine = doc.get("machine") or {}
-        git = doc.get("git") or {}
+        results = jf.mappings(doc.get("results"))
+        machine = jf.mapping(doc.get("machine"))
+        git = jf.mapping(doc.get("git"))
         parts.append(
             f'<p class="meta">{_e(doc.get("created", ""))}; machine {_e(machine.get("id", "?"))}'
             f" (class {_e(machine.get('hardware_class', '?'))}); commit "

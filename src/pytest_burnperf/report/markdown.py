@@ -13,8 +13,8 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.report.table_row import TableRow
 from pytest_burnperf.storage import paths
@@ -60,7 +60,7 @@ def code(text: object) -> str:
     return "`" + visible(" ".join(str(text).split())).replace("`", "'") + "`"
 
 
-def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
+def _row(r: Mapping[str, object], cells: Sequence[str]) -> str:
     """One Markdown table row from the row model every table shares (table_row.py)."""
     row = TableRow.of(r)
     got = {
@@ -79,7 +79,7 @@ def _row(r: Mapping[str, Any], cells: Sequence[str]) -> str:
     return "| " + " | ".join(got[c] for c in cells) + " |"
 
 
-def _what_grew(results: Sequence[Mapping[str, Any]]) -> list[str]:
+def _what_grew(results: Sequence[Mapping[str, object]]) -> list[str]:
     """--perf-profile: each regressed benchmark's note of what grew, and its profile's file."""
     lines = []
     for r in results:
@@ -91,22 +91,22 @@ def _what_grew(results: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _table(
-    rows: Sequence[Mapping[str, Any]], cells: Sequence[str], labels: Sequence[str]
+    rows: Sequence[Mapping[str, object]], cells: Sequence[str], labels: Sequence[str]
 ) -> list[str]:
     out = ["| " + " | ".join(labels) + " |", "|" + "---|" * len(labels)]
     out.extend(_row(r, cells) for r in rows)
     return out
 
 
-def render(doc: Mapping[str, Any]) -> str:
+def render(doc: Mapping[str, object]) -> str:
     """The Markdown summary of one results document."""
-    results = [r for r in doc.get("results") or [] if isinstance(r, Mapping)]
-    status = [str((r.get("verdict") or {}).get("status", "?")) for r in results]
+    results = jf.mappings(doc.get("results"))
+    status = [str(jf.mapping(r.get("verdict")).get("status", "?")) for r in results]
     counts = Counter(status)
     parts = [f"{counts[s]} {s}" for s in (*_ORDER, "no-baseline") if counts[s]]
     title = ", ".join(parts) if parts else "no benchmark ran"
-    machine = doc.get("machine") or {}
-    settings = doc.get("settings") or {}
+    machine = jf.mapping(doc.get("machine"))
+    settings = jf.mapping(doc.get("settings"))
     same = settings.get("same_session")
     lines = [f"{TITLE}: {escape(title)}", ""]
     what = (
@@ -117,8 +117,8 @@ def render(doc: Mapping[str, Any]) -> str:
     )
     lines.append(
         f"Machine {code(machine.get('id', machine.get('machine_id', '?')))}; {what}; "
-        f"threshold {100 * float(settings.get('threshold', 0.05)):g}%, alpha "
-        f"{float(settings.get('alpha', 0.01)):g} over the run; {escape(doc.get('created', ''))}."
+        f"threshold {100 * (jf.number(settings.get('threshold', 0.05)) or 0.0):g}%, alpha "
+        f"{jf.number(settings.get('alpha', 0.01)) or 0.0:g} over the run; {escape(doc.get('created', ''))}."
     )
     lines.append("")
     lines += _coverage_lines(doc.get("coverage"), settings.get("reference"))

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, NoReturn
+from typing import NoReturn
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.coverage import coverage, shortfall
 from pytest_burnperf.core.shards import selection_id
 from pytest_burnperf.core.text import escape
@@ -40,7 +41,7 @@ class MergeError(ValueError):
 MAX_SHARDS = 1000
 
 
-def _created(name: str, doc: Mapping[str, Any]) -> datetime:
+def _created(name: str, doc: Mapping[str, object]) -> datetime:
     """When the shard's run ended, parsed (dates compared as text put ``5`` after 2026)."""
     text = doc.get("created")
     try:
@@ -55,7 +56,7 @@ def _created(name: str, doc: Mapping[str, Any]) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
-def check(name: str, doc: Mapping[str, Any]) -> None:
+def check(name: str, doc: Mapping[str, object]) -> None:
     """A shard's results document as --perf-json writes it, or MergeError naming the field:
     hand-edited shard metadata must not hang, crash or silently change a merge."""
 
@@ -102,23 +103,23 @@ def check(name: str, doc: Mapping[str, Any]) -> None:
         fail("coverage.min_share", f"is {escape(repr(minimum))}, not a share from 0 to 1")
 
 
-def _get(doc: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    value: Any = doc
+def _get(doc: Mapping[str, object], path: tuple[str, ...]) -> object:
+    value: object = doc
     for key in path:
         value = value.get(key) if isinstance(value, Mapping) else None
     return value
 
 
-def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any], list[str]]:
+def merge(docs: Sequence[tuple[str, Mapping[str, object]]]) -> tuple[dict[str, object], list[str]]:
     """One results document from the shards' (``(name, document)`` each), and notes (a shard
     given twice). Raises :class:`MergeError`."""
     if not docs:
         raise MergeError("no shard results given")
-    by_index: dict[int, tuple[str, Mapping[str, Any]]] = {}
+    by_index: dict[int, tuple[str, Mapping[str, object]]] = {}
     notes: list[str] = []
     for name, doc in docs:
         check(name, doc)
-        shard = _get(doc, ("settings", "shard"))
+        shard = jf.mapping(_get(doc, ("settings", "shard")))  # checked: whole numbers
         if doc.get("interrupted") is True:
             raise MergeError(f"{name}: shard {shard['index']} was interrupted; run it again")
         first_name, first = docs[0]
@@ -128,7 +129,7 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
                     f"{name} and {first_name} are not shards of one run: {what} differs "
                     f"({escape(str(_get(doc, path)))!s} vs {escape(str(_get(first, path)))!s})"
                 )
-        index = int(shard["index"])
+        index = jf.integer(shard.get("index")) or 0
         if index in by_index:
             older, newer = sorted(
                 [by_index[index], (name, doc)], key=lambda p: _created(p[0], p[1])
@@ -139,18 +140,18 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
             by_index[index] = newer
         else:
             by_index[index] = (name, doc)
-    count = int(_get(docs[0][1], ("settings", "shard", "count")))
+    count = jf.integer(_get(docs[0][1], ("settings", "shard", "count"))) or 0
     missing = [k for k in range(1, count + 1) if k not in by_index]
     if missing:
         raise MergeError(
             f"shard(s) {', '.join(map(str, missing))} of {count} missing: every shard's "
             "--perf-json is needed (a run of them all, or a retried one)"
         )
-    results: list[dict[str, Any]] = []
+    results: list[dict[str, object]] = []
     seen: dict[str, str] = {}
     for index in sorted(by_index):
         name, doc = by_index[index]
-        for r in doc.get("results") or []:
+        for r in jf.mappings(doc.get("results")):
             test = str(r.get("test"))
             if test in seen:
                 raise MergeError(
@@ -160,13 +161,13 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
             seen[test] = name
             results.append(dict(r))
     results.sort(key=lambda r: str(r.get("test")))
-    claimed = _get(docs[0][1], ("settings", "shard", "comparisons"))
-    if len(results) > int(claimed):
+    claimed = jf.integer(_get(docs[0][1], ("settings", "shard", "comparisons"))) or 0
+    if len(results) > claimed:
         raise MergeError(
             f"the shards hold {len(results)} benchmarks, more than the {claimed} of the "
             "selection they claim: a shard of another selection, or edited"
         )
-    if len(results) == int(claimed):
+    if len(results) == claimed:
         selection = _get(docs[0][1], ("settings", "shard", "selection"))
         if selection_id(str(r.get("test")) for r in results) != selection:
             raise MergeError(
@@ -175,8 +176,8 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
             )
     newest = max(by_index.values(), key=lambda p: _created(p[0], p[1]))[1]
     base = by_index[1][1]
-    settings = dict(base.get("settings") or {})
-    shard = dict(settings.get("shard") or {})
+    settings = dict(jf.mapping(base.get("settings")))
+    shard = jf.mapping(settings.get("shard"))
     settings["shard"] = {
         "count": count,
         "selection": shard.get("selection"),
@@ -189,7 +190,8 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
         dict.fromkeys(
             a
             for _, d in sorted(by_index.items())
-            for a in (_get(d[1], ("coverage", "advice")) or [])
+            for a in jf.sequence(_get(d[1], ("coverage", "advice")))
+            if isinstance(a, str)
         )
     )
     merged = {
@@ -207,25 +209,25 @@ def merge(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any]
     return merged, notes
 
 
-def _cases(results: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+def _cases(results: Sequence[Mapping[str, object]]) -> list[tuple[str, str, str]]:
     """``(test, status, reason)`` of each result, as :func:`core.coverage.coverage` counts them."""
     return [
         (
             str(r.get("test")),
-            str((r.get("verdict") or {}).get("status", "")),
-            str((r.get("verdict") or {}).get("reason", "")),
+            str(jf.mapping(r.get("verdict")).get("status", "")),
+            str(jf.mapping(r.get("verdict")).get("reason", "")),
         )
         for r in results
     ]
 
 
-def verdict(merged: Mapping[str, Any]) -> tuple[int, str]:
+def verdict(merged: Mapping[str, object]) -> tuple[int, str]:
     """The merged run's exit code (0, or 1 for a regression or a run that judged too little)
     and its summary line."""
-    results = merged.get("results") or []
-    status = [str((r.get("verdict") or {}).get("status", "")) for r in results]
+    results = jf.mappings(merged.get("results"))
+    status = [str(jf.mapping(r.get("verdict")).get("status", "")) for r in results]
     counts = {s: status.count(s) for s in dict.fromkeys(status)}
-    cov = merged.get("coverage") or {}
+    cov = jf.mapping(merged.get("coverage"))
     minimum = cov.get("min_share")
     text = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no benchmark"
     judged = f"judged {cov.get('judged', 0)} of {cov.get('total', 0)}"
@@ -237,13 +239,13 @@ def verdict(merged: Mapping[str, Any]) -> tuple[int, str]:
     return (1 if bad or short else 0), line
 
 
-def junit(merged: Mapping[str, Any]) -> str:
+def junit(merged: Mapping[str, object]) -> str:
     """The merged run as JUnit XML: one test case per benchmark, a failure per regression."""
-    results = merged.get("results") or []
+    results = jf.mappings(merged.get("results"))
     cases = []
     failures = 0
     for r in results:
-        v = r.get("verdict") or {}
+        v = jf.mapping(r.get("verdict"))
         test = str(r.get("test", "?"))
         module, _, name = test.partition("::")
         body = ""

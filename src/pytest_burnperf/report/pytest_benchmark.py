@@ -49,7 +49,7 @@ def legacy_keys(key: str) -> list[str]:
 # export
 
 
-def stats(values: Sequence[float], loops: int) -> dict[str, Any]:
+def stats(values: Sequence[float], loops: int) -> dict[str, object]:
     """pytest-benchmark's ``stats`` of per-call times ``values`` (each the mean of ``loops``),
     from this plugin's summary plus the outlier counts pytest-benchmark adds."""
 
@@ -82,8 +82,8 @@ def stats(values: Sequence[float], loops: int) -> dict[str, Any]:
 
 
 def document(
-    results: Sequence[Any], *, machine: dict[str, Any], created: str, git: dict[str, Any]
-) -> dict[str, Any]:
+    results: Sequence[Any], *, machine: dict[str, object], created: str, git: dict[str, object]
+) -> dict[str, object]:
     """The results of a run (``results.Result``) as a pytest-benchmark JSON document. The verdict
     of each benchmark is kept under ``extra_info["burnperf"]``."""
 
@@ -156,7 +156,7 @@ class SavedBenchmark:
     iterations: int
 
 
-def read_saved_run(path: Path) -> tuple[list[SavedBenchmark], dict[str, Any]]:
+def read_saved_run(path: Path) -> tuple[list[SavedBenchmark], dict[str, object]]:
     """The benchmarks of a saved pytest-benchmark run, with their raw data, and its machine_info.
     A run (or a benchmark) without raw data is refused: its summary statistics cannot be judged."""
     f = Fields(path)
@@ -198,7 +198,7 @@ def read_saved_run(path: Path) -> tuple[list[SavedBenchmark], dict[str, Any]]:
     return out, doc["machine_info"]
 
 
-def same_simd_class(machine_info: dict[str, Any], level: str) -> str | None:
+def same_simd_class(machine_info: dict[str, object], level: str) -> str | None:
     """Why a run recorded on ``machine_info`` (py-cpuinfo's ``cpu`` record, as pytest-benchmark
     saves it) is not of this machine's instruction-set class, or None when it is or cannot tell."""
     cpu = machine_info.get("cpu")

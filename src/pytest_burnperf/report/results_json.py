@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
@@ -15,13 +14,13 @@ from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, rea
 def json_document(
     results: Sequence[Result],
     *,
-    machine: dict[str, Any],
+    machine: dict[str, object],
     created: str,
-    git: dict[str, Any],
-    settings: dict[str, Any],
-    coverage: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    doc: dict[str, Any] = {
+    git: dict[str, object],
+    settings: dict[str, object],
+    coverage: dict[str, object] | None = None,
+) -> dict[str, object]:
+    doc: dict[str, object] = {
         "schema": RESULTS_SCHEMA,
         "version": RESULTS_VERSION,
         "created": created,

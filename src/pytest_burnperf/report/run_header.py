@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import precision
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.text import (
@@ -59,7 +60,7 @@ def header(
     machine line only with ``machine_line`` (the run's first lines name it already)."""
 
     windows = [w for r in results for w in r.host]
-    cpus = int(hardware.cpu_identity().get("logical") or 1)
+    cpus = jf.integer(hardware.cpu_identity().get("logical")) or 1
     text = rounds_text(rounds, max_rounds or rounds)
     if max_rounds and max_rounds > rounds and rounds_per_result:
         low, high = min(rounds_per_result), max(rounds_per_result)
@@ -157,8 +158,9 @@ def device_lines(results: Sequence[Result]) -> list[str]:
         parts = [str(fp.get("name") or "unknown model")]
         if fp.get("compute_units"):
             parts.append(f"{fp['compute_units']} compute units")
-        if isinstance(fp.get("memory_bytes"), int) and fp["memory_bytes"] > 0:
-            parts.append(f"{fp['memory_bytes'] / 2**30:.1f} GiB")
+        memory = jf.integer(fp.get("memory_bytes"))
+        if memory is not None and memory > 0:
+            parts.append(f"{memory / 2**30:.1f} GiB")
         if fp.get("capability"):
             parts.append(f"capability {fp['capability']}")
         soft = [str(fp[k]) for k in ("runtime",) if fp.get(k)]
@@ -179,7 +181,7 @@ def precision_lines(results: Sequence[Result]) -> list[str]:
 
     seen: dict[str, set[str]] = {}
     for r in results:
-        text = precision.describe(r.fingerprint.get("precision") or {})
+        text = precision.describe(jf.mapping(r.fingerprint.get("precision")))
         if text:
             seen.setdefault(r.device_id, set()).add(text)
     return [

@@ -23,8 +23,9 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.html import _STYLE, GENERATOR, _e
 from pytest_burnperf.storage.paths import folder_problem
@@ -86,8 +87,13 @@ def _page(title: str, body: str, *, depth: int = 0, plots: bool = False) -> str:
     )
 
 
-def _latest(s: Series) -> Mapping[str, Any]:
+def _latest(s: Series) -> Mapping[str, object]:
     return s.points[-1] if s.points else {}
+
+
+def _median(s: Series) -> float:
+    """The median of the series' latest run (0 where the store has none)."""
+    return jf.number(_latest(s).get("median")) or 0.0
 
 
 def _index(all_series: Sequence[Series], title: str) -> str:
@@ -100,7 +106,7 @@ def _index(all_series: Sequence[Series], title: str) -> str:
             f'<td><a href="b/{slug(_benchmark(s))}.html">{_e(s.name)}</a></td>'
             f"<td>{_e(s.device)}</td><td>{_e(s.dtype)}</td><td>{_e(s.hardware_class)}</td>"
             f'<td class="num">{len(s.points)}</td>'
-            f'<td class="num">{_e(format_time(float(last["median"])) if last else "-")}</td>'
+            f'<td class="num">{_e(format_time(_median(s)) if last else "-")}</td>'
             f'<td class="status">{_e(status)}</td><td class="num">{len(s.changes)}</td>'
             "</tr>"
         )
@@ -154,11 +160,11 @@ def _compare(all_series: Sequence[Series], title: str) -> str:
     for (hw, bench, dtype), group in sorted(groups.items()):
         if len(group) < 2:
             continue
-        ranked = sorted(group, key=lambda s: float(_latest(s)["median"]))
-        best = float(_latest(ranked[0])["median"])
+        ranked = sorted(group, key=_median)
+        best = _median(ranked[0])
         rows = []
         for s in ranked:
-            med = float(_latest(s)["median"])
+            med = _median(s)
             width = max(2, min(100, round(100 * best / med))) if med > 0 else 0
             rows.append(
                 f"<tr><td>{_e(s.device)}</td><td class='num'>{_e(format_time(med))}</td>"

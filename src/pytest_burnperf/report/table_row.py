@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pytest_burnperf.core.roofline_figures import format_rate
 from pytest_burnperf.core.stats import summarize
@@ -24,7 +23,7 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _map(value: object) -> Mapping[str, Any]:
+def _map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -38,7 +37,7 @@ def format_bytes(n: object) -> str:
     return f"{n} B"
 
 
-def change_text(verdict: Mapping[str, Any], measure: object = "time") -> str:
+def change_text(verdict: Mapping[str, object], measure: object = "time") -> str:
     """A verdict's change with its 95% interval, ``+12.3% [+10.1%, +14.6%]``, or ``-``; a
     counted one to two decimals without an interval (``+5.02%``: counts resolve far finer)."""
     ratio = _number(verdict.get("ratio"))
@@ -55,7 +54,7 @@ def change_text(verdict: Mapping[str, Any], measure: object = "time") -> str:
     return text
 
 
-def judged_median(entry: Mapping[str, Any]) -> object:
+def judged_median(entry: Mapping[str, object]) -> object:
     """The median an entry was judged with (every round's samples pooled); a file written
     before it was kept gives its last round's."""
     v = _map(entry.get("verdict"))
@@ -64,7 +63,7 @@ def judged_median(entry: Mapping[str, Any]) -> object:
     return _map(entry.get("stats")).get("median")
 
 
-def baseline_median(entry: Mapping[str, Any]) -> object:
+def baseline_median(entry: Mapping[str, object]) -> object:
     """The baseline's median an entry was judged against; a file written before the verdict
     kept it gives the baseline's own."""
     v = _map(entry.get("verdict"))
@@ -127,7 +126,7 @@ class TableRow:
         return tuple(self.cell(k) for k in keys)
 
     @classmethod
-    def of(cls, entry: Mapping[str, Any]) -> TableRow:
+    def of(cls, entry: Mapping[str, object]) -> TableRow:
         """The row of a results document's entry."""
         v = _map(entry.get("verdict"))
         timer = str(entry.get("timer") or "host")
@@ -193,7 +192,7 @@ def _time_change(time: object) -> str:
     return f"{100 * (ratio - 1):+.1f}%"
 
 
-def _rate(roof: Mapping[str, Any], key: str, unit: str, pct: str) -> str:
+def _rate(roof: Mapping[str, object], key: str, unit: str, pct: str) -> str:
     if not roof:
         return "-"
     return format_rate(_number(roof.get(key)), unit, _number(roof.get(pct)))

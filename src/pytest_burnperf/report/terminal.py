@@ -88,7 +88,7 @@ _MIN_NAME = 16
 
 def _sort_key(key: str) -> Any:
     order = {v: i for i, v in enumerate(VERDICTS)}
-    keys: dict[str, Any] = {
+    keys: dict[str, object] = {
         "benchmark": lambda r: r.label,
         "device": lambda r: r.device_id,
         "dtype": lambda r: r.dtype,
@@ -100,7 +100,7 @@ def _sort_key(key: str) -> Any:
 
 
 def _group_key(key: str) -> Any:
-    keys: dict[str, Any] = {
+    keys: dict[str, object] = {
         "benchmark": lambda r: r.benchmark,
         "device": lambda r: r.device_id,
         "dtype": lambda r: r.dtype,

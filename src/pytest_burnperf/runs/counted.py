@@ -26,7 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import tail
@@ -83,7 +82,7 @@ class CountedRun:
     """What a counted process measured: counts and key per node id, and what went wrong."""
 
     counts: dict[str, Counted] = field(default_factory=dict)
-    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: dict[str, dict[str, object]] = field(default_factory=dict)
     #: node id -> why it has no counts (the process failed, the test failed in it, ...).
     missing: dict[str, str] = field(default_factory=dict)
     #: node id -> why it was not counted but is timed instead: its first call took too long
@@ -143,7 +142,7 @@ def left_out(base: Mapping[str, str] | None = None) -> str | None:
 
 def read_counts(
     path: Path,
-) -> tuple[dict[str, Counted], dict[str, dict[str, Any]], dict[str, str]]:
+) -> tuple[dict[str, Counted], dict[str, dict[str, object]], dict[str, str]]:
     """The counts and keys a counted process wrote (``{nodeid: {"counts": ..., "key": ...}}``)
     and the benchmarks it timed instead (``{nodeid: {"timed_instead": why}}``), each field
     checked (``FileFormatError`` names a bad one)."""
@@ -151,18 +150,17 @@ def read_counts(
 
 
 def check_records(
-    doc: Any, path: Path
-) -> tuple[dict[str, Counted], dict[str, dict[str, Any]], dict[str, str]]:
+    doc: object, path: Path
+) -> tuple[dict[str, Counted], dict[str, dict[str, object]], dict[str, str]]:
     """:func:`read_counts` of a document already parsed (the process's file, or the journal of
     one that died), ``path`` named in its errors."""
     f = Fields(path)
-    records = f.obj(doc, "document")
     counts: dict[str, Counted] = {}
-    keys: dict[str, dict[str, Any]] = {}
+    keys: dict[str, dict[str, object]] = {}
     slow: dict[str, str] = {}
-    for nodeid, rec in records.items():
+    for nodeid, value in f.obj(doc, "document").items():
         where = f"[{json.dumps(nodeid)}]"
-        f.obj(rec, where)
+        rec = f.obj(value, where)
         if "timed_instead" in rec:
             slow[nodeid] = f.text(rec["timed_instead"], f"{where}.timed_instead")
             continue
@@ -174,7 +172,9 @@ def check_records(
             for v in values:
                 f.integer(v, f"{where}.counts.{name}[]")
         counts[nodeid] = Counted.from_json(c)
-        keys[nodeid] = f.plain(f.obj(rec.get("key"), f"{where}.key"), f"{where}.key")
+        key = f.obj(rec.get("key"), f"{where}.key")
+        f.plain(key, f"{where}.key")
+        keys[nodeid] = key
     return counts, keys, slow
 
 
@@ -359,7 +359,7 @@ def _one_process(
 def _keep(
     got: CountedRun,
     counts: Mapping[str, Counted],
-    keys: Mapping[str, dict[str, Any]],
+    keys: Mapping[str, dict[str, object]],
     slow: Mapping[str, str],
 ) -> None:
     got.counts.update(counts)

@@ -3,8 +3,6 @@ first use; a device that cannot run it gets none, and the summary says why."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import probe
 
@@ -14,10 +12,10 @@ class Probes:
 
     def __init__(self, messages: list[str]) -> None:
         self.messages = messages
-        self.by_device: dict[str, dict[str, Any]] = {}
+        self.by_device: dict[str, dict[str, object]] = {}
         self._host: dict[str, float] | None = None
 
-    def for_device(self, device: Device) -> dict[str, Any] | None:
+    def for_device(self, device: Device) -> dict[str, object] | None:
         """The reference probe of ``device`` in this process, measured on first use."""
         if device.id not in self.by_device:
             try:

@@ -59,11 +59,11 @@ def write_request(
     n: int,
     out: Path,
     only: Collection[str] | None,
-    turns: Mapping[str, Any] | None = None,
+    turns: Mapping[str, object] | None = None,
 ) -> None:
     """Ask the server for round ``n`` (written whole: a temporary name, then renamed);
     ``turns``: where the round's child takes its seat at a turn table (turns.Seat, as JSON)."""
-    doc: dict[str, Any] = {"out": str(out), "only": None if only is None else sorted(only)}
+    doc: dict[str, object] = {"out": str(out), "only": None if only is None else sorted(only)}
     if turns is not None:
         doc["turns"] = dict(turns)
     tmp = ctl / f"{n}.req.tmp"
@@ -71,7 +71,7 @@ def write_request(
     os.replace(tmp, request_path(ctl, n))
 
 
-def read_request(path: Path) -> tuple[Path, frozenset[str] | None, dict[str, Any] | None]:
+def read_request(path: Path) -> tuple[Path, frozenset[str] | None, dict[str, object] | None]:
     doc = json.loads(path.read_text(encoding="utf-8"))
     only = doc.get("only")
     turns = doc.get("turns")
@@ -84,7 +84,7 @@ def read_request(path: Path) -> tuple[Path, frozenset[str] | None, dict[str, Any
 
 def serve(
     ctl: Path,
-    run_round: Callable[[Path, frozenset[str] | None, dict[str, Any] | None], None],
+    run_round: Callable[[Path, frozenset[str] | None, dict[str, object] | None], None],
     *,
     fork: Callable[[], int] = os.fork,
     parent_alive: Callable[[], bool] | None = None,
@@ -169,7 +169,7 @@ class ForkServer:
         return self.result()
 
     def start(
-        self, out: Path, only: Collection[str] | None, turns: Mapping[str, Any] | None = None
+        self, out: Path, only: Collection[str] | None, turns: Mapping[str, object] | None = None
     ) -> Callable[[], bool]:
         """Ask for a round without waiting; returns ``running()``, true until its child is
         done (or the server died). ``result()`` then gives what ``round`` returns."""

@@ -53,12 +53,11 @@ def read_profiles(path: Path) -> tuple[dict[str, SideProfile], dict[str, str]]:
     checked (``FileFormatError`` names a bad one)."""
     doc = read_json(path)
     f = Fields(path)
-    records = f.obj(doc, "document")
     profiles: dict[str, SideProfile] = {}
     errors: dict[str, str] = {}
-    for nodeid, rec in records.items():
+    for nodeid, value in f.obj(doc, "document").items():
         where = f"[{json.dumps(nodeid)}]"
-        f.obj(rec, where)
+        rec = f.obj(value, where)
         if "profile_error" in rec:
             errors[nodeid] = f.text(rec["profile_error"], f"{where}.profile_error")
             continue

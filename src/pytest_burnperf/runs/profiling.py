@@ -261,12 +261,12 @@ COPY_KINDS = {
 
 def device_activities(
     records: Sequence[Any], kinds: Any
-) -> tuple[list[dict[str, Any]], list[tuple[str, float, float, float]]]:
+) -> tuple[list[dict[str, object]], list[tuple[str, float, float, float]]]:
     """CUPTI activity records as Chrome trace events (one track per stream) and profile rows
     (name, device seconds, 1, device seconds): a kernel by its name, a copy by its direction
     (``[memcpy DtoH]``), a memset as ``[memset]``. Records of other kinds are left out."""
     kernel, memcpy, memset = (int(kinds.CONCURRENT_KERNEL), int(kinds.MEMCPY), int(kinds.MEMSET))
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, object]] = []
     rows: list[tuple[str, float, float, float]] = []
     for r in records:
         kind = int(getattr(r, "kind", -1))

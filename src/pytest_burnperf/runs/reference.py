@@ -35,7 +35,6 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pytest_burnperf.core.assess import baseline_runs
 from pytest_burnperf.core.text import escape
@@ -99,10 +98,10 @@ class _Repo:
         return self.out("merge-base", a, b)
 
 
-def _entries(directory: Path) -> list[Mapping[str, Any]]:
+def _entries(directory: Path) -> list[Mapping[str, object]]:
     """Every baseline entry under ``directory``; a file that cannot be read is skipped here and
     left as it is (the run reports it when it reads it)."""
-    entries: list[Mapping[str, Any]] = []
+    entries: list[Mapping[str, object]] = []
     try:
         files = sorted(directory.rglob("*.json"))
     except OSError:

@@ -146,12 +146,12 @@ def _lines(path: Path) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def read_journal(round_out: Path) -> tuple[dict[str, Any], str | None]:
+def read_journal(round_out: Path) -> tuple[dict[str, object], str | None]:
     """What a journalling process that died had finished (``{nodeid: record}``, records not
     yet checked: the caller reads them as it reads the process's file) and the benchmark it
     was on when it died (started, not finished), or None where it died between benchmarks
     or before the first."""
-    records: dict[str, Any] = {}
+    records: dict[str, object] = {}
     for line in _lines(journal_path(round_out)):
         try:
             doc = json.loads(line)
@@ -223,15 +223,15 @@ def run_process(
         return proc.returncode, log.read()
 
 
-def read_round_file(path: Path) -> dict[str, dict[str, Any]]:
+def read_round_file(path: Path) -> dict[str, dict[str, object]]:
     """The samples a round's process wrote: ``{nodeid: {"values", "host", "probe"}}``, checked."""
     doc = read_json(path)
     f = Fields(path)
-    records = f.obj(doc, "document")
-    for nodeid, rec in records.items():
+    records: dict[str, dict[str, object]] = {}
+    for nodeid, value in f.obj(doc, "document").items():
         f.text(nodeid, "test id")
         where = f"[{json.dumps(nodeid)}]"
-        f.obj(rec, where)
+        rec = records[nodeid] = f.obj(value, where)
         rec["values"] = f.samples(rec.get("values"), f"{where}.values")
         f.plain(f.opt_obj(rec.get("host"), f"{where}.host"), f"{where}.host")
         f.plain(f.opt_obj(rec.get("probe"), f"{where}.probe"), f"{where}.probe")

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pytest_burnperf.core.versions import VersionSummary, level
 from pytest_burnperf.runs.environments import CURRENT, Env
@@ -50,7 +49,7 @@ class Plan:
         return cls(refs, ref, cand)
 
 
-def shadowed_modules(overlay: str, modules: Mapping[str, Any]) -> dict[str, str]:
+def shadowed_modules(overlay: str, modules: Mapping[str, object]) -> dict[str, str]:
     """In a round's process of an installed reference: the modules of the overlay's top-level
     packages that were imported from somewhere else (the current checkout on ``sys.path``
     before the overlay: a flat layout run from its root, or a ``pythonpath`` ini setting), as

@@ -29,12 +29,14 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
 from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.activity import Window
+from pytest_burnperf.runs.environments import Env
 from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
+from pytest_burnperf.runs.profiled import SideProfile
 from pytest_burnperf.runs.round_launcher import (
     budget_spent,
     count_done,
@@ -100,12 +102,12 @@ class Measured:
     """What the rounds measured, per environment label and benchmark node id."""
 
     #: The environments as the caller describes them (environments.Env), for the report.
-    envs: dict[str, Any] = field(default_factory=dict)
+    envs: dict[str, Env] = field(default_factory=dict)
     runs: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
-    host: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
-    probes: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    host: dict[str, dict[str, list[dict[str, object]]]] = field(default_factory=dict)
+    probes: dict[str, dict[str, list[dict[str, object]]]] = field(default_factory=dict)
     #: The last record of each benchmark per environment (loops, timer...), for the report.
-    last: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    last: dict[str, dict[str, dict[str, object]]] = field(default_factory=dict)
     #: Why an environment has no (or too few) measurements: its failing round's message.
     failures: dict[str, str] = field(default_factory=dict)
     #: Rounds that failed without ending the rounds (``Schedule.failure_ends_all`` false).
@@ -119,14 +121,16 @@ class Measured:
     rounds: int = 0
     #: --perf-profile (plugin/measuring/pair_profiles.py): per environment label, each profiled
     #: benchmark's profile (runs/profiled.SideProfile), and why others it was asked for have none.
-    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    profiles: dict[str, dict[str, SideProfile]] = field(default_factory=dict)
     profile_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def add(self, label: str, nodeid: str, rec: Mapping[str, Any]) -> None:
-        self.runs.setdefault(label, {}).setdefault(nodeid, []).append(list(rec["values"]))
-        self.host.setdefault(label, {}).setdefault(nodeid, []).append(dict(rec.get("host") or {}))
+    def add(self, label: str, nodeid: str, rec: Mapping[str, object]) -> None:
+        self.runs.setdefault(label, {}).setdefault(nodeid, []).append(jf.floats(rec["values"]))
+        self.host.setdefault(label, {}).setdefault(nodeid, []).append(
+            dict(jf.mapping(rec.get("host")))
+        )
         self.probes.setdefault(label, {}).setdefault(nodeid, []).append(
-            dict(rec.get("probe") or {})
+            dict(jf.mapping(rec.get("probe")))
         )
         self.last.setdefault(label, {})[nodeid] = {
             k: rec[k] for k in ("loops", "timer", "l2_flush") if k in rec
@@ -317,7 +321,7 @@ class _Run:
                         results[label] = self.launch(self.side(label), r, outs[label], group)
                     else:
                         results[label] = self.one_side(self.side(label), r, of, outs[label], group)
-            docs: dict[str, dict[str, dict[str, Any]]] = {}
+            docs: dict[str, dict[str, dict[str, object]]] = {}
             for label in order:
                 code, output = results[label]
                 problem = _problem(self.side(label), outs[label], code, output)
@@ -424,7 +428,7 @@ def _problem(side: Side, out: Path, code: int, output: str) -> str | None:
 
 
 def _take_turns(
-    servers: Mapping[str, Any],
+    servers: Mapping[str, ForkServer],
     order: Sequence[str],
     outs: Mapping[str, Path],
     group: Collection[str],

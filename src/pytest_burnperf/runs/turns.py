@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 #: The length of a sampling window, in seconds (validation/alternation.py chose it: see
 #: docs/validation.md, "How long a turn should be").
@@ -60,13 +59,15 @@ class Seat:
     label: str
     cpu: int | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"address": self.address, "label": self.label, "cpu": self.cpu}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Seat:
+    def from_json(cls, doc: Mapping[str, object]) -> Seat:
         cpu = doc.get("cpu")
-        return cls(str(doc["address"]), str(doc["label"]), None if cpu is None else int(cpu))
+        if cpu is not None and not isinstance(cpu, int):
+            raise ValueError(f"a seat's cpu must be a whole number, got {cpu!r}")
+        return cls(str(doc["address"]), str(doc["label"]), cpu)
 
 
 def table_address(rng: random.Random, platform: str = sys.platform) -> str:

@@ -7,14 +7,13 @@ differently by two sources is a conflict and nothing is merged. Writing the resu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.storage.baselines import BaselineError, load_file
 from pytest_burnperf.storage.jsonfile import loads, read_bytes
 
 #: ``{machine id: (machine section, {module: {key: entry}})}``
-Found = dict[str, tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]]
+Found = dict[str, tuple[dict[str, object], dict[str, dict[str, dict[str, object]]]]]
 
 
 class MergeConflict(Exception):
@@ -29,8 +28,8 @@ def collect(root: Path) -> Found:
     if not root.is_dir():
         raise BaselineError(root, "is not a directory of baselines")
     for machine_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        machine: dict[str, Any] = {}
-        modules: dict[str, dict[str, dict[str, Any]]] = {}
+        machine: dict[str, object] = {}
+        modules: dict[str, dict[str, dict[str, object]]] = {}
         for path in sorted(machine_dir.rglob("*.json")):
             benchmarks = load_file(path)
             doc = loads(path, read_bytes(path) or b"{}")

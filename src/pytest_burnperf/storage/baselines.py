@@ -119,13 +119,13 @@ def round_floats(obj: Any, digits: int = 6) -> Any:
     return obj
 
 
-def dumps(doc: Mapping[str, Any]) -> str:
+def dumps(doc: Mapping[str, object]) -> str:
     """The file's text: floats rounded, control characters in strings escaped (a driver's device
     name cannot put one in a file that the strict reader would then refuse), NaN refused."""
     return json_dumps(escape_strings(round_floats(doc)), indent=1, sort_keys=True) + "\n"
 
 
-def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
+def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
     """One benchmark of a baseline file, every field the plugin reads checked for its type and
     range; ``f`` names the file."""
     where = f"benchmarks[{json.dumps(key)}]"
@@ -198,7 +198,7 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, Any]:
     return e
 
 
-def check_window(f: Fields, w: dict[str, Any], where: str) -> None:
+def check_window(f: Fields, w: dict[str, object], where: str) -> None:
     f.plain(w, where)
     for name in WINDOW_NUMBERS:
         if w.get(name) is not None:
@@ -210,7 +210,7 @@ def check_window(f: Fields, w: dict[str, Any], where: str) -> None:
         f.opt_text(w.get(name), f"{where}.{name}")
 
 
-def check_document(path: Path, doc: object) -> dict[str, dict[str, Any]]:
+def check_document(path: Path, doc: object) -> dict[str, dict[str, object]]:
     """The benchmarks of a loaded baseline document, or :class:`BaselineError`."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise BaselineError(
@@ -230,16 +230,16 @@ def check_document(path: Path, doc: object) -> dict[str, dict[str, Any]]:
     f = Fields(path)
     try:
         f.plain(f.opt_obj(doc.get("machine"), "machine"), "machine")
-        benchmarks = f.obj(doc.get("benchmarks"), "benchmarks")
-        for key, entry in benchmarks.items():
-            f.text(key, "benchmarks key")
-            check_entry(f, key, entry)
+        benchmarks = {
+            f.text(key, "benchmarks key"): check_entry(f, key, entry)
+            for key, entry in f.obj(doc.get("benchmarks"), "benchmarks").items()
+        }
     except FileFormatError as exc:
         raise BaselineError(path, f"{exc.field}: {exc.problem}") from None
     return benchmarks
 
 
-def load_file(path: Path) -> dict[str, dict[str, Any]]:
+def load_file(path: Path) -> dict[str, dict[str, object]]:
     """The benchmarks of one baseline file; ``{}`` if it does not exist."""
     try:
         data = read_bytes(path)
@@ -273,7 +273,7 @@ class BaselineStore:
         self.root = root
         self.machine_id = machine_id
         self.dir = root / machine_id
-        self._cache: dict[Path, dict[str, dict[str, Any]] | BaselineError] = {}
+        self._cache: dict[Path, dict[str, dict[str, object]] | BaselineError] = {}
 
     def path_for(self, module: str) -> Path:
         """``module`` is the test file's path relative to the rootdir, with '/' separators; one
@@ -283,7 +283,7 @@ class BaselineStore:
         except UnsafeName as exc:
             raise BaselineError(self.dir, f"test module {exc}") from None
 
-    def load(self, path: Path) -> dict[str, dict[str, Any]]:
+    def load(self, path: Path) -> dict[str, dict[str, object]]:
         cached = self._cache.get(path)
         if cached is None:
             try:
@@ -295,7 +295,7 @@ class BaselineStore:
             raise cached
         return cached
 
-    def get(self, module: str, key: str) -> dict[str, Any] | None:
+    def get(self, module: str, key: str) -> dict[str, object] | None:
         return self.load(self.path_for(module)).get(key)
 
     def lock(self) -> Any:
@@ -321,8 +321,8 @@ class BaselineStore:
 
     def save(
         self,
-        updates: Mapping[str, Mapping[str, dict[str, Any]]],
-        machine: Mapping[str, Any],
+        updates: Mapping[str, Mapping[str, dict[str, object]]],
+        machine: Mapping[str, object],
         drop: Mapping[str, Sequence[str]] | None = None,
     ) -> SaveReport:
         """Merge ``updates`` ({module: {key: entry}}) into the files and write them all; the keys
@@ -359,7 +359,7 @@ class BaselineStore:
                 raise Interrupted(held.names())
             try:
                 report.cleaned = self.clean_stale()
-                staged: list[tuple[Path, Path, dict[str, Any]]] = []
+                staged: list[tuple[Path, Path, dict[str, dict[str, object]]]] = []
                 try:
                     for module in sorted(updates):
                         try:

@@ -48,8 +48,8 @@ class FileFormatError(Exception):
         self.problem = problem
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    doc: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, object]:
+    doc: dict[str, object] = {}
     for key, value in pairs:
         if key in doc:
             raise ValueError(f"duplicate key {key!r}")
@@ -168,12 +168,12 @@ class Fields:
     def fail(self, field: str, problem: str) -> NoReturn:
         raise FileFormatError(self.path, problem, field)
 
-    def obj(self, value: object, field: str) -> dict[str, Any]:
+    def obj(self, value: object, field: str) -> dict[str, object]:
         if not isinstance(value, dict):
             self.fail(field, f"must be an object, got {_describe(value)}")
         return value
 
-    def opt_obj(self, value: object, field: str) -> dict[str, Any] | None:
+    def opt_obj(self, value: object, field: str) -> dict[str, object] | None:
         return None if value is None else self.obj(value, field)
 
     def text(self, value: object, field: str, *, allowed: Sequence[str] = ()) -> str:
@@ -223,16 +223,14 @@ class Fields:
             self.fail(field, f"must be a non-empty list of counts, got {_describe(value)}")
         return [self.number(v, f"{field}[{i}]", low=1.0, high=1e18) for i, v in enumerate(value)]
 
-    def strings(self, value: object, field: str) -> dict[str, str]:
-        """An object of strings (library versions, ...)."""
-        doc = self.obj(value, field)
-        for k, v in doc.items():
-            self.text(k, f"{field} key")
-            if v is not None:
-                self.text(v, f"{field}.{k}")
-        return doc
+    def strings(self, value: object, field: str) -> dict[str, str | None]:
+        """An object of strings or nulls (library versions, ...)."""
+        return {
+            self.text(k, f"{field} key"): None if v is None else self.text(v, f"{field}.{k}")
+            for k, v in self.obj(value, field).items()
+        }
 
-    def plain(self, value: object, field: str) -> Any:
+    def plain(self, value: object, field: str) -> object:
         """Any JSON whose strings (keys included) carry no control characters."""
         stack: list[tuple[object, str]] = [(value, field)]
         while stack:

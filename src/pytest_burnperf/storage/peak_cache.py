@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from pytest_burnperf.core.roofline_figures import Peaks
 from pytest_burnperf.core.text import escape
@@ -33,11 +32,11 @@ class PeakCache:
         self.path = path
         self.machine = machine
         self.problems: list[str] = []
-        self._doc: dict[str, Any] | None = None
+        self._doc: dict[str, object] | None = None
 
-    def _load(self) -> dict[str, Any]:
+    def _load(self) -> dict[str, object]:
         if self._doc is None:
-            doc: dict[str, Any] = {}
+            doc: dict[str, object] = {}
             try:
                 loaded = read_json(self.path, max_bytes=4 * 1024 * 1024)
             except FileFormatError as exc:
@@ -54,12 +53,18 @@ class PeakCache:
             self._doc = doc
         return self._doc
 
+    def _peaks(self) -> dict[str, object]:
+        """The loaded document's peaks by key (an object: checked when loaded)."""
+        peaks = self._load()["peaks"]
+        assert isinstance(peaks, dict)
+        return peaks
+
     @staticmethod
     def key(machine: str, device_id: str, model: str, dtype: str, threads: int) -> str:
         return f"{machine}|{device_id}|{model}|{dtype}|threads={threads}"
 
     def get(self, key: str) -> Peaks | None:
-        entry = self._load()["peaks"].get(key)
+        entry = self._peaks().get(key)
         if not isinstance(entry, dict):
             return None
         rates = [entry.get("gflops"), entry.get("gbps")]
@@ -76,7 +81,7 @@ class PeakCache:
     def put(self, key: str, peaks: Peaks) -> None:
 
         doc = self._load()
-        doc["peaks"][key] = peaks.as_dict()
+        self._peaks()[key] = peaks.as_dict()
         try:
             atomic_write_text(self.path, dumps(doc, indent=1, sort_keys=True) + "\n")
         except (OSError, ValueError) as exc:

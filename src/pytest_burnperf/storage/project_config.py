@@ -34,13 +34,13 @@ class ConfigError(Exception):
 class ProjectConfig:
     path: Path | None = None
     #: ini name (``perf_threshold``) -> parsed value
-    values: Mapping[str, Any] = field(default_factory=dict)
+    values: Mapping[str, object] = field(default_factory=dict)
     benches: tuple[str, ...] | None = None
     strict: bool | None = None
-    environment: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, object] = field(default_factory=dict)
 
 
-def _toml(path: Path) -> dict[str, Any]:
+def _toml(path: Path) -> dict[str, object]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
@@ -51,7 +51,7 @@ def _toml(path: Path) -> dict[str, Any]:
     except FileFormatError as exc:
         raise ConfigError(str(exc)) from None
     try:
-        doc: dict[str, Any] = tomllib.loads((data or b"").decode("utf-8"))
+        doc: dict[str, object] = tomllib.loads((data or b"").decode("utf-8"))
         return doc
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: is not UTF-8 text") from None
@@ -63,7 +63,7 @@ def _toml(path: Path) -> dict[str, Any]:
         ) from None
 
 
-def find(rootdir: Path) -> tuple[Path, dict[str, Any], dict[str, Any]] | None:
+def find(rootdir: Path) -> tuple[Path, dict[str, object], dict[str, object]] | None:
     """``(file, settings table, environment table)`` of the project, or None."""
     bench = rootdir / "benchmarks.toml"
     pyproject = rootdir / "pyproject.toml"
@@ -109,7 +109,7 @@ def load(rootdir: Path, parsers: Mapping[str, Callable[[Any, str], Any]]) -> Pro
         return ProjectConfig()
     path, table, env = hit
     allowed = {ini.removeprefix("perf_"): ini for ini in parsers}
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     benches: tuple[str, ...] | None = None
     strict: bool | None = None
     for key, raw in table.items():

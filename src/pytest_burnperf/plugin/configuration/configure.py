@@ -67,8 +67,8 @@ def configure(config: pytest.Config) -> None:
         )
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    values: dict[str, Any] = {}
-    ini_values: dict[str, Any] = {}
+    values: dict[str, object] = {}
+    ini_values: dict[str, object] = {}
     for _option, ini, parse, _text in VALUE_OPTIONS:
         values[ini] = config.getoption(ini)
         ini_values[ini] = ini_value(config, ini, parse)
@@ -316,7 +316,7 @@ def _switches(config: pytest.Config) -> tuple[bool, bool, bool]:
 
 def _check_targets(
     config: pytest.Config,
-    values: dict[str, Any],
+    values: dict[str, object],
     json_path: Any,
     markdown_path: Any,
     baselines_root: Path,
@@ -340,7 +340,7 @@ def _check_targets(
 
 
 def _refuse(
-    config: pytest.Config, values: dict[str, Any], ini: str, path: Any, problem: str | None
+    config: pytest.Config, values: dict[str, object], ini: str, path: Any, problem: str | None
 ) -> None:
     """The usage error for ``problem`` with ``path``, naming the option or ini key it came from."""
     if problem:

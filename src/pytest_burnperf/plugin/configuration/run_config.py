@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.run_mode import Mode
 from pytest_burnperf.core.run_options import Measure, Profile
@@ -63,7 +63,7 @@ class RunConfig:
     mode: Mode
     #: Settings from the ini file and the project file, and those the command line overrides.
     base: Settings
-    cmdline: dict[str, Any]
+    cmdline: dict[str, object]
     backends_filter: tuple[str, ...] | None
     dtypes_filter: tuple[str, ...] | None
     #: Devices that must be present (--perf-require), or None.
@@ -86,7 +86,7 @@ class RunConfig:
     #: From the configuration file (project_config.py): test functions to run, free
     #: environment facts, and the file itself.
     benches: tuple[str, ...] | None = None
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, object] = field(default_factory=dict)
     config_file: Path | None = None
     #: A same-session comparison (--perf-against, --perf-versions), and what --perf-against auto
     #: chose and why (reference.Choice).

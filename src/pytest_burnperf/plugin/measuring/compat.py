@@ -38,7 +38,9 @@ MAPPED = ("min_rounds", "max_time", "min_time", "warmup", "group")
 IGNORED = ("timer", "disable_gc", "calibration_precision", "warmup_iterations", "cprofile")
 
 
-def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+def marker_overrides(
+    test: str, kwargs: Mapping[str, object]
+) -> tuple[dict[str, object], str | None]:
     """Settings from ``@pytest.mark.benchmark(...)``, and its group; SettingsError on a bad one."""
 
     where = f"{test}: @pytest.mark.benchmark"
@@ -48,7 +50,7 @@ def marker_overrides(test: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, An
             f"{where} got unknown keyword {', '.join(repr(u) for u in unknown)}; allowed: "
             f"{', '.join(MAPPED + IGNORED)}"
         )
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if "min_rounds" in kwargs:
         n = kwargs["min_rounds"]
         if isinstance(n, int) and not isinstance(n, bool) and n in (0, 1):
@@ -76,7 +78,7 @@ class BenchmarkFixture:
         self.name = name
         self.fullname = fullname
         self.group = group
-        self.extra_info: dict[str, Any] = {}
+        self.extra_info: dict[str, object] = {}
         self.disabled = False
         perf.extra_info = self.extra_info  # into the results JSON with the group
         perf.group = group
@@ -89,7 +91,7 @@ class BenchmarkFixture:
         self,
         target: Callable[..., T],
         args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        kwargs: dict[str, object] | None = None,
         setup: Callable[[], Any] | None = None,
         teardown: Callable[..., Any] | None = None,
         rounds: int | None = None,

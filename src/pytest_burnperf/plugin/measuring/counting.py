@@ -82,7 +82,7 @@ class Counting:
             self._store = BaselineStore(state.run.baselines_root, name)
         return self._store
 
-    def key_base(self) -> dict[str, Any]:
+    def key_base(self) -> dict[str, object]:
         return {
             "arch": platform.machine(),
             "valgrind": self.version,

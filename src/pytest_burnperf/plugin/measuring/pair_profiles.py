@@ -105,7 +105,7 @@ def attach(state: PerfState, result: Result) -> Result:
         note += f" ({rel(ref.path, root)}, {rel(cur.path, root)})"
     mine = cur or ref
     assert mine is not None
-    profile = {
+    profile: dict[str, object] = {
         "tool": mine.summary.tool,
         "file": rel(mine.path, root),
         "summary": mine.summary.as_json(),

@@ -102,7 +102,7 @@ def profiled(
         )
     else:
         note = f"profile: {where}"
-    profile = {
+    profile: dict[str, object] = {
         "tool": summary.tool,
         "file": where,
         "summary": summary.as_json(),
@@ -144,7 +144,7 @@ def profile_here(
     return first
 
 
-def _baseline_summary(baseline: dict[str, Any] | None) -> ProfileSummary | None:
+def _baseline_summary(baseline: dict[str, object] | None) -> ProfileSummary | None:
     """The profile summary kept beside the baseline (the file was checked when it was read)."""
     doc = (baseline or {}).get("profile")
     if doc is None:

@@ -29,7 +29,7 @@ class Measuring(Protocol):
     _key: str
     _state: PerfState
     settings: Settings
-    extra_info: dict[str, Any]
+    extra_info: dict[str, object]
     group: str | None
 
 
@@ -62,14 +62,14 @@ def make_result(perf: Measuring, **fields: Any) -> Result:
     )
 
 
-def as_runs(baseline: dict[str, Any] | None) -> tuple[tuple[float, ...], ...]:
+def as_runs(baseline: dict[str, object] | None) -> tuple[tuple[float, ...], ...]:
     if baseline is None:
         return ()
 
     return tuple(tuple(r) for r in baseline_runs(baseline))
 
 
-def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, Any] | None, str | None]:
+def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, object] | None, str | None]:
     """The test's parameters and parameter id, as pytest-benchmark's JSON gives them: a
     ``@pytest.mark.perf`` test's device (by its id), dtype and own parameters; a test written for
     pytest-benchmark its own parameters only (its ``cpu`` case is this plugin's), None for one
@@ -77,7 +77,7 @@ def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, Any] | None, s
     spec = getattr(item, "callspec", None)
     given = dict(spec.params) if spec is not None else {}
     given.pop("_burnperf_case", None)
-    params: dict[str, Any] = {}
+    params: dict[str, object] = {}
     if not case.benchmark_style:
         params = {"device": case.label, "dtype": case.dtype}
     for name, value in given.items():
@@ -142,7 +142,7 @@ def settle(
         pytest.fail(decided.message, pytrace=False)
 
 
-def keep_round_record(state: PerfState, nodeid: str, record: dict[str, Any]) -> None:
+def keep_round_record(state: PerfState, nodeid: str, record: dict[str, object]) -> None:
     """In a round process: what ``nodeid`` measured (samples, counts or a profile), for the
     parent's samples file (rounds/report_back.py writes it)."""
     state.findings.round_records[nodeid] = record

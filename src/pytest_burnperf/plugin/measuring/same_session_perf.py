@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.assess import (
     note_paired_host,
 )
@@ -107,7 +108,7 @@ class ComparePerf(SmokePerf):
         last = got.last.get(plan.candidate, {}).get(node, {})
         sample = Sample(
             values=tuple(v for r in cur for v in r),
-            loops=int(last.get("loops", 1)),
+            loops=jf.integer(last.get("loops", 1)) or 1,
             warmup_calls=0,
             timer=str(last.get("timer")) if last.get("timer") in SAMPLE_TIMERS else "host",
             l2_flush=bool(last.get("l2_flush", False)),

@@ -74,7 +74,7 @@ class SmokePerf:
         self.dtype = case.dtype
         self._used = False
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
-        self.extra_info: dict[str, Any] = {}
+        self.extra_info: dict[str, object] = {}
         self.group: str | None = None
 
     def _start(self, fn: object, what: str) -> None:
@@ -96,7 +96,7 @@ class SmokePerf:
         self,
         fn: Callable[..., T],
         args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        kwargs: dict[str, object] | None = None,
         *,
         setup: Callable[[], Any] | None = None,
         teardown: Callable[..., Any] | None = None,

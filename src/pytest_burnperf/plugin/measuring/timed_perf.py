@@ -60,7 +60,7 @@ class Perf:
         case: Case,
         module: str,
         key: str,
-        baseline: dict[str, Any] | None,
+        baseline: dict[str, object] | None,
         legacy: bool = False,
     ) -> None:
         assert case.entry is not None and case.entry.device is not None
@@ -83,9 +83,9 @@ class Perf:
         self._repeat = True
         #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
         #: what a sample means, kept with the baseline and compared (core/comparability.py).
-        self._pedantic: dict[str, Any] | None = None
+        self._pedantic: dict[str, object] | None = None
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
-        self.extra_info: dict[str, Any] = {}
+        self.extra_info: dict[str, object] = {}
         self.group: str | None = None
         self.device = case.entry.device
         self.dtype = case.dtype
@@ -265,7 +265,7 @@ class Perf:
         self,
         fn: Callable[..., T],
         args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        kwargs: dict[str, object] | None = None,
         *,
         setup: Callable[[], Any] | None = None,
         teardown: Callable[..., Any] | None = None,
@@ -374,9 +374,9 @@ class Perf:
     def _judge(
         self,
         sample: Any,
-        fingerprint: dict[str, Any],
+        fingerprint: dict[str, object],
         host: Window,
-        probe: dict[str, Any] | None,
+        probe: dict[str, object] | None,
     ) -> None:
 
         state = self._state
@@ -465,8 +465,8 @@ def _host_evidence(
     state: PerfState,
     node: str,
     host: Window,
-    probe: dict[str, Any] | None,
-    baseline: dict[str, Any] | None,
+    probe: dict[str, object] | None,
+    baseline: dict[str, object] | None,
 ) -> HostEvidence:
     """This benchmark's host windows and probe over all rounds, and the baseline's."""
 

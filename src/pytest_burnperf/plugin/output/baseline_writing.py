@@ -5,8 +5,9 @@ written is left untouched and named."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.results import provenance
 from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
 
@@ -16,14 +17,14 @@ from pytest_burnperf.plugin.session.outcome_watch import interrupted
 from pytest_burnperf.plugin.session.perf_state import PerfState, rel
 
 
-def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool:
+def write_baselines(state: PerfState, now: str, machine: dict[str, object]) -> bool:
     """Write the new baselines; False if some file could not be read or written."""
 
-    updates: dict[str, dict[str, dict[str, Any]]] = {}
-    counted: dict[str, dict[str, dict[str, Any]]] = {}
+    updates: dict[str, dict[str, dict[str, object]]] = {}
+    counted: dict[str, dict[str, dict[str, object]]] = {}
     for nodeid in sorted(state.findings.passed):
         r = state.findings.results[nodeid]
-        libs = dict(r.fingerprint.get("versions", {}))
+        libs = dict(jf.mapping(r.fingerprint.get("versions")))
         for one in (r, r.time):
             if one is None:
                 continue
@@ -54,8 +55,8 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, Any]) -> bool
 def _save(
     state: PerfState,
     store: BaselineStore,
-    updates: dict[str, dict[str, dict[str, Any]]],
-    machine: dict[str, Any],
+    updates: dict[str, dict[str, dict[str, object]]],
+    machine: dict[str, object],
     drop: dict[str, list[str]],
     what: str,
 ) -> bool:

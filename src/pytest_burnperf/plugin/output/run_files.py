@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import settings
 from pytest_burnperf.core.coverage import advice, coverage, shortfall
 from pytest_burnperf.core.text import redact
@@ -109,7 +110,7 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
         ):  # a partial run: kept, marked, and never stored as a whole one
             ours["interrupted"] = True
 
-    def benchmark_doc() -> dict[str, Any]:
+    def benchmark_doc() -> dict[str, object]:
         from pytest_burnperf.report import pytest_benchmark as pytest_benchmark_json
 
         return pytest_benchmark_json.document(
@@ -244,7 +245,7 @@ def rest_args(invocation: tuple[str, ...]) -> list[str]:
     return [redact(a) for a in settings.suggested_args(invocation)]
 
 
-def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> None:
+def _record(session: pytest.Session, state: PerfState, doc: dict[str, object]) -> None:
     """--perf-store: this run into the results store (history/store.py)."""
     import time
 
@@ -268,12 +269,12 @@ def _record(session: pytest.Session, state: PerfState, doc: dict[str, Any]) -> N
         return
     what = "recorded in" if added else "already in"
     state.notes.append(
-        f"run {what} the results store {redact(url)} ({len(doc.get('results') or [])} results, "
+        f"run {what} the results store {redact(url)} ({len(jf.sequence(doc.get('results')))} results, "
         f"{time.perf_counter() - t0:.2f} s); `burnperf history` shows the series"
     )
 
 
-def same_session_json(state: PerfState) -> dict[str, Any] | None:
+def same_session_json(state: PerfState) -> dict[str, object] | None:
     plan, got = state.run.plan, state.findings.measured
     if plan is None:
         return None
@@ -300,7 +301,7 @@ def _pedantic_lines(state: PerfState) -> list[str]:
     pinned = [(k, p) for k, p in shapes if p["rounds"] is not None]
     lines = []
     if sampled:
-        warm = sorted({p["warmup_rounds"] for p in sampled})
+        warm = sorted({jf.integer(p["warmup_rounds"]) or 0 for p in sampled})
         lines.append(
             f"pedantic without rounds=: {len(sampled)} benchmark(s) sampled here, "
             f"{'/'.join(map(str, warm))} warm-up round(s), then at least the benchmark's "

@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -234,7 +234,7 @@ def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Me
 
 
 def clean_runs(
-    runs: list[list[float]], windows: Sequence[Mapping[str, Any]], *, trust_host: bool
+    runs: list[list[float]], windows: Sequence[Mapping[str, object]], *, trust_host: bool
 ) -> list[list[float]] | None:
     """``runs`` (the other processes' rounds so far) as the verdict will judge them, the busy
     rounds left out by the one rule (core.assess.leave_out_busy); None where a busy round
@@ -260,7 +260,7 @@ def serve_rounds(session: pytest.Session) -> bool | None:
     assert isinstance(process, RoundProcess)
 
     def one_round(
-        out: Path, only: frozenset[str] | None, turns: dict[str, Any] | None = None
+        out: Path, only: frozenset[str] | None, turns: dict[str, object] | None = None
     ) -> None:
         process.start_round(out)
         items = [i for i in session.items if only is None or i.nodeid in only]

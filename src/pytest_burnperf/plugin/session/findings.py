@@ -9,7 +9,7 @@ judged (coverage) by output/run_files.py. The reports read it; the summary's own
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.coverage import Coverage
@@ -30,10 +30,10 @@ class Findings:
     durations: dict[str, float] = field(default_factory=dict)
     #: Raw samples of the extra rounds, per node id: one list of values per round process.
     round_runs: dict[str, list[list[float]]] = field(default_factory=dict)
-    round_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    round_records: dict[str, dict[str, object]] = field(default_factory=dict)
     #: Host windows (activity.Window as dicts) and reference probes of the extra rounds, per node.
-    round_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    round_probes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    round_host: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    round_probes: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     #: What a same-session comparison's rounds measured.
     measured: Measured | None = None
     #: Recording: the benchmarks whose runs are too noisy for their threshold, with the noise
@@ -53,7 +53,7 @@ class Findings:
     #: What the shard kept (core/shards.py): ``index``, ``count``, ``selection`` (the whole
     #: selection's fingerprint), ``comparisons`` (the whole selection's), ``benchmarks`` (this
     #: shard's), ``expected_s`` (each shard's expected seconds).
-    shard_info: dict[str, Any] | None = None
+    shard_info: dict[str, object] | None = None
     #: Tests using pytest-benchmark's ``benchmark`` fixture: their one CPU case each, by the test
     #: function's node id (their ids stay unchanged).
     benchmark_cases: dict[str, Case] = field(default_factory=dict)
@@ -66,5 +66,5 @@ class Findings:
     #: message when it judged less than min_judged; set at session finish.
     coverage: Coverage | None = None
     coverage_advice: list[str] = field(default_factory=list)
-    coverage_json: dict[str, Any] | None = None
+    coverage_json: dict[str, object] | None = None
     shortfall: str | None = None

@@ -51,7 +51,7 @@ class PerfState:
     _registry: Registry | None = None
     _store: BaselineStore | None = None
     _legacy_store: BaselineStore | None = None
-    _git: dict[str, Any] | None = None
+    _git: dict[str, object] | None = None
     _peaks: PeakSource | None = None
     _probes: Probes | None = None
 
@@ -96,7 +96,7 @@ class PerfState:
         return self._legacy_store
 
     @property
-    def git(self) -> dict[str, Any]:
+    def git(self) -> dict[str, object]:
         if self._git is None:
             from pytest_burnperf.host.machine import git_state
 
@@ -150,7 +150,7 @@ def case_of(item: pytest.Item) -> Case | None:
     return cases.get(definition_id(item)) if cases else None
 
 
-def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, Any]:
+def session_machine_info(config: pytest.Config, state: PerfState) -> dict[str, object]:
     """This machine's facts, with whatever the project's hooks add."""
 
     info = dict(machine_info(state.run.machine_id))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import format_time
 from pytest_burnperf.core.verdict import Policy, judge
 from pytest_burnperf.storage.history.changepoints import ChangePoint, find
@@ -20,10 +21,10 @@ class Series:
     name: str
     device: str
     dtype: str
-    points: list[dict[str, Any]] = field(default_factory=list)
+    points: list[dict[str, object]] = field(default_factory=list)
     changes: list[ChangePoint] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "hardware_class": self.hardware_class,
             "test": self.test,
@@ -50,7 +51,7 @@ class Series:
 
 
 def series(
-    points: Sequence[Mapping[str, Any]],
+    points: Sequence[Mapping[str, object]],
     *,
     keep: Callable[[str], bool] = lambda _t: True,
     device: str | None = None,
@@ -77,7 +78,7 @@ def series(
             )
         s.points.append(dict(p))
     for s in out.values():
-        s.changes = find([float(p["median"]) for p in s.points])
+        s.changes = find([jf.number(p.get("median")) or 0.0 for p in s.points])
     return sorted(out.values(), key=lambda s: (s.hardware_class, s.test))
 
 
@@ -89,18 +90,18 @@ def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
         lines.append(f"{s.name}  [{s.device} {s.dtype}, class {s.hardware_class}]")
         starts = {c.index: c for c in s.changes}
         for i, p in enumerate(s.points):
+            low, high = jf.number(p.get("low")), jf.number(p.get("high"))
             interval = (
-                ""
-                if p.get("low") is None or p.get("high") is None
-                else f" [{format_time(p['low'])}, {format_time(p['high'])}]"
+                "" if low is None or high is None else f" [{format_time(low)}, {format_time(high)}]"
             )
             commit = str(p.get("commit") or "-")[:10] + ("+dirty" if p.get("dirty") else "")
             mark = ""
             if i in starts:
                 mark = f"  <- shift {100 * (starts[i].ratio - 1):+.1f}% begins here"
+            median = format_time(jf.number(p.get("median")) or 0.0)
             line = (
                 f"  {str(p.get('created') or '')[:16]:<16}  {commit:<16} "
-                f"{p.get('branch') or '-':<12} {format_time(float(p['median'])):>10}{interval}{mark}"
+                f"{p.get('branch') or '-':<12} {median:>10}{interval}{mark}"
             )
             lines.append(line[: max(width, 60)] if not mark else line)
         if not s.changes:
@@ -110,8 +111,8 @@ def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
 
 
 def against_history(
-    doc: Mapping[str, Any],
-    points: Sequence[Mapping[str, Any]],
+    doc: Mapping[str, object],
+    points: Sequence[Mapping[str, object]],
     *,
     alpha: float,
     threshold: float,
@@ -128,14 +129,14 @@ def against_history(
     for p in points:
         if p.get("hardware_class") != hw:
             continue
-        rounds = [list(r) for r in p.get("runs") or [] if r]
+        rounds = [r for r in jf.rounds(p.get("runs")) if r]
         by_test.setdefault(str(p["test"]), []).extend(rounds)
         used[str(p["test"])] = used.get(str(p["test"]), 0) + 1
-    tests = [r for r in doc.get("results") or [] if isinstance(r, Mapping)]
+    tests = jf.mappings(doc.get("results"))
     policy = Policy(alpha=alpha, threshold=threshold, comparisons=max(1, len(tests)))
     out = []
     for r in tests:
         test = str(r.get("test"))
-        current = [list(x) for x in r.get("runs") or [] if x] or [list(r.get("samples") or [])]
+        current = [x for x in jf.rounds(r.get("runs")) if x] or [jf.floats(r.get("samples"))]
         out.append((test, judge(by_test.get(test), current, policy), used.get(test, 0)))
     return out

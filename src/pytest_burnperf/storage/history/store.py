@@ -31,6 +31,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.versions import level
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
@@ -257,7 +258,7 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
-    def record(self, doc: Mapping[str, Any], source: str = "run") -> bool:
+    def record(self, doc: Mapping[str, object], source: str = "run") -> bool:
         """Store one results document (the ``--perf-json`` format) as a run with its results;
         False when this very run is stored already."""
 
@@ -300,7 +301,7 @@ class Store:
         branch: str | None = None,
         hardware_class: str | None = None,
         with_runs: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         """Every stored result (newest ``last`` per test and hardware class), oldest first,
         with its run's date, commit, branch and class."""
         cols = [
@@ -362,15 +363,15 @@ def _why(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def run_key(doc: Mapping[str, Any]) -> str:
+def run_key(doc: Mapping[str, object]) -> str:
     """The identity of a run: the sha256 of its results document written canonically."""
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _rows(
-    doc: Mapping[str, Any], key: str, source: str
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    doc: Mapping[str, object], key: str, source: str
+) -> tuple[dict[str, object], list[dict[str, object]]]:
     machine = doc.get("machine") if isinstance(doc.get("machine"), Mapping) else {}
     git = doc.get("git") if isinstance(doc.get("git"), Mapping) else {}
     assert isinstance(machine, Mapping) and isinstance(git, Mapping)
@@ -384,11 +385,11 @@ def _rows(
         "dirty": git.get("dirty"),
         "source": source,
         "machine": dict(machine),
-        "settings": dict(doc.get("settings") or {}),
+        "settings": dict(jf.mapping(doc.get("settings"))),
     }
     out = []
     for r in _results(doc):
-        run_list = [list(x) for x in r.get("runs") or [] if x] or [list(r.get("samples") or [])]
+        run_list = [x for x in jf.rounds(r.get("runs")) if x] or [jf.floats(r.get("samples"))]
         run_list = [x for x in run_list if x]
         if not run_list:
             continue
@@ -424,7 +425,5 @@ def _rows(
     return run, out
 
 
-def _results(doc: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    for r in doc.get("results") or []:
-        if isinstance(r, Mapping):
-            yield r
+def _results(doc: Mapping[str, object]) -> Iterable[Mapping[str, object]]:
+    yield from jf.mappings(doc.get("results"))
