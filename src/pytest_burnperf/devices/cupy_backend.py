@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.clocks import GraphCaptureError
 from pytest_burnperf.core.precision import cupy_modes
@@ -31,6 +32,11 @@ from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
 from pytest_burnperf.devices.l2_flush import flush_bytes
 from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
 
+if TYPE_CHECKING:  # cupy ships no type information: these name its types for the reader
+    import cupy as cp
+    import numpy as np
+    import numpy.typing as npt
+
 #: The pad before a start event: one thread spinning on the GPU clock.
 SPIN_SOURCE = r"""
 extern "C" __global__ void burnperf_spin(long long cycles) {
@@ -40,12 +46,12 @@ extern "C" __global__ void burnperf_spin(long long cycles) {
 """
 
 
-def peak_hook(cupy: Any) -> Any:
+def peak_hook(cupy: ModuleType) -> cp.cuda.MemoryHook:
     """A ``cupy.cuda.MemoryHook`` that follows the bytes in use from the pool (every
     ``malloc``/``free`` of a pool block, whether the pool reused it or allocated it) and keeps
     their high-water mark above the level at entry, as ``peak``."""
 
-    class PeakHook(cupy.cuda.MemoryHook):  # type: ignore[misc]
+    class PeakHook(cupy.cuda.MemoryHook):  # type: ignore[name-defined,misc]  # cupy: no types
         name = "burnperf_peak"
 
         def __init__(self) -> None:
@@ -54,19 +60,24 @@ def peak_hook(cupy: Any) -> Any:
             self.used = 0
             self.peak = 0
 
-        def malloc_postprocess(self, **kw: Any) -> None:
-            size = int(kw.get("mem_size") or kw.get("size") or 0)
-            self.live[int(kw.get("mem_ptr") or 0)] = size
+        def malloc_postprocess(self, **kw: object) -> None:
+            size = _whole(kw.get("mem_size") or kw.get("size"))
+            self.live[_whole(kw.get("mem_ptr"))] = size
             self.used += size
             self.peak = max(self.peak, self.used)
 
-        def free_postprocess(self, **kw: Any) -> None:
-            self.used -= self.live.pop(int(kw.get("mem_ptr") or 0), 0)
+        def free_postprocess(self, **kw: object) -> None:
+            self.used -= self.live.pop(_whole(kw.get("mem_ptr")), 0)
 
     return PeakHook()
 
 
-def _text(value: Any) -> str:
+def _whole(value: object) -> int:
+    """A size or pointer cupy's memory hooks pass (an int), 0 where it passed none."""
+    return int(value) if isinstance(value, int) else 0
+
+
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -81,7 +92,7 @@ class CupyDevice(DeviceBase):
     library = "cupy"
     compat = "cupy"
 
-    def __init__(self, cupy: Any, kind: str, index: int) -> None:
+    def __init__(self, cupy: ModuleType, kind: str, index: int) -> None:
         self._cp = cupy
         self.kind = kind
         self.index = index
@@ -89,11 +100,11 @@ class CupyDevice(DeviceBase):
         self._props = cupy.cuda.runtime.getDeviceProperties(index)
         self.name = _text(self._props["name"])
         self._dev = cupy.cuda.Device(index)
-        self._rng: Any = None
-        self._spin_kernel: Any = None
+        self._rng: cp.random.Generator | None = None
+        self._spin_kernel: cp.RawKernel | None = None
 
     @property
-    def lib(self) -> Any:
+    def lib(self) -> ModuleType:
         return self._cp
 
     def unsupported(self, dtype: str) -> str | None:
@@ -101,32 +112,34 @@ class CupyDevice(DeviceBase):
             return "cupy has no bfloat16 dtype"
         return None if dtype in NUMPY_DTYPE_NAMES else f"cupy has no dtype {dtype!r}"
 
-    def dtype(self, name: str) -> Any:
+    def dtype(self, name: str) -> type[np.generic]:
         reason = self.unsupported(name)
         if reason:
             raise ValueError(f"{self.id}: {reason}")
-        return getattr(self._cp, NUMPY_DTYPE_NAMES[name])
+        scalar: type[np.generic] = getattr(self._cp, NUMPY_DTYPE_NAMES[name])
+        return scalar
 
     def reseed(self, seed: int) -> None:
         with self._dev:
             self._rng = self._cp.random.default_rng(seed)
 
-    def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+    def random(self, shape: Sequence[int], dtype: str = "f32") -> cp.ndarray:
         if self._rng is None:
             self.reseed(0)
         with self._dev:
             return fill_random(self._rng, shape, dtype, self.dtype(dtype), self._cp.float32)
 
-    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> cp.ndarray:
         with self._dev:
             return self._cp.zeros(tuple(shape), dtype=self.dtype(dtype))
 
-    def asarray(self, obj: Any, dtype: str | None = None) -> Any:
+    def asarray(self, obj: object, dtype: str | None = None) -> cp.ndarray:
         with self._dev:
             return self._cp.asarray(obj, dtype=None if dtype is None else self.dtype(dtype))
 
-    def to_host(self, x: Any) -> Any:
-        return self._cp.asnumpy(x)
+    def to_host(self, x: cp.ndarray) -> npt.NDArray[np.generic]:
+        host: npt.NDArray[np.generic] = self._cp.asnumpy(x)
+        return host
 
     def sync(self) -> None:
         self._dev.synchronize()
@@ -192,7 +205,7 @@ class CupyDevice(DeviceBase):
             self._spin_kernel = self._cp.RawKernel(SPIN_SOURCE, "burnperf_spin")
         self._spin_kernel((1,), (1,), (self._cp.int64(cycles),))
 
-    def active(self) -> Any:
+    def active(self) -> cp.cuda.Device:
         """``with cupy.cuda.Device(i)``: everything timed, metered, flushed or calibrated runs
         on this GPU, its current stream and its memory pool (cupy-cuda1 no longer times GPU 0's
         work)."""
@@ -273,7 +286,7 @@ class CupyDevice(DeviceBase):
         return None if self.kind == "rocm" else slowdown(self.pci())
 
 
-def probe(cupy: Any = None) -> Probe:
+def probe(cupy: ModuleType | None = None) -> Probe:
     """Find cupy's GPUs. ``cupy`` may be passed in (tests use a fake module)."""
     result = Probe("cupy")
     if cupy is None:

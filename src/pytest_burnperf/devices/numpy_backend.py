@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, Probe, fill_random, identity
 from pytest_burnperf.devices.memory_meters import tracemalloc_peak
@@ -16,6 +17,10 @@ from pytest_burnperf.host.hardware import (
     memory_bytes,
     numpy_dispatch,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 class NumpyDevice(DeviceBase):
@@ -29,7 +34,9 @@ class NumpyDevice(DeviceBase):
         self._np = np
         self.name = cpu_model()
         if int(np.__version__.split(".")[0]) >= 2:
-            self._xp: Any = np  # numpy 2 implements the array API itself: no wrapper overhead
+            self._xp: ModuleType = (
+                np  # numpy 2 implements the array API itself: no wrapper overhead
+            )
         else:  # pragma: no cover - numpy 1.x
             import array_api_compat.numpy as compat
 
@@ -37,11 +44,11 @@ class NumpyDevice(DeviceBase):
         self._rng = np.random.default_rng(0)
 
     @property
-    def xp(self) -> Any:
+    def xp(self) -> ModuleType:
         return self._xp
 
     @property
-    def lib(self) -> Any:
+    def lib(self) -> ModuleType:
         return self._np
 
     def unsupported(self, dtype: str) -> str | None:
@@ -49,25 +56,29 @@ class NumpyDevice(DeviceBase):
             return "numpy has no bfloat16 dtype"
         return None if dtype in NUMPY_DTYPE_NAMES else f"numpy has no dtype {dtype!r}"
 
-    def dtype(self, name: str) -> Any:
+    def dtype(self, name: str) -> type[np.generic]:
         reason = self.unsupported(name)
         if reason:
             raise ValueError(f"{self.id}: {reason}")
-        return getattr(self._np, NUMPY_DTYPE_NAMES[name])
+        scalar: type[np.generic] = getattr(self._np, NUMPY_DTYPE_NAMES[name])
+        return scalar
 
     def reseed(self, seed: int) -> None:
         self._rng = self._np.random.default_rng(seed)
 
-    def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
-        return fill_random(self._rng, shape, dtype, self.dtype(dtype), self._np.float32)
+    def random(self, shape: Sequence[int], dtype: str = "f32") -> npt.NDArray[np.generic]:
+        out: npt.NDArray[np.generic] = fill_random(
+            self._rng, shape, dtype, self.dtype(dtype), self._np.float32
+        )
+        return out
 
-    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> npt.NDArray[np.generic]:
         return self._np.zeros(tuple(shape), dtype=self.dtype(dtype))
 
-    def asarray(self, obj: Any, dtype: str | None = None) -> Any:
+    def asarray(self, obj: object, dtype: str | None = None) -> npt.NDArray[np.generic]:
         return self._np.asarray(obj, dtype=None if dtype is None else self.dtype(dtype))
 
-    def to_host(self, x: Any) -> Any:
+    def to_host(self, x: object) -> npt.NDArray[np.generic]:
         return self._np.asarray(x)
 
     def sync(self) -> None:

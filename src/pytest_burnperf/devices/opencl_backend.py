@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
+
+if TYPE_CHECKING:  # pyopencl is typed; imported at run time only when a device is probed
+    import numpy as np
+    import numpy.typing as npt
+    import pyopencl
+    import pyopencl.array
 
 #: Short names for well-known platforms, for readable device ids.
 _PLATFORM_SLUGS = (
@@ -52,10 +59,10 @@ class MarkerTimer:
     name = "device"
     label = "OpenCL profiling markers"
 
-    def __init__(self, cl: Any, queue: Any) -> None:
+    def __init__(self, cl: ModuleType, queue: pyopencl.CommandQueue) -> None:
         self._cl = cl
         self._queue = queue
-        self._e0: Any = None
+        self._e0: pyopencl.Event | None = None
 
     def start(self) -> None:
         self._e0 = self._cl.enqueue_marker(self._queue)
@@ -63,49 +70,56 @@ class MarkerTimer:
     def stop(self) -> float:
         e1 = self._cl.enqueue_marker(self._queue)
         e1.wait()
-        return max(0, int(e1.profile.end) - int(self._e0.profile.end)) * 1e-9
+        start = 0 if self._e0 is None else int(self._e0.profile.end)
+        return max(0, int(e1.profile.end) - start) * 1e-9
 
 
 class OpenCLDevice(HostData, DeviceBase):
     library = "opencl"
     kind = "opencl"
 
-    def __init__(self, cl: Any, platform: Any, dev: Any, device_id: str) -> None:
+    def __init__(
+        self,
+        cl: ModuleType,
+        platform: pyopencl.Platform,
+        dev: pyopencl.Device,
+        device_id: str,
+    ) -> None:
         self._cl = cl
         self._platform = platform
         self._dev = dev
         self.id = device_id
         self.name = str(dev.name).strip()
         self._extensions = set(str(dev.extensions).split())
-        self._ctx: Any = None
-        self._queue: Any = None
-        self._programs: dict[tuple[str, tuple[str, ...]], Any] = {}
-        self._kernels: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+        self._ctx: pyopencl.Context | None = None
+        self._queue: pyopencl.CommandQueue | None = None
+        self._programs: dict[tuple[str, tuple[str, ...]], pyopencl.Program] = {}
+        self._kernels: dict[tuple[str, str, tuple[str, ...]], pyopencl.Kernel] = {}
 
     # what a benchmark uses ------------------------------------------------------------------
 
     @property
-    def lib(self) -> Any:
+    def lib(self) -> ModuleType:
         return self._cl
 
     @property
-    def cl_device(self) -> Any:
+    def cl_device(self) -> pyopencl.Device:
         return self._dev
 
     @property
-    def context(self) -> Any:
+    def context(self) -> pyopencl.Context:
         if self._ctx is None:
             self._ctx = self._cl.Context([self._dev])
         return self._ctx
 
     @property
-    def queue(self) -> Any:
+    def queue(self) -> pyopencl.CommandQueue:
         if self._queue is None:
             props = self._cl.command_queue_properties.PROFILING_ENABLE
             self._queue = self._cl.CommandQueue(self.context, properties=props)
         return self._queue
 
-    def program(self, source: str, options: Sequence[str] = ()) -> Any:
+    def program(self, source: str, options: Sequence[str] = ()) -> pyopencl.Program:
         """``source`` built for this device, once (later calls return the cached program)."""
         key = (source, tuple(options))
         if key not in self._programs:
@@ -114,7 +128,7 @@ class OpenCLDevice(HostData, DeviceBase):
             )
         return self._programs[key]
 
-    def kernel(self, source: str, name: str, options: Sequence[str] = ()) -> Any:
+    def kernel(self, source: str, name: str, options: Sequence[str] = ()) -> pyopencl.Kernel:
         """The kernel ``name`` of ``source``, built once and reused (a ``pyopencl.Kernel``)."""
         key = (source, name, tuple(options))
         if key not in self._kernels:
@@ -132,22 +146,22 @@ class OpenCLDevice(HostData, DeviceBase):
             return f"{self.name} has no half precision (no cl_khr_fp16)"
         return None
 
-    def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+    def random(self, shape: Sequence[int], dtype: str = "f32") -> pyopencl.array.Array:
         from pyopencl import array as cla
 
         return cla.to_device(self.queue, self.host_random(shape, dtype))
 
-    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> pyopencl.array.Array:
         from pyopencl import array as cla
 
         return cla.zeros(self.queue, tuple(shape), self.dtype(dtype))
 
-    def empty(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+    def empty(self, shape: Sequence[int], dtype: str = "f32") -> pyopencl.array.Array:
         from pyopencl import array as cla
 
         return cla.empty(self.queue, tuple(shape), self.dtype(dtype))
 
-    def asarray(self, obj: Any, dtype: str | None = None) -> Any:
+    def asarray(self, obj: object, dtype: str | None = None) -> pyopencl.array.Array:
         import numpy as np
         from pyopencl import array as cla
 
@@ -156,7 +170,7 @@ class OpenCLDevice(HostData, DeviceBase):
         )
         return cla.to_device(self.queue, host)
 
-    def to_host(self, x: Any) -> Any:
+    def to_host(self, x: pyopencl.array.Array) -> npt.NDArray[np.generic]:
         return x.get(queue=self.queue)
 
     def sync(self) -> None:
@@ -189,7 +203,7 @@ class OpenCLDevice(HostData, DeviceBase):
         }
 
 
-def _type_slug(cl: Any, dev: Any) -> str:
+def _type_slug(cl: ModuleType, dev: pyopencl.Device) -> str:
     t = int(dev.type)
     for flag, slug in (("GPU", "gpu"), ("CPU", "cpu"), ("ACCELERATOR", "acc")):
         if t & int(getattr(cl.device_type, flag)):
@@ -197,7 +211,7 @@ def _type_slug(cl: Any, dev: Any) -> str:
     return "dev"
 
 
-def probe(cl: Any = None) -> Probe:
+def probe(cl: ModuleType | None = None) -> Probe:
     """Find every OpenCL device. ``cl`` may be passed in (tests use a fake module)."""
     if cl is None:
         try:

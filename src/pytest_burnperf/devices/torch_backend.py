@@ -17,7 +17,8 @@ import contextlib
 import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.clocks import GraphCaptureError
 from pytest_burnperf.core.precision import torch_modes
@@ -37,6 +38,11 @@ from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
 
+if TYPE_CHECKING:  # torch is typed; imported at run time only when a device is probed
+    import numpy as np
+    import numpy.typing as npt
+    import torch as t
+
 _NATIVE = {
     "f16": "float16",
     "bf16": "bfloat16",
@@ -51,7 +57,7 @@ class TorchDevice(DeviceBase):
     library = "torch"
     compat = "torch"
 
-    def __init__(self, torch: Any, kind: str, index: int | None = None) -> None:
+    def __init__(self, torch: ModuleType, kind: str, index: int | None = None) -> None:
         self._torch = torch
         self.kind = kind
         self.index = index
@@ -67,15 +73,16 @@ class TorchDevice(DeviceBase):
             self._dev = torch.device("cuda", index or 0)
             self.id = f"torch-{kind}{index or 0}"
             self.name = str(torch.cuda.get_device_name(index or 0))
-        self._gen: Any = None
+        self._gen: t.Generator | None = None
 
     @property
-    def lib(self) -> Any:
+    def lib(self) -> ModuleType:
         return self._torch
 
     @property
-    def torch_device(self) -> Any:
-        return self._dev
+    def torch_device(self) -> t.device:
+        dev: t.device = self._dev
+        return dev
 
     def unsupported(self, dtype: str) -> str | None:
         if dtype not in _NATIVE:
@@ -84,35 +91,41 @@ class TorchDevice(DeviceBase):
             return "Metal (MPS) has no float64"
         return None
 
-    def dtype(self, name: str) -> Any:
+    def dtype(self, name: str) -> t.dtype:
         reason = self.unsupported(name)
         if reason:
             raise ValueError(f"{self.id}: {reason}")
-        return getattr(self._torch, _NATIVE[name])
+        dt: t.dtype = getattr(self._torch, _NATIVE[name])
+        return dt
 
     def reseed(self, seed: int) -> None:
         self._gen = self._torch.Generator(device=self._dev)
         self._gen.manual_seed(seed)
 
-    def random(self, shape: Sequence[int], dtype: str = "f32") -> Any:
+    def random(self, shape: Sequence[int], dtype: str = "f32") -> t.Tensor:
         if self._gen is None:
             self.reseed(0)
         dt = self.dtype(dtype)
+        out: t.Tensor
         if dtype.startswith("i"):
-            return self._torch.randint(
+            out = self._torch.randint(
                 0, 100, tuple(shape), generator=self._gen, dtype=dt, device=self._dev
             )
-        return self._torch.randn(tuple(shape), generator=self._gen, dtype=dt, device=self._dev)
+        else:
+            out = self._torch.randn(tuple(shape), generator=self._gen, dtype=dt, device=self._dev)
+        return out
 
-    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> Any:
-        return self._torch.zeros(tuple(shape), dtype=self.dtype(dtype), device=self._dev)
+    def zeros(self, shape: Sequence[int], dtype: str = "f32") -> t.Tensor:
+        out: t.Tensor = self._torch.zeros(tuple(shape), dtype=self.dtype(dtype), device=self._dev)
+        return out
 
-    def asarray(self, obj: Any, dtype: str | None = None) -> Any:
-        return self._torch.asarray(
+    def asarray(self, obj: object, dtype: str | None = None) -> t.Tensor:
+        out: t.Tensor = self._torch.asarray(
             obj, dtype=None if dtype is None else self.dtype(dtype), device=self._dev
         )
+        return out
 
-    def to_host(self, x: Any) -> Any:
+    def to_host(self, x: t.Tensor) -> npt.NDArray[np.generic]:
         t = x.detach().to("cpu")
         if t.dtype == self._torch.bfloat16:
             t = t.to(self._torch.float32)
@@ -143,8 +156,9 @@ class TorchDevice(DeviceBase):
             return None
         dev = self._dev
 
-        def make() -> Any:
-            return torch.cuda.Event(enable_timing=True)
+        def make() -> t.cuda.Event:
+            event: t.cuda.Event = torch.cuda.Event(enable_timing=True)
+            return event
 
         sleep = getattr(torch.cuda, "_sleep", None)
         return EventTimer(
@@ -310,7 +324,7 @@ class TorchDevice(DeviceBase):
         return fp
 
 
-def _torch_capability(torch: Any) -> str | None:
+def _torch_capability(torch: ModuleType) -> str | None:
     """The CPU kernels ATen dispatches to here (``AVX2``, ``AVX512``, ``DEFAULT``...)."""
     try:
         return str(torch.backends.cpu.get_cpu_capability())
@@ -318,7 +332,7 @@ def _torch_capability(torch: Any) -> str | None:
         return None
 
 
-def _torch_blas(torch: Any) -> str:
+def _torch_blas(torch: ModuleType) -> str:
     try:
         m = re.search(r"BLAS_INFO=(\w+)", str(torch.__config__.show()))
     except Exception:  # a fake or unusual build: the BLAS name is a nicety
@@ -349,7 +363,7 @@ def quiet_structured_trace() -> None:
         logger.addFilter(_drop)
 
 
-def probe(torch: Any = None) -> Probe:
+def probe(torch: ModuleType | None = None) -> Probe:
     """Find torch's devices. ``torch`` may be passed in (tests use a fake module)."""
     result = Probe("torch")
     if torch is None:

@@ -1,6 +1,6 @@
 """Vulkan through wgpu-py: every Vulkan adapter (software ones such as llvmpipe/lavapipe included).
 
-What a benchmark gets: ``device.gpu`` (a ``wgpu.GPUDevice``, created on first use with the
+What a benchmark gets: ``device.gpu`` (a ``wg.GPUDevice``, created on first use with the
 timestamp and f16 features the adapter offers), arrays that live in storage buffers
 (:class:`VulkanArray`, from ``random/zeros/empty/asarray``) and ``device.kernel(wgsl)``, a
 compute pipeline built once per source and dispatched with
@@ -20,9 +20,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, HostData, Probe, identity
+
+if TYPE_CHECKING:  # wgpu ships no type information: these name its types for the reader
+    import numpy as np
+    import numpy.typing as npt
+    import wgpu as wg
 
 #: dtype names with a WGSL type (f16 also needs the adapter's shader-f16 feature).
 _WGSL = ("f16", "f32", "i32")
@@ -38,7 +44,9 @@ def adapter_slug(name: str) -> str:
 class VulkanArray:
     """A storage buffer with a shape and a numpy dtype; ``device.to_host`` reads it back."""
 
-    def __init__(self, buffer: Any, shape: tuple[int, ...], dtype: Any) -> None:
+    def __init__(
+        self, buffer: wg.GPUBuffer, shape: tuple[int, ...], dtype: np.dtype[np.generic]
+    ) -> None:
         self.buffer = buffer
         self.shape = shape
         self.dtype = dtype
@@ -61,7 +69,7 @@ class TimestampTimer:
     name = "device"
     label = "Vulkan timestamp queries"
 
-    def __init__(self, wgpu: Any, gpu: Any, period_ns: float) -> None:
+    def __init__(self, wgpu: ModuleType, gpu: wg.GPUDevice, period_ns: float) -> None:
         from wgpu.backends.wgpu_native import extras
 
         self._write = extras.write_timestamp
@@ -99,9 +107,9 @@ class Kernel:
         self.pipeline = gpu.create_compute_pipeline(
             layout="auto", compute={"module": module, "entry_point": entry_point}
         )
-        self._groups: dict[tuple[int, ...], Any] = {}
+        self._groups: dict[tuple[int, ...], wg.GPUBindGroup] = {}
 
-    def _bind_group(self, arrays: Sequence[VulkanArray]) -> Any:
+    def _bind_group(self, arrays: Sequence[VulkanArray]) -> wg.GPUBindGroup:
         key = tuple(id(a.buffer) for a in arrays)
         group = self._groups.get(key)
         if group is None:
@@ -135,23 +143,23 @@ class VulkanDevice(HostData, DeviceBase):
     library = "vulkan"
     kind = "vulkan"
 
-    def __init__(self, wgpu: Any, adapter: Any, device_id: str) -> None:
+    def __init__(self, wgpu: ModuleType, adapter: wg.GPUAdapter, device_id: str) -> None:
         self._wgpu = wgpu
         self._adapter = adapter
         self.id = device_id
         self._info = dict(adapter.info)
         self.name = str(self._info.get("device") or adapter.summary)
         self._features = {str(f) for f in adapter.features}
-        self._gpu: Any = None
+        self._gpu: wg.GPUDevice | None = None
         self._kernels: dict[tuple[str, str], Kernel] = {}
-        self._sync_buffer: Any = None
+        self._sync_buffer: wg.GPUBuffer | None = None
 
     @property
-    def lib(self) -> Any:
+    def lib(self) -> ModuleType:
         return self._wgpu
 
     @property
-    def adapter(self) -> Any:
+    def adapter(self) -> wg.GPUAdapter:
         return self._adapter
 
     @property
@@ -159,8 +167,8 @@ class VulkanDevice(HostData, DeviceBase):
         return all(f in self._features for f in _TIMESTAMPS)
 
     @property
-    def gpu(self) -> Any:
-        """The ``wgpu.GPUDevice`` (created on first use)."""
+    def gpu(self) -> wg.GPUDevice:
+        """The ``wg.GPUDevice`` (created on first use)."""
         if self._gpu is None:
             wanted = [*(_TIMESTAMPS if self.has_timestamps else ()), "shader-f16"]
             features = [f for f in wanted if f in self._features]
@@ -181,7 +189,7 @@ class VulkanDevice(HostData, DeviceBase):
             return f"WGSL compute shaders (wgpu) have no {dtype} type; use f32, i32 or f16"
         return None
 
-    def _buffer(self, host: Any) -> VulkanArray:
+    def _buffer(self, host: npt.NDArray[np.generic]) -> VulkanArray:
         usage = self._wgpu.BufferUsage
         flags = usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
         if host.nbytes == 0:
@@ -199,7 +207,7 @@ class VulkanDevice(HostData, DeviceBase):
 
     empty = zeros
 
-    def asarray(self, obj: Any, dtype: str | None = None) -> VulkanArray:
+    def asarray(self, obj: object, dtype: str | None = None) -> VulkanArray:
         import numpy as np
 
         host = np.ascontiguousarray(
@@ -209,11 +217,13 @@ class VulkanDevice(HostData, DeviceBase):
             raise ValueError(f"{self.id}: no WGSL type for dtype {host.dtype}; use f32, i32 or f16")
         return self._buffer(host)
 
-    def to_host(self, x: VulkanArray) -> Any:
+    def to_host(self, x: VulkanArray) -> npt.NDArray[np.generic]:
         import numpy as np
 
         raw = self.gpu.queue.read_buffer(x.buffer)
-        return np.frombuffer(raw, dtype=x.dtype)[: x.size].reshape(x.shape).copy()
+        host: npt.NDArray[np.generic] = np.frombuffer(raw, dtype=x.dtype)[: x.size]
+        out: npt.NDArray[np.generic] = host.reshape(x.shape).copy()
+        return out
 
     def sync(self) -> None:
         # Reading a small buffer back waits for everything submitted before it (queues run in
@@ -252,7 +262,7 @@ class VulkanDevice(HostData, DeviceBase):
         }
 
 
-def _timestamp_period(gpu: Any) -> float:
+def _timestamp_period(gpu: wg.GPUDevice) -> float:
     """Nanoseconds per timestamp tick (wgpuQueueGetTimestampPeriod; 1.0 where unknown)."""
     try:
         from wgpu.backends.wgpu_native import lib
@@ -263,7 +273,7 @@ def _timestamp_period(gpu: Any) -> float:
     return period if math.isfinite(period) and period > 0 else 1.0
 
 
-def _vulkan_only(wgpu: Any) -> None:
+def _vulkan_only(wgpu: ModuleType) -> None:
     try:
         from wgpu.backends.wgpu_native import extras
 
@@ -272,7 +282,7 @@ def _vulkan_only(wgpu: Any) -> None:
         pass
 
 
-def probe(wgpu: Any = None) -> Probe:
+def probe(wgpu: ModuleType | None = None) -> Probe:
     """Find every Vulkan adapter. ``wgpu`` may be passed in (tests use a fake module)."""
     if wgpu is None:
         try:
