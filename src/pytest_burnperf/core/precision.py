@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from types import ModuleType
 
 #: torch's switches that every kind reads: ``name -> (attribute path under torch.backends, or a
 #: function name on torch; the default)``.
-TORCH_ALL: dict[str, tuple[str, Any]] = {
+TORCH_ALL: dict[str, tuple[str, bool | str]] = {
     "float32_matmul_precision": ("get_float32_matmul_precision()", "highest"),
     "deterministic_algorithms": ("are_deterministic_algorithms_enabled()", False),
 }
 #: torch's CUDA/ROCm switches (cuBLAS/hipBLAS and cuDNN/MIOpen).
-TORCH_GPU: dict[str, tuple[str, Any]] = {
+TORCH_GPU: dict[str, tuple[str, bool | str]] = {
     "cuda.matmul.allow_tf32": ("backends.cuda.matmul.allow_tf32", False),
     "cuda.matmul.allow_fp16_reduced_precision_reduction": (
         "backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
@@ -39,11 +39,11 @@ TORCH_GPU: dict[str, tuple[str, Any]] = {
     "cudnn.deterministic": ("backends.cudnn.deterministic", False),
 }
 #: torch's oneDNN switch on the CPU (bf16 or tf32 for f32 matmuls on CPUs that have them).
-TORCH_CPU: dict[str, tuple[str, Any]] = {
+TORCH_CPU: dict[str, tuple[str, bool | str]] = {
     "mkldnn.matmul.fp32_precision": ("backends.mkldnn.matmul.fp32_precision", "none"),
 }
 #: cupy reads ``CUPY_TF32`` (TF32 for f32 matmuls and convolutions) from the environment.
-CUPY: dict[str, tuple[str, Any]] = {"CUPY_TF32": ("env", "0")}
+CUPY: dict[str, tuple[str, bool | str]] = {"CUPY_TF32": ("env", "0")}
 
 DEFAULTS: dict[str, object] = {
     name: default
@@ -52,21 +52,23 @@ DEFAULTS: dict[str, object] = {
 }
 
 
-def _read(torch: Any, path: str) -> Any:
+def _read(torch: ModuleType, path: str) -> bool | int | float | str:
     """The value at ``path`` (``a.b.c`` attributes, or ``f()`` a call) under ``torch``; raises
     AttributeError where this torch has no such switch."""
-    obj = torch
+    obj: object = torch
     for part in path.split("."):
         call = part.endswith("()")
         obj = getattr(obj, part.removesuffix("()"))
         if call:
+            if not callable(obj):
+                raise TypeError(f"{path}: {part} is not a function")
             obj = obj()
     if isinstance(obj, (bool, int, float, str)):
         return obj
     return str(obj)
 
 
-def torch_modes(torch: Any, kind: str) -> dict[str, object]:
+def torch_modes(torch: ModuleType, kind: str) -> dict[str, object]:
     """torch's precision modes for a device of ``kind`` (``cpu``, ``cuda``, ``rocm``, ``metal``);
     a switch this torch lacks is left out."""
     tables = [TORCH_ALL]

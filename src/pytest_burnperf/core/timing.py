@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from pytest_burnperf.core.clocks import (
     BATCH,
@@ -57,11 +57,14 @@ Meter = Callable[[Callable[[], object]], "int | None"]
 #: current stream (``Device.graph_capture()``); raises :class:`GraphCaptureError` when the calls
 #: cannot be captured.
 Capture = Callable[[Callable[[], None]], Callable[[], object]]
+#: What a pedantic benchmark's ``setup`` gives for one round: its positional and keyword
+#: arguments, or None for the benchmark's own (checked in the plugin before it gets here).
+Prepared = tuple[Sequence[object], Mapping[str, object]]
 
 
 def measure(
-    fn: Callable[..., Any],
-    args: Sequence[Any] = (),
+    fn: Callable[..., object],
+    args: Sequence[object] = (),
     kwargs: dict[str, object] | None = None,
     *,
     samples: int,
@@ -80,7 +83,7 @@ def measure(
     settle: bool = False,
     turns: TurnTaker | None = None,
     capture: Capture | None = None,
-) -> tuple[Any, Sample]:
+) -> tuple[object, Sample]:
     """Warm ``fn`` up for ``warmup`` seconds (at least one call), calibrate, take ``samples``.
 
     With ``settle``, warm-up ends early once ``SETTLE_SHARE`` of ``warmup`` has passed and the
@@ -156,8 +159,8 @@ class _Run:
 
     def __init__(
         self,
-        fn: Callable[..., Any],
-        args: Sequence[Any],
+        fn: Callable[..., object],
+        args: Sequence[object],
         kwargs: dict[str, object],
         sync: Callable[[], object],
         clock: Callable[[], int],
@@ -166,7 +169,7 @@ class _Run:
     ) -> None:
         self.fn, self.args, self.kwargs = fn, args, kwargs
         self.sync, self.clock, self.clocks, self.flush = sync, clock, clocks, flush
-        self.result: Any = None
+        self.result: object = None
         #: Calls before the first sample (the warm-up's, the untimed ones included).
         self.calls = 0
         self.loops = 1
@@ -391,12 +394,12 @@ def _sample_in_turns(
 
 
 def measure_pedantic(
-    fn: Callable[..., Any],
-    args: Sequence[Any] = (),
+    fn: Callable[..., object],
+    args: Sequence[object] = (),
     kwargs: dict[str, object] | None = None,
     *,
-    setup: Callable[[], Any] | None = None,
-    teardown: Callable[..., Any] | None = None,
+    setup: Callable[[], Prepared | None] | None = None,
+    teardown: Callable[..., object] | None = None,
     rounds: int,
     iterations: int = 1,
     warmup_rounds: int = 0,
@@ -408,7 +411,7 @@ def measure_pedantic(
     cpu_clock: Callable[[], int] | None = None,
     watch: Callable[[], object] | None = None,
     sampled: tuple[int, int, float] | None = None,
-) -> tuple[Any, Sample]:
+) -> tuple[object, Sample]:
     """pytest-benchmark's ``pedantic`` shape: fresh inputs from ``setup`` for every round.
 
     ``sampled`` (``rounds`` not given by the user): ``(fewest, most, seconds)``: the first timed
@@ -423,7 +426,7 @@ def measure_pedantic(
     """
     __tracebackhide__ = True
     clocks = _Clocks(timer or HostTimer(sync, clock), clock, cpu_clock)
-    result: Any = None
+    result: object = None
 
     peak: int | None = None
 

@@ -9,7 +9,7 @@ import os
 import platform
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -40,6 +40,9 @@ from pytest_burnperf.plugin.session.perf_state import (
 from pytest_burnperf.runs.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
 from pytest_burnperf.storage.project_config import load as load_project_config
+
+if TYPE_CHECKING:  # imported where a run counts (valgrind's machinery)
+    from pytest_burnperf.plugin.measuring.counting import Counting
 
 #: Set to 1, the gate does not let the host state or the reference probe change verdicts or
 #: rounds (they are still measured and reported): for the plugin's own tests of the statistics
@@ -317,8 +320,8 @@ def _switches(config: pytest.Config) -> tuple[bool, bool, bool]:
 def _check_targets(
     config: pytest.Config,
     values: dict[str, object],
-    json_path: Any,
-    markdown_path: Any,
+    json_path: str | Path | None,
+    markdown_path: str | Path | None,
     baselines_root: Path,
     pick: Callable[[str], Any],
 ) -> None:
@@ -340,7 +343,7 @@ def _check_targets(
 
 
 def _refuse(
-    config: pytest.Config, values: dict[str, object], ini: str, path: Any, problem: str | None
+    config: pytest.Config, values: dict[str, object], ini: str, path: object, problem: str | None
 ) -> None:
     """The usage error for ``problem`` with ``path``, naming the option or ini key it came from."""
     if problem:
@@ -349,7 +352,7 @@ def _refuse(
         raise pytest.UsageError(f"{where} {path}: {problem}")
 
 
-def _auto_counting(baselines_root: Path, size: str) -> tuple[Any, str | None]:
+def _auto_counting(baselines_root: Path, size: str) -> tuple[Counting | None, str | None]:
     """--perf-measure auto against stored baselines: counting where this run's counts baselines
     exist and valgrind runs (the benchmarks they hold are counted, the rest timed), else none,
     with a line saying why where counts baselines exist but cannot be counted here."""
@@ -381,7 +384,7 @@ def _auto_counting(baselines_root: Path, size: str) -> tuple[Any, str | None]:
     return Counting(valgrind=valgrind, version=version, measure="auto"), None
 
 
-def _counting(measure: str) -> Any:
+def _counting(measure: str) -> Counting:
     """The valgrind a --perf-measure counts|both run counts with, or a usage error that says
     why there is none here and what to do."""
     from pytest_burnperf.host import callgrind
@@ -400,7 +403,9 @@ def _counting(measure: str) -> Any:
     return Counting(valgrind=valgrind, version=version, measure=measure)
 
 
-def _sampling_rounds(config: pytest.Config, rounds: int, *, in_round: bool, plan: Any) -> int:
+def _sampling_rounds(
+    config: pytest.Config, rounds: int, *, in_round: bool, plan: Plan | None
+) -> int:
     """The rounds each process round samples for (PerfState.sampling_rounds): the session's
     fixed rounds, which a round's process hears through --perf-worker-rounds. Same-session
     comparisons keep full rounds: their reference may be an older release without that option."""

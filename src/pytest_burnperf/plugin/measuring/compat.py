@@ -19,7 +19,7 @@ test.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 
@@ -83,17 +83,19 @@ class BenchmarkFixture:
         perf.extra_info = self.extra_info  # into the results JSON with the group
         perf.group = group
 
-    def __call__(self, function_to_benchmark: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def __call__(
+        self, function_to_benchmark: Callable[..., T], *args: object, **kwargs: object
+    ) -> T:
         __tracebackhide__ = True
         return self._perf(function_to_benchmark, *args, **kwargs)
 
     def pedantic(
         self,
         target: Callable[..., T],
-        args: tuple[Any, ...] = (),
+        args: tuple[object, ...] = (),
         kwargs: dict[str, object] | None = None,
-        setup: Callable[[], Any] | None = None,
-        teardown: Callable[..., Any] | None = None,
+        setup: Callable[[], object] | None = None,
+        teardown: Callable[..., object] | None = None,
         rounds: int | None = None,
         warmup_rounds: int | None = None,
         iterations: int = 1,
@@ -113,7 +115,7 @@ class BenchmarkFixture:
             warmup_rounds=warmup_rounds,
         )
 
-    def weave(self, *args: Any, **kwargs: Any) -> None:
+    def weave(self, *args: object, **kwargs: object) -> None:
         pytest.fail(
             f"{self.fullname}: benchmark.weave is not supported by pytest-burnperf; time one "
             "function with benchmark(fn) instead",

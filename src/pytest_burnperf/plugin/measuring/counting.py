@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_burnperf.core import counts, counts_key, run_options
+from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
@@ -38,6 +38,7 @@ from pytest_burnperf.plugin.session.perf_state import (
 )
 from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.round_launcher import round_args
+from pytest_burnperf.runs.scheduler import Side
 from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
 
 
@@ -174,7 +175,7 @@ def count_jobs(asked: int) -> int:
     return max(1, min(hardware.cpu_count(), run_options.MAX_AUTO_COUNT_JOBS))
 
 
-def calls(state: PerfState, settings: Any) -> int:
+def calls(state: PerfState, settings: Settings) -> int:
     """How many calls each benchmark gets counted: enough for its alpha (counts.calls_for)."""
     policy = Policy(
         alpha=settings.alpha, threshold=settings.threshold, comparisons=state.findings.comparisons
@@ -190,7 +191,7 @@ def count_pass(
     session: pytest.Session,
     state: PerfState,
     items: list[pytest.Item],
-    sides: list[Any] | None = None,
+    sides: list[Side] | None = None,
 ) -> None:
     """Count every CPU benchmark among ``items`` in one process under callgrind; in a
     same-session comparison (``sides``: the scheduler's environments), one per environment,
@@ -264,14 +265,15 @@ def _count_sides(
     state: PerfState,
     args: list[str],
     wanted: list[str],
-    sides: list[Any] | None,
+    sides: list[Side] | None,
     write: Callable[[str], None],
 ) -> None:
     """The counted process of each side (one, against stored baselines)."""
     assert state.counting is not None
     jobs = len(counted.shares(wanted, count_jobs(state.run.count.jobs)))
     processes = "one process" if jobs == 1 else f"{jobs} processes side by side"
-    for side in sides or [None]:
+    each: list[Side | None] = [*sides] if sides else [None]
+    for side in each:
         where = "" if side is None else f" in {side.label}"
         t0 = time.monotonic()
         write(
@@ -321,9 +323,9 @@ def count_here(
     state: PerfState,
     nodeid: str,
     device: Device,
-    settings: Any,
+    settings: Settings,
     make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
-) -> Any:
+) -> object:
     """In a counted process: the counts instrument (instruments/instruction_counts.py) counts
     calls of the benchmark; its record goes to the samples file for the run that judges.
     Returns the first call's result."""

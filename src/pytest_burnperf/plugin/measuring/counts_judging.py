@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
@@ -33,10 +33,24 @@ from pytest_burnperf.storage.baselines import BaselineError
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.results import Result
+    from pytest_burnperf.core.settings import Settings
+    from pytest_burnperf.devices.base import Device
+
+
+class Benchmark(Protocol):
+    """What judging by counts reads of the perf fixture whose benchmark it judges (Perf,
+    ComparePerf): the run's state, the test, its key and module, settings and device."""
+
+    _state: PerfState
+    _item: pytest.Item
+    _key: str
+    _module: str
+    settings: Settings
+    device: Device
 
 
 def judge(
-    perf: Any,
+    perf: Benchmark,
     timed: Result | None,
     make_result: Callable[..., Result],
     profile: Callable[[Result], Result] | None = None,
@@ -168,7 +182,7 @@ def disagreement_notes(verdict: Verdict, timed: Result | None) -> list[str]:
 
 
 def judge_pair(
-    perf: Any,
+    perf: Benchmark,
     timed: Result | None,
     make_result: Callable[..., Result],
 ) -> Result:
@@ -231,7 +245,7 @@ def judge_pair(
     return result
 
 
-def counts_pair_verdict(state: PerfState, settings: Any, node: str) -> Verdict | None:
+def counts_pair_verdict(state: PerfState, settings: Settings, node: str) -> Verdict | None:
     """The counts verdict of ``node`` in a same-session comparison (both environments
     counted), or None where one of them has no counts of it."""
     plan = state.run.plan
@@ -245,7 +259,7 @@ def counts_pair_verdict(state: PerfState, settings: Any, node: str) -> Verdict |
     return _pair_verdict(state, settings, ref, cur)
 
 
-def _pair_verdict(state: PerfState, settings: Any, ref: Counted, cur: Counted) -> Verdict:
+def _pair_verdict(state: PerfState, settings: Settings, ref: Counted, cur: Counted) -> Verdict:
     policy = Policy(
         alpha=settings.alpha, threshold=settings.threshold, comparisons=state.findings.comparisons
     )

@@ -5,27 +5,25 @@ makes of how it is called."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Protocol, TypeVar
 
 import pytest
 
+from pytest_burnperf.core.roofline_figures import Work
 from pytest_burnperf.core.text import escape
+from pytest_burnperf.core.timing import Prepared
 from pytest_burnperf.plugin.measuring.result_record import keep_smoked
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
-if TYPE_CHECKING:
-    pass
-
-
 T = TypeVar("T")
 
 
-def checked_setup(setup: Callable[[], Any], where: str) -> Callable[[], Any]:
+def checked_setup(setup: Callable[[], object], where: str) -> Callable[[], Prepared | None]:
     """``setup`` whose result is None or ``(args, kwargs)``: anything else fails the test in one
     line naming the benchmark, not with a TypeError from inside the timing loop."""
 
-    def run() -> Any:
+    def run() -> Prepared | None:
         __tracebackhide__ = True
         prepared = setup()
         if prepared is None:
@@ -36,7 +34,7 @@ def checked_setup(setup: Callable[[], Any], where: str) -> Callable[[], Any]:
             and isinstance(prepared[0], (tuple, list))
             and isinstance(prepared[1], Mapping)
         ):
-            return prepared
+            return tuple(prepared[0]), dict(prepared[1])
         pytest.fail(
             f"{where}: setup must return None or (args, kwargs) -- a tuple of positional "
             f"arguments and a dict of keyword arguments -- got {type(prepared).__name__} "
@@ -47,7 +45,14 @@ def checked_setup(setup: Callable[[], Any], where: str) -> Callable[[], Any]:
     return run
 
 
-def start_once(perf: Any, fn: object, what: str) -> None:
+class _Started(Protocol):
+    """What :func:`start_once` keeps on a perf object: its test, and whether it was called."""
+
+    _item: pytest.Item
+    _used: bool
+
+
+def start_once(perf: _Started, fn: object, what: str) -> None:
     """A benchmark calls ``perf`` (or ``perf.pedantic``) once, with a callable: else one line."""
     __tracebackhide__ = True
     node = perf._item.nodeid
@@ -82,10 +87,15 @@ class SmokePerf:
         start_once(self, fn, what)
         keep_smoked(self._state, self._item.nodeid)
 
-    def work(self, flops: Any = None, bytes: Any = None, shape: Any = None) -> None:
+    def work(
+        self,
+        flops: float | Work | None = None,
+        bytes: float | None = None,
+        shape: str | None = None,
+    ) -> None:
         """Accepted and ignored: nothing is timed in a smoke run."""
 
-    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def __call__(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         __tracebackhide__ = True
         self._start(fn, "perf()")
         result = fn(*args, **kwargs)
@@ -95,11 +105,11 @@ class SmokePerf:
     def pedantic(
         self,
         fn: Callable[..., T],
-        args: tuple[Any, ...] = (),
+        args: tuple[object, ...] = (),
         kwargs: dict[str, object] | None = None,
         *,
-        setup: Callable[[], Any] | None = None,
-        teardown: Callable[..., Any] | None = None,
+        setup: Callable[[], object] | None = None,
+        teardown: Callable[..., object] | None = None,
         rounds: int | None = None,
         iterations: int = 1,
         warmup_rounds: int | None = None,

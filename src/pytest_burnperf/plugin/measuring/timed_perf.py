@@ -121,7 +121,7 @@ class Perf:
         __tracebackhide__ = True
         start_once(self, fn, what)
 
-    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def __call__(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
 
         self._start(fn, "perf()")
@@ -264,11 +264,11 @@ class Perf:
     def pedantic(
         self,
         fn: Callable[..., T],
-        args: tuple[Any, ...] = (),
+        args: tuple[object, ...] = (),
         kwargs: dict[str, object] | None = None,
         *,
-        setup: Callable[[], Any] | None = None,
-        teardown: Callable[..., Any] | None = None,
+        setup: Callable[[], object] | None = None,
+        teardown: Callable[..., object] | None = None,
         rounds: int | None = None,
         iterations: int = 1,
         warmup_rounds: int | None = None,
@@ -341,7 +341,7 @@ class Perf:
                 if prepared is not None:
                     a, k = tuple(prepared[0]), dict(prepared[1])
 
-            def call() -> Any:
+            def call() -> object:
                 out = None
                 for _ in range(iterations):
                     out = fn(*a, **k)
