@@ -6,6 +6,8 @@ and ``nox -s lint``, whichever runs first."""
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -128,6 +130,32 @@ def test_no_module_is_longer_than_the_limit() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"
+
+
+#: The most ``Any`` a thousand lines of the package may hold: data crosses the layers typed
+#: (JSON documents as ``object``, read through ``json_fields``; the libraries' own types), and
+#: ``Any`` is left where a value is truly any library's (an array through the Device protocol).
+MAX_ANY_PER_1000_LINES = 10
+
+
+def _any_names(source: str) -> int:
+    """The ``Any`` names in ``source`` (not in its comments or strings)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return sum(1 for t in tokens if t.type == tokenize.NAME and t.string == "Any")
+
+
+def test_any_is_rare() -> None:
+    texts = [path.read_text(encoding="utf-8") for path in _modules().values()]
+    lines = sum(len(t.splitlines()) for t in texts)
+    found = sum(_any_names(t) for t in texts)
+    assert 1000 * found / lines <= MAX_ANY_PER_1000_LINES, (
+        f"{found} Any in {lines} lines of src/ ({1000 * found / lines:.1f} per 1,000, the most "
+        f"is {MAX_ANY_PER_1000_LINES}): give the value its type, or object and a check"
+    )
+
+
+def test_the_any_count_skips_comments_and_strings() -> None:
+    assert _any_names('from typing import Any\nx: Any = "Any"  # Any\n') == 2
 
 
 #: The most modules one folder of the plugin may hold: past it, a newcomer cannot see its rooms.
