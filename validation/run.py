@@ -167,6 +167,7 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
     replaying a run with the rule it ran under gives its verdicts back.
     """
     from pytest_burnperf.core.assess import HostEvidence, assess
+    from pytest_burnperf.core.stored_baseline import StoredBaseline
     from pytest_burnperf.core.verdict import Policy, needs_more_rounds
     from pytest_burnperf.host.activity import Window
 
@@ -222,7 +223,7 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
                 list(r.get("host") or []),
             )
             v = assess(
-                b,
+                StoredBaseline.from_entry(b),
                 runs,
                 fingerprint=r["device"],
                 timer=r["timer"],

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_burnperf.core.assess import HostEvidence, assess
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import VERDICTS, Policy
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.report.results_json import read_results
@@ -124,7 +125,7 @@ def test_one_field_replaced_by_any_json(tmp_path: Path, where: tuple[Any, ...], 
     _check_loaded(loaded)
     # what was accepted is judged without an exception, whatever the field held
     verdict = assess(
-        loaded["t[x]"],
+        StoredBaseline.from_entry(loaded["t[x]"]),
         [[0.0015, 0.0016, 0.0014]],
         fingerprint=FINGERPRINT,
         timer="host",

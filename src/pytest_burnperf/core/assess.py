@@ -23,8 +23,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.comparability import blocker, legacy_reason
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCONCLUSIVE,
@@ -124,8 +124,8 @@ def busy_round_costs_another(rounds: int, clean: int) -> bool:
     return clean < rounds and clean < MIN_CLEAN_ROUNDS
 
 
-def baseline_runs(entry: Mapping[str, object]) -> list[list[float]]:
-    return jf.rounds(entry.get("runs")) or [jf.floats(entry.get("samples"))]
+def baseline_runs(baseline: StoredBaseline) -> list[list[float]]:
+    return [list(r) for r in baseline.runs]
 
 
 def _change(v: Verdict) -> str:
@@ -225,7 +225,7 @@ def explain_by_probe(
 
 
 def assess(
-    baseline: Mapping[str, object] | None,
+    baseline: StoredBaseline | None,
     runs: Sequence[Sequence[float]],
     *,
     fingerprint: Mapping[str, object],
@@ -237,10 +237,10 @@ def assess(
     pedantic: Mapping[str, object] | None = None,
 ) -> Verdict:
     """The verdict of one benchmark: its process ``runs`` (this process last) against
-    ``baseline`` (an entry of a baseline file, or None)."""
+    ``baseline`` (the stored baseline, or None)."""
     pooled = [v for r in runs for v in r]
     if baseline is not None and legacy:
-        return not_comparable(pooled, jf.floats(baseline.get("samples")), legacy_reason())
+        return not_comparable(pooled, baseline.samples, legacy_reason())
     if baseline is not None:
         why, notes = blocker(baseline, fingerprint, timer, l2_flush, pedantic)
         if why is not None:

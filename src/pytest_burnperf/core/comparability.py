@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pytest_burnperf.core.precision import difference
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.host.hardware import CPU_MUST_MATCH, CPU_NOTED
 
 #: Fingerprint keys that identify the hardware (and how it is driven). A baseline whose value for
@@ -160,9 +161,9 @@ CLOCKS = {
 }
 
 
-def regime_difference(baseline: Mapping[str, object], timer: str, l2_flush: bool) -> str | None:
+def regime_difference(baseline: StoredBaseline, timer: str, l2_flush: bool) -> str | None:
     """Why a baseline measured with another clock or cache regime cannot be compared, or None."""
-    old_timer = str(baseline.get("timer", "host"))
+    old_timer = baseline.timer
     if old_timer != timer:
         return (
             f"baseline timed with {CLOCKS.get(old_timer, old_timer)}, this run with "
@@ -170,7 +171,7 @@ def regime_difference(baseline: Mapping[str, object], timer: str, l2_flush: bool
             "not compared; record a new baseline with --perf-update, or set timer="
             f"{old_timer!r} on the marker (or --perf-timer {old_timer})"
         )
-    old_flush = bool(baseline.get("l2_flush", False))
+    old_flush = baseline.l2_flush
     if old_flush != l2_flush:
         state = {True: "with", False: "without"}
         return (
@@ -196,13 +197,13 @@ def _pedantic_text(shape: Mapping[str, object]) -> str:
 
 
 def pedantic_difference(
-    baseline: Mapping[str, object], pedantic: Mapping[str, object] | None
+    baseline: StoredBaseline, pedantic: Mapping[str, object] | None
 ) -> str | None:
     """Why a baseline sampled with other pedantic settings cannot be compared, or None. A
     baseline that does not say how it was sampled (recorded before this rule, or by
     ``perf(fn)`` where this run is pedantic) is compared, as before."""
-    old = baseline.get("pedantic")
-    if not isinstance(old, Mapping) or pedantic is None:
+    old = baseline.pedantic
+    if old is None or pedantic is None:
         return None
     differ = [k for k in PEDANTIC_KEYS if old.get(k) != pedantic.get(k)]
     if not differ:
@@ -215,7 +216,7 @@ def pedantic_difference(
 
 
 def blocker(
-    baseline: Mapping[str, object],
+    baseline: StoredBaseline,
     fingerprint: Mapping[str, object],
     timer: str,
     l2_flush: bool,
@@ -223,9 +224,9 @@ def blocker(
 ) -> tuple[str | None, tuple[str, ...]]:
     """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
 
-    device = baseline.get("device")
-    why, notes = comparability(device if isinstance(device, Mapping) else None, fingerprint)
-    modes = device.get("precision") if isinstance(device, Mapping) else None
+    device = baseline.device
+    why, notes = comparability(device, fingerprint)
+    modes = None if device is None else device.get("precision")
     return (
         why
         or difference(modes, fingerprint.get("precision"))

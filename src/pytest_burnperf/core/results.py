@@ -19,6 +19,7 @@ from pytest_burnperf.core.verdict import Verdict
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.roofline_figures import Achieved, Peaks, Work
+    from pytest_burnperf.core.stored_baseline import StoredBaseline
     from pytest_burnperf.core.versions import VersionSummary
     from pytest_burnperf.host.activity import Window
 
@@ -40,7 +41,7 @@ class Result:
     settings: Settings
     sample: Sample
     verdict: Verdict
-    baseline: dict[str, object] | None
+    baseline: StoredBaseline | None
     #: Samples per process round (the last one is this process's).
     runs: tuple[tuple[float, ...], ...] = ()
     #: What one call computes and moves (``perf.work``), and the device's measured peaks.
@@ -236,12 +237,12 @@ class Result:
 
     def _as_json(self) -> dict[str, object]:
         v = self.verdict
-        base = None
+        base: dict[str, object] | None = None
         if self.baseline is not None:
             base = {
                 "median": v.baseline_median,
                 "n": v.n_baseline,
-                "recorded": self.baseline.get("recorded"),
+                "recorded": self.baseline.recorded,
                 "runs": [list(r) for r in self.baseline_runs],
             }
         elif self.reference is not None:

@@ -25,6 +25,7 @@ from typing import Any
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind
@@ -204,17 +205,16 @@ def simulated_cpu(device: Device) -> str:
     return " ".join([*parts, seen]).strip()
 
 
-def baseline_counts(entry: dict[str, object] | None) -> list[float] | None:
+def baseline_counts(entry: StoredBaseline | None) -> list[float] | None:
     """The gating counts a stored baseline holds, one per counted call (None: none)."""
-    stored = None if entry is None else entry.get("counts")
-    if not isinstance(stored, dict):
+    if entry is None or entry.counts is None:
         return None
-    return [float(v) for v in stored.get(counts.GATING) or []]
+    return [float(v) for v in entry.counts.values(counts.GATING)]
 
 
 def against_baseline(
     got: counts.Counted,
-    entry: dict[str, object] | None,
+    entry: StoredBaseline | None,
     key: dict[str, object],
     *,
     alpha_each: float,
@@ -224,12 +224,12 @@ def against_baseline(
     was counted under another key (what differs named), else core/counts.judge_counts with the
     key's notes and the estimated cycles' note."""
     values = [float(v) for v in got.values()]
-    base_counts = None if entry is None else entry.get("counts")
     base_values = baseline_counts(entry)
     if entry is not None and base_values is None:
         return not_comparable(values, [], "the stored baseline holds no counts")
-    stored = base_counts if isinstance(base_counts, dict) else {}
-    if entry is not None and (diff := counts_key.key_difference(stored.get("key"), key)):
+    stored = None if entry is None else entry.counts
+    stored_key = None if entry is None else entry.counts_key
+    if entry is not None and (diff := counts_key.key_difference(entry.counts_key, key)):
         return not_comparable(
             values, base_values or [], f"{diff}; record counts again with --perf-update"
         )
@@ -237,12 +237,14 @@ def against_baseline(
         base_values,
         values,
         alpha_each=alpha_each,
-        interpreter=max(got.interpreter, float(stored.get("interpreter") or 0)),
+        interpreter=max(got.interpreter, 0.0 if stored is None else stored.interpreter),
     )
     cycles = counts.cycles_note(
-        [float(v) for v in stored.get("cycles") or []], [float(v) for v in got.cycles], verdict
+        [] if stored is None else [float(v) for v in stored.cycles],
+        [float(v) for v in got.cycles],
+        verdict,
     )
-    noted = counts_key.key_notes(stored.get("key"), key)
+    noted = counts_key.key_notes(stored_key, key)
     return replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
 
 

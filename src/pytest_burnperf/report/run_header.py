@@ -26,8 +26,7 @@ def probe_summary(results: Sequence[Result]) -> str:
 
     ratios = []
     for r in results:
-        old = (r.baseline or {}).get("host_probe")
-        got = probe.host_ratio(old if isinstance(old, dict) else None, r.probe)
+        got = probe.host_ratio(None if r.baseline is None else r.baseline.host_probe, r.probe)
         if got is not None:
             ratios.append(got)
     if not ratios:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_burnperf.core.assess import baseline_runs
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.core.verdict import Policy, recording_floor
 from pytest_burnperf.host import probe
@@ -98,17 +99,17 @@ class _Repo:
         return self.out("merge-base", a, b)
 
 
-def _entries(directory: Path) -> list[Mapping[str, object]]:
-    """Every baseline entry under ``directory``; a file that cannot be read is skipped here and
+def _entries(directory: Path) -> list[StoredBaseline]:
+    """Every baseline under ``directory``; a file that cannot be read is skipped here and
     left as it is (the run reports it when it reads it)."""
-    entries: list[Mapping[str, object]] = []
+    entries: list[StoredBaseline] = []
     try:
         files = sorted(directory.rglob("*.json"))
     except OSError:
         return entries
     for path in files:
         try:
-            entries.extend(load_file(path).values())
+            entries.extend(StoredBaseline.from_entry(e) for e in load_file(path).values())
         except (BaselineError, OSError):
             continue
     return entries
@@ -124,8 +125,8 @@ def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None
     host = {"python", "copy"}
     recorded = []
     for entry in _entries(directory):
-        doc = entry.get("host_probe")
-        if isinstance(doc, Mapping):
+        doc = entry.host_probe
+        if doc is not None:
             recorded.append({k: v for k, v in doc.items() if k in host or k == "version"})
     theirs = probe.pooled(recorded)
     ratio = probe.host_ratio(theirs, {"version": probe.VERSION, **current})

@@ -43,6 +43,7 @@ from typing import Any
 
 from pytest_burnperf.core.clocks import SAMPLE_TIMERS
 from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.host.activity import WINDOW_COUNTS, WINDOW_NUMBERS, WINDOW_TEXTS
 from pytest_burnperf.host.interrupts import held_signals
@@ -296,7 +297,13 @@ class BaselineStore:
         return cached
 
     def get(self, module: str, key: str) -> dict[str, object] | None:
+        """The entry of ``key`` as stored (its fields checked), or None."""
         return self.load(self.path_for(module)).get(key)
+
+    def baseline(self, module: str, key: str) -> StoredBaseline | None:
+        """The stored baseline of ``key``, typed (what the gate judges against), or None."""
+        entry = self.get(module, key)
+        return None if entry is None else StoredBaseline.from_entry(entry)
 
     def lock(self) -> Any:
         """The lock of the baselines directory (a :class:`filelock.FileLock`), with the

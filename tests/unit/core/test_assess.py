@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.core.assess import HostEvidence, assess, explain_by_host
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCOMPARABLE,
@@ -30,15 +31,17 @@ def runs(factor: float, k: int) -> list[list[float]]:
     return [[factor * jitter[i % 3] * (1 + 0.0005 * j) for j in range(20)] for i in range(k)]
 
 
-def entry(k: int = 3, **extra: Any) -> dict[str, Any]:
+def entry(k: int = 3, **extra: Any) -> StoredBaseline:
     rs = runs(1.0, k)
-    return {
-        "samples": [v for r in rs for v in r],
-        "runs": rs,
-        "device": FP,
-        "timer": "host",
-        **extra,
-    }
+    return StoredBaseline.from_entry(
+        {
+            "samples": [v for r in rs for v in r],
+            "runs": rs,
+            "device": FP,
+            "timer": "host",
+            **extra,
+        }
+    )
 
 
 def judge(factor: float, host: HostEvidence | None, **kw: Any) -> Verdict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_burnperf.core.comparability import LEGACY, blocker, comparability
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import INCOMPARABLE, not_comparable
 from pytest_burnperf.host.hardware import IDENTITY_VERSION
 
@@ -143,12 +144,13 @@ def test_baselines_from_before_the_hardware_identity_are_never_compared() -> Non
 
 def test_regime_and_blocker() -> None:
     entry = {"device": ZEN3, "timer": "host", "l2_flush": False}
-    assert blocker(entry, ZEN3, "host", False) == (None, ())
-    why, _ = blocker(entry, ZEN3, "device", False)
+    stored = StoredBaseline.from_entry(entry)
+    assert blocker(stored, ZEN3, "host", False) == (None, ())
+    why, _ = blocker(stored, ZEN3, "device", False)
     assert why is not None and "host clock, this run with the device clock" in why
-    why, _ = blocker(entry, ZEN3, "host", True)
+    why, _ = blocker(stored, ZEN3, "host", True)
     assert why is not None and "without an L2 flush" in why
-    why, _ = blocker({**entry, "device": ZEN4}, ZEN3, "host", False)
+    why, _ = blocker(StoredBaseline.from_entry({**entry, "device": ZEN4}), ZEN3, "host", False)
     assert why is not None and "x86-64-v4" in why
 
 
@@ -157,8 +159,12 @@ def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared()
 
     sampled = {"rounds": None, "iterations": 1, "warmup_rounds": 1, "setup": True}
     pinned = {"rounds": 20, "iterations": 1, "warmup_rounds": 1, "setup": True}
-    assert pedantic_difference({"pedantic": sampled}, dict(sampled)) is None
-    why = pedantic_difference({"pedantic": pinned}, sampled)
+
+    def stored(entry: dict[str, object]) -> StoredBaseline:
+        return StoredBaseline.from_entry(entry)
+
+    assert pedantic_difference(stored({"pedantic": sampled}), dict(sampled)) is None
+    why = pedantic_difference(stored({"pedantic": pinned}), sampled)
     assert why is not None and why.startswith(
         "baseline sampled with pedantic rounds=20, iterations=1, warmup_rounds=1, a setup, "
         "this run with rounds not given (sampled), iterations=1, warmup_rounds=1, a setup "
@@ -166,8 +172,8 @@ def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared()
     )
     cold = {"rounds": 1, "iterations": 1, "warmup_rounds": 0, "setup": False}
     assert "(rounds, warmup_rounds, setup differ)" in str(
-        pedantic_difference({"pedantic": pinned}, cold)
+        pedantic_difference(stored({"pedantic": pinned}), cold)
     )
     # a baseline that does not say how it was sampled, or a run of perf(fn): compared
-    assert pedantic_difference({}, sampled) is None
-    assert pedantic_difference({"pedantic": pinned}, None) is None
+    assert pedantic_difference(stored({}), sampled) is None
+    assert pedantic_difference(stored({"pedantic": pinned}), None) is None

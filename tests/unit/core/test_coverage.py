@@ -23,6 +23,7 @@ from pytest_burnperf.core.coverage import (
 )
 from pytest_burnperf.core.run_options import parse_share
 from pytest_burnperf.core.settings import SettingsError
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import INCOMPARABLE
 
 RESULTS = [
@@ -170,7 +171,9 @@ def test_a_baseline_sampled_otherwise_is_its_own_group_not_another_machine() -> 
     from pytest_burnperf.core.coverage import SAMPLED_OTHERWISE, why
 
     reason = pedantic_difference(
-        {"pedantic": {"rounds": 20, "iterations": 1, "warmup_rounds": 0, "setup": False}},
+        StoredBaseline.from_entry(
+            {"pedantic": {"rounds": 20, "iterations": 1, "warmup_rounds": 0, "setup": False}}
+        ),
         {"rounds": 1, "iterations": 1, "warmup_rounds": 0, "setup": False},
     )
     assert reason is not None

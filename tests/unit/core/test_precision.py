@@ -10,6 +10,7 @@ import pytest
 
 from pytest_burnperf.core import precision
 from pytest_burnperf.core.comparability import blocker
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.report.run_header import precision_lines
 
 torch = pytest.importorskip("torch")
@@ -68,14 +69,14 @@ def test_cupy_reads_its_environment() -> None:
 def test_a_baseline_in_other_modes_is_not_compared() -> None:
     fp = {"id": "torch-cuda0", "kind": "cuda", "precision": {"cuda.matmul.allow_tf32": True}}
     old = {"device": dict(fp, precision={"cuda.matmul.allow_tf32": False}), "timer": "device"}
-    why, _ = blocker(old, fp, "device", False)
+    why, _ = blocker(StoredBaseline.from_entry(old), fp, "device", False)
     assert why is not None
     assert "precision modes (cuda.matmul.allow_tf32 False -> True)" in why
     # a baseline recorded before the modes were kept is not held against
     legacy = {"device": {"id": "torch-cuda0", "kind": "cuda"}, "timer": "device"}
-    assert blocker(legacy, fp, "device", False)[0] is None
+    assert blocker(StoredBaseline.from_entry(legacy), fp, "device", False)[0] is None
     same = {"device": fp, "timer": "device"}
-    assert blocker(same, fp, "device", False)[0] is None
+    assert blocker(StoredBaseline.from_entry(same), fp, "device", False)[0] is None
 
 
 def test_the_header_names_non_default_modes() -> None:

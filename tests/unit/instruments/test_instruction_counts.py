@@ -10,6 +10,7 @@ import pytest
 
 from pytest_burnperf.core.counts import Counted, calls_for
 from pytest_burnperf.core.counts_key import KEY_FIELDS
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import INCOMPARABLE, NO_BASELINE, REGRESSED, UNCHANGED
 from pytest_burnperf.instruments.instruction_counts import (
     ALWAYS,
@@ -59,9 +60,9 @@ def _counted(n: int) -> Counted:
 KEY: dict[str, object] = {name: f"{name}-here" for name in KEY_FIELDS} | {"libraries": {}}
 
 
-def _entry(n: int, key: dict[str, object] | None = None) -> dict[str, object]:
+def _entry(n: int, key: dict[str, object] | None = None) -> StoredBaseline:
     got = _counted(n)
-    return {"counts": {**got.as_json(), "key": key or KEY}}
+    return StoredBaseline.from_entry({"counts": {**got.as_json(), "key": key or KEY}})
 
 
 def test_counts_are_judged_against_a_stored_baseline_of_the_same_key() -> None:
@@ -74,7 +75,9 @@ def test_counts_are_judged_against_a_stored_baseline_of_the_same_key() -> None:
 
 
 def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_why() -> None:
-    timed_only = against_baseline(_counted(5), {"runs": [[1e-3]]}, KEY, alpha_each=0.01)
+    timed_only = against_baseline(
+        _counted(5), StoredBaseline.from_entry({"runs": [[1e-3]]}), KEY, alpha_each=0.01
+    )
     assert timed_only.status == INCOMPARABLE and "holds no counts" in timed_only.reason
     other = {**KEY, "python": "CPython 3.12.1"}
     moved = against_baseline(_counted(5), _entry(5, other), KEY, alpha_each=0.01)

@@ -99,7 +99,7 @@ def judge(
     key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
     problem = None
     try:
-        entry = c.store(state).get(perf._module, perf._key)
+        entry = c.store(state).baseline(perf._module, perf._key)
     except BaselineError as exc:
         problem = exc
     if problem is not None:

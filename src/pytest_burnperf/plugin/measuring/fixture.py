@@ -33,15 +33,15 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
     legacy = False
     problem: BaselineError | None = None
     try:
-        baseline = state.store.get(module, key)
+        baseline = state.store.baseline(module, key)
         if baseline is None and case.benchmark_style:  # recorded when `[cpu]` was in its id
             for old in legacy_keys(key):
-                baseline = state.store.get(module, old)
+                baseline = state.store.baseline(module, old)
                 if baseline is not None:
                     keep_renamed(state, module, key, old)
                     break
         if baseline is None and state.legacy_store is not None:
-            baseline = state.legacy_store.get(module, key)
+            baseline = state.legacy_store.baseline(module, key)
             legacy = baseline is not None
     except BaselineError as exc:
         problem = exc

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.profiles import (
-    ProfileFormatError,
-    ProfileSummary,
     grew_note,
     what_grew,
     where_it_grew,
@@ -89,7 +87,7 @@ def profiled(
     except profiling.ProfileError as exc:
         state.notes.append(f"--perf-profile: {result.nodeid}: {exc}")
         return result
-    against = _baseline_summary(result.baseline)
+    against = None if result.baseline is None else result.baseline.profile
     where = rel(path, state.run.rootpath)
     if against is not None:
         grown = what_grew(against, summary)
@@ -142,14 +140,3 @@ def profile_here(
     )
     keep_round_record(state, nodeid, record)
     return first
-
-
-def _baseline_summary(baseline: dict[str, object] | None) -> ProfileSummary | None:
-    """The profile summary kept beside the baseline (the file was checked when it was read)."""
-    doc = (baseline or {}).get("profile")
-    if doc is None:
-        return None
-    try:
-        return ProfileSummary.from_json(doc)
-    except ProfileFormatError:
-        return None

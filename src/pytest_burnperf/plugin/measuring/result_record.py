@@ -9,12 +9,10 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_burnperf.core.assess import (
-    baseline_runs,
-)
 from pytest_burnperf.core.outcome import outcome
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.devices.base import DeviceBase
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
@@ -62,11 +60,8 @@ def make_result(perf: Measuring, **fields: Any) -> Result:
     )
 
 
-def as_runs(baseline: dict[str, object] | None) -> tuple[tuple[float, ...], ...]:
-    if baseline is None:
-        return ()
-
-    return tuple(tuple(r) for r in baseline_runs(baseline))
+def as_runs(baseline: StoredBaseline | None) -> tuple[tuple[float, ...], ...]:
+    return () if baseline is None else baseline.runs
 
 
 def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, object] | None, str | None]:

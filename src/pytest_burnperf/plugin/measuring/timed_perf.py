@@ -44,6 +44,7 @@ from pytest_burnperf.plugin.session.perf_state import PerfState
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.results import Result
+    from pytest_burnperf.core.stored_baseline import StoredBaseline
 
 
 #: What Perf._unclocked returns when the clock measures the benchmark.
@@ -60,7 +61,7 @@ class Perf:
         case: Case,
         module: str,
         key: str,
-        baseline: dict[str, object] | None,
+        baseline: StoredBaseline | None,
         legacy: bool = False,
     ) -> None:
         assert case.entry is not None and case.entry.device is not None
@@ -466,7 +467,7 @@ def _host_evidence(
     node: str,
     host: Window,
     probe: dict[str, object] | None,
-    baseline: dict[str, object] | None,
+    baseline: StoredBaseline | None,
 ) -> HostEvidence:
     """This benchmark's host windows and probe over all rounds, and the baseline's."""
 
@@ -477,18 +478,9 @@ def _host_evidence(
     probes = [p for p in state.findings.round_probes.get(node, []) if p]
     if probe:
         probes.append(probe)
-    old_windows: list[Window] = []
-    old_probe = None
-    if baseline is not None:
-        recorded = baseline.get("host")
-        for d in recorded if isinstance(recorded, list) else ():
-            w = Window.from_dict(d)
-            if w is not None:
-                old_windows.append(w)
-        old_probe = baseline.get("host_probe")
     return HostEvidence(
         windows=tuple(windows),
-        baseline_windows=tuple(old_windows),
+        baseline_windows=() if baseline is None else baseline.host,
         probe=_probe.pooled(probes),
-        baseline_probe=old_probe if isinstance(old_probe, dict) else None,
+        baseline_probe=None if baseline is None else baseline.host_probe,
     )

@@ -219,7 +219,7 @@ def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Me
         if state.run.mode.records:
             return needs_more_rounds(None, runs, policy, recording=True)
         try:
-            entry = state.store.get(*module_and_key(item, state.run.rootpath))
+            entry = state.store.baseline(*module_and_key(item, state.run.rootpath))
         except BaselineError:  # the test itself reports the unreadable file
             return False
         if entry is None:
