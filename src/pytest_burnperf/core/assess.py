@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pytest_burnperf.core.comparability import blocker, legacy_reason
+from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -234,7 +235,7 @@ def assess(
     policy: Policy,
     legacy: bool = False,
     host: HostEvidence | None = None,
-    pedantic: Mapping[str, object] | None = None,
+    pedantic: PedanticShape | None = None,
 ) -> Verdict:
     """The verdict of one benchmark: its process ``runs`` (this process last) against
     ``baseline`` (the stored baseline, or None)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.precision import difference
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.host.hardware import CPU_MUST_MATCH, CPU_NOTED
@@ -188,29 +189,20 @@ def regime_difference(baseline: StoredBaseline, timer: str, l2_flush: bool) -> s
 PEDANTIC_KEYS: tuple[str, ...] = ("rounds", "iterations", "warmup_rounds", "setup")
 
 
-def _pedantic_text(shape: Mapping[str, object]) -> str:
-    rounds = shape.get("rounds")
-    parts = ["rounds not given (sampled)" if rounds is None else f"rounds={rounds}"]
-    parts += [f"{k}={shape.get(k)}" for k in ("iterations", "warmup_rounds")]
-    parts.append("a setup" if shape.get("setup") else "no setup")
-    return ", ".join(parts)
-
-
-def pedantic_difference(
-    baseline: StoredBaseline, pedantic: Mapping[str, object] | None
-) -> str | None:
+def pedantic_difference(baseline: StoredBaseline, pedantic: PedanticShape | None) -> str | None:
     """Why a baseline sampled with other pedantic settings cannot be compared, or None. A
     baseline that does not say how it was sampled (recorded before this rule, or by
     ``perf(fn)`` where this run is pedantic) is compared, as before."""
     old = baseline.pedantic
     if old is None or pedantic is None:
         return None
-    differ = [k for k in PEDANTIC_KEYS if old.get(k) != pedantic.get(k)]
+    before, now = old.as_json(), pedantic.as_json()
+    differ = [k for k in PEDANTIC_KEYS if before[k] != now[k]]
     if not differ:
         return None
     return (
-        f"baseline sampled with pedantic {_pedantic_text(old)}, this run with "
-        f"{_pedantic_text(pedantic)} ({', '.join(differ)} differ): a sample means something "
+        f"baseline sampled with pedantic {old.text()}, this run with "
+        f"{pedantic.text()} ({', '.join(differ)} differ): a sample means something "
         "else, not compared; record a new baseline with --perf-update"
     )
 
@@ -220,7 +212,7 @@ def blocker(
     fingerprint: Mapping[str, object],
     timer: str,
     l2_flush: bool,
-    pedantic: Mapping[str, object] | None = None,
+    pedantic: PedanticShape | None = None,
 ) -> tuple[str | None, tuple[str, ...]]:
     """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
 

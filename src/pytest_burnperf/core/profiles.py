@@ -103,6 +103,35 @@ class ProfileSummary:
         return cls(str(tool), calls, total, tuple(entries))
 
 
+@dataclass(frozen=True)
+class ProfileRecord:
+    """What --perf-profile kept for one benchmark: its profile (the tool, the file relative to
+    the run's directory, the summary), the side it was compared with, and the note of what
+    grew; written into the results document as ``profile``."""
+
+    tool: str
+    file: str
+    summary: ProfileSummary
+    note: str
+    #: What it was compared with: ``"baseline"``, the reference environment's label, or None.
+    against: str | None = None
+    against_file: str | None = None
+    against_summary: ProfileSummary | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tool": self.tool,
+            "file": self.file,
+            "summary": self.summary.as_json(),
+            "against": self.against,
+            "against_file": self.against_file,
+            "against_summary": None
+            if self.against_summary is None
+            else self.against_summary.as_json(),
+            "note": self.note,
+        }
+
+
 def summarize(
     tool: str, calls: int, rows: Sequence[tuple[str, float, float, float]], top: int = TOP
 ) -> ProfileSummary:

@@ -18,6 +18,8 @@ from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summari
 from pytest_burnperf.core.verdict import Verdict
 
 if TYPE_CHECKING:
+    from pytest_burnperf.core.pedantic_shape import PedanticShape
+    from pytest_burnperf.core.profiles import ProfileRecord
     from pytest_burnperf.core.roofline_figures import Achieved, Peaks, Work
     from pytest_burnperf.core.stored_baseline import StoredBaseline
     from pytest_burnperf.core.versions import VersionSummary
@@ -77,10 +79,10 @@ class Result:
     time: Result | None = None
     #: --perf-profile: the profile of this run's side (``tool``, ``file``, ``summary``), the
     #: side it was compared with (``against``, ``against_summary``) and the note of what grew.
-    profile: dict[str, object] | None = None
+    profile: ProfileRecord | None = None
     #: perf.pedantic's shape (comparability.PEDANTIC_KEYS): what one sample means; None for
     #: ``perf(fn)``.
-    pedantic: dict[str, object] | None = None
+    pedantic: PedanticShape | None = None
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
@@ -165,14 +167,13 @@ class Result:
             "recorded": recorded,
             "host": [w.as_dict() for w in self.host],
             "host_probe": self.probe,
-            **({} if self.pedantic is None else {"pedantic": dict(self.pedantic)}),
+            **({} if self.pedantic is None else {"pedantic": self.pedantic.as_json()}),
             **self._profile_entry(),
         }
 
     def _profile_entry(self) -> dict[str, object]:
         """Recorded with --perf-profile: the profile summary, for later runs to compare with."""
-        summary = (self.profile or {}).get("summary")
-        return {} if summary is None else {"profile": summary}
+        return {} if self.profile is None else {"profile": self.profile.summary.as_json()}
 
     def sampling(self) -> dict[str, object]:
         """How this process's sampling ended: why it stopped, how many samples, how precise."""
@@ -226,13 +227,13 @@ class Result:
         doc = self._as_json()
         doc["measure"] = self.measure
         if self.pedantic is not None:
-            doc["pedantic"] = dict(self.pedantic)
+            doc["pedantic"] = self.pedantic.as_json()
         if self.counted is not None:
             doc["counts"] = {**self.counted.as_json(), "key": self.counts_key}
         if self.time is not None:
             doc["time"] = self.time._as_json()
         if self.profile is not None:
-            doc["profile"] = self.profile
+            doc["profile"] = self.profile.as_json()
         return doc
 
     def _as_json(self) -> dict[str, object]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.counts import Counted
+from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.host.activity import Window
 
@@ -27,7 +28,7 @@ class StoredBaseline:
     #: The fingerprint of the device it was measured on (``comparability`` compares it).
     device: Mapping[str, object] | None = None
     #: perf.pedantic's shape when it was recorded (``comparability.PEDANTIC_KEYS``), or None.
-    pedantic: Mapping[str, object] | None = None
+    pedantic: PedanticShape | None = None
     #: The host state during each recorded round, and the reference probe of that host.
     host: tuple[Window, ...] = ()
     host_probe: Mapping[str, object] | None = None
@@ -56,7 +57,7 @@ class StoredBaseline:
             l2_flush=entry.get("l2_flush") is True,
             loops=jf.integer(entry.get("loops")) or 1,
             device=_mapping_or_none(entry.get("device")),
-            pedantic=_mapping_or_none(entry.get("pedantic")),
+            pedantic=_pedantic(entry.get("pedantic")),
             host=tuple(
                 w for d in jf.sequence(entry.get("host")) if (w := Window.from_dict(d)) is not None
             ),
@@ -70,6 +71,10 @@ class StoredBaseline:
 
 def _mapping_or_none(value: object) -> Mapping[str, object] | None:
     return value if isinstance(value, Mapping) else None
+
+
+def _pedantic(doc: object) -> PedanticShape | None:
+    return PedanticShape.from_json(doc) if isinstance(doc, Mapping) else None
 
 
 def _profile(doc: object) -> ProfileSummary | None:

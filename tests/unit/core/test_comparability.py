@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_burnperf.core.comparability import LEGACY, blocker, comparability
+from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import INCOMPARABLE, not_comparable
 from pytest_burnperf.host.hardware import IDENTITY_VERSION
@@ -163,8 +164,10 @@ def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared()
     def stored(entry: dict[str, object]) -> StoredBaseline:
         return StoredBaseline.from_entry(entry)
 
-    assert pedantic_difference(stored({"pedantic": sampled}), dict(sampled)) is None
-    why = pedantic_difference(stored({"pedantic": pinned}), sampled)
+    assert (
+        pedantic_difference(stored({"pedantic": sampled}), PedanticShape(None, 1, 1, True)) is None
+    )
+    why = pedantic_difference(stored({"pedantic": pinned}), PedanticShape(None, 1, 1, True))
     assert why is not None and why.startswith(
         "baseline sampled with pedantic rounds=20, iterations=1, warmup_rounds=1, a setup, "
         "this run with rounds not given (sampled), iterations=1, warmup_rounds=1, a setup "
@@ -172,8 +175,8 @@ def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared()
     )
     cold = {"rounds": 1, "iterations": 1, "warmup_rounds": 0, "setup": False}
     assert "(rounds, warmup_rounds, setup differ)" in str(
-        pedantic_difference(stored({"pedantic": pinned}), cold)
+        pedantic_difference(stored({"pedantic": pinned}), PedanticShape.from_json(cold))
     )
     # a baseline that does not say how it was sampled, or a run of perf(fn): compared
-    assert pedantic_difference(stored({}), sampled) is None
+    assert pedantic_difference(stored({}), PedanticShape.from_json(sampled)) is None
     assert pedantic_difference(stored({"pedantic": pinned}), None) is None

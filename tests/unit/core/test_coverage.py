@@ -21,6 +21,7 @@ from pytest_burnperf.core.coverage import (
     more_rounds,
     shortfall,
 )
+from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.run_options import parse_share
 from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.core.stored_baseline import StoredBaseline
@@ -174,7 +175,7 @@ def test_a_baseline_sampled_otherwise_is_its_own_group_not_another_machine() -> 
         StoredBaseline.from_entry(
             {"pedantic": {"rounds": 20, "iterations": 1, "warmup_rounds": 0, "setup": False}}
         ),
-        {"rounds": 1, "iterations": 1, "warmup_rounds": 0, "setup": False},
+        PedanticShape(rounds=1, iterations=1, warmup_rounds=0, setup=False),
     )
     assert reason is not None
     assert why(INCOMPARABLE, reason) == SAMPLED_OTHERWISE

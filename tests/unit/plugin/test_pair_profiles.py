@@ -61,14 +61,14 @@ def test_both_sides_give_what_grew_and_both_files() -> None:
     state = _state({"main": _side("main", BEFORE), "current": _side("current", AFTER)}, {})
     r = attach(state, _result())
     assert r.profile is not None
-    note = r.profile["note"]
+    note = r.profile.note
     assert note.startswith("what grew (main -> current, per call):")
     assert "extra_pass (pkg.py) new:" in note
     assert note.endswith("(perf-profiles/k.main.pstats, perf-profiles/k.current.pstats)")
-    assert r.profile["file"] == "perf-profiles/k.current.pstats"
-    assert r.profile["against"] == "main"
-    assert r.profile["against_file"] == "perf-profiles/k.main.pstats"
-    assert r.profile["against_summary"] == BEFORE.as_json()
+    assert r.profile.file == "perf-profiles/k.current.pstats"
+    assert r.profile.against == "main"
+    assert r.profile.against_file == "perf-profiles/k.main.pstats"
+    assert r.profile.against_summary == BEFORE
     assert note in r.verdict.notes
 
 
@@ -78,8 +78,8 @@ def test_a_side_without_a_profile_is_named_with_why() -> None:
         {"main": {NODE: "its profiled process failed (exit 2)"}},
     )
     r = attach(state, _result())
-    assert r.profile is not None and r.profile["against"] is None
-    assert r.profile["note"] == (
+    assert r.profile is not None and r.profile.against is None
+    assert r.profile.note == (
         "profile of current: perf-profiles/k.current.pstats; main has none (its profiled "
         "process failed (exit 2))"
     )

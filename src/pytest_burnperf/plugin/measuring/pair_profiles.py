@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.profiles import grew_note, what_grew, where_it_grew
+from pytest_burnperf.core.profiles import ProfileRecord, grew_note, what_grew, where_it_grew
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.plugin.session.perf_state import PerfState, line_writer, rel
@@ -105,14 +105,15 @@ def attach(state: PerfState, result: Result) -> Result:
         note += f" ({rel(ref.path, root)}, {rel(cur.path, root)})"
     mine = cur or ref
     assert mine is not None
-    profile: dict[str, object] = {
-        "tool": mine.summary.tool,
-        "file": rel(mine.path, root),
-        "summary": mine.summary.as_json(),
-        "against": None if ref is None or cur is None else plan.reference,
-        "against_file": None if ref is None or cur is None else rel(ref.path, root),
-        "against_summary": None if ref is None or cur is None else ref.summary.as_json(),
-        "note": note,
-    }
+    both = ref is not None and cur is not None
+    profile = ProfileRecord(
+        tool=mine.summary.tool,
+        file=rel(mine.path, root),
+        summary=mine.summary,
+        note=note,
+        against=plan.reference if both else None,
+        against_file=rel(ref.path, root) if both and ref is not None else None,
+        against_summary=ref.summary if both and ref is not None else None,
+    )
     verdict = replace(result.verdict, notes=(*result.verdict.notes, note))
     return replace(result, profile=profile, verdict=verdict)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.profiles import (
+    ProfileRecord,
     grew_note,
     what_grew,
     where_it_grew,
@@ -100,14 +101,14 @@ def profiled(
         )
     else:
         note = f"profile: {where}"
-    profile: dict[str, object] = {
-        "tool": summary.tool,
-        "file": where,
-        "summary": summary.as_json(),
-        "against": None if against is None else "baseline",
-        "against_summary": None if against is None else against.as_json(),
-        "note": note,
-    }
+    profile = ProfileRecord(
+        tool=summary.tool,
+        file=where,
+        summary=summary,
+        note=note,
+        against=None if against is None else "baseline",
+        against_summary=against,
+    )
     verdict = replace(result.verdict, notes=(*result.verdict.notes, note))
     return replace(result, profile=profile, verdict=verdict)
 

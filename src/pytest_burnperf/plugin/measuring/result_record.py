@@ -131,7 +131,7 @@ def settle(
         strict=state.run.strict,
         records=state.run.mode.records,
         regression=regression,
-        why=str(result.profile["note"]) if result.profile else "",
+        why=result.profile.note if result.profile else "",
     )
     if decided.fails:
         pytest.fail(decided.message, pytrace=False)

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_burnperf.core.assess import HostEvidence, assess, own_threads
 from pytest_burnperf.core.clocks import GraphCaptureError, settles
+from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.roofline_figures import Work, WorkError
 from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
 from pytest_burnperf.core.text import escape_strings
@@ -84,7 +85,7 @@ class Perf:
         self._repeat = True
         #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
         #: what a sample means, kept with the baseline and compared (core/comparability.py).
-        self._pedantic: dict[str, object] | None = None
+        self._pedantic: PedanticShape | None = None
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, object] = {}
         self.group: str | None = None
@@ -328,12 +329,12 @@ class Perf:
                 pytrace=False,
             )
         self._start(fn, "perf.pedantic()")
-        self._pedantic = {
-            "rounds": None if sampled else rounds,
-            "iterations": iterations,
-            "warmup_rounds": warmup_rounds,
-            "setup": setup is not None,
-        }
+        self._pedantic = PedanticShape(
+            rounds=None if sampled else rounds,
+            iterations=iterations,
+            warmup_rounds=warmup_rounds,
+            setup=setup is not None,
+        )
 
         def make_call() -> tuple[Callable[[], object], Callable[[], object] | None]:
             a, k = tuple(args), dict(kwargs or {})

@@ -28,7 +28,7 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
     and an exit status, never a traceback."""
     _profile_gaps(state)
     profiled = sum(
-        1 + (r.profile.get("against_file") is not None)
+        1 + (r.profile.against_file is not None)
         for r in state.findings.results.values()
         if r.profile is not None
     )
@@ -297,11 +297,11 @@ def _pedantic_lines(state: PerfState) -> list[str]:
         for r in state.findings.results.values()
         if r.pedantic is not None and r.measure == "time"
     ]
-    sampled = [p for _, p in shapes if p["rounds"] is None]
-    pinned = [(k, p) for k, p in shapes if p["rounds"] is not None]
+    sampled = [p for _, p in shapes if p is not None and p.rounds is None]
+    pinned = [(k, p) for k, p in shapes if p is not None and p.rounds is not None]
     lines = []
     if sampled:
-        warm = sorted({jf.integer(p["warmup_rounds"]) or 0 for p in sampled})
+        warm = sorted({p.warmup_rounds for p in sampled})
         lines.append(
             f"pedantic without rounds=: {len(sampled)} benchmark(s) sampled here, "
             f"{'/'.join(map(str, warm))} warm-up round(s), then at least the benchmark's "
@@ -310,7 +310,7 @@ def _pedantic_lines(state: PerfState) -> list[str]:
             "time them as written"
         )
     if pinned:
-        one = [k for k, p in pinned if p["rounds"] == 1 and p["warmup_rounds"] == 0]
+        one = [k for k, p in pinned if p.rounds == 1 and p.warmup_rounds == 0]
         lines.append(
             f"pedantic with rounds=: {len(pinned)} benchmark(s) timed as written"
             + (
