@@ -414,3 +414,41 @@ def test_a_baseline_sampled_with_other_pedantic_settings_is_not_compared(
     results = json.loads(Path(pytester.path, "r.json").read_text())["results"]
     assert {r["verdict"]["status"] for r in results} == {"incomparable"}
     assert "rounds not given (sampled)" in results[0]["verdict"]["reason"]
+
+
+def test_a_pytest_benchmark_test_runs_on_the_host_cpu_not_numpy(pytester: pytest.Pytester) -> None:
+    """Shown and kept as python-cpu with no dtype: a pure-Python project is not labelled numpy,
+    its baselines hold no numpy or BLAS version; one recorded on numpy-cpu by an older release
+    is still compared, with a note."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_suite=SUITE)
+    rec = pytester.runpytest(
+        "--perf", "--perf-update", "--perf-rounds", "1", "-k", "test_plain", *FAST
+    )
+    rec.assert_outcomes(passed=1)
+    rec.stdout.fnmatch_lines(["test_plain * python * - *"])
+    rec.stdout.no_fnmatch_line("*numpy*f64*")
+    (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
+    doc = json.loads(path.read_text())
+    entry = doc["benchmarks"]["test_plain"]
+    assert entry["device"]["library"] == "python" and entry["dtype"] == "-"
+    assert set(entry["device"]["versions"]) == {"python"} and "blas" not in entry["device"]
+    # as an earlier release recorded it: on numpy's CPU device
+    entry["device"] = {
+        **entry["device"],
+        "id": "numpy-cpu",
+        "library": "numpy",
+        "threads": 1,
+        "versions": {"numpy": "1.0.0"},
+        "blas": "openblas",
+        "dispatch": {"numpy": "SOMETHING", "blas": "Haswell"},
+    }
+    path.write_text(json.dumps(doc))
+    judged = pytester.runpytest(
+        "--perf", "--perf-threshold", "1000%", "--perf-json", "r.json", "-k", "test_plain", *FAST
+    )
+    judged.assert_outcomes(passed=1)
+    (res,) = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    assert res["backend"] == "python" and res["dtype"] == "-"
+    assert res["verdict"]["status"] not in ("incomparable", "no-baseline")
+    assert any("baseline recorded as numpy-cpu" in n for n in res["verdict"]["notes"])

@@ -106,6 +106,28 @@ def _dispatch_differences(old: Mapping[str, object], new: Mapping[str, object]) 
     ]
 
 
+#: What a test written for pytest-benchmark's device (``python-cpu``) shares with numpy's CPU
+#: device, which such tests were given before they had their own: the host CPU.
+HOST_CPU_KEYS: tuple[str, ...] = ("kind", "name", "cpus", "cpu", "identity")
+
+#: The note on a verdict against a baseline recorded on numpy's CPU device for such a test.
+RECORDED_AS_NUMPY = (
+    "baseline recorded as numpy-cpu (before tests written for pytest-benchmark ran on a device "
+    "of their own, python-cpu): compared as the same host CPU; --perf-update records it again"
+)
+
+
+def recorded_as_numpy(
+    baseline_fp: Mapping[str, object] | None, current_fp: Mapping[str, object]
+) -> bool:
+    """A python-cpu run against a baseline its test recorded on numpy-cpu (an older release)."""
+    return (
+        isinstance(baseline_fp, Mapping)
+        and baseline_fp.get("library") == "numpy"
+        and current_fp.get("library") == "python"
+    )
+
+
 def comparability(
     baseline_fp: Mapping[str, object] | None, current_fp: Mapping[str, object]
 ) -> tuple[str | None, tuple[str, ...]]:
@@ -113,9 +135,15 @@ def comparability(
 
     Keys present on only one side are not held against the baseline (a device that cannot tell its
     memory, say); only values known on both sides that differ count, except the identity version.
+    A pytest-benchmark test's baseline recorded on numpy-cpu is compared by the host CPU alone.
     """
     if not isinstance(baseline_fp, Mapping):
         return None, ()
+    if recorded_as_numpy(baseline_fp, current_fp):
+        host_cpu = {k: v for k, v in baseline_fp.items() if k in HOST_CPU_KEYS}
+        mine = {k: v for k, v in current_fp.items() if k in HOST_CPU_KEYS}
+        why, noted = comparability(host_cpu, mine)
+        return why, (RECORDED_AS_NUMPY, *noted)
     if _identity_version(baseline_fp) < _identity_version(current_fp):
         return legacy_reason(), ()
     diffs = [

@@ -83,6 +83,17 @@ class Registry:
     def __init__(self, probes: dict[str, Callable[[], Probe]] | None = None) -> None:
         self._probes = dict(PROBES if probes is None else probes)
         self._found: dict[str, Probe] = {}
+        self._python: Entry | None = None
+
+    def python(self) -> Entry:
+        """The host CPU of a test written for pytest-benchmark (devices/python_backend.py): not
+        a backend a marker asks for, so never among what :meth:`resolve` finds."""
+        if self._python is None:
+            from pytest_burnperf.devices.python_backend import PythonDevice
+
+            device = PythonDevice()
+            self._python = Entry(device.id, device.kind, device.library, device=device)
+        return self._python
 
     def probe(self, library: str) -> Probe:
         if library not in self._found:

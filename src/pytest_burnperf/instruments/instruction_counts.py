@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
+from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.devices.base import Device
@@ -218,18 +220,29 @@ def against_baseline(
     key: dict[str, object],
     *,
     alpha_each: float,
+    device: Mapping[str, object] | None = None,
 ) -> Verdict:
-    """The verdict from ``got`` (this run's counts, kept under ``key``) against a stored
-    baseline ``entry`` (None: no baseline): incomparable where the baseline holds no counts or
-    was counted under another key (what differs named), else core/counts.judge_counts with the
-    key's notes and the estimated cycles' note."""
+    """The verdict from ``got`` (this run's counts, kept under ``key``, on the device whose
+    fingerprint is ``device``) against a stored baseline ``entry`` (None: no baseline):
+    incomparable where the baseline holds no counts or was counted under another key (what
+    differs named), else core/counts.judge_counts with the key's notes and the estimated cycles'
+    note. A pytest-benchmark test's counts recorded on numpy-cpu are compared under the key its
+    python-cpu device gives (comparability.recorded_as_numpy): the same code ran."""
     values = [float(v) for v in got.values()]
     base_values = baseline_counts(entry)
     if entry is not None and base_values is None:
         return not_comparable(values, [], "the stored baseline holds no counts")
     stored = None if entry is None else entry.counts
     stored_key = None if entry is None else entry.counts_key
-    if entry is not None and (diff := counts_key.key_difference(entry.counts_key, key)):
+    migrated = (
+        entry is not None
+        and stored_key is not None
+        and device is not None
+        and recorded_as_numpy(entry.device, device)
+    )
+    if migrated and stored_key is not None:
+        stored_key = as_python_key(stored_key, key)
+    if entry is not None and (diff := counts_key.key_difference(stored_key, key)):
         return not_comparable(
             values, base_values or [], f"{diff}; record counts again with --perf-update"
         )
@@ -245,7 +258,24 @@ def against_baseline(
         verdict,
     )
     noted = counts_key.key_notes(stored_key, key)
+    if migrated:
+        noted = [RECORDED_AS_NUMPY, *noted]
     return replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
+
+
+def as_python_key(stored: Mapping[str, object], current: Mapping[str, object]) -> dict[str, object]:
+    """The counts key a pytest-benchmark test recorded on numpy-cpu, as its python-cpu device
+    gives it: without the dispatch numpy's device added to ``simulated_cpu`` (``numpy=...``,
+    ``blas=...``) and with this run's ``libraries`` (numpy's device named numpy's version; the
+    test's own imports were never in the key)."""
+    simulated = " ".join(
+        t for t in str(stored.get("simulated_cpu", "")).split() if not t.startswith(_DISPATCH)
+    )
+    return {**stored, "simulated_cpu": simulated, "libraries": current.get("libraries")}
+
+
+#: The dispatch parts numpy's CPU device put into a key's ``simulated_cpu``.
+_DISPATCH = ("numpy=", "blas=")
 
 
 def between(reference: counts.Counted, current: counts.Counted, *, alpha_each: float) -> Verdict:

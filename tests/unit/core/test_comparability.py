@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_burnperf.core.comparability import LEGACY, blocker, comparability
+from pytest_burnperf.core.comparability import (
+    LEGACY,
+    RECORDED_AS_NUMPY,
+    blocker,
+    comparability,
+)
 from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import INCOMPARABLE, not_comparable
@@ -180,3 +185,28 @@ def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared()
     # a baseline that does not say how it was sampled, or a run of perf(fn): compared
     assert pedantic_difference(stored({}), PedanticShape.from_json(sampled)) is None
     assert pedantic_difference(stored({"pedantic": pinned}), None) is None
+
+
+def _python_fp(numpy_fp: dict[str, Any]) -> dict[str, Any]:
+    """What python-cpu gives on the CPU of a numpy-cpu fingerprint."""
+    keep = ("kind", "name", "cpus", "cpu", "identity")
+    return {
+        **{k: numpy_fp[k] for k in keep},
+        "id": "python-cpu",
+        "library": "python",
+        "versions": {"python": "3.12.1"},
+        "dispatch": {},
+    }
+
+
+def test_a_pytest_benchmark_baseline_recorded_on_numpy_cpu_is_compared_by_its_host_cpu() -> None:
+    old = {**ZEN3, "versions": {"numpy": "2.3.0"}, "blas": "openblas"}
+    why, notes = comparability(old, _python_fp(ZEN3))
+    assert why is None and notes[0] == RECORDED_AS_NUMPY
+    # the numpy version, BLAS, threads and dispatch it recorded are not held against it...
+    assert not any("numpy" in n for n in notes[1:])
+    # ...but another CPU class still is
+    why, _ = comparability(old, _python_fp(ZEN4))
+    assert why is not None and "x86-64-v3" in why and "x86-64-v4" in why
+    # and a marked numpy test's baseline never meets a python-cpu run this way
+    assert comparability(_python_fp(ZEN3), old)[0] is not None

@@ -97,3 +97,30 @@ def test_the_stored_baselines_decide_what_is_counted_never_the_hosts_speed() -> 
     # recording by counts: the limit decides which benchmarks gain a counts baseline
     assert selection(counts_baseline=False, time_baseline=True, records=True) == UNDER_LIMIT
     assert selection(counts_baseline=False, time_baseline=False, records=False) == UNDER_LIMIT
+
+
+def test_counts_a_pytest_benchmark_test_recorded_on_numpy_cpu_are_compared_as_python_cpu() -> None:
+    from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY
+
+    features = "numpy:AVX,AVX2"
+    old_key = {**KEY, "simulated_cpu": f"blas=Haswell numpy=X86_V3 {features}"}
+    old_key["libraries"] = {"numpy": "2.3.0"}
+    new_key = {**KEY, "simulated_cpu": features, "libraries": {"python": "3.12.1"}}
+    got = _counted(1_000_000)
+    entry = StoredBaseline.from_entry(
+        {
+            "counts": {**got.as_json(), "key": old_key},
+            "device": {"id": "numpy-cpu", "library": "numpy", "kind": "cpu"},
+        }
+    )
+    python = {"id": "python-cpu", "library": "python", "kind": "cpu"}
+    same = against_baseline(got, entry, new_key, alpha_each=0.01, device=python)
+    assert same.status == UNCHANGED and RECORDED_AS_NUMPY in same.notes
+    # without the device that says so, the keys differ as before
+    other = against_baseline(got, entry, new_key, alpha_each=0.01)
+    assert other.status == INCOMPARABLE and "simulated_cpu" in other.reason
+    # and a numpy-cpu run is never let off its numpy version this way
+    numpy = {"id": "numpy-cpu", "library": "numpy", "kind": "cpu"}
+    assert against_baseline(got, entry, new_key, alpha_each=0.01, device=numpy).status == (
+        INCOMPARABLE
+    )

@@ -111,7 +111,9 @@ def judge(
     s = perf.settings
     policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons)
     values = [float(v) for v in got.values()]
-    verdict = instruction_counts.against_baseline(got, entry, key, alpha_each=policy.alpha_each)
+    verdict = instruction_counts.against_baseline(
+        got, entry, key, alpha_each=policy.alpha_each, device=perf.device.fingerprint()
+    )
     base_values = instruction_counts.baseline_counts(entry)
     verdict = replace(verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed)))
     sample = Sample(

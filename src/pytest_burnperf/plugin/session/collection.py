@@ -14,6 +14,7 @@ from pytest_burnperf.core import settings
 from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.devices import matches
 from pytest_burnperf.devices.base import graph_unsupported
+from pytest_burnperf.devices.python_backend import NO_DTYPE
 from pytest_burnperf.plugin.configuration.options import (
     WITHOUT_PERF,
 )
@@ -99,8 +100,8 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     except SettingsError as exc:
         _invalid(metafunc, str(exc))
         return
-    spec = settings.PerfSpec(backends=("numpy-cpu",), dtypes=("f64",), overrides=overrides)
-    (entry,) = state.registry.resolve_all(spec.backends)[:1]
+    entry = state.registry.python()
+    spec = settings.PerfSpec(backends=(entry.id,), dtypes=(NO_DTYPE,), overrides=overrides)
     reason = entry.reason
     if (
         reason is None
@@ -108,7 +109,7 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
         and state.run.settings_for(spec).timer == "graph"
     ):
         reason = graph_unsupported(entry.device)
-    case = Case(entry, CASE_ID, "f64", spec, skip_reason=reason, benchmark_style=True)
+    case = Case(entry, CASE_ID, NO_DTYPE, spec, skip_reason=reason, benchmark_style=True)
     state.findings.benchmark_cases[metafunc.definition.nodeid] = case
 
 
@@ -203,8 +204,8 @@ def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.It
             ok = case.entry is not None and any(
                 matches(name, case.entry) for name in state.run.backends_filter
             )
-        if ok and state.run.dtypes_filter is not None:
-            ok = case.dtype in state.run.dtypes_filter
+        if ok and state.run.dtypes_filter is not None and not case.benchmark_style:
+            ok = case.dtype in state.run.dtypes_filter  # a pytest-benchmark test has none
         (keep if ok else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
