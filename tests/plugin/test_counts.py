@@ -5,6 +5,7 @@ measure judged and where the clock and the counts disagree (with made-up verdict
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -238,12 +239,17 @@ def test_both_judges_by_counts_and_shows_the_time(project: pytest.Pytester) -> N
     assert [
         p for p in (project.path / "baselines").iterdir() if p.is_dir() and "counts" not in p.name
     ]
-    result, doc = _run(project, "--perf-measure", "both", "--perf-quick", "-v")
+    result, doc = _run(
+        project, "--perf-measure", "both", "--perf-rounds", "1", "--perf-max-rounds", "3", "-v"
+    )
     result.assert_outcomes(passed=1)
     (bench,) = doc["results"]
     assert bench["measure"] == "counts"
     assert bench["time"]["timer"] == "host" and bench["time"]["samples"]
     assert any("judged by counts" in n or "time " in n for n in bench["verdict"]["notes"])
+    # the header's rounds are the clock's (it said "1 ran", the counted calls' one "run")
+    ran = re.search(r"\(up to 3 for undecided benchmarks\): (\d+) ran", result.stdout.str())
+    assert ran is not None and int(ran.group(1)) == len(bench["time"]["runs"])
 
 
 @pytest.mark.parametrize("measure", ["counts", "both"])

@@ -106,6 +106,11 @@ class Result:
         )
         return f"{self.benchmark}[{rest}]" if rest else self.benchmark
 
+    def timed(self) -> Result | None:
+        """What the clock measured: this result where time judged it, the time result beside
+        the counts with --perf-measure both, None for counts alone."""
+        return self if self.measure == "time" else self.time
+
     @property
     def peak_memory(self) -> int | None:
         """Bytes one call of the benchmark allocated at its peak, where the device can tell."""

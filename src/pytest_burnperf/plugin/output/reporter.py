@@ -209,7 +209,9 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         size=state.run.size,
         rounds=state.schedule.rounds,
         max_rounds=state.schedule.max_rounds,
-        rounds_per_result=[len(r.runs) for r in results],
+        # the process rounds the clock ran (with --perf-measure both, the time result beside
+        # the counts; a counted result's one "run" is its counted calls)
+        rounds_per_result=[len(t.runs) for r in results if (t := r.timed()) is not None],
         threshold=base.threshold,
         alpha=base.alpha,
         comparisons=state.findings.comparisons,
