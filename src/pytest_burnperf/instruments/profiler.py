@@ -66,14 +66,27 @@ def profile_calls(
     side: str,
     calls: int,
     out_dir: Path,
+    fresh: bool = False,
 ) -> tuple[ProfileSummary, Path]:
     """``calls`` calls of the benchmark under its library's profiler, the file named by
     ``nodeid`` and ``side`` (profiling.file_stem: one file per benchmark and side);
-    :class:`profiling.ProfileError` says why there is none."""
+    :class:`profiling.ProfileError` says why there is none. ``fresh``: each call is a pedantic
+    round of its own, made by ``prepare`` (its setup and teardown not profiled)."""
     active = getattr(device, "active", contextlib.nullcontext)
-    call, after = prepare()
+    stem = profiling.file_stem(nodeid, side)
+    call, after = (None, None) if fresh else prepare()
     try:
         with device.threads(threads), active():
+            if call is None:
+                return profiling.profile_rounds(
+                    prepare,
+                    device.sync,
+                    library=library,
+                    kind=kind,
+                    calls=calls,
+                    out_dir=out_dir,
+                    stem=stem,
+                )
             return profiling.profile(
                 call,
                 device.sync,
@@ -81,7 +94,7 @@ def profile_calls(
                 kind=kind,
                 calls=calls,
                 out_dir=out_dir,
-                stem=profiling.file_stem(nodeid, side),
+                stem=stem,
             )
     except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
         raise profiling.ProfileError(str(exc)) from None
@@ -121,8 +134,9 @@ def profile_side(
             kind=kind,
             nodeid=nodeid,
             side=side,
-            calls=profiling.calls_for(per_call) if repeat else 1,
+            calls=profiling.calls_for(per_call),
             out_dir=out_dir,
+            fresh=not repeat,
         )
         record: dict[str, object] = {"profile": {"file": str(path), "summary": summary.as_json()}}
     except profiling.ProfileError as exc:

@@ -103,13 +103,7 @@ def profile(
     """Run ``call`` ``calls`` times under the library's profiler, write the profile under
     ``out_dir`` and return its summary and file. :class:`ProfilerMissing` where the profiler is
     not installed; the benchmark's own errors pass through."""
-    problem = folder_problem(out_dir, MARK, "profiles of --perf-profile")
-    if problem:
-        raise ProfileFolderError(f"{out_dir}: {problem}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    mark = out_dir / MARK
-    if not mark.is_file():
-        mark.write_text("written by pytest-burnperf --perf-profile; its profiles are replaced\n")
+    _folder(out_dir)
     tool = profiler_for(library, kind)
     if tool == "torch.profiler":
         return _torch(call, sync, kind=kind, calls=calls, path=out_dir / f"{stem}.trace.json")
@@ -118,17 +112,77 @@ def profile(
     return _cprofile(call, sync, calls=calls, path=out_dir / f"{stem}.pstats")
 
 
+#: What makes one round of a pedantic benchmark: its call (after the round's setup) and what
+#: runs after it (the teardown), neither setup nor teardown profiled.
+Round = Callable[[], "tuple[Callable[[], object], Callable[[], object] | None]"]
+
+
+def profile_rounds(
+    rounds: Round,
+    sync: Callable[[], object],
+    *,
+    library: str,
+    kind: str,
+    calls: int,
+    out_dir: Path,
+    stem: str,
+) -> tuple[ProfileSummary, Path]:
+    """:func:`profile` of ``calls`` rounds of a pedantic benchmark, each made fresh by
+    ``rounds()`` (its setup) with only the call profiled: one cold call alone is a figure no one
+    can compare. The device profilers (torch.profiler, CUPTI) profile one round."""
+    if profiler_for(library, kind) != "cProfile":
+        call, after = rounds()
+        try:
+            return profile(
+                call, sync, library=library, kind=kind, calls=1, out_dir=out_dir, stem=stem
+            )
+        finally:
+            if after is not None:
+                after()
+    _folder(out_dir)
+    return _cprofile(None, sync, calls=calls, path=out_dir / f"{stem}.pstats", rounds=rounds)
+
+
+def _folder(out_dir: Path) -> None:
+    """The profiles' folder, made and marked as this plugin's (ProfileFolderError: not ours)."""
+    problem = folder_problem(out_dir, MARK, "profiles of --perf-profile")
+    if problem:
+        raise ProfileFolderError(f"{out_dir}: {problem}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    mark = out_dir / MARK
+    if not mark.is_file():
+        mark.write_text("written by pytest-burnperf --perf-profile; its profiles are replaced\n")
+
+
 def _cprofile(
-    call: Callable[[], object], sync: Callable[[], object], *, calls: int, path: Path
+    call: Callable[[], object] | None,
+    sync: Callable[[], object],
+    *,
+    calls: int,
+    path: Path,
+    rounds: Round | None = None,
 ) -> tuple[ProfileSummary, Path]:
     profiler = cProfile.Profile()
-    profiler.enable()
-    try:
+    if rounds is None:
+        assert call is not None
+        profiler.enable()
+        try:
+            for _ in range(calls):
+                call()
+            sync()
+        finally:
+            profiler.disable()
+    else:
         for _ in range(calls):
-            call()
-        sync()
-    finally:
-        profiler.disable()
+            one, after = rounds()
+            profiler.enable()
+            try:
+                one()
+                sync()
+            finally:
+                profiler.disable()
+            if after is not None:
+                after()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     profiler.dump_stats(str(tmp))
     os.replace(tmp, path)

@@ -86,6 +86,31 @@ def test_cprofile_names_the_function_that_grew(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*tmp*"))  # written whole, then renamed
 
 
+def _setup_work() -> list[int]:
+    return [_planted(50) for _ in range(3)]
+
+
+def test_pedantic_rounds_are_profiled_each_with_its_own_setup_outside(tmp_path: Path) -> None:
+    """A pedantic benchmark was profiled for one cold call; now as many rounds as a profile
+    needs, each from its setup, with only the call profiled."""
+    done: list[str] = []
+
+    def one_round() -> tuple[Any, Any]:
+        data = _setup_work()  # the round's setup: never in the profile
+        done.append("setup")
+        return (lambda: _planted(len(data) * 100)), (lambda: done.append("teardown"))
+
+    summary, path = profiling.profile_rounds(
+        one_round, lambda: None, library="python", kind="cpu", calls=4, out_dir=tmp_path, stem="p"
+    )
+    assert done == ["setup", "teardown"] * 4
+    assert summary.tool == "cProfile" and summary.calls == 4 and path.name == "p.pstats"
+    names = {e.name: e.calls for e in summary.entries}
+    assert names["_planted (test_profiling.py)"] == pytest.approx(1)  # per round
+    assert not [n for n in names if "_setup_work" in n]
+    assert (tmp_path / profiling.MARK).is_file()
+
+
 def test_torch_profiler_names_the_operator_that_was_added(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     x = torch.rand(100_000)

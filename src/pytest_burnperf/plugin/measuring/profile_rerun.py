@@ -82,8 +82,9 @@ def profiled(
             kind=result.kind,
             nodeid=result.nodeid,
             side="current",
-            calls=profiling.calls_for(per_call) if repeat else 1,
+            calls=profiling.calls_for(per_call),
             out_dir=state.output.profile_dir,
+            fresh=not repeat,
         )
     except profiling.ProfileError as exc:
         state.notes.append(f"--perf-profile: {result.nodeid}: {exc}")
