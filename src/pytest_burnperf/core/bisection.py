@@ -1,0 +1,191 @@
+"""Which commit: the search behind ``burnperf bisect``. Given the commits from a good one to a bad
+one (oldest first) and a probe that measures the selected benchmarks at one of them, find for
+each benchmark every commit where its measure moved, with the change at that step.
+
+No git and no processes here: a probe is a function of a commit's index, and whether two
+measurements differ is the caller's rule (counts: ``core/counts.judge_counts``). A benchmark is
+searched only where the good and bad commits differ; a step is narrowed by halving, the probes
+shared between benchmarks; after a step, the search goes on from it to the bad commit, so a
+slowdown that came in two commits is two steps. A commit whose probe fails (it does not build
+or install) is skipped, as ``git bisect skip`` does, and a neighbour is probed instead.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: A measurement of every selected benchmark at one commit: benchmark -> its values.
+Measured = Mapping[str, Sequence[float]]
+
+
+class ProbeFailed(Exception):
+    """A commit that could not be measured (it does not build or install): why, in words."""
+
+
+class OutOfProbes(Exception):
+    """The probe budget ran out."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """A benchmark's measure moved between commit ``before`` and the next one measured,
+    ``at`` (indices into the commits; ``at == before + 1`` unless the commits between were
+    skipped)."""
+
+    before: int
+    at: int
+    ratio: float
+
+
+@dataclass
+class Search:
+    """What a bisection found: each benchmark's steps, the commits probed in order, those
+    skipped and why, and the benchmarks it could not finish (why)."""
+
+    steps: dict[str, list[Step]] = field(default_factory=dict)
+    probed: list[int] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)
+    unfinished: dict[str, str] = field(default_factory=dict)
+    #: Benchmarks that moved at a commit probed between and came back by the bad one.
+    came_back: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: Benchmarks missing at the good commit (added later), with the first commit that has them.
+    added: dict[str, int] = field(default_factory=dict)
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+class _Probes:
+    """The probe with memory and a budget: each commit is measured at most once."""
+
+    def __init__(self, probe: Callable[[int], Measured], budget: int | None, out: Search) -> None:
+        self._probe = probe
+        self._budget = budget
+        self._out = out
+        self._got: dict[int, Measured] = {}
+
+    def __call__(self, i: int) -> Measured | None:
+        """Commit ``i``'s measurement, None where it was skipped."""
+        if i in self._got:
+            return self._got[i]
+        if i in self._out.skipped:
+            return None
+        if self._budget is not None and len(self._out.probed) >= self._budget:
+            raise OutOfProbes
+        self._out.probed.append(i)
+        try:
+            got = self._probe(i)
+        except ProbeFailed as exc:
+            self._out.skipped[i] = str(exc)
+            return None
+        self._got[i] = got
+        return got
+
+    def known(self) -> dict[int, Measured]:
+        return dict(self._got)
+
+
+def bisect(
+    commits: int,
+    probe: Callable[[int], Measured],
+    moved: Callable[[Sequence[float], Sequence[float]], bool],
+    *,
+    max_probes: int | None = None,
+) -> Search:
+    """Search ``commits`` commits (index 0 the good one, the last the bad one) with ``probe``;
+    ``moved(a, b)``: whether measurements ``a`` and ``b`` differ. The good and the bad commit
+    must measure (:class:`ProbeFailed` from either is raised to the caller)."""
+    out = Search()
+    get = _Probes(probe, max_probes, out)
+    last = commits - 1
+    bad = get(last)
+    good = get(0)
+    if good is None or bad is None:
+        end = "good" if good is None else "bad"
+        raise ProbeFailed(f"the {end} commit: {out.skipped[0 if good is None else last]}")
+    for name in sorted(bad):
+        if name not in good:
+            try:
+                out.added[name] = _first_with(name, get, last)
+            except OutOfProbes:
+                out.unfinished[name] = "added after the good commit; the probe budget ran out"
+            continue
+        try:
+            out.steps[name] = _steps(name, 0, last, get, moved)
+        except OutOfProbes:
+            out.unfinished[name] = f"the probe budget ({max_probes}) ran out"
+    for name, found in out.steps.items():
+        if found:
+            continue
+        base = good[name]
+        for i, got in sorted(get.known().items()):
+            if 0 < i < last and name in got and moved(base, got[name]):
+                out.came_back[name] = (i, median(got[name]) / median(base))
+                break
+    return out
+
+
+def _steps(
+    name: str,
+    lo: int,
+    hi: int,
+    get: _Probes,
+    moved: Callable[[Sequence[float], Sequence[float]], bool],
+) -> list[Step]:
+    """Every step of ``name`` between commits ``lo`` and ``hi`` (both measured)."""
+    steps: list[Step] = []
+    end = hi
+    while True:
+        base, last = _values(get, lo, name), _values(get, end, name)
+        if not moved(base, last):
+            return steps
+        a, b = lo, end
+        while b - a > 1:
+            mid = _probe_near(get, a, b, name)
+            if mid is None:  # every commit between was skipped: the step is one of them or b
+                break
+            if moved(_values(get, a, name), _values(get, mid, name)):
+                b = mid
+            else:
+                a = mid
+        before, after = _values(get, a, name), _values(get, b, name)
+        steps.append(Step(before=a, at=b, ratio=median(after) / median(before)))
+        lo = b
+
+
+def _values(get: _Probes, i: int, name: str) -> Sequence[float]:
+    got = get(i)
+    assert got is not None
+    return got.get(name, ())
+
+
+def _probe_near(get: _Probes, a: int, b: int, name: str) -> int | None:
+    """A commit strictly between ``a`` and ``b`` that measures ``name``: the middle one, else
+    the nearest to it that is not skipped; None where none does."""
+    mid = (a + b) // 2
+    order = sorted(range(a + 1, b), key=lambda i: (abs(i - mid), i))
+    for i in order:
+        got = get(i)
+        if got is not None and name in got:
+            return i
+    return None
+
+
+def _first_with(name: str, get: _Probes, last: int) -> int:
+    """The first measured commit that has benchmark ``name`` (it was added after the good one),
+    by halving: the commits that have it are assumed to be the later ones."""
+    lo, hi = 0, last
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        got = get(mid)
+        if got is None:  # skipped: look at the commits after it
+            lo = mid
+            continue
+        if name in got:
+            hi = mid
+        else:
+            lo = mid
+    return hi

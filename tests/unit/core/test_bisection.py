@@ -1,0 +1,95 @@
+"""The search behind ``burnperf bisect``, with made-up commits: which commit moved each
+benchmark, in how many probes, past commits that do not build."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pytest
+
+from pytest_burnperf.core.bisection import Measured, ProbeFailed, Step, bisect
+
+
+def moved(a: Sequence[float], b: Sequence[float]) -> bool:
+    return abs(sum(b) / len(b) / (sum(a) / len(a)) - 1) > 0.02
+
+
+def history(n: int, changes: dict[str, dict[int, float]], broken: Sequence[int] = ()):
+    """A probe of ``n`` commits where each benchmark's measure is multiplied at the commits
+    ``changes`` names; ``broken`` commits fail to build."""
+
+    def probe(i: int) -> Measured:
+        if i in broken:
+            raise ProbeFailed(f"commit {i} does not build")
+        out = {}
+        for name, steps in changes.items():
+            level = 1000.0
+            for at, factor in sorted(steps.items()):
+                if at <= i:
+                    level *= factor
+            out[name] = [level, level]
+        return out
+
+    return probe
+
+
+def test_one_step_is_found_exactly_in_log2_probes() -> None:
+    got = bisect(64, history(64, {"b": {37: 1.10}, "same": {}}), moved)
+    assert got.steps["b"] == [Step(before=36, at=37, ratio=pytest.approx(1.10))]
+    assert got.steps["same"] == []
+    assert len(got.probed) <= 2 * math.log2(64) + 2
+
+
+def test_a_slowdown_in_two_commits_is_two_steps() -> None:
+    got = bisect(40, history(40, {"b": {11: 1.08, 30: 1.04}}), moved)
+    assert [(s.before, s.at) for s in got.steps["b"]] == [(10, 11), (29, 30)]
+    assert [round(s.ratio, 3) for s in got.steps["b"]] == [1.08, 1.04]
+
+
+def test_probes_are_shared_between_benchmarks() -> None:
+    got = bisect(32, history(32, {"a": {20: 1.2}, "b": {20: 0.8}}), moved)
+    assert got.steps["a"][0].at == got.steps["b"][0].at == 20
+    assert len(got.probed) == len(set(got.probed)) <= 2 + math.log2(32)
+
+
+def test_a_commit_that_does_not_build_is_skipped_and_named() -> None:
+    got = bisect(16, history(16, {"b": {9: 1.5}}, broken=[8, 12]), moved)
+    assert got.steps["b"] == [Step(before=7, at=9, ratio=pytest.approx(1.5))]
+    assert 8 in got.skipped and "does not build" in got.skipped[8]
+
+
+def test_a_step_among_broken_commits_spans_them() -> None:
+    got = bisect(8, history(8, {"b": {4: 1.5}}, broken=[1, 2, 3, 4, 5, 6]), moved)
+    assert got.steps["b"] == [Step(before=0, at=7, ratio=pytest.approx(1.5))]
+    assert sorted(got.skipped) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_change_that_went_and_came_back_is_said() -> None:
+    # "b" slows at 10 and is fixed at 20; "c" moves at 15, so the search probes in between
+    got = bisect(32, history(32, {"b": {10: 1.3, 20: 1 / 1.3}, "c": {15: 1.1}}), moved)
+    assert got.steps["b"] == []
+    assert "b" in got.came_back and 10 <= got.came_back["b"][0] < 20
+
+
+def test_the_budget_stops_the_search_and_says_so() -> None:
+    got = bisect(64, history(64, {"b": {37: 1.10}}), moved, max_probes=4)
+    assert got.unfinished["b"] == "the probe budget (4) ran out" and len(got.probed) == 4
+
+
+def test_a_benchmark_added_later_is_named_with_its_first_commit() -> None:
+    base = history(16, {"old": {}})
+
+    def probe(i: int) -> Measured:
+        got = dict(base(i))
+        if i >= 6:
+            got["new"] = [5.0, 5.0]
+        return got
+
+    got = bisect(16, probe, moved)
+    assert got.added == {"new": 6} and "new" not in got.steps
+
+
+def test_good_or_bad_that_cannot_be_measured_is_an_error() -> None:
+    with pytest.raises(ProbeFailed, match="the good commit: commit 0 does not build"):
+        bisect(8, history(8, {"b": {}}, broken=[0]), moved)
