@@ -23,6 +23,8 @@
 * ``burnperf merge-baselines SHARD_BASELINES... [--baselines DIR]`` adds the baselines that
   shards recorded (each job its own ``baselines/`` folder) to one baselines directory, under its
   lock; the same benchmark recorded differently by two shards is refused.
+* ``burnperf bisect GOOD BAD [--max-probes N] [--json] [-- PYTEST ARGS]`` names, for each
+  selected benchmark that moved between two commits, every commit where it moved (by counts).
 * ``burnperf github --results RESULTS.json --exit-code N ...`` publishes a run in GitHub Actions
   (what ``.github/actions/burnperf`` calls): the verdict counts as step outputs, a pull-request
   comment cut to GitHub's limit, and whether this job may comment at all (not from a fork).
@@ -37,6 +39,7 @@ from collections.abc import Sequence
 from pytest_burnperf._version import __version__
 from pytest_burnperf.cli import (
     baseline_commands,
+    bisect_command,
     compare_commands,
     devices_command,
     report_commands,
@@ -51,6 +54,7 @@ FAMILIES = (
     baseline_commands,
     store_commands,
     report_commands,
+    bisect_command,
 )
 
 

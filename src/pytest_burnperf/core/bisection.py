@@ -91,13 +91,13 @@ class _Probes:
 def bisect(
     commits: int,
     probe: Callable[[int], Measured],
-    moved: Callable[[Sequence[float], Sequence[float]], bool],
+    moved: Callable[[str, Sequence[float], Sequence[float]], bool],
     *,
     max_probes: int | None = None,
 ) -> Search:
     """Search ``commits`` commits (index 0 the good one, the last the bad one) with ``probe``;
-    ``moved(a, b)``: whether measurements ``a`` and ``b`` differ. The good and the bad commit
-    must measure (:class:`ProbeFailed` from either is raised to the caller)."""
+    ``moved(name, a, b)``: whether benchmark ``name``'s measurements ``a`` and ``b`` differ.
+    The good and the bad commit must measure (:class:`ProbeFailed` from either is raised)."""
     out = Search()
     get = _Probes(probe, max_probes, out)
     last = commits - 1
@@ -122,7 +122,7 @@ def bisect(
             continue
         base = good[name]
         for i, got in sorted(get.known().items()):
-            if 0 < i < last and name in got and moved(base, got[name]):
+            if 0 < i < last and name in got and moved(name, base, got[name]):
                 out.came_back[name] = (i, median(got[name]) / median(base))
                 break
     return out
@@ -133,21 +133,21 @@ def _steps(
     lo: int,
     hi: int,
     get: _Probes,
-    moved: Callable[[Sequence[float], Sequence[float]], bool],
+    moved: Callable[[str, Sequence[float], Sequence[float]], bool],
 ) -> list[Step]:
     """Every step of ``name`` between commits ``lo`` and ``hi`` (both measured)."""
     steps: list[Step] = []
     end = hi
     while True:
         base, last = _values(get, lo, name), _values(get, end, name)
-        if not moved(base, last):
+        if not moved(name, base, last):
             return steps
         a, b = lo, end
         while b - a > 1:
             mid = _probe_near(get, a, b, name)
             if mid is None:  # every commit between was skipped: the step is one of them or b
                 break
-            if moved(_values(get, a, name), _values(get, mid, name)):
+            if moved(name, _values(get, a, name), _values(get, mid, name)):
                 b = mid
             else:
                 a = mid

@@ -11,7 +11,7 @@ import pytest
 from pytest_burnperf.core.bisection import Measured, ProbeFailed, Step, bisect
 
 
-def moved(a: Sequence[float], b: Sequence[float]) -> bool:
+def moved(_name: str, a: Sequence[float], b: Sequence[float]) -> bool:
     return abs(sum(b) / len(b) / (sum(a) / len(a)) - 1) > 0.02
 
 

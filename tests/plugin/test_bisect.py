@@ -1,0 +1,95 @@
+"""``burnperf bisect``: a regression found in a range of commits named by its commit, by
+counts, past a commit that does not build; and the errors of a range that cannot be bisected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.cli import main
+
+from ._helpers import git
+from .test_counts import LOOP_BENCH, LOOP_PACKAGE, _need_valgrind
+from .test_same_session import PYPROJECT
+
+
+def _commit(root: Path, message: str, n: int | None = None, pyproject: str | None = None) -> None:
+    if n is not None:
+        (root / "src" / "looppkg" / "__init__.py").write_text(LOOP_PACKAGE.format(n=n))
+    if pyproject is not None:
+        (root / "pyproject.toml").write_text(pyproject)
+    (root / "NOTES").write_text(message)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def history(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Eight commits after ``good``: +10% work in ``slower``, right after ``broken build``
+    (a pyproject that does not parse, so that commit cannot be installed)."""
+    _need_valgrind()
+    root = pytester.path
+    good = PYPROJECT.replace("spinpkg", "looppkg")
+    (root / "src" / "looppkg").mkdir(parents=True)
+    (root / "test_counted_pkg.py").write_text(LOOP_BENCH)
+    (root / ".gitignore").write_text("__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    _commit(root, "good", n=200_000, pyproject=good)
+    git(root, "tag", "good")
+    for i in range(4):
+        _commit(root, f"docs {i}")
+    _commit(root, "broken build", pyproject="[project\n")
+    _commit(root, "slower, build fixed", n=220_000, pyproject=good)
+    _commit(root, "docs 4")
+    monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_build(
+    history: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bisect", "good", "HEAD", "--json", "--", "-k", "test_pkg_loop"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["commits"] == 8
+    ((name, steps),) = doc["benchmarks"].items()
+    assert name.endswith("test_pkg_loop[numpy-cpu-f64]")
+    (step,) = steps
+    assert step["at"]["subject"] == "slower, build fixed"
+    assert step["before"]["subject"] == "docs 3"  # the broken build between was skipped
+    assert 1.05 < step["ratio"] < 1.15
+    (skipped,) = doc["skipped"]
+    assert skipped["subject"] == "broken build" and skipped["why"]
+    assert len(doc["probed"]) <= 2 * 3 + 2  # log2(8) probes a step, and the two ends
+
+    assert main(["bisect", "good", "HEAD", "--", "-k", "test_pkg_loop"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "+" in out and '"slower, build fixed" (or one of the 1 skipped commit(s) before it)' in out
+    )
+    assert "skipped " in out and '"broken build"' in out
+
+
+def test_a_range_that_cannot_be_bisected_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = pytester.path
+    monkeypatch.chdir(root)
+    assert main(["bisect", "a", "b"]) == 2
+    assert "is not in a git repository" in capsys.readouterr().err
+    git(root, "init", "-q", "-b", "main")
+    (root / "f").write_text("1")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    git(root, "tag", "one")
+    (root / "f").write_text("2")
+    git(root, "commit", "-q", "-am", "two")
+    assert main(["bisect", "HEAD", "one"]) == 2
+    assert "HEAD is not an ancestor of one" in capsys.readouterr().err
+    assert main(["bisect", "nosuch", "HEAD"]) == 2
+    assert "nosuch: no such revision here" in capsys.readouterr().err
+    assert main(["bisect", "one", "HEAD", "--max-probes", "1"]) == 2
+    assert "--max-probes 1: at least 2" in capsys.readouterr().err
