@@ -115,7 +115,8 @@ def counts_probe(
         try:
             env = environments.resolve(commit.sha, repo=repo, python=python, cache=cache)
         except environments.EnvError as exc:
-            raise ProbeFailed(str(exc).splitlines()[0]) from None
+            first = str(exc).splitlines()[0]
+            raise ProbeFailed(first.removesuffix(" Last lines:").rstrip(".")) from None
         side = side_of(commit.sha[:12], env)
         say(f"burnperf bisect: counting at {commit.sha[:12]} ...")
         with tempfile.TemporaryDirectory(prefix="burnperf-bisect-") as tmp:
