@@ -9,6 +9,7 @@ the profiler after its samples (plugin/measuring/profile_rerun.py) uses the same
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,26 +76,15 @@ def profile_calls(
     active = getattr(device, "active", contextlib.nullcontext)
     stem = profiling.file_stem(nodeid, side)
     call, after = (None, None) if fresh else prepare()
+    run = (
+        functools.partial(profiling.profile_rounds, prepare)
+        if call is None
+        else functools.partial(profiling.profile, call)
+    )
     try:
         with device.threads(threads), active():
-            if call is None:
-                return profiling.profile_rounds(
-                    prepare,
-                    device.sync,
-                    library=library,
-                    kind=kind,
-                    calls=calls,
-                    out_dir=out_dir,
-                    stem=stem,
-                )
-            return profiling.profile(
-                call,
-                device.sync,
-                library=library,
-                kind=kind,
-                calls=calls,
-                out_dir=out_dir,
-                stem=stem,
+            return run(
+                device.sync, library=library, kind=kind, calls=calls, out_dir=out_dir, stem=stem
             )
     except (profiling.ProfilerMissing, profiling.ProfileFolderError) as exc:
         raise profiling.ProfileError(str(exc)) from None
