@@ -14,7 +14,7 @@ from pytest_burnperf.cli.arguments import EXIT_OK, InputError
 from pytest_burnperf.core import counts
 from pytest_burnperf.core.bisection import ProbeFailed, Search, Step, bisect
 from pytest_burnperf.core.text import clock, escape
-from pytest_burnperf.core.verdict import IMPROVED, REGRESSED
+from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, Verdict
 from pytest_burnperf.runs import bisect_probe
 
 #: The family-wise error rate of the counts rule each comparison of the search uses.
@@ -88,19 +88,28 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         finally:
             times.append(time.monotonic() - t0)
 
-    def moved(name: str, a: Any, b: Any) -> bool:
+    def judged(name: str, a: Any, b: Any) -> Verdict:
         alpha_each = ALPHA / max(1, len(shares))
-        got = counts.judge_counts(a, b, alpha_each=alpha_each, interpreter=shares.get(name, 0.0))
-        return got.status in (REGRESSED, IMPROVED)
+        return counts.judge_counts(a, b, alpha_each=alpha_each, interpreter=shares.get(name, 0.0))
+
+    def moved(name: str, a: Any, b: Any) -> bool:
+        return judged(name, a, b).status in (REGRESSED, IMPROVED)
 
     try:
         found = bisect(len(commits), timed, moved, max_probes=args.max_probes)
     except ProbeFailed as exc:
         raise InputError(str(exc)) from None
+    last = len(commits) - 1
+    ends = found.measured.get(0, {}), found.measured.get(last, {})
+    within = {
+        name: judged(name, ends[0][name], ends[1][name])
+        for name, steps in found.steps.items()
+        if not steps and name not in found.came_back and name in ends[0] and name in ends[1]
+    }
     if args.json:
-        print(json.dumps(as_json(found, commits, times), indent=1, sort_keys=True))
+        print(json.dumps(as_json(found, commits, times, within), indent=1, sort_keys=True))
     else:
-        for line in lines(found, commits, times):
+        for line in lines(found, commits, times, within):
             print(line)
     return EXIT_OK
 
@@ -117,7 +126,22 @@ def _step(commits: list[bisect_probe.Commit], s: Step) -> str:
     return f"{100 * (s.ratio - 1):+.2f}% at {where}"
 
 
-def lines(found: Search, commits: list[bisect_probe.Commit], times: list[float]) -> list[str]:
+def _within(v: Verdict) -> str:
+    """Why no step was searched: the change from good to bad and the minimum effect it stays in."""
+    change = "?" if v.change_pct is None else f"{v.change_pct:+.2f}%"
+    effect = "?" if v.effect is None else f"{100 * v.effect:.2f}%"
+    return (
+        f"{change} from good to bad, within its minimum effect of {effect} (what its counts "
+        "move between processes): no step searched"
+    )
+
+
+def lines(
+    found: Search,
+    commits: list[bisect_probe.Commit],
+    times: list[float],
+    within: dict[str, Verdict],
+) -> list[str]:
     """The terminal's report: one line per benchmark, then what was skipped and what it cost."""
     out = []
     for name, steps in sorted(found.steps.items()):
@@ -129,6 +153,8 @@ def lines(found: Search, commits: list[bisect_probe.Commit], times: list[float])
                 f"{escape(name)}: the same at good and bad, but {100 * (ratio - 1):+.2f}% at "
                 f"{_commit(commits, i)}: it moved and came back"
             )
+        elif name in within:
+            out.append(f"{escape(name)}: {_within(within[name])}")
         else:
             out.append(f"{escape(name)}: unchanged from good to bad")
     for name, i in sorted(found.added.items()):
@@ -146,7 +172,10 @@ def lines(found: Search, commits: list[bisect_probe.Commit], times: list[float])
 
 
 def as_json(
-    found: Search, commits: list[bisect_probe.Commit], times: list[float]
+    found: Search,
+    commits: list[bisect_probe.Commit],
+    times: list[float],
+    within: dict[str, Verdict],
 ) -> dict[str, object]:
     def commit(i: int) -> dict[str, object]:
         return {"sha": commits[i].sha, "subject": commits[i].subject}
@@ -165,6 +194,9 @@ def as_json(
             name: {"at": commit(i), "ratio": r} for name, (i, r) in found.came_back.items()
         },
         "added": {name: commit(i) for name, i in found.added.items()},
+        "within": {
+            name: {"change_pct": v.change_pct, "min_effect": v.effect} for name, v in within.items()
+        },
         "unfinished": dict(found.unfinished),
         "skipped": [{**commit(i), "why": why} for i, why in sorted(found.skipped.items())],
         "probed": [commits[i].sha for i in found.probed],

@@ -52,6 +52,8 @@ class Search:
     came_back: dict[str, tuple[int, float]] = field(default_factory=dict)
     #: Benchmarks missing at the good commit (added later), with the first commit that has them.
     added: dict[str, int] = field(default_factory=dict)
+    #: Every measurement taken, by commit.
+    measured: dict[int, Measured] = field(default_factory=dict)
 
 
 def median(values: Sequence[float]) -> float:
@@ -125,6 +127,7 @@ def bisect(
             if 0 < i < last and name in got and moved(name, base, got[name]):
                 out.came_back[name] = (i, median(got[name]) / median(base))
                 break
+    out.measured = get.known()
     return out
 
 
