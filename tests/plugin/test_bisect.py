@@ -52,7 +52,10 @@ def history(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.Monk
 def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_build(
     history: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["bisect", "good", "HEAD", "--json", "--", "-k", "test_pkg_loop"]) == 0
+    # two commits measured side by side (counts do not depend on the host's load)
+    assert (
+        main(["bisect", "good", "HEAD", "--json", "--jobs", "2", "--", "-k", "test_pkg_loop"]) == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["commits"] == 8
     ((name, steps),) = doc["benchmarks"].items()
@@ -65,7 +68,7 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
     assert skipped["subject"] == "broken build" and skipped["why"]
     assert len(doc["probed"]) <= 2 * 3 + 2  # log2(8) probes a step, and the two ends
 
-    assert main(["bisect", "good", "HEAD", "--", "-k", "test_pkg_loop"]) == 0
+    assert main(["bisect", "good", "HEAD", "--jobs", "1", "--", "-k", "test_pkg_loop"]) == 0
     out = capsys.readouterr().out
     assert (
         "+" in out and '"slower, build fixed" (or one of the 1 skipped commit(s) before it)' in out
@@ -93,3 +96,5 @@ def test_a_range_that_cannot_be_bisected_is_a_usage_error(
     assert "nosuch: no such revision here" in capsys.readouterr().err
     assert main(["bisect", "one", "HEAD", "--max-probes", "1"]) == 2
     assert "--max-probes 1: at least 2" in capsys.readouterr().err
+    assert main(["bisect", "one", "HEAD", "--jobs", "0"]) == 2
+    assert "--jobs 0: at least 1" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,8 @@ from pytest_burnperf.runs import bisect_probe
 
 #: The family-wise error rate of the counts rule each comparison of the search uses.
 ALPHA = 0.01
+#: The most commits measured side by side by default.
+MAX_JOBS = 4
 
 
 def register(sub: Any) -> None:
@@ -39,6 +42,14 @@ def register(sub: Any) -> None:
         metavar="N",
         help="measure at most N commits (the good and bad ones included)",
     )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="commits measured side by side (default: one per usable CPU, at most 4; counts do "
+        "not depend on the host's load)",
+    )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument(
         "rest", nargs=argparse.REMAINDER, metavar="... -- PYTEST ARGS", help=argparse.SUPPRESS
@@ -54,8 +65,9 @@ def _split(args: argparse.Namespace) -> list[str]:
     late = argparse.ArgumentParser(prog="burnperf bisect", add_help=False)
     late.add_argument("--max-probes", type=int, default=args.max_probes)
     late.add_argument("--json", action="store_true", default=args.json)
+    late.add_argument("--jobs", type=int, default=args.jobs)
     got, unknown = late.parse_known_args(rest[:cut])
-    args.max_probes, args.json = got.max_probes, got.json
+    args.max_probes, args.json, args.jobs = got.max_probes, got.json, got.jobs
     return [*unknown, *rest[cut + 1 :]]
 
 
@@ -63,6 +75,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     rest = _split(args)
     if args.max_probes is not None and args.max_probes < 2:
         raise InputError(f"--max-probes {args.max_probes}: at least 2 (the good and bad commits)")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    jobs = args.jobs if args.jobs is not None else max(1, min(MAX_JOBS, cpus or 1))
+    if jobs < 1:
+        raise InputError(f"--jobs {jobs}: at least 1")
     here = Path.cwd()
     try:
         commits = bisect_probe.commits_between(here, args.good, args.bad)
@@ -78,7 +94,15 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         f"{commits[-1].sha[:12]} (bad), first parents"
     )
     shares: dict[str, float] = {}
-    probe = bisect_probe.counts_probe(here, commits, rest, cwd=here, interpreter=shares, say=say)
+    probe = bisect_probe.counts_probe(
+        here,
+        commits,
+        rest,
+        cwd=here,
+        interpreter=shares,
+        say=say,
+        count_jobs=max(1, (cpus or 1) // jobs),
+    )
     times: list[float] = []
 
     def timed(i: int) -> Any:
@@ -96,7 +120,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         return judged(name, a, b).status in (REGRESSED, IMPROVED)
 
     try:
-        found = bisect(len(commits), timed, moved, max_probes=args.max_probes)
+        found = bisect(len(commits), timed, moved, max_probes=args.max_probes, parallel=jobs)
     except ProbeFailed as exc:
         raise InputError(str(exc)) from None
     last = len(commits) - 1

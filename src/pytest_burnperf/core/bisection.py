@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 #: A measurement of every selected benchmark at one commit: benchmark -> its values.
@@ -61,13 +62,34 @@ def median(values: Sequence[float]) -> float:
 
 
 class _Probes:
-    """The probe with memory and a budget: each commit is measured at most once."""
+    """The probe with memory and a budget: each commit is measured at most once; ``workers``
+    probes at a time where the search asks for several commits at once."""
 
-    def __init__(self, probe: Callable[[int], Measured], budget: int | None, out: Search) -> None:
+    def __init__(
+        self, probe: Callable[[int], Measured], budget: int | None, out: Search, workers: int = 1
+    ) -> None:
         self._probe = probe
         self._budget = budget
         self._out = out
+        self._workers = workers
         self._got: dict[int, Measured] = {}
+
+    def prefetch(self, points: Sequence[int]) -> None:
+        """Measure ``points`` side by side (those not measured or skipped yet, within the budget);
+        their results are then :meth:`__call__`'s."""
+        todo = [i for i in points if i not in self._got and i not in self._out.skipped]
+        if self._budget is not None:
+            todo = todo[: max(0, self._budget - len(self._out.probed))]
+        if self._workers < 2 or len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+            running = {i: pool.submit(self._probe, i) for i in todo}
+        for i in todo:
+            self._out.probed.append(i)
+            try:
+                self._got[i] = running[i].result()
+            except ProbeFailed as exc:
+                self._out.skipped[i] = str(exc)
 
     def __call__(self, i: int) -> Measured | None:
         """Commit ``i``'s measurement, None where it was skipped."""
@@ -96,13 +118,17 @@ def bisect(
     moved: Callable[[str, Sequence[float], Sequence[float]], bool],
     *,
     max_probes: int | None = None,
+    parallel: int = 1,
 ) -> Search:
     """Search ``commits`` commits (index 0 the good one, the last the bad one) with ``probe``;
     ``moved(name, a, b)``: whether benchmark ``name``'s measurements ``a`` and ``b`` differ.
-    The good and the bad commit must measure (:class:`ProbeFailed` from either is raised)."""
+    The good and the bad commit must measure (:class:`ProbeFailed` from either is raised).
+    ``parallel``: commits measured side by side; each round of the search then splits a range
+    in ``parallel + 1`` parts instead of halving it (fewer rounds, about as many probes)."""
     out = Search()
-    get = _Probes(probe, max_probes, out)
+    get = _Probes(probe, max_probes, out, parallel)
     last = commits - 1
+    get.prefetch([last, 0])
     bad = get(last)
     good = get(0)
     if good is None or bad is None:
@@ -116,7 +142,7 @@ def bisect(
                 out.unfinished[name] = "added after the good commit; the probe budget ran out"
             continue
         try:
-            out.steps[name] = _steps(name, 0, last, get, moved)
+            out.steps[name] = _steps(name, 0, last, get, moved, parallel)
         except OutOfProbes:
             out.unfinished[name] = f"the probe budget ({max_probes}) ran out"
     for name, found in out.steps.items():
@@ -137,6 +163,7 @@ def _steps(
     hi: int,
     get: _Probes,
     moved: Callable[[str, Sequence[float], Sequence[float]], bool],
+    parallel: int = 1,
 ) -> list[Step]:
     """Every step of ``name`` between commits ``lo`` and ``hi`` (both measured)."""
     steps: list[Step] = []
@@ -147,6 +174,10 @@ def _steps(
             return steps
         a, b = lo, end
         while b - a > 1:
+            if parallel > 1:
+                a, b, narrowed = _split(get, a, b, name, moved, parallel)
+                if narrowed:
+                    continue
             mid = _probe_near(get, a, b, name)
             if mid is None:  # every commit between was skipped: the step is one of them or b
                 break
@@ -157,6 +188,33 @@ def _steps(
         before, after = _values(get, a, name), _values(get, b, name)
         steps.append(Step(before=a, at=b, ratio=median(after) / median(before)))
         lo = b
+
+
+def _split(
+    get: _Probes,
+    a: int,
+    b: int,
+    name: str,
+    moved: Callable[[str, Sequence[float], Sequence[float]], bool],
+    parallel: int,
+) -> tuple[int, int, bool]:
+    """One round of a search side by side: ``parallel`` commits evenly inside ``(a, b)``
+    measured at once, the range narrowed to the part where ``name`` moved; ``narrowed`` False
+    where none of them measured (the caller falls back to one commit at a time)."""
+    points = sorted({a + round(j * (b - a) / (parallel + 1)) for j in range(1, parallel + 1)})
+    points = [p for p in points if a < p < b]
+    get.prefetch(points)
+    base = _values(get, a, name)
+    lower, narrowed = a, False
+    for p in points:
+        got = get(p)
+        if got is None or name not in got:
+            continue
+        narrowed = True
+        if moved(name, base, got[name]):
+            return lower, p, True
+        lower = p
+    return lower, b, narrowed
 
 
 def _values(get: _Probes, i: int, name: str) -> Sequence[float]:

@@ -104,6 +104,7 @@ def counts_probe(
     python: str = sys.executable,
     say: Callable[[str], None] = lambda _line: None,
     cache: Path | None = None,
+    count_jobs: int = 1,
 ) -> Callable[[int], Measured]:
     """The probe of ``commits[i]``: each selected benchmark's instructions per counted call (the
     share of them the interpreter ran kept in ``interpreter``, the largest seen: it sets how far
@@ -128,6 +129,8 @@ def counts_probe(
                 "--perf",
                 "--perf-measure",
                 "counts",
+                "--perf-count-jobs",
+                str(count_jobs),
                 "--perf-baselines-dir",
                 str(Path(tmp) / "baselines"),
                 "--perf-json",

@@ -93,3 +93,24 @@ def test_a_benchmark_added_later_is_named_with_its_first_commit() -> None:
 def test_good_or_bad_that_cannot_be_measured_is_an_error() -> None:
     with pytest.raises(ProbeFailed, match="the good commit: commit 0 does not build"):
         bisect(8, history(8, {"b": {}}, broken=[0]), moved)
+
+
+@pytest.mark.parametrize("parallel", [2, 3])
+def test_commits_measured_side_by_side_find_the_same_steps(parallel: int) -> None:
+    import threading
+
+    changes = {"a": {11: 1.08, 30: 1.04}, "b": {20: 0.8}, "c": {}}
+    serial = bisect(40, history(40, changes, broken=[19]), moved)
+    plain = history(40, changes, broken=[19])
+    ends = threading.Barrier(2, timeout=30)  # the good and bad commits: measured at once
+
+    def probe(i: int) -> Measured:
+        if i in (0, 39):
+            ends.wait()
+        return plain(i)
+
+    side = bisect(40, probe, moved, parallel=parallel)
+    assert side.steps == serial.steps and side.skipped.keys() <= {19}
+    # two steps of "a" and one of "b": within the bound the issue sets per regression
+    assert len(side.probed) <= 3 * (2 * math.log2(40) + 2)
+    assert len(side.probed) == len(set(side.probed))
