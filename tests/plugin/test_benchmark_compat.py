@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -452,3 +454,16 @@ def test_a_pytest_benchmark_test_runs_on_the_host_cpu_not_numpy(pytester: pytest
     assert res["backend"] == "python" and res["dtype"] == "-"
     assert res["verdict"]["status"] not in ("incomparable", "no-baseline")
     assert any("baseline recorded as numpy-cpu" in n for n in res["verdict"]["notes"])
+
+
+def test_a_pytest_benchmark_suites_extra_rounds_fork_like_numpys(
+    pytester: pytest.Pytester,
+) -> None:
+    """python-cpu is a CPU device that survives a fork: its extra rounds are forked from one round
+    server on Linux (a fresh interpreter a round cost such a suite about 1.5 s a round)."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest("--perf", "--perf-rounds", "2", "-k", "test_plain", *FAST)
+    result.assert_outcomes(passed=1)
+    how = "forked" if sys.platform.startswith("linux") and hasattr(os, "fork") else "fresh"
+    result.stdout.fnmatch_lines([f"burnperf: round 1/2: 1 benchmarks in a {how} process (*"])

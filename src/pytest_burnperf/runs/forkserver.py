@@ -30,7 +30,7 @@ from typing import Any
 #: How often the server looks for a request (and the parent for an answer), in seconds.
 POLL_S = 0.01
 #: Backends whose CPU devices are safe to use in a forked child.
-FORK_SAFE_BACKENDS = frozenset({"numpy", "torch"})
+FORK_SAFE_BACKENDS = frozenset({"numpy", "python", "torch"})
 
 
 def can_fork(devices: Iterable[tuple[str, str]], *, platform: str = sys.platform) -> bool:

@@ -24,8 +24,10 @@ from pytest_burnperf.runs.forkserver import (
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 
 
-def test_auto_forks_on_linux_for_numpy_and_torch_cpu_devices_only() -> None:
-    cpu = [("numpy", "cpu"), ("torch", "cpu")]
+def test_auto_forks_on_linux_for_cpu_devices_of_numpy_torch_and_plain_python_only() -> None:
+    # ("python", "cpu"): pytest-benchmark tests (python-cpu); it forked no round before, so each
+    # of their rounds paid a fresh interpreter (about 1.5 s a round for a 10 us benchmark)
+    cpu = [("numpy", "cpu"), ("torch", "cpu"), ("python", "cpu")]
     assert can_fork(cpu, platform="linux") is hasattr(os, "fork")
     assert not can_fork(cpu, platform="darwin")  # fork without exec is unsafe under macOS libraries
     assert not can_fork(cpu, platform="win32")
