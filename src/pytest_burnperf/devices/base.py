@@ -92,6 +92,9 @@ class DeviceBase:
     id: str
     #: The ``array_api_compat`` sub-package that wraps this device's library, if any.
     compat: str | None = None
+    #: The host parts of the reference probe (host/probe.py) that describe this device's work;
+    #: None: all of them.
+    probe_parts: tuple[str, ...] | None = None
 
     @contextlib.contextmanager
     def threads(self, n: int) -> Iterator[None]:

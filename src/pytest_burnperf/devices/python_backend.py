@@ -33,6 +33,11 @@ class PythonDevice(DeviceBase):
     library = "python"
     kind = "cpu"
     id = DEVICE_ID
+    #: The interpreter's part of the reference probe only: a pure-Python benchmark runs the
+    #: interpreter, and the probe's 64 MiB memory copy moved by 25-50% on a shared 2-core
+    #: Intel host while the interpreter loop stayed within 4%, so the copy "explained" planted
+    #: +15-20% slowdowns of pure-Python code (docs/pytest-benchmark-suites.md)
+    probe_parts: tuple[str, ...] | None = ("python",)
 
     def __init__(self) -> None:
         self.name = cpu_model()

@@ -16,7 +16,9 @@ all on a 2-core x86-64 machine):
 * ``matmul``: a 192x192 float64 matrix product on the device's array library (SIMD arithmetic;
   on a GPU, the device's own matmul, synchronised).
 
-Devices without an array namespace (OpenCL, Vulkan) get the host parts only.
+Devices without an array namespace (OpenCL, Vulkan) get the host parts only; a device may name
+the host parts that describe its work (``probe_parts``: python-cpu, the interpreter, takes the
+``python`` part alone). Probes compare on the parts both sides have.
 """
 
 from __future__ import annotations
@@ -86,8 +88,13 @@ def device_matmul(device: Any, repeats: int = REPEATS) -> float | None:
 
 def measure(device: Any, host: Mapping[str, float] | None = None) -> dict[str, object]:
     """The probe for ``device``: ``{"version", "python", "copy", "matmul"}`` (seconds each);
-    ``host`` reuses host parts already measured in this process."""
-    parts: dict[str, object] = {"version": VERSION, **(dict(host) if host else host_parts())}
+    ``host`` reuses host parts already measured in this process. A device that names its
+    ``probe_parts`` gets only those host parts (python-cpu: the interpreter loop)."""
+    measured = dict(host) if host else host_parts()
+    wanted = getattr(device, "probe_parts", None)
+    if wanted is not None:
+        measured = {k: v for k, v in measured.items() if k in wanted}
+    parts: dict[str, object] = {"version": VERSION, **measured}
     with device.threads(1):
         mm = device_matmul(device)
     if mm is not None:

@@ -182,6 +182,22 @@ def test_probe_runs_on_a_real_cpu_device_in_well_under_a_second() -> None:
     )
 
 
+def test_the_python_device_probe_is_the_interpreter_part_and_compares_with_older_probes() -> None:
+    """A pure-Python benchmark's host is its interpreter: a memory copy that moved (+50% on a
+    shared host) does not explain its change; older probes with every part still compare."""
+    from pytest_burnperf.devices.python_backend import PythonDevice
+
+    host = {"python": 0.0025, "copy": 0.0075}
+    got = probe.measure(PythonDevice(), host)
+    assert got == {"version": probe.VERSION, "python": 0.0025}
+    older = {"version": probe.VERSION, "python": 0.0025, "copy": 0.0050}
+    compared = probe.host_ratio(older, got)
+    assert compared is not None
+    ratio, parts = compared
+    assert ratio == pytest.approx(1.0) and set(parts) == {"python"}
+    assert not probe.differs(ratio)
+
+
 def test_a_paired_verdict_over_busy_rounds_stands_with_a_note() -> None:
     """Same-session pairs ran on the same host one after the other: a busy round widens their
     spread (which the paired model measures) instead of turning the verdict inconclusive."""
