@@ -40,6 +40,10 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The gate's statistics are tested with planted busy-waits; a busy CI machine must not turn
     # them inconclusive. tests/plugin/test_host_and_class.py tests the host rules themselves.
     monkeypatch.setenv("BURNPERF_TRUST_HOST", "1")
+    # The default measure (auto) records counts where valgrind runs: most of these projects time
+    # the virtual clock, which does no work to count, so they are timed unless a test names a
+    # measure; the tests of auto's choices unset this (tests/plugin/test_counts.py).
+    monkeypatch.setenv("BURNPERF_MEASURE", "time")
     # A developer's machine, also when the suite itself runs in CI (.ci/run sets CI=true): there
     # --perf would default to --perf-against auto and fail runs that judged under 90%. The tests
     # of those CI defaults set these variables themselves (tests/plugin/test_reference.py).

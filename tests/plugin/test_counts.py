@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -665,11 +666,14 @@ def test_the_default_measure_counts_what_has_counts_baselines(
     """--perf-measure auto (the default): a CPU benchmark with a counts baseline is counted and
     judged by counts, one without is timed as before; where valgrind is missing, one line says
     so and every benchmark is timed."""
+    monkeypatch.delenv("BURNPERF_MEASURE")
     project.makepyfile(test_plain=PLAIN)
     _run(project, "--perf-measure", "counts", "--perf-update", "test_counted_loop.py")[
         0
     ].assert_outcomes(passed=1)
-    plain, doc = _run(project, "--perf-update", "--perf-quick", "test_plain.py")
+    plain, doc = _run(
+        project, "--perf-update", "--perf-quick", "--perf-measure", "time", "test_plain.py"
+    )
     plain.assert_outcomes(passed=1)
     assert doc["results"][0]["measure"] == "time"
     # a 1000% threshold keeps the timed one's outcome off the host: what is tested is the measure
@@ -698,3 +702,46 @@ def test_the_default_measure_counts_what_has_counts_baselines(
     timed.assert_outcomes(passed=2)
     timed.stdout.fnmatch_lines(["*not counted: counts baselines exist*valgrind is not installed*"])
     assert {r["measure"] for r in doc["results"]} == {"time"}
+
+
+def test_the_default_measure_records_counts_beside_time_where_they_are_worth_counting(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-measure auto (the default), recording: CPU benchmarks are timed and counted, both
+    baselines written, so the next plain run judges them by counts; one whose timed calls
+    predict a first call under valgrind over --perf-count-limit is recorded by time only, with
+    why; $BURNPERF_MEASURE names the measure where nothing else does, checked."""
+    monkeypatch.delenv("BURNPERF_MEASURE")
+    project.makepyfile(test_plain=PLAIN)
+    rec, doc = _run(project, "--perf-update", "--perf-quick", "test_plain.py")
+    rec.assert_outcomes(passed=1)
+    rec.stdout.fnmatch_lines(["*counts (--perf-measure auto): CPU benchmarks timed, and counted*"])
+    (result,) = doc["results"]
+    assert result["measure"] == "counts" and result["time"]["samples"]
+    stored = {p.parent.name for p in (project.path / "baselines").rglob("test_plain.json")}
+    assert len(stored) == 2 and "counts-linux-x86_64" in stored, stored
+    judged, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%", "test_plain.py")
+    judged.assert_outcomes(passed=1)
+    assert doc["results"][0]["measure"] == "counts"
+    assert doc["results"][0]["verdict"]["status"] == UNCHANGED
+    # a limit no call meets: the timed round predicts it too slow to count, so it is not counted
+    # (with no counts baseline: one it has is counted whatever the limit)
+    shutil.rmtree(project.path / "baselines" / "counts-linux-x86_64")
+    slow, doc = _run(
+        project, "--perf-update", "--perf-rounds", "2", "--perf-count-limit", "0.000001",
+        "test_plain.py",
+    )  # fmt: skip
+    slow.assert_outcomes(passed=1)
+    assert "counting 1 CPU benchmark" not in slow.stdout.str()
+    (result,) = doc["results"]
+    assert result["measure"] == "time"
+    assert any(
+        "not counted: its calls take" in n and "over --perf-count-limit" in n
+        for n in result["verdict"]["notes"]
+    ), result["verdict"]["notes"]
+    monkeypatch.setenv("BURNPERF_MEASURE", "count")
+    bad = project.runpytest_subprocess("--perf", "test_plain.py")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(
+        ["*$BURNPERF_MEASURE*measure must be one of auto, time, counts, both*"]
+    )

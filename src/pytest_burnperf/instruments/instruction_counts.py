@@ -89,6 +89,32 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
     return UNDER_LIMIT
 
 
+#: How much slower a benchmark's first call runs under valgrind (uninstrumented, as
+#: ``--perf-count-limit`` measures it) than natively, by its device's library: what
+#: ``--perf-measure auto`` expects when it chooses, from a recording's timed rounds, which CPU
+#: benchmarks to count (:func:`worth_counting`). Measured on a 2-core x86-64-v4 Intel host
+#: (valgrind 3.19): a pure-Python loop 8x; a 256x256 float32 matmul about 5000x (AVX-512 and
+#: FMA emulated), a 1M-element sum 2x. Array libraries get the BLAS-like figure, so an
+#: elementwise call over a few milliseconds is timed although it would count quickly
+#: (``--perf-measure counts`` asks valgrind itself).
+SLOWDOWN_UNDER_VALGRIND: Mapping[str, float] = {"python": 10.0}
+#: The factor for every other library (numpy, torch: BLAS- and SIMD-dense calls).
+ARRAY_SLOWDOWN_UNDER_VALGRIND = 1000.0
+
+
+def predicted_first_call_s(call_s: float, library: str) -> float:
+    """The seconds a call of ``call_s`` natively is expected to take under valgrind."""
+    return call_s * SLOWDOWN_UNDER_VALGRIND.get(library, ARRAY_SLOWDOWN_UNDER_VALGRIND)
+
+
+def worth_counting(call_s: float | None, library: str, limit_s: float | None) -> bool:
+    """Whether a benchmark whose calls take ``call_s`` here (None: not timed yet) is expected to
+    count within ``limit_s`` (None or 0: no limit, everything is counted)."""
+    if call_s is None or not limit_s:
+        return True
+    return predicted_first_call_s(call_s, library) <= limit_s
+
+
 def count(
     nodeid: str,
     device: Device,

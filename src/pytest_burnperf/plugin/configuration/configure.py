@@ -6,10 +6,9 @@ auto`` chose; the helper plugins of a round's process."""
 from __future__ import annotations
 
 import os
-import platform
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -18,6 +17,11 @@ from pytest_burnperf.core.coverage import default_min_share, in_ci
 from pytest_burnperf.core.run_mode import Mode, decide
 from pytest_burnperf.core.run_options import Measure
 from pytest_burnperf.plugin.configuration.comparison import comparison
+from pytest_burnperf.plugin.configuration.counting_choice import (
+    auto_counting,
+    counting_for,
+    environ_measure,
+)
 from pytest_burnperf.plugin.configuration.option_table import DEFAULTS, VALUE_OPTIONS
 from pytest_burnperf.plugin.configuration.options import (
     UPDATE_ALIAS_DEST,
@@ -40,9 +44,6 @@ from pytest_burnperf.plugin.session.perf_state import (
 from pytest_burnperf.runs.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
 from pytest_burnperf.storage.project_config import load as load_project_config
-
-if TYPE_CHECKING:  # imported where a run counts (valgrind's machinery)
-    from pytest_burnperf.plugin.measuring.counting import Counting
 
 #: Set to 1, the gate does not let the host state or the reference probe change verdicts or
 #: rounds (they are still measured and reported): for the plugin's own tests of the statistics
@@ -124,11 +125,11 @@ def configure(config: pytest.Config) -> None:
         baselines_dir if baselines_dir.is_absolute() else config.rootpath / baselines_dir
     )
     size = pick("perf_size") or ("tiny" if smoke else settings.DEFAULT_SIZE)
-    measure: Measure = pick("perf_measure") or "auto"
+    measure: Measure = pick("perf_measure") or environ_measure() or "auto"
     count_dir = config.getoption("perf_count_dir")
     counting = None
     if enabled and measure not in ("time", "auto") and not round_process:
-        counting = _counting(measure)
+        counting = counting_for(measure)
     choice = None
     plan = None
     if not round_process:
@@ -146,7 +147,7 @@ def configure(config: pytest.Config) -> None:
         )
     auto_note = None
     if measure == "auto" and enabled and not round_process and plan is None:
-        counting, auto_note = _auto_counting(baselines_root, size)
+        counting, auto_note = auto_counting(baselines_root, size, records=update)
     mode = decide(
         perf=enabled,
         smoke=smoke,
@@ -350,57 +351,6 @@ def _refuse(
         option = "--" + ini.replace("_", "-")
         where = option if values[ini] is not None else f"ini option {ini} in {config.inipath}"
         raise pytest.UsageError(f"{where} {path}: {problem}")
-
-
-def _auto_counting(baselines_root: Path, size: str) -> tuple[Counting | None, str | None]:
-    """--perf-measure auto against stored baselines: counting where this run's counts baselines
-    exist and valgrind runs (the benchmarks they hold are counted, the rest timed), else none,
-    with a line saying why where counts baselines exist but cannot be counted here."""
-    from pytest_burnperf.core import counts_key
-    from pytest_burnperf.host import callgrind
-    from pytest_burnperf.plugin.measuring.counting import Counting
-    from pytest_burnperf.runs.reference import has_baselines
-
-    name = counts_key.store_name(platform.system(), platform.machine())
-    if size != settings.DEFAULT_SIZE:
-        name = f"{name}-{size}"
-    if not has_baselines(baselines_root / name):
-        return None, None
-    why = callgrind.unsupported_reason()
-    valgrind = callgrind.find_valgrind() if why is None else None
-    if why is None and valgrind is None:
-        why = "valgrind is not installed (Debian and Ubuntu: apt install valgrind)"
-    version = None
-    if valgrind is not None:
-        try:
-            version = callgrind.valgrind_version(valgrind)
-        except callgrind.CountingUnavailable as exc:
-            why = str(exc)
-    if valgrind is None or version is None:
-        return None, (
-            f"not counted: counts baselines exist ({name}) but cannot be counted here: {why}; "
-            "CPU benchmarks judged by time"
-        )
-    return Counting(valgrind=valgrind, version=version, measure="auto"), None
-
-
-def _counting(measure: str) -> Counting:
-    """The valgrind a --perf-measure counts|both run counts with, or a usage error that says
-    why there is none here and what to do."""
-    from pytest_burnperf.host import callgrind
-    from pytest_burnperf.plugin.measuring.counting import Counting
-
-    reason = callgrind.unsupported_reason()
-    if reason is not None:
-        raise pytest.UsageError(reason.replace("counts", measure, 1))
-    valgrind = callgrind.find_valgrind()
-    if valgrind is None:
-        raise pytest.UsageError(callgrind.valgrind_problem(measure=measure))
-    try:
-        version = callgrind.valgrind_version(valgrind)
-    except callgrind.CountingUnavailable as exc:
-        raise pytest.UsageError(f"--perf-measure {measure}: {exc}") from None
-    return Counting(valgrind=valgrind, version=version, measure=measure)
 
 
 def _sampling_rounds(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -21,7 +22,7 @@ import pytest
 
 from pytest_burnperf.core import counts, counts_key, run_options
 from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.text import clock
+from pytest_burnperf.core.text import clock, format_time
 from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind, hardware
@@ -105,6 +106,13 @@ def start_text(state: PerfState) -> str:
 def auto_text(state: PerfState) -> str:
     """--perf-measure auto's first line: which benchmarks counts judge, with what."""
     c: Counting = state.counting
+    if state.run.mode.records:
+        return (
+            f"counts (--perf-measure auto): CPU benchmarks timed, and counted under callgrind "
+            f"(valgrind {c.version}) where their calls predict a first call under "
+            f"--perf-count-limit there; counts baselines into "
+            f"{rel(c.store(state).dir, state.run.rootpath)}, the time ones beside"
+        )
     return (
         f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
         f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
@@ -155,8 +163,13 @@ def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
 
 def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     """Whether the clock does not run at all for such a benchmark (--perf-measure counts, or
-    auto for a benchmark it counts)."""
-    return by_counts(state, kind, nodeid) and state.counting.measure in ("counts", "auto")
+    auto for a benchmark it counts, except when recording: auto records both baselines)."""
+    c: Counting | None = state.counting
+    if c is None or not by_counts(state, kind, nodeid):
+        return False
+    if c.measure == "auto":
+        return not state.run.mode.records
+    return c.measure == "counts"
 
 
 def fallback_note(state: PerfState, nodeid: str) -> str | None:
@@ -164,7 +177,9 @@ def fallback_note(state: PerfState, nodeid: str) -> str | None:
     if state.counting is None:
         return None
     why = state.counting.timed_instead(nodeid)
-    return None if why is None else f"not counted: {why}; judged by time"
+    if why is None:
+        return None
+    return f"not counted: {why}" + ("" if state.run.mode.records else "; judged by time")
 
 
 def count_jobs(asked: int) -> int:
@@ -246,8 +261,13 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
             counts_baseline=has_counts, time_baseline=has_time, records=state.run.mode.records
         )
         if state.counting.measure == "auto" and chosen != instruction_counts.ALWAYS:
-            state.counting.left_to_time.add(item.nodeid)  # no counts baseline: timed, as ever
-            continue
+            if not state.run.mode.records:
+                state.counting.left_to_time.add(item.nodeid)  # no counts baseline: timed
+                continue
+            skip = _too_slow_to_count(state, item)
+            if skip is not None:  # recording: what its timed rounds say it would cost
+                state.counting.by_baseline[item.nodeid] = skip
+                continue
         if chosen == instruction_counts.BY_TIME:
             state.counting.by_baseline[item.nodeid] = (
                 "it has a timed baseline and no counts baseline (recorded by time, or over "
@@ -258,6 +278,27 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         if chosen == instruction_counts.ALWAYS:
             always.append(item.nodeid)
     return wanted, always
+
+
+def _too_slow_to_count(state: PerfState, item: pytest.Item) -> str | None:
+    """Why --perf-measure auto, recording, does not count this benchmark: its calls in the
+    timed rounds so far predict a first call under valgrind over --perf-count-limit
+    (instruction_counts.worth_counting); None where it is worth counting or was not timed."""
+    case = case_of(item)
+    runs = state.findings.round_runs.get(item.nodeid)
+    samples = [v for r in runs or () for v in r]
+    if case is None or case.entry is None or not samples:
+        return None
+    call_s = statistics.median(samples)
+    library, limit_s = case.entry.library, state.run.count.limit_s
+    if instruction_counts.worth_counting(call_s, library, limit_s):
+        return None
+    expected = instruction_counts.predicted_first_call_s(call_s, library)
+    return (
+        f"its calls take {format_time(call_s)} here, so about {format_time(expected)} under "
+        f"valgrind, over --perf-count-limit {limit_s:g} s; recorded by time only "
+        "(`--perf-count-limit 0` counts it whatever it costs)"
+    )
 
 
 def _count_sides(

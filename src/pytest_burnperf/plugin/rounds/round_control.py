@@ -318,7 +318,13 @@ def rounds_after_collection(session: pytest.Session) -> None:
                 alternate=state.schedule.round_start == "fork" and _fork_rounds(state, runnable),
             )
         return
-    counting.count_pass(session, state, runnable)
+    # --perf-measure auto, recording: counted after the timed rounds, whose calls say which
+    # are worth counting (counting._too_slow_to_count); every other run counts first
+    count_after = (
+        state.counting is not None and state.counting.measure == "auto" and state.run.mode.records
+    )
+    if not count_after:
+        counting.count_pass(session, state, runnable)
     timed = [  # --perf-measure counts: the clock does not run for CPU benchmarks
         item
         for item in runnable
@@ -334,6 +340,8 @@ def rounds_after_collection(session: pytest.Session) -> None:
             round_judge(state, timed),
             fork=_fork_rounds(state, timed),
         )
+    if count_after:
+        counting.count_pass(session, state, runnable)
 
 
 def _fork_rounds(state: PerfState, runnable: list[pytest.Item]) -> bool:

@@ -308,7 +308,7 @@ def settle_selection(session: pytest.Session) -> list[pytest.Item]:
         and not session.config.option.collectonly
     ):
         state.notes.append(
-            f"{state.findings.benchmark_fixture_tests} pytest-benchmark test(s) timed and judged here "
+            f"{state.findings.benchmark_fixture_tests} pytest-benchmark test(s) measured and judged here "
             "(its own hooks off under --perf)"
         )
     # a shard judges at the alpha of the whole selection, counted before it kept its share
