@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.cli import main
+from pytest_burnperf.core.bisection import dependency_changes
+from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION
+from pytest_burnperf.runs import bisect_probe
 
 from ._helpers import git
 from .test_counts import LOOP_BENCH, LOOP_PACKAGE, _need_valgrind
@@ -49,8 +52,20 @@ def history(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.Monk
     return root
 
 
+def _results(statuses: dict[str, str]) -> dict[str, object]:
+    """A --perf-json document judging the named CPU benchmarks as given."""
+    return {
+        "schema": RESULTS_SCHEMA,
+        "version": RESULTS_VERSION,
+        "results": [
+            {"test": test, "kind": "cpu", "samples": [1e-3, 1e-3], "verdict": {"status": status}}
+            for test, status in statuses.items()
+        ],
+    }
+
+
 def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_build(
-    history: Path, capsys: pytest.CaptureFixture[str]
+    history: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # two commits measured side by side (counts do not depend on the host's load)
     assert (
@@ -68,12 +83,25 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
     assert skipped["subject"] == "broken build" and skipped["why"]
     assert len(doc["probed"]) <= 2 * 3 + 2  # log2(8) probes a step, and the two ends
 
-    assert main(["bisect", "good", "HEAD", "--jobs", "1", "--", "-k", "test_pkg_loop"]) == 0
+    assert step["dependency_files"] == []  # pyproject.toml is the same at both ends of the step
+
+    # what the weekly run judged regressed, one commit at a time, and the job summary
+    results = history / "weekly.json"
+    results.write_text(json.dumps(_results({f"{name}": "regressed", "other": "unchanged"})))
+    summary = history / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    argv = ["bisect", "good", "HEAD", "--jobs", "1", "--from-results", str(results)]
+    assert main([*argv, "--markdown", str(history / "bisect.md")]) == 0
     out = capsys.readouterr().out
     assert (
         "+" in out and '"slower, build fixed" (or one of the 1 skipped commit(s) before it)' in out
     )
     assert "skipped " in out and '"broken build"' in out
+    written = (history / "bisect.md").read_text()
+    assert (
+        written.startswith("### burnperf bisect `good HEAD`") and "slower, build fixed" in written
+    )
+    assert summary.read_text() == written
 
 
 def test_a_range_that_cannot_be_bisected_is_a_usage_error(
@@ -98,3 +126,34 @@ def test_a_range_that_cannot_be_bisected_is_a_usage_error(
     assert "--max-probes 1: at least 2" in capsys.readouterr().err
     assert main(["bisect", "one", "HEAD", "--jobs", "0"]) == 2
     assert "--jobs 0: at least 1" in capsys.readouterr().err
+    assert main(["bisect", "one", "HEAD", "--max-minutes", "0"]) == 2
+    assert "--max-minutes 0: a number of minutes above 0" in capsys.readouterr().err
+    assert main(["bisect", "one", "HEAD", "--markdown", "out.txt"]) == 2
+    assert "--markdown out.txt: must be a Markdown file" in capsys.readouterr().err
+    assert main(["bisect", "one", "HEAD", "--from-results", "nosuch.json"]) == 2
+    assert "nosuch.json: no such file" in capsys.readouterr().err
+    # nothing regressed in the weekly run: nothing to bisect, and nothing is installed
+    (root / "weekly.json").write_text(json.dumps(_results({"t.py::test_a": "unchanged"})))
+    assert main(["bisect", "one", "HEAD", "--from-results", "weekly.json"]) == 0
+    assert "no CPU benchmark regressed: nothing to bisect" in capsys.readouterr().out
+
+
+def test_a_steps_dependency_files_are_read_from_git(pytester: pytest.Pytester) -> None:
+    root = pytester.path
+    git(root, "init", "-q", "-b", "main")
+    (root / "lib.py").write_text("x = 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    (root / "lib.py").write_text("x = 2\n")
+    (root / "requirements.txt").write_text("numpy==2.3.5\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "two")
+    changed = bisect_probe.changed_files(root, "HEAD~1", "HEAD")
+    assert sorted(changed) == ["lib.py", "requirements.txt"]
+    assert dependency_changes(changed) == ["requirements.txt"]
+    assert bisect_probe.changed_files(root, "HEAD", "nosuch") == []
+    doc = _results({"a.py::test_x": "regressed", "a.py::test_y": "unchanged"})
+    doc["results"].append(  # type: ignore[attr-defined]
+        {"test": "a.py::test_gpu", "kind": "cuda", "verdict": {"status": "regressed"}}
+    )
+    assert bisect_probe.regressed_tests(doc) == ["a.py::test_x"]

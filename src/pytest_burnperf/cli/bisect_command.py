@@ -8,14 +8,16 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.cli.arguments import EXIT_OK, InputError
+from pytest_burnperf.cli.arguments import EXIT_OK, InputError, results_doc
 from pytest_burnperf.core import counts
-from pytest_burnperf.core.bisection import ProbeFailed, Search, Step, bisect
+from pytest_burnperf.core.bisection import ProbeFailed, Search, Step, bisect, dependency_changes
 from pytest_burnperf.core.text import clock, escape
 from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, Verdict
+from pytest_burnperf.report import markdown
 from pytest_burnperf.runs import bisect_probe
 
 #: The family-wise error rate of the counts rule each comparison of the search uses.
@@ -50,6 +52,30 @@ def register(sub: Any) -> None:
         help="commits measured side by side (default: one per usable CPU, at most 4; counts do "
         "not depend on the host's load)",
     )
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        metavar="M",
+        help="start no probe after M minutes (the good and bad commits are always measured); "
+        "what is left is reported unfinished",
+    )
+    p.add_argument(
+        "--from-results",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="bisect the CPU benchmarks a --perf-json results file judged regressed (the "
+        "weekly run's); nothing regressed: nothing to do",
+    )
+    p.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the findings as Markdown to FILE (and append them to "
+        "$GITHUB_STEP_SUMMARY where it is set)",
+    )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument(
         "rest", nargs=argparse.REMAINDER, metavar="... -- PYTEST ARGS", help=argparse.SUPPRESS
@@ -66,19 +92,52 @@ def _split(args: argparse.Namespace) -> list[str]:
     late.add_argument("--max-probes", type=int, default=args.max_probes)
     late.add_argument("--json", action="store_true", default=args.json)
     late.add_argument("--jobs", type=int, default=args.jobs)
+    late.add_argument("--max-minutes", type=float, default=args.max_minutes)
+    late.add_argument("--from-results", type=Path, default=args.from_results)
+    late.add_argument("--markdown", type=Path, default=args.markdown)
     got, unknown = late.parse_known_args(rest[:cut])
     args.max_probes, args.json, args.jobs = got.max_probes, got.json, got.jobs
+    args.max_minutes, args.from_results, args.markdown = (
+        got.max_minutes,
+        got.from_results,
+        got.markdown,
+    )
     return [*unknown, *rest[cut + 1 :]]
 
 
-def cmd_bisect(args: argparse.Namespace) -> int:
-    rest = _split(args)
+def _checked(args: argparse.Namespace) -> None:
+    """The options' values, each refused with what is allowed."""
     if args.max_probes is not None and args.max_probes < 2:
         raise InputError(f"--max-probes {args.max_probes}: at least 2 (the good and bad commits)")
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError(f"--jobs {args.jobs}: at least 1")
+    if args.max_minutes is not None and not (0 < args.max_minutes < float("inf")):
+        raise InputError(f"--max-minutes {args.max_minutes:g}: a number of minutes above 0")
+    if args.markdown is not None:
+        problem = markdown.target_problem(args.markdown)
+        if problem is not None:
+            raise InputError(f"--markdown {args.markdown}: {problem}")
+
+
+def _from_results(path: Path) -> list[str]:
+    """The node ids --from-results names: the CPU benchmarks that file judged regressed."""
+    return bisect_probe.regressed_tests(results_doc(path))
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    rest = _split(args)
+    _checked(args)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     jobs = args.jobs if args.jobs is not None else max(1, min(MAX_JOBS, cpus or 1))
-    if jobs < 1:
-        raise InputError(f"--jobs {jobs}: at least 1")
+    if args.from_results is not None:
+        chosen = _from_results(args.from_results)
+        if not chosen:
+            print(
+                f"{escape(str(args.from_results))}: no CPU benchmark regressed: nothing to bisect"
+            )
+            return EXIT_OK
+        rest = [*rest, *chosen]
     here = Path.cwd()
     try:
         commits = bisect_probe.commits_between(here, args.good, args.bad)
@@ -119,10 +178,29 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     def moved(name: str, a: Any, b: Any) -> bool:
         return judged(name, a, b).status in (REGRESSED, IMPROVED)
 
+    def out_of_time() -> str | None:
+        if args.max_minutes is None or time.monotonic() - started < 60 * args.max_minutes:
+            return None
+        return f"the time budget ({args.max_minutes:g} min) ran out"
+
     try:
-        found = bisect(len(commits), timed, moved, max_probes=args.max_probes, parallel=jobs)
+        found = bisect(
+            len(commits),
+            timed,
+            moved,
+            max_probes=args.max_probes,
+            parallel=jobs,
+            out_of_time=out_of_time,
+        )
     except ProbeFailed as exc:
         raise InputError(str(exc)) from None
+    deps = {
+        (s.before, s.at): dependency_changes(
+            bisect_probe.changed_files(here, commits[s.before].sha, commits[s.at].sha)
+        )
+        for steps in found.steps.values()
+        for s in steps
+    }
     last = len(commits) - 1
     ends = found.measured.get(0, {}), found.measured.get(last, {})
     within = {
@@ -130,12 +208,29 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         for name, steps in found.steps.items()
         if not steps and name not in found.came_back and name in ends[0] and name in ends[1]
     }
+    report = Report(found, commits, times, within, deps)
     if args.json:
-        print(json.dumps(as_json(found, commits, times, within), indent=1, sort_keys=True))
+        print(json.dumps(as_json(report), indent=1, sort_keys=True))
     else:
-        for line in lines(found, commits, times, within):
+        for line in lines(report):
             print(line)
+    if args.markdown is not None:
+        try:
+            markdown.write(args.markdown, as_markdown(report, " ".join([args.good, args.bad])))
+        except OSError as exc:
+            raise InputError(f"--markdown {args.markdown}: {exc}") from None
     return EXIT_OK
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a bisection found and what it cost, with each step's dependency files."""
+
+    found: Search
+    commits: list[bisect_probe.Commit]
+    times: list[float]
+    within: dict[str, Verdict]
+    deps: dict[tuple[int, int], list[str]]
 
 
 def _commit(commits: list[bisect_probe.Commit], i: int) -> str:
@@ -143,10 +238,13 @@ def _commit(commits: list[bisect_probe.Commit], i: int) -> str:
     return f"{c.sha[:12]} {json.dumps(escape(c.subject))}"
 
 
-def _step(commits: list[bisect_probe.Commit], s: Step) -> str:
-    where = _commit(commits, s.at)
+def _step(r: Report, s: Step) -> str:
+    where = _commit(r.commits, s.at)
     if s.at - s.before > 1:
         where += f" (or one of the {s.at - s.before - 1} skipped commit(s) before it)"
+    files = r.deps.get((s.before, s.at))
+    if files:
+        where += f" (a dependency change: {escape(', '.join(files))})"
     return f"{100 * (s.ratio - 1):+.2f}% at {where}"
 
 
@@ -160,17 +258,13 @@ def _within(v: Verdict) -> str:
     )
 
 
-def lines(
-    found: Search,
-    commits: list[bisect_probe.Commit],
-    times: list[float],
-    within: dict[str, Verdict],
-) -> list[str]:
+def lines(r: Report) -> list[str]:
     """The terminal's report: one line per benchmark, then what was skipped and what it cost."""
+    found, commits, times, within = r.found, r.commits, r.times, r.within
     out = []
     for name, steps in sorted(found.steps.items()):
         if steps:
-            out.append(f"{escape(name)}: " + "; then ".join(_step(commits, s) for s in steps))
+            out.append(f"{escape(name)}: " + "; then ".join(_step(r, s) for s in steps))
         elif name in found.came_back:
             i, ratio = found.came_back[name]
             out.append(
@@ -195,12 +289,19 @@ def lines(
     return out
 
 
-def as_json(
-    found: Search,
-    commits: list[bisect_probe.Commit],
-    times: list[float],
-    within: dict[str, Verdict],
-) -> dict[str, object]:
+def as_markdown(r: Report, asked: str) -> str:
+    """The findings as a Markdown section (a job summary's), every text escaped for it."""
+    head = [
+        f"### burnperf bisect {markdown.code(asked)}",
+        "",
+        *(f"- {markdown.escape(line)}" for line in lines(r)),
+    ]
+    return "\n".join(head) + "\n"
+
+
+def as_json(r: Report) -> dict[str, object]:
+    found, commits, times, within = r.found, r.commits, r.times, r.within
+
     def commit(i: int) -> dict[str, object]:
         return {"sha": commits[i].sha, "subject": commits[i].subject}
 
@@ -210,7 +311,13 @@ def as_json(
         "bad": commit(len(commits) - 1),
         "benchmarks": {
             name: [
-                {"before": commit(s.before), "at": commit(s.at), "ratio": s.ratio} for s in steps
+                {
+                    "before": commit(s.before),
+                    "at": commit(s.at),
+                    "ratio": s.ratio,
+                    "dependency_files": r.deps.get((s.before, s.at), []),
+                }
+                for s in steps
             ]
             for name, steps in found.steps.items()
         },

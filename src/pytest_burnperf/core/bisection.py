@@ -12,8 +12,9 @@ or install) is skipped, as ``git bisect skip`` does, and a neighbour is probed i
 
 from __future__ import annotations
 
+import fnmatch
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -26,7 +27,35 @@ class ProbeFailed(Exception):
 
 
 class OutOfProbes(Exception):
-    """The probe budget ran out."""
+    """A budget ran out (the probes' or the minutes'): which, in words."""
+
+
+#: Files whose change between two commits is a dependency change (a lock file, a pinned or
+#: declared version): named beside a step, since the code of the project may not have moved.
+DEPENDENCY_FILES = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements*.txt",
+    "requirements*.in",
+    "constraints*.txt",
+    "*.lock",
+    "Pipfile",
+    "environment.yml",
+    "environment.yaml",
+    "conda-lock.yml",
+)
+
+
+def dependency_changes(paths: Iterable[str]) -> list[str]:
+    """The paths among ``paths`` (as git names them, relative to the repository) that declare
+    or pin dependencies (:data:`DEPENDENCY_FILES`, matched on the file name), sorted."""
+    out = set()
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in DEPENDENCY_FILES):
+            out.add(path)
+    return sorted(out)
 
 
 @dataclass(frozen=True)
@@ -66,13 +95,27 @@ class _Probes:
     probes at a time where the search asks for several commits at once."""
 
     def __init__(
-        self, probe: Callable[[int], Measured], budget: int | None, out: Search, workers: int = 1
+        self,
+        probe: Callable[[int], Measured],
+        budget: int | None,
+        out: Search,
+        workers: int = 1,
+        out_of_time: Callable[[], str | None] | None = None,
     ) -> None:
         self._probe = probe
         self._budget = budget
         self._out = out
         self._workers = workers
+        self._out_of_time = out_of_time
+        #: Whether the minutes budget applies yet (not to the good and bad commits).
+        self.budgeted = False
         self._got: dict[int, Measured] = {}
+
+    def _late(self) -> str | None:
+        """Why no probe may start now (the minutes budget), else None."""
+        if not self.budgeted or self._out_of_time is None:
+            return None
+        return self._out_of_time()
 
     def prefetch(self, points: Sequence[int]) -> None:
         """Measure ``points`` side by side (those not measured or skipped yet, within the budget);
@@ -80,7 +123,7 @@ class _Probes:
         todo = [i for i in points if i not in self._got and i not in self._out.skipped]
         if self._budget is not None:
             todo = todo[: max(0, self._budget - len(self._out.probed))]
-        if self._workers < 2 or len(todo) < 2:
+        if self._workers < 2 or len(todo) < 2 or self._late() is not None:
             return
         with ThreadPoolExecutor(max_workers=self._workers) as pool:
             running = {i: pool.submit(self._probe, i) for i in todo}
@@ -98,7 +141,10 @@ class _Probes:
         if i in self._out.skipped:
             return None
         if self._budget is not None and len(self._out.probed) >= self._budget:
-            raise OutOfProbes
+            raise OutOfProbes(f"the probe budget ({self._budget}) ran out")
+        why = self._late()
+        if why is not None:
+            raise OutOfProbes(why)
         self._out.probed.append(i)
         try:
             got = self._probe(i)
@@ -119,14 +165,17 @@ def bisect(
     *,
     max_probes: int | None = None,
     parallel: int = 1,
+    out_of_time: Callable[[], str | None] | None = None,
 ) -> Search:
     """Search ``commits`` commits (index 0 the good one, the last the bad one) with ``probe``;
     ``moved(name, a, b)``: whether benchmark ``name``'s measurements ``a`` and ``b`` differ.
     The good and the bad commit must measure (:class:`ProbeFailed` from either is raised).
     ``parallel``: commits measured side by side; each round of the search then splits a range
-    in ``parallel + 1`` parts instead of halving it (fewer rounds, about as many probes)."""
+    in ``parallel + 1`` parts instead of halving it (fewer rounds, about as many probes).
+    ``out_of_time()``: None while probes may start, else why not (a minutes budget); the good
+    and bad commits are measured whatever it says."""
     out = Search()
-    get = _Probes(probe, max_probes, out, parallel)
+    get = _Probes(probe, max_probes, out, parallel, out_of_time)
     last = commits - 1
     get.prefetch([last, 0])
     bad = get(last)
@@ -134,17 +183,18 @@ def bisect(
     if good is None or bad is None:
         end = "good" if good is None else "bad"
         raise ProbeFailed(f"the {end} commit: {out.skipped[0 if good is None else last]}")
+    get.budgeted = True
     for name in sorted(bad):
         if name not in good:
             try:
                 out.added[name] = _first_with(name, get, last)
-            except OutOfProbes:
-                out.unfinished[name] = "added after the good commit; the probe budget ran out"
+            except OutOfProbes as exc:
+                out.unfinished[name] = f"added after the good commit; {exc}"
             continue
         try:
             out.steps[name] = _steps(name, 0, last, get, moved, parallel)
-        except OutOfProbes:
-            out.unfinished[name] = f"the probe budget ({max_probes}) ran out"
+        except OutOfProbes as exc:
+            out.unfinished[name] = str(exc)
     for name, found in out.steps.items():
         if found:
             continue

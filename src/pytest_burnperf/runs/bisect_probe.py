@@ -90,6 +90,25 @@ def commits_between(repo: Path, good: str, bad: str) -> list[Commit]:
     return out
 
 
+def changed_files(repo: Path, before: str, at: str) -> list[str]:
+    """The paths that differ between commits ``before`` and ``at`` (as git names them); empty
+    where git cannot say."""
+    got = _git(repo, "diff", "--name-only", "--no-renames", before, at)
+    return got.stdout.splitlines() if got.returncode == 0 else []
+
+
+def regressed_tests(doc: object) -> list[str]:
+    """The CPU benchmarks a results document (``--perf-json``, read strictly by the caller)
+    judged ``regressed``, as pytest node ids: what ``--from-results`` bisects."""
+    out = []
+    for r in jf.mappings(jf.mapping(doc).get("results")):
+        verdict = jf.mapping(r.get("verdict"))
+        test = jf.text(r.get("test"))
+        if test and verdict.get("status") == "regressed" and r.get("kind") == "cpu":
+            out.append(test)
+    return sorted(set(out))
+
+
 def _subject(repo: Path, sha: str) -> str:
     return _git(repo, "log", "-1", "--format=%s", sha).stdout.strip()
 

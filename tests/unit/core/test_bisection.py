@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from pytest_burnperf.core.bisection import Measured, ProbeFailed, Step, bisect
+from pytest_burnperf.core.bisection import (
+    Measured,
+    ProbeFailed,
+    Step,
+    bisect,
+    dependency_changes,
+)
 
 
 def moved(_name: str, a: Sequence[float], b: Sequence[float]) -> bool:
@@ -75,6 +81,41 @@ def test_a_change_that_went_and_came_back_is_said() -> None:
 def test_the_budget_stops_the_search_and_says_so() -> None:
     got = bisect(64, history(64, {"b": {37: 1.10}}), moved, max_probes=4)
     assert got.unfinished["b"] == "the probe budget (4) ran out" and len(got.probed) == 4
+
+
+def test_the_minutes_budget_stops_the_search_after_the_good_and_bad_commits() -> None:
+    """A budget in minutes (a fake clock here): the good and bad commits are measured whatever
+    it says; then each probe asks it, and the search stops with its words."""
+    probes = history(64, {"b": {37: 1.10}})
+    ticks = iter(range(1000))
+
+    def out_of_time() -> str | None:
+        return "the time budget (1 min) ran out" if next(ticks) >= 2 else None
+
+    got = bisect(64, probes, moved, out_of_time=out_of_time)
+    assert got.unfinished["b"] == "the time budget (1 min) ran out"
+    assert {0, 63} <= set(got.probed) and len(got.probed) == 4
+    never = bisect(8, history(8, {"b": {5: 1.5}}), moved, out_of_time=lambda: "no time at all")
+    assert sorted(never.probed) == [0, 7] and never.unfinished == {"b": "no time at all"}
+
+
+def test_dependency_files_are_named_among_a_steps_changes() -> None:
+    changed = [
+        "src/lib/core.py",
+        "pyproject.toml",
+        "requirements-dev.txt",
+        "docs/requirements.txt",
+        "uv.lock",
+        "lib/tomlish.py",
+        "setup.py.orig",
+    ]
+    assert dependency_changes(changed) == [
+        "docs/requirements.txt",
+        "pyproject.toml",
+        "requirements-dev.txt",
+        "uv.lock",
+    ]
+    assert dependency_changes(["src/a.py"]) == []
 
 
 def test_a_benchmark_added_later_is_named_with_its_first_commit() -> None:
