@@ -212,3 +212,21 @@ def test_the_comment_step_updates_only_its_own_comment(
     out = subprocess.run([node, str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_a_weekly_regression_is_bisected_to_its_commit(flow: dict[Any, Any]) -> None:
+    """After the weekly run's merged verdict failed: the whole history, valgrind, the merged
+    results of the runner type the script reads, and the script that tests/plugin/test_bisect.py
+    runs against a local repository."""
+    job = flow["jobs"]["bisect"]
+    assert job["needs"] == "merge"
+    assert "schedule" in job["if"] and "needs.merge.result == 'failure'" in job["if"]
+    steps = job["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout") and steps[0]["with"]["fetch-depth"] == 0
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert "apt-get install" in runs and "valgrind" in runs
+    [download] = [s for s in steps if s.get("uses", "").startswith("actions/download-artifact")]
+    merged_label = flow["jobs"]["merge"]["strategy"]["matrix"]["type"][0]
+    assert download["with"]["name"] == f"perf-results-{merged_label}"
+    assert f".ci/bisect-weekly {download['with']['path']}/perf-{merged_label}-results.json" in runs
+    assert (ROOT / ".ci" / "bisect-weekly").stat().st_mode & 0o111  # executable

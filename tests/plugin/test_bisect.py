@@ -4,6 +4,9 @@ counts, past a commit that does not build; and the errors of a range that cannot
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +55,10 @@ def history(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.Monk
     return root
 
 
+#: The weekly workflow's bisection (.github/workflows/benchmarks.yml, job "bisect").
+WEEKLY_SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "bisect-weekly"
+
+
 def _results(statuses: dict[str, str]) -> dict[str, object]:
     """A --perf-json document judging the named CPU benchmarks as given."""
     return {
@@ -65,7 +72,7 @@ def _results(statuses: dict[str, str]) -> dict[str, object]:
 
 
 def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_build(
-    history: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    history: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # two commits measured side by side (counts do not depend on the host's load)
     assert (
@@ -85,18 +92,25 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
 
     assert step["dependency_files"] == []  # pyproject.toml is the same at both ends of the step
 
-    # what the weekly run judged regressed, one commit at a time, and the job summary
-    results = history / "weekly.json"
-    results.write_text(json.dumps(_results({f"{name}": "regressed", "other": "unchanged"})))
+    # the weekly workflow's script: what the weekly run judged regressed, from the reference it
+    # compared with, into bisect.md and the job summary (one commit at a time: --jobs 1)
+    weekly = _results({f"{name}": "regressed", "other": "unchanged"})
+    weekly["settings"] = {"reference": {"ref": "good", "baselines": False}}
+    (history / "weekly.json").write_text(json.dumps(weekly))
     summary = history / "summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    argv = ["bisect", "good", "HEAD", "--jobs", "1", "--from-results", str(results)]
-    assert main([*argv, "--markdown", str(history / "bisect.md")]) == 0
-    out = capsys.readouterr().out
-    assert (
-        "+" in out and '"slower, build fixed" (or one of the 1 skipped commit(s) before it)' in out
+    env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary))
+    ran = subprocess.run(
+        ["bash", str(WEEKLY_SCRIPT), "weekly.json", sys.executable, "--jobs", "1"],
+        cwd=history,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
-    assert "skipped " in out and '"broken build"' in out
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert '"slower, build fixed" (or one of the 1 skipped commit(s) before it)' in ran.stdout
+    assert "skipped " in ran.stdout and '"broken build"' in ran.stdout
     written = (history / "bisect.md").read_text()
     assert (
         written.startswith("### burnperf bisect `good HEAD`") and "slower, build fixed" in written
