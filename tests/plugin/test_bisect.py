@@ -171,3 +171,26 @@ def test_a_steps_dependency_files_are_read_from_git(pytester: pytest.Pytester) -
         {"test": "a.py::test_gpu", "kind": "cuda", "verdict": {"status": "regressed"}}
     )
     assert bisect_probe.regressed_tests(doc) == ["a.py::test_x"]
+
+
+def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_step() -> None:
+    """What the terminal and the Markdown say, from a made-up search: a step with the dependency
+    file its commits changed, a change too small to search, every text escaped."""
+    from pytest_burnperf.cli.bisect_command import Report, as_markdown, lines
+    from pytest_burnperf.core.bisection import Search, Step
+    from pytest_burnperf.core.verdict import UNCHANGED, Verdict
+
+    commits = [bisect_probe.Commit(str(i) * 40, f"commit {i}") for i in range(4)]
+    commits[2] = bisect_probe.Commit("2" * 40, "bump *numpy* <b>")
+    found = Search(steps={"t.py::test_a": [Step(before=1, at=2, ratio=1.08)], "t.py::test_b": []})
+    small = Verdict(UNCHANGED, 1.0, ratio=1.003, effect=0.005)
+    report = Report(found, commits, [1.0, 3.0], {"t.py::test_b": small}, {(1, 2): ["uv.lock"]})
+    out = lines(report)
+    assert out[0].startswith("t.py::test_a: +8.00% at 222222222222 ")
+    assert out[0].endswith("(a dependency change: uv.lock)")
+    assert out[1] == (
+        "t.py::test_b: +0.30% from good to bad, within its minimum effect of 0.50% (the counts' "
+        "floor, or what they spread between its calls): no step searched"
+    )
+    text = as_markdown(report, "good HEAD")
+    assert "<b>" not in text and "*numpy*" not in text
