@@ -147,8 +147,9 @@ def _run(root: Path, *args: str, plant: float = 0.0) -> dict[str, Any]:
         }
         for r in results
     ]
+    stdout = proc.stdout.replace(str(root), "TMPDIR/burnperf-pedantic")  # no machine paths
     return {"args": list(args), "plant": plant, "exit": proc.returncode, "wall_s": round(wall, 1),
-            "results": rows, "stdout": proc.stdout}  # fmt: skip
+            "results": rows, "stdout": stdout}  # fmt: skip
 
 
 def _medians_match(session: dict[str, Any]) -> bool:
