@@ -113,7 +113,8 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
     assert "skipped " in ran.stdout and '"broken build"' in ran.stdout
     written = (history / "bisect.md").read_text()
     assert (
-        written.startswith("### burnperf bisect `good HEAD`") and "slower, build fixed" in written
+        written.startswith("## pytest-burnperf: bisect `good HEAD`")
+        and "slower, build fixed" in written
     )
     assert summary.read_text() == written
 
@@ -150,6 +151,22 @@ def test_a_range_that_cannot_be_bisected_is_a_usage_error(
     (root / "weekly.json").write_text(json.dumps(_results({"t.py::test_a": "unchanged"})))
     assert main(["bisect", "one", "HEAD", "--from-results", "weekly.json"]) == 0
     assert "no CPU benchmark regressed: nothing to bisect" in capsys.readouterr().out
+    # a device benchmark that regressed is named: counts cannot bisect it
+    gpu = _results({})
+    gpu["results"] = [  # type: ignore[index]
+        {
+            "test": "t.py::test_g",
+            "kind": "cuda",
+            "samples": [1e-3],
+            "verdict": {"status": "regressed"},
+        }
+    ]
+    (root / "gpu.json").write_text(json.dumps(gpu))
+    assert main(["bisect", "one", "HEAD", "--from-results", "gpu.json"]) == 0
+    got = capsys.readouterr()
+    assert "nothing to bisect" in got.out
+    assert "1 device benchmark(s) regressed too and are not bisected" in got.err
+    assert "t.py::test_g" in got.err
 
 
 def test_a_steps_dependency_files_are_read_from_git(pytester: pytest.Pytester) -> None:
@@ -170,10 +187,12 @@ def test_a_steps_dependency_files_are_read_from_git(pytester: pytest.Pytester) -
     doc["results"].append(  # type: ignore[attr-defined]
         {"test": "a.py::test_gpu", "kind": "cuda", "verdict": {"status": "regressed"}}
     )
-    assert bisect_probe.regressed_tests(doc) == ["a.py::test_x"]
+    assert bisect_probe.regressed_tests(doc) == (["a.py::test_x"], ["a.py::test_gpu"])
 
 
-def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_step() -> None:
+def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_step(
+    tmp_path: Path,
+) -> None:
     """What the terminal and the Markdown say, from a made-up search: a step with the dependency
     file its commits changed, a change too small to search, every text escaped."""
     from pytest_burnperf.cli.bisect_command import Report, as_markdown, lines
@@ -194,3 +213,11 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
     )
     text = as_markdown(report, "good HEAD")
     assert "<b>" not in text and "*numpy*" not in text
+    # --markdown replaces its own earlier file, never one it did not write
+    from pytest_burnperf.report import markdown
+
+    mine, theirs = tmp_path / "bisect.md", tmp_path / "notes.md"
+    mine.write_text(text)
+    theirs.write_text("# my notes\n")
+    assert markdown.target_problem(mine) is None
+    assert markdown.target_problem(theirs) is not None

@@ -120,8 +120,18 @@ def _checked(args: argparse.Namespace) -> None:
 
 
 def _from_results(path: Path) -> list[str]:
-    """The node ids --from-results names: the CPU benchmarks that file judged regressed."""
-    return bisect_probe.regressed_tests(results_doc(path))
+    """The node ids --from-results names: the CPU benchmarks that file judged regressed; the
+    device benchmarks it judged regressed are named, since counts cannot bisect them."""
+    cpu, devices = bisect_probe.regressed_tests(results_doc(path))
+    if devices:
+        shown = ", ".join(escape(t) for t in devices[:5])
+        more = f" and {len(devices) - 5} more" if len(devices) > 5 else ""
+        print(
+            f"{escape(str(path))}: {len(devices)} device benchmark(s) regressed too and are not "
+            f"bisected (bisect counts CPU benchmarks only): {shown}{more}",
+            file=sys.stderr,
+        )
+    return cpu
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
@@ -298,7 +308,9 @@ def lines(r: Report) -> list[str]:
 def as_markdown(r: Report, asked: str) -> str:
     """The findings as a Markdown section (a job summary's), every text escaped for it."""
     head = [
-        f"### burnperf bisect {markdown.code(asked)}",
+        # the title every summary this tool renders begins with: a later run may replace the
+        # file, and no file the tool did not write is replaced (markdown.target_problem)
+        f"{markdown.TITLE}: bisect {markdown.code(asked)}",
         "",
         *(f"- {markdown.escape(line)}" for line in lines(r)),
     ]

@@ -97,16 +97,18 @@ def changed_files(repo: Path, before: str, at: str) -> list[str]:
     return got.stdout.splitlines() if got.returncode == 0 else []
 
 
-def regressed_tests(doc: object) -> list[str]:
-    """The CPU benchmarks a results document (``--perf-json``, read strictly by the caller)
-    judged ``regressed``, as pytest node ids: what ``--from-results`` bisects."""
-    out = []
+def regressed_tests(doc: object) -> tuple[list[str], list[str]]:
+    """The benchmarks a results document (``--perf-json``, read strictly by the caller) judged
+    ``regressed``, as pytest node ids: (the CPU ones, which ``--from-results`` bisects by counts;
+    the others, on devices, which it cannot)."""
+    cpu: set[str] = set()
+    other: set[str] = set()
     for r in jf.mappings(jf.mapping(doc).get("results")):
         verdict = jf.mapping(r.get("verdict"))
         test = jf.text(r.get("test"))
-        if test and verdict.get("status") == "regressed" and r.get("kind") == "cpu":
-            out.append(test)
-    return sorted(set(out))
+        if test and verdict.get("status") == "regressed":
+            (cpu if r.get("kind") == "cpu" else other).add(test)
+    return sorted(cpu), sorted(other)
 
 
 def _subject(repo: Path, sha: str) -> str:
