@@ -16,7 +16,7 @@ from pytest_burnperf.core.bisection import dependency_changes
 from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION
 from pytest_burnperf.runs import bisect_probe
 
-from ._helpers import git
+from ._helpers import FAST, git, use_virtual_clock
 from .test_counts import LOOP_BENCH, LOOP_PACKAGE, _need_valgrind
 from .test_same_session import PYPROJECT
 
@@ -150,23 +150,7 @@ def test_a_range_that_cannot_be_bisected_is_a_usage_error(
     # nothing regressed in the weekly run: nothing to bisect, and nothing is installed
     (root / "weekly.json").write_text(json.dumps(_results({"t.py::test_a": "unchanged"})))
     assert main(["bisect", "one", "HEAD", "--from-results", "weekly.json"]) == 0
-    assert "no CPU benchmark regressed: nothing to bisect" in capsys.readouterr().out
-    # a device benchmark that regressed is named: counts cannot bisect it
-    gpu = _results({})
-    gpu["results"] = [  # type: ignore[index]
-        {
-            "test": "t.py::test_g",
-            "kind": "cuda",
-            "samples": [1e-3],
-            "verdict": {"status": "regressed"},
-        }
-    ]
-    (root / "gpu.json").write_text(json.dumps(gpu))
-    assert main(["bisect", "one", "HEAD", "--from-results", "gpu.json"]) == 0
-    got = capsys.readouterr()
-    assert "nothing to bisect" in got.out
-    assert "1 device benchmark(s) regressed too and are not bisected" in got.err
-    assert "t.py::test_g" in got.err
+    assert "no benchmark regressed: nothing to bisect" in capsys.readouterr().out
 
 
 def test_a_steps_dependency_files_are_read_from_git(pytester: pytest.Pytester) -> None:
@@ -188,6 +172,32 @@ def test_a_steps_dependency_files_are_read_from_git(pytester: pytest.Pytester) -
         {"test": "a.py::test_gpu", "kind": "cuda", "verdict": {"status": "regressed"}}
     )
     assert bisect_probe.regressed_tests(doc) == (["a.py::test_x"], ["a.py::test_gpu"])
+
+
+def test_paired_rounds_are_read_as_ratios_to_the_good_commit() -> None:
+    """A same-session results file: each round's median of the commit over the good commit's in
+    that round; CPU benchmarks only where nothing is counted, a round one side lost unpaired."""
+    doc = {
+        "results": [
+            {
+                "test": "t.py::test_gpu",
+                "kind": "cuda",
+                "runs": [[2.2, 2.2, 2.3], [2.4, 2.4], [9.0]],
+                "baseline": {"reference": "good", "runs": [[2.0, 2.0, 1.9], [2.0, 2.0]]},
+            },
+            {
+                "test": "t.py::test_cpu",
+                "kind": "cpu",
+                "runs": [[3.0]],
+                "baseline": {"reference": "good", "runs": [[2.0]]},
+            },
+            {"test": "t.py::test_skipped", "kind": "cuda", "runs": [], "baseline": None},
+        ]
+    }
+    got = bisect_probe.read_paired(doc)
+    assert list(got) == ["t.py::test_gpu"]
+    assert got["t.py::test_gpu"] == pytest.approx([1.1, 1.2])
+    assert bisect_probe.read_paired(doc, cpu=True)["t.py::test_cpu"] == pytest.approx([1.5])
 
 
 def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_step(
@@ -221,3 +231,88 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
     theirs.write_text("# my notes\n")
     assert markdown.target_problem(mine) is None
     assert markdown.target_problem(theirs) is not None
+
+    # a device benchmark too spread to search, one --from-results asked for that was not
+    # measured, and the measures named in the last line
+    from pytest_burnperf.core.bisection import paired_change
+
+    wide = paired_change([1.0, 1.0, 1.0], [1.0, 1.25, 1.06], threshold=0.05, alpha=0.01)
+    found = Search(steps={"t.py::test_gpu": [], "t.py::test_a": []})
+    report = Report(
+        found,
+        commits,
+        [2.0],
+        {"t.py::test_gpu": wide},
+        {},
+        timed=frozenset({"t.py::test_gpu"}),
+        missing=["t.py::test_gone"],
+    )
+    out = lines(report)
+    assert (
+        out[1].startswith("t.py::test_gpu: +9.") and "timed beside the good commit: too " in out[1]
+    )
+    assert out[1].endswith("spread to search (more rounds: -- --perf-rounds 8)")
+    assert out[2] == (
+        "t.py::test_gone: not measured at the bad commit (its device is not here, or it was "
+        "timed instead of counted): not bisected"
+    )
+    assert out[-1].startswith("measured 0 of 4 commits by counts and time beside the good commit")
+
+
+BISECT = (sys.executable, "-m", "pytest_burnperf.cli", "bisect", "good", "HEAD")
+
+
+def test_benchmarks_timed_beside_the_good_commit_are_bisected_by_paired_rounds(
+    pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--measure time`` (what a machine without valgrind gets, and how device benchmarks are
+    always measured): each commit is timed in a session that measures the good commit beside it,
+    and the rounds' ratios are searched. On the virtual clock, so the +30% step is exact on a
+    busy machine too; the commit that does not build is skipped."""
+    from .test_same_session import BENCH, PACKAGE
+
+    root = pytester.path
+    (root / "src" / "spinpkg").mkdir(parents=True)
+    (root / "test_bench.py").write_text(BENCH)
+    use_virtual_clock(pytester)
+    (root / ".gitignore").write_text("__pycache__/\n")
+    git(root, "init", "-q", "-b", "main")
+    steps = [("good", 1.0, PYPROJECT), ("docs", None, None), ("broken build", None, "[project\n")]
+    steps += [("slower", 1.3, PYPROJECT), ("docs 2", None, None)]
+    for message, factor, pyproject in steps:
+        if factor is not None:
+            (root / "src" / "spinpkg" / "__init__.py").write_text(PACKAGE.format(factor=factor))
+        if pyproject is not None:
+            (root / "pyproject.toml").write_text(pyproject)
+        (root / "NOTES").write_text(message)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", message)
+        if message == "good":
+            git(root, "tag", "good")
+    monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    monkeypatch.chdir(root)
+    ran = subprocess.run(
+        [*BISECT, "--json", "--measure", "time", "--", *FAST],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    doc = json.loads(ran.stdout)
+    ((name, (step,)),) = doc["benchmarks"].items()
+    assert name == "test_bench.py::test_spin[numpy-cpu-f64]" and doc["timed"] == [name]
+    assert step["measure"] == "time" and 1.2 < step["ratio"] < 1.4
+    assert step["at"]["subject"] == "slower" and step["before"]["subject"] == "docs"
+    assert [s["subject"] for s in doc["skipped"]] == ["broken build"]
+    # nothing selected: said, not an empty report
+    ran = subprocess.run(
+        [*BISECT, "--measure", "time", "--", "-k", "nosuchbenchmark"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "HEAD: none of the selected benchmarks was measured there" in ran.stderr

@@ -1,5 +1,6 @@
 """``burnperf bisect GOOD BAD [-- PYTEST ARGS]``: which commit moved each selected benchmark,
-by counts (runs/bisect_probe.py measures a commit, core/bisection.py searches)."""
+by counts on the CPU and by device time paired with the good commit on devices
+(runs/bisect_probe.py measures a commit, core/bisection.py searches)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,33 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.cli.arguments import EXIT_OK, InputError, results_doc
 from pytest_burnperf.core import counts
-from pytest_burnperf.core.bisection import ProbeFailed, Search, Step, bisect, dependency_changes
+from pytest_burnperf.core.bisection import (
+    ProbeFailed,
+    Search,
+    Step,
+    bisect,
+    dependency_changes,
+    paired_change,
+)
 from pytest_burnperf.core.text import clock, escape
-from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, Verdict
+from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, Policy, Verdict
+from pytest_burnperf.host import callgrind
 from pytest_burnperf.report import markdown
 from pytest_burnperf.runs import bisect_probe
 
-#: The family-wise error rate of the counts rule each comparison of the search uses.
+#: The family-wise error rate of the rule each comparison of the search uses.
 ALPHA = 0.01
+#: The smallest change a step timed beside the good commit must have (the gate's default
+#: threshold): device time moved 0.01-0.7% between sessions on a quiet GPU, more for
+#: launch-bound kernels; the host clock 1-5% between processes on a shared machine.
+TIMED_THRESHOLD = Policy().threshold
 #: The most commits measured side by side by default.
 MAX_JOBS = 4
 
@@ -29,11 +43,13 @@ MAX_JOBS = 4
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bisect",
-        help="find the commit that moved each benchmark, by counts",
-        description="Measure the selected benchmarks by counts (callgrind) at commits between "
-        "GOOD and BAD (BAD's first parents) and name, for each benchmark that moved, every "
-        "commit where it moved and by how much. Arguments after -- go to pytest (-k EXPR, "
-        "test paths). Each commit is installed as --perf-against installs a git revision.",
+        help="find the commit that moved each benchmark, by counts and device time",
+        description="Measure the selected benchmarks at commits between GOOD and BAD (BAD's "
+        "first parents) and name, for each benchmark that moved, every commit where it moved "
+        "and by how much: CPU benchmarks by counts (callgrind), device benchmarks by device "
+        "time in a session that measures GOOD beside each commit. Arguments after -- go to "
+        "pytest (-k EXPR, test paths). Each commit is installed as --perf-against installs a "
+        "git revision.",
     )
     p.add_argument("good", metavar="GOOD", help="a revision where the benchmarks were as wanted")
     p.add_argument("bad", metavar="BAD", help="a later revision where they moved (e.g. HEAD)")
@@ -50,7 +66,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="N",
         help="commits measured side by side (default: one per usable CPU, at most 4; counts do "
-        "not depend on the host's load)",
+        "not depend on the host's load; timed sessions still run one at a time)",
     )
     p.add_argument(
         "--max-minutes",
@@ -65,8 +81,8 @@ def register(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="bisect the CPU benchmarks a --perf-json results file judged regressed (the "
-        "weekly run's); nothing regressed: nothing to do",
+        help="bisect the benchmarks a --perf-json results file judged regressed (the weekly "
+        "run's); nothing regressed: nothing to do",
     )
     p.add_argument(
         "--markdown",
@@ -75,6 +91,14 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="also write the findings as Markdown to FILE (and append them to "
         "$GITHUB_STEP_SUMMARY where it is set)",
+    )
+    p.add_argument(
+        "--measure",
+        choices=("auto", "counts", "time"),
+        default=None,
+        help="how CPU benchmarks are measured: counts (callgrind), or time beside the good "
+        "commit in each probe's session; auto (the default): counts where valgrind runs, else "
+        "time. Device benchmarks are always timed on the device beside the good commit",
     )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument(
@@ -95,12 +119,14 @@ def _split(args: argparse.Namespace) -> list[str]:
     late.add_argument("--max-minutes", type=float, default=args.max_minutes)
     late.add_argument("--from-results", type=Path, default=args.from_results)
     late.add_argument("--markdown", type=Path, default=args.markdown)
+    late.add_argument("--measure", choices=("auto", "counts", "time"), default=args.measure)
     got, unknown = late.parse_known_args(rest[:cut])
     args.max_probes, args.json, args.jobs = got.max_probes, got.json, got.jobs
-    args.max_minutes, args.from_results, args.markdown = (
+    args.max_minutes, args.from_results, args.markdown, args.measure = (
         got.max_minutes,
         got.from_results,
         got.markdown,
+        got.measure or "auto",
     )
     return [*unknown, *rest[cut + 1 :]]
 
@@ -120,18 +146,28 @@ def _checked(args: argparse.Namespace) -> None:
 
 
 def _from_results(path: Path) -> list[str]:
-    """The node ids --from-results names: the CPU benchmarks that file judged regressed; the
-    device benchmarks it judged regressed are named, since counts cannot bisect them."""
+    """The node ids --from-results names: the benchmarks that file judged regressed, the CPU
+    ones (bisected by counts) and those on devices (by device time, where the device is here)."""
     cpu, devices = bisect_probe.regressed_tests(results_doc(path))
-    if devices:
-        shown = ", ".join(escape(t) for t in devices[:5])
-        more = f" and {len(devices) - 5} more" if len(devices) > 5 else ""
-        print(
-            f"{escape(str(path))}: {len(devices)} device benchmark(s) regressed too and are not "
-            f"bisected (bisect counts CPU benchmarks only): {shown}{more}",
-            file=sys.stderr,
-        )
-    return cpu
+    return sorted({*cpu, *devices})
+
+
+def _counting(measure: str, say: Callable[[str], None]) -> bool:
+    """Whether CPU benchmarks are counted: ``--measure counts`` needs valgrind (a usage error
+    without it), ``auto`` counts where it runs and says so where it does not."""
+    if measure == "time":
+        return False
+    missing = callgrind.unsupported_reason() or (
+        None if callgrind.find_valgrind() else callgrind.valgrind_problem()
+    )
+    if missing is None:
+        return True
+    if measure == "counts":
+        raise InputError(f"--measure counts: {missing}")
+    say(
+        f"burnperf bisect: CPU benchmarks are timed beside the good commit, not counted ({missing})"
+    )
+    return False
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
@@ -140,12 +176,11 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     _checked(args)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     jobs = args.jobs if args.jobs is not None else max(1, min(MAX_JOBS, cpus or 1))
+    chosen: list[str] = []
     if args.from_results is not None:
         chosen = _from_results(args.from_results)
         if not chosen:
-            print(
-                f"{escape(str(args.from_results))}: no CPU benchmark regressed: nothing to bisect"
-            )
+            print(f"{escape(str(args.from_results))}: no benchmark regressed: nothing to bisect")
             return EXIT_OK
         rest = [*rest, *chosen]
     here = Path.cwd()
@@ -162,15 +197,17 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         f"burnperf bisect: {len(commits)} commits from {commits[0].sha[:12]} (good) to "
         f"{commits[-1].sha[:12]} (bad), first parents"
     )
-    shares: dict[str, float] = {}
-    probe = bisect_probe.counts_probe(
+    count = _counting(args.measure, say)
+    measures = bisect_probe.Measures()
+    probe = bisect_probe.commit_probe(
         here,
         commits,
         rest,
         cwd=here,
-        interpreter=shares,
+        measures=measures,
         say=say,
         count_jobs=max(1, (cpus or 1) // jobs),
+        count=count,
     )
     times: list[float] = []
 
@@ -182,13 +219,15 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             times.append(time.monotonic() - t0)
 
     def judged(name: str, a: Any, b: Any) -> Verdict:
+        alpha_each = ALPHA / max(1, len(measures.interpreter) + len(measures.timed))
+        if name in measures.timed:
+            return paired_change(a, b, threshold=TIMED_THRESHOLD, alpha=alpha_each)
         # Every commit of a bisection is counted by a process that runs the same way (the same
         # options and calls), so the gate's interpreter floor, which covers pure-Python counts
         # that moved between processes that ran differently (a recording and a later check),
         # does not apply: unchanged commits counted identically in the planted trials, and a
         # +3% pure-Python step was found at its commit (docs/validation.md, "Which commit").
         # The counts' own floor and spread still do.
-        alpha_each = ALPHA / max(1, len(shares))
         return counts.judge_counts(a, b, alpha_each=alpha_each, interpreter=0.0)
 
     def moved(name: str, a: Any, b: Any) -> bool:
@@ -207,9 +246,17 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             max_probes=args.max_probes,
             parallel=jobs,
             out_of_time=out_of_time,
+            # timed sessions run one at a time: halving measures the fewest commits for them
+            narrow_by=lambda: 1 if measures.timed_found else jobs,
         )
     except ProbeFailed as exc:
         raise InputError(str(exc)) from None
+    if not found.measured.get(len(commits) - 1):
+        raise InputError(
+            f"{args.bad}: none of the selected benchmarks was measured there (none selected, "
+            "each skipped, or timed instead of counted); `pytest --perf` with the same "
+            "arguments shows why"
+        )
     deps = {
         (s.before, s.at): dependency_changes(
             bisect_probe.changed_files(here, commits[s.before].sha, commits[s.at].sha)
@@ -224,7 +271,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         for name, steps in found.steps.items()
         if not steps and name not in found.came_back and name in ends[0] and name in ends[1]
     }
-    report = Report(found, commits, times, within, deps)
+    wanted = set(chosen) if args.from_results is not None else set()
+    missing = sorted(wanted - set(ends[1]))
+    report = Report(found, commits, times, within, deps, frozenset(measures.timed), missing)
     if args.json:
         print(json.dumps(as_json(report), indent=1, sort_keys=True))
     else:
@@ -247,6 +296,19 @@ class Report:
     times: list[float]
     within: dict[str, Verdict]
     deps: dict[tuple[int, int], list[str]]
+    #: The benchmarks timed beside the good commit (device ones, and the CPU ones where nothing
+    #: was counted); the others by counts.
+    timed: frozenset[str] = frozenset()
+    #: Benchmarks asked for (--from-results) that the bad commit's probe did not measure.
+    missing: list[str] = field(default_factory=list)
+
+    def measure(self) -> str:
+        counted = any(n not in self.timed for n in self.found.steps) or not self.timed
+        return " and ".join(
+            w
+            for w, on in (("counts", counted), ("time beside the good commit", bool(self.timed)))
+            if on
+        )
 
 
 def _commit(commits: list[bisect_probe.Commit], i: int) -> str:
@@ -264,10 +326,26 @@ def _step(r: Report, s: Step) -> str:
     return f"{100 * (s.ratio - 1):+.2f}% at {where}"
 
 
-def _within(v: Verdict) -> str:
-    """Why no step was searched: the change from good to bad and the minimum effect it stays in."""
+def _within(v: Verdict, timed: bool) -> str:
+    """Why no step was searched: the change from good to bad and the minimum effect it stays in
+    (or, timed beside the good commit, that the paired rounds could not say)."""
     change = "?" if v.change_pct is None else f"{v.change_pct:+.2f}%"
     effect = "?" if v.effect is None else f"{100 * v.effect:.2f}%"
+    if timed and v.status == INCONCLUSIVE:
+        interval = (
+            ""
+            if v.ratio_low is None or v.ratio_high is None
+            else f" [{100 * (v.ratio_low - 1):+.1f}%, {100 * (v.ratio_high - 1):+.1f}%]"
+        )
+        return (
+            f"{change}{interval} from good to bad, timed beside the good commit: too spread "
+            "to search (more rounds: -- --perf-rounds 8)"
+        )
+    if timed:
+        return (
+            f"{change} from good to bad, timed beside the good commit, within the minimum "
+            f"effect of {effect}: no step searched"
+        )
     return (
         f"{change} from good to bad, within its minimum effect of {effect} (the counts' floor, "
         "or what they spread between its calls): no step searched"
@@ -288,18 +366,23 @@ def lines(r: Report) -> list[str]:
                 f"{_commit(commits, i)}: it moved and came back"
             )
         elif name in within:
-            out.append(f"{escape(name)}: {_within(within[name])}")
+            out.append(f"{escape(name)}: {_within(within[name], name in r.timed)}")
         else:
             out.append(f"{escape(name)}: unchanged from good to bad")
     for name, i in sorted(found.added.items()):
         out.append(f"{escape(name)}: not at the good commit; first at {_commit(commits, i)}")
     for name, why in sorted(found.unfinished.items()):
         out.append(f"{escape(name)}: not finished: {why}")
+    for name in r.missing:
+        out.append(
+            f"{escape(name)}: not measured at the bad commit (its device is not here, or it "
+            "was timed instead of counted): not bisected"
+        )
     for i, why in sorted(found.skipped.items()):
         out.append(f"skipped {_commit(commits, i)}: {escape(why)}")
     each = sum(times) / len(times) if times else 0.0
     out.append(
-        f"measured {len(found.probed)} of {len(commits)} commits by counts, "
+        f"measured {len(found.probed)} of {len(commits)} commits by {r.measure()}, "
         f"{clock(each)} each, {clock(sum(times))} in all"
     )
     return out
@@ -330,6 +413,7 @@ def as_json(r: Report) -> dict[str, object]:
         "benchmarks": {
             name: [
                 {
+                    "measure": "time" if name in r.timed else "counts",
                     "before": commit(s.before),
                     "at": commit(s.at),
                     "ratio": s.ratio,
@@ -347,6 +431,8 @@ def as_json(r: Report) -> dict[str, object]:
             name: {"change_pct": v.change_pct, "min_effect": v.effect} for name, v in within.items()
         },
         "unfinished": dict(found.unfinished),
+        "not_measured": list(r.missing),
+        "timed": sorted(r.timed),
         "skipped": [{**commit(i), "why": why} for i, why in sorted(found.skipped.items())],
         "probed": [commits[i].sha for i in found.probed],
         "seconds": times,

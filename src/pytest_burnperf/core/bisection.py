@@ -3,7 +3,8 @@ one (oldest first) and a probe that measures the selected benchmarks at one of t
 each benchmark every commit where its measure moved, with the change at that step.
 
 No git and no processes here: a probe is a function of a commit's index, and whether two
-measurements differ is the caller's rule (counts: ``core/counts.judge_counts``). A benchmark is
+measurements differ is the caller's rule (counts: ``core/counts.judge_counts``; device time,
+measured paired with the good commit in each probe's session: :func:`paired_change`). A benchmark is
 searched only where the good and bad commits differ; a step is narrowed by halving, the probes
 shared between benchmarks; after a step, the search goes on from it to the bad commit, so a
 slowdown that came in two commits is two steps. A commit whose probe fails (it does not build
@@ -13,10 +14,14 @@ or install) is skipped, as ``git bisect skip`` does, and a neighbour is probed i
 from __future__ import annotations
 
 import fnmatch
+import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from pytest_burnperf.core import between_runs
+from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
 
 #: A measurement of every selected benchmark at one commit: benchmark -> its values.
 Measured = Mapping[str, Sequence[float]]
@@ -84,6 +89,58 @@ class Search:
     added: dict[str, int] = field(default_factory=dict)
     #: Every measurement taken, by commit.
     measured: dict[int, Measured] = field(default_factory=dict)
+
+
+def paired_change(
+    before: Sequence[float], after: Sequence[float], *, threshold: float, alpha: float
+) -> Verdict:
+    """Whether a device benchmark moved between two commits, each measured in a session of its
+    own paired with the good commit: ``before`` and ``after`` are the ratios of each of their
+    rounds (the commit's median over the good commit's in the same round), so what the host or
+    the device did to a whole session cancels. Welch's t on the log ratios (two-sided, level
+    ``alpha``); moved (``regressed`` or ``improved``) where the interval excludes no change and
+    the estimate reaches ``threshold``; ``unchanged`` where it is significant but smaller, or
+    where the interval stays inside +-``threshold``; else ``inconclusive``. The good commit's
+    own probe (an A/A session) is one side like any other."""
+    la = [math.log(x) for x in before if x > 0]
+    lb = [math.log(x) for x in after if x > 0]
+    if not la or not lb:
+        return Verdict(INCONCLUSIVE, float("nan"), reason="no paired rounds on one side")
+    d = statistics.fmean(lb) - statistics.fmean(la)
+    va = statistics.variance(la) / len(la) if len(la) > 1 else 0.0
+    vb = statistics.variance(lb) / len(lb) if len(lb) > 1 else 0.0
+    se = math.sqrt(va + vb)
+    ratio = math.exp(d)
+    base = Verdict(
+        UNCHANGED,
+        current_median=median(after),
+        baseline_median=median(before),
+        ratio=ratio,
+        n_baseline=len(la),
+        n_current=len(lb),
+        alpha_each=alpha,
+        effect=threshold,
+    )
+    if se == 0.0:
+        if len(la) + len(lb) < 3:
+            return replace(base, status=INCONCLUSIVE, reason="one round a side: no spread")
+        low = high = ratio  # every round agreed exactly
+    else:
+        parts = [v**2 / (n - 1) for v, n in ((va, len(la)), (vb, len(lb))) if n > 1 and v > 0]
+        dof = (va + vb) ** 2 / sum(parts) if parts else math.inf
+        q = between_runs.t_quantile(1.0 - alpha / 2.0, dof)
+        low, high = math.exp(d - q * se), math.exp(d + q * se)
+    verdict = replace(base, ratio_low=low, ratio_high=high)
+    big = abs(ratio - 1.0) >= threshold
+    if (low > 1.0 or high < 1.0) and big:
+        return replace(verdict, status=REGRESSED if ratio > 1.0 else IMPROVED)
+    if low > 1.0 or high < 1.0 or (low >= 1.0 / (1.0 + threshold) and high <= 1.0 + threshold):
+        return verdict
+    return replace(
+        verdict,
+        status=INCONCLUSIVE,
+        reason="the paired rounds spread too much to say (more rounds help)",
+    )
 
 
 def median(values: Sequence[float]) -> float:
@@ -166,6 +223,7 @@ def bisect(
     max_probes: int | None = None,
     parallel: int = 1,
     out_of_time: Callable[[], str | None] | None = None,
+    narrow_by: Callable[[], int] | None = None,
 ) -> Search:
     """Search ``commits`` commits (index 0 the good one, the last the bad one) with ``probe``;
     ``moved(name, a, b)``: whether benchmark ``name``'s measurements ``a`` and ``b`` differ.
@@ -173,7 +231,9 @@ def bisect(
     ``parallel``: commits measured side by side; each round of the search then splits a range
     in ``parallel + 1`` parts instead of halving it (fewer rounds, about as many probes).
     ``out_of_time()``: None while probes may start, else why not (a minutes budget); the good
-    and bad commits are measured whatever it says."""
+    and bad commits are measured whatever it says. ``narrow_by()``, asked once the good and bad
+    commits are measured: how many commits each round of the search measures from then on
+    (default ``parallel``; 1 where what was measured cannot share the host, e.g. timed work)."""
     out = Search()
     get = _Probes(probe, max_probes, out, parallel, out_of_time)
     last = commits - 1
@@ -184,6 +244,7 @@ def bisect(
         end = "good" if good is None else "bad"
         raise ProbeFailed(f"the {end} commit: {out.skipped[0 if good is None else last]}")
     get.budgeted = True
+    width = parallel if narrow_by is None else max(1, min(parallel, narrow_by()))
     for name in sorted(bad):
         if name not in good:
             try:
@@ -192,7 +253,7 @@ def bisect(
                 out.unfinished[name] = f"added after the good commit; {exc}"
             continue
         try:
-            out.steps[name] = _steps(name, 0, last, get, moved, parallel)
+            out.steps[name] = _steps(name, 0, last, get, moved, width)
         except OutOfProbes as exc:
             out.unfinished[name] = str(exc)
     for name, found in out.steps.items():

@@ -1,30 +1,41 @@
 """``burnperf bisect``'s git side and its probe: the commits between a good and a bad one (first
-parent), the checks that make the range valid, and the counts of the selected benchmarks at one
-commit, measured by the plugin itself in a pytest process. No pytest here.
+parent), the checks that make the range valid, and the measure of the selected benchmarks at one
+commit, taken by the plugin itself in pytest processes. No pytest here.
 
 A commit is measured as ``--perf-against`` measures a git revision: its tree is installed into a
 cached environment of its own (runs/environments.py) and put first on the path of this
-interpreter, the benchmark files coming from the current checkout; the benchmarks are counted
-under callgrind (``--perf-measure counts``) against an empty baselines folder, and their counts
-read back from the run's results file. A commit that does not install is a
+interpreter, the benchmark files coming from the current checkout. Its CPU benchmarks are counted
+under callgrind (``--perf-measure counts``) against an empty baselines folder; its device
+benchmarks are timed on the device's clock in a session that measures the good commit beside it
+(``--perf-against GOOD``, rounds interleaved), so each round gives a ratio to the good commit
+that the host's and the device's state of the moment cancel from. Where nothing is counted (no
+valgrind, or ``burnperf bisect --measure time``) the CPU benchmarks are timed that way too. Both
+are read back from the runs' results files. A commit that does not install is a
 :class:`core.bisection.ProbeFailed`: the search skips it.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.bisection import Measured, ProbeFailed
+from pytest_burnperf.core.settings import KINDS
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.runs import environments
 from pytest_burnperf.runs.same_session import side_of
+from pytest_burnperf.runs.scheduler import Side
+
+#: pytest's exit status when nothing was selected (a measure with no benchmark of its kind).
+NO_TESTS_COLLECTED = 5
 
 
 class RangeError(Exception):
@@ -99,8 +110,8 @@ def changed_files(repo: Path, before: str, at: str) -> list[str]:
 
 def regressed_tests(doc: object) -> tuple[list[str], list[str]]:
     """The benchmarks a results document (``--perf-json``, read strictly by the caller) judged
-    ``regressed``, as pytest node ids: (the CPU ones, which ``--from-results`` bisects by counts;
-    the others, on devices, which it cannot)."""
+    ``regressed``, as pytest node ids: (the CPU ones, which ``--from-results`` bisects by counts
+    where valgrind runs; the others, on devices, by device time)."""
     cpu: set[str] = set()
     other: set[str] = set()
     for r in jf.mappings(jf.mapping(doc).get("results")):
@@ -115,21 +126,88 @@ def _subject(repo: Path, sha: str) -> str:
     return _git(repo, "log", "-1", "--format=%s", sha).stdout.strip()
 
 
-def counts_probe(
+#: The device kinds a probe's timed session selects (``--perf-backends``).
+DEVICE_KINDS = tuple(k for k in KINDS if k != "cpu")
+
+
+@dataclass
+class Measures:
+    """What the probes learned about the selected benchmarks: each counted one's interpreter
+    share (the largest seen), which ones are timed beside the good commit (device benchmarks;
+    every one where nothing is counted), and whether the bad commit's sessions found any
+    benchmark of each measure (None until it is measured)."""
+
+    interpreter: dict[str, float] = field(default_factory=dict)
+    timed: set[str] = field(default_factory=set)
+    counts_found: bool | None = None
+    timed_found: bool | None = None
+
+
+def commit_probe(
     repo: Path,
     commits: Sequence[Commit],
     pytest_args: Sequence[str],
     *,
     cwd: Path,
-    interpreter: dict[str, float],
+    measures: Measures,
     python: str = sys.executable,
     say: Callable[[str], None] = lambda _line: None,
     cache: Path | None = None,
     count_jobs: int = 1,
+    count: bool = True,
 ) -> Callable[[int], Measured]:
-    """The probe of ``commits[i]``: each selected benchmark's instructions per counted call (the
-    share of them the interpreter ran kept in ``interpreter``, the largest seen: it sets how far
-    counts must move to count as moved). ``cwd``: where pytest runs, as the user would."""
+    """The probe of ``commits[i]``: each selected CPU benchmark's instructions per counted call
+    (a ``--perf-measure counts`` session, CPU backends only), and each device benchmark's
+    ratios to the good commit, round by round (a ``--perf-against GOOD`` session on the device
+    kinds, time measured on the device's clock; at the good commit itself an A/A session).
+    ``count`` False (no valgrind, or ``--measure time``): no counts session, and the timed
+    session takes the CPU benchmarks too, timed beside the good commit like the devices. Timed
+    sessions never run side by side (they would share the device, and load each other). A
+    measure whose session at the bad commit found nothing is not run again. ``cwd``: where
+    pytest runs, as the user would."""
+    good, last = commits[0].sha, len(commits) - 1
+    timed_lock = threading.Lock()
+    if not count:
+        measures.counts_found = False
+    kinds = DEVICE_KINDS if count else KINDS
+    # the user's own --perf-backends selects (it would override ours); what each session reads
+    # back is still only its measure's
+    chosen = any(a == "--perf-backends" or a.startswith("--perf-backends=") for a in pytest_args)
+
+    def backends(names: Sequence[str]) -> list[str]:
+        return [] if chosen else ["--perf-backends", ",".join(names)]
+
+    def session(side: Side, what: list[str], tmp: Path, name: str) -> object | None:
+        out = tmp / f"{name}.json"
+        cmd = [
+            side.python,
+            "-m",
+            "pytest",
+            "--perf",
+            *what,
+            "--perf-baselines-dir",
+            str(tmp / "baselines"),
+            "--perf-json",
+            str(out),
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *pytest_args,
+        ]
+        ran = subprocess.run(
+            cmd, cwd=cwd, env=side.environ, capture_output=True, text=True, check=False
+        )
+        if ran.returncode == NO_TESTS_COLLECTED:
+            return None
+        if not out.is_file():
+            raise ProbeFailed(
+                f"its pytest run wrote no results (exit {ran.returncode}): "
+                f"{tail(ran.stdout + ran.stderr, 3)}"
+            )
+        doc: object = json.loads(out.read_text(encoding="utf-8"))
+        return doc
 
     def probe(i: int) -> Measured:
         commit = commits[i]
@@ -140,40 +218,51 @@ def counts_probe(
             first = str(exc).splitlines()[0]
             raise ProbeFailed(first.removesuffix(" Last lines:").rstrip(".")) from None
         side = side_of(commit.sha[:12], env)
-        say(f"burnperf bisect: counting at {commit.sha[:12]} ...")
+        got: dict[str, list[float]] = {}
         with tempfile.TemporaryDirectory(prefix="burnperf-bisect-") as tmp:
-            out = Path(tmp) / "results.json"
-            cmd = [
-                side.python,
-                "-m",
-                "pytest",
-                "--perf",
-                "--perf-measure",
-                "counts",
-                "--perf-count-jobs",
-                str(count_jobs),
-                "--perf-baselines-dir",
-                str(Path(tmp) / "baselines"),
-                "--perf-json",
-                str(out),
-                "-p",
-                "no:randomly",
-                "-p",
-                "no:cacheprovider",
-                "-q",
-                *pytest_args,
-            ]
-            ran = subprocess.run(
-                cmd, cwd=cwd, env=side.environ, capture_output=True, text=True, check=False
-            )
-            if not out.is_file():
-                raise ProbeFailed(
-                    f"its pytest run wrote no results (exit {ran.returncode}): "
-                    f"{tail(ran.stdout + ran.stderr, 3)}"
-                )
-            return read_counts(json.loads(out.read_text(encoding="utf-8")), interpreter)
+            if count and measures.counts_found is not False:
+                say(f"burnperf bisect: counting at {commit.sha[:12]} ...")
+                counts = ["--perf-measure", "counts", "--perf-count-jobs", str(count_jobs)]
+                doc = session(side, [*counts, *backends(["cpu"])], Path(tmp), "counts")
+                counted = {} if doc is None else read_counts(doc, measures.interpreter)
+                got.update(counted)
+                if i == last:
+                    measures.counts_found = bool(counted)
+            if measures.timed_found is not False:
+                timed = ["--perf-measure", "time", "--perf-against", good]
+                with timed_lock:
+                    say(f"burnperf bisect: timing at {commit.sha[:12]} beside the good commit")
+                    doc = session(side, [*timed, *backends(kinds)], Path(tmp), "timed")
+                paired = {} if doc is None else read_paired(doc, cpu=not count)
+                measures.timed.update(paired)
+                got.update(paired)
+                if i == last:
+                    measures.timed_found = bool(paired)
+        return got
 
     return probe
+
+
+def read_paired(doc: object, *, cpu: bool = False) -> dict[str, list[float]]:
+    """Each device benchmark's ratios to the reference measured beside it, one a round (the
+    median of the commit's samples in round k over the reference's in the same round), from a
+    same-session results document; CPU benchmarks (unless ``cpu``) and those without paired
+    rounds have none."""
+    out: dict[str, list[float]] = {}
+    for r in jf.mappings(jf.mapping(doc).get("results")):
+        test = jf.text(r.get("test"))
+        if test is None or r.get("kind") is None or (r.get("kind") == "cpu" and not cpu):
+            continue
+        mine = [jf.floats(run) for run in jf.sequence(r.get("runs"))]
+        theirs = [jf.floats(run) for run in jf.sequence(jf.mapping(r.get("baseline")).get("runs"))]
+        ratios = [
+            statistics.median(a) / statistics.median(b)
+            for a, b in zip(mine, theirs, strict=False)  # a round one side lost: unpaired
+            if a and b and statistics.median(b) > 0
+        ]
+        if ratios:
+            out[test] = ratios
+    return out
 
 
 def read_counts(doc: object, interpreter: dict[str, float]) -> dict[str, list[float]]:

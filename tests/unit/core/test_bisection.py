@@ -4,7 +4,8 @@ benchmark, in how many probes, past commits that do not build."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -14,7 +15,9 @@ from pytest_burnperf.core.bisection import (
     Step,
     bisect,
     dependency_changes,
+    paired_change,
 )
+from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED
 
 
 def moved(_name: str, a: Sequence[float], b: Sequence[float]) -> bool:
@@ -155,3 +158,58 @@ def test_commits_measured_side_by_side_find_the_same_steps(parallel: int) -> Non
     # two steps of "a" and one of "b": within the bound the issue sets per regression
     assert len(side.probed) <= 3 * (2 * math.log2(40) + 2)
     assert len(side.probed) == len(set(side.probed))
+
+
+def test_paired_rounds_judge_a_move_by_its_interval_and_the_minimum_effect() -> None:
+    """Device time, each commit's rounds as ratios to the good commit measured beside them."""
+    good = [1.001, 0.999, 1.000]  # the good commit's own A/A session
+    slow = paired_change(good, [1.101, 1.098, 1.100], threshold=0.05, alpha=0.01)
+    assert slow.status == REGRESSED
+    assert slow.ratio == pytest.approx(1.10, abs=0.002)
+    assert slow.ratio_low is not None and slow.ratio_high is not None
+    assert 1.05 < slow.ratio_low < slow.ratio < slow.ratio_high < 1.15
+    assert paired_change(good, [0.90, 0.901, 0.899], threshold=0.05, alpha=0.01).status == IMPROVED
+    # significant but below the minimum effect: not a step
+    small = paired_change(good, [1.021, 1.019, 1.020], threshold=0.05, alpha=0.01)
+    assert small.status == UNCHANGED and small.effect == 0.05
+    # rounds that scatter more than the change: neither moved nor unchanged
+    wide = paired_change(good, [1.00, 1.25, 1.06], threshold=0.05, alpha=0.01)
+    assert wide.status == INCONCLUSIVE and "spread" in wide.reason
+    # a ratio of 1 in every round of both sides (a clock that agrees exactly): no change
+    assert paired_change([1.0] * 3, [1.0] * 3, threshold=0.05, alpha=0.01).status == UNCHANGED
+    assert paired_change([1.0] * 3, [1.3] * 3, threshold=0.05, alpha=0.01).status == REGRESSED
+    # one round a side says nothing about the spread
+    assert paired_change([1.0], [1.3], threshold=0.05, alpha=0.01).status == INCONCLUSIVE
+    assert paired_change([], [1.3], threshold=0.05, alpha=0.01).status == INCONCLUSIVE
+
+
+def test_device_steps_are_found_from_noisy_paired_rounds() -> None:
+    """A +8% then a +6% step of device time, each probe's rounds scattered by 0.5% around its
+    ratio to the good commit (and a session-wide shift the pairing cancels): both found at
+    their commits, in 40 seeds."""
+
+    def rule(_name: str, a: Sequence[float], b: Sequence[float]) -> bool:
+        return paired_change(a, b, threshold=0.05, alpha=0.01).status in (REGRESSED, IMPROVED)
+
+    def noisy(at1: int, at2: int, rng: random.Random) -> Callable[[int], Measured]:
+        def probe(i: int) -> Measured:
+            level = (1.08 if i >= at1 else 1.0) * (1.06 if i >= at2 else 1.0)
+            return {"gpu": [level * rng.gauss(1.0, 0.005) for _ in range(4)]}
+
+        return probe
+
+    for seed in range(40):
+        rng = random.Random(seed)
+        at1, at2 = sorted(rng.sample(range(1, 32), 2))
+        got = bisect(32, noisy(at1, at2, rng), rule).steps["gpu"]
+        assert [s.at for s in got] == [at1, at2], seed
+
+
+def test_the_search_narrows_one_commit_at_a_time_once_told_so() -> None:
+    """Timed sessions run one at a time, so once the ends show timed benchmarks the search
+    halves (fewest commits) instead of splitting ranges for side-by-side probes."""
+    probe = history(64, {"b": {37: 1.10}})
+    wide = bisect(64, probe, moved, parallel=4)
+    narrow = bisect(64, probe, moved, parallel=4, narrow_by=lambda: 1)
+    assert wide.steps == narrow.steps == {"b": [Step(before=36, at=37, ratio=pytest.approx(1.1))]}
+    assert len(narrow.probed) <= 2 + math.ceil(math.log2(63)) < len(wide.probed)
