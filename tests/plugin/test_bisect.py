@@ -75,9 +75,9 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
     history: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # two commits measured side by side (counts do not depend on the host's load)
-    assert (
-        main(["bisect", "good", "HEAD", "--json", "--jobs", "2", "--", "-k", "test_pkg_loop"]) == 0
-    )
+    # (the profiles of a step: test_benchmarks_timed_beside_the_good_commit_...)
+    args = ["--json", "--jobs", "2", "--no-profiles", "--", "-k", "test_pkg_loop"]
+    assert main(["bisect", "good", "HEAD", *args]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["commits"] == 8
     ((name, steps),) = doc["benchmarks"].items()
@@ -100,7 +100,7 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
     summary = history / "summary.md"
     env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary))
     ran = subprocess.run(
-        ["bash", str(WEEKLY_SCRIPT), "weekly.json", sys.executable, "--jobs", "1"],
+        ["bash", str(WEEKLY_SCRIPT), "weekly.json", sys.executable, "--jobs", "1", "--no-profiles"],
         cwd=history,
         env=env,
         capture_output=True,
@@ -305,6 +305,10 @@ def test_benchmarks_timed_beside_the_good_commit_are_bisected_by_paired_rounds(
     assert name == "test_bench.py::test_spin[numpy-cpu-f64]" and doc["timed"] == [name]
     assert step["measure"] == "time" and 1.2 < step["ratio"] < 1.4
     assert step["at"]["subject"] == "slower" and step["before"]["subject"] == "docs"
+    # what grew at the step: the slower commit measured beside the one before, both profiled
+    assert step["what_grew"].startswith(f"what grew ({step['before']['sha'][:12]} -> ")
+    assert "planted_extra_pass" in step["what_grew"]
+    assert list((root / "perf-profiles" / "bisect").glob("*.pstats"))
     assert [s["subject"] for s in doc["skipped"]] == ["broken build"]
     # nothing selected: said, not an empty report
     ran = subprocess.run(

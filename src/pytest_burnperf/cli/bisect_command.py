@@ -100,6 +100,13 @@ def register(sub: Any) -> None:
         "commit in each probe's session; auto (the default): counts where valgrind runs, else "
         "time. Device benchmarks are always timed on the device beside the good commit",
     )
+    p.add_argument(
+        "--no-profiles",
+        action="store_true",
+        help="do not profile the two commits of each step found (by default each step is "
+        "measured once more beside its commit before, both profiled, and what grew is named; "
+        "the profiles land in perf-profiles/bisect)",
+    )
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument(
         "rest", nargs=argparse.REMAINDER, metavar="... -- PYTEST ARGS", help=argparse.SUPPRESS
@@ -115,6 +122,7 @@ def _split(args: argparse.Namespace) -> list[str]:
     late = argparse.ArgumentParser(prog="burnperf bisect", add_help=False)
     late.add_argument("--max-probes", type=int, default=args.max_probes)
     late.add_argument("--json", action="store_true", default=args.json)
+    late.add_argument("--no-profiles", action="store_true", default=args.no_profiles)
     late.add_argument("--jobs", type=int, default=args.jobs)
     late.add_argument("--max-minutes", type=float, default=args.max_minutes)
     late.add_argument("--from-results", type=Path, default=args.from_results)
@@ -122,6 +130,7 @@ def _split(args: argparse.Namespace) -> list[str]:
     late.add_argument("--measure", choices=("auto", "counts", "time"), default=args.measure)
     got, unknown = late.parse_known_args(rest[:cut])
     args.max_probes, args.json, args.jobs = got.max_probes, got.json, got.jobs
+    args.no_profiles = got.no_profiles
     args.max_minutes, args.from_results, args.markdown, args.measure = (
         got.max_minutes,
         got.from_results,
@@ -168,6 +177,52 @@ def _counting(measure: str, say: Callable[[str], None]) -> bool:
         f"burnperf bisect: CPU benchmarks are timed beside the good commit, not counted ({missing})"
     )
     return False
+
+
+#: Where the profiles of each step land (beside --perf-profile's own folder).
+PROFILE_DIR = Path("perf-profiles") / "bisect"
+
+
+def _profiles(
+    found: Search,
+    commits: list[bisect_probe.Commit],
+    rest: list[str],
+    measures: bisect_probe.Measures,
+    out_of_time: Callable[[], str | None],
+    say: Callable[[str], None],
+) -> dict[tuple[str, int], str]:
+    """What grew at each step found: the step's commit measured beside the one before it, both
+    profiled (one run for every benchmark that stepped there); why not, where that failed or the
+    time budget ran out."""
+    pairs: dict[tuple[int, int], list[str]] = {}
+    for name, steps in sorted(found.steps.items()):
+        for s in steps:
+            pairs.setdefault((s.before, s.at), []).append(name)
+    out: dict[tuple[str, int], str] = {}
+    for (before, at), names in sorted(pairs.items()):
+        late = out_of_time()
+        if late is not None:
+            out.update({(n, at): f"not profiled: {late}" for n in names})
+            continue
+        say(f"burnperf bisect: profiling {commits[at].sha[:12]} beside {commits[before].sha[:12]}")
+        try:
+            notes = bisect_probe.step_profiles(
+                Path.cwd(),
+                commits[before],
+                commits[at],
+                names,
+                rest,
+                cwd=Path.cwd(),
+                counted=not all(n in measures.timed for n in names),
+                profile_dir=PROFILE_DIR,
+            )
+        except ProbeFailed as exc:
+            notes = {}
+            why = f"not profiled: {exc}"
+        else:
+            why = "not profiled: the run kept no profile of it"
+        out.update({(n, at): notes.get(n, why) for n in names})
+    return out
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
@@ -264,6 +319,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         for steps in found.steps.values()
         for s in steps
     }
+    grew = {} if args.no_profiles else _profiles(found, commits, rest, measures, out_of_time, say)
     last = len(commits) - 1
     ends = found.measured.get(0, {}), found.measured.get(last, {})
     within = {
@@ -273,7 +329,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     }
     wanted = set(chosen) if args.from_results is not None else set()
     missing = sorted(wanted - set(ends[1]))
-    report = Report(found, commits, times, within, deps, frozenset(measures.timed), missing)
+    report = Report(found, commits, times, within, deps, frozenset(measures.timed), missing, grew)
     if args.json:
         print(json.dumps(as_json(report), indent=1, sort_keys=True))
     else:
@@ -301,6 +357,9 @@ class Report:
     timed: frozenset[str] = frozenset()
     #: Benchmarks asked for (--from-results) that the bad commit's probe did not measure.
     missing: list[str] = field(default_factory=list)
+    #: What grew at each step, by (benchmark, the step's commit): the profiles' note, or why
+    #: there is none.
+    grew: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def measure(self) -> str:
         counted = any(n not in self.timed for n in self.found.steps) or not self.timed
@@ -359,6 +418,11 @@ def lines(r: Report) -> list[str]:
     for name, steps in sorted(found.steps.items()):
         if steps:
             out.append(f"{escape(name)}: " + "; then ".join(_step(r, s) for s in steps))
+            out.extend(
+                f"  at {commits[s.at].sha[:12]}: {escape(r.grew[(name, s.at)])}"
+                for s in steps
+                if (name, s.at) in r.grew
+            )
         elif name in found.came_back:
             i, ratio = found.came_back[name]
             out.append(
@@ -395,7 +459,12 @@ def as_markdown(r: Report, asked: str) -> str:
         # file, and no file the tool did not write is replaced (markdown.target_problem)
         f"{markdown.TITLE}: bisect {markdown.code(asked)}",
         "",
-        *(f"- {markdown.escape(line)}" for line in lines(r)),
+        *(
+            f"  - {markdown.escape(line.strip())}"
+            if line.startswith("  ")
+            else f"- {markdown.escape(line)}"
+            for line in lines(r)
+        ),
     ]
     return "\n".join(head) + "\n"
 
@@ -418,6 +487,7 @@ def as_json(r: Report) -> dict[str, object]:
                     "at": commit(s.at),
                     "ratio": s.ratio,
                     "dependency_files": r.deps.get((s.before, s.at), []),
+                    "what_grew": r.grew.get((name, s.at)),
                 }
                 for s in steps
             ]
@@ -428,7 +498,13 @@ def as_json(r: Report) -> dict[str, object]:
         },
         "added": {name: commit(i) for name, i in found.added.items()},
         "within": {
-            name: {"change_pct": v.change_pct, "min_effect": v.effect} for name, v in within.items()
+            name: {
+                "status": v.status,
+                "change_pct": v.change_pct,
+                "ratio_ci95": None if v.ratio_low is None else [v.ratio_low, v.ratio_high],
+                "min_effect": v.effect,
+            }
+            for name, v in within.items()
         },
         "unfinished": dict(found.unfinished),
         "not_measured": list(r.missing),

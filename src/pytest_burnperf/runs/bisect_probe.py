@@ -178,36 +178,7 @@ def commit_probe(
         return [] if chosen else ["--perf-backends", ",".join(names)]
 
     def session(side: Side, what: list[str], tmp: Path, name: str) -> object | None:
-        out = tmp / f"{name}.json"
-        cmd = [
-            side.python,
-            "-m",
-            "pytest",
-            "--perf",
-            *what,
-            "--perf-baselines-dir",
-            str(tmp / "baselines"),
-            "--perf-json",
-            str(out),
-            "-p",
-            "no:randomly",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            *pytest_args,
-        ]
-        ran = subprocess.run(
-            cmd, cwd=cwd, env=side.environ, capture_output=True, text=True, check=False
-        )
-        if ran.returncode == NO_TESTS_COLLECTED:
-            return None
-        if not out.is_file():
-            raise ProbeFailed(
-                f"its pytest run wrote no results (exit {ran.returncode}): "
-                f"{tail(ran.stdout + ran.stderr, 3)}"
-            )
-        doc: object = json.loads(out.read_text(encoding="utf-8"))
-        return doc
+        return _session(side, what, tmp / f"{name}.json", tmp, cwd, pytest_args)
 
     def probe(i: int) -> Measured:
         commit = commits[i]
@@ -241,6 +212,92 @@ def commit_probe(
         return got
 
     return probe
+
+
+def _session(
+    side: Side, what: list[str], out: Path, tmp: Path, cwd: Path, pytest_args: Sequence[str]
+) -> object | None:
+    """One ``pytest --perf`` run in ``side``'s environment, its results document (None where
+    nothing was selected); :class:`ProbeFailed` where it wrote none."""
+    cmd = [
+        side.python,
+        "-m",
+        "pytest",
+        "--perf",
+        *what,
+        "--perf-baselines-dir",
+        str(tmp / "baselines"),
+        "--perf-json",
+        str(out),
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *pytest_args,
+    ]
+    ran = subprocess.run(
+        cmd, cwd=cwd, env=side.environ, capture_output=True, text=True, check=False
+    )
+    if ran.returncode == NO_TESTS_COLLECTED:
+        return None
+    if not out.is_file():
+        raise ProbeFailed(
+            f"its pytest run wrote no results (exit {ran.returncode}): "
+            f"{tail(ran.stdout + ran.stderr, 3)}"
+        )
+    doc: object = json.loads(out.read_text(encoding="utf-8"))
+    return doc
+
+
+def step_profiles(
+    repo: Path,
+    before: Commit,
+    at: Commit,
+    tests: Sequence[str],
+    pytest_args: Sequence[str],
+    *,
+    cwd: Path,
+    counted: bool,
+    profile_dir: Path,
+    python: str = sys.executable,
+    cache: Path | None = None,
+) -> dict[str, str]:
+    """What grew in each of ``tests`` from commit ``before`` to ``at`` (a step the search
+    found): ``at`` measured beside ``before`` (``--perf-against``, by counts where ``counted``)
+    with ``--perf-profile``, both sides profiled, each in its own environment; the profiles kept
+    in ``profile_dir``. {test: the note of what grew}, the commits named by their short hashes;
+    :class:`ProbeFailed` where that run failed."""
+    try:
+        env = environments.resolve(at.sha, repo=repo, python=python, cache=cache)
+    except environments.EnvError as exc:
+        raise ProbeFailed(str(exc).splitlines()[0]) from None
+    side = side_of(at.sha[:12], env)
+    measure = ["--perf-measure", "counts" if counted else "time"]
+    what = [
+        *measure,
+        "--perf-against",
+        before.sha[:12],
+        "--perf-profile",
+        "all",
+        "--perf-profile-dir",
+        str(profile_dir),
+    ]
+    with tempfile.TemporaryDirectory(prefix="burnperf-bisect-") as tmp:
+        doc = _session(
+            side, what, Path(tmp) / "profiled.json", Path(tmp), cwd, [*pytest_args, *tests]
+        )
+    out: dict[str, str] = {}
+    wanted = set(tests)
+    for r in jf.mappings(jf.mapping(doc).get("results")):
+        test = jf.text(r.get("test"))
+        note = jf.text(jf.mapping(r.get("profile")).get("note"))
+        if test in wanted and note:
+            short = at.sha[:12]
+            out[test] = note.replace(" -> current,", f" -> {short},").replace(
+                " vs current)", f" vs {short})"
+            )
+    return out
 
 
 def read_paired(doc: object, *, cpu: bool = False) -> dict[str, list[float]]:
