@@ -205,7 +205,7 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
 ) -> None:
     """What the terminal and the Markdown say, from a made-up search: a step with the dependency
     file its commits changed, a change too small to search, every text escaped."""
-    from pytest_burnperf.cli.bisect_command import Report, as_markdown, lines
+    from pytest_burnperf.cli.bisect_report import Report, as_markdown, lines
     from pytest_burnperf.core.bisection import Search, Step
     from pytest_burnperf.core.verdict import UNCHANGED, Verdict
 
