@@ -318,7 +318,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         for steps in found.steps.values()
         for s in steps
     }
+    t0 = time.monotonic()
     grew = {} if args.no_profiles else _profiles(found, commits, rest, measures, out_of_time, say)
+    profile_s = time.monotonic() - t0 if grew else 0.0
     last = len(commits) - 1
     ends = found.measured.get(0, {}), found.measured.get(last, {})
     within = {
@@ -328,7 +330,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     }
     wanted = set(chosen) if args.from_results is not None else set()
     missing = sorted(wanted - set(ends[1]))
-    report = Report(found, commits, times, within, deps, frozenset(measures.timed), missing, grew)
+    by_time = frozenset(measures.timed)
+    report = Report(found, commits, times, within, deps, by_time, missing, grew, profile_s)
     if args.json:
         print(json.dumps(as_json(report), indent=1, sort_keys=True))
     else:

@@ -31,6 +31,8 @@ class Report:
     #: What grew at each step, by (benchmark, the step's commit): the profiles' note, or why
     #: there is none.
     grew: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: Seconds spent profiling the steps.
+    profile_s: float = 0.0
 
     def measure(self) -> str:
         counted = any(n not in self.timed for n in self.found.steps) or not self.timed
@@ -119,6 +121,7 @@ def lines(r: Report) -> list[str]:
     out.append(
         f"measured {len(found.probed)} of {len(commits)} commits by {r.measure()}, "
         f"{clock(each)} each, {clock(sum(times))} in all"
+        + (f"; the steps profiled in {clock(r.profile_s)}" if r.profile_s else "")
     )
     return out
 
@@ -183,4 +186,5 @@ def as_json(r: Report) -> dict[str, object]:
         "skipped": [{**commit(i), "why": why} for i, why in sorted(found.skipped.items())],
         "probed": [commits[i].sha for i in found.probed],
         "seconds": times,
+        "profile_seconds": r.profile_s,
     }
