@@ -320,3 +320,44 @@ def test_benchmarks_timed_beside_the_good_commit_are_bisected_by_paired_rounds(
     )
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert "HEAD: none of the selected benchmarks was measured there" in ran.stderr
+
+
+def test_a_step_at_a_merge_names_the_range_that_searches_its_branch(
+    pytester: pytest.Pytester,
+) -> None:
+    """The search follows first parents, so a slowdown brought in by a merge is found at the
+    merge; the line says which range searches the commits the merge brought in."""
+    from pytest_burnperf.cli.bisect_report import Report, as_json, lines
+    from pytest_burnperf.core.bisection import Search, Step
+
+    root = pytester.path
+    git(root, "init", "-q", "-b", "main")
+    for name in ("base", "main work"):
+        (root / "NOTES").write_text(name)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", name)
+    git(root, "checkout", "-q", "-b", "topic", "HEAD~1")
+    (root / "lib.py").write_text("x = 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "topic work")
+    git(root, "checkout", "-q", "main")
+    git(root, "merge", "-q", "--no-ff", "-m", "merge topic", "topic")
+    commits = bisect_probe.commits_between(root, "HEAD~2", "HEAD")
+    assert [c.subject for c in commits] == ["base", "main work", "merge topic"]
+    merged = bisect_probe.merged_branch(root, commits[2].sha)
+    base = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD~2"], capture_output=True, text=True
+    ).stdout.strip()
+    topic = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "topic"], capture_output=True, text=True
+    ).stdout.strip()
+    assert merged == (base, topic)
+    assert bisect_probe.merged_branch(root, commits[1].sha) is None
+    found = Search(steps={"t.py::test_a": [Step(before=1, at=2, ratio=1.1)]})
+    report = Report(found, commits, [1.0], {}, {}, merges={2: merged})
+    assert lines(report)[0].endswith(
+        f'"merge topic" (a merge: `burnperf bisect {base[:12]} {topic[:12]}` searches the '
+        "commits it brought in)"
+    )
+    (step,) = as_json(report)["benchmarks"]["t.py::test_a"]  # type: ignore[index]
+    assert step["merged_branch"] == {"base": base, "tip": topic}

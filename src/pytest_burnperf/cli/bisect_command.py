@@ -331,7 +331,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     wanted = set(chosen) if args.from_results is not None else set()
     missing = sorted(wanted - set(ends[1]))
     by_time = frozenset(measures.timed)
-    report = Report(found, commits, times, within, deps, by_time, missing, grew, profile_s)
+    merges = {
+        s.at: merged
+        for steps in found.steps.values()
+        for s in steps
+        if (merged := bisect_probe.merged_branch(here, commits[s.at].sha)) is not None
+    }
+    report = Report(found, commits, times, within, deps, by_time, missing, grew, profile_s, merges)
     if args.json:
         print(json.dumps(as_json(report), indent=1, sort_keys=True))
     else:

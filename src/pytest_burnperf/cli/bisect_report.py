@@ -33,6 +33,8 @@ class Report:
     grew: dict[tuple[str, int], str] = field(default_factory=dict)
     #: Seconds spent profiling the steps.
     profile_s: float = 0.0
+    #: Steps at a merge commit: (the merge base, the merged branch's tip), by the step's commit.
+    merges: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def measure(self) -> str:
         counted = any(n not in self.timed for n in self.found.steps) or not self.timed
@@ -55,6 +57,12 @@ def _step(r: Report, s: Step) -> str:
     files = r.deps.get((s.before, s.at))
     if files:
         where += f" (a dependency change: {escape(', '.join(files))})"
+    merged = r.merges.get(s.at)
+    if merged is not None:
+        where += (
+            f" (a merge: `burnperf bisect {merged[0][:12]} {merged[1][:12]}` searches the "
+            "commits it brought in)"
+        )
     return f"{100 * (s.ratio - 1):+.2f}% at {where}"
 
 
@@ -162,6 +170,9 @@ def as_json(r: Report) -> dict[str, object]:
                     "ratio": s.ratio,
                     "dependency_files": r.deps.get((s.before, s.at), []),
                     "what_grew": r.grew.get((name, s.at)),
+                    "merged_branch": None
+                    if s.at not in r.merges
+                    else {"base": r.merges[s.at][0], "tip": r.merges[s.at][1]},
                 }
                 for s in steps
             ]

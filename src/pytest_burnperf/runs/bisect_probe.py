@@ -108,6 +108,19 @@ def changed_files(repo: Path, before: str, at: str) -> list[str]:
     return got.stdout.splitlines() if got.returncode == 0 else []
 
 
+def merged_branch(repo: Path, sha: str) -> tuple[str, str] | None:
+    """Where commit ``sha`` is a merge: (the merge base of its parents, its second parent), the
+    range that ``burnperf bisect`` takes to search the commits the merge brought in; else None."""
+    second = _git(repo, "rev-parse", "--verify", "--quiet", f"{sha}^2")
+    if second.returncode != 0 or not second.stdout.strip():
+        return None
+    tip = second.stdout.strip()
+    base = _git(repo, "merge-base", f"{sha}^1", tip)
+    if base.returncode != 0 or not base.stdout.strip():
+        return None
+    return base.stdout.strip(), tip
+
+
 def regressed_tests(doc: object) -> tuple[list[str], list[str]]:
     """The benchmarks a results document (``--perf-json``, read strictly by the caller) judged
     ``regressed``, as pytest node ids: (the CPU ones, which ``--from-results`` bisects by counts
