@@ -351,6 +351,13 @@ def _one_process(
         f"the counted process died while counting it ({ended(code)}); the benchmarks after it "
         "were counted in a fresh process"
     )
+    if code == -signal.SIGILL:
+        why += (
+            ". SIGILL under valgrind: the benchmark ran an instruction valgrind cannot run "
+            "(code built for this CPU's newest extensions, such as AVX-512; torch.compile "
+            "builds its kernels so); time it (--perf-measure time, or no counts baseline for "
+            "it under auto)"
+        )
     got.missing[dying] = why
     got.problems.append(f"{dying}: {why}:\n{tail(output)}")
     return [n for n in todo if n not in counts and n not in slow and n != dying]

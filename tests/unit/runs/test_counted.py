@@ -14,7 +14,8 @@ from pytest_burnperf.runs import counted
 
 #: A counted process: every benchmark noted before it starts and journalled as it finishes,
 #: the whole file written at its end; a benchmark named ``crash-exit`` ends it with os._exit,
-#: one named ``crash-segv`` with a segfault (SIGSEGV), as a broken extension would.
+#: one named ``crash-segv`` with a segfault (SIGSEGV), as a broken extension would, and one
+#: named ``crash-sigill`` with SIGILL, as valgrind ends code built for AVX-512 (torch.compile's).
 FAKE = """
 import json, os, signal, sys
 from pathlib import Path
@@ -32,6 +33,8 @@ for n in wanted:
         os._exit(3)
     if "crash-segv" in n:
         os.kill(os.getpid(), signal.SIGSEGV)
+    if "crash-sigill" in n:
+        os.kill(os.getpid(), signal.SIGILL)
     rec = {"values": [100.0], "counts": {"instructions": [100, 100], "cycles": [150, 150]},
            "key": {"python": "x"}}
     records[n] = rec
@@ -71,7 +74,12 @@ def test_every_benchmark_counted_in_one_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "how"), [("crash-exit", "exit 3"), ("crash-segv", "killed by SIGSEGV")]
+    ("name", "how"),
+    [
+        ("crash-exit", "exit 3"),
+        ("crash-segv", "killed by SIGSEGV"),
+        ("crash-sigill", "killed by SIGILL"),
+    ],
 )
 def test_a_benchmark_that_kills_the_process_costs_only_itself(
     tmp_path: Path, name: str, how: str
@@ -89,6 +97,9 @@ def test_a_benchmark_that_kills_the_process_costs_only_itself(
     (problem,) = got.problems
     assert problem.startswith(f"t.py::{name}: the counted process died while counting it")
     assert (tmp_path / "starts").read_text().count("start") == 2
+    # an instruction valgrind cannot run: said, with what to do
+    advice = "an instruction valgrind cannot run" in got.missing[f"t.py::{name}"]
+    assert advice == (name == "crash-sigill")
 
 
 def test_every_benchmark_crashing_stops_after_the_restart_limit(tmp_path: Path) -> None:
