@@ -167,6 +167,11 @@ def test_a_steps_dependency_files_are_read_from_git(pytester: pytest.Pytester) -
     assert sorted(changed) == ["lib.py", "requirements.txt"]
     assert dependency_changes(changed) == ["requirements.txt"]
     assert bisect_probe.changed_files(root, "HEAD", "nosuch") == []
+    # a working tree that changes tracked files: named (untracked ones are not)
+    assert bisect_probe.changed_here(root) == []
+    (root / "lib.py").write_text("x = 3\n")
+    (root / "scratch.py").write_text("")
+    assert bisect_probe.changed_here(root) == ["lib.py"]
     doc = _results({"a.py::test_x": "regressed", "a.py::test_y": "unchanged"})
     doc["results"].append(  # type: ignore[attr-defined]
         {"test": "a.py::test_gpu", "kind": "cuda", "verdict": {"status": "regressed"}}

@@ -251,6 +251,14 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         f"burnperf bisect: {len(commits)} commits from {commits[0].sha[:12]} (good) to "
         f"{commits[-1].sha[:12]} (bad), first parents"
     )
+    dirty = bisect_probe.changed_here(here)
+    if dirty:
+        shown = ", ".join(escape(f) for f in dirty[:3]) + (" ..." if len(dirty) > 3 else "")
+        say(
+            f"burnperf bisect: the working tree changes {len(dirty)} tracked file(s) ({shown}): "
+            "every commit is measured with the benchmark files as they are here (its own code "
+            "comes from the commit); commit or stash them to bisect with the committed ones"
+        )
     count = _counting(args.measure, say)
     measures = bisect_probe.Measures()
     probe = bisect_probe.commit_probe(

@@ -108,6 +108,13 @@ def changed_files(repo: Path, before: str, at: str) -> list[str]:
     return got.stdout.splitlines() if got.returncode == 0 else []
 
 
+def changed_here(repo: Path) -> list[str]:
+    """The tracked files the working tree changed (staged or not), as git names them: the
+    benchmark files a bisection reads from the checkout, whatever the commit."""
+    got = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    return [line[3:] for line in got.stdout.splitlines() if len(line) > 3]
+
+
 def merged_branch(repo: Path, sha: str) -> tuple[str, str] | None:
     """Where commit ``sha`` is a merge: (the merge base of its parents, its second parent), the
     range that ``burnperf bisect`` takes to search the commits the merge brought in; else None."""
