@@ -199,6 +199,7 @@ def test_paired_rounds_are_read_as_ratios_to_the_good_commit() -> None:
             {"test": "t.py::test_skipped", "kind": "cuda", "runs": [], "baseline": None},
         ]
     }
+    assert bisect_probe.ran_cpu(doc) == ["t.py::test_cpu"]
     got = bisect_probe.read_paired(doc)
     assert list(got) == ["t.py::test_gpu"]
     assert got["t.py::test_gpu"] == pytest.approx([1.1, 1.2])
@@ -259,7 +260,8 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
     assert out[1].endswith("spread to search (more rounds: -- --perf-rounds 8)")
     assert out[2] == (
         "t.py::test_gone: not measured at the bad commit (its device is not here, or it was "
-        "timed instead of counted): not bisected"
+        "timed instead of counted: `-- --perf-count-limit 0` counts it whatever it costs): not "
+        "bisected"
     )
     assert out[-1].startswith("measured 0 of 4 commits by counts and time beside the good commit")
 

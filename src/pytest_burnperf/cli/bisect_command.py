@@ -337,7 +337,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         if not steps and name not in found.came_back and name in ends[0] and name in ends[1]
     }
     wanted = set(chosen) if args.from_results is not None else set()
-    missing = sorted(wanted - set(ends[1]))
+    missing = sorted((wanted | measures.uncounted) - set(ends[1]))
     by_time = frozenset(measures.timed)
     merges = {
         s.at: merged

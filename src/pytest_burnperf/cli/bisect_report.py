@@ -26,7 +26,8 @@ class Report:
     #: The benchmarks timed beside the good commit (device ones, and the CPU ones where nothing
     #: was counted); the others by counts.
     timed: frozenset[str] = frozenset()
-    #: Benchmarks asked for (--from-results) that the bad commit's probe did not measure.
+    #: Benchmarks asked for (--from-results), or run but not counted, that the bad commit's
+    #: probe did not measure.
     missing: list[str] = field(default_factory=list)
     #: What grew at each step, by (benchmark, the step's commit): the profiles' note, or why
     #: there is none.
@@ -121,7 +122,8 @@ def lines(r: Report) -> list[str]:
     for name in r.missing:
         out.append(
             f"{escape(name)}: not measured at the bad commit (its device is not here, or it "
-            "was timed instead of counted): not bisected"
+            "was timed instead of counted: `-- --perf-count-limit 0` counts it whatever it "
+            "costs): not bisected"
         )
     for i, why in sorted(found.skipped.items()):
         out.append(f"skipped {_commit(commits, i)}: {escape(why)}")

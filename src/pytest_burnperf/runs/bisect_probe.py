@@ -161,6 +161,9 @@ class Measures:
     timed: set[str] = field(default_factory=set)
     counts_found: bool | None = None
     timed_found: bool | None = None
+    #: CPU benchmarks the bad commit's counts session ran but did not count (timed instead:
+    #: over the count limit, or their counted process failed): not bisected.
+    uncounted: set[str] = field(default_factory=set)
 
 
 def commit_probe(
@@ -219,6 +222,7 @@ def commit_probe(
                 got.update(counted)
                 if i == last:
                     measures.counts_found = bool(counted)
+                    measures.uncounted.update(set(ran_cpu(doc)) - set(counted))
             if measures.timed_found is not False:
                 timed = ["--perf-measure", "time", "--perf-against", good]
                 with timed_lock:
@@ -340,6 +344,15 @@ def read_paired(doc: object, *, cpu: bool = False) -> dict[str, list[float]]:
         if ratios:
             out[test] = ratios
     return out
+
+
+def ran_cpu(doc: object) -> list[str]:
+    """The CPU benchmarks a results document has a result for (counted or not)."""
+    return [
+        test
+        for r in jf.mappings(jf.mapping(doc).get("results"))
+        if r.get("kind") == "cpu" and (test := jf.text(r.get("test"))) is not None
+    ]
 
 
 def read_counts(doc: object, interpreter: dict[str, float]) -> dict[str, list[float]]:
