@@ -122,9 +122,39 @@ def key_difference(
                 f"the counts baseline's key has no {name} (recorded by an older "
                 f"pytest-burnperf), this run has {new!r}"
             )
+        if name == "simulated_cpu" and same_simulated_cpu(old, new):
+            continue
         if old != new:
             return f"counts baseline recorded with {name} {old!r}, this run has {new!r}"
     return None
+
+
+def _parts(text: str) -> dict[str, str]:
+    """``simulated_cpu``'s parts by what they describe (``numpy=``, ``numpy:``, ``torch:``,
+    ``blas=``: the text up to the first ``=`` or ``:``)."""
+    out = {}
+    for token in text.split():
+        cut = min((i for i in (token.find("="), token.find(":")) if i >= 0), default=len(token))
+        out[token[: cut + 1]] = token
+    return out
+
+
+def same_simulated_cpu(old: object, new: object) -> bool:
+    """Whether two keys' ``simulated_cpu`` agree: the dispatch a device adds (``numpy=``,
+    ``blas=``) must be the same, and the features of each library loaded in the counted process
+    (``numpy:``, ``torch:``) must be where both name it. Such a part is there only where that
+    library was loaded, and a library that was not loaded decided none of the instructions (a
+    numpy benchmark counted without torch imported runs what it ran with torch imported)."""
+    if not isinstance(old, str) or not isinstance(new, str):
+        return old == new
+    a, b = _parts(old), _parts(new)
+    for name in set(a) | set(b):
+        loaded_part = name.endswith(":")
+        if loaded_part and (name not in a or name not in b):
+            continue
+        if a.get(name) != b.get(name):
+            return False
+    return True
 
 
 def key_notes(stored: Mapping[str, object] | None, current: Mapping[str, object]) -> list[str]:

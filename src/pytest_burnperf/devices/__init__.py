@@ -77,13 +77,31 @@ def _placeholder_id(library: str, kind: str) -> str:
     return kind if library == kind else f"{library}-{kind}"
 
 
-class Registry:
-    """Probes libraries on first need and remembers what it found."""
+def could_pick(names: Iterable[str], library: str, kind: str) -> bool:
+    """Could one of the backend names (``--perf-backends``: kinds, libraries, device ids or id
+    prefixes) pick a device of ``library`` of this ``kind``? Errs towards yes (an id of the
+    library, whatever its kind): what it says no to is never probed."""
+    return any(n in (kind, library) or n.startswith(f"{library}-") for n in names)
 
-    def __init__(self, probes: dict[str, Callable[[], Probe]] | None = None) -> None:
+
+NOT_SELECTED = "not selected by --perf-backends"
+
+
+class Registry:
+    """Probes libraries on first need and remembers what it found. ``only``: the run's backend
+    filter (``--perf-backends``); a library none of its names could pick is never probed (its
+    entries are placeholders that the filter deselects), so a run of numpy benchmarks does not
+    import torch, cupy or an OpenCL driver (seconds each, tens of seconds under valgrind)."""
+
+    def __init__(
+        self,
+        probes: dict[str, Callable[[], Probe]] | None = None,
+        only: Iterable[str] | None = None,
+    ) -> None:
         self._probes = dict(PROBES if probes is None else probes)
         self._found: dict[str, Probe] = {}
         self._python: Entry | None = None
+        self._only = None if only is None else tuple(only)
 
     def python(self) -> Entry:
         """The host CPU of a test written for pytest-benchmark (devices/python_backend.py): not
@@ -110,6 +128,11 @@ class Registry:
         return [self.probe(lib) for lib in self._probes]
 
     def _entries_for(self, library: str, kinds: Iterable[str]) -> list[Entry]:
+        kinds = list(kinds)
+        if self._only is not None and not any(could_pick(self._only, library, k) for k in kinds):
+            return [
+                Entry(_placeholder_id(library, k), k, library, reason=NOT_SELECTED) for k in kinds
+            ]
         p = self.probe(library)
         out: list[Entry] = []
         for kind in kinds:

@@ -165,6 +165,32 @@ def test_key_names_what_differs() -> None:
     )
 
 
+def test_a_library_not_loaded_in_one_counted_process_is_no_difference() -> None:
+    """``simulated_cpu`` names a library's dispatch only where it was loaded: a numpy benchmark
+    counted in a process that did not import torch compares with one that did; the parts both
+    name must agree."""
+    with_torch = "blas=Haswell numpy=X86_V3 numpy:AVX,AVX2 torch:AVX2"
+    without = "blas=Haswell numpy=X86_V3 numpy:AVX,AVX2"
+    assert (
+        counts_key.key_difference(_key(simulated_cpu=with_torch), _key(simulated_cpu=without))
+        is None
+    )
+    assert (
+        counts_key.key_difference(_key(simulated_cpu=without), _key(simulated_cpu=with_torch))
+        is None
+    )
+    other_torch = "blas=Haswell numpy=X86_V3 numpy:AVX,AVX2 torch:AVX512"
+    assert "simulated_cpu" in str(
+        counts_key.key_difference(_key(simulated_cpu=with_torch), _key(simulated_cpu=other_torch))
+    )
+    assert "simulated_cpu" in str(
+        counts_key.key_difference(
+            _key(simulated_cpu=without), _key(simulated_cpu="blas=SkylakeX numpy=X86_V3")
+        )
+    )
+    assert counts_key.same_simulated_cpu("", "") and not counts_key.same_simulated_cpu("a", "b")
+
+
 def test_the_interpreters_settings_are_in_the_key() -> None:
     """-O, -X options and the GIL change which instructions the same code runs; a recording
     from before the field existed ran with the defaults."""

@@ -210,7 +210,11 @@ BASELINES = Path(__file__).resolve().parents[3] / "baselines"
 
 def _baselines_with_probe(root: Path, probe: dict[str, float] | None) -> Path:
     """A copy of a committed baseline file whose entries recorded ``probe`` (None: no probe)."""
-    src = next(BASELINES.glob("*/perf_tests/test_dogfood.json"))
+    src = next(  # a timed baseline (counts baselines have no rounds of time)
+        p
+        for p in sorted(BASELINES.glob("*/perf_tests/test_dogfood.json"))
+        if not p.parts[-3].startswith("counts-")
+    )
     doc = json.loads(src.read_text())
     for entry in doc["benchmarks"].values():
         entry.pop("host_probe", None)
@@ -322,7 +326,11 @@ def test_noisy_stored_baselines_give_way_to_a_same_session_comparison() -> None:
 
 def _baselines_with_runs(root: Path, runs: list[list[float]]) -> Path:
     """A committed baseline entry, four times under other names, each with ``runs``."""
-    src = next(BASELINES.glob("*/perf_tests/test_dogfood.json"))
+    src = next(  # a timed baseline (counts baselines have no rounds of time)
+        p
+        for p in sorted(BASELINES.glob("*/perf_tests/test_dogfood.json"))
+        if not p.parts[-3].startswith("counts-")
+    )
     doc = json.loads(src.read_text())
     (name, entry), *_ = doc["benchmarks"].items()
     entry["runs"] = runs

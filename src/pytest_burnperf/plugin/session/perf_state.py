@@ -60,7 +60,7 @@ class PerfState:
         if self._registry is None:
             from pytest_burnperf.devices import Registry
 
-            self._registry = Registry()
+            self._registry = Registry(only=self.run.backends_filter)
         return self._registry
 
     @property
