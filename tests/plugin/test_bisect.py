@@ -213,7 +213,7 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
     file its commits changed, a change too small to search, every text escaped."""
     from pytest_burnperf.cli.bisect_report import Report, as_markdown, lines
     from pytest_burnperf.core.bisection import Search, Step
-    from pytest_burnperf.core.verdict import UNCHANGED, Verdict
+    from pytest_burnperf.core.verdict import INCONCLUSIVE, UNCHANGED, Verdict
 
     commits = [bisect_probe.Commit(str(i) * 40, f"commit {i}") for i in range(4)]
     commits[2] = bisect_probe.Commit("2" * 40, "bump *numpy* <b>")
@@ -227,6 +227,9 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
         "t.py::test_b: +0.30% from good to bad, within its minimum effect of 0.50% (the counts' "
         "floor, or what they spread between its calls): no step searched"
     )
+    undecided = Verdict(INCONCLUSIVE, 1.0, ratio=1.04, effect=0.005)
+    report_u = Report(found, commits, [1.0], {"t.py::test_b": undecided}, {})
+    assert "its counted calls spread too much to say" in lines(report_u)[1]
     text = as_markdown(report, "good HEAD")
     assert "<b>" not in text and "*numpy*" not in text
     # --markdown replaces its own earlier file, never one it did not write

@@ -87,6 +87,11 @@ def _within(v: Verdict, timed: bool) -> str:
             f"{change} from good to bad, timed beside the good commit, within the minimum "
             f"effect of {effect}: no step searched"
         )
+    if v.status == INCONCLUSIVE:
+        return (
+            f"{change} from good to bad: its counted calls spread too much to say (undecided "
+            "by counts): no step searched"
+        )
     return (
         f"{change} from good to bad, within its minimum effect of {effect} (the counts' floor, "
         "or what they spread between its calls): no step searched"

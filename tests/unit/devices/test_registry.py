@@ -148,3 +148,21 @@ def test_torch_cpu_device_when_installed() -> None:
     first = cpu.random((5,), "f32")
     cpu.reseed(3)
     assert torch.equal(cpu.random((5,), "f32"), first)
+
+
+def test_a_backend_filter_leaves_libraries_it_cannot_pick_unprobed() -> None:
+    """``--perf-backends numpy``: a marker's ``cpu`` resolves numpy's device and a placeholder
+    for torch's, never importing torch (a counted process pays seconds under valgrind for it)."""
+    base, probed = fake_registry()
+    reg = Registry(dict(base._probes), only=("numpy",))
+    entries = reg.resolve("cpu")
+    assert [(e.id, e.device is not None) for e in entries] == [
+        ("numpy-cpu", True),
+        ("torch-cpu", False),
+    ]
+    assert probed == ["numpy"]  # torch was never probed
+    assert not any(matches("numpy", e) for e in entries if e.device is None)
+    # a device id or a kind picks its library's devices as before
+    for only, wanted in ((("torch-cuda0",), "torch-cuda0"), (("cuda",), "torch-cuda0")):
+        reg = Registry(dict(fake_registry()[0]._probes), only=only)
+        assert wanted in [e.id for e in reg.resolve("torch") if e.device is not None]
