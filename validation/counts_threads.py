@@ -3,7 +3,7 @@ is counted call by call under callgrind, as the counted process counts it (every
 collects, the calling thread around its calls only, first-come-first-served turns, the pinned
 environment of runs/counted.py), quiet and beside CPU-bound processes, and each call's
 instructions are kept twice: all of them, and less what the threads spent waiting for each other
-(host/callgrind.WAIT_FUNCTIONS). The first ``--warm`` windows are counted but reported apart
+(host/callgrind_dumps.WAIT_FUNCTIONS). The first ``--warm`` windows are counted but reported apart
 (the counted process drops them).
 
 ``python -m validation.counts_threads --out docs/data/counts-threads.json``
@@ -68,7 +68,7 @@ import gc, json, sys
 from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
-from pytest_burnperf.host import callgrind
+from pytest_burnperf.host import callgrind, callgrind_dumps
 threads, windows, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 {imports}
 {setup}
@@ -86,8 +86,8 @@ with threadpool_limits(threads):
         fn()
         req.toggle()
         path = req.dump(f"#{{i}}")
-        total = callgrind.read_dump(path)["Ir"]
-        got.append([total, callgrind.waiting(path).get("Ir", 0)])
+        total = callgrind_dumps.read_dump(path)["Ir"]
+        got.append([total, callgrind_dumps.waiting(path).get("Ir", 0)])
         path.unlink()
     req.toggle()
     req.stop()

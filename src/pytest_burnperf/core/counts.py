@@ -15,7 +15,7 @@ cycles for an access that misses L1 and hits the last level, :data:`LL_MISS` for
 to memory. They see the same work done with a worse access pattern (instructions do not);
 neither sees time spent waiting (sleeps, I/O, locks) or gained from more threads. Every thread's
 instructions count (a BLAS or OpenMP pool's too), except a thread's waiting for another
-(host/callgrind.WAIT_FUNCTIONS).
+(host/callgrind_dumps.WAIT_FUNCTIONS).
 """
 
 from __future__ import annotations

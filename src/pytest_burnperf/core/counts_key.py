@@ -10,6 +10,7 @@ from collections.abc import Mapping
 KEY_FIELDS = (
     "arch",
     "cache",
+    "counting",
     "cpuid",
     "simulated_cpu",
     "python",
@@ -69,6 +70,7 @@ def counts_key(
     arch: str,
     valgrind: str,
     cache: str,
+    counting: str,
     cpuid: str,
     simulated_cpu: str,
     python: str,
@@ -87,6 +89,7 @@ def counts_key(
         "arch": arch,
         "valgrind": valgrind,
         "cache": cache,
+        "counting": counting,
         "cpuid": cpuid,
         "simulated_cpu": simulated_cpu,
         "python": python,
@@ -117,6 +120,11 @@ def key_difference(
             continue
         if name not in stored and name in KEY_DEFAULTS:
             old = KEY_DEFAULTS[name]
+        elif name == "counting" and name not in stored:
+            return (
+                "the counts baseline was counted by an older rule (allocators' paths and glibc's "
+                "copy loops included, which move with what ran before in the process)"
+            )
         elif name not in stored:
             return (
                 f"the counts baseline's key has no {name} (recorded by an older "

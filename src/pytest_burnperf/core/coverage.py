@@ -64,7 +64,7 @@ _WHY_TEXT = {
     NO_COUNTS: "no counts baseline recorded",
     OTHER_MACHINE: "their baselines come from another machine or device",
     COUNTS_KEY: "their counts baselines were counted under another key (the simulated CPU, "
-    "Python build, C library, library versions or threads)",
+    "Python build, C library, library versions, threads or counting rule)",
     SAMPLED_OTHERWISE: "their baselines were sampled with other pedantic settings (rounds, "
     "iterations, warm-up rounds or setup): a sample means something else",
     HOST: "the host was busy while they ran",

@@ -7,7 +7,7 @@ count), except the calling thread, which switches its collection on and off arou
 call; the process then asks for a dump (callgrind's client requests), so imports, setup,
 calibration and the plugin's own bookkeeping are never counted. Threads take turns under
 valgrind's fair (first come, first served) scheduler, and what a thread executes while it only
-waits for another (:data:`WAIT_FUNCTIONS`) is left out of the counts: how long a wait spins
+waits for another (host/callgrind_dumps.py) is left out of the counts: how long a wait spins
 depends on the host, not on the work. Client requests are a magic instruction sequence
 that does nothing on a real CPU and that valgrind recognises; they are issued here from a few
 bytes of machine code mapped executable at run time (no C compiler, no extension module).
@@ -31,7 +31,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,19 +48,6 @@ EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
 VALGRIND_ENV = "BURNPERF_VALGRIND"
 #: The prefix of a counted process's dump files in its dump directory.
 DUMP_PREFIX = "callgrind"
-#: Functions whose own instructions are a thread waiting for another, left out of the counts.
-#: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher
-#: (``exec_blas``, ``exec_blas_async_wait``), the worker loop (``blas_thread_server``) and the
-#: level-3 driver (``inner_thread``), whose own instructions are those loops and a little
-#: bookkeeping (the kernels they call are counted). Measured (docs/gate.md, "Every thread"): a
-#: 200x200 float64 matmul on 2 threads counted 7.31 M instructions a call quiet and 5.33 M beside
-#: two busy processes (calls up to 57% apart); without these functions 4,119,306 and 4,119,314,
-#: calls 0.03% apart. libgomp and Intel's OpenMP wait
-#: without spinning in a counted process (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``).
-WAIT_FUNCTIONS = frozenset(
-    {"exec_blas", "exec_blas_async_wait", "blas_thread_server", "inner_thread", "sched_yield"}
-)
-
 # callgrind's requests: VG_USERREQ_TOOL_BASE('C', 'T') + n (valgrind/callgrind.h)
 _CT = (ord("C") << 24) | (ord("T") << 16)
 DUMP_STATS_AT = _CT + 3
@@ -220,101 +207,6 @@ def command(valgrind: str, dump_dir: Path) -> list[str]:
         "--compress-pos=no",
         f"--callgrind-out-file={dump_dir / DUMP_PREFIX}.%p",
     ]
-
-
-def read_dump(path: Path) -> dict[str, int]:
-    """The event totals of one callgrind dump (``{"Ir": ..., "D1mr": ...}``); events the dump
-    does not list are 0. Raises ``ValueError`` naming the file when it has none."""
-    names: list[str] | None = None
-    totals: list[int] | None = None
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if line.startswith("events:"):
-                names = line.split()[1:]
-            elif line.startswith("summary:") or (line.startswith("totals:") and totals is None):
-                totals = [int(x) for x in line.split()[1:]]
-                if line.startswith("summary:"):
-                    break
-    if names is None or totals is None:
-        raise ValueError(f"callgrind dump {path}: no events and totals lines")
-    got = dict(zip(names, totals + [0] * (len(names) - len(totals)), strict=True))
-    return {e: int(got.get(e, 0)) for e in (*EVENTS, *(n for n in names if n not in EVENTS))}
-
-
-def _name(ref: str, labels: dict[str, str]) -> str:
-    """A name field of a dump (``fn=``, ``ob=`` ...), also in callgrind's compressed form:
-    ``(12) name`` defines label 12 in ``labels``, ``(12)`` refers to it."""
-    ref = ref.strip()
-    if not ref.startswith("("):
-        return ref
-    key, _, name = ref.partition(")")
-    name = name.strip() or labels.get(key, "")
-    labels[key] = name
-    return name
-
-
-def _self_costs(path: Path) -> Iterator[tuple[str, str, list[int]]]:
-    """Each own-cost line of a dump as (function, object, its event values in the order of the
-    ``events:`` line); the inclusive cost of a call (the line after ``calls=``) is not one."""
-    fns: dict[str, str] = {}
-    obs: dict[str, str] = {}
-    fn = ob = ""
-    skip = False
-    npos = 1
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            head = line[:1]
-            if head.isdigit() or head in "+-*":
-                if skip:
-                    skip = False
-                else:
-                    yield fn, ob, [int(v) for v in line.split()[npos:]]
-            elif line.startswith("fn="):
-                fn = _name(line[3:], fns)
-            elif line.startswith("cfn="):
-                _name(line[4:], fns)
-            elif line.startswith("ob="):
-                ob = _name(line[3:], obs)
-            elif line.startswith("cob="):
-                _name(line[4:], obs)
-            elif line.startswith("calls="):
-                skip = True
-            elif line.startswith("positions:"):
-                npos = len(line.split()) - 1
-
-
-def _event_names(path: Path) -> list[str]:
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if line.startswith("events:"):
-                return line.split()[1:]
-    return []
-
-
-def waiting(path: Path, functions: frozenset[str] = WAIT_FUNCTIONS) -> dict[str, int]:
-    """The events a dump counts in ``functions``' own code (not what they call): threads
-    waiting for each other. A name matches with a compiler suffix (``inner_thread.constprop.0``)
-    and with callgrind's compressed names (``fn=(12) name``) alike."""
-    got: list[int] = []
-    for fn, _ob, values in _self_costs(path):
-        if fn.split(".", 1)[0] in functions:
-            got.extend([0] * (len(values) - len(got)))
-            for i, v in enumerate(values):
-                got[i] += v
-    names = _event_names(path)
-    return {n: got[i] for i, n in enumerate(names) if i < len(got) and got[i]}
-
-
-def interpreter_share(path: Path) -> float:
-    """The share of a dump's instructions executed in the Python interpreter itself (the
-    ``python`` executable or ``libpython``), from the self costs of its objects (``ob=``)."""
-    inside = total = 0
-    for _fn, ob, values in _self_costs(path):
-        if values:
-            total += values[0]
-            if ob.rsplit("/", 1)[-1].startswith(("python", "libpython")):
-                inside += values[0]
-    return inside / total if total else 0.0
 
 
 @dataclass

@@ -30,7 +30,7 @@ from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_nu
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.devices.base import Device
-from pytest_burnperf.host import callgrind
+from pytest_burnperf.host import callgrind, callgrind_dumps
 from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation, Unavailable
 from pytest_burnperf.runs import counted
 
@@ -142,12 +142,10 @@ def count(
         )
 
     def read(path: Path) -> dict[str, float]:
-        """A call's events less what its threads spent waiting for each other."""
+        """A call's events less what its threads spent waiting for each other, its allocator
+        calls at their fixed cost (host/callgrind_dumps.py)."""
         try:
-            events: dict[str, float] = dict(callgrind.read_dump(path))
-            for name, wait in callgrind.waiting(path).items():
-                events[name] = max(0, events.get(name, 0) - wait)
-            return {**events, "interpreter": callgrind.interpreter_share(path)}
+            return callgrind_dumps.counted_events(path)
         finally:
             path.unlink(missing_ok=True)
 
@@ -186,6 +184,7 @@ def key(device: Device, threads: int) -> dict[str, object]:
     CPU and what the libraries dispatch on, the interpreter and its build and settings, libc,
     the libraries' versions and the thread count."""
     return {
+        "counting": callgrind_dumps.RULE,
         "cpuid": callgrind.cpuid_signature(),
         "simulated_cpu": simulated_cpu(device),
         "python": f"{platform.python_implementation()} {platform.python_version()}",

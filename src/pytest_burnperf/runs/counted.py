@@ -51,10 +51,28 @@ PINNED_ENV = {
     "OPENBLAS_THREAD_TIMEOUT": "4",
     "MALLOC_MMAP_THRESHOLD_": "131072",
 }
+#: glibc's tunables for its copy and fill functions, the same on every host: left to glibc,
+#: the loop a ``memcpy`` or ``memset`` takes is chosen by the host's cache sizes (read through
+#: CPUID: 480 MiB of "shared cache" on one host, 32 MiB on another, so a large copy ran
+#: non-temporal stores on one and not the other) and by ``rep movsb`` thresholds, and ``rep
+#: movsb``'s path depends on how the buffers sit to each other (a JSON round trip's copies
+#: counted 76 k or 93 k instructions in two processes). Fixed here: the cache sizes of the
+#: simulated caches (host/callgrind.CACHE_MODEL), no ``rep movsb``/``rep stosb`` and no
+#: non-temporal stores, so a copy's instructions follow its length.
+GLIBC_TUNABLES = ":".join(
+    (
+        "glibc.cpu.x86_data_cache_size=32768",
+        "glibc.cpu.x86_shared_cache_size=8388608",
+        "glibc.cpu.x86_non_temporal_threshold=0xfffffffffffffff",
+        "glibc.cpu.x86_rep_movsb_threshold=0xffffffffffffffff",
+        "glibc.cpu.x86_rep_stosb_threshold=0xffffffffffffffff",
+    )
+)
 #: What a counted process always gets, whatever the run's environment says: the hash seed
 #: decides the order of every dict and set of strings, hence the interpreter's work
-#: (``PYTHONHASHSEED=random`` moved a pure-Python benchmark's counts between processes).
-FORCED_ENV = {"PYTHONHASHSEED": "0"}
+#: (``PYTHONHASHSEED=random`` moved a pure-Python benchmark's counts between processes), and
+#: :data:`GLIBC_TUNABLES`.
+FORCED_ENV = {"PYTHONHASHSEED": "0", "GLIBC_TUNABLES": GLIBC_TUNABLES}
 #: What a counted process does not get from the run's environment: each changes the
 #: instructions that all Python code runs, not the code under test (``PYTHONMALLOC=malloc``
 #: counted an unchanged pure-Python benchmark +34%): another allocator or its debug hooks and
@@ -131,6 +149,9 @@ def left_out(base: Mapping[str, str] | None = None) -> str | None:
     seed = env.get("PYTHONHASHSEED")
     if seed is not None and seed != FORCED_ENV["PYTHONHASHSEED"]:
         gone.append(f"PYTHONHASHSEED={seed} (counted with 0)")
+    tunables = env.get("GLIBC_TUNABLES")
+    if tunables and tunables != GLIBC_TUNABLES:
+        gone.append(f"GLIBC_TUNABLES={tunables} (counted with fixed copy tunables)")
     if not gone:
         return None
     return (

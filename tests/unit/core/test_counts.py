@@ -122,6 +122,7 @@ def _key(**changes: Any) -> dict[str, Any]:
         arch="x86_64",
         valgrind="3.19.0",
         cache="I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64",
+        counting="the rule",
         cpuid="GenuineIntel 'Intel(R) Core(TM) i7-4910MQ CPU @ 2.90GHz' 0x306c3 #3364e50afd6e",
         simulated_cpu="numpy=X86_V3",
         python="CPython 3.11.7",

@@ -1,0 +1,163 @@
+"""Reading callgrind's dumps: their totals, each function's own cost and calls, and what a
+counted call's counts are made of (what host/callgrind.py's counted processes dump).
+
+A counted call's counts are the dump's totals less what its threads executed while they only
+waited for each other (:data:`WAIT_FUNCTIONS`): how long a wait spins depends on the host's
+speed and valgrind's turns, not on the code. glibc's copy and fill functions (``memcpy``,
+``memset``) would be another such cost (which loop they take depends on the host's cache sizes
+and on how the buffers sit to each other); a counted process runs them with fixed tunables
+(runs/counted.GLIBC_TUNABLES), so the same copy takes the same loop on every host."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_burnperf.host.callgrind import EVENTS
+
+#: How counted calls are counted, as the counts key holds it (core/counts_key.py): counts
+#: taken by another rule do not compare.
+RULE = "waits left out; glibc copies with fixed tunables"
+#: Functions whose own instructions are a thread waiting for another, left out of the counts.
+#: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher
+#: (``exec_blas``, ``exec_blas_async_wait``), the worker loop (``blas_thread_server``) and the
+#: level-3 driver (``inner_thread``), whose own instructions are those loops and a little
+#: bookkeeping (the kernels they call are counted). Measured (docs/gate.md, "Every thread"): a
+#: 200x200 float64 matmul on 2 threads counted 7.31 M instructions a call quiet and 5.33 M beside
+#: two busy processes (calls up to 57% apart); without these functions 4,119,306 and 4,119,314,
+#: calls 0.03% apart. libgomp and Intel's OpenMP wait
+#: without spinning in a counted process (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0``).
+WAIT_FUNCTIONS = frozenset(
+    {"exec_blas", "exec_blas_async_wait", "blas_thread_server", "inner_thread", "sched_yield"}
+)
+
+
+def function_name(fn: str) -> str:
+    """A dump's function name without what callgrind and compilers add: a recursion level
+    (``f'2``) and a clone suffix (``unlink_chunk.constprop.0``)."""
+    return fn.split("'", 1)[0].split(".", 1)[0]
+
+
+@dataclass
+class DumpCosts:
+    """One dump read once: the events, each (function, object)'s own cost and how often each
+    function was called (call counts include calls made while collection was off)."""
+
+    events: list[str] = field(default_factory=list)
+    own: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def own_cost(self, match: frozenset[str]) -> dict[str, int]:
+        """The events executed in the own code of the functions ``match`` names."""
+        got = [0] * len(self.events)
+        for (fn, _ob), values in self.own.items():
+            if function_name(fn) in match:
+                for i, v in enumerate(values[: len(got)]):
+                    got[i] += v
+        return {n: v for n, v in zip(self.events, got, strict=True) if v}
+
+
+def costs(path: Path) -> DumpCosts:
+    """Read ``path``'s own-cost lines and call counts (the inclusive cost of a call, the line
+    after ``calls=``, is not an own cost)."""
+    out = DumpCosts()
+    fns: dict[str, str] = {}
+    obs: dict[str, str] = {}
+    fn = ob = cfn = ""
+    skip = False
+    npos = 1
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            head = line[:1]
+            if head.isdigit() or head in "+-*":
+                if skip:
+                    skip = False
+                    continue
+                values = [int(v) for v in line.split()[npos:]]
+                if values:
+                    mine = out.own.setdefault((fn, ob), [])
+                    mine.extend([0] * (len(values) - len(mine)))
+                    for i, v in enumerate(values):
+                        mine[i] += v
+            elif line.startswith("fn="):
+                fn = _name(line[3:], fns)
+            elif line.startswith("cfn="):
+                cfn = _name(line[4:], fns)
+            elif line.startswith("ob="):
+                ob = _name(line[3:], obs)
+            elif line.startswith("cob="):
+                _name(line[4:], obs)
+            elif line.startswith("calls="):
+                skip = True
+                count = line[6:].split(maxsplit=1)[0]
+                out.calls[cfn] += int(count) if count.isdigit() else 0
+            elif line.startswith("positions:"):
+                npos = len(line.split()) - 1
+            elif line.startswith("events:"):
+                out.events = line.split()[1:]
+    return out
+
+
+def counted_events(path: Path) -> dict[str, float]:
+    """A counted call's events from its dump: the totals less the waiting functions' own cost,
+    with ``interpreter``, the share of the instructions executed in the interpreter itself."""
+    read = costs(path)
+    events: dict[str, float] = dict(read_dump(path))
+    for name, value in read.own_cost(WAIT_FUNCTIONS).items():
+        events[name] = max(0, events.get(name, 0) - value)
+    return {**events, "interpreter": _interpreter_share(read)}
+
+
+def waiting(path: Path, functions: frozenset[str] = WAIT_FUNCTIONS) -> dict[str, int]:
+    """The events a dump counts in ``functions``' own code (not what they call): threads
+    waiting for each other. A name matches with a compiler suffix (``inner_thread.constprop.0``)
+    and with callgrind's compressed names (``fn=(12) name``) alike."""
+    return costs(path).own_cost(functions)
+
+
+def interpreter_share(path: Path) -> float:
+    """The share of a dump's instructions executed in the Python interpreter itself (the
+    ``python`` executable or ``libpython``), from the self costs of its objects (``ob=``)."""
+    return _interpreter_share(costs(path))
+
+
+def _interpreter_share(read: DumpCosts) -> float:
+    inside = total = 0
+    for (_fn, ob), values in read.own.items():
+        if values:
+            total += values[0]
+            if ob.rsplit("/", 1)[-1].startswith(("python", "libpython")):
+                inside += values[0]
+    return inside / total if total else 0.0
+
+
+def read_dump(path: Path) -> dict[str, int]:
+    """The event totals of one callgrind dump (``{"Ir": ..., "D1mr": ...}``); events the dump
+    does not list are 0. Raises ``ValueError`` naming the file when it has none."""
+    names: list[str] | None = None
+    totals: list[int] | None = None
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("summary:") or (line.startswith("totals:") and totals is None):
+                totals = [int(x) for x in line.split()[1:]]
+                if line.startswith("summary:"):
+                    break
+    if names is None or totals is None:
+        raise ValueError(f"callgrind dump {path}: no events and totals lines")
+    got = dict(zip(names, totals + [0] * (len(names) - len(totals)), strict=True))
+    return {e: int(got.get(e, 0)) for e in (*EVENTS, *(n for n in names if n not in EVENTS))}
+
+
+def _name(ref: str, labels: dict[str, str]) -> str:
+    """A name field of a dump (``fn=``, ``ob=`` ...), also in callgrind's compressed form:
+    ``(12) name`` defines label 12 in ``labels``, ``(12)`` refers to it."""
+    ref = ref.strip()
+    if not ref.startswith("("):
+        return ref
+    key, _, name = ref.partition(")")
+    name = name.strip() or labels.get(key, "")
+    labels[key] = name
+    return name

@@ -1,0 +1,117 @@
+"""host/callgrind_dumps.py on made-up dumps: totals, own costs and calls, what waits left
+out of a counted call's counts, the copy tunables and the counting rule in the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.core import counts_key
+from pytest_burnperf.host import callgrind_dumps
+from pytest_burnperf.runs import counted
+
+DUMP = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+pid: 4242
+cmd:  python -m pytest
+part: 3
+
+desc: I1 cache: 32768 B, 64 B, 8-way associative
+positions: line
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+summary: 1511834 316722 299268 1055 13278 2732 2 1 0
+
+fl=(1) x.c
+fn=(1) f
+0 1511834 316722 299268 1055 13278 2732 2 1 0
+
+totals: 1524666 310000 290000 1055 13278 2732 2 1 0
+"""
+
+
+def test_read_dump_takes_the_summary(tmp_path: Path) -> None:
+    path = tmp_path / "callgrind.4242.1"
+    path.write_text(DUMP, encoding="utf-8")
+    got = callgrind_dumps.read_dump(path)
+    assert got["Ir"] == 1511834 and got["D1mr"] == 13278 and got["DLmw"] == 0
+
+
+def test_read_dump_pads_short_totals_and_refuses_junk(tmp_path: Path) -> None:
+    short = tmp_path / "short"
+    short.write_text("events: Ir Dr\ntotals: 12\n", encoding="utf-8")
+    assert callgrind_dumps.read_dump(short)["Ir"] == 12
+    assert callgrind_dumps.read_dump(short)["Dr"] == 0
+    junk = tmp_path / "junk"
+    junk.write_text("nothing here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="junk: no events and totals"):
+        callgrind_dumps.read_dump(junk)
+
+
+def test_interpreter_share_counts_self_costs_not_calls(tmp_path: Path) -> None:
+    dump = tmp_path / "d"
+    dump.write_text(
+        "events: Ir\n"
+        "ob=(1) /usr/bin/python3.11\nfn=(1) _PyEval_EvalFrameDefault\n0 600\n"
+        "cob=(2) /site-packages/numpy/_core/_multiarray_umath.so\ncfn=(2) sort\ncalls=1 0\n0 400\n"
+        "ob=(2)\nfn=(2)\n0 400\n"
+        "ob=(3) /lib/libpython3.11.so.1.0\nfn=(3) PyObject_Free\n0 100\n",
+        encoding="utf-8",
+    )
+    assert callgrind_dumps.interpreter_share(dump) == pytest.approx(700 / 1100)
+
+
+def test_waiting_is_the_own_cost_of_the_wait_functions_however_named(tmp_path: Path) -> None:
+    dump = tmp_path / "d"
+    dump.write_text(
+        "positions: line\nevents: Ir D1mr\n"
+        # the level-3 driver spins (own cost) and calls the kernel (not waiting)
+        "fn=(1) inner_thread\n0 3000 7\ncfn=(2) dgemm_kernel_HASWELL\ncalls=4 0\n0 9000 50\n"
+        "fn=(2)\n0 9000 50\n"
+        # a compiler's suffix, a name given first in a call line, a short cost line
+        "fn=(3) exec_blas.constprop.0\n0 500\ncfn=(4) sched_yield\ncalls=10 0\n0 200\n"
+        "fn=(4)\n0 200 1\n"
+        "fn=(5) exec_blas_helper\n0 40\n",
+        encoding="utf-8",
+    )
+    assert callgrind_dumps.waiting(dump) == {"Ir": 3700, "D1mr": 8}
+    assert callgrind_dumps.waiting(dump, frozenset({"nothing"})) == {}
+
+
+def test_counted_events_leave_out_waiting_and_name_the_interpreter_share(tmp_path: Path) -> None:
+    dump = tmp_path / "d"
+    dump.write_text(
+        "positions: line\nevents: Ir Dr\n"
+        "ob=(1) /usr/lib/libpython3.11.so.1.0\nfn=(1) f\n0 5000 900\n"
+        "ob=(2) /usr/lib/libopenblas.so\nfn=(2) sched_yield\n0 700 10\n"
+        "fn=(3) dgemm_kernel\n0 5000 100\n"
+        "totals: 10700 1010\n",
+        encoding="utf-8",
+    )
+    got = callgrind_dumps.counted_events(dump)
+    assert got["Ir"] == 10000 and got["Dr"] == 1000
+    assert got["interpreter"] == pytest.approx(5000 / 10700)
+
+
+def test_names_with_recursion_levels_and_clone_suffixes() -> None:
+    assert callgrind_dumps.function_name("_Py_Dealloc'2") == "_Py_Dealloc"
+    assert callgrind_dumps.function_name("unlink_chunk.constprop.0") == "unlink_chunk"
+
+
+def test_counted_processes_run_glibcs_copies_the_same_way_everywhere() -> None:
+    env = counted.environment({"GLIBC_TUNABLES": "glibc.malloc.check=3", "PATH": "/bin"})
+    assert env["GLIBC_TUNABLES"] == counted.GLIBC_TUNABLES
+    assert "x86_rep_movsb_threshold" in env["GLIBC_TUNABLES"]
+    note = counted.left_out({"GLIBC_TUNABLES": "glibc.malloc.check=3"})
+    assert note is not None and "GLIBC_TUNABLES=glibc.malloc.check=3" in note
+    assert counted.left_out({"GLIBC_TUNABLES": counted.GLIBC_TUNABLES}) is None
+
+
+def test_counts_taken_by_the_older_rule_are_another_key() -> None:
+    now = {name: "same" for name in counts_key.KEY_FIELDS} | {"libraries": {}}
+    now["counting"] = callgrind_dumps.RULE
+    older = {k: v for k, v in now.items() if k != "counting"}
+    why = counts_key.key_difference(older, now)
+    assert why is not None and "older rule" in why
+    assert counts_key.key_difference(dict(now), now) is None
