@@ -8,9 +8,10 @@ are counted as a counted process counts them (core/counts.count_calls, the count
 events from host/callgrind_dumps.counted_events), in ``--histories`` processes that each first
 allocate and keep a different number of objects and import different modules. Once with glibc's
 defaults, once with the counted process's fixed copy tunables (runs/counted.GLIBC_TUNABLES). For
-each workload: the spread (max - min over the median) of the per-process medians, and the same
-less the allocators' own instructions (CPython's small-object allocator and glibc's malloc),
-which shows how much of what is left is theirs.
+each workload, the spread (max - min over the median) of the per-process medians of: the
+dump's total (``raw``), the same less the allocators' own instructions (CPython's small-object
+allocator and glibc's malloc), and the counted call's instructions as the plugin counts them
+(``counted``: the allocators' calls at a fixed cost, host/callgrind_dumps.py).
 
 ``python -m validation.counts_history --histories 7 --out docs/data/counts-history.json``
 """
@@ -54,6 +55,10 @@ ALLOCATORS = [
     "sysmalloc",
     "allocate_from_new_pool",
 ]
+
+#: What each process reports per workload: the counted call's instructions as the plugin
+#: counts them, the dump's total, and the total less the allocators' own instructions.
+KINDS = ("raw", "raw_less_allocators", "counted")
 
 CHILD = """
 import gc, json, re, statistics, sys
@@ -103,15 +108,17 @@ for name, fn in WORK.items():
 
     def read(path):
         events = callgrind_dumps.counted_events(path)
+        raw = callgrind_dumps.read_dump(path)["Ir"]
         own = callgrind_dumps.costs(path).own_cost(ALLOCATORS).get("Ir", 0)
-        rows.append((events["Ir"], own))
+        rows.append((events["Ir"], raw, own))
         path.unlink()
         return {{"Ir": events["Ir"]}}
 
     counts.count_calls(lambda: (fn, None), requests, read, calls=4, label=name, first_calls=4)
     got[name] = {{
-        "instructions": statistics.median(r[0] for r in rows),
-        "less_allocators": statistics.median(r[0] - r[1] for r in rows),
+        "counted": statistics.median(r[0] for r in rows),
+        "raw": statistics.median(r[1] for r in rows),
+        "raw_less_allocators": statistics.median(r[1] - r[2] for r in rows),
         "per_call": [r[0] for r in rows],
     }}
 out.write_text(json.dumps(got))
@@ -165,20 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     for tunables in (False, True):
         mine = [r for r in runs if r["tunables"] == tunables]
         for name in mine[0]["workloads"]:
-            whole = [r["workloads"][name]["instructions"] for r in mine]
-            rest = [r["workloads"][name]["less_allocators"] for r in mine]
-            row = {
-                "tunables": tunables,
-                "workload": name,
-                "median_instructions": statistics.median(whole),
-                "spread_pct": round(100 * spread(whole), 3),
-                "spread_less_allocators_pct": round(100 * spread(rest), 3),
-            }
+            got = {k: [r["workloads"][name][k] for r in mine] for k in KINDS}
+            row: dict[str, Any] = {"tunables": tunables, "workload": name}
+            for kind, values in got.items():
+                row[f"median_{kind}"] = statistics.median(values)
+                row[f"spread_{kind}_pct"] = round(100 * spread(values), 3)
             table.append(row)
             print(
-                f"{'fixed' if tunables else 'glibc'} {name:9s} {row['median_instructions']:>12,.0f}"
-                f"  spread {row['spread_pct']:.3f}%  less allocators "
-                f"{row['spread_less_allocators_pct']:.3f}%",
+                f"{'fixed' if tunables else 'glibc'} {name:9s} {row['median_raw']:>12,.0f}  "
+                + "  ".join(f"{k} {row[f'spread_{k}_pct']:.3f}%" for k in KINDS),
                 flush=True,
             )
     if args.out:

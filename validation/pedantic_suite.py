@@ -195,6 +195,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=3, help="unchanged and planted sessions each")
     ap.add_argument("--plant", type=float, default=0.15)
+    ap.add_argument("--measures", default="time,counts", help="comma-separated")
+    ap.add_argument(
+        "--compositions",
+        action="store_true",
+        help="also judge with -k selections, so each counted process runs other benchmarks "
+        "before each one than the recording did",
+    )
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class
@@ -208,20 +215,26 @@ def main() -> None:
         (root / "pytest.ini").write_text("[pytest]\n")
         busy = subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)])
         try:
-            for measure in ("time", "counts"):
+            measures = args.measures.split(",")
+            selections = [[]]
+            if args.compositions:
+                selections += [["-k", "test_score"], ["-k", "digest or control"]]
+            for measure in measures:
                 rec = _run(root, "--update-baselines", "--perf-measure", measure)
                 rec["kind"] = f"record {measure}"
                 print(f"recorded {measure}: exit {rec['exit']} in {rec['wall_s']} s", flush=True)
                 sessions.append(rec)
             for i in range(args.sessions):
-                for measure in ("time", "counts"):
-                    for plant in (0.0, args.plant):
-                        s = _run(root, "--perf-measure", measure, plant=plant)
-                        s["kind"] = f"{measure} {'planted' if plant else 'unchanged'}"
-                        statuses = [r["status"] for r in s["results"]]
-                        print(f"{i}: {s['kind']}: exit {s['exit']} in {s['wall_s']} s: "
-                              f"{ {x: statuses.count(x) for x in set(statuses)} }", flush=True)  # fmt: skip
-                        sessions.append(s)
+                for measure, plant, selection in (
+                    (m, p, k) for m in measures for p in (0.0, args.plant) for k in selections
+                ):
+                    s = _run(root, "--perf-measure", measure, *selection, plant=plant)
+                    s["kind"] = f"{measure} {'planted' if plant else 'unchanged'}"
+                    s["selection"] = " ".join(selection) or "all"
+                    statuses = [r["status"] for r in s["results"]]
+                    print(f"{i}: {s['kind']}: exit {s['exit']} in {s['wall_s']} s: "
+                          f"{ {x: statuses.count(x) for x in set(statuses)} }", flush=True)  # fmt: skip
+                    sessions.append(s)
         finally:
             busy.kill()
             busy.wait()
@@ -229,7 +242,7 @@ def main() -> None:
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"hardware class {hardware_class()} ({describe(cpu_identity())}), "
         f"{platform.system()}, Python {platform.python_version()}",
-        "command": f"python -m validation.pedantic_suite --sessions {args.sessions}",
+        "command": "python -m validation.pedantic_suite " + " ".join(sys.argv[1:]),
         "load": "one bursty CPU-bound process beside (50 ms busy, 50 ms asleep)",
         "plant": args.plant,
         "minutes": round((time.monotonic() - t0) / 60, 1),

@@ -202,7 +202,7 @@ def command(valgrind: str, dump_dir: Path) -> list[str]:
         "--fair-sched=yes",
         "--cache-sim=yes",
         *(f"--{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items()),
-        "--dump-instr=no",
+        "--dump-instr=yes",  # each instruction: a function's entry counts its calls
         "--compress-strings=no",
         "--compress-pos=no",
         f"--callgrind-out-file={dump_dir / DUMP_PREFIX}.%p",

@@ -1,16 +1,32 @@
 """Reading callgrind's dumps: their totals, each function's own cost and calls, and what a
 counted call's counts are made of (what host/callgrind.py's counted processes dump).
 
-A counted call's counts are the dump's totals less what its threads executed while they only
-waited for each other (:data:`WAIT_FUNCTIONS`): how long a wait spins depends on the host's
-speed and valgrind's turns, not on the code. glibc's copy and fill functions (``memcpy``,
-``memset``) would be another such cost (which loop they take depends on the host's cache sizes
-and on how the buffers sit to each other); a counted process runs them with fixed tunables
-(runs/counted.GLIBC_TUNABLES), so the same copy takes the same loop on every host."""
+A counted call's counts are the dump's totals less two costs that depend on where and when the
+call ran, not on the code it ran:
+
+- **waiting** (:data:`WAIT_FUNCTIONS`): what a thread executes while it only waits for
+  another; how long a wait spins depends on the host's speed and valgrind's turns;
+- **the allocators' paths** (:data:`ALLOCATOR_CALLS`, :data:`ALLOCATOR_INSIDE`): CPython's
+  small-object allocator and glibc's malloc take more or fewer instructions per call with the
+  addresses they hand out and the state of their free lists, that is with what ran before in
+  the process (validation/counts_history.py: int arithmetic 1.0% apart between processes, all
+  of it in ``_PyObject_Free``; a regular expression 5.6%, in glibc's ``_int_malloc``). Each
+  allocator call counts a fixed cost instead: an allocation more still counts, a longer path
+  through the allocator does not.
+
+A call's allocator calls are counted by the executions of each allocator's first instruction
+(the dumps hold each instruction's cost), not by callgrind's call counts: those also count the
+calls made while collection was off (the plugin's own work between two counted calls).
+
+glibc's copy and fill functions (``memcpy``, ``memset``) would be a third such cost (which loop
+they take depends on the host's cache sizes and on how the buffers sit to each other); a
+counted process runs them with fixed tunables (runs/counted.GLIBC_TUNABLES), so the same copy
+takes the same loop on every host."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +34,10 @@ from pytest_burnperf.host.callgrind import EVENTS
 
 #: How counted calls are counted, as the counts key holds it (core/counts_key.py): counts
 #: taken by another rule do not compare.
-RULE = "waits left out; glibc copies with fixed tunables"
+RULE = (
+    "waits left out; allocator calls at a fixed cost; glibc copies with fixed tunables; "
+    "small calls counted once the interpreter settled"
+)
 #: Functions whose own instructions are a thread waiting for another, left out of the counts.
 #: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher
 #: (``exec_blas``, ``exec_blas_async_wait``), the worker loop (``blas_thread_server``) and the
@@ -33,6 +52,63 @@ WAIT_FUNCTIONS = frozenset(
 )
 
 
+#: The allocators' entry points, each counted at this fixed cost per call (near what a call
+#: takes on its common path, measured with CPython 3.11 and glibc 2.36) in place of the
+#: instructions it and :data:`ALLOCATOR_INSIDE` executed. ``_PyObject_*`` is CPython's
+#: small-object allocator (every object the interpreter makes), the others glibc's malloc.
+ALLOCATOR_CALLS: Mapping[str, int] = {
+    "_PyObject_Malloc": 24,
+    "_PyObject_Calloc": 30,
+    "_PyObject_Realloc": 10,
+    "_PyObject_Free": 36,
+    "malloc": 60,
+    "calloc": 80,
+    "realloc": 60,
+    "free": 40,
+    "posix_memalign": 80,
+    "aligned_alloc": 80,
+    "memalign": 80,
+}
+#: Other names the same entry points have in some builds' symbols.
+ALLOCATOR_ALIASES: Mapping[str, str] = {
+    "__libc_malloc": "malloc",
+    "__GI___libc_malloc": "malloc",
+    "__libc_calloc": "calloc",
+    "__libc_realloc": "realloc",
+    "__libc_free": "free",
+    "__GI___libc_free": "free",
+    "cfree": "free",
+    "__libc_memalign": "memalign",
+    "__posix_memalign": "posix_memalign",
+}
+#: The allocators' inner functions: their own cost is part of the entry point's fixed cost, and
+#: how often they run (a free list empty or not) depends on the allocator's state.
+ALLOCATOR_INSIDE = frozenset(
+    {
+        "_int_malloc",
+        "_int_free",
+        "_int_realloc",
+        "_int_memalign",
+        "_mid_memalign",
+        "unlink_chunk",
+        "malloc_consolidate",
+        "sysmalloc",
+        "alloc_perturb",
+        "tcache_init",
+        "tcache_get",
+        "tcache_put",
+        "allocate_from_new_pool",
+        "insert_to_usedpool",
+        "insert_to_freepool",
+        "new_arena",
+        "pymalloc_alloc",
+        "pymalloc_free",
+        "pymalloc_realloc",
+    }
+)
+_ALLOCATORS = frozenset(ALLOCATOR_CALLS) | frozenset(ALLOCATOR_ALIASES) | ALLOCATOR_INSIDE
+
+
 def function_name(fn: str) -> str:
     """A dump's function name without what callgrind and compilers add: a recursion level
     (``f'2``) and a clone suffix (``unlink_chunk.constprop.0``)."""
@@ -41,12 +117,16 @@ def function_name(fn: str) -> str:
 
 @dataclass
 class DumpCosts:
-    """One dump read once: the events, each (function, object)'s own cost and how often each
-    function was called (call counts include calls made while collection was off)."""
+    """One dump read once: the events, each (function, object)'s own cost, how often each
+    function was called (callgrind's call counts: they include calls made while collection was
+    off) and each function's entry executions."""
 
     events: list[str] = field(default_factory=list)
     own: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     calls: Counter[str] = field(default_factory=Counter)
+    #: Each function's lowest instruction address with its own cost and that instruction's
+    #: executions (where the dump holds each instruction: its entry, run once per call).
+    entries: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def own_cost(self, match: frozenset[str]) -> dict[str, int]:
         """The events executed in the own code of the functions ``match`` names."""
@@ -56,6 +136,16 @@ class DumpCosts:
                 for i, v in enumerate(values[: len(got)]):
                     got[i] += v
         return {n: v for n, v in zip(self.events, got, strict=True) if v}
+
+    def allocator_calls(self) -> int:
+        """The fixed instructions of the allocator calls made while collecting
+        (:data:`ALLOCATOR_CALLS` times the executions of each entry point's first
+        instruction)."""
+        total = 0
+        for fn, (_address, runs) in self.entries.items():
+            name = function_name(fn)
+            total += runs * ALLOCATOR_CALLS.get(ALLOCATOR_ALIASES.get(name, name), 0)
+        return total
 
 
 def costs(path: Path) -> DumpCosts:
@@ -74,12 +164,20 @@ def costs(path: Path) -> DumpCosts:
                 if skip:
                     skip = False
                     continue
-                values = [int(v) for v in line.split()[npos:]]
+                fields = line.split()
+                values = [int(v) for v in fields[npos:]]
                 if values:
                     mine = out.own.setdefault((fn, ob), [])
                     mine.extend([0] * (len(values) - len(mine)))
                     for i, v in enumerate(values):
                         mine[i] += v
+                    if npos > 1 and fields[0].startswith("0x"):
+                        address = int(fields[0], 16)
+                        seen = out.entries.get(fn)
+                        if seen is None or address < seen[0]:
+                            out.entries[fn] = (address, values[0])
+                        elif address == seen[0]:
+                            out.entries[fn] = (address, seen[1] + values[0])
             elif line.startswith("fn="):
                 fn = _name(line[3:], fns)
             elif line.startswith("cfn="):
@@ -100,12 +198,15 @@ def costs(path: Path) -> DumpCosts:
 
 
 def counted_events(path: Path) -> dict[str, float]:
-    """A counted call's events from its dump: the totals less the waiting functions' own cost,
-    with ``interpreter``, the share of the instructions executed in the interpreter itself."""
+    """A counted call's events from its dump: the totals less the waiting functions' own cost
+    and the allocators' (their calls counted at :data:`ALLOCATOR_CALLS` instead), with
+    ``interpreter``, the share of the instructions executed in the interpreter itself."""
     read = costs(path)
     events: dict[str, float] = dict(read_dump(path))
-    for name, value in read.own_cost(WAIT_FUNCTIONS).items():
-        events[name] = max(0, events.get(name, 0) - value)
+    for drop in (read.own_cost(WAIT_FUNCTIONS), read.own_cost(_ALLOCATORS)):
+        for name, value in drop.items():
+            events[name] = max(0, events.get(name, 0) - value)
+    events["Ir"] = events.get("Ir", 0) + read.allocator_calls()
     return {**events, "interpreter": _interpreter_share(read)}
 
 

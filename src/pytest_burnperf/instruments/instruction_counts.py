@@ -149,6 +149,13 @@ def count(
         finally:
             path.unlink(missing_ok=True)
 
+    def size(path: Path) -> float:
+        """A warm-up call's instructions, from its dump's totals (no parse of its functions)."""
+        try:
+            return float(callgrind_dumps.read_dump(path)["Ir"])
+        finally:
+            path.unlink(missing_ok=True)
+
     def synced() -> tuple[Any, Any]:
         call, after = make_call()
 
@@ -162,7 +169,13 @@ def count(
     with device.threads(threads), gc_off():
         try:
             got, first = counts.count_calls(
-                synced, requests, read, calls=calls, label=nodeid, limit_s=limit_s or None
+                synced,
+                requests,
+                read,
+                calls=calls,
+                label=nodeid,
+                limit_s=limit_s or None,
+                size=size,
             )
         except counts.TooSlow as exc:
             why = (

@@ -99,6 +99,61 @@ def test_names_with_recursion_levels_and_clone_suffixes() -> None:
     assert callgrind_dumps.function_name("unlink_chunk.constprop.0") == "unlink_chunk"
 
 
+def _alloc_dump(free_path: int, inner: int, leaked_calls: int = 0, frees: int = 10) -> str:
+    """A call (``f``: 5000 instructions) that frees ``frees`` blocks through CPython's allocator and
+    mallocs twice, dumped per instruction as a counted process dumps it. Only the allocators'
+    paths vary (``free_path`` instructions a free after its entry, ``inner`` in _int_malloc);
+    ``leaked_calls`` are calls made while collection was off, which callgrind's call counts
+    hold and no instruction does."""
+    return (
+        "positions: instr line\nevents: Ir Dr\n"
+        "ob=(1) /usr/lib/libpython3.11.so.1.0\n"
+        "fn=(1) f\n0x1000 1 5000 900\n"
+        f"cfn=(2) _PyObject_Free\ncalls={frees + leaked_calls} 0x2000 0\n"
+        f"0x1004 1 {frees * (1 + free_path)}\n"
+        "cob=(2) /lib/x86_64-linux-gnu/libc.so.6\ncfn=(3) malloc\ncalls=2 0x3000 0\n"
+        f"0x1008 1 {40 + inner}\n"
+        # _PyObject_Free: its entry runs once a call, the rest of its path a varying length
+        f"fn=(2)\n0x2000 1 {frees} 10\n0x2010 1 {frees * free_path} 30\n"
+        "ob=(2)\nfn=(3)\n0x3000 1 2 1\n0x3004 1 38 4\n"
+        f"cfn=(4) _int_malloc.constprop.0\ncalls=1 0x4000 0\n0x3008 1 {inner}\n"
+        f"fn=(4)\n0x4000 1 {inner} 3\n"
+        f"totals: {5000 + frees * (1 + free_path) + 40 + inner} 948\n"
+    )
+
+
+def test_allocator_calls_count_at_a_fixed_cost_whatever_their_path(tmp_path: Path) -> None:
+    cheap, dear = tmp_path / "cheap", tmp_path / "dear"
+    cheap.write_text(_alloc_dump(free_path=29, inner=60), encoding="utf-8")
+    dear.write_text(_alloc_dump(free_path=41, inner=95, leaked_calls=37), encoding="utf-8")
+    assert callgrind_dumps.read_dump(cheap)["Ir"] != callgrind_dumps.read_dump(dear)["Ir"]
+    fixed = 10 * callgrind_dumps.ALLOCATOR_CALLS["_PyObject_Free"]
+    fixed += 2 * callgrind_dumps.ALLOCATOR_CALLS["malloc"]
+    for path in (cheap, dear):
+        got = callgrind_dumps.counted_events(path)
+        # the code's own, and each allocator call (counted by its entry) at its fixed cost;
+        # the calls made while collection was off do not count
+        assert got["Ir"] == 5000 + fixed
+        assert got["Dr"] == 900  # the allocators' data accesses left out too
+        assert got["interpreter"] > 0
+
+
+def test_an_allocation_more_still_counts(tmp_path: Path) -> None:
+    one = tmp_path / "one"
+    one.write_text(_alloc_dump(29, 60), encoding="utf-8")
+    more = tmp_path / "more"
+    more.write_text(_alloc_dump(29, 60, frees=11), encoding="utf-8")
+    grew = callgrind_dumps.counted_events(more)["Ir"] - callgrind_dumps.counted_events(one)["Ir"]
+    assert grew == callgrind_dumps.ALLOCATOR_CALLS["_PyObject_Free"]
+
+
+def test_an_entry_is_the_lowest_address_however_the_lines_come() -> None:
+    costs = callgrind_dumps.DumpCosts(events=["Ir"])
+    costs.entries.update({"cfree": (0x10, 3), "__libc_malloc'2": (0x20, 2), "f": (0x30, 9)})
+    fixed = callgrind_dumps.ALLOCATOR_CALLS
+    assert costs.allocator_calls() == 3 * fixed["free"] + 2 * fixed["malloc"]
+
+
 def test_counted_processes_run_glibcs_copies_the_same_way_everywhere() -> None:
     env = counted.environment({"GLIBC_TUNABLES": "glibc.malloc.check=3", "PATH": "/bin"})
     assert env["GLIBC_TUNABLES"] == counted.GLIBC_TUNABLES
