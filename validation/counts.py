@@ -10,7 +10,7 @@ out: valgrind runs FMA-dense kernels about 1000 times slower than the CPU (docs/
 
 1. record counts baselines once, and time baselines at the CI settings;
 2. ``--sessions`` counted sessions, every other one beside ``validation.load`` (a bursty third
-   of a core): in each, a rotating half of the workloads does 5% more work
+   of a core): in each, a rotating half of the workloads does 5% more work (``--plant``)
    (``BURNPERF_VALIDATE_KNOBS``), the other half is unchanged;
 3. ``--timed`` timed sessions of the same benchmarks and knobs, for the wall time of each;
 4. with ``--peers``, every session also runs the synthetic workloads under pytest-benchmark's
@@ -198,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timed", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--peers", action="store_true", help="pytest-benchmark and asv beside")
+    ap.add_argument("--plant", type=float, default=PLANT, help="the planted work factor")
     a = ap.parse_args(argv)
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     work = Path(tempfile.mkdtemp(prefix="burnperf-counts-validation-"))
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     timed_record_s = time.monotonic() - t0
     sessions = []
     for i in range(a.sessions):
-        knobs = {n: (PLANT if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
+        knobs = {n: (a.plant if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
         s = session(work, f"counts-{i}", knobs, "--perf-measure", "counts", loaded=i % 2 == 1)
         if a.peers:
             peers = {k: v for k, v in knobs.items() if k not in ("cache-gather", "threaded-blas")}
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"session {i}: {s['seconds']:.0f} s exit {s['exit']}", file=sys.stderr, flush=True)
     timed = []
     for i in range(a.timed):
-        knobs = {n: (PLANT if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
+        knobs = {n: (a.plant if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
         timed.append(
             session(
                 work,
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": started,
         "machine": machine(),
         "workloads": list(NAMES),
-        "plant": PLANT,
+        "plant": a.plant,
         "record_seconds": {"counts": counted_record_s, "time": timed_record_s},
         "record_exit": {"counts": rec_counts["exit"], "time": rec_time["exit"]},
         "summary": summary,

@@ -205,12 +205,11 @@ def count_calls(
     and where their instructions do not agree (:func:`agree`) more, up to ``calls`` in all (after
     one more warm-up call: instrumentation was off while the first ones were read). Returns their
     counts and the first call's result (:class:`TooSlow` where that first call took longer than
-    ``limit_s``, before anything was instrumented). A small call (``settle``, default
-    :func:`settle_calls`: how many calls settle the interpreter, from the first calls'
-    instructions) runs that many times uninstrumented before it is counted; how large a call
-    is comes from the first warm-up call's dump (``size``: its instructions; default ``read``).
-    ``make_call()`` gives each call and what runs after it (a pedantic teardown), both prepared
-    and run outside the counted span. Every
+    ``limit_s``, before anything was instrumented). The first instrumented call says how large
+    a call is (``size``: its instructions, from its dump; default ``read``); a small one then
+    runs ``settle(instructions)`` times uninstrumented (default :func:`settle_calls`) before it
+    is counted. ``make_call()`` gives each call and what runs after it (a pedantic teardown),
+    both prepared and run outside the counted span. Every
     thread collects while instrumentation is on (callgrind's ``--collect-atstart=yes``: a thread
     pool's work counts); the calling thread switches its own collection off at once and on
     around each call only. Each call's counts, the other threads' included, are dumped and read
@@ -235,7 +234,7 @@ def count_calls(
         return out
 
     def settle_pass(n: int) -> None:
-        """``n`` calls at near-native speed, nothing instrumented (no pad: nothing is read)."""
+        """``n`` calls with nothing instrumented (no pad: nothing of them is read)."""
         for _ in range(n):
             call, after = make_call()
             call()
