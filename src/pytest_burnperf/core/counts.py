@@ -72,6 +72,9 @@ PROCESS_SPREAD = 0.0005
 #: at least this times the share of its instructions the interpreter ran (3.5% while the
 #: allocators' paths counted: int arithmetic moved 3.4% between processes then).
 INTERPRETER_FLOOR = 0.015
+#: Instructions a call running interpreted code may count more in another process, whatever its
+#: size (the interpreter's specialising state: a 60 k-instruction call counted 400 more once).
+INTERPRETER_STATE = 1500
 #: Calls counted after the warm-up call: enough for Mann-Whitney to reach the run's
 #: per-comparison alpha (:func:`calls_for`), never more than :data:`MAX_CALLS`.
 MIN_CALLS = 5
@@ -88,11 +91,9 @@ FIRST_CALLS = 2
 #: quarter of :data:`COUNTS_FLOOR`, so that the minimum effect stays the floor.
 AGREE_SPREAD = 0.00125
 #: Instructions a small benchmark runs uninstrumented before it is counted (:func:`settle_calls`):
-#: CPython specialises bytecode in place and retries a failed specialisation after 1, 2, 4 ...
-#: executions, so code run once a call (the benchmark's function, a parametrised benchmark's
-#: shared ``lambda``, the plugin's wrappers) costs a few hundred instructions more on some first
-#: calls and carries the state of the benchmarks that ran it before (a 61 k-instruction numpy call
-#: counted 0.8% more after another ``-k`` selection than in the recording).
+#: CPython specialises bytecode in place, so code run once a call (a parametrised benchmark's
+#: shared ``lambda``, the plugin's wrappers) costs more on some first calls and carries the state
+#: the benchmarks before it left (a 61 k-instruction call: +0.8% under another ``-k``).
 SETTLE_INSTRUCTIONS = 5_000_000
 SETTLE_MAX_CALLS = 256
 SETTLE_MIN_CALLS = 8
@@ -234,7 +235,6 @@ def count_calls(
         return out
 
     def settle_pass(n: int) -> None:
-        """``n`` calls with nothing instrumented (no pad: nothing of them is read)."""
         for _ in range(n):
             call, after = make_call()
             call()
@@ -367,7 +367,8 @@ def judge_counts(
         )
     ratio = cur_median / base_median
     spread = max(relative_spread(base), relative_spread(cur), process_spread)
-    effect = max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter)
+    state = INTERPRETER_STATE / base_median if interpreter else 0.0
+    effect = max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter, state)
     # Too few calls for the rank test to reach alpha (count_calls stops early only where the
     # calls agree): decided by their separation, beyond the minimum effect, instead; no p is
     # shown for a test that did not judge.

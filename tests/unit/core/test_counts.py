@@ -467,3 +467,16 @@ def test_compare_output_names_instructions(
     test_compare_reads_counted_results_as_instructions(tmp_path)
     out = capsys.readouterr().out
     assert "1.00 M instr -> 1.30 M instr" in out
+
+
+def test_a_small_interpreted_call_gets_a_floor_in_instructions() -> None:
+    """A 60 k-instruction call, a quarter of it interpreted, counted 400 instructions more in one
+    default run than in its recording (two calls each side, every call apart): unchanged."""
+    base, cur = [60_116.0 - 400] * 2, [60_116.0] * 2
+    v = counts.judge_counts(base, cur, alpha_each=0.001, interpreter=0.25)
+    assert v.status == UNCHANGED
+    assert v.effect == pytest.approx(counts.INTERPRETER_STATE / (60_116 - 400))
+    slower = counts.judge_counts(base, [v * 1.05 for v in base], alpha_each=0.001, interpreter=0.25)
+    assert slower.status == REGRESSED
+    # compiled code (no interpreter share) keeps the plain floor
+    assert counts.judge_counts(base, cur, alpha_each=0.001).status == REGRESSED
