@@ -1,4 +1,4 @@
-"""Reading callgrind's dumps: their totals, each function's own cost and calls, and what a
+"""Reading callgrind's dumps: their totals, each function's own cost and entry executions, and what a
 counted call's counts are made of (what host/callgrind.py's counted processes dump).
 
 A counted call's counts are the dump's totals less two costs that depend on where and when the
@@ -25,7 +25,6 @@ takes the same loop on every host."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,13 +116,12 @@ def function_name(fn: str) -> str:
 
 @dataclass
 class DumpCosts:
-    """One dump read once: the events, each (function, object)'s own cost, how often each
-    function was called (callgrind's call counts: they include calls made while collection was
-    off) and each function's entry executions."""
+    """One dump read once: the events, each (function, object)'s own cost and each function's
+    entry executions (how often it was called while collecting; callgrind's own call counts,
+    ``calls=``, also count the calls made while collection was off, so they are not read)."""
 
     events: list[str] = field(default_factory=list)
     own: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    calls: Counter[str] = field(default_factory=Counter)
     #: Each function's lowest instruction address with its own cost and that instruction's
     #: executions (where the dump holds each instruction: its entry, run once per call).
     entries: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -149,12 +147,12 @@ class DumpCosts:
 
 
 def costs(path: Path) -> DumpCosts:
-    """Read ``path``'s own-cost lines and call counts (the inclusive cost of a call, the line
+    """Read ``path``'s own-cost lines and each function's entry executions (the inclusive cost of a
     after ``calls=``, is not an own cost)."""
     out = DumpCosts()
     fns: dict[str, str] = {}
     obs: dict[str, str] = {}
-    fn = ob = cfn = ""
+    fn = ob = ""
     skip = False
     npos = 1
     with path.open(encoding="utf-8", errors="replace") as f:
@@ -181,15 +179,13 @@ def costs(path: Path) -> DumpCosts:
             elif line.startswith("fn="):
                 fn = _name(line[3:], fns)
             elif line.startswith("cfn="):
-                cfn = _name(line[4:], fns)
+                _name(line[4:], fns)
             elif line.startswith("ob="):
                 ob = _name(line[3:], obs)
             elif line.startswith("cob="):
                 _name(line[4:], obs)
             elif line.startswith("calls="):
                 skip = True
-                count = line[6:].split(maxsplit=1)[0]
-                out.calls[cfn] += int(count) if count.isdigit() else 0
             elif line.startswith("positions:"):
                 npos = len(line.split()) - 1
             elif line.startswith("events:"):
