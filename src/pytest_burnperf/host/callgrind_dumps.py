@@ -147,8 +147,8 @@ class DumpCosts:
 
 
 def costs(path: Path) -> DumpCosts:
-    """Read ``path``'s own-cost lines and each function's entry executions (the inclusive cost of a
-    after ``calls=``, is not an own cost)."""
+    """Read ``path``'s own-cost lines and each function's entry executions (the inclusive cost of
+    a call, the line after ``calls=``, is not an own cost)."""
     out = DumpCosts()
     fns: dict[str, str] = {}
     obs: dict[str, str] = {}
