@@ -18,11 +18,12 @@ KEY_FIELDS = (
     "interpreter_settings",
     "libc",
     "libraries",
+    "calls_into",
     "threads",
 )
 #: Key fields added after counts baselines were first committed, and what their absence means:
 #: an older recording ran with the interpreter's defaults (what the counted process pins).
-KEY_DEFAULTS: dict[str, object] = {"interpreter_settings": "default"}
+KEY_DEFAULTS: dict[str, object] = {"interpreter_settings": "default", "calls_into": {}}
 #: The interpreter's settings that a counted process keeps from the run (the ones it drops
 #: are runs/counted.DROPPED_ENV) and that change which instructions the same code runs, with
 #: their defaults (sys.flags names).
@@ -79,6 +80,7 @@ def counts_key(
     libc: str,
     libraries: Mapping[str, str],
     threads: int | str,
+    calls_into: Mapping[str, str] | None = None,
 ) -> dict[str, object]:
     """What decides a benchmark's counts: not the host's CPU model (valgrind presents a fixed
     simulated CPU chosen by the host's capability level), but that simulated CPU as CPUID shows
@@ -97,6 +99,7 @@ def counts_key(
         "interpreter_settings": interpreter_settings,
         "libc": libc,
         "libraries": dict(sorted(libraries.items())),
+        "calls_into": dict(sorted((calls_into or {}).items())),
         "threads": threads,
     }
 
@@ -110,6 +113,16 @@ def key_difference(
         return "the counts baseline has no key (recorded by an older pytest-burnperf)"
     for name in KEY_FIELDS:
         old, new = stored.get(name), current.get(name)
+        if name == "calls_into":  # compared where both keys name a library: the calls ran in it
+            old, new = old or {}, new or {}
+        if name == "calls_into" and isinstance(old, Mapping) and isinstance(new, Mapping):
+            for lib in sorted(set(old) & set(new)):
+                if old[lib] != new[lib]:
+                    return (
+                        f"counts baseline recorded with {lib} {old[lib]} (the benchmark's calls "
+                        f"run in it), this run has {new[lib]}"
+                    )
+            continue
         if name == "libraries" and isinstance(old, Mapping) and isinstance(new, Mapping):
             for lib in sorted(set(old) | set(new)):
                 if old.get(lib) != new.get(lib):

@@ -135,6 +135,11 @@ class DumpCosts:
                     got[i] += v
         return {n: v for n, v in zip(self.events, got, strict=True) if v}
 
+    def objects(self) -> set[str]:
+        """The object files (``ob=``: executables and shared libraries) that executed
+        instructions in this dump."""
+        return {ob for (_fn, ob), values in self.own.items() if ob and values and values[0]}
+
     def allocator_calls(self) -> int:
         """The fixed instructions of the allocator calls made while collecting
         (:data:`ALLOCATOR_CALLS` times the executions of each entry point's first
@@ -193,11 +198,14 @@ def costs(path: Path) -> DumpCosts:
     return out
 
 
-def counted_events(path: Path) -> dict[str, float]:
+def counted_events(path: Path, objects: set[str] | None = None) -> dict[str, float]:
     """A counted call's events from its dump: the totals less the waiting functions' own cost
     and the allocators' (their calls counted at :data:`ALLOCATOR_CALLS` instead), with
-    ``interpreter``, the share of the instructions executed in the interpreter itself."""
+    ``interpreter``, the share of the instructions executed in the interpreter itself. The
+    object files that ran are added to ``objects`` where given."""
     read = costs(path)
+    if objects is not None:
+        objects |= read.objects()
     events: dict[str, float] = dict(read_dump(path))
     for drop in (read.own_cost(WAIT_FUNCTIONS), read.own_cost(_ALLOCATORS)):
         for name, value in drop.items():

@@ -30,7 +30,7 @@ from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_nu
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.devices.base import Device
-from pytest_burnperf.host import callgrind, callgrind_dumps
+from pytest_burnperf.host import callgrind, callgrind_dumps, installed_files
 from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation, Unavailable
 from pytest_burnperf.runs import counted
 
@@ -124,11 +124,13 @@ def count(
     count_dir: Path,
     calls: int,
     limit_s: float | None,
+    project: str | None = None,
 ) -> tuple[dict[str, object], object]:
     """In a counted process: count ``calls`` calls of the benchmark (each from ``make_call``:
     the call and what to run after it, uncounted). Returns the record for the run that judges
     (its counts and key, or why it was timed instead) and the first call's result;
-    :class:`Unavailable` where this process cannot count."""
+    :class:`Unavailable` where this process cannot count. ``project``: the distribution under
+    test, whose version the key leaves out (its code is what is measured)."""
     __tracebackhide__ = True
     requests = callgrind.Requests(count_dir)
     try:
@@ -141,11 +143,13 @@ def count(
             "valgrind; the plugin starts counted processes itself (--perf-measure counts)"
         )
 
+    objects: set[str] = set()  # the object files the counted calls ran in
+
     def read(path: Path) -> dict[str, float]:
         """A call's events less what its threads spent waiting for each other, its allocator
         calls at their fixed cost (host/callgrind_dumps.py)."""
         try:
-            return callgrind_dumps.counted_events(path)
+            return callgrind_dumps.counted_events(path, objects)
         finally:
             path.unlink(missing_ok=True)
 
@@ -187,16 +191,23 @@ def count(
     record: dict[str, object] = {
         "values": [float(c) for c in got.values()],
         "counts": got.as_json(),
-        "key": key(device, threads),
+        "key": key(device, threads, objects, project),
     }
     return record, first
 
 
-def key(device: Device, threads: int) -> dict[str, object]:
+def key(
+    device: Device, threads: int, objects: set[str] | None = None, project: str | None = None
+) -> dict[str, object]:
     """What this process's counts are kept under, besides the run's (core/counts_key.py): the
     CPU and what the libraries dispatch on, the interpreter and its build and settings, libc,
-    the libraries' versions and the thread count."""
+    the libraries' versions and the thread count; and ``calls_into``, the versions of the other
+    installed libraries whose compiled code the counted calls ran in (``objects``: scipy's for
+    a benchmark that calls scipy), less the device's own and the project under test."""
+    versions = dict(jf.mapping(device.fingerprint().get("versions")))
+    skip = [*versions, *([project] if project else [])]
     return {
+        "calls_into": installed_files.called_distributions(objects or (), skip),
         "counting": callgrind_dumps.RULE,
         "cpuid": callgrind.cpuid_signature(),
         "simulated_cpu": simulated_cpu(device),
@@ -208,7 +219,7 @@ def key(device: Device, threads: int) -> dict[str, object]:
             gil_enabled(),
         ),
         "libc": " ".join(platform.libc_ver()).strip() or "unknown",
-        "libraries": dict(jf.mapping(device.fingerprint().get("versions"))),
+        "libraries": versions,
         "threads": counted_threads(threads),
     }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,19 @@ def load(rootdir: Path, parsers: Mapping[str, Callable[[Any, str], Any]]) -> Pro
                 f"{path}: environment.{key}: must be a string, number or boolean, got {value!r}"
             )
     return ProjectConfig(path, values, benches, strict, dict(env))
+
+
+@lru_cache(maxsize=8)
+def project_name(rootdir: Path) -> str | None:
+    """The distribution the project builds (``[project] name`` in the rootdir's
+    ``pyproject.toml``), or None where there is none or it cannot be read (a broken file is
+    reported by :func:`find`, which reads it for the settings)."""
+    pyproject = rootdir / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    try:
+        table = _toml(pyproject).get("project")
+    except ConfigError:
+        return None
+    name = table.get("name") if isinstance(table, dict) else None
+    return name if isinstance(name, str) and name else None

@@ -206,6 +206,19 @@ def test_key_names_what_differs() -> None:
     )
 
 
+def test_the_libraries_a_benchmark_calls_into_are_compared_where_both_keys_name_them() -> None:
+    """``calls_into``: scipy's version decides a benchmark that runs scipy's code; a key
+    recorded before the field existed, or one that did not run in it, compares."""
+    scipy = _key(calls_into={"scipy": "1.17.1"})
+    assert "scipy 1.17.1 (the benchmark's calls run in it), this run has 1.18.0" in str(
+        counts_key.key_difference(scipy, _key(calls_into={"scipy": "1.18.0"}))
+    )
+    assert counts_key.key_difference(scipy, scipy) is None
+    older = {k: v for k, v in scipy.items() if k != "calls_into"}
+    assert counts_key.key_difference(older, scipy) is None
+    assert counts_key.key_difference(scipy, _key(calls_into={"ruptures": "1.1"})) is None
+
+
 def test_a_library_not_loaded_in_one_counted_process_is_no_difference() -> None:
     """``simulated_cpu`` names a library's dispatch only where it was loaded: a numpy benchmark
     counted in a process that did not import torch compares with one that did; the parts both

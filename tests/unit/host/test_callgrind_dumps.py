@@ -94,6 +94,23 @@ def test_counted_events_leave_out_waiting_and_name_the_interpreter_share(tmp_pat
     assert got["interpreter"] == pytest.approx(5000 / 10700)
 
 
+def test_the_objects_a_call_ran_in_are_those_with_own_instructions(tmp_path: Path) -> None:
+    """An object only called into (its cost inclusive in the caller's lines) or without
+    instructions is not one the call ran in; compressed names resolve."""
+    dump = tmp_path / "d"
+    dump.write_text(
+        "events: Ir\n"
+        "ob=(1) /usr/bin/python3.11\nfn=(1) f\n0 600\n"
+        "cob=(2) /site/scipy/special/_ufuncs.so\ncfn=(2) ndtr\ncalls=1 0\n0 400\n"
+        "ob=(2)\nfn=(2)\n0 400\n"
+        "ob=(3) /site/idle.so\nfn=(3) g\n0 0\ntotals: 1000\n",
+        encoding="utf-8",
+    )
+    seen: set[str] = {"/earlier/call.so"}
+    callgrind_dumps.counted_events(dump, seen)
+    assert seen == {"/earlier/call.so", "/usr/bin/python3.11", "/site/scipy/special/_ufuncs.so"}
+
+
 def test_names_with_recursion_levels_and_clone_suffixes() -> None:
     assert callgrind_dumps.function_name("_Py_Dealloc'2") == "_Py_Dealloc"
     assert callgrind_dumps.function_name("unlink_chunk.constprop.0") == "unlink_chunk"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.plugin.configuration.option_table import VALUE_OPTIONS
+from pytest_burnperf.storage import project_config
 from pytest_burnperf.storage.project_config import ConfigError, load
 
 PARSERS = {ini: parse for _o, ini, parse, _t in VALUE_OPTIONS}
@@ -68,3 +69,19 @@ def test_each_key_good_and_bad(tmp_path: Path, key: str) -> None:
 
 def test_no_file_no_configuration(tmp_path: Path) -> None:
     assert load(tmp_path, PARSERS).path is None
+
+
+def test_the_project_name_is_read_from_pyproject_and_none_where_absent_or_broken(
+    tmp_path: Path,
+) -> None:
+    """The counts key leaves out the project's own distribution (its code is what is measured)."""
+    named, bare, broken, table = (tmp_path / n for n in ("named", "bare", "broken", "table"))
+    for d in (named, bare, broken, table):
+        d.mkdir()
+    (named / "pyproject.toml").write_text('[project]\nname = "my-lib"\n', encoding="utf-8")
+    (broken / "pyproject.toml").write_text("[project\n", encoding="utf-8")
+    (table / "pyproject.toml").write_text('project = "my-lib"\n', encoding="utf-8")
+    assert project_config.project_name(named) == "my-lib"
+    assert project_config.project_name(bare) is None
+    assert project_config.project_name(broken) is None
+    assert project_config.project_name(table) is None

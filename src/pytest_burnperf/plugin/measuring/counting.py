@@ -40,6 +40,7 @@ from pytest_burnperf.plugin.session.perf_state import (
 from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.round_launcher import round_args
 from pytest_burnperf.runs.scheduler import Side
+from pytest_burnperf.storage import project_config
 from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
 
 
@@ -401,6 +402,7 @@ def count_here(
             calls=state.run.count.calls or calls(state, settings),
             # a benchmark with a counts baseline is counted whatever the limit
             limit_s=None if nodeid in state.run.count.always else state.run.count.limit_s,
+            project=project_config.project_name(state.run.rootpath),
         )
     except Unavailable as exc:
         pytest.fail(str(exc), pytrace=False)
