@@ -98,9 +98,9 @@ SETTLE_INSTRUCTIONS = 5_000_000
 SETTLE_MAX_CALLS = 256
 SETTLE_MIN_CALLS = 8
 #: A benchmark whose first call takes longer than this under valgrind (before anything is
-#: instrumented) is not counted but timed: BLAS- and FMA-dense kernels run about 1000 times
-#: slower there than on the CPU (valgrind emulates each fused multiply-add), so counting such
-#: a call a dozen times would take minutes.
+#: instrumented) is not counted but timed: calls run 2-300 times slower there than on the CPU
+#: (BLAS 5-30x with the portable kernels a counted process runs), so counting a long one
+#: several times would take minutes.
 COUNT_LIMIT_S = 1.0
 
 

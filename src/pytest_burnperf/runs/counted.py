@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import signal
 import tempfile
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import tail
-from pytest_burnperf.host import callgrind
+from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
 from pytest_burnperf.runs.round_launcher import journal_path, read_journal, run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
@@ -51,6 +52,39 @@ PINNED_ENV = {
     "OPENBLAS_THREAD_TIMEOUT": "4",
     "MALLOC_MMAP_THRESHOLD_": "131072",
 }
+#: The array libraries' kernels in a counted process, where the run's environment names none:
+#: their portable ones, without FMA. Valgrind runs an FMA instruction lane by lane through
+#: helper calls, so the FMA kernels the libraries pick by CPUID ran 100-5000x slower there than
+#: natively (a 256x256 float32 matmul: 1.1 s a call under valgrind with OpenBLAS's Haswell
+#: kernel, 4.8 ms with its Sandybridge one; torch's 256x256 matmul 861 ms and 7 ms, its exp of
+#: 1 M floats 407 ms and 13 ms). With these, BLAS-, LAPACK- and torch-dense calls count at
+#: about 15-30x their native time, and x86-64 hosts of every vendor run the same kernels. Counts
+#: see these kernels, not the FMA ones the host runs natively (valgrind already hid AVX-512): a
+#: change in an FMA kernel alone is the clock's to see. The key holds the kernels chosen
+#: (``blas=``, ``torch:``). Hosts without AVX get the SSE4.2 ones (:func:`kernel_env`).
+PORTABLE_KERNELS = {
+    "OPENBLAS_CORETYPE": "Sandybridge",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX",
+    "ONEDNN_MAX_CPU_ISA": "AVX",
+    "ATEN_CPU_CAPABILITY": "default",
+}
+#: The same without AVX (x86-64-v2 hosts).
+SSE_KERNELS = {
+    "OPENBLAS_CORETYPE": "Nehalem",
+    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+    "ATEN_CPU_CAPABILITY": "default",
+}
+
+
+def kernel_env(machine: str, features: Sequence[str]) -> dict[str, str]:
+    """The kernel settings a counted process gets on a host of architecture ``machine`` with
+    the CPU ``features`` (host/hardware.cpu_identity): none off x86-64."""
+    if machine.lower() not in ("x86_64", "amd64"):
+        return {}
+    return dict(PORTABLE_KERNELS if "avx" in features else SSE_KERNELS)
+
+
 #: glibc's tunables for its copy and fill functions, the same on every host: left to glibc,
 #: the loop a ``memcpy`` or ``memset`` takes is chosen by the host's cache sizes (read through
 #: CPUID: 480 MiB of "shared cache" on one host, 32 MiB on another, so a large copy ran
@@ -129,10 +163,14 @@ SCRATCH_PREFIX = "burnperf-counts-"
 
 def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The counted process's environment: the run's (or ``base``), with :data:`PINNED_ENV`
-    where unset, :data:`FORCED_ENV` always, :data:`DROPPED_ENV` left out, and this process's
-    id (the process dies with it: host/leftovers.py)."""
+    and the portable kernels (:func:`kernel_env`) where unset, :data:`FORCED_ENV` always,
+    :data:`DROPPED_ENV` left out, and this process's id (the process dies with it:
+    host/leftovers.py)."""
     env = dict(os.environ if base is None else base)
-    for name, value in PINNED_ENV.items():
+    ident = hardware.cpu_identity()
+    features = ident.get("features")
+    kernels = kernel_env(platform.machine(), features if isinstance(features, list) else [])
+    for name, value in {**PINNED_ENV, **kernels}.items():
         env.setdefault(name, value)
     env.update(FORCED_ENV)
     for name in DROPPED_ENV:

@@ -136,6 +136,21 @@ def test_the_counted_process_gets_its_parent_and_the_pins(monkeypatch: pytest.Mo
     assert env["MALLOC_MMAP_THRESHOLD_"] == "131072"
 
 
+def test_counted_processes_run_the_portable_kernels_unless_the_run_names_its_own() -> None:
+    """No FMA kernels under valgrind (each FMA runs lane by lane there): OpenBLAS's Sandybridge
+    kernels where the host has AVX, its SSE4.2 ones where not, nothing off x86-64; a run's own
+    choice stays (the key records the kernel chosen)."""
+    avx = counted.kernel_env("x86_64", ["avx", "avx2", "fma"])
+    assert avx["OPENBLAS_CORETYPE"] == "Sandybridge" and avx["ATEN_CPU_CAPABILITY"] == "default"
+    assert avx["MKL_ENABLE_INSTRUCTIONS"] == "AVX" == avx["ONEDNN_MAX_CPU_ISA"]
+    assert counted.kernel_env("AMD64", ["sse4_2"])["OPENBLAS_CORETYPE"] == "Nehalem"
+    assert counted.kernel_env("aarch64", ["asimd"]) == {}
+    env = counted.environment({"OPENBLAS_CORETYPE": "Haswell"})
+    assert env["OPENBLAS_CORETYPE"] == "Haswell"
+    if counted.platform.machine() == "x86_64":
+        assert env["MKL_ENABLE_INSTRUCTIONS"] in ("AVX", "SSE4_2")
+
+
 def test_benchmarks_are_dealt_over_the_processes_in_turn() -> None:
     assert counted.shares(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
     assert counted.shares(["a", "b"], 8) == [["a"], ["b"]]  # never an empty process

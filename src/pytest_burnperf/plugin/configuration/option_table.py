@@ -200,8 +200,8 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "perf_count_limit",
         run_options.parse_count_limit,
         "with --perf-measure counts or both: a CPU benchmark whose first call takes longer "
-        "than this many seconds under valgrind is timed instead of counted (BLAS- and "
-        "FMA-dense calls run ~1000x slower there); 0 counts every benchmark, however long. "
+        "than this many seconds under valgrind is timed instead of counted (calls run 2-300x "
+        "slower there, BLAS 5-30x); 0 counts every benchmark, however long. "
         "Default: 1",
     ),
     (
