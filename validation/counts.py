@@ -5,8 +5,11 @@ and what a counted session costs against a timed one of the same benchmarks.
 Workloads (``validation/synthetic/workloads.py`` plus two of this harness's own): pure Python
 and numpy at about 0.1 ms and 1 ms, BLAS at 0.1 ms, a sort, an allocation-heavy and a
 dict-hashing workload, a cache-bound gather (random reads from a 64 MiB array: far beyond the
-simulated 8 MiB last level) and a threaded one (BLAS on two threads). Heavier BLAS is left
-out: valgrind runs FMA-dense kernels about 1000 times slower than the CPU (docs/gate.md).
+simulated 8 MiB last level) and a threaded one (BLAS on two threads). ``--heavy`` adds numeric
+kernels of about 15-100 ms a call (BLAS matmuls, LAPACK solves, sorts), which counted processes
+run with the libraries' portable kernels (docs/gate.md, "Portable kernels").
+``--measure auto`` records and judges as a plain ``pytest --perf`` does (the default measure);
+``counts`` (the default here) names ``--perf-measure counts``.
 
 1. record counts baselines once, and time baselines at the CI settings;
 2. ``--sessions`` counted sessions, every other one beside ``validation.load`` (a bursty third
@@ -78,6 +81,26 @@ def test_cache_gather(perf):
     perf(np.take, _BIG, idx)
 
 
+HEAVY = {heavy}
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"], threads=1)
+@pytest.mark.parametrize("kernel", HEAVY)
+def test_heavy(perf, kernel):
+    kind, size = kernel.split("-")[0], HEAVY[kernel]
+    f = knob(kernel)
+    rng = np.random.default_rng(4)
+    if kind == "blas":
+        n, k = size
+        k = round(k * f)
+        perf(np.matmul, rng.random((n, k)), rng.random((k, n)))
+    elif kind == "lapack":
+        n = round(size * f ** (1 / 3))  # an LU solve's work grows with n**3
+        perf(np.linalg.solve, rng.random((n, n)) + n * np.eye(n), rng.random(n))
+    else:
+        perf(np.sort, rng.random(round(size * f)))
+
+
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"], threads=2)
 def test_threaded_blas(perf):
     n = int(128 * knob("threaded-blas"))
@@ -85,6 +108,19 @@ def test_threaded_blas(perf):
     b = np.random.default_rng(3).random((n, 96))
     perf(np.matmul, a, b)
 """
+
+
+#: ``--heavy``: numeric kernels of about 15-100 ms a call natively (2-core Intel Xeon, AVX-512
+#: BLAS on one thread): name -> (n, k) of an (n x k) @ (k x n) product, n of a solve, elements
+#: of a sort.
+HEAVY: dict[str, object] = {
+    "blas-30ms": (800, 3500),
+    "blas-100ms": (1000, 7500),
+    "lapack-15ms": 1000,
+    "lapack-40ms": 1500,
+    "sort-15ms": 2_000_000,
+    "sort-70ms": 8_000_000,
+}
 
 
 def workload_of(name: str) -> str:
@@ -96,10 +132,11 @@ def workload_of(name: str) -> str:
     return inside.removeprefix("numpy-cpu-f64-")
 
 
-def setup(work: Path) -> None:
+def setup(work: Path, heavy: bool = False) -> None:
     shutil.copy(HERE / "synthetic" / "workloads.py", work / "workloads.py")
     ours = [n for n in NAMES if n not in ("cache-gather", "threaded-blas")]
-    (work / "test_counted_synthetic.py").write_text(EXTRA.format(ours=ours), encoding="utf-8")
+    text = EXTRA.format(ours=ours, heavy=HEAVY if heavy else {})
+    (work / "test_counted_synthetic.py").write_text(text, encoding="utf-8")
     (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
 
 
@@ -199,10 +236,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--peers", action="store_true", help="pytest-benchmark and asv beside")
     ap.add_argument("--plant", type=float, default=PLANT, help="the planted work factor")
+    ap.add_argument("--heavy", action="store_true", help="numeric kernels of 15-100 ms too")
+    ap.add_argument(
+        "--measure",
+        choices=("counts", "auto"),
+        default="counts",
+        help="auto: record and judge as plain `pytest --perf` does (the default measure)",
+    )
     a = ap.parse_args(argv)
+    names = (*NAMES, *(HEAVY if a.heavy else ()))
+    counted = ("--perf-measure", "counts") if a.measure == "counts" else ()
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     work = Path(tempfile.mkdtemp(prefix="burnperf-counts-validation-"))
-    setup(work)
+    setup(work, a.heavy)
     asv_run = None
     base_bench: dict[str, Any] = {}
     if a.peers:
@@ -211,17 +257,19 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy(HERE / "synthetic" / "test_synthetic_bench.py", work)
         base_bench = bench(work, "base", {}, save=True)
         asv_run = start_asv(work)
-    one = {n: 1.0 for n in NAMES}
+    one = {n: 1.0 for n in names}
     t0 = time.monotonic()
-    rec_counts = session(work, "record-counts", one, "--perf-measure", "counts", "--perf-update")
+    rec_counts = session(work, "record-counts", one, *counted, "--perf-update")
     counted_record_s = time.monotonic() - t0
     t0 = time.monotonic()
-    rec_time = session(work, "record-time", one, "--perf-update", "--perf-rounds", "3")
+    rec_time = session(
+        work, "record-time", one, "--perf-measure", "time", "--perf-update", "--perf-rounds", "3"
+    )
     timed_record_s = time.monotonic() - t0
     sessions = []
     for i in range(a.sessions):
-        knobs = {n: (a.plant if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
-        s = session(work, f"counts-{i}", knobs, "--perf-measure", "counts", loaded=i % 2 == 1)
+        knobs = {n: (a.plant if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(names)}
+        s = session(work, f"counts-{i}", knobs, *counted, loaded=i % 2 == 1)
         if a.peers:
             peers = {k: v for k, v in knobs.items() if k not in ("cache-gather", "threaded-blas")}
             s["bench"] = bench(work, str(i), peers, loaded=i % 2 == 1)
@@ -237,12 +285,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"session {i}: {s['seconds']:.0f} s exit {s['exit']}", file=sys.stderr, flush=True)
     timed = []
     for i in range(a.timed):
-        knobs = {n: (a.plant if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(NAMES)}
+        knobs = {n: (a.plant if (i // 2 + j) % 2 == 0 else 1.0) for j, n in enumerate(names)}
         timed.append(
             session(
                 work,
                 f"time-{i}",
                 knobs,
+                "--perf-measure",
+                "time",
                 "--perf-rounds",
                 "3",
                 "--perf-max-rounds",
@@ -257,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m validation.counts " + " ".join(argv or sys.argv[1:]),
         "started": started,
         "machine": machine(),
-        "workloads": list(NAMES),
+        "workloads": list(names),
+        "measure": a.measure,
         "plant": a.plant,
         "record_seconds": {"counts": counted_record_s, "time": timed_record_s},
         "record_exit": {"counts": rec_counts["exit"], "time": rec_time["exit"]},
@@ -288,12 +339,14 @@ def analyse(sessions: list[dict[str, Any]], timed: list[dict[str, Any]]) -> dict
             for s in group
         )
         effects = [r["min_effect"] for s in group for r in s["rows"].values() if r["min_effect"]]
+        rows = [r for s in group for r in s["rows"].values()]
         return {
             "sessions": len(group),
             "unchanged_flagged": cp(flagged, len(same)),
             "unchanged_undecided": cp(undecided, len(same)),
             "sessions_failed_on_unchanged": failed_sessions,
             "plus5_caught": cp(caught, len(more)),
+            "judged_by_counts": cp(sum(r["measure"] == "counts" for r in rows), len(rows)),
             "min_effect_median": statistics.median(effects) if effects else None,
             "session_seconds_median": statistics.median(s["seconds"] for s in group)
             if group

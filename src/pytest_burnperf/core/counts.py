@@ -101,7 +101,7 @@ SETTLE_MIN_CALLS = 8
 #: instrumented) is not counted but timed: calls run 2-300 times slower there than on the CPU
 #: (BLAS 5-30x with the portable kernels a counted process runs), so counting a long one
 #: several times would take minutes.
-COUNT_LIMIT_S = 1.0
+COUNT_LIMIT_S = 3.0
 
 
 class TooSlow(Exception):
