@@ -469,3 +469,27 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     assert accept_line(state, rows[2:]) is None  # nothing regressed
     state.run.mode = Mode.COMPARE  # a same-session comparison has no baseline to record
     assert accept_line(state, rows) is None
+
+
+def test_round_processes_probe_only_the_devices_they_time(pytester: pytest.Pytester) -> None:
+    """A run that times numpy benchmarks only does not make its round processes import torch
+    (probing it costs seconds a process), though the marker asks for it."""
+    pytest.importorskip("torch")
+    pytester.makepyfile(
+        test_probe="""
+        import os, sys
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy", "torch"], dtypes=["f32"])
+        def test_k(perf):
+            with open("seen.txt", "a") as f:
+                f.write(f"{os.getpid()} {'torch' in sys.modules}\\n")
+            perf(sum, range(100))
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--perf", "--perf-measure", "time", "--perf-rounds", "2", *FAST, "-k", "numpy"
+    )
+    result.assert_outcomes(passed=1)
+    seen = dict(line.split() for line in (pytester.path / "seen.txt").read_text().splitlines())
+    assert "False" in seen.values(), seen  # the other round's process never loaded torch

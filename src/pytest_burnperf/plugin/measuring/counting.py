@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.core import counts, counts_key, run_options
-from pytest_burnperf.core.settings import LIBRARY_KINDS, Settings
+from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.text import clock, format_time
 from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
@@ -30,6 +30,7 @@ from pytest_burnperf.host.leftovers import mark_owner
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
+from pytest_burnperf.plugin.session import collection
 from pytest_burnperf.plugin.session.perf_state import (
     PerfState,
     case_of,
@@ -232,7 +233,7 @@ def count_pass(
     args = [*round_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
     # the counted process probes only the devices it counts on (the last --perf-backends wins):
     # probing torch, cupy or an OpenCL driver costs tens of seconds under valgrind
-    restrict = counted_backends(items, set(wanted))
+    restrict = collection.backends_of(items, set(wanted))
     if restrict is not None:
         args.append(f"--perf-backends={restrict}")
     scratch = None
@@ -284,20 +285,6 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         if chosen == instruction_counts.ALWAYS:
             always.append(item.nodeid)
     return wanted, always
-
-
-def counted_backends(items: list[pytest.Item], wanted: set[str]) -> str | None:
-    """The ``--perf-backends`` value that selects the devices of the benchmarks ``wanted`` (node
-    ids) and no others; None where one of them is on a device no such name picks (the
-    interpreter of a pytest-benchmark test), so nothing is restricted."""
-    entries = [
-        c.entry
-        for i in items
-        if i.nodeid in wanted and (c := case_of(i)) is not None and c.entry is not None
-    ]
-    if not entries or any(e.library not in LIBRARY_KINDS for e in entries):
-        return None
-    return ",".join(sorted({e.id for e in entries}))
 
 
 def _too_slow_to_count(state: PerfState, item: pytest.Item) -> str | None:

@@ -63,6 +63,9 @@ def run_rounds(
     interpreter. ``wanted`` are the node ids this session will time."""
     config = session.config
     args = round_args(state.run.invocation)
+    restrict = collection.backends_of(session.items, set(wanted))
+    if restrict is not None:  # the rounds probe only the devices they time on
+        args.append(f"--perf-backends={restrict}")
     # every round samples as the pooled session's rounds do (stats.round_samples)
     args.append(f"--perf-worker-rounds={state.schedule.rounds}")
     write = line_writer(config)
