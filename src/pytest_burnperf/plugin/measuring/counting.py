@@ -30,9 +30,9 @@ from pytest_burnperf.host.leftovers import mark_owner
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.instrument import Unavailable
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
-from pytest_burnperf.plugin.session import collection
 from pytest_burnperf.plugin.session.perf_state import (
     PerfState,
+    backends_of,
     case_of,
     line_writer,
     module_and_key,
@@ -233,7 +233,7 @@ def count_pass(
     args = [*round_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
     # the counted process probes only the devices it counts on (the last --perf-backends wins):
     # probing torch, cupy or an OpenCL driver costs tens of seconds under valgrind
-    restrict = collection.backends_of(items, set(wanted))
+    restrict = backends_of(items, set(wanted))
     if restrict is not None:
         args.append(f"--perf-backends={restrict}")
     scratch = None

@@ -28,6 +28,7 @@ from pytest_burnperf.plugin.session import collection
 from pytest_burnperf.plugin.session.perf_state import (
     STATE,
     PerfState,
+    backends_of,
     case_of,
     line_writer,
     module_and_key,
@@ -63,7 +64,7 @@ def run_rounds(
     interpreter. ``wanted`` are the node ids this session will time."""
     config = session.config
     args = round_args(state.run.invocation)
-    restrict = collection.backends_of(session.items, set(wanted))
+    restrict = backends_of(session.items, set(wanted))
     if restrict is not None:  # the rounds probe only the devices they time on
         args.append(f"--perf-backends={restrict}")
     # every round samples as the pooled session's rounds do (stats.round_samples)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_burnperf.core import settings
-from pytest_burnperf.core.settings import LIBRARY_KINDS, SettingsError
+from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.devices import matches
 from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.devices.python_backend import NO_DTYPE
@@ -316,19 +316,3 @@ def settle_selection(session: pytest.Session) -> list[pytest.Item]:
         max(1, len(runnable)) if state.findings.shard_info is None else state.findings.comparisons
     )
     return runnable
-
-
-def backends_of(items: list[pytest.Item], wanted: set[str]) -> str | None:
-    """The ``--perf-backends`` value that selects the devices of the benchmarks ``wanted`` (node
-    ids) and no others; None where one of them is on a device no such name picks (the
-    interpreter of a pytest-benchmark test), so nothing is restricted. A counted or round process
-    started with it probes no other library: probing torch, cupy or an OpenCL driver costs
-    seconds natively and tens of seconds under valgrind."""
-    entries = [
-        c.entry
-        for i in items
-        if i.nodeid in wanted and (c := case_of(i)) is not None and c.entry is not None
-    ]
-    if not entries or any(e.library not in LIBRARY_KINDS for e in entries):
-        return None
-    return ",".join(sorted({e.id for e in entries}))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_burnperf.core.settings import LIBRARY_KINDS
 from pytest_burnperf.host.machine import ci_info, machine_info
 from pytest_burnperf.plugin.configuration.run_config import OutputConfig, RoundSchedule, RunConfig
 from pytest_burnperf.plugin.session.cases import Case
@@ -193,3 +194,19 @@ def module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
         module = item.path.name
     key = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
     return module, key
+
+
+def backends_of(items: list[pytest.Item], wanted: set[str]) -> str | None:
+    """The ``--perf-backends`` value that selects the devices of the benchmarks ``wanted`` (node
+    ids) and no others; None where one of them is on a device no such name picks (the
+    interpreter of a pytest-benchmark test), so nothing is restricted. A counted or round process
+    started with it probes no other library: probing torch, cupy or an OpenCL driver costs
+    seconds natively and tens of seconds under valgrind."""
+    entries = [
+        c.entry
+        for i in items
+        if i.nodeid in wanted and (c := case_of(i)) is not None and c.entry is not None
+    ]
+    if not entries or any(e.library not in LIBRARY_KINDS for e in entries):
+        return None
+    return ",".join(sorted({e.id for e in entries}))
