@@ -416,8 +416,24 @@ def test_counted_round_trips_through_json() -> None:
 
 
 def test_a_first_call_over_the_limit_is_too_slow_and_nothing_is_counted() -> None:
+    """A first call over ten times the limit is not run again; one over it, but not that far,
+    gets a second uninstrumented call (its first may import): that one decides."""
     counter = FakeCounter()
-    ticks = iter([0.0, 2.5])
+    ticks = iter([0.0, 12.0])
+    with pytest.raises(counts.TooSlow) as info:
+        counts.count_calls(
+            lambda: (lambda: "r", None), counter, lambda d: d, calls=3, label="t", limit_s=1.0,
+            clock=lambda: next(ticks),
+        )  # fmt: skip
+    assert info.value.seconds == 12.0 and counter.log == []
+    ticks = iter([0.0, 1.5, 0.0, 0.2])  # slow first call (imports), then a fast one: counted
+    got, _ = counts.count_calls(
+        lambda: (lambda: "r", None), counter, lambda d: {"Ir": 1000.0}, calls=3, label="t",
+        limit_s=1.0, clock=lambda: next(ticks), settle=lambda _i: 0,
+    )  # fmt: skip
+    assert got.instructions[0] == 1000
+    counter = FakeCounter()
+    ticks = iter([0.0, 1.5, 0.0, 2.5])
     with pytest.raises(counts.TooSlow) as info:
         counts.count_calls(
             lambda: (lambda: "r", None),
