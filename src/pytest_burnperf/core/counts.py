@@ -97,7 +97,7 @@ SETTLE_MAX_CALLS = 256
 SETTLE_MIN_CALLS = 8
 #: A benchmark whose first calls take longer than this under valgrind (uninstrumented) is timed,
 #: not counted: calls run 2-300 times slower there (BLAS 5-30x with the portable kernels).
-COUNT_LIMIT_S = 3.0
+COUNT_LIMIT_S = 1.0
 
 
 class TooSlow(Exception):

@@ -202,7 +202,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "with --perf-measure counts or both: a CPU benchmark whose first call takes longer "
         "than this many seconds under valgrind is timed instead of counted (calls run 2-300x "
         "slower there, BLAS 5-30x); 0 counts every benchmark, however long. "
-        "Default: 3",
+        "Default: 1",
     ),
     (
         "--perf-count-jobs",

@@ -28,7 +28,7 @@ class CountOptions:
 
     dir: Path | None = None
     calls: int | None = None
-    limit_s: float = 3.0
+    limit_s: float = 1.0
     always: frozenset[str] = frozenset()
     #: Counted processes side by side (--perf-count-jobs; 0: one per usable CPU).
     jobs: int = 0
@@ -42,7 +42,7 @@ class CountOptions:
         always: str | None = None,
         jobs: int | None = None,
     ) -> CountOptions:
-        """From the hidden options of a counted process, --perf-count-limit (None: 3 s) and
+        """From the hidden options of a counted process, --perf-count-limit (None: 1 s) and
         --perf-count-jobs (None: one per usable CPU)."""
         return cls(
             dir=Path(count_dir) if count_dir else None,
