@@ -97,8 +97,8 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
 #: PORTABLE_KERNELS): a pure-Python loop 8x; a 300x300 float64 matmul 22x, a solve 6x, an SVD
 #: 8x, an elementwise multiply-add 2x, numpy's own ``exp`` loop 110-320x (3300x for the matmul
 #: with OpenBLAS's FMA kernel, which the counted process no longer runs). Array libraries get
-#: the BLAS-like figure, so a numeric kernel up to ~100 ms is counted under the default limit;
-#: a transcendental-heavy one predicted under it and slower there is met by the limit on its
+#: the BLAS-like figure, so a numeric kernel up to a few tens of milliseconds is counted under
+#: the default limit; a transcendental-heavy one predicted under it and slower there is met by the limit on its
 #: first call under valgrind (core/counts.TooSlow) and timed instead.
 SLOWDOWN_UNDER_VALGRIND: Mapping[str, float] = {"python": 10.0}
 #: The factor for every other library (numpy, torch: BLAS- and SIMD-dense calls).
