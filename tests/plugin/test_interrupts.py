@@ -88,7 +88,12 @@ def test_update_interrupted_at_random_moments(
             before = after
         else:
             seen.add("not updated")
-            assert proc.returncode == 2, out
+            # 2: interrupted. An interrupt that lands inside pytest's own frames can crash its
+            # rendering of the interrupt after the session's last line (CPython 3.11 gives the
+            # traceback entry no line number: "tb_lineno - 1" on None), and pytest then exits 1;
+            # the files were already left whole, as checked above
+            upstream = proc.returncode == 1 and "tb_lineno" in out[len(run) :]
+            assert proc.returncode == 2 or upstream, out
             assert "baselines NOT updated" in out, out
     assert seen  # (which outcomes occur depends on timing; each is checked above)
 
