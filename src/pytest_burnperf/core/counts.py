@@ -96,7 +96,7 @@ SETTLE_INSTRUCTIONS = 5_000_000
 SETTLE_MAX_CALLS = 256
 SETTLE_MIN_CALLS = 8
 #: A benchmark whose first calls take longer than this under valgrind (uninstrumented) is timed,
-#: not counted: calls run 2-300 times slower there (BLAS 5-30x with the portable kernels).
+#: not counted: calls run 2-300 times slower there (BLAS 6-22x with the portable kernels).
 COUNT_LIMIT_S = 1.0
 
 
