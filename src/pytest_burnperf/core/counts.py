@@ -9,13 +9,10 @@ interpreter's caches, allocator state) and the spread between processes (address
 the minimum effect of a counts verdict is never below :data:`SPREAD_FACTOR` times the larger
 of the two, nor below :data:`COUNTS_FLOOR`.
 
-Estimated cycles weight each simulated event by what it costs a real core, as KCachegrind's
-cycle estimate and CodSpeed's CPU simulation do: one cycle per instruction, :data:`L1_MISS`
-cycles for an access that misses L1 and hits the last level, :data:`LL_MISS` for one that goes
-to memory. They see the same work done with a worse access pattern (instructions do not);
-neither sees time spent waiting (sleeps, I/O, locks) or gained from more threads. Every thread's
-instructions count (a BLAS or OpenMP pool's too), except a thread's waiting for another
-(host/callgrind_dumps.WAIT_FUNCTIONS).
+Estimated cycles (core/estimated_cycles.py, where the caches are simulated) see the same work
+done with a worse access pattern (instructions do not); neither sees time spent waiting (sleeps,
+I/O, locks) or gained from more threads. Every thread's instructions count (a BLAS or OpenMP
+pool's too), except a thread's waiting for another (host/callgrind_dumps.WAIT_FUNCTIONS).
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from typing import Any, Protocol
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import stats
+from pytest_burnperf.core.estimated_cycles import estimated_cycles, simulated
 from pytest_burnperf.core.text import format_count
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -53,9 +51,6 @@ GATING = "instructions"
 #: Where the minimum effect a benchmark's own counts allow is larger than this, counts cannot
 #: judge it (threads spinning under valgrind's one-at-a-time scheduling, say): inconclusive.
 MAX_EFFECT = 0.05
-#: Cycle weights of the estimate: an L1 miss served by the last level, a last-level miss.
-L1_MISS = 10
-LL_MISS = 100
 #: The smallest change a counts verdict calls a change.
 COUNTS_FLOOR = 0.005
 #: The minimum effect is at least this many times the measured relative spread (the per-call
@@ -109,13 +104,6 @@ class TooSlow(Exception):
         self.seconds, self.result = seconds, result
 
 
-def estimated_cycles(events: Mapping[str, float]) -> int:
-    """Instructions plus :data:`L1_MISS` per L1 miss and :data:`LL_MISS` per last-level miss."""
-    l1 = events.get("I1mr", 0) + events.get("D1mr", 0) + events.get("D1mw", 0)
-    ll = events.get("ILmr", 0) + events.get("DLmr", 0) + events.get("DLmw", 0)
-    return int(events.get("Ir", 0) + L1_MISS * l1 + LL_MISS * ll)
-
-
 def calls_for(alpha_each: float) -> int:
     """How many calls to count so that a complete shift reaches ``alpha_each``."""
     for n in range(MIN_CALLS, MAX_CALLS + 1):
@@ -139,8 +127,9 @@ class Counted:
     """The counts of one benchmark in one counted process: one value per counted call."""
 
     instructions: tuple[int, ...]
+    #: Estimated cycles, where the caches were simulated (--perf-count-cycles), else empty.
     cycles: tuple[int, ...]
-    #: The median call's events (Ir, D1mr, ...), for the report.
+    #: The median call's events (Ir; D1mr, ... with the caches simulated), for the report.
     events: dict[str, int] = field(default_factory=dict)
     #: The share of the median call's instructions run in the Python interpreter itself.
     interpreter: float = 0.0
@@ -283,8 +272,9 @@ def count_calls(
         per_call = counted_pass(start, max(0, warm - 1), 0, warmed=1)
     if len(per_call) < calls and not agree([e.get("Ir", 0) for e in per_call]):
         per_call += counted_pass(calls - len(per_call), 1, len(per_call))
-    cycles = tuple(estimated_cycles(e) for e in per_call)
-    middle = sorted(range(len(cycles)), key=lambda i: cycles[i])[len(cycles) // 2]
+    cycles = tuple(estimated_cycles(e) for e in per_call if simulated(e))
+    order = cycles or tuple(e.get("Ir", 0) for e in per_call)
+    middle = sorted(range(len(order)), key=lambda i: order[i])[len(order) // 2]
     events = dict(per_call[middle])
     share = float(events.pop("interpreter", 0.0))
     got = Counted(

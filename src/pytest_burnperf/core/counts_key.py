@@ -9,7 +9,6 @@ from collections.abc import Mapping
 #: Key fields, in the order a difference is named: what decides which instructions run.
 KEY_FIELDS = (
     "arch",
-    "cache",
     "counting",
     "cpuid",
     "simulated_cpu",
@@ -58,6 +57,18 @@ def interpreter_settings(
     if gil is False:
         parts.append("gil=off")
     return ", ".join(parts) or "default"
+
+
+#: Recorded, never a reason to refuse: ``cache``, the simulated caches (or ``none``), decides
+#: the estimated cycles only (core/estimated_cycles.py), not which instructions run; cycles are
+#: compared where both keys name the same caches (:func:`same_caches`).
+CYCLES_FIELD = "cache"
+
+
+def same_caches(stored: Mapping[str, object] | None, current: Mapping[str, object]) -> bool:
+    """Whether estimated cycles counted under ``stored`` compare with those under ``current``:
+    both simulated the same caches."""
+    return stored is not None and stored.get(CYCLES_FIELD) == current.get(CYCLES_FIELD)
 
 
 #: Recorded and named where they differ, but no reason to refuse: another valgrind presents

@@ -12,10 +12,14 @@ depends on the host, not on the work. Client requests are a magic instruction se
 that does nothing on a real CPU and that valgrind recognises; they are issued here from a few
 bytes of machine code mapped executable at run time (no C compiler, no extension module).
 
-The simulated cache is fixed (:data:`CACHE_MODEL`: 32 KiB 8-way L1 instruction and data
-caches, an 8 MiB 16-way last level, 64-byte lines, CodSpeed's and iai-callgrind's usual
-model): callgrind would otherwise size it from the host's CPU, and counts would differ between
-runners. System calls are not counted (callgrind counts user-space instructions only).
+The cache simulation is off unless estimated cycles are asked for (``--perf-count-cycles``):
+instructions judge, and they do not depend on it, while it made each counted call 2.5-8 times
+slower (a BLAS call 7x its uninstrumented time under valgrind with it, 1.25x without:
+docs/validation.md). Where it is on, the simulated cache is fixed (:data:`CACHE_MODEL`: 32 KiB
+8-way L1 instruction and data caches, an 8 MiB 16-way last level, 64-byte lines, CodSpeed's and
+iai-callgrind's usual model): callgrind would otherwise size it from the host's CPU, and cycles
+would differ between runners. System calls are not counted (callgrind counts user-space
+instructions only).
 """
 
 from __future__ import annotations
@@ -184,15 +188,23 @@ def valgrind_version(valgrind: str) -> str:
     return version
 
 
-def cache_text() -> str:
-    """``I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64``: the cache model, as a key holds it."""
+#: The key's ``cache`` without the cache simulation (no estimated cycles).
+NO_CACHE = "none"
+
+
+def cache_text(caches: bool = True) -> str:
+    """``I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64``: the cache model, as a key holds it
+    (:data:`NO_CACHE` where the caches are not simulated)."""
+    if not caches:
+        return NO_CACHE
     return " ".join(f"{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items())
 
 
-def command(valgrind: str, dump_dir: Path) -> list[str]:
+def command(valgrind: str, dump_dir: Path, caches: bool = False) -> list[str]:
     """The command line before the counted program: callgrind with nothing instrumented until
     the program asks (every thread collects then; the calling thread toggles its own), threads
-    scheduled first come first served, the fixed cache model, dumps into ``dump_dir``."""
+    scheduled first come first served, the caches simulated with the fixed model where
+    ``caches`` (for estimated cycles), dumps into ``dump_dir``."""
     return [
         valgrind,
         "--tool=callgrind",
@@ -200,8 +212,8 @@ def command(valgrind: str, dump_dir: Path) -> list[str]:
         "--instr-atstart=no",
         "--collect-atstart=yes",
         "--fair-sched=yes",
-        "--cache-sim=yes",
-        *(f"--{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items()),
+        f"--cache-sim={'yes' if caches else 'no'}",
+        *(f"--{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items() if caches),
         "--dump-instr=yes",  # each instruction: a function's entry counts its calls
         "--compress-strings=no",
         "--compress-pos=no",

@@ -238,8 +238,9 @@ def _interpreter_share(read: DumpCosts) -> float:
 
 
 def read_dump(path: Path) -> dict[str, int]:
-    """The event totals of one callgrind dump (``{"Ir": ..., "D1mr": ...}``); events the dump
-    does not list are 0. Raises ``ValueError`` naming the file when it has none."""
+    """The event totals of one callgrind dump (``{"Ir": ..., "D1mr": ...}``): the events the
+    dump lists (the cache misses only where the caches were simulated), in callgrind's order.
+    Raises ``ValueError`` naming the file when it has none."""
     names: list[str] | None = None
     totals: list[int] | None = None
     with path.open(encoding="utf-8", errors="replace") as f:
@@ -253,7 +254,8 @@ def read_dump(path: Path) -> dict[str, int]:
     if names is None or totals is None:
         raise ValueError(f"callgrind dump {path}: no events and totals lines")
     got = dict(zip(names, totals + [0] * (len(names) - len(totals)), strict=True))
-    return {e: int(got.get(e, 0)) for e in (*EVENTS, *(n for n in names if n not in EVENTS))}
+    order = (*(e for e in EVENTS if e in got), *(n for n in names if n not in EVENTS))
+    return {e: int(got[e]) for e in order}
 
 
 def _name(ref: str, labels: dict[str, str]) -> str:

@@ -279,7 +279,7 @@ def against_baseline(
     fingerprint is ``device``) against a stored baseline ``entry`` (None: no baseline):
     incomparable where the baseline holds no counts or was counted under another key (what
     differs named), else core/counts.judge_counts with the key's notes and the estimated cycles'
-    note. A pytest-benchmark test's counts recorded on numpy-cpu are compared under the key its
+    note (where both simulated the same caches). A pytest-benchmark test's counts recorded on numpy-cpu are compared under the key its
     python-cpu device gives (comparability.recorded_as_numpy): the same code ran."""
     values = [float(v) for v in got.values()]
     base_values = baseline_counts(entry)
@@ -306,7 +306,9 @@ def against_baseline(
         interpreter=max(got.interpreter, 0.0 if stored is None else stored.interpreter),
     )
     cycles = counts.cycles_note(
-        [] if stored is None else [float(v) for v in stored.cycles],
+        [float(v) for v in stored.cycles]
+        if stored is not None and counts_key.same_caches(stored_key, key)
+        else [],
         [float(v) for v in got.cycles],
         verdict,
     )

@@ -19,12 +19,6 @@ from pytest_burnperf.core.verdict import (
 )
 
 
-def test_estimated_cycles_weights_misses() -> None:
-    events = {"Ir": 1000, "I1mr": 1, "D1mr": 2, "D1mw": 3, "ILmr": 1, "DLmr": 1, "DLmw": 0}
-    assert counts.estimated_cycles(events) == 1000 + 10 * 6 + 100 * 2
-    assert counts.estimated_cycles({"Ir": 7}) == 7
-
-
 @pytest.mark.parametrize("alpha_each", [0.05, 0.01, 0.001, 1e-4, 1e-9])
 def test_calls_reach_the_alpha_or_the_cap(alpha_each: float) -> None:
     n = counts.calls_for(alpha_each)
@@ -37,7 +31,8 @@ def test_calls_reach_the_alpha_or_the_cap(alpha_each: float) -> None:
 class FakeCounter:
     """Records the requests; a call counted while collection is on adds its cost."""
 
-    def __init__(self) -> None:
+    def __init__(self, caches: bool = True) -> None:
+        self.caches = caches  # the cache simulation on: its miss events are in every dump
         self.log: list[str] = []
         self.collecting = True  # --collect-atstart=yes: the calling thread too, until it toggles
         self.instrumented = False
@@ -61,7 +56,9 @@ class FakeCounter:
 
     def dump(self, label: str) -> dict[str, int]:
         self.log.append(f"dump {label}")
-        return {"Ir": self.cost, "D1mr": 1}
+        if not self.caches:
+            return {"Ir": self.cost}
+        return {"Ir": self.cost, "I1mr": 0, "D1mr": 1, "D1mw": 0, "ILmr": 0, "DLmr": 0, "DLmw": 0}
 
 
 def test_count_calls_counts_only_the_call() -> None:
@@ -115,6 +112,27 @@ def test_count_calls_counts_only_the_call() -> None:
     # every counted call was zeroed before and dumped after, with only itself in its window
     window = counter.log[counter.log.index("dump t warm-up 2") + 1 :]
     assert window[:4] == ["zero", "toggle", "toggle", "dump t #1"]
+
+
+def test_without_the_cache_simulation_only_instructions_are_counted() -> None:
+    counter = FakeCounter(caches=False)
+    costs = iter([900, 300, 100, 200])  # the warm-up call, then three counted
+
+    def make_call() -> tuple[Any, Any]:
+        def call() -> None:
+            if counter.collecting and counter.instrumented:
+                counter.cost += next(costs, 0)
+
+        return call, None
+
+    got, _ = counts.count_calls(
+        make_call, counter, lambda d: d, calls=3, label="t", warm=1, first_calls=3,
+        settle=lambda instructions: 0,
+    )
+    assert got.instructions == (300, 100, 200)
+    assert got.cycles == ()  # no estimate made up from instructions alone
+    assert got.events == {"Ir": 200}  # the median call's
+    assert counts.Counted.from_json(got.as_json()) == got
 
 
 def test_a_small_call_settles_uninstrumented_and_is_counted_afresh() -> None:
@@ -189,6 +207,12 @@ def test_key_names_what_differs() -> None:
         counts_key.key_difference(_key(), _key(simulated_cpu="numpy=X86_V2"))
     )
     assert "no key" in str(counts_key.key_difference(None, _key()))
+    # the simulated caches decide the estimated cycles only, never which instructions run
+    assert counts_key.key_difference(_key(), _key(cache="none")) is None
+    assert counts_key.same_caches(_key(), _key()) and not counts_key.same_caches(
+        _key(), _key(cache="none")
+    )
+    assert not counts_key.same_caches(None, _key())
     # the same Python version built elsewhere, another C library: other instructions run
     assert "python_build" in str(
         counts_key.key_difference(

@@ -17,8 +17,16 @@ def test_version_of() -> None:
     assert callgrind.version_of("something else") is None
 
 
-def test_command_fixes_the_cache_and_counts_nothing_until_asked(tmp_path: Path) -> None:
+def test_command_counts_nothing_until_asked_and_simulates_no_cache(tmp_path: Path) -> None:
     cmd = callgrind.command("/usr/bin/valgrind", tmp_path)
+    # instructions judge and do not depend on the caches: no simulation, no model
+    assert "--cache-sim=no" in cmd and not any(a.startswith(("--I1", "--D1", "--LL")) for a in cmd)
+    assert callgrind.cache_text(caches=False) == callgrind.NO_CACHE
+
+
+def test_command_fixes_the_cache_and_counts_nothing_until_asked(tmp_path: Path) -> None:
+    cmd = callgrind.command("/usr/bin/valgrind", tmp_path, caches=True)
+    assert "--cache-sim=yes" in cmd
     assert cmd[0] == "/usr/bin/valgrind" and "--tool=callgrind" in cmd
     # nothing instrumented until asked; then every thread collects, taking turns first come
     # first served (the calling thread switches its own collection around each call)

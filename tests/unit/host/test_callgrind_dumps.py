@@ -43,6 +43,10 @@ def test_read_dump_pads_short_totals_and_refuses_junk(tmp_path: Path) -> None:
     short.write_text("events: Ir Dr\ntotals: 12\n", encoding="utf-8")
     assert callgrind_dumps.read_dump(short)["Ir"] == 12
     assert callgrind_dumps.read_dump(short)["Dr"] == 0
+    # without the cache simulation a dump lists its instructions only: no misses are made up
+    plain = tmp_path / "plain"
+    plain.write_text("events: Ir\nsummary: 77\n", encoding="utf-8")
+    assert callgrind_dumps.read_dump(plain) == {"Ir": 77}
     junk = tmp_path / "junk"
     junk.write_text("nothing here\n", encoding="utf-8")
     with pytest.raises(ValueError, match="junk: no events and totals"):

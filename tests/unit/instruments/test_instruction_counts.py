@@ -85,6 +85,25 @@ def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_wh
     assert "--perf-update" in moved.reason
 
 
+def test_cycles_are_compared_only_where_both_counted_them_with_the_same_caches() -> None:
+    n, calls = 1_000_000, calls_for(0.01)
+    model = {**KEY, "cache": "I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64"}
+    stored = StoredBaseline.from_entry(
+        {"counts": {**Counted((n,) * calls, (n,) * calls).as_json(), "key": model}}
+    )
+    more_misses = Counted((n,) * calls, (2 * n,) * calls)
+    same = against_baseline(more_misses, stored, model, alpha_each=0.01)
+    assert same.status == UNCHANGED and any("estimated cycles +100.00%" in t for t in same.notes)
+    # counted without the cache simulation: the instructions judge, no cycles are compared
+    plain = {**KEY, "cache": "none"}
+    bare = against_baseline(Counted((n,) * calls, ()), stored, plain, alpha_each=0.01)
+    assert bare.status == UNCHANGED and not any("cycles" in t for t in bare.notes)
+    # ... nor against other caches' cycles
+    other = {**KEY, "cache": "I1=65536,8,64 D1=65536,8,64 LL=8388608,16,64"}
+    moved = against_baseline(more_misses, stored, other, alpha_each=0.01)
+    assert moved.status == UNCHANGED and not any("cycles" in t for t in moved.notes)
+
+
 def test_two_environments_counts_are_judged_against_each_other() -> None:
     assert between(_counted(100_000), _counted(100_000), alpha_each=0.01).status == UNCHANGED
     assert between(_counted(100_000), _counted(120_000), alpha_each=0.01).status == REGRESSED

@@ -154,3 +154,20 @@ def test_a_root_that_cannot_be_created_is_reported_not_raised(tmp_path: Path) ->
     assert "cannot be written" in str(errors[0]) and "no baseline file was changed" in str(
         errors[0]
     )
+
+
+def test_counts_without_cycles_are_kept_but_counts_without_instructions_are_refused(
+    tmp_path: Path,
+) -> None:
+    counted = {"timer": "counts", "samples": [120.0, 120.0], "dtype": "f64"}
+    s = BaselineStore(tmp_path, "c")
+    plain = {**counted, "counts": {"instructions": [120, 120], "cycles": [], "key": {}}}
+    written, errors = s.save({"t.py": {"a": plain}}, {})
+    assert errors == [] and written
+    assert BaselineStore(tmp_path, "c").get("t.py", "a")["counts"]["cycles"] == []
+    path = tmp_path / "c" / "t.json"
+    doc = json.loads(path.read_text())
+    doc["benchmarks"]["a"]["counts"]["instructions"] = []
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BaselineError, match=r"counts\.instructions.*non-empty list of counts"):
+        BaselineStore(tmp_path, "c").get("t.py", "a")

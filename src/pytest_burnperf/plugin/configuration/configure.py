@@ -200,6 +200,9 @@ def configure(config: pytest.Config) -> None:
             pick("perf_count_limit"),
             config.getoption("perf_count_always"),
             pick("perf_count_jobs"),
+            cycles=bool(
+                config.getoption("perf_count_cycles") or flag_value(config, "perf_count_cycles")
+            ),
         ),
         benches=project.benches,
         environment=dict(project.environment),
@@ -211,6 +214,8 @@ def configure(config: pytest.Config) -> None:
     )
     schedule = _schedule(config, pick, mode, rounds, max_rounds, round_out, serve, plan)
     output = _output(config, pick, mode, json_path, markdown_path, store_value, ci)
+    if counting is not None:
+        counting.caches = run.count.cycles
     config.stash[STATE] = PerfState(run=run, schedule=schedule, output=output, counting=counting)
     if auto_note is not None:
         config.stash[STATE].notes.append(auto_note)

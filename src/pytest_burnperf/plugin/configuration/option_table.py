@@ -187,8 +187,8 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-measure",
         "perf_measure",
         run_options.parse_measure,
-        "what judges CPU benchmarks: time (the clock), counts (instructions and estimated "
-        "cycles on valgrind's simulated CPU, counted around the benchmark's calls: no host can "
+        "what judges CPU benchmarks: time (the clock), counts (instructions on valgrind's "
+        "simulated CPU, counted around the benchmark's calls: no host can "
         "disturb them, and their baselines judge on any x86-64 Linux machine; needs valgrind), "
         "or both (counts judge, time is shown beside them); auto: a CPU benchmark with a counts "
         "baseline is counted and judged by counts where valgrind runs, the rest by time (in a "
@@ -201,7 +201,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         run_options.parse_count_limit,
         "with --perf-measure counts or both: a CPU benchmark whose first call takes longer "
         "than this many seconds under valgrind is timed instead of counted (calls run 2-300x "
-        "slower there, BLAS 5-30x); 0 counts every benchmark, however long. "
+        "slower there, BLAS 6-22x); 0 counts every benchmark, however long. "
         "Default: 1",
     ),
     (
@@ -342,6 +342,15 @@ FLAG_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "CPU suite: 117 s against the default's 452 s, docs/validation.md); it gates only large "
         "slowdowns (each verdict's 'detects' column says how far it sees). Default: off",
         "same as --perf-quick. Default: false",
+    ),
+    (
+        "--perf-count-cycles",
+        "perf_count_cycles",
+        "where CPU benchmarks are counted: also simulate the caches (32 KiB L1, 8 MiB last "
+        "level) and report estimated cycles beside the instructions that judge, with a note "
+        "where they move and the instructions do not; each counted call then runs 2.5-8x "
+        "slower under valgrind. Default: off (instructions only)",
+        "same as --perf-count-cycles. Default: false",
     ),
     (
         "--perf-strict",

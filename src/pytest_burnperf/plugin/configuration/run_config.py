@@ -24,7 +24,8 @@ class CountOptions:
     callgrind dumps, the calls to count and the benchmarks counted whatever the limit (their
     counts baselines say so: instruments/instruction_counts.selection); --perf-count-limit, the
     seconds a first call may take under valgrind before the benchmark is timed instead (0: no
-    limit); --perf-count-jobs, how many counted processes share the benchmarks."""
+    limit); --perf-count-jobs, how many counted processes share the benchmarks;
+    --perf-count-cycles, whether the caches are simulated for estimated cycles."""
 
     dir: Path | None = None
     calls: int | None = None
@@ -32,6 +33,8 @@ class CountOptions:
     always: frozenset[str] = frozenset()
     #: Counted processes side by side (--perf-count-jobs; 0: one per usable CPU).
     jobs: int = 0
+    #: --perf-count-cycles: simulate the caches and estimate cycles beside the instructions.
+    cycles: bool = False
 
     @classmethod
     def of(
@@ -41,6 +44,7 @@ class CountOptions:
         limit_s: float | None,
         always: str | None = None,
         jobs: int | None = None,
+        cycles: bool = False,
     ) -> CountOptions:
         """From the hidden options of a counted process, --perf-count-limit (None: 1 s) and
         --perf-count-jobs (None: one per usable CPU)."""
@@ -49,6 +53,7 @@ class CountOptions:
             calls=calls,
             limit_s=cls.limit_s if limit_s is None else float(limit_s),
             jobs=0 if jobs is None else int(jobs),
+            cycles=cycles,
             always=frozenset(Path(always).read_text(encoding="utf-8").splitlines())
             if always
             else frozenset(),

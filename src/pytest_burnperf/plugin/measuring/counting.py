@@ -53,6 +53,8 @@ class Counting:
     valgrind: str
     version: str
     measure: str
+    #: --perf-count-cycles: the caches simulated, cycles estimated beside the instructions.
+    caches: bool = False
     run: counted.CountedRun | None = None
     #: A same-session comparison: each environment's counted process, by label.
     sides: dict[str, counted.CountedRun] = field(default_factory=dict)
@@ -90,7 +92,7 @@ class Counting:
         return {
             "arch": platform.machine(),
             "valgrind": self.version,
-            "cache": callgrind.cache_text(),
+            "cache": callgrind.cache_text(self.caches),
         }
 
 
@@ -143,9 +145,10 @@ def header_text(state: PerfState) -> str:
         if not state.run.mode.compares
         else "of both environments"
     )
+    cycles = "; cycles estimated with L1 32 KiB, LL 8 MiB" if c.caches else ""
     return (
-        f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}; "
-        f"cycles estimated with L1 32 KiB, LL 8 MiB) {where}; minimum effect "
+        f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}"
+        f"{cycles}) {where}; minimum effect "
         f"{100 * counts.COUNTS_FLOOR:g}%, {counts.SPREAD_FACTOR:g}x the counts' spread, or "
         f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share{took}"
     )
@@ -344,6 +347,7 @@ def _count_sides(
             say=say,
             env=None if side is None else side.environ,
             jobs=jobs,
+            caches=state.counting.caches,
         )
         if side is None:
             state.counting.run = got
