@@ -95,18 +95,23 @@ SETTLE_MIN_CALLS = 8
 #: 862 k counted 3.7 k more as a run's first benchmark than after the others: its wrappers'
 #: bytecode not yet specialised; 8 settling calls brought it within 0.07%).
 SETTLE_UP_TO = 20_000_000
-#: A benchmark whose first calls take longer than this under valgrind (uninstrumented) is timed,
-#: not counted: calls run 2-300 times slower there (BLAS 6-22x with the portable kernels).
-COUNT_LIMIT_S = 1.0
+#: A benchmark whose first calls take longer than this under valgrind uninstrumented is timed: a
+#: guard far over what a call under the instruction limit takes there (the slowest code measured,
+#: numpy's ``exp`` loop, ran 47 M instructions a second: 400 M in 8.5 s): instructions decide.
+COUNT_GUARD_S = 20.0
 
 
 class TooSlow(Exception):
-    """A call took ``seconds`` under valgrind: over :data:`COUNT_LIMIT_S` (``result``: what the
-    first call returned, which the test still gets)."""
+    """A call ran ``instructions`` (over the count limit), or took ``seconds`` uninstrumented
+    under valgrind (over :data:`COUNT_GUARD_S`); ``result``: what the first call returned, which
+    the test still gets."""
 
-    def __init__(self, seconds: float, result: object = None) -> None:
-        super().__init__(f"one call took {seconds:.1f} s under valgrind")
-        self.seconds, self.result = seconds, result
+    def __init__(
+        self, seconds: float | None, result: object = None, instructions: int | None = None
+    ) -> None:
+        what = f"{instructions} instructions" if instructions is not None else f"{seconds} s"
+        super().__init__(f"one call ran {what} under valgrind")
+        self.seconds, self.result, self.instructions = seconds, result, instructions
 
 
 def calls_for(alpha_each: float) -> int:
@@ -186,27 +191,25 @@ def count_calls(
     label: str,
     warm: int = WARM_CALLS,
     first_calls: int = FIRST_CALLS,
-    limit_s: float | None = None,
+    limit: int | None = None,
+    guard_s: float | None = COUNT_GUARD_S,
     clock: Callable[[], float] = time.monotonic,
     settle: Callable[[float], int] | None = None,
     size: Callable[[Path], float] | None = None,
 ) -> tuple[Counted, object]:
     """Count ``first_calls`` calls (after one uninstrumented and ``warm`` instrumented ones),
     and where their instructions do not agree (:func:`agree`) more, up to ``calls`` in all (after
-    one more warm-up call: instrumentation was off while the first ones were read). Returns their
-    counts and the first call's result (:class:`TooSlow` where that first call took longer than
-    ``limit_s`` uninstrumented, and the next one too: the first may import or build caches;
-    one over ten times the limit is not run again). The first instrumented call says how large
-    a call is (``size``: its instructions, from its dump; default ``read``); a small one then
-    runs ``settle(instructions)`` times uninstrumented (default :func:`settle_calls`) before it
-    is counted. ``make_call()`` gives each call and what runs after it (a pedantic teardown),
-    both prepared and run outside the counted span. Every
-    thread collects while instrumentation is on (callgrind's ``--collect-atstart=yes``: a thread
-    pool's work counts); the calling thread switches its own collection off at once and on
-    around each call only. Each call's counts, the other threads' included, are dumped and read
-    with ``read``; the warm-up calls' dumps are dropped unread (the first window after the calls
-    before it also holds the pool threads' costs of those: a 2-thread matmul's first window
-    counted 1.7 times its others)."""
+    one more warm-up call). Returns their counts and the first call's result. The first
+    instrumented call's instructions (``size``, default ``read``) decide: over ``limit`` the
+    benchmark is not counted (:class:`TooSlow`; so too where the first uninstrumented call took
+    over ``guard_s``, and the next one too: the first may import; one over ten times the guard is
+    not run again); a small call runs ``settle(instructions)`` times uninstrumented (default
+    :func:`settle_calls`) before it is counted. ``make_call()`` gives each call and what runs
+    after it (a pedantic teardown), both outside the counted span. Every thread collects while
+    instrumentation is on (a thread pool's work counts); the calling thread switches its own
+    collection on around each call only. Each call's counts are dumped and read with ``read``;
+    the warm-up calls' dumps are dropped unread (the first window after the calls before it
+    also holds the pool threads' costs of those: a 2-thread matmul's counted 1.7x its others)."""
 
     def once(counted: bool, index: int = 0) -> object:
         call, after = make_call()
@@ -251,11 +254,11 @@ def count_calls(
     t0 = clock()
     first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
     took = clock() - t0
-    if limit_s is not None and limit_s < took <= 10 * limit_s:
+    if guard_s is not None and guard_s < took <= 10 * guard_s:
         t0 = clock()  # the first call may have imported or built caches: the next one decides
         once(False)
         took = clock() - t0
-    if limit_s is not None and took > limit_s:
+    if guard_s is not None and took > guard_s:
         raise TooSlow(took, first)
     start = max(1, min(first_calls, calls))
     # the first warm-up call, instrumented, says how large a call is (its dump's total only)
@@ -267,7 +270,10 @@ def count_calls(
     finally:
         counter.toggle()
         counter.stop()
-    settling = (settle or settle_calls)((size or _instructions(read))(probe))
+    instructions = (size or _instructions(read))(probe)
+    if limit and instructions > limit:
+        raise TooSlow(None, first, int(instructions))
+    settling = (settle or settle_calls)(instructions)
     if settling:
         # a small call, still met by the interpreter's specialising: run it on, uninstrumented,
         # until the interpreter has settled, then count it
@@ -278,7 +284,7 @@ def count_calls(
     if len(per_call) < calls and not agree([e.get("Ir", 0) for e in per_call]):
         per_call += counted_pass(calls - len(per_call), 1, len(per_call))
     cycles = tuple(estimated_cycles(e) for e in per_call if simulated(e))
-    order = cycles or tuple(e.get("Ir", 0) for e in per_call)
+    order = cycles or tuple(int(e.get("Ir", 0)) for e in per_call)
     middle = sorted(range(len(order)), key=lambda i: order[i])[len(order) // 2]
     events = dict(per_call[middle])
     share = float(events.pop("interpreter", 0.0))

@@ -27,7 +27,9 @@ from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
+from pytest_burnperf.core.run_options import count_text
 from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.text import format_count
 from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind, callgrind_dumps, installed_files
@@ -89,33 +91,48 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
     return UNDER_LIMIT
 
 
-#: How much slower a benchmark's first call runs under valgrind (uninstrumented, as
-#: ``--perf-count-limit`` measures it) than natively, by its device's library: what
-#: ``--perf-measure auto`` expects when it chooses, from a recording's timed rounds, which CPU
-#: benchmarks to count (:func:`worth_counting`). Measured on a 2-core x86-64-v4 Intel host
-#: (valgrind 3.19, one thread, the counted process's portable kernels: runs/counted.py
-#: PORTABLE_KERNELS): a pure-Python loop 8x; a 300x300 float64 matmul 22x, a solve 6x, an SVD
-#: 8x, an elementwise multiply-add 2x, numpy's own ``exp`` loop 110-320x (3300x for the matmul
-#: with OpenBLAS's FMA kernel, which the counted process no longer runs). Array libraries get
-#: the BLAS-like figure, so a numeric kernel up to a few tens of milliseconds is counted under
-#: the default limit; a transcendental-heavy one predicted under it and slower there is met by the limit on its
-#: first call under valgrind (core/counts.TooSlow) and timed instead.
-SLOWDOWN_UNDER_VALGRIND: Mapping[str, float] = {"python": 10.0}
-#: The factor for every other library (numpy, torch: BLAS- and SIMD-dense calls).
-ARRAY_SLOWDOWN_UNDER_VALGRIND = 30.0
+#: Instructions a host runs per second of a call, at least, by the benchmark's device library:
+#: what ``--perf-measure auto`` expects when it chooses, from a recording's timed rounds, which
+#: CPU benchmarks to count (:func:`worth_counting`), so that one whose calls are surely over
+#: ``--perf-count-limit`` is not run under valgrind at all. Measured on a 2-core x86-64-v4 Intel
+#: host (2026-11-27): a pure-Python loop ran 7-10 G instructions a second natively, a sort of
+#: 1 M doubles 5 G, a 300x300 float64 matmul 4-10 G (counted with the portable kernels a counted
+#: process runs, runs/counted.py PORTABLE_KERNELS), numpy's ``exp`` 60 G; the figures here are
+#: lower (slower hosts, memory-bound calls), so that what is over the limit is decided by the
+#: counted instructions of the call itself (core/counts.count_calls), the same on every host.
+NATIVE_RATE: Mapping[str, float] = {"python": 3e9}
+#: The rate for every other library (numpy, torch: BLAS- and SIMD-dense calls, but also
+#: memory-bound copies).
+ARRAY_NATIVE_RATE = 1e9
 
 
-def predicted_first_call_s(call_s: float, library: str) -> float:
-    """The seconds a call of ``call_s`` natively is expected to take under valgrind."""
-    return call_s * SLOWDOWN_UNDER_VALGRIND.get(library, ARRAY_SLOWDOWN_UNDER_VALGRIND)
+def too_slow_text(exc: counts.TooSlow, limit: int) -> str:
+    """Why a benchmark was timed instead of counted, with how to count it anyway."""
+    if exc.instructions is not None:
+        return (
+            f"its calls run {format_count(exc.instructions)} instructions, over "
+            f"--perf-count-limit {count_text(limit)} (a counted call of that size takes seconds "
+            "under valgrind; --perf-count-limit 0 counts it anyway)"
+        )
+    return (
+        f"its first calls took {exc.seconds or 0:.1f} s under valgrind uninstrumented, over the "
+        f"{counts.COUNT_GUARD_S:g} s counting waits for one (calls run 2-300x slower there: pure "
+        "Python ~10x, BLAS 6-22x, numpy's transcendental loops up to ~300x; "
+        "--perf-count-limit 0 counts it anyway)"
+    )
 
 
-def worth_counting(call_s: float | None, library: str, limit_s: float | None) -> bool:
-    """Whether a benchmark whose calls take ``call_s`` here (None: not timed yet) is expected to
-    count within ``limit_s`` (None or 0: no limit, everything is counted)."""
-    if call_s is None or not limit_s:
+def predicted_instructions(call_s: float, library: str) -> float:
+    """The instructions a call of ``call_s`` natively runs at least, about."""
+    return call_s * NATIVE_RATE.get(library, ARRAY_NATIVE_RATE)
+
+
+def worth_counting(call_s: float | None, library: str, limit: int | None) -> bool:
+    """Whether a benchmark whose calls take ``call_s`` here (None: not timed yet) may run within
+    ``limit`` instructions a call (None or 0: no limit, everything is counted)."""
+    if call_s is None or not limit:
         return True
-    return predicted_first_call_s(call_s, library) <= limit_s
+    return predicted_instructions(call_s, library) <= limit
 
 
 def count(
@@ -126,7 +143,7 @@ def count(
     *,
     count_dir: Path,
     calls: int,
-    limit_s: float | None,
+    limit: int | None,
     project: str | None = None,
 ) -> tuple[dict[str, object], object]:
     """In a counted process: count ``calls`` calls of the benchmark (each from ``make_call``:
@@ -181,17 +198,12 @@ def count(
                 read,
                 calls=calls,
                 label=nodeid,
-                limit_s=limit_s or None,
+                limit=limit or None,
+                guard_s=counts.COUNT_GUARD_S if limit else None,
                 size=size,
             )
         except counts.TooSlow as exc:
-            why = (
-                f"its calls took {exc.seconds:.1f} s under valgrind (over "
-                f"--perf-count-limit {limit_s or 0:g} s; calls run 2-300x slower there: pure "
-                "Python ~10x, BLAS 5-30x, numpy's transcendental loops up to ~300x; "
-                "--perf-count-limit 0 counts it anyway)"
-            )
-            return {"timed_instead": why}, exc.result
+            return {"timed_instead": too_slow_text(exc, limit or 0)}, exc.result
     record: dict[str, object] = {
         "values": [float(c) for c in got.values()],
         "counts": got.as_json(),
@@ -279,8 +291,9 @@ def against_baseline(
     fingerprint is ``device``) against a stored baseline ``entry`` (None: no baseline):
     incomparable where the baseline holds no counts or was counted under another key (what
     differs named), else core/counts.judge_counts with the key's notes and the estimated cycles'
-    note (where both simulated the same caches). A pytest-benchmark test's counts recorded on numpy-cpu are compared under the key its
-    python-cpu device gives (comparability.recorded_as_numpy): the same code ran."""
+    note (where both simulated the same caches). A pytest-benchmark test's counts recorded on
+    numpy-cpu are compared under the key its python-cpu device gives
+    (comparability.recorded_as_numpy): the same code ran."""
     values = [float(v) for v in got.values()]
     base_values = baseline_counts(entry)
     if entry is not None and base_values is None:

@@ -139,8 +139,8 @@ class CountedRun:
     keys: dict[str, dict[str, object]] = field(default_factory=dict)
     #: node id -> why it has no counts (the process failed, the test failed in it, ...).
     missing: dict[str, str] = field(default_factory=dict)
-    #: node id -> why it was not counted but is timed instead: its first call took too long
-    #: under valgrind (core/counts.COUNT_LIMIT_S).
+    #: node id -> why it was not counted but is timed instead: its calls run more instructions
+    #: than --perf-count-limit (core/counts.TooSlow).
     timed_instead: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0

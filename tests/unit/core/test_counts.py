@@ -126,7 +126,13 @@ def test_without_the_cache_simulation_only_instructions_are_counted() -> None:
         return call, None
 
     got, _ = counts.count_calls(
-        make_call, counter, lambda d: d, calls=3, label="t", warm=1, first_calls=3,
+        make_call,
+        counter,
+        lambda d: d,
+        calls=3,
+        label="t",
+        warm=1,
+        first_calls=3,
         settle=lambda instructions: 0,
     )
     assert got.instructions == (300, 100, 200)
@@ -445,21 +451,21 @@ def test_counted_round_trips_through_json() -> None:
     assert counts.Counted.from_json(got.as_json()) == got
 
 
-def test_a_first_call_over_the_limit_is_too_slow_and_nothing_is_counted() -> None:
-    """A first call over ten times the limit is not run again; one over it, but not that far,
+def test_a_first_call_over_the_guard_is_too_slow_and_nothing_is_counted() -> None:
+    """A first call over ten times the guard is not run again; one over it, but not that far,
     gets a second uninstrumented call (its first may import): that one decides."""
     counter = FakeCounter()
     ticks = iter([0.0, 12.0])
     with pytest.raises(counts.TooSlow) as info:
         counts.count_calls(
-            lambda: (lambda: "r", None), counter, lambda d: d, calls=3, label="t", limit_s=1.0,
+            lambda: (lambda: "r", None), counter, lambda d: d, calls=3, label="t", guard_s=1.0,
             clock=lambda: next(ticks),
         )  # fmt: skip
     assert info.value.seconds == 12.0 and counter.log == []
     ticks = iter([0.0, 1.5, 0.0, 0.2])  # slow first call (imports), then a fast one: counted
     got, _ = counts.count_calls(
         lambda: (lambda: "r", None), counter, lambda d: {"Ir": 1000.0}, calls=3, label="t",
-        limit_s=1.0, clock=lambda: next(ticks), settle=lambda _i: 0,
+        guard_s=1.0, clock=lambda: next(ticks), settle=lambda _i: 0,
     )  # fmt: skip
     assert got.instructions[0] == 1000
     counter = FakeCounter()
@@ -471,11 +477,46 @@ def test_a_first_call_over_the_limit_is_too_slow_and_nothing_is_counted() -> Non
             lambda d: d,
             calls=3,
             label="t",
-            limit_s=1.0,
+            guard_s=1.0,
             clock=lambda: next(ticks),
         )
     assert info.value.seconds == 2.5 and info.value.result == "r"
     assert counter.log == []
+
+
+def test_a_call_over_the_instruction_limit_is_too_slow_whatever_the_host() -> None:
+    """The first instrumented call's instructions decide: the same call is counted or not on
+    every host, however fast or loaded (the clock here says every call took an hour)."""
+    hour = iter(float(i) * 3600 for i in range(100))
+
+    def run(limit: int | None, cost: int) -> tuple[Any, FakeCounter]:
+        counter = FakeCounter(caches=False)
+
+        def make_call() -> tuple[Any, Any]:
+            def call() -> str:
+                if counter.collecting and counter.instrumented:
+                    counter.cost += cost
+                return "r"
+
+            return call, None
+
+        try:
+            got, _ = counts.count_calls(
+                make_call, counter, lambda d: d, calls=3, label="t", limit=limit,
+                guard_s=None, clock=lambda: next(hour), settle=lambda _i: 0,
+            )  # fmt: skip
+        except counts.TooSlow as exc:
+            return exc, counter
+        return got, counter
+
+    over, counter = run(1_000_000, 1_000_001)
+    assert isinstance(over, counts.TooSlow)
+    assert over.instructions == 1_000_001 and over.seconds is None and over.result == "r"
+    assert [e for e in counter.log if e.startswith("dump")] == ["dump t warm-up 1"]  # probed only
+    under, _ = run(1_000_000, 1_000_000)
+    assert isinstance(under, counts.Counted) and under.instructions[0] == 1_000_000
+    unlimited, _ = run(None, 10**12)
+    assert isinstance(unlimited, counts.Counted)
 
 
 def test_allocator_pads_differ_from_call_to_call() -> None:

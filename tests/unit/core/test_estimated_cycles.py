@@ -13,8 +13,17 @@ def test_estimated_cycles_weights_misses() -> None:
 
 
 def test_simulated_only_where_the_dump_lists_every_miss_event() -> None:
-    with_caches = {"Ir": 10, "Dr": 4, "Dw": 2, "I1mr": 0, "D1mr": 0, "D1mw": 0,
-                   "ILmr": 0, "DLmr": 0, "DLmw": 0}
+    with_caches = {
+        "Ir": 10,
+        "Dr": 4,
+        "Dw": 2,
+        "I1mr": 0,
+        "D1mr": 0,
+        "D1mw": 0,
+        "ILmr": 0,
+        "DLmr": 0,
+        "DLmw": 0,
+    }
     assert simulated(with_caches)  # a call with no misses still simulated them
     assert not simulated({"Ir": 10})
     assert not simulated({"Ir": 10, "interpreter": 0.5})

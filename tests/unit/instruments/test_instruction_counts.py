@@ -47,7 +47,7 @@ def test_a_process_not_under_valgrind_is_refused_with_the_benchmarks_name(
     with pytest.raises(
         Unavailable, match=r"test_x\.py::test_y: (cannot count here|.*does not run under valgrind)"
     ):
-        count("test_x.py::test_y", object(), 1, make_call, count_dir=tmp_path, calls=2, limit_s=1)
+        count("test_x.py::test_y", object(), 1, make_call, count_dir=tmp_path, calls=2, limit=1000)
     assert calls == []  # nothing ran
 
 

@@ -33,7 +33,7 @@ GOOD_BAD = {
     "round_start": ('"fork"', '"spawn"'),
     "threads": ("2", "-1"),
     "measure": ('"counts"', '"cycles"'),
-    "count_limit": ("0", "-1"),
+    "count_limit": ('"400M"', "1"),
     "count_jobs": ("2", "-1"),
     "profile": ('"regressed"', '"sometimes"'),
     "profile_dir": ('"perf-profiles"', "7"),

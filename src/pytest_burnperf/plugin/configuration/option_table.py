@@ -199,10 +199,11 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-count-limit",
         "perf_count_limit",
         run_options.parse_count_limit,
-        "with --perf-measure counts or both: a CPU benchmark whose first call takes longer "
-        "than this many seconds under valgrind is timed instead of counted (calls run 2-300x "
-        "slower there, BLAS 6-22x); 0 counts every benchmark, however long. "
-        "Default: 1",
+        "where CPU benchmarks are counted: one whose calls run more instructions than this "
+        "(k, M, G: 400M, 2G) is timed instead of counted; the call's own instructions decide, "
+        "the same on every host (a counted call of 400 M instructions takes 2-10 s under "
+        "valgrind). Against stored baselines, a benchmark with a counts baseline is counted "
+        "whatever the limit. 0 counts every benchmark, however long. Default: 400M",
     ),
     (
         "--perf-count-jobs",

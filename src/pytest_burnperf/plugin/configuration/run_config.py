@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.run_mode import Mode
-from pytest_burnperf.core.run_options import Measure, Profile
+from pytest_burnperf.core.run_options import DEFAULT_COUNT_LIMIT, Measure, Profile
 from pytest_burnperf.core.settings import PerfSpec, Settings
 
 if TYPE_CHECKING:
@@ -23,13 +23,13 @@ class CountOptions:
     """How benchmarks are counted: in a counted process (runs/counted.py) the directory of its
     callgrind dumps, the calls to count and the benchmarks counted whatever the limit (their
     counts baselines say so: instruments/instruction_counts.selection); --perf-count-limit, the
-    seconds a first call may take under valgrind before the benchmark is timed instead (0: no
-    limit); --perf-count-jobs, how many counted processes share the benchmarks;
-    --perf-count-cycles, whether the caches are simulated for estimated cycles."""
+    instructions a call may run before the benchmark is timed instead (0: no limit);
+    --perf-count-jobs, how many counted processes share the benchmarks; --perf-count-cycles,
+    whether the caches are simulated for estimated cycles."""
 
     dir: Path | None = None
     calls: int | None = None
-    limit_s: float = 1.0
+    limit: int = DEFAULT_COUNT_LIMIT
     always: frozenset[str] = frozenset()
     #: Counted processes side by side (--perf-count-jobs; 0: one per usable CPU).
     jobs: int = 0
@@ -41,17 +41,17 @@ class CountOptions:
         cls,
         count_dir: str | None,
         calls: int | None,
-        limit_s: float | None,
+        limit: int | None,
         always: str | None = None,
         jobs: int | None = None,
         cycles: bool = False,
     ) -> CountOptions:
-        """From the hidden options of a counted process, --perf-count-limit (None: 1 s) and
+        """From the hidden options of a counted process, --perf-count-limit (None: the default) and
         --perf-count-jobs (None: one per usable CPU)."""
         return cls(
             dir=Path(count_dir) if count_dir else None,
             calls=calls,
-            limit_s=cls.limit_s if limit_s is None else float(limit_s),
+            limit=DEFAULT_COUNT_LIMIT if limit is None else int(limit),
             jobs=0 if jobs is None else int(jobs),
             cycles=cycles,
             always=frozenset(Path(always).read_text(encoding="utf-8").splitlines())

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.core import counts, counts_key, run_options
+from pytest_burnperf.core.run_options import count_text
 from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.text import clock, format_time
+from pytest_burnperf.core.text import clock, format_count, format_time
 from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind, hardware
@@ -113,8 +114,8 @@ def auto_text(state: PerfState) -> str:
     if state.run.mode.records:
         return (
             f"counts (--perf-measure auto): CPU benchmarks timed, and counted under callgrind "
-            f"(valgrind {c.version}) where their calls predict a first call under "
-            f"--perf-count-limit there; counts baselines into "
+            f"(valgrind {c.version}) where their calls run under --perf-count-limit "
+            f"{count_text(state.run.count.limit)} instructions; counts baselines into "
             f"{rel(c.store(state).dir, state.run.rootpath)}, the time ones beside"
         )
     return (
@@ -281,7 +282,8 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         if chosen == instruction_counts.BY_TIME:
             state.counting.by_baseline[item.nodeid] = (
                 "it has a timed baseline and no counts baseline (recorded by time, or over "
-                "--perf-count-limit); `pytest --perf --perf-measure counts --perf-update` records its counts"
+                "--perf-count-limit); `pytest --perf --perf-measure counts --perf-update` records "
+                "its counts"
             )
             continue
         wanted.append(item.nodeid)
@@ -292,21 +294,22 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
 
 def _too_slow_to_count(state: PerfState, item: pytest.Item) -> str | None:
     """Why --perf-measure auto, recording, does not count this benchmark: its calls in the
-    timed rounds so far predict a first call under valgrind over --perf-count-limit
-    (instruction_counts.worth_counting); None where it is worth counting or was not timed."""
+    timed rounds so far are surely over --perf-count-limit (instruction_counts.worth_counting);
+    None where they may be under (the counted process then decides by the call's instructions)
+    or it was not timed."""
     case = case_of(item)
     runs = state.findings.round_runs.get(item.nodeid)
     samples = [v for r in runs or () for v in r]
     if case is None or case.entry is None or not samples:
         return None
     call_s = statistics.median(samples)
-    library, limit_s = case.entry.library, state.run.count.limit_s
-    if instruction_counts.worth_counting(call_s, library, limit_s):
+    library, limit = case.entry.library, state.run.count.limit
+    if instruction_counts.worth_counting(call_s, library, limit):
         return None
-    expected = instruction_counts.predicted_first_call_s(call_s, library)
+    expected = instruction_counts.predicted_instructions(call_s, library)
     return (
-        f"its calls take {format_time(call_s)} here, so about {format_time(expected)} under "
-        f"valgrind, over --perf-count-limit {limit_s:g} s; recorded by time only "
+        f"its calls take {format_time(call_s)} here, so {format_count(expected)} instructions or "
+        f"more, over --perf-count-limit {count_text(limit)}; recorded by time only "
         "(`--perf-count-limit 0` counts it whatever it costs)"
     )
 
@@ -392,7 +395,7 @@ def count_here(
             count_dir=state.run.count.dir,
             calls=state.run.count.calls or calls(state, settings),
             # a benchmark with a counts baseline is counted whatever the limit
-            limit_s=None if nodeid in state.run.count.always else state.run.count.limit_s,
+            limit=None if nodeid in state.run.count.always else state.run.count.limit,
             project=project_config.project_name(state.run.rootpath),
         )
     except Unavailable as exc:
