@@ -271,8 +271,8 @@ def count_calls(
         counter.toggle()
         counter.stop()
     instructions = (size or _instructions(read))(probe)
-    if limit and instructions > limit:
-        raise TooSlow(None, first, int(instructions))
+    if limit and instructions > limit and (got_ir := read(probe).get("Ir", 0)) > limit:
+        raise TooSlow(None, first, int(got_ir))  # its threads' waits left out, as counted
     settling = (settle or settle_calls)(instructions)
     if settling:
         # a small call, still met by the interpreter's specialising: run it on, uninstrumented,

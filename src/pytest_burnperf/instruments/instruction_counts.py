@@ -174,11 +174,13 @@ def count(
             path.unlink(missing_ok=True)
 
     def size(path: Path) -> float:
-        """A warm-up call's instructions, from its dump's totals (no parse of its functions)."""
-        try:
-            return float(callgrind_dumps.read_dump(path)["Ir"])
-        finally:
+        """A warm-up call's instructions, from its dump's totals (no parse of its functions; the
+        dump is kept for ``read`` where that total is over the limit: its threads' waits are then
+        left out before it is judged over)."""
+        total = float(callgrind_dumps.read_dump(path)["Ir"])
+        if not limit or total <= limit:
             path.unlink(missing_ok=True)
+        return total
 
     def synced() -> tuple[Any, Any]:
         call, after = make_call()

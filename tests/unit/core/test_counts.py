@@ -580,3 +580,31 @@ def test_a_small_interpreted_call_gets_a_floor_in_instructions() -> None:
     assert slower.status == REGRESSED
     # compiled code (no interpreter share) keeps the plain floor
     assert counts.judge_counts(base, cur, alpha_each=0.001).status == REGRESSED
+
+
+def test_the_limit_judges_the_counted_instructions_not_the_threads_waits() -> None:
+    """A probe whose raw total is over the limit only by what its threads spent waiting (left
+    out of every count: how long a wait spins depends on the host) is counted."""
+
+    def run(limit: int) -> Any:
+        counter = FakeCounter(caches=False)
+
+        def make_call() -> tuple[Any, Any]:
+            def call() -> None:
+                if counter.collecting and counter.instrumented:
+                    counter.cost += 900
+
+            return call, None
+
+        def read(dump: Any) -> dict[str, float]:
+            return {"Ir": dump["Ir"] - 200}  # the waits left out
+
+        return counts.count_calls(
+            make_call, counter, read, calls=3, label="t", limit=limit, guard_s=None,
+            size=lambda dump: float(dump["Ir"]), settle=lambda _i: 0,
+        )[0]  # fmt: skip
+
+    assert run(800).instructions == (700, 700)  # raw 900, over 800 only by its waits
+    with pytest.raises(counts.TooSlow) as info:
+        run(600)
+    assert info.value.instructions == 700
