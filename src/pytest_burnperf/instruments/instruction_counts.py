@@ -29,7 +29,7 @@ from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
 from pytest_burnperf.core.run_options import count_text
 from pytest_burnperf.core.stored_baseline import StoredBaseline
-from pytest_burnperf.core.text import format_count
+from pytest_burnperf.core.text import format_count, format_time
 from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind, callgrind_dumps, installed_files
@@ -106,13 +106,21 @@ NATIVE_RATE: Mapping[str, float] = {"python": 3e9}
 ARRAY_NATIVE_RATE = 1e9
 
 
+#: Instructions a second a counted call runs under callgrind without the cache simulation, the
+#: fastest and the slowest measured (a sort of 1 M doubles, numpy's ``exp`` loop; 2026-11-27,
+#: docs/validation.md "Instructions only").
+INSTRUMENTED_RATES = (200e6, 40e6)
+
+
 def too_slow_text(exc: counts.TooSlow, limit: int) -> str:
     """Why a benchmark was timed instead of counted, with how to count it anyway."""
     if exc.instructions is not None:
+        fast, slow = (exc.instructions / rate for rate in INSTRUMENTED_RATES)
         return (
             f"its calls run {format_count(exc.instructions)} instructions, over "
-            f"--perf-count-limit {count_text(limit)} (a counted call of that size takes seconds "
-            "under valgrind; --perf-count-limit 0 counts it anyway)"
+            f"--perf-count-limit {count_text(limit)} (each counted call of that size would take "
+            f"{format_time(fast)}-{format_time(slow)} under valgrind; --perf-count-limit 0 "
+            "counts it anyway)"
         )
     return (
         f"its first calls took {exc.seconds or 0:.1f} s under valgrind uninstrumented, over the "
