@@ -261,10 +261,16 @@ class Requests:
         return self.dump_dir / f"{DUMP_PREFIX}.{os.getpid()}.{number}"
 
 
+#: The environment settings that choose MKL's and oneDNN's kernels in a process with torch
+#: loaded (a counted process sets them to the portable kernels where the run names none:
+#: runs/counted.PORTABLE_KERNELS), as the key names them.
+TORCH_KERNEL_SETTINGS = (("mkl", "MKL_ENABLE_INSTRUCTIONS"), ("onednn", "ONEDNN_MAX_CPU_ISA"))
+
+
 def simulated_cpu() -> str:
     """The CPU features the array libraries see in this process (under valgrind: the simulated
     CPU's, which decide their kernels): numpy's dispatch features and torch's CPU capability,
-    where loaded."""
+    where loaded, with torch the caps on MKL's and oneDNN's kernels (``mkl:AVX``)."""
     parts: list[str] = []
     numpy = sys.modules.get("numpy")
     if numpy is not None:
@@ -280,6 +286,9 @@ def simulated_cpu() -> str:
     if torch is not None:
         with contextlib.suppress(Exception):
             parts.append("torch:" + str(torch.backends.cpu.get_cpu_capability()))
+        # the kernels MKL and oneDNN pick inside torch: what the environment caps them at
+        for name, variable in TORCH_KERNEL_SETTINGS:
+            parts.append(f"{name}:{os.environ.get(variable) or 'default'}")
     return " ".join(parts)
 
 

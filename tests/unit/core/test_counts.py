@@ -3,6 +3,7 @@ counting loop with a fake counter, the key, and the verdict from injected counts
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +280,35 @@ def test_a_library_not_loaded_in_one_counted_process_is_no_difference() -> None:
         )
     )
     assert counts_key.same_simulated_cpu("", "") and not counts_key.same_simulated_cpu("a", "b")
+
+
+def test_torchs_mkl_and_onednn_kernels_are_part_of_the_key_where_both_name_them() -> None:
+    """With torch loaded the key names the caps on MKL's and oneDNN's kernels: recorded with
+    another cap, the same matmul ran other kernels; a key recorded before they were named
+    compares."""
+    portable = "blas=Sandybridge torch:DEFAULT mkl:AVX onednn:AVX"
+    assert counts_key.same_simulated_cpu(portable, portable)
+    assert not counts_key.same_simulated_cpu(portable, portable.replace("mkl:AVX", "mkl:AVX2"))
+    assert not counts_key.same_simulated_cpu(
+        portable, portable.replace("onednn:AVX", "onednn:default")
+    )
+    assert counts_key.same_simulated_cpu("blas=Sandybridge torch:DEFAULT", portable)
+
+
+def test_the_process_names_the_kernel_caps_only_with_torch_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from pytest_burnperf.host import callgrind
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert "mkl:" not in callgrind.simulated_cpu()
+    cpu = SimpleNamespace(get_cpu_capability=lambda: "DEFAULT")
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(backends=SimpleNamespace(cpu=cpu)))
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX")
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert callgrind.simulated_cpu().endswith("torch:DEFAULT mkl:AVX onednn:default")
 
 
 def test_the_interpreters_settings_are_in_the_key() -> None:
