@@ -59,11 +59,11 @@ PINNED_ENV = {
 #: kernel, 4.8 ms with its Sandybridge one; torch's 256x256 matmul 861 ms and 7 ms, its exp of
 #: 1 M floats 407 ms and 13 ms, without the cache simulation). With these, BLAS and LAPACK calls
 #: run 6-22x their native time uninstrumented (a counted call 1.25-1.5x that, 6-8x with the
-#: cache simulation of --perf-count-cycles), and x86-64 hosts of every vendor run the same kernels. Counts see these kernels,
-#: not the FMA ones the host runs natively (valgrind already hid AVX-512): a change in an FMA
-#: kernel alone is the clock's to see. The key holds OpenBLAS's core and torch's capability
-#: (``blas=``, ``torch:``) and, with torch, MKL's and oneDNN's (``mkl:``, ``onednn:``). Hosts
-#: without AVX get the SSE4.2 ones (:func:`kernel_env`).
+#: cache simulation of --perf-count-cycles), and x86-64 hosts of every vendor run the same
+#: kernels. Counts see these kernels, not the FMA ones the host runs natively (valgrind already
+#: hid AVX-512): a change in an FMA kernel alone is the clock's to see. The key holds OpenBLAS's
+#: core and torch's capability (``blas=``, ``torch:``) and, with torch, MKL's and oneDNN's caps
+#: (``mkl:``, ``onednn:``). Hosts without AVX get the SSE4.2 ones (:func:`kernel_env`).
 PORTABLE_KERNELS = {
     "OPENBLAS_CORETYPE": "Sandybridge",
     "MKL_ENABLE_INSTRUCTIONS": "AVX",
