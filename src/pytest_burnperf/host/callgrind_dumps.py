@@ -106,6 +106,8 @@ ALLOCATOR_INSIDE = frozenset(
     }
 )
 _ALLOCATORS = frozenset(ALLOCATOR_CALLS) | frozenset(ALLOCATOR_ALIASES) | ALLOCATOR_INSIDE
+#: The functions whose entry executions a dump's reading keeps (the allocators' entry points).
+_ALLOCATOR_ENTRIES = frozenset(ALLOCATOR_CALLS) | frozenset(ALLOCATOR_ALIASES)
 
 
 def function_name(fn: str) -> str:
@@ -153,19 +155,31 @@ class DumpCosts:
 
 def costs(path: Path) -> DumpCosts:
     """Read ``path``'s own-cost lines and each function's entry executions (the inclusive cost of
-    a call, the line after ``calls=``, is not an own cost)."""
+    a call, the line after ``calls=``, is not an own cost). Entries are kept for the allocators
+    only (:meth:`DumpCosts.allocator_calls` reads them). With one event (no cache simulation) a
+    cost line's last field is all that is read: the parse runs inside the counted process, under
+    valgrind, twice per counted benchmark."""
     out = DumpCosts()
     fns: dict[str, str] = {}
     obs: dict[str, str] = {}
     fn = ob = ""
     skip = False
     npos = 1
+    single = False  # one event: Ir
+    track = False  # the current function is an allocator: its entry executions are read
+    mine: list[int] | None = None  # the own costs of (fn, ob), once a line has one
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
             head = line[:1]
             if head.isdigit() or head in "+-*":
                 if skip:
                     skip = False
+                    continue
+                if single and not track:
+                    if line.count(" ") >= npos:  # else no cost on the line: zero
+                        if mine is None:
+                            mine = out.own.setdefault((fn, ob), [0])
+                        mine[0] += int(line[line.rindex(" ") + 1 :])
                     continue
                 fields = line.split()
                 values = [int(v) for v in fields[npos:]]
@@ -183,10 +197,13 @@ def costs(path: Path) -> DumpCosts:
                             out.entries[fn] = (address, seen[1] + values[0])
             elif line.startswith("fn="):
                 fn = _name(line[3:], fns)
+                track = function_name(fn) in _ALLOCATOR_ENTRIES
+                mine = None
             elif line.startswith("cfn="):
                 _name(line[4:], fns)
             elif line.startswith("ob="):
                 ob = _name(line[3:], obs)
+                mine = None
             elif line.startswith("cob="):
                 _name(line[4:], obs)
             elif line.startswith("calls="):
@@ -195,6 +212,7 @@ def costs(path: Path) -> DumpCosts:
                 npos = len(line.split()) - 1
             elif line.startswith("events:"):
                 out.events = line.split()[1:]
+                single = len(out.events) == 1
     return out
 
 

@@ -191,3 +191,30 @@ def test_counts_taken_by_the_older_rule_are_another_key() -> None:
     why = counts_key.key_difference(older, now)
     assert why is not None and "older rule" in why
     assert counts_key.key_difference(dict(now), now) is None
+
+
+def test_a_one_event_dump_reads_as_the_same_dump_with_more_events(tmp_path: Path) -> None:
+    """Without the cache simulation a dump has one event, and its cost lines are read by their
+    last field only (the allocators' entries still by address): the counts are those of the
+    same dump with more events, and a line that holds no cost adds nothing."""
+    two = _alloc_dump(29, 60)
+    one_lines = []
+    for line in two.splitlines():
+        fields = line.split()
+        if line.startswith("events:"):
+            line = "events: Ir"
+        elif line.startswith("totals:"):
+            line = f"totals: {fields[1]}"
+        elif line[:1].isdigit() and len(fields) == 4:
+            line = " ".join(fields[:3])
+        one_lines.append(line)
+    one_lines.insert(one_lines.index("fn=(1) f") + 1, "0x0ffc 1")  # no cost on it
+    multi, single = tmp_path / "two", tmp_path / "one"
+    multi.write_text(two, encoding="utf-8")
+    single.write_text("\n".join(one_lines) + "\n", encoding="utf-8")
+    a, b = callgrind_dumps.counted_events(multi), callgrind_dumps.counted_events(single)
+    assert b["Ir"] == a["Ir"] and b["interpreter"] == a["interpreter"]
+    assert callgrind_dumps.costs(single).allocator_calls() == (
+        callgrind_dumps.costs(multi).allocator_calls()
+    )
+    assert callgrind_dumps.costs(single).objects() == callgrind_dumps.costs(multi).objects()
