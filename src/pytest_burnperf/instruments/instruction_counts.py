@@ -95,9 +95,10 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
 #: what ``--perf-measure auto`` expects when it chooses, from a recording's timed rounds, which
 #: CPU benchmarks to count (:func:`worth_counting`), so that one whose calls are surely over
 #: ``--perf-count-limit`` is not run under valgrind at all. Measured on a 2-core x86-64-v4 Intel
-#: host (2026-11-27): a pure-Python loop ran 7-10 G instructions a second natively, a sort of
-#: 1 M doubles 5 G, a 300x300 float64 matmul 4-10 G (counted with the portable kernels a counted
-#: process runs, runs/counted.py PORTABLE_KERNELS), numpy's ``exp`` 60 G; the figures here are
+#: host, busy at the time (2026-11-27): a pure-Python loop ran 6.7 G instructions a second
+#: natively (162 M in 24 ms), a sort of 1 M doubles 5.2 G, a 300x300 float64 matmul 3.8 G
+#: (its instructions counted with the portable kernels a counted process runs, runs/counted.py
+#: PORTABLE_KERNELS; its time with the host's), numpy's ``exp`` 59 G; the figures here are
 #: lower (slower hosts, memory-bound calls), so that what is over the limit is decided by the
 #: counted instructions of the call itself (core/counts.count_calls), the same on every host.
 NATIVE_RATE: Mapping[str, float] = {"python": 3e9}
