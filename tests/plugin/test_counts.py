@@ -737,6 +737,7 @@ def test_the_default_measure_records_counts_beside_time_where_they_are_worth_cou
         "test_plain.py",
     )  # fmt: skip
     slow.assert_outcomes(passed=1)
+    slow.stdout.fnmatch_lines(["*where their calls run under --perf-count-limit 1k instructions*"])
     assert "counting 1 CPU benchmark" not in slow.stdout.str()
     (result,) = doc["results"]
     assert result["measure"] == "time"

@@ -112,10 +112,15 @@ def auto_text(state: PerfState) -> str:
     """--perf-measure auto's first line: which benchmarks counts judge, with what."""
     c: Counting = state.counting
     if state.run.mode.records:
+        limit = state.run.count.limit
+        where = (
+            f"where their calls run under --perf-count-limit {count_text(limit)} instructions"
+            if limit
+            else "every one (--perf-count-limit 0)"
+        )
         return (
             f"counts (--perf-measure auto): CPU benchmarks timed, and counted under callgrind "
-            f"(valgrind {c.version}) where their calls run under --perf-count-limit "
-            f"{count_text(state.run.count.limit)} instructions; counts baselines into "
+            f"(valgrind {c.version}) {where}; counts baselines into "
             f"{rel(c.store(state).dir, state.run.rootpath)}, the time ones beside"
         )
     return (
