@@ -90,10 +90,12 @@ def lint_workflows(session: nox.Session) -> None:
 
 @nox.session
 def perf(session: nox.Session) -> None:
-    """The shipped benchmarks on every device found, in 3 process rounds (up to 8 for the ones still
-    undecided), judged against baselines/ where this hardware class has them, else against the
-    base of the change measured in this session (--perf-against auto: a pull request's merge
-    base, a branch's merge base with main, else ``base`` in pyproject.toml's [tool.burnperf])."""
+    """The shipped benchmarks on every device found: where valgrind runs, the CPU benchmarks with
+    committed counts baselines counted and judged by them on any machine; the rest in 3 process
+    rounds (up to 8 for the ones still undecided), judged against baselines/ where this
+    hardware class has them, else against the base of the change measured in this session
+    (--perf-against auto: a pull request's merge base, a branch's merge base with main, else
+    ``base`` in pyproject.toml's [tool.burnperf])."""
     install(session, "torch,opencl,vulkan")
     session.run(
         "pytest",

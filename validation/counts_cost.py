@@ -2,9 +2,10 @@
 target: a counted session no longer than a timed one).
 
 The shipped suite's CPU benchmarks (``perf_tests``, ``--perf-backends numpy``) are recorded and
-then judged, once with ``--perf-measure counts`` and once with ``--perf-measure time`` (the
-default settings: 3 process rounds, adaptive up to 8), into a scratch baselines folder, one
-session after the other on the same machine, ``--repeat`` times, the order alternating.
+then judged, once with each measure ``--judge`` names (``counts,time`` unless given; ``auto``
+counts what has counts baselines and times it once beside; time: the default settings, 3
+process rounds, adaptive up to 8), against a scratch baselines folder, one session after the
+other on the same machine, ``--repeat`` times, the order rotating.
 Each session's wall time is kept, and for counted sessions the counted pass's own time (the
 run's "counted N/N benchmark(s) under callgrind in M:SS" line).
 
@@ -76,8 +77,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--select", default="", help="-k expression (default: every benchmark)")
+    ap.add_argument(
+        "--judge",
+        default="counts,time",
+        help="the measures each judging round runs, comma-separated, the order rotating from "
+        "round to round (auto: counts judge what has counts baselines, the time change beside)",
+    )
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    judged = [m.strip() for m in args.judge.split(",") if m.strip()]
+    unknown = sorted(set(judged) - {"counts", "time", "auto", "both"})
+    if unknown or not judged:
+        ap.error(f"--judge {args.judge!r}: give measures among auto, time, counts, both")
     scratch = Path(tempfile.mkdtemp(prefix="burnperf-cost-"))
     runs = []
     try:
@@ -85,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(session(measure, scratch, True, args.select))
             print(runs[-1], flush=True)
         for i in range(args.repeat):
-            order = ("counts", "time") if i % 2 == 0 else ("time", "counts")
+            order = judged[i % len(judged) :] + judged[: i % len(judged)]
             for measure in order:
                 runs.append(session(measure, scratch, False, args.select))
                 print(runs[-1], flush=True)

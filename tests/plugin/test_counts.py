@@ -454,6 +454,17 @@ def test_notes_say_where_the_measures_disagree() -> None:
     untimed = _FakeResult(Verdict("no-baseline", 1.0, reason="no baseline recorded"))
     (note,) = disagreement_notes(_result(UNCHANGED, 1.0), untimed)  # type: ignore[arg-type]
     assert note == "judged by counts; time no-baseline (no baseline recorded)"
+    # auto's time beside: one round, never judged, so none of the clock's advice
+    (note,) = disagreement_notes(_result(UNCHANGED, 1.0), busy, beside=True)  # type: ignore[arg-type]
+    assert (
+        note.startswith("judged by counts; time +10.0%")
+        and "(one round beside, not judged)" in note
+    )
+    assert "host busy" not in note
+    (note,) = disagreement_notes(_result(UNCHANGED, 1.0), slower_time, beside=True)  # type: ignore[arg-type]
+    assert "(one round beside, not judged) but counts unchanged" in note
+    (note,) = disagreement_notes(_result(UNCHANGED, 1.0), untimed, beside=True)  # type: ignore[arg-type]
+    assert note == "judged by counts; time beside: no-baseline"
 
 
 # A numpy kernel, not a Python loop: a pure-Python loop's counts can spread 3.7% between the
@@ -536,6 +547,72 @@ def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_r
     assert res["baseline"]["reference"] == "base"
     assert res["profile"]["against"] == "base"
     assert "base" in res["profile"]["note"] and "current" in res["profile"]["note"]
+
+
+PLAIN_PKG_BENCH = """
+import pytest
+import looppkg
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_pkg_plain(perf):
+    perf(looppkg.work)
+"""
+
+
+def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_session(
+    pytester: pytest.Pytester, loop_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-against auto (nox -s perf, CI) where this class has no time baselines: a CPU
+    benchmark with a committed counts baseline is counted once and judged by it (counts travel
+    between classes), not measured again in the reference's environment; the rest are compared
+    with the reference in this session, by time."""
+    monkeypatch.delenv("BURNPERF_MEASURE", raising=False)
+    monkeypatch.setenv("CI", "true")
+    (loop_repo / "test_plain_pkg.py").write_text(PLAIN_PKG_BENCH)
+    pkg = loop_repo / "src" / "looppkg" / "__init__.py"
+    pkg.write_text(LOOP_PACKAGE.format(n=200_000))  # the base's work, for its counts baseline
+    common = ("-p", "no:randomly", "-p", "no:cacheprovider", "--perf")
+    recorded = pytester.runpytest_subprocess(
+        *common, "--perf-measure", "counts", "--perf-update", "test_counted_pkg.py"
+    )
+    recorded.assert_outcomes(passed=1)
+    git(loop_repo, "checkout", "-q", "--", "src")  # back to HEAD: 5% more work
+    result = pytester.runpytest_subprocess(
+        *common,
+        "--perf-against",
+        "auto",
+        "--perf-base",
+        "base",
+        "--perf-quick",
+        "--perf-threshold",
+        "1000%",  # the timed one's outcome stays off the host: what is tested is who judges
+        "--perf-json",
+        "out.json",
+    )
+    out = result.stdout.str()
+    assert "--perf-against auto compares in this session with" in out, out
+    assert "counting 1 CPU benchmark(s) in one process" in out, out
+    assert "in base in one process under callgrind" not in out  # not counted in the reference
+    said = " ".join(out.split())
+    assert "CPU benchmarks with a counts baseline in baselines/counts-linux-" in said, said
+    assert "judged by those, as on any machine; the rest compared in this session" in said
+    result.assert_outcomes(failed=1, passed=1)
+    by_name = {r["name"]: r for r in json.loads((loop_repo / "out.json").read_text())["results"]}
+    counted = by_name["test_pkg_loop[numpy-cpu-f64]"]
+    assert counted["measure"] == "counts" and counted["verdict"]["status"] == REGRESSED
+    assert 3.0 < counted["verdict"]["change_pct"] < 6.0
+    assert counted["baseline"].get("reference") is None  # the stored counts baseline
+    timed = by_name["test_pkg_plain[numpy-cpu-f64]"]
+    assert timed["measure"] == "time" and timed["baseline"]["reference"] == "base"
+    # every selected benchmark judged by its counts baseline: no environment built, no round
+    only = pytester.runpytest_subprocess(
+        *common, "--perf-against", "auto", "--perf-base", "base", "-k", "test_pkg_loop"
+    )
+    only.assert_outcomes(failed=1)
+    assert "building the reference environment" not in only.stdout.str()
+    assert "round 1/" not in only.stdout.str()
+    only.stdout.fnmatch_lines(["*test_pkg_loop*regressed*"])
 
 
 HEAVY = """
@@ -689,6 +766,18 @@ def test_the_default_measure_counts_what_has_counts_baselines(
     # the counted one's verdict does not depend on the host; the timed one's is not asserted
     (loop,) = [r for r in doc["results"] if r["measure"] == "counts"]
     assert loop["verdict"]["status"] == UNCHANGED
+    assert loop.get("time") is None  # no time baseline: the clock does not run for it
+    # with a time baseline too, it is timed once in this process, its change shown beside
+    _run(project, "--perf-update", "--perf-quick", "--perf-measure", "time", "-k", "test_loop")[
+        0
+    ].assert_outcomes(passed=1)
+    beside, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%", "-k", "test_loop")
+    beside.assert_outcomes(passed=1)
+    beside.stdout.fnmatch_lines(["*change*time change*verdict*"])
+    (loop,) = doc["results"]
+    assert loop["measure"] == "counts" and loop["verdict"]["status"] == UNCHANGED
+    assert loop["time"]["verdict"]["ratio"] is not None and len(loop["time"]["runs"]) == 1
+    assert any("(one round beside, not judged)" in n for n in loop["verdict"]["notes"])
     # nothing selected has a counts baseline: timed, and the summary does not speak of counts
     plain, _ = _run(project, "--perf-quick", "--perf-threshold", "1000%", "-k", "test_plain")
     plain.assert_outcomes(passed=1)

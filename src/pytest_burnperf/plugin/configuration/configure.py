@@ -146,7 +146,10 @@ def configure(config: pytest.Config) -> None:
             trust_host=trust_host,
         )
     auto_note = None
-    if measure == "auto" and enabled and not round_process and plan is None:
+    # --perf-against auto that chose a same-session comparison: the committed counts baselines
+    # still judge what they hold (counts travel between classes), the rest is compared here
+    by_stored_counts = choice is not None and choice.ref is not None
+    if measure == "auto" and enabled and not round_process and (plan is None or by_stored_counts):
         counting, auto_note = auto_counting(baselines_root, size, records=update)
     mode = decide(
         perf=enabled,

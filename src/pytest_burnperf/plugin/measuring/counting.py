@@ -63,6 +63,8 @@ class Counting:
     by_baseline: dict[str, str] = field(default_factory=dict)
     #: --perf-measure auto: the CPU benchmarks with no counts baseline, timed as by default.
     left_to_time: set[str] = field(default_factory=set)
+    #: --perf-measure auto: the counted benchmarks with a time baseline, timed beside the counts.
+    time_baselines: set[str] = field(default_factory=set)
     _store: BaselineStore | None = None
 
     def runs(self) -> list[counted.CountedRun]:
@@ -123,10 +125,18 @@ def auto_text(state: PerfState) -> str:
             f"(valgrind {c.version}) {where}; counts baselines into "
             f"{rel(c.store(state).dir, state.run.rootpath)}, the time ones beside"
         )
+    if state.run.mode.compares:  # --perf-against auto chose a same-session comparison
+        return (
+            f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
+            f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
+            f"{c.version}) and judged by those, as on any machine; the rest compared in this "
+            "session"
+        )
     return (
         f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
         f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
-        f"{c.version}), the rest timed"
+        f"{c.version}) and judged by counts (timed in this process too where a time baseline "
+        "shows the time change beside), the rest timed"
     )
 
 
@@ -148,7 +158,7 @@ def header_text(state: PerfState) -> str:
     )
     where = (
         f"in {rel(c.store(state).dir, state.run.rootpath)}"
-        if not state.run.mode.compares
+        if not state.run.mode.compares or c.measure == "auto"
         else "of both environments"
     )
     cycles = "; cycles estimated with L1 32 KiB, LL 8 MiB" if c.caches else ""
@@ -173,14 +183,36 @@ def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
 
 
 def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
-    """Whether the clock does not run at all for such a benchmark (--perf-measure counts, or
-    auto for a benchmark it counts, except when recording: auto records both baselines)."""
+    """Whether the clock does not run at all for such a benchmark: --perf-measure counts, or
+    auto judging a counted benchmark that has no time baseline to show a time change against
+    (recording, auto times every benchmark and writes both baselines)."""
     c: Counting | None = state.counting
     if c is None or not by_counts(state, kind, nodeid):
         return False
     if c.measure == "auto":
-        return not state.run.mode.records
+        return not state.run.mode.records and nodeid not in c.time_baselines
     return c.measure == "counts"
+
+
+def time_beside(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
+    """Whether such a benchmark is timed in this process only, one round without adaptive
+    sampling, for the time change shown beside the counts that judge it: --perf-measure auto
+    judging a counted benchmark against stored baselines, where it has a time baseline too."""
+    c: Counting | None = state.counting
+    return (
+        c is not None
+        and c.measure == "auto"
+        and not state.run.mode.records
+        and not state.run.mode.compares
+        and nodeid in c.time_baselines
+        and by_counts(state, kind, nodeid)
+    )
+
+
+def in_time_rounds(state: PerfState, kind: str, nodeid: str) -> bool:
+    """Whether such a benchmark is timed in the run's process rounds too: neither counted alone
+    (counts_only) nor timed only beside its counts (time_beside)."""
+    return not counts_only(state, kind, nodeid) and not time_beside(state, kind, nodeid)
 
 
 def fallback_note(state: PerfState, nodeid: str) -> str | None:
@@ -276,6 +308,8 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         chosen = instruction_counts.selection(
             counts_baseline=has_counts, time_baseline=has_time, records=state.run.mode.records
         )
+        if state.counting.measure == "auto" and has_time and not state.run.mode.compares:
+            state.counting.time_baselines.add(item.nodeid)  # its time change shown beside
         if state.counting.measure == "auto" and chosen != instruction_counts.ALWAYS:
             if not state.run.mode.records:
                 state.counting.left_to_time.add(item.nodeid)  # no counts baseline: timed

@@ -25,7 +25,7 @@ from pytest_burnperf.core.verdict import (
     format_ratio,
 )
 from pytest_burnperf.instruments import instruction_counts
-from pytest_burnperf.plugin.measuring import pair_profiles
+from pytest_burnperf.plugin.measuring import counting, pair_profiles
 from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.measuring.result_record import settle
 from pytest_burnperf.plugin.session.perf_state import PerfState
@@ -115,7 +115,10 @@ def judge(
         got, entry, key, alpha_each=policy.alpha_each, device=perf.device.fingerprint()
     )
     base_values = instruction_counts.baseline_counts(entry)
-    verdict = replace(verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed)))
+    beside = counting.time_beside(state, perf.device.kind, node)
+    verdict = replace(
+        verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed, beside=beside))
+    )
     sample = Sample(
         values=tuple(values),
         loops=1,
@@ -148,14 +151,23 @@ def judge(
     return result
 
 
-def disagreement_notes(verdict: Verdict, timed: Result | None) -> list[str]:
-    """Which measure judged and why, and where the clock and the counts disagree."""
+def disagreement_notes(
+    verdict: Verdict, timed: Result | None, *, beside: bool = False
+) -> list[str]:
+    """Which measure judged and why, and where the clock and the counts disagree. ``beside``:
+    the time is one round in this process (--perf-measure auto), shown beside, never judged, so
+    its own advice (rounds, samples) is left out."""
     if timed is None:
         return []
     t = timed.verdict
+    if beside and t.ratio is None:
+        return [f"judged by counts; time beside: {t.status}"]
     if t.ratio is None:
         return [f"judged by counts; time {t.status} ({t.reason or 'no comparison'})"]
-    time_text = f"time {format_ratio(t)} {t.status}"
+    if beside:
+        time_text = f"time {format_ratio(t)} (one round beside, not judged)"
+    else:
+        time_text = f"time {format_ratio(t)} {t.status}"
     counts_text = (
         "-" if verdict.ratio is None else f"{100 * (verdict.ratio - 1):+.2f}% {verdict.status}"
     )
@@ -179,6 +191,8 @@ def disagreement_notes(verdict: Verdict, timed: Result | None) -> list[str]:
             f"counts {counts_text} but {time_text}: more work that the clock does not show "
             "(within its noise, or hidden by other threads)"
         ]
+    if beside:
+        return [f"judged by counts; {time_text}"]
     why = "the host cannot disturb them" if t.status != INCONCLUSIVE else f"time: {t.reason}"
     return [f"judged by counts ({why}); {time_text}"]
 

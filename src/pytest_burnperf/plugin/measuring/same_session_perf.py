@@ -72,7 +72,10 @@ class ComparePerf(SmokePerf):
         assert plan is not None
         node = self._item.nodeid
         if counting.counts_only(state, self.device.kind, node):
-            counts_judging.judge_pair(self, None, make_result)
+            if state.counting.measure == "auto":  # counted here, judged by its counts baseline
+                counts_judging.judge(self, None, make_result)
+            else:
+                counts_judging.judge_pair(self, None, make_result)
             return
         paired = time_verdict(state, self.settings, node)
         if paired is None:

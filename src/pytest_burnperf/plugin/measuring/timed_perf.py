@@ -132,7 +132,9 @@ class Perf:
         if counted is not _TIMED:
             return cast(T, counted)
         s = self.settings
-        pooled = self._state.schedule.sampling_rounds
+        # timed only for the change beside its counts (auto): this one round, no adaptive samples
+        beside = counting.time_beside(self._state, self.device.kind, self._item.nodeid)
+        pooled = 1 if beside else self._state.schedule.sampling_rounds
         goal = precision_goal(s.threshold, pooled)
         first, most = round_sampling(s.samples, s.max_samples, pooled)
         return cast(
@@ -146,8 +148,8 @@ class Perf:
                 warmup=s.warmup,
                 min_time=s.min_time,
                 precise=lambda values: median_halfwidth(values) <= goal,
-                max_samples=most,
-                max_time=s.max_time,
+                max_samples=first if beside else most,
+                max_time=0.0 if beside else s.max_time,
                 settle=settles(self.device.kind, s.warmup),
                 turns=self._state.turn_side,
             ),

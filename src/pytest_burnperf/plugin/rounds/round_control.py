@@ -118,6 +118,16 @@ def run_same_session(
     config = session.config
     write = line_writer(config)
 
+    # --perf-measure auto: what has counts baselines is counted here only and judged by them
+    # (counts or both: every environment counted, below); with nothing left to time, no
+    # environment is built
+    stored_counts = state.counting is not None and state.counting.measure == "auto"
+    if stored_counts:
+        counting.count_pass(session, state, items)
+        items = _to_time(state, items)
+        if not items:
+            state.findings.measured = Measured()
+            return
     envs = {}
     for ref in plan.refs:
         try:
@@ -149,14 +159,9 @@ def run_same_session(
         return needs_more_rounds(ref, cur, policy)
 
     sides = [side_of(label, envs[label]) for label in plan.refs]
-    counting.count_pass(session, state, items, sides)
-    items = [  # --perf-measure counts: the clock does not run for what was counted
-        item
-        for item in items
-        if (case := case_of(item)) is None
-        or case.entry is None
-        or not counting.counts_only(state, case.entry.kind, item.nodeid)
-    ]
+    if not stored_counts:
+        counting.count_pass(session, state, items, sides)
+        items = _to_time(state, items)
     if not items:  # everything was counted: no rounds to time
         state.findings.measured = Measured()
     else:
@@ -183,6 +188,19 @@ def run_same_session(
                 state.schedule.round_budget, state.findings.measured.budget_stopped, len(items)
             )
         )
+
+
+def _to_time(state: PerfState, items: list[pytest.Item]) -> list[pytest.Item]:
+    """The benchmarks among ``items`` that the run's rounds time: what was counted is timed in
+    no round (--perf-measure counts, or auto where it has no time baseline) or in the run's own
+    process only (auto, for the time change beside)."""
+    return [
+        item
+        for item in items
+        if (case := case_of(item)) is None
+        or case.entry is None
+        or counting.in_time_rounds(state, case.entry.kind, item.nodeid)
+    ]
 
 
 def _regressed(state: PerfState, by_id: Mapping[str, pytest.Item]) -> Callable[[str], bool]:
@@ -329,13 +347,7 @@ def rounds_after_collection(session: pytest.Session) -> None:
     )
     if not count_after:
         counting.count_pass(session, state, runnable)
-    timed = [  # --perf-measure counts: the clock does not run for CPU benchmarks
-        item
-        for item in runnable
-        if (case := case_of(item)) is None
-        or case.entry is None
-        or not counting.counts_only(state, case.entry.kind, item.nodeid)
-    ]
+    timed = _to_time(state, runnable)
     if state.schedule.max_rounds > 1 and timed and not session.config.option.collectonly:
         run_rounds(
             session,
