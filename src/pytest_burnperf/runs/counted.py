@@ -15,6 +15,7 @@ valgrind's uninstrumented speed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -34,6 +35,7 @@ from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
 from pytest_burnperf.runs.round_launcher import journal_path, read_journal, run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
+from pytest_burnperf.storage.paths import cache_root
 
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
 COUNT_OPTION = "--perf-worker-count-dir"
@@ -109,6 +111,12 @@ GLIBC_TUNABLES = ":".join(
 #: (``PYTHONHASHSEED=random`` moved a pure-Python benchmark's counts between processes), and
 #: :data:`GLIBC_TUNABLES`.
 FORCED_ENV = {"PYTHONHASHSEED": "0", "GLIBC_TUNABLES": GLIBC_TUNABLES}
+#: torch.compile's code cache in a counted process: a folder of its own under this tool's cache
+#: (:func:`inductor_cache`), kept between runs (compiling under valgrind takes about a minute a
+#: graph). Inductor writes C++ for the CPU capability it sees, and a counted process runs
+#: ``ATEN_CPU_CAPABILITY=default``: code a native run had written for AVX-512 into the shared
+#: cache failed to compile there (``BackendCompilerFailed``, every compiled benchmark failed).
+INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 #: What a counted process does not get from the run's environment: each changes the
 #: instructions that all Python code runs, not the code under test (``PYTHONMALLOC=malloc``
 #: counted an unchanged pure-Python benchmark +34%): another allocator or its debug hooks and
@@ -177,10 +185,19 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     for name, value in {**PINNED_ENV, **kernels}.items():
         env.setdefault(name, value)
     env.update(FORCED_ENV)
+    env[INDUCTOR_CACHE_ENV] = str(inductor_cache(env))
     for name in DROPPED_ENV:
         env.pop(name, None)
     env[PARENT_ENV] = str(os.getpid())
     return env
+
+
+def inductor_cache(environ: Mapping[str, str]) -> Path:
+    """The torch.compile cache of counted processes (:data:`INDUCTOR_CACHE_ENV`), one per set
+    of kernel settings they run with."""
+    kernels = ",".join(f"{k}={environ.get(k, '')}" for k in sorted(PORTABLE_KERNELS))
+    digest = hashlib.sha256(kernels.encode()).hexdigest()[:12]
+    return cache_root(environ) / "inductor-counted" / digest
 
 
 def left_out(base: Mapping[str, str] | None = None) -> str | None:

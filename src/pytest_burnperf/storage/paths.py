@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 #: Names Windows reserves for devices, in any case and with any suffix.
@@ -94,3 +94,14 @@ def folder_problem(out: Path, mark: str, what: str) -> str | None:
             "it (give an empty or new folder)"
         )
     return None
+
+
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """This tool's cache folder: ``$BURNPERF_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-burnperf``
+    (``~/.cache/pytest-burnperf``)."""
+    env = os.environ if environ is None else environ
+    base = env.get("BURNPERF_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "pytest-burnperf"

@@ -4,12 +4,12 @@ costs a new calibration."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pytest_burnperf.core.roofline_figures import Peaks
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, dumps, read_json
+from pytest_burnperf.storage.paths import cache_root
 
 #: Bump when calibration changes so that old cached peaks are measured again.
 CALIBRATION_VERSION = 3  # 3: peaks on the device clock where benchmarks use it
@@ -17,11 +17,7 @@ CALIBRATION_VERSION = 3  # 3: peaks on the device clock where benchmarks use it
 
 def cache_path() -> Path:
     """Where measured peaks are cached: $BURNPERF_CACHE_DIR, else the XDG cache directory."""
-    base = os.environ.get("BURNPERF_CACHE_DIR")
-    if base:
-        return Path(base) / "peaks.json"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "pytest-burnperf" / "peaks.json"
+    return cache_root() / "peaks.json"
 
 
 class PeakCache:

@@ -151,6 +151,20 @@ def test_counted_processes_run_the_portable_kernels_unless_the_run_names_its_own
         assert env["MKL_ENABLE_INSTRUCTIONS"] in ("AVX", "SSE4_2")
 
 
+def test_torch_compile_in_a_counted_process_uses_a_cache_of_its_own(tmp_path: Path) -> None:
+    """Inductor writes C++ for the CPU capability it sees: a counted process (capability
+    ``default``) must not find what a native run wrote for AVX-512, so it gets its own cache
+    under this tool's cache folder, whatever the run's environment names, one per set of kernel
+    settings."""
+    base = {"BURNPERF_CACHE_DIR": str(tmp_path), "TORCHINDUCTOR_CACHE_DIR": "/shared/inductor"}
+    env = counted.environment(base)
+    cache = Path(env[counted.INDUCTOR_CACHE_ENV])
+    assert cache.parent == tmp_path / "inductor-counted"
+    assert counted.environment(base)[counted.INDUCTOR_CACHE_ENV] == str(cache)  # kept
+    other = counted.environment({**base, "ATEN_CPU_CAPABILITY": "avx2"})
+    assert other[counted.INDUCTOR_CACHE_ENV] != str(cache)
+
+
 def test_benchmarks_are_dealt_over_the_processes_in_turn() -> None:
     assert counted.shares(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
     assert counted.shares(["a", "b"], 8) == [["a"], ["b"]]  # never an empty process
