@@ -120,6 +120,16 @@ def _distinct(rows: list[dict[str, str]], cols: Sequence[str]) -> bool:
     return len({tuple(r[c] for c in ids) for r in rows}) == len(full)
 
 
+def headers_for(rows: Sequence[dict[str, str]]) -> dict[str, str]:
+    """The column headers of a table of ``rows``: "change" where its changes are shown without
+    an interval (counted rows), else "change [95% CI]"."""
+    headers = dict(HEADERS)
+    changes = [r["change"] for r in rows]
+    if any("%" in c for c in changes) and not any("[" in c for c in changes):
+        headers["change"] = "change"
+    return headers
+
+
 def _layout(
     rows: list[dict[str, str]], columns: Sequence[str], width: int | None, fit: bool
 ) -> tuple[list[str], dict[str, int], bool]:
@@ -129,9 +139,10 @@ def _layout(
     _MIN_NAME; where that would make two names read the same, each row's full name is printed on
     a line of its own above the row's figures."""
     cols = list(columns)
+    headers = headers_for(rows)
 
     def widths_of(cs: Sequence[str]) -> dict[str, int]:
-        return {c: max(len(HEADERS[c]), *(len(r[c]) for r in rows)) for c in cs}
+        return {c: max(len(headers[c]), *(len(r[c]) for r in rows)) for c in cs}
 
     def total(ws: dict[str, int]) -> int:
         return sum(ws.values()) + 2 * (len(ws) - 1)
@@ -146,7 +157,8 @@ def _layout(
             cols.remove(c)
             ws = widths_of(cols)
     if total(ws) > width and "benchmark" in ws:
-        name = max(_MIN_NAME, ws["benchmark"] - (total(ws) - width))
+        # shortened to fit, never below _MIN_NAME, and never widened
+        name = max(min(_MIN_NAME, ws["benchmark"]), ws["benchmark"] - (total(ws) - width))
         labels = {r["benchmark"] for r in rows}
         if len({shorten(x, name) for x in labels}) < len(labels):
             cols.remove("benchmark")
@@ -199,7 +211,7 @@ def table_rows(
         return [(escape(rw["benchmark"]), r.verdict.status), (fmt(rw), r.verdict.status)]
 
     head: list[tuple[str, str | None]] = [
-        (fmt(HEADERS), None),
+        (fmt(headers_for(rows)), None),
         (indent + "  ".join("-" * ws[c] for c in cols), None),
     ]
     if stacked:  # the names on their own lines: say so above the figures

@@ -184,9 +184,17 @@ def test_both_shows_the_time_change_beside_the_counts_at_80_columns() -> None:
     lines = table(counted, width=80)
     assert "time change" in lines[0] and all(len(line) <= 80 for line in lines)
     head = lines[0].split("  ")
-    assert [h.strip() for h in head if h.strip()][-3:] == [
-        "change [95% CI]",
-        "time change",
-        "verdict",
-    ]
+    # counted rows show no interval: the change column says so, and is only as wide as its figures
+    assert [h.strip() for h in head if h.strip()][-3:] == ["change", "time change", "verdict"]
     assert "+30.0%" in lines[3] and "+30.00%" in lines[3]  # time +30.0%, counts +30.00%
+
+
+def test_a_short_name_is_never_widened_to_fit() -> None:
+    """Names are shortened to fit the width, never below 16 characters; one already shorter
+    keeps its own width (a 11-character name made the table wider than 80 columns)."""
+    short = [
+        result("test_matmul", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0),
+        result("test_matmul", "torch-cpu", "f32", 1e-3, REGRESSED, 1.3),
+    ]
+    lines = table(short, width=60)
+    assert lines[1].split("  ")[0] == "-" * len("test_matmul"), lines
