@@ -46,7 +46,7 @@ from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.host.activity import WINDOW_COUNTS, WINDOW_NUMBERS, WINDOW_TEXTS
-from pytest_burnperf.host.interrupts import held_signals
+from pytest_burnperf.host.interrupts import Held, held_signals
 from pytest_burnperf.storage.jsonfile import (
     Fields,
     FileFormatError,
@@ -345,79 +345,98 @@ class BaselineStore:
 
         report = SaveReport()
         with held_signals() as held:
+            lock: Any = None
             try:
-                lock = self.lock()
-                deadline = time.monotonic() + LOCK_TIMEOUT_S
-                while not _try_acquire(lock):  # in steps, so that Ctrl-C ends the wait
-                    if held:
-                        raise Interrupted(held.names())
-                    if time.monotonic() > deadline:
-                        raise LockTimeout(self.root / LOCK_NAME)
-            except OSError as exc:  # not a directory, no permission, read-only file system
-                report.errors.append(
-                    BaselineError(
-                        self.root,
-                        f"cannot be written ({exc.strerror or exc}); no baseline file was changed",
-                    )
-                )
-                return report
-            if held:
-                lock.release()
-                raise Interrupted(held.names())
-            try:
-                report.cleaned = self.clean_stale()
-                staged: list[tuple[Path, Path, dict[str, dict[str, object]]]] = []
                 try:
-                    for module in sorted(updates):
-                        try:
-                            path = self.path_for(module)
-                        except BaselineError as exc:
-                            report.errors.append(exc)
-                            continue
-                        self._cache.pop(path, None)
-                        try:
-                            benchmarks = dict(load_file(path))
-                        except BaselineError as exc:
-                            report.errors.append(exc)
-                            continue
-                        for old in (drop or {}).get(module, ()):
-                            benchmarks.pop(old, None)
-                        benchmarks.update(updates[module])
-                        doc = {
-                            "schema": SCHEMA,
-                            "version": VERSION,
-                            "machine": dict(machine),
-                            "benchmarks": benchmarks,
-                        }
-                        text = dumps(doc)
-                        try:
-                            tmp = write_temporary(path, text)
-                        except OSError as exc:  # disk full, no permission: old file stays
-                            report.errors.append(
-                                BaselineError(path, f"could not be written ({exc.strerror or exc})")
-                            )
-                            continue
-                        staged.append((tmp, path, json.loads(text)["benchmarks"]))
+                    lock = self.lock()
+                    deadline = time.monotonic() + LOCK_TIMEOUT_S
+                    while not _try_acquire(lock):  # in steps, so that Ctrl-C ends the wait
                         if held:
                             raise Interrupted(held.names())
-                    # the renames: each is atomic; signals wait until all are done
-                    for i, (tmp, path, benchmarks) in enumerate(staged):
-                        try:
-                            os.replace(tmp, path)
-                        except OSError as exc:
-                            report.errors.append(
-                                BaselineError(path, f"could not be written ({exc.strerror or exc})")
-                            )
-                            continue
-                        staged[i] = (path, path, benchmarks)
-                        self._cache[path] = benchmarks
-                        report.written.append(path)
+                        if time.monotonic() > deadline:
+                            raise LockTimeout(self.root / LOCK_NAME)
+                except OSError as exc:  # not a directory, no permission, read-only file system
+                    report.errors.append(
+                        BaselineError(
+                            self.root,
+                            f"cannot be written ({exc.strerror or exc}); no baseline file was "
+                            "changed",
+                        )
+                    )
+                    return report
+                try:
+                    if held:
+                        raise Interrupted(held.names())
+                    report.cleaned = self.clean_stale()
+                    self._write_all(updates, machine, drop or {}, held, report)
+                    report.deferred = held.names()
                 finally:
-                    for tmp, path, _ in staged:
-                        if tmp != path:
-                            with contextlib.suppress(OSError):
-                                tmp.unlink()
-                report.deferred = held.names()
+                    lock.release()
             finally:
-                lock.release()
+                # freed here, inside the hold: filelock's __del__ does work, and a signal that
+                # lands in it once the old handlers are back is swallowed with a traceback
+                # ("Exception ignored in BaseFileLock.__del__")
+                lock = None
         return report
+
+    def _write_all(
+        self,
+        updates: Mapping[str, Mapping[str, dict[str, object]]],
+        machine: Mapping[str, object],
+        drop: Mapping[str, Sequence[str]],
+        held: Held,
+        report: SaveReport,
+    ) -> None:
+        """Stage every module's new file, then rename them all into place (the lock held).
+        Raises :class:`Interrupted` when a signal arrived before the first rename."""
+        staged: list[tuple[Path, Path, dict[str, dict[str, object]]]] = []
+        try:
+            for module in sorted(updates):
+                try:
+                    path = self.path_for(module)
+                except BaselineError as exc:
+                    report.errors.append(exc)
+                    continue
+                self._cache.pop(path, None)
+                try:
+                    benchmarks = dict(load_file(path))
+                except BaselineError as exc:
+                    report.errors.append(exc)
+                    continue
+                for old in drop.get(module, ()):
+                    benchmarks.pop(old, None)
+                benchmarks.update(updates[module])
+                doc = {
+                    "schema": SCHEMA,
+                    "version": VERSION,
+                    "machine": dict(machine),
+                    "benchmarks": benchmarks,
+                }
+                text = dumps(doc)
+                try:
+                    tmp = write_temporary(path, text)
+                except OSError as exc:  # disk full, no permission: old file stays
+                    report.errors.append(
+                        BaselineError(path, f"could not be written ({exc.strerror or exc})")
+                    )
+                    continue
+                staged.append((tmp, path, json.loads(text)["benchmarks"]))
+                if held:
+                    raise Interrupted(held.names())
+            # the renames: each is atomic; signals wait until all are done
+            for i, (tmp, path, benchmarks) in enumerate(staged):
+                try:
+                    os.replace(tmp, path)
+                except OSError as exc:
+                    report.errors.append(
+                        BaselineError(path, f"could not be written ({exc.strerror or exc})")
+                    )
+                    continue
+                staged[i] = (path, path, benchmarks)
+                self._cache[path] = benchmarks
+                report.written.append(path)
+        finally:
+            for tmp, path, _ in staged:
+                if tmp != path:
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
