@@ -171,3 +171,35 @@ def test_counts_without_cycles_are_kept_but_counts_without_instructions_are_refu
     path.write_text(json.dumps(doc))
     with pytest.raises(BaselineError, match=r"counts\.instructions.*non-empty list of counts"):
         BaselineStore(tmp_path, "c").get("t.py", "a")
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_the_lock_object_is_gone_before_the_signal_hold_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupted: bool
+) -> None:
+    """filelock's ``__del__`` does work; a Ctrl-C landing in it after the hold had ended was
+    swallowed with an "Exception ignored" traceback. The store drops its lock object while the
+    signals are still held, whether the update ends normally or interrupted."""
+    from pytest_burnperf.host import interrupts
+
+    freed: list[bool] = []
+
+    class Lock:
+        def acquire(self, timeout: float) -> None:
+            if interrupted:
+                interrupts._holding.received.append("SIGINT")  # type: ignore[union-attr]
+
+        def release(self) -> None:
+            pass
+
+        def __del__(self) -> None:
+            freed.append(interrupts._holding is not None)
+
+    s = BaselineStore(tmp_path, "m")
+    monkeypatch.setattr(s, "lock", Lock)
+    if interrupted:
+        with pytest.raises(store.Interrupted):
+            s.save({"t.py": {"a": {"samples": [1.0]}}}, {})
+    else:
+        s.save({"t.py": {"a": {"samples": [1.0]}}}, {})
+    assert freed == [True]
