@@ -613,6 +613,28 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     assert "building the reference environment" not in only.stdout.str()
     assert "round 1/" not in only.stdout.str()
     only.stdout.fnmatch_lines(["*test_pkg_loop*regressed*"])
+    # a counts baseline counted under another key (another Python) cannot judge: compared in
+    # this session instead, by time, and the run says why
+    _counted_under_another_python(loop_repo, "test_pkg_loop[numpy-cpu-f64]")
+    other = pytester.runpytest_subprocess(
+        *common,
+        "--perf-against",
+        "auto",
+        "--perf-base",
+        "base",
+        "--perf-quick",
+        "--perf-threshold",
+        "1000%",
+        "-k",
+        "test_pkg_loop",
+        "--perf-json",
+        "other.json",
+    )
+    other.assert_outcomes(passed=1)
+    (moved,) = json.loads((loop_repo / "other.json").read_text())["results"]
+    assert moved["measure"] == "time" and moved["baseline"]["reference"] == "base"
+    said = " ".join(other.stdout.str().split())
+    assert "1 counted CPU benchmark(s) judged by time in this session" in said, said
 
 
 HEAVY = """
@@ -795,6 +817,47 @@ def test_the_default_measure_counts_what_has_counts_baselines(
     timed.assert_outcomes(passed=2)
     timed.stdout.fnmatch_lines(["*not counted: counts baselines exist*valgrind is not installed*"])
     assert {r["measure"] for r in doc["results"]} == {"time"}
+
+
+def _counted_under_another_python(root: Path, name: str) -> None:
+    """Make the counts baseline of ``name`` one counted under another Python."""
+    (path,) = root.glob("baselines/counts-*/*.json")
+    doc = json.loads(path.read_text())
+    doc["benchmarks"][name]["counts"]["key"]["python"] = "CPython 3.99.0"
+    path.write_text(json.dumps(doc))
+
+
+def test_a_counts_baseline_of_another_key_leaves_the_verdict_to_the_clock(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-measure auto: a counted benchmark whose counts baseline was counted under another
+    key (here another Python) cannot be judged by it; with a time baseline it is judged by time
+    (its full rounds, not the one round beside), and the run says why, instead of leaving it
+    incomparable."""
+    monkeypatch.delenv("BURNPERF_MEASURE")
+    _run(project, "--perf-measure", "counts", "--perf-update")[0].assert_outcomes(passed=1)
+    _run(project, "--perf-update", "--perf-quick", "--perf-measure", "time")[0].assert_outcomes(
+        passed=1
+    )
+    _counted_under_another_python(project.path, "test_loop[numpy-cpu-f32]")
+    result, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
+    result.assert_outcomes(passed=1)
+    (loop,) = doc["results"]
+    assert loop["measure"] == "time" and loop["verdict"]["status"] != "incomparable"
+    assert loop["verdict"]["ratio"] is not None
+    assert any(
+        n.startswith("counts not judged: counts baseline recorded with python 'CPython 3.99.0'")
+        and n.endswith("; judged by time")
+        for n in loop["verdict"]["notes"]
+    ), loop["verdict"]["notes"]
+    said = " ".join(result.stdout.str().split())
+    assert "1 counted CPU benchmark(s) judged by time against their time baselines" in said
+    # without a time baseline it stays judged by counts: incomparable, with the advice
+    shutil.rmtree(next(p for p in (project.path / "baselines").iterdir() if "counts" not in p.name))
+    alone, doc = _run(project, "--perf-quick")
+    alone.assert_outcomes(passed=1)
+    (loop,) = doc["results"]
+    assert loop["measure"] == "counts" and loop["verdict"]["status"] == "incomparable"
 
 
 def test_the_default_measure_records_counts_beside_time_where_they_are_worth_counting(

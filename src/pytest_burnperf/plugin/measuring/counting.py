@@ -65,6 +65,9 @@ class Counting:
     left_to_time: set[str] = field(default_factory=set)
     #: --perf-measure auto: the counted benchmarks with a time baseline, timed beside the counts.
     time_baselines: set[str] = field(default_factory=set)
+    #: --perf-measure auto: counted benchmarks whose counts baseline was counted under another
+    #: key (counts_judging.time_the_incomparable), judged by time instead, with why.
+    incomparable: dict[str, str] = field(default_factory=dict)
     _store: BaselineStore | None = None
 
     def runs(self) -> list[counted.CountedRun]:
@@ -75,6 +78,8 @@ class Counting:
         else None."""
         if nodeid in self.by_baseline:
             return self.by_baseline[nodeid]
+        if nodeid in self.incomparable:
+            return self.incomparable[nodeid]
         for r in self.runs():
             if nodeid in r.timed_instead:
                 return r.timed_instead[nodeid]
@@ -222,6 +227,8 @@ def fallback_note(state: PerfState, nodeid: str) -> str | None:
     why = state.counting.timed_instead(nodeid)
     if why is None:
         return None
+    if nodeid in state.counting.incomparable:
+        return f"counts not judged: {why}; judged by time"
     return f"not counted: {why}" + ("" if state.run.mode.records else "; judged by time")
 
 

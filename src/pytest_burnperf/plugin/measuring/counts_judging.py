@@ -16,6 +16,7 @@ from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.verdict import (
     IMPROVED,
+    INCOMPARABLE,
     INCONCLUSIVE,
     REGRESSED,
     UNCHANGED,
@@ -28,7 +29,7 @@ from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.plugin.measuring import counting, pair_profiles
 from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.measuring.result_record import settle
-from pytest_burnperf.plugin.session.perf_state import PerfState
+from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
 from pytest_burnperf.storage.baselines import BaselineError
 
 if TYPE_CHECKING:
@@ -149,6 +150,51 @@ def judge(
         lambda: counts.counts_failure(perf._key, result.verdict),
     )
     return result
+
+
+def time_the_incomparable(
+    state: PerfState, items: list[pytest.Item], *, same_session: bool
+) -> list[str]:
+    """--perf-measure auto, after the counted pass: the counted benchmarks among ``items`` whose
+    counts baseline was counted under another key (another Python, C library, library version
+    or simulated CPU) cannot be judged by it, so the clock judges them instead
+    (Counting.incomparable): compared in the session (``same_session``), or against their time
+    baseline. One without a time baseline stays judged by counts (``incomparable``, with the
+    advice to count the base beside it or record counts). Returns those moved."""
+    c: Counting | None = state.counting
+    if c is None or c.measure != "auto" or c.run is None:
+        return []
+    moved = []
+    for item in items:
+        node = item.nodeid
+        got = c.run.counts.get(node)
+        case = case_of(item)
+        if got is None or case is None or case.entry is None or case.entry.device is None:
+            continue
+        if not same_session and node not in c.time_baselines:
+            continue
+        module, key = module_and_key(item, state.run.rootpath)
+        try:
+            entry = c.store(state).baseline(module, key)
+        except BaselineError:  # the benchmark's own test reports the file
+            continue
+        verdict = instruction_counts.against_baseline(
+            got,
+            entry,
+            {**c.key_base(), **c.run.keys.get(node, {})},
+            alpha_each=0.05,  # the status only: incomparable or not
+            device=case.entry.device.fingerprint(),
+        )
+        if verdict.status == INCOMPARABLE:
+            c.incomparable[node] = verdict.reason or "its counts baseline was counted otherwise"
+            moved.append(node)
+    if moved:
+        against = "in this session" if same_session else "against their time baselines"
+        state.notes.append(
+            f"{len(moved)} counted CPU benchmark(s) judged by time {against}: their counts "
+            f"baselines were counted under another key ({c.incomparable[moved[0]]})"
+        )
+    return moved
 
 
 def disagreement_notes(
