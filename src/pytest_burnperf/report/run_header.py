@@ -26,6 +26,7 @@ def probe_summary(results: Sequence[Result]) -> str:
 
     ratios = []
     for r in results:
+        r = r.timed() or r  # a counted one's time beside: its time baseline's host
         got = probe.host_ratio(None if r.baseline is None else r.baseline.host_probe, r.probe)
         if got is not None:
             ratios.append(got)
@@ -53,10 +54,13 @@ def header(
     same_session: str | None = None,
     machine_line: bool = True,
     counted: str | None = None,
+    beside: int = 0,
 ) -> list[str]:
     """The lines above the table: host state, probe (stored baselines only: a same-session
     comparison measures both sides on the host of the day), and the gate's settings; the
-    machine line only with ``machine_line`` (the run's first lines name it already)."""
+    machine line only with ``machine_line`` (the run's first lines name it already).
+    ``beside``: the counted benchmarks timed one round in this process for the time change
+    beside their counts (--perf-measure auto), said apart from the process rounds."""
 
     windows = [w for r in results for w in r.host]
     cpus = jf.integer(hardware.cpu_identity().get("logical")) or 1
@@ -64,6 +68,12 @@ def header(
     if max_rounds and max_rounds > rounds and rounds_per_result:
         low, high = min(rounds_per_result), max(rounds_per_result)
         text += f": {low}" + (f"-{high}" if high > low else "") + " ran"
+    beside_text = f"time beside the counts: one round in this process ({beside} counted)"
+    threshold_text = f"threshold {100 * threshold:g}%; "
+    if beside and not rounds_per_result:  # no time verdict: its threshold decides nothing
+        text, threshold_text = beside_text, ""
+    elif beside:
+        text += f"; {beside_text}"
     where = f"baselines in {baselines}" if same_session is None else same_session
     host = summary(windows, cpus)
     machine = f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}"
@@ -73,9 +83,8 @@ def header(
         host if same_session is not None else f"{host}; {probe_summary(results)}",
         *(
             [
-                f"{where}; size {size}; {text}; threshold "
-                f"{100 * threshold:g}%; alpha {alpha:g} family-wise over {comparisons} "
-                "comparison(s)"
+                f"{where}; size {size}; {text}; {threshold_text}alpha {alpha:g} family-wise "
+                f"over {comparisons} comparison(s)"
             ]
             if timed
             else []

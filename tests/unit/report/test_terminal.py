@@ -154,6 +154,27 @@ def test_a_same_session_header_has_no_baselines_or_probe_line() -> None:
     )
 
 
+def test_the_header_says_the_time_beside_the_counts_apart_from_the_process_rounds() -> None:
+    """auto's one round beside the counts is no process round: a run that timed nothing else
+    said "3 process rounds (up to 8 for undecided benchmarks): 1 ran; threshold 5%"."""
+    from pytest_burnperf.report.run_header import header
+
+    s = Sample(values=(1.0,), loops=1, warmup_calls=1)
+    rows = [result(s, Verdict(UNCHANGED, 1.0))]
+    how = {"machine_id": "m", "baselines": "b/m", "size": "small", "rounds": 3, "max_rounds": 8}
+    how.update({"threshold": 0.05, "alpha": 0.01, "comparisons": 2})
+    (alone,) = [line for line in header(rows, **how, beside=2) if line.startswith("baselines")]  # type: ignore[arg-type]
+    assert alone == (
+        "baselines in b/m; size small; time beside the counts: one round in this process "
+        "(2 counted); alpha 0.01 family-wise over 2 comparison(s)"
+    )
+    mixed = header(rows, **how, beside=1, rounds_per_result=[3, 5])  # type: ignore[arg-type]
+    assert (
+        "3 process rounds (up to 8 for undecided benchmarks): 3-5 ran; time beside the counts: "
+        "one round in this process (1 counted); threshold 5%;" in " ".join(mixed)
+    )
+
+
 def test_every_table_shows_the_median_judged_not_the_last_rounds() -> None:
     """The rounds [256, 243, 305, 243, 254, 8449, 653, 140] us against a 259 us baseline: the
     table showed 140 us (the last round's sample); it shows the median the verdict compared,

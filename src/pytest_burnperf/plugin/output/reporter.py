@@ -210,8 +210,12 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         rounds=state.schedule.rounds,
         max_rounds=state.schedule.max_rounds,
         # the process rounds the clock ran (with --perf-measure both, the time result beside
-        # the counts; a counted result's one "run" is its counted calls)
-        rounds_per_result=[len(t.runs) for r in results if (t := r.timed()) is not None],
+        # the counts; a counted result's one "run" is its counted calls); auto's one round
+        # beside the counts is said apart
+        rounds_per_result=[
+            len(t.runs) for r in results if (t := r.timed()) is not None and not _beside(state, r)
+        ],
+        beside=sum(1 for r in results if _beside(state, r)),
         threshold=base.threshold,
         alpha=base.alpha,
         comparisons=state.findings.comparisons,
@@ -277,3 +281,12 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         write_line(accept)
     for line in wrap(state.notes, width):
         write_line(line)
+
+
+def _beside(state: PerfState, r: Result) -> bool:
+    """Whether ``r`` is judged by counts with its time from one round beside them (auto)."""
+    return (
+        r.measure == "counts"
+        and r.time is not None
+        and counting.time_beside(state, r.kind, r.nodeid)
+    )
