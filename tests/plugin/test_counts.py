@@ -607,12 +607,26 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     assert timed["measure"] == "time" and timed["baseline"]["reference"] == "base"
     # every selected benchmark judged by its counts baseline: no environment built, no round
     only = pytester.runpytest_subprocess(
-        *common, "--perf-against", "auto", "--perf-base", "base", "-k", "test_pkg_loop"
+        *common,
+        "--perf-against",
+        "auto",
+        "--perf-base",
+        "base",
+        "-k",
+        "test_pkg_loop",
+        "--perf-profile",
+        "regressed",
+        "--perf-json",
+        "only.json",
     )
     only.assert_outcomes(failed=1)
     assert "building the reference environment" not in only.stdout.str()
     assert "round 1/" not in only.stdout.str()
     only.stdout.fnmatch_lines(["*test_pkg_loop*regressed*"])
+    # the regression found by the stored counts baseline is profiled here, as on stored runs
+    (profiled,) = json.loads((loop_repo / "only.json").read_text())["results"]
+    assert (loop_repo / profiled["profile"]["file"]).is_file()
+    assert "the baseline has no profile to compare with" in profiled["profile"]["note"]
     # a counts baseline counted under another key (another Python) cannot judge: compared in
     # this session instead, by time, and the run says why
     _counted_under_another_python(loop_repo, "test_pkg_loop[numpy-cpu-f64]")

@@ -45,6 +45,36 @@ def checked_setup(setup: Callable[[], object], where: str) -> Callable[[], Prepa
     return run
 
 
+def pedantic_call(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object] | None,
+    setup: Callable[[], Prepared | None] | None,
+    teardown: Callable[..., object] | None,
+    iterations: int,
+) -> Callable[[], tuple[Callable[[], object], Callable[[], object] | None]]:
+    """One pedantic round made ready to run again (for --perf-profile, a counted call): its
+    ``setup`` (already checked_setup's), then (the round's ``iterations`` calls, its
+    ``teardown``)."""
+
+    def make_call() -> tuple[Callable[[], object], Callable[[], object] | None]:
+        a, k = tuple(args), dict(kwargs or {})
+        if setup is not None:
+            prepared = setup()
+            if prepared is not None:
+                a, k = tuple(prepared[0]), dict(prepared[1])
+
+        def call() -> object:
+            out = None
+            for _ in range(iterations):
+                out = fn(*a, **k)
+            return out
+
+        return call, (None if teardown is None else lambda: teardown(*a, **k))
+
+    return make_call
+
+
 class _Started(Protocol):
     """What :func:`start_once` keeps on a perf object: its test, and whether it was called."""
 

@@ -39,7 +39,12 @@ from pytest_burnperf.plugin.measuring.result_record import (
     make_result,
     settle,
 )
-from pytest_burnperf.plugin.measuring.smoke_perf import T, checked_setup, start_once
+from pytest_burnperf.plugin.measuring.smoke_perf import (
+    T,
+    checked_setup,
+    pedantic_call,
+    start_once,
+)
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
@@ -338,21 +343,7 @@ class Perf:
             setup=setup is not None,
         )
 
-        def make_call() -> tuple[Callable[[], object], Callable[[], object] | None]:
-            a, k = tuple(args), dict(kwargs or {})
-            if setup is not None:
-                prepared = setup()
-                if prepared is not None:
-                    a, k = tuple(prepared[0]), dict(prepared[1])
-
-            def call() -> object:
-                out = None
-                for _ in range(iterations):
-                    out = fn(*a, **k)
-                return out
-
-            return call, (None if teardown is None else lambda: teardown(*a, **k))
-
+        make_call = pedantic_call(fn, args, kwargs, setup, teardown, iterations)
         self._rerun, self._repeat = make_call, False
         counted = self._unclocked(make_call)
         if counted is not _TIMED:
