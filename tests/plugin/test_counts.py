@@ -648,7 +648,8 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     (moved,) = json.loads((loop_repo / "other.json").read_text())["results"]
     assert moved["measure"] == "time" and moved["baseline"]["reference"] == "base"
     said = " ".join(other.stdout.str().split())
-    assert "1 counted CPU benchmark(s) judged by time in this session" in said, said
+    assert "1 CPU benchmark(s) with counts baselines judged by time in this session" in said, said
+    assert "counting 1 CPU benchmark" not in said  # the Python tells before any counting
 
 
 HEAVY = """
@@ -833,12 +834,17 @@ def test_the_default_measure_counts_what_has_counts_baselines(
     assert {r["measure"] for r in doc["results"]} == {"time"}
 
 
-def _counted_under_another_python(root: Path, name: str) -> None:
-    """Make the counts baseline of ``name`` one counted under another Python."""
+def _counted_under_another_python(
+    root: Path, name: str, field: str = "python", value: str = "CPython 3.99.0"
+) -> str:
+    """Make the counts baseline of ``name`` one counted under another key (another Python, or
+    ``field`` set to ``value``); the key field's old value."""
     (path,) = root.glob("baselines/counts-*/*.json")
     doc = json.loads(path.read_text())
-    doc["benchmarks"][name]["counts"]["key"]["python"] = "CPython 3.99.0"
+    key = doc["benchmarks"][name]["counts"]["key"]
+    old, key[field] = key[field], value
     path.write_text(json.dumps(doc))
+    return str(old)
 
 
 def test_a_counts_baseline_of_another_key_leaves_the_verdict_to_the_clock(
@@ -853,7 +859,7 @@ def test_a_counts_baseline_of_another_key_leaves_the_verdict_to_the_clock(
     _run(project, "--perf-update", "--perf-quick", "--perf-measure", "time")[0].assert_outcomes(
         passed=1
     )
-    _counted_under_another_python(project.path, "test_loop[numpy-cpu-f32]")
+    python = _counted_under_another_python(project.path, "test_loop[numpy-cpu-f32]")
     result, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
     result.assert_outcomes(passed=1)
     (loop,) = doc["results"]
@@ -865,13 +871,68 @@ def test_a_counts_baseline_of_another_key_leaves_the_verdict_to_the_clock(
         for n in loop["verdict"]["notes"]
     ), loop["verdict"]["notes"]
     said = " ".join(result.stdout.str().split())
-    assert "1 counted CPU benchmark(s) judged by time against their time baselines" in said
+    assert "1 CPU benchmark(s) with counts baselines judged by time against their time" in said
+    assert "counting 1 CPU benchmark" not in said  # the Python tells before any counting
+    # a difference only the counted process sees (valgrind's simulated CPU): counted, then timed
+    _counted_under_another_python(project.path, "test_loop[numpy-cpu-f32]", value=python)
+    _counted_under_another_python(
+        project.path, "test_loop[numpy-cpu-f32]", "simulated_cpu", "another CPU"
+    )
+    seen, doc = _run(project, "--perf-quick", "--perf-threshold", "1000%")
+    seen.assert_outcomes(passed=1)
+    (loop,) = doc["results"]
+    assert loop["measure"] == "time" and loop["verdict"]["ratio"] is not None
+    said = " ".join(seen.stdout.str().split())
+    assert "counting 1 CPU benchmark" in said and "recorded with simulated_cpu" in said, said
     # without a time baseline it stays judged by counts: incomparable, with the advice
     shutil.rmtree(next(p for p in (project.path / "baselines").iterdir() if "counts" not in p.name))
     alone, doc = _run(project, "--perf-quick")
     alone.assert_outcomes(passed=1)
     (loop,) = doc["results"]
     assert loop["measure"] == "counts" and loop["verdict"]["status"] == "incomparable"
+
+
+# Fails in a counted process only (valgrind preloads its core there), once flagged.
+FAILS_COUNTED = """
+import os
+import pytest
+
+
+def work(n):
+    return sum(i * i for i in range(n))
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_touchy(perf):
+    if os.path.exists("flag") and "vgpreload" in os.environ.get("LD_PRELOAD", ""):
+        raise RuntimeError("fails under valgrind only")
+    perf(work, 2000)
+"""
+
+
+def test_a_benchmark_the_counted_process_could_not_count_is_judged_by_its_time_baseline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-measure auto: a benchmark with counts and time baselines that failed in the
+    counted process alone (before: one timed round beside decided it) gets its full timed
+    rounds and is judged by them, with why it was not counted."""
+    _need_valgrind()
+    monkeypatch.delenv("BURNPERF_MEASURE", raising=False)
+    pytester.makepyfile(test_touchy=FAILS_COUNTED)
+    _run(pytester, "--perf-measure", "counts", "--perf-update")[0].assert_outcomes(passed=1)
+    _run(pytester, "--perf-update", "--perf-quick", "--perf-measure", "time")[
+        0
+    ].assert_outcomes(passed=1)
+    (pytester.path / "flag").write_text("", encoding="utf-8")
+    result, doc = _run(pytester, "--perf-threshold", "1000%", "--perf-max-rounds", "3")
+    result.assert_outcomes(passed=1)
+    (touchy,) = doc["results"]
+    assert touchy["measure"] == "time" and touchy["verdict"]["ratio"] is not None
+    assert len(touchy["runs"]) >= 3  # its process rounds, not one round beside
+    assert any(
+        n.startswith("not counted: ") and n.endswith("; judged by time")
+        for n in touchy["verdict"]["notes"]
+    ), touchy["verdict"]["notes"]
 
 
 def test_the_default_measure_records_counts_beside_time_where_they_are_worth_counting(

@@ -251,6 +251,27 @@ def key(
     }
 
 
+def known_before_counting(entry: StoredBaseline | None, device: Device) -> str | None:
+    """Why ``entry``'s counts baseline cannot judge this run's counts, where that shows before
+    any counting: the key fields this process knows as the counted process would (the
+    interpreter, its build, the C library, the device's libraries), the first that differs
+    named as :func:`against_baseline` names it; None where they agree (the counted process's own
+    fields, the simulated CPU above all, may still differ)."""
+    if entry is None or entry.counts is None or entry.counts_key is None:
+        return None
+    stored = entry.counts_key
+    fingerprint = device.fingerprint()
+    here: dict[str, object] = {
+        **stored,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "python_build": python_build(),
+        "libc": " ".join(platform.libc_ver()).strip() or "unknown",
+    }
+    if not recorded_as_numpy(entry.device, fingerprint):  # else its libraries are not held
+        here["libraries"] = dict(jf.mapping(fingerprint.get("versions")))
+    return counts_key.key_difference(stored, here)
+
+
 def counted_threads(threads: int) -> int | str:
     """The key's thread count: ``threads``, or for 0 (the libraries' default, one per CPU)
     what that is here, since counts of a pool of 2 and of 4 differ."""

@@ -21,6 +21,8 @@ from pytest_burnperf.instruments.instruction_counts import (
     between,
     count,
     counted_threads,
+    known_before_counting,
+    python_build,
     selection,
 )
 from pytest_burnperf.instruments.instrument import Unavailable
@@ -83,6 +85,46 @@ def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_wh
     moved = against_baseline(_counted(5), _entry(5, other), KEY, alpha_each=0.01)
     assert moved.status == INCOMPARABLE and "python 'CPython 3.12.1'" in moved.reason
     assert "--perf-update" in moved.reason
+
+
+class _Device:
+    """A device as known_before_counting reads it: its fingerprint."""
+
+    def __init__(self, fingerprint: dict[str, object]) -> None:
+        self._fp = fingerprint
+
+    def fingerprint(self) -> dict[str, object]:
+        return self._fp
+
+
+def test_what_the_run_itself_knows_of_the_key_shows_another_key_before_counting() -> None:
+    import platform
+
+    here = {
+        **KEY,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "python_build": python_build(),
+        "libc": " ".join(platform.libc_ver()).strip() or "unknown",
+        "libraries": {"numpy": "2.4.6"},
+    }
+    numpy = _Device({"library": "numpy", "versions": {"numpy": "2.4.6"}})
+    assert known_before_counting(_entry(5, here), numpy) is None
+    assert known_before_counting(None, numpy) is None
+    # what only the counted process knows (valgrind's simulated CPU) is left to it
+    assert known_before_counting(_entry(5, {**here, "simulated_cpu": "another"}), numpy) is None
+    older = known_before_counting(_entry(5, here), _Device({"versions": {"numpy": "2.3.5"}}))
+    assert older is not None and "numpy 2.4.6" in older and "2.3.5" in older
+    other = known_before_counting(_entry(5, {**here, "python": "CPython 3.99.0"}), numpy)
+    assert other is not None and "python 'CPython 3.99.0'" in other
+    # a pytest-benchmark test recorded on numpy-cpu, now python-cpu: its libraries are not held
+    recorded = StoredBaseline.from_entry(
+        {
+            "counts": {**_counted(5).as_json(), "key": here},
+            "device": {"id": "numpy-cpu", "library": "numpy", "kind": "cpu"},
+        }
+    )
+    python = _Device({"library": "python", "versions": {"python": "3.11.7"}})
+    assert known_before_counting(recorded, python) is None
 
 
 def test_cycles_are_compared_only_where_both_counted_them_with_the_same_caches() -> None:

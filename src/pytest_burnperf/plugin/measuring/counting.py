@@ -23,6 +23,7 @@ import pytest
 from pytest_burnperf.core import counts, counts_key, run_options
 from pytest_burnperf.core.run_options import count_text
 from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import clock, format_count, format_time
 from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
@@ -66,7 +67,7 @@ class Counting:
     #: --perf-measure auto: the counted benchmarks with a time baseline, timed beside the counts.
     time_baselines: set[str] = field(default_factory=set)
     #: --perf-measure auto: counted benchmarks whose counts baseline was counted under another
-    #: key (counts_judging.time_the_incomparable), judged by time instead, with why.
+    #: key (counts_judging.leave_to_the_clock), judged by time instead, with why.
     incomparable: dict[str, str] = field(default_factory=dict)
     _store: BaselineStore | None = None
 
@@ -308,10 +309,13 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
     for item in items:
         module, key = module_and_key(item, state.run.rootpath)
         try:
-            has_counts = counts_store.get(module, key) is not None
+            stored = counts_store.baseline(module, key)
+            has_counts = stored is not None
             has_time = time_store.get(module, key) is not None
         except BaselineError:  # the benchmark's own test reports the file
-            has_counts = has_time = False
+            stored, has_counts, has_time = None, False, False
+        if _other_key(state, item, stored, has_time):
+            continue  # judged by the clock (counts_judging.leave_to_the_clock's note)
         chosen = instruction_counts.selection(
             counts_baseline=has_counts, time_baseline=has_time, records=state.run.mode.records
         )
@@ -336,6 +340,32 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         if chosen == instruction_counts.ALWAYS:
             always.append(item.nodeid)
     return wanted, always
+
+
+def _other_key(
+    state: PerfState, item: pytest.Item, stored: StoredBaseline | None, has_time: bool
+) -> bool:
+    """--perf-measure auto judging: whether the benchmark's counts baseline shows before any
+    counting that it was counted under another key (another Python, C library or library
+    version) and the clock can judge it instead (its time baseline, or the session's
+    comparison): then it is not counted at all, and Counting.incomparable says why."""
+    c = state.counting
+    case = case_of(item)
+    if (
+        c is None
+        or c.measure != "auto"
+        or state.run.mode.records
+        or not (has_time or state.run.mode.compares)
+        or case is None
+        or case.entry is None
+        or case.entry.device is None
+    ):
+        return False
+    why = instruction_counts.known_before_counting(stored, case.entry.device)
+    if why is None:
+        return False
+    c.incomparable[item.nodeid] = f"{why}; record counts again with --perf-update"
+    return True
 
 
 def _too_slow_to_count(state: PerfState, item: pytest.Item) -> str | None:

@@ -152,26 +152,32 @@ def judge(
     return result
 
 
-def time_the_incomparable(
+def leave_to_the_clock(
     state: PerfState, items: list[pytest.Item], *, same_session: bool
 ) -> list[str]:
-    """--perf-measure auto, after the counted pass: the counted benchmarks among ``items`` whose
-    counts baseline was counted under another key (another Python, C library, library version
-    or simulated CPU) cannot be judged by it, so the clock judges them instead
+    """--perf-measure auto, after the counted pass: the benchmarks among ``items`` whose counts
+    baseline was counted under another key (another Python, C library, library version or
+    simulated CPU) cannot be judged by it, so the clock judges them instead
     (Counting.incomparable): compared in the session (``same_session``), or against their time
-    baseline. One without a time baseline stays judged by counts (``incomparable``, with the
-    advice to count the base beside it or record counts). Returns those moved."""
+    baseline. Those whose key showed the difference before counting were not counted
+    (counting._other_key); the rest are found here from their counts. So is one the counted
+    process could not count (it failed or was skipped there): the clock judges it too, with why
+    (CountedRun.timed_instead). One without a time baseline stays judged by counts
+    (``incomparable``, or failed as not counted, with the advice). Returns the benchmarks of
+    another key judged by the clock so."""
     c: Counting | None = state.counting
-    if c is None or c.measure != "auto" or c.run is None:
+    if c is None or c.measure != "auto":
         return []
-    moved = []
-    for item in items:
+    for item in items if c.run is not None else ():
         node = item.nodeid
-        got = c.run.counts.get(node)
+        if not same_session and node not in c.time_baselines:
+            continue
+        if c.run is not None and node in c.run.missing:
+            c.run.timed_instead[node] = c.run.missing.pop(node)
+            continue
+        got = c.run.counts.get(node) if c.run is not None else None
         case = case_of(item)
         if got is None or case is None or case.entry is None or case.entry.device is None:
-            continue
-        if not same_session and node not in c.time_baselines:
             continue
         module, key = module_and_key(item, state.run.rootpath)
         try:
@@ -181,18 +187,18 @@ def time_the_incomparable(
         verdict = instruction_counts.against_baseline(
             got,
             entry,
-            {**c.key_base(), **c.run.keys.get(node, {})},
+            {**c.key_base(), **(c.run.keys.get(node, {}) if c.run is not None else {})},
             alpha_each=0.05,  # the status only: incomparable or not
             device=case.entry.device.fingerprint(),
         )
         if verdict.status == INCOMPARABLE:
             c.incomparable[node] = verdict.reason or "its counts baseline was counted otherwise"
-            moved.append(node)
+    moved = [item.nodeid for item in items if item.nodeid in c.incomparable]
     if moved:
         against = "in this session" if same_session else "against their time baselines"
         state.notes.append(
-            f"{len(moved)} counted CPU benchmark(s) judged by time {against}: their counts "
-            f"baselines were counted under another key ({c.incomparable[moved[0]]})"
+            f"{len(moved)} CPU benchmark(s) with counts baselines judged by time {against}: "
+            f"their counts baselines were counted under another key ({c.incomparable[moved[0]]})"
         )
     return moved
 

@@ -124,7 +124,7 @@ def run_same_session(
     stored_counts = state.counting is not None and state.counting.measure == "auto"
     if stored_counts:
         counting.count_pass(session, state, items)
-        counts_judging.time_the_incomparable(state, items, same_session=True)
+        counts_judging.leave_to_the_clock(state, items, same_session=True)
         items = _to_time(state, items)
         if not items:
             state.findings.measured = Measured()
@@ -348,7 +348,7 @@ def rounds_after_collection(session: pytest.Session) -> None:
     )
     if not count_after:
         counting.count_pass(session, state, runnable)
-        counts_judging.time_the_incomparable(state, runnable, same_session=False)
+        counts_judging.leave_to_the_clock(state, runnable, same_session=False)
     timed = _to_time(state, runnable)
     if state.schedule.max_rounds > 1 and timed and not session.config.option.collectonly:
         run_rounds(
