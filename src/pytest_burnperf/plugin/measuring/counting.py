@@ -66,8 +66,9 @@ class Counting:
     left_to_time: set[str] = field(default_factory=set)
     #: --perf-measure auto: the counted benchmarks with a time baseline, timed beside the counts.
     time_baselines: set[str] = field(default_factory=set)
-    #: --perf-measure auto: counted benchmarks whose counts baseline was counted under another
-    #: key (counts_judging.leave_to_the_clock), judged by time instead, with why.
+    #: --perf-measure auto: benchmarks whose counts baseline was counted under another key,
+    #: seen before counting (_other_key: not counted) or after (counts_judging.
+    #: leave_to_the_clock), judged by time instead, with why.
     incomparable: dict[str, str] = field(default_factory=dict)
     _store: BaselineStore | None = None
 
