@@ -920,9 +920,9 @@ def test_a_benchmark_the_counted_process_could_not_count_is_judged_by_its_time_b
     monkeypatch.delenv("BURNPERF_MEASURE", raising=False)
     pytester.makepyfile(test_touchy=FAILS_COUNTED)
     _run(pytester, "--perf-measure", "counts", "--perf-update")[0].assert_outcomes(passed=1)
-    _run(pytester, "--perf-update", "--perf-quick", "--perf-measure", "time")[
-        0
-    ].assert_outcomes(passed=1)
+    _run(pytester, "--perf-update", "--perf-quick", "--perf-measure", "time")[0].assert_outcomes(
+        passed=1
+    )
     (pytester.path / "flag").write_text("", encoding="utf-8")
     result, doc = _run(pytester, "--perf-threshold", "1000%", "--perf-max-rounds", "3")
     result.assert_outcomes(passed=1)
