@@ -578,12 +578,13 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     )
     recorded.assert_outcomes(passed=1)
     git(loop_repo, "checkout", "-q", "--", "src")  # back to HEAD: 5% more work
-    result = pytester.runpytest_subprocess(
-        *common,
-        "--perf-against",
-        "auto",
-        "--perf-base",
-        "base",
+
+    def against_auto(*more: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess(
+            *common, "--perf-against", "auto", "--perf-base", "base", *more
+        )
+
+    result = against_auto(
         "--perf-quick",
         "--perf-threshold",
         "1000%",  # the timed one's outcome stays off the host: what is tested is who judges
@@ -606,12 +607,7 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     timed = by_name["test_pkg_plain[numpy-cpu-f64]"]
     assert timed["measure"] == "time" and timed["baseline"]["reference"] == "base"
     # every selected benchmark judged by its counts baseline: no environment built, no round
-    only = pytester.runpytest_subprocess(
-        *common,
-        "--perf-against",
-        "auto",
-        "--perf-base",
-        "base",
+    only = against_auto(
         "-k",
         "test_pkg_loop",
         "--perf-profile",
@@ -630,12 +626,7 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     # a counts baseline counted under another key (another Python) cannot judge: compared in
     # this session instead, by time, and the run says why
     _counted_under_another_python(loop_repo, "test_pkg_loop[numpy-cpu-f64]")
-    other = pytester.runpytest_subprocess(
-        *common,
-        "--perf-against",
-        "auto",
-        "--perf-base",
-        "base",
+    other = against_auto(
         "--perf-quick",
         "--perf-threshold",
         "1000%",

@@ -26,13 +26,7 @@ from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
 from pytest_burnperf.plugin.measuring.profile_rerun import profiled
 from pytest_burnperf.plugin.measuring.result_record import make_result, settle
-from pytest_burnperf.plugin.measuring.smoke_perf import (
-    SmokePerf,
-    T,
-    checked_setup,
-    pedantic_call,
-    start_once,
-)
+from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf, T, start_once
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.runs.same_session import summaries
@@ -40,7 +34,6 @@ from pytest_burnperf.runs.same_session import summaries
 if TYPE_CHECKING:
     from pytest_burnperf.core.results import Result
     from pytest_burnperf.host.activity import Window
-    from pytest_burnperf.instruments.instrument import Prepare
 
 
 class ComparePerf(SmokePerf):
@@ -64,38 +57,12 @@ class ComparePerf(SmokePerf):
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True
         result = super().__call__(fn, *args, **kwargs)
-        self._rerun: Prepare = lambda: (lambda: fn(*args, **kwargs), None)
-        self._repeat = True
         self._judge()
         return result
 
-    def pedantic(
-        self,
-        fn: Callable[..., T],
-        args: tuple[object, ...] = (),
-        kwargs: dict[str, object] | None = None,
-        *,
-        setup: Callable[[], object] | None = None,
-        teardown: Callable[..., object] | None = None,
-        rounds: int | None = None,
-        iterations: int = 1,
-        warmup_rounds: int | None = None,
-    ) -> T:
+    def pedantic(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         __tracebackhide__ = True
-        result = super().pedantic(
-            fn,
-            args,
-            kwargs,
-            setup=setup,
-            teardown=teardown,
-            rounds=rounds,
-            iterations=iterations,
-            warmup_rounds=warmup_rounds,
-        )
-        where = f"{self._item.nodeid}: perf.pedantic"
-        checked = None if setup is None else checked_setup(setup, where)
-        self._rerun = pedantic_call(fn, tuple(args), kwargs, checked, teardown, iterations)
-        self._repeat = False
+        result = super().pedantic(fn, *args, **kwargs)
         self._judge()
         return result
 
@@ -104,6 +71,8 @@ class ComparePerf(SmokePerf):
         its profile where this run profiles it (once more under a profiler, in this process;
         profile_rerun.profiled). What is compared in the session is profiled in each
         environment instead (pair_profiles)."""
+        if self._rerun is None:
+            return result
         return profiled(
             self._state,
             self.device,

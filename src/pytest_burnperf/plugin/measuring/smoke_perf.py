@@ -12,6 +12,7 @@ import pytest
 from pytest_burnperf.core.roofline_figures import Work
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.core.timing import Prepared
+from pytest_burnperf.instruments.instrument import Prepare
 from pytest_burnperf.plugin.measuring.result_record import keep_smoked
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
@@ -108,6 +109,10 @@ class SmokePerf:
         self.device = case.entry.device
         self.dtype = case.dtype
         self._used = False
+        #: The one call made ready again (a profile of it after the verdict: ComparePerf), and
+        #: whether calls may repeat back to back (``perf(fn)``) or run once (a pedantic round).
+        self._rerun: Prepare | None = None
+        self._repeat = True
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, object] = {}
         self.group: str | None = None
@@ -128,6 +133,7 @@ class SmokePerf:
     def __call__(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         __tracebackhide__ = True
         self._start(fn, "perf()")
+        self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
         result = fn(*args, **kwargs)
         self.device.sync()
         return result
@@ -146,11 +152,16 @@ class SmokePerf:
     ) -> T:
         """One round: ``setup`` (if any), one call, ``teardown`` (if any)."""
         __tracebackhide__ = True
-        del rounds, iterations, warmup_rounds
+        del rounds, warmup_rounds
         self._start(fn, "perf.pedantic()")
+        checked = (
+            None if setup is None else checked_setup(setup, f"{self._item.nodeid}: perf.pedantic")
+        )
+        self._rerun = pedantic_call(fn, tuple(args), kwargs, checked, teardown, iterations)
+        self._repeat = False
         a, k = tuple(args), dict(kwargs or {})
-        if setup is not None:
-            prepared = checked_setup(setup, f"{self._item.nodeid}: perf.pedantic")()
+        if checked is not None:
+            prepared = checked()
             if prepared is not None:
                 a, k = tuple(prepared[0]), dict(prepared[1])
         result = fn(*a, **k)
