@@ -72,17 +72,19 @@ def test_a_dry_run_on_the_cpu_writes_its_report(tmp_path: Path) -> None:
     pytest.importorskip("torch")  # its model workload is written with torch.nn
     out = tmp_path / "gate.md"
     cmd = [sys.executable, "-m", "validation.gpu_gate", "--backend", "cpu", "--size", "tiny"]
-    cmd += ["--sessions", "1", "--quick", "--work", str(tmp_path / "w"), "--out", str(out)]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    cmd += ["--first", "1", "--sessions", "1", "--quick", "--work", str(tmp_path / "w")]
+    proc = subprocess.run([*cmd, "--out", str(out)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     raw = json.loads(out.with_suffix(".json").read_text())
     (session,) = raw["sessions"]
+    assert session["i"] == 1 and session["knobs"] == knobs_for(1)  # --first 1: a planted one
     seen = {(v["workload"], v["device"]) for v in session["verdicts"]}
     # every CPU workload on numpy and torch, the model on torch only; the graph one skips
     for name in ("matmul", "axpy", "reduce", "chain"):
         assert {(name, "numpy-cpu"), (name, "torch-cpu")} <= seen
     assert ("model", "torch-cpu") in seen and ("model", "numpy-cpu") not in seen
-    assert all(v["factor"] == 1.0 for v in session["verdicts"])  # session 0 is A/A
+    planted = {v["workload"]: v["factor"] for v in session["verdicts"] if v["factor"] != 1.0}
+    assert planted == knobs_for(1)
     assert "## The gate on a GPU: stored" in out.read_text()
 
 

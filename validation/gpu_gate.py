@@ -329,6 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("stored", "same-session"), default="stored")
     ap.add_argument("--sessions", type=int, default=12)
+    ap.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="index of the first session (even: A/A, odd: planted); a short lease can run a "
+        "planted session alone with --first 1 --sessions 1",
+    )
     ap.add_argument("--backend", default="cuda", help="cuda (default), or cpu for a dry run")
     ap.add_argument("--size", choices=("full", "tiny"), default="full")
     ap.add_argument("--quick", action="store_true", help="one round of 5 samples (a dry run)")
@@ -368,13 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     sessions: list[dict[str, Any]] = []
     try:
-        for i in range(args.sessions):
+        for n, i in enumerate(range(args.first, args.first + args.sessions)):
             if args.minutes is not None and time.monotonic() - t_start > 60 * args.minutes:
-                log(f"stopping after {i} sessions: the {args.minutes:g}-minute budget is spent")
+                log(f"stopping after {n} sessions: the {args.minutes:g}-minute budget is spent")
                 break
             sessions.append(session(work, i, args.mode, gate, env))
             log(
-                f"session {i + 1}/{args.sessions}: "
+                f"session {n + 1}/{args.sessions} (index {i}): "
                 f"{Counter(v['status'] for v in sessions[-1]['verdicts'])}"
             )
             # written after every session: a run cut short by its machine keeps what it measured
