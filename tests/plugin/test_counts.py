@@ -640,6 +640,12 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     assert moved["measure"] == "time" and moved["baseline"]["reference"] == "base"
     said = " ".join(other.stdout.str().split())
     assert "1 CPU benchmark(s) with counts baselines judged by time in this session" in said, said
+    # both ways back to counts, the recording command without the run's comparison
+    assert "counts judge them again in an environment that matches that key" in said
+    assert (
+        "after `pytest --perf --perf-update -p no:randomly -p no:cacheprovider --perf-quick "
+        "--perf-threshold 1000% -k test_pkg_loop` records them again" in said
+    ), said
     assert "counting 1 CPU benchmark" not in said  # the Python tells before any counting
 
 
@@ -875,6 +881,9 @@ def test_a_counts_baseline_of_another_key_leaves_the_verdict_to_the_clock(
     assert loop["measure"] == "time" and loop["verdict"]["ratio"] is not None
     said = " ".join(seen.stdout.str().split())
     assert "counting 1 CPU benchmark" in said and "recorded with simulated_cpu" in said, said
+    # the advice is the command, once, not the verdict's bare option name beside it
+    assert "record counts again" not in said
+    assert "after `pytest --perf --perf-update " in said, said
     # without a time baseline it stays judged by counts: incomparable, with the advice
     shutil.rmtree(next(p for p in (project.path / "baselines").iterdir() if "counts" not in p.name))
     alone, doc = _run(project, "--perf-quick")

@@ -20,9 +20,11 @@ is shown, not enforced: a first local run without baselines is how a user starts
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pytest_burnperf.core.settings import without_options
 from pytest_burnperf.core.verdict import (
     FAILED,
     IMPROVED,
@@ -163,6 +165,7 @@ def advice(
     *,
     same_session: bool,
     command: str,
+    plain: str | None = None,
     hardware_class: str = "",
     auto_problem: str | None = None,
     rounds: int = 1,
@@ -171,11 +174,16 @@ def advice(
     """One line per group of abstentions: why, and the command that would judge them.
     ``rounds`` and ``max_rounds`` are the run's own: the rounds suggested are always more.
 
-    ``command`` is the run's own command line without ``--perf``; ``same_session`` says whether
+    ``command`` is the run's own command line without ``--perf``; ``plain`` the same without
+    what it compared with (``--perf-against``, ``--perf-versions``...: core/settings.
+    recording_args), which the commands that record or name their own comparison repeat
+    (default: ``command``); ``same_session`` says whether
     this run already compared in one session (then more rounds, not a reference, is the cure);
     ``auto_problem``: why ``--perf-against auto`` found no reference in this run, if it did not.
     """
     out: list[str] = []
+    run_command = command
+    command = command if plain is None else plain
     against = f"pytest --perf --perf-against auto {command}".rstrip()
     # where stored baselines judged (and left these undecided), --perf-against auto would take
     # them again: a same-session comparison names the code compared with
@@ -218,9 +226,11 @@ def advice(
                 f"`pytest --perf --perf-update {command}`".rstrip()
             )
         elif w == COUNTS_SPREAD:
+            timed = shlex.join(without_options(shlex.split(run_command), ("--perf-measure",)))
+            by_time = f"pytest --perf {timed}".rstrip() + " --perf-measure time"
             out.append(
                 f"{head}: more process rounds or a quieter host do not narrow counts; judge "
-                f"them by time (`{f'pytest --perf {command}'.rstrip()} --perf-measure time`), "
+                f"them by time (`{by_time}`), "
                 "or give each call more work so that the interpreter's share of its counts falls"
             )
         elif w == HOST:

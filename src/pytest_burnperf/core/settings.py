@@ -446,3 +446,15 @@ def suggested_args(invocation: Sequence[str]) -> list[str]:
             del args[i]
     kept = without_options(args, INCIDENTAL_VALUED, INCIDENTAL_FLAGS)
     return [a for a in kept if not _VERBOSITY.match(a) and not a.startswith("--perf-profile=")]
+
+
+#: Options that say what a run compares with (a reference, versions, the base --perf-against
+#: auto takes): a suggested command that records baselines (--perf-update goes with none of
+#: them) or names its own comparison leaves them out.
+COMPARISON_VALUED = ("--perf-against", "--perf-versions", "--perf-reference", "--perf-base")
+
+
+def recording_args(invocation: Sequence[str]) -> list[str]:
+    """:func:`suggested_args` less :data:`COMPARISON_VALUED`: what a suggested command that
+    records baselines, or that names its own comparison, repeats of the run's command line."""
+    return without_options(suggested_args(invocation), COMPARISON_VALUED)

@@ -223,6 +223,10 @@ def count(
     return record, first
 
 
+#: What an incomparable counts verdict's reason ends with: how to make the baseline judge again.
+RECORD_AGAIN = "; record counts again with --perf-update"
+
+
 def key(
     device: Device, threads: int, objects: set[str] | None = None, project: str | None = None
 ) -> dict[str, object]:
@@ -341,9 +345,7 @@ def against_baseline(
     if migrated and stored_key is not None:
         stored_key = as_python_key(stored_key, key)
     if entry is not None and (diff := counts_key.key_difference(stored_key, key)):
-        return not_comparable(
-            values, base_values or [], f"{diff}; record counts again with --perf-update"
-        )
+        return not_comparable(values, base_values or [], f"{diff}{RECORD_AGAIN}")
     verdict = counts.judge_counts(
         base_values,
         values,

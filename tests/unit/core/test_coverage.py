@@ -186,3 +186,23 @@ def test_a_baseline_sampled_otherwise_is_its_own_group_not_another_machine() -> 
     )
     assert len(lines) == 1 and "sampled with other pedantic settings" in lines[0]
     assert "another machine" not in lines[0] and "pytest --perf --perf-update -k t" in lines[0]
+
+
+def test_suggested_commands_carry_no_second_comparison_and_record_runnably() -> None:
+    """In a run given --perf-against auto, the advice's recording commands and the commands
+    naming their own comparison leave the run's comparison out (``plain``); judging by time
+    keeps it and sets --perf-measure once."""
+    from pytest_burnperf.core.coverage import advice, coverage
+
+    results = [
+        ("t.py::a", "incomparable", "counts baseline recorded with python 3.11, this run has 3.12"),
+        ("t.py::b", "no-baseline", "no counts baseline recorded"),
+        ("t.py::c", "inconclusive", "its counts spread 9.3% between calls"),
+    ]
+    command = "--perf-against auto --perf-measure counts t.py"
+    lines = advice(coverage(results), same_session=False, command=command, plain="t.py")
+    text = " ".join(lines)
+    assert text.count("--perf-against") == 3, text  # each one REF or auto, never both
+    assert "`pytest --perf --perf-update t.py`" in text
+    assert "`pytest --perf --perf-against REF t.py`" in text
+    assert "`pytest --perf --perf-against auto t.py --perf-measure time`" in text

@@ -118,3 +118,14 @@ def test_a_suggested_command_keeps_what_selects_and_configures_benchmarks() -> N
         "--perf-backends=numpy",
     ]
     assert suggested_args(["--perf-profile=all", "-qq", "t.py"]) == ["t.py"]
+
+
+def test_a_recording_command_leaves_out_what_the_run_compared_with() -> None:
+    """--perf-update goes with no --perf-against, --perf-versions, --perf-reference or
+    --perf-base: a suggested recording command that repeated them would be refused."""
+    from pytest_burnperf.core.settings import recording_args
+
+    run = ["t.py", "--perf-against", "auto", "--perf-base=v1.0", "-k", "a", "-v"]
+    assert recording_args(run) == ["t.py", "-k", "a"]
+    run = ["--perf-versions", "a,b", "--perf-reference", "a", "--perf-against=main", "t.py"]
+    assert recording_args(run) == ["t.py"]

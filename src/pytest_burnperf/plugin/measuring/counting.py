@@ -365,7 +365,7 @@ def _other_key(
     why = instruction_counts.known_before_counting(stored, case.entry.device)
     if why is None:
         return False
-    c.incomparable[item.nodeid] = f"{why}; record counts again with --perf-update"
+    c.incomparable[item.nodeid] = why
     return True
 
 

@@ -4,16 +4,17 @@ counts; with ``both``, the time verdict beside it and a note where the two disag
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
-from pytest_burnperf.core import counts
+from pytest_burnperf.core import counts, settings
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counts import Counted
-from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.text import escape_strings, redact
 from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCOMPARABLE,
@@ -192,15 +193,31 @@ def leave_to_the_clock(
             device=case.entry.device.fingerprint(),
         )
         if verdict.status == INCOMPARABLE:
-            c.incomparable[node] = verdict.reason or "its counts baseline was counted otherwise"
+            why = verdict.reason.removesuffix(instruction_counts.RECORD_AGAIN)
+            c.incomparable[node] = why or "its counts baseline was counted otherwise"
     moved = [item.nodeid for item in items if item.nodeid in c.incomparable]
     if moved:
-        against = "in this session" if same_session else "against their time baselines"
-        state.notes.append(
-            f"{len(moved)} CPU benchmark(s) with counts baselines judged by time {against}: "
-            f"their counts baselines were counted under another key ({c.incomparable[moved[0]]})"
-        )
+        state.notes.append(another_key_note(state, moved, same_session=same_session))
     return moved
+
+
+def another_key_note(state: PerfState, moved: list[str], *, same_session: bool) -> str:
+    """The summary's line on the benchmarks judged by time because their counts baselines were
+    counted under another key: how many, the first difference, and both ways back to counts
+    (a run that matches the key, or counts baselines recorded for this one), the command
+    runnable as printed (the run's selection, without what it compared with)."""
+    c = state.counting
+    assert c is not None
+    against = "in this session" if same_session else "against their time baselines"
+    args = [redact(a) for a in settings.recording_args(state.run.invocation)]
+    record = shlex.join(["pytest", "--perf", "--perf-update", *args])
+    return (
+        f"{len(moved)} CPU benchmark(s) with counts baselines judged by time {against}: their "
+        f"counts baselines were counted under another key ({c.incomparable[moved[0]]}); counts "
+        "judge them again in an environment that matches that key, or, where this environment "
+        f"is the one to keep, after `{record}` records them again (for every machine that "
+        "reads these baselines)"
+    )
 
 
 def disagreement_notes(

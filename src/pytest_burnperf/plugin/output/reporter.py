@@ -144,7 +144,9 @@ def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> s
         return None
     rest = [
         a
-        for a in settings.without_options(tuple(rest_args(state.run.invocation)), ("-k",), ())
+        for a in settings.without_options(
+            tuple(rest_args(state.run.invocation, recording=True)), ("-k",), ()
+        )
         if not (a.startswith("-k") and not a.startswith("--"))  # -kEXPR
     ]
     update = "--update-baselines" if ours else "--perf-update"
@@ -263,7 +265,9 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             write_line(line)
         if state.findings.shortfall:
             write_line(f"FAILED: {state.findings.shortfall}")
-    record = shlex.join(["pytest", "--perf", "--perf-update", *rest_args(state.run.invocation)])
+    record = shlex.join(
+        ["pytest", "--perf", "--perf-update", *rest_args(state.run.invocation, recording=True)]
+    )
     legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
     if legacy and not state.run.mode.records:
         write_line(

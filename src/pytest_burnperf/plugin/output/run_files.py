@@ -200,6 +200,7 @@ def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
         cov,
         same_session=state.run.mode.compares,
         command=shlex.join(rest_args(state.run.invocation)),
+        plain=shlex.join(rest_args(state.run.invocation, recording=True)),
         hardware_class=state.store.machine_id,
         auto_problem=None if state.run.reference is None else state.run.reference.problem,
         rounds=state.schedule.rounds,
@@ -238,11 +239,13 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
                 add(name, value)
 
 
-def rest_args(invocation: tuple[str, ...]) -> list[str]:
+def rest_args(invocation: tuple[str, ...], *, recording: bool = False) -> list[str]:
     """The run's arguments a command its summary suggests repeats (core/settings.suggested_args:
     what selects and configures benchmarks, not what only this run printed or wrote), with no
-    password of a URL in them."""
-    return [redact(a) for a in settings.suggested_args(invocation)]
+    password of a URL in them. ``recording``: for a command that records baselines, without
+    what the run compared with (settings.recording_args: --perf-update goes with none of it)."""
+    args = settings.recording_args(invocation) if recording else settings.suggested_args(invocation)
+    return [redact(a) for a in args]
 
 
 def _record(session: pytest.Session, state: PerfState, doc: dict[str, object]) -> None:
