@@ -70,6 +70,9 @@ class Counting:
     #: seen before counting (_other_key: not counted) or after (counts_judging.
     #: leave_to_the_clock), judged by time instead, with why.
     incomparable: dict[str, str] = field(default_factory=dict)
+    #: --perf-measure auto in a same-session comparison: those of ``incomparable`` counted in
+    #: every environment instead, judged by the reference's counts (counts_judging.judge_pair).
+    in_session: set[str] = field(default_factory=set)
     _store: BaselineStore | None = None
 
     def runs(self) -> list[counted.CountedRun]:
@@ -80,7 +83,7 @@ class Counting:
         else None."""
         if nodeid in self.by_baseline:
             return self.by_baseline[nodeid]
-        if nodeid in self.incomparable:
+        if nodeid in self.incomparable and nodeid not in self.in_session:
             return self.incomparable[nodeid]
         for r in self.runs():
             if nodeid in r.timed_instead:
@@ -136,8 +139,9 @@ def auto_text(state: PerfState) -> str:
         return (
             f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
             f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
-            f"{c.version}) and judged by those, as on any machine; the rest compared in this "
-            "session"
+            f"{c.version}) and judged by those, as on any machine (those counted under another "
+            "key: counted in every environment and compared by counts); the rest compared in "
+            "this session"
         )
     return (
         f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
@@ -259,10 +263,14 @@ def count_pass(
     state: PerfState,
     items: list[pytest.Item],
     sides: list[Side] | None = None,
+    *,
+    counted_before: bool = False,
 ) -> None:
     """Count every CPU benchmark among ``items`` in one process under callgrind; in a
     same-session comparison (``sides``: the scheduler's environments), one per environment,
-    one after the other (counts need no interleaving: the host cannot move them)."""
+    one after the other (counts need no interleaving: the host cannot move them).
+    ``counted_before``: they have counts baselines (of another key), so each is counted
+    whatever --perf-count-limit, as against stored baselines."""
     if state.counting is None or session.config.option.collectonly:
         return
     wanted = [
@@ -275,6 +283,8 @@ def count_pass(
     always: list[str] = []
     if sides is None:  # stored baselines: they decide what is counted, not this host's speed
         wanted, always = _by_baselines(state, [i for i in items if i.nodeid in set(wanted)])
+    elif counted_before:
+        always = list(wanted)
     if not wanted:
         return
     write = line_writer(session.config)

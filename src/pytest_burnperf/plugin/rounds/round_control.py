@@ -122,9 +122,10 @@ def run_same_session(
     # (counts or both: every environment counted, below); with nothing left to time, no
     # environment is built
     stored_counts = state.counting is not None and state.counting.measure == "auto"
+    moved: list[str] = []
     if stored_counts:
         counting.count_pass(session, state, items)
-        counts_judging.leave_to_the_clock(state, items, same_session=True)
+        moved = counts_judging.leave_to_the_clock(state, items, same_session=True)
         items = _to_time(state, items)
         if not items:
             state.findings.measured = Measured()
@@ -160,6 +161,11 @@ def run_same_session(
         return needs_more_rounds(ref, cur, policy)
 
     sides = [side_of(label, envs[label]) for label in plan.refs]
+    if moved:  # counts baselines of another key: counted in each environment, judged so
+        again = [item for item in items if item.nodeid in set(moved)]
+        counting.count_pass(session, state, again, sides, counted_before=True)
+        counts_judging.counted_in_session(state, moved)
+        items = _to_time(state, items)
     if not stored_counts:
         counting.count_pass(session, state, items, sides)
         items = _to_time(state, items)
