@@ -167,11 +167,11 @@ def header_text(state: PerfState) -> str:
         if runs
         else ""
     )
-    where = (
-        f"in {rel(c.store(state).dir, state.run.rootpath)}"
-        if not state.run.mode.compares or c.measure == "auto"
-        else "of both environments"
-    )
+    stored = f"in {rel(c.store(state).dir, state.run.rootpath)}"
+    where = stored if not state.run.mode.compares or c.measure == "auto" else "of both environments"
+    if c.in_session:  # auto: counts baselines of another key, compared in the session
+        by_stored = c.run is not None and set(c.run.counts) - c.in_session
+        where = f"{stored} and of both environments" if by_stored else "of both environments"
     cycles = "; cycles estimated with L1 32 KiB, LL 8 MiB" if c.caches else ""
     return (
         f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}"

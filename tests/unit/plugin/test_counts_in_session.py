@@ -1,0 +1,58 @@
+"""--perf-measure auto in a same-session comparison: which benchmarks with counts baselines of
+another key are judged by counts in the session, and what the summary says (pure logic, on
+fake counted runs)."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from pytest_burnperf.plugin.measuring.counting import Counting
+from pytest_burnperf.plugin.measuring.counts_judging import counted_in_session
+
+
+def _state(sides: dict[str, set[str]], moved: list[str]) -> Any:
+    counting = Counting(measure="auto", valgrind="valgrind", version="3.19.0", caches=False)
+    counting.incomparable = {
+        n: "counts baseline recorded with numpy 2.4.6, this run has 2.3.5" for n in moved
+    }
+    counting.sides = {
+        label: types.SimpleNamespace(counts={n: object() for n in nodes}, timed_instead={})
+        for label, nodes in sides.items()
+    }
+    return types.SimpleNamespace(
+        counting=counting,
+        run=types.SimpleNamespace(
+            plan=types.SimpleNamespace(refs=["main", "current"]),
+            invocation=("--perf", "--perf-against", "auto", "perf_tests", "-v"),
+        ),
+        notes=[],
+    )
+
+
+def test_those_counted_in_every_environment_are_judged_by_counts_the_rest_by_time() -> None:
+    moved = ["t.py::a", "t.py::b"]
+    state = _state({"main": {"t.py::a"}, "current": {"t.py::a", "t.py::b"}}, moved)
+    counted_in_session(state, moved)
+    c = state.counting
+    assert c.in_session == {"t.py::a"}
+    # judged by counts: no longer timed instead; the one main could not count is
+    assert c.timed_instead("t.py::a") is None
+    assert c.timed_instead("t.py::b") == c.incomparable["t.py::b"]
+    first, second = state.notes
+    assert first == (
+        "1 CPU benchmark(s) with counts baselines of another key (counts baseline recorded "
+        "with numpy 2.4.6, this run has 2.3.5) counted in main and current and judged by "
+        "counts in this session"
+    )
+    assert second.startswith("1 CPU benchmark(s) with counts baselines judged by time in this")
+    # the recording command it gives is runnable: no --perf-against beside --perf-update, no -v
+    assert "`pytest --perf --perf-update perf_tests` records them again" in second
+
+
+def test_all_counted_leaves_no_time_note() -> None:
+    moved = ["t.py::a"]
+    state = _state({"main": {"t.py::a"}, "current": {"t.py::a"}}, moved)
+    counted_in_session(state, moved)
+    assert state.counting.in_session == {"t.py::a"}
+    assert len(state.notes) == 1 and "judged by counts in this session" in state.notes[0]
