@@ -467,9 +467,9 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     # a conftest.py owns --update-baselines: the command says --perf-update
     assert "pytest --perf --perf-update tests/ -k" in str(accept_line(state, rows, ours=False))
     assert accept_line(state, rows[2:]) is None  # nothing regressed
-    # --perf-against auto that took the stored baselines: the recording command drops it
-    # (--perf-update goes with no comparison)
-    state.run.invocation = ("--perf", "--perf-against", "auto", "tests/")
+    # --perf-against auto that took the stored baselines: the recording command drops what the
+    # run compared with (--perf-base too, which a recording run has no use for)
+    state.run.invocation = ("--perf", "--perf-against", "auto", "--perf-base", "v1", "tests/")
     assert accept_line(state, rows) == (
         "if the slowdown is intended, record it as the new baseline: pytest --perf "
         "--update-baselines tests/ -k 'test_a or test_m'"

@@ -189,9 +189,10 @@ def test_a_baseline_sampled_otherwise_is_its_own_group_not_another_machine() -> 
 
 
 def test_suggested_commands_carry_no_second_comparison_and_record_runnably() -> None:
-    """In a run given --perf-against auto, the advice's recording commands and the commands
-    naming their own comparison leave the run's comparison out (``plain``); judging by time
-    keeps it and sets --perf-measure once."""
+    """In a --perf-versions run (whose suggested args keep it), the advice's recording commands
+    leave the comparison out (``plain``: --perf-update refuses --perf-versions), the command
+    naming its own comparison does not add a second one, and judging by time keeps the run's
+    comparison and sets --perf-measure once."""
     from pytest_burnperf.core.coverage import advice, coverage
 
     results = [
@@ -199,10 +200,10 @@ def test_suggested_commands_carry_no_second_comparison_and_record_runnably() -> 
         ("t.py::b", "no-baseline", "no counts baseline recorded"),
         ("t.py::c", "inconclusive", "its counts spread 9.3% between calls"),
     ]
-    command = "--perf-against auto --perf-measure counts t.py"
-    lines = advice(coverage(results), same_session=False, command=command, plain="t.py")
+    command = "--perf-versions a,b --perf-measure counts t.py"
+    lines = advice(coverage(results), same_session=True, command=command, plain="t.py")
     text = " ".join(lines)
-    assert text.count("--perf-against") == 3, text  # each one REF or auto, never both
+    assert text.count("--perf-versions") == 1, text  # only where it judges by time
     assert "`pytest --perf --perf-update t.py`" in text
     assert "`pytest --perf --perf-against REF t.py`" in text
-    assert "`pytest --perf --perf-against auto t.py --perf-measure time`" in text
+    assert "`pytest --perf --perf-versions a,b t.py --perf-measure time`" in text
