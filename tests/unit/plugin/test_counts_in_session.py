@@ -8,7 +8,7 @@ import types
 from typing import Any
 
 from pytest_burnperf.plugin.measuring.counting import Counting
-from pytest_burnperf.plugin.measuring.counts_judging import counted_in_session
+from pytest_burnperf.plugin.measuring.session_counts import counted_in_session
 
 
 def _state(sides: dict[str, set[str]], moved: list[str]) -> Any:
@@ -56,3 +56,23 @@ def test_all_counted_leaves_no_time_note() -> None:
     counted_in_session(state, moved)
     assert state.counting.in_session == {"t.py::a"}
     assert len(state.notes) == 1 and "judged by counts in this session" in state.notes[0]
+
+
+def test_a_named_reference_times_what_an_environment_could_not_count() -> None:
+    """--perf-against REF (named): every CPU benchmark with a counts baseline was counted in each
+    environment; one that main could not count is timed in the session, and the note says why."""
+    state = _state({"main": {"t.py::a"}, "current": {"t.py::a", "t.py::b"}}, [])
+    state.counting.named_reference = True
+    state.counting.sides["main"].missing = {"t.py::b": "it failed in the counted process"}
+    counted_in_session(state, ["t.py::a", "t.py::b"])
+    c = state.counting
+    assert c.in_session == {"t.py::a"} and c.left_to_time == {"t.py::b"}
+    first, second = state.notes
+    assert first == (
+        "1 CPU benchmark(s) with counts baselines counted in main and current and judged by "
+        "counts in this session"
+    )
+    assert second == (
+        "1 CPU benchmark(s) with counts baselines not counted in every environment (first, "
+        "t.py::b: main: it failed in the counted process): judged by time in this session"
+    )

@@ -149,8 +149,17 @@ def configure(config: pytest.Config) -> None:
     # --perf-against auto that chose a same-session comparison: the committed counts baselines
     # still judge what they hold (counts travel between classes), the rest is compared here
     by_stored_counts = choice is not None and choice.ref is not None
-    if measure == "auto" and enabled and not round_process and (plan is None or by_stored_counts):
+    # a named --perf-against REF: what has counts baselines is counted in each environment
+    named = plan is not None and choice is None and plan.option == "--perf-against"
+    if (
+        measure == "auto"
+        and enabled
+        and not round_process
+        and (plan is None or by_stored_counts or named)
+    ):
         counting, auto_note = auto_counting(baselines_root, size, records=update)
+        if counting is not None:
+            counting.named_reference = named
     mode = decide(
         perf=enabled,
         smoke=smoke,

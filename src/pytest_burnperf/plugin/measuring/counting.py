@@ -70,9 +70,10 @@ class Counting:
     #: seen before counting (_other_key: not counted) or after (counts_judging.
     #: leave_to_the_clock), judged by time instead, with why.
     incomparable: dict[str, str] = field(default_factory=dict)
-    #: --perf-measure auto in a same-session comparison: those of ``incomparable`` counted in
-    #: every environment instead, judged by the reference's counts (counts_judging.judge_pair).
+    #: auto in a same-session comparison: counted in every environment, judged by judge_pair.
     in_session: set[str] = field(default_factory=set)
+    #: auto, a named --perf-against REF: what has counts baselines is counted in each side.
+    named_reference: bool = False
     _store: BaselineStore | None = None
 
     def runs(self) -> list[counted.CountedRun]:
@@ -135,13 +136,17 @@ def auto_text(state: PerfState) -> str:
             f"(valgrind {c.version}) {where}; counts baselines into "
             f"{rel(c.store(state).dir, state.run.rootpath)}, the time ones beside"
         )
-    if state.run.mode.compares:  # --perf-against auto chose a same-session comparison
+    if state.run.mode.compares:  # a named --perf-against REF, or auto that chose a session
+        how = (
+            "in every environment and compared by counts"
+            if c.named_reference
+            else "and judged by those, as on any machine (those counted under another key: "
+            "counted in every environment and compared by counts)"
+        )
         return (
             f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
             f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
-            f"{c.version}) and judged by those, as on any machine (those counted under another "
-            "key: counted in every environment and compared by counts); the rest compared in "
-            "this session"
+            f"{c.version}) {how}; the rest compared in this session"
         )
     return (
         f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "

@@ -201,27 +201,6 @@ def leave_to_the_clock(
     return moved
 
 
-def counted_in_session(state: PerfState, moved: list[str]) -> None:
-    """--perf-measure auto in a same-session comparison, after ``moved`` (counts baselines of
-    another key: leave_to_the_clock) were counted in every environment: those counted in each
-    are judged by counts in the session (Counting.in_session, judge_pair), the rest by time in
-    the session; the summary says which."""
-    c, plan = state.counting, state.run.plan
-    assert c is not None and plan is not None
-    runs = [c.sides.get(label) for label in plan.refs]
-    both = [n for n in moved if all(r is not None and n in r.counts for r in runs)]
-    c.in_session.update(both)
-    if both:
-        state.notes.append(
-            f"{len(both)} CPU benchmark(s) with counts baselines of another key "
-            f"({c.incomparable[both[0]]}) counted in {' and '.join(plan.refs)} and judged by "
-            "counts in this session"
-        )
-    rest = [n for n in moved if n not in c.in_session]
-    if rest:
-        state.notes.append(another_key_note(state, rest, same_session=True))
-
-
 def another_key_note(state: PerfState, moved: list[str], *, same_session: bool) -> str:
     """The summary's line on the benchmarks judged by time because their counts baselines were
     counted under another key: how many, the first difference, and both ways back to counts

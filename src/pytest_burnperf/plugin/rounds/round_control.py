@@ -21,7 +21,7 @@ from pytest_burnperf.core.assess import (
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.core.verdict import REGRESSED, Policy, needs_more_rounds
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
+from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles, session_counts
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
 from pytest_burnperf.plugin.rounds.report_back import RoundProcess
 from pytest_burnperf.plugin.session import collection
@@ -123,7 +123,9 @@ def run_same_session(
     # environment is built
     stored_counts = state.counting is not None and state.counting.measure == "auto"
     moved: list[str] = []
-    if stored_counts:
+    if stored_counts and state.counting.named_reference:  # every one with counts baselines
+        moved = session_counts.with_counts_baselines(state, items)
+    elif stored_counts:
         counting.count_pass(session, state, items)
         moved = counts_judging.leave_to_the_clock(state, items, same_session=True)
         items = _to_time(state, items)
@@ -164,7 +166,7 @@ def run_same_session(
     if moved:  # counts baselines of another key: counted in each environment, judged so
         again = [item for item in items if item.nodeid in set(moved)]
         counting.count_pass(session, state, again, sides, counted_before=True)
-        counts_judging.counted_in_session(state, moved)
+        session_counts.counted_in_session(state, moved)
         items = _to_time(state, items)
     if not stored_counts:
         counting.count_pass(session, state, items, sides)

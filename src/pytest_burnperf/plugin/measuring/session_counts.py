@@ -1,0 +1,82 @@
+"""--perf-measure auto in a same-session comparison: which CPU benchmarks are counted in every
+environment and judged by counts there, instead of timed beside the reference.
+
+Two cases: ``--perf-against auto`` that chose a session, where the committed counts baselines
+of this run's key judge what they hold and those of another key (another numpy, Python...) are
+counted in each environment; and a named ``--perf-against REF``, where every CPU benchmark with
+a counts baseline (of any key: it was countable when recorded) is counted in each environment.
+The rest, and one an environment could not count, are timed in the session."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_burnperf.plugin.measuring.counts_judging import another_key_note
+from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
+from pytest_burnperf.storage.baselines import BaselineError
+
+
+def with_counts_baselines(state: PerfState, items: list[pytest.Item]) -> list[str]:
+    """A named --perf-against REF: the CPU benchmarks among ``items`` that have a counts
+    baseline (counted in each environment); every other CPU one is left to the clock
+    (Counting.left_to_time)."""
+    c = state.counting
+    assert c is not None
+    store = c.store(state)
+    chosen = []
+    for item in items:
+        case = case_of(item)
+        if case is None or case.entry is None or case.entry.kind != "cpu":
+            continue
+        module, key = module_and_key(item, state.run.rootpath)
+        try:
+            has = store.baseline(module, key) is not None
+        except BaselineError:  # the benchmark's own test reports the file
+            has = False
+        if has:
+            chosen.append(item.nodeid)
+        else:
+            c.left_to_time.add(item.nodeid)
+    return chosen
+
+
+def counted_in_session(state: PerfState, moved: list[str]) -> None:
+    """After ``moved`` were counted in every environment: those counted in each are judged by
+    counts in the session (Counting.in_session, counts_judging.judge_pair), the rest by time
+    in the session; the summary says which and why."""
+    c, plan = state.counting, state.run.plan
+    assert c is not None and plan is not None
+    runs = [c.sides.get(label) for label in plan.refs]
+    both = [n for n in moved if all(r is not None and n in r.counts for r in runs)]
+    c.in_session.update(both)
+    where = " and ".join(plan.refs)
+    if both and c.named_reference:
+        state.notes.append(
+            f"{len(both)} CPU benchmark(s) with counts baselines counted in {where} and judged "
+            "by counts in this session"
+        )
+    elif both:
+        state.notes.append(
+            f"{len(both)} CPU benchmark(s) with counts baselines of another key "
+            f"({c.incomparable[both[0]]}) counted in {where} and judged by counts in this session"
+        )
+    rest = [n for n in moved if n not in c.in_session]
+    if not rest:
+        return
+    if not c.named_reference:
+        state.notes.append(another_key_note(state, rest, same_session=True))
+        return
+    c.left_to_time.update(rest)
+    first = rest[0]
+    why = next(
+        (
+            f"{label}: {r.missing.get(first) or r.timed_instead.get(first) or 'not counted'}"
+            for label, r in zip(plan.refs, runs, strict=True)
+            if r is None or first not in r.counts
+        ),
+        "not counted",
+    )
+    state.notes.append(
+        f"{len(rest)} CPU benchmark(s) with counts baselines not counted in every environment "
+        f"(first, {first}: {why}): judged by time in this session"
+    )
