@@ -76,3 +76,11 @@ def test_a_named_reference_times_what_an_environment_could_not_count() -> None:
         "1 CPU benchmark(s) with counts baselines not counted in every environment (first, "
         "t.py::b: main: it failed in the counted process): judged by time in this session"
     )
+
+
+def test_an_environment_with_no_counted_process_is_named_not_a_crash() -> None:
+    state = _state({"current": {"t.py::a"}}, [])
+    state.counting.named_reference = True
+    counted_in_session(state, ["t.py::a"])
+    assert state.counting.in_session == set() and state.counting.left_to_time == {"t.py::a"}
+    assert "(first, t.py::a: main: not counted): judged by time" in state.notes[-1]

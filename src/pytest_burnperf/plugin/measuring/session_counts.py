@@ -13,6 +13,7 @@ import pytest
 
 from pytest_burnperf.plugin.measuring.counts_judging import another_key_note
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
+from pytest_burnperf.runs.counted import CountedRun
 from pytest_burnperf.storage.baselines import BaselineError
 
 
@@ -70,7 +71,7 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
     first = rest[0]
     why = next(
         (
-            f"{label}: {r.missing.get(first) or r.timed_instead.get(first) or 'not counted'}"
+            f"{label}: {_not_counted_why(r, first)}"
             for label, r in zip(plan.refs, runs, strict=True)
             if r is None or first not in r.counts
         ),
@@ -80,3 +81,10 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
         f"{len(rest)} CPU benchmark(s) with counts baselines not counted in every environment "
         f"(first, {first}: {why}): judged by time in this session"
     )
+
+
+def _not_counted_why(run: CountedRun | None, nodeid: str) -> str:
+    """Why an environment's counted process has no counts of ``nodeid`` (none ran: not counted)."""
+    if run is None:
+        return "not counted"
+    return run.missing.get(nodeid) or run.timed_instead.get(nodeid) or "not counted"
