@@ -1,6 +1,6 @@
 """The counted measure: a benchmark's CPU cost as instructions executed and estimated cycles on
-callgrind's simulated CPU, and the verdict from counts (what decides whether two counts compare
-is core/counts_key.py).
+callgrind's simulated CPU, and the verdict from counts (how the calls are counted is
+core/counted_calls.py; what decides whether two counts compare is core/counts_key.py).
 
 Counts are nearly deterministic: the same code on the same simulated CPU executes the same
 instructions, whatever the host is doing and whichever CPU model the runner drew. What still
@@ -19,15 +19,11 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Protocol
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import stats
-from pytest_burnperf.core.estimated_cycles import estimated_cycles, simulated
 from pytest_burnperf.core.text import format_count
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -54,7 +50,7 @@ MAX_EFFECT = 0.05
 #: The smallest change a counts verdict calls a change.
 COUNTS_FLOOR = 0.005
 #: The minimum effect is at least this many times the measured relative spread (the per-call
-#: range, calls meeting the allocator in different states: :func:`allocator_pad`).
+#: range, calls meeting the allocator in different states: core/counted_calls.allocator_pad).
 SPREAD_FACTOR = 2.0
 #: Relative spread of a benchmark's per-call counts between counted processes that no single
 #: process shows (address layout, hash seeds): the largest measured on the shipped suite
@@ -62,74 +58,13 @@ SPREAD_FACTOR = 2.0
 PROCESS_SPREAD = 0.0005
 #: What the interpreter's own instructions may still move between counted processes once the
 #: allocators count by their calls and small calls are counted settled (host/callgrind_dumps.py,
-#: :data:`SETTLE_INSTRUCTIONS`; measured in docs/validation.md). A benchmark's minimum effect is
+#: core/counted_calls.SETTLE_INSTRUCTIONS; measured in docs/validation.md). A benchmark's minimum effect is
 #: at least this times the share of its instructions the interpreter ran (3.5% while the
 #: allocators' paths counted: int arithmetic moved 3.4% between processes then).
 INTERPRETER_FLOOR = 0.015
 #: Instructions a call running interpreted code may count more in another process, whatever its
 #: size (the interpreter's specialising state: a 60 k-instruction call counted 400 more once).
 INTERPRETER_STATE = 1500
-#: Calls counted after the warm-up call: enough for Mann-Whitney to reach the run's
-#: per-comparison alpha (:func:`calls_for`), never more than :data:`MAX_CALLS`.
-MIN_CALLS = 5
-MAX_CALLS = 12
-#: Instrumented calls before the counted ones (they fill the simulated caches; counts dropped).
-WARM_CALLS = 2
-#: Calls counted first. Where their instructions agree within :data:`AGREE_SPREAD` (compiled
-#: kernels agree to hundredths of a percent) no more are counted: the verdict then needs no rank
-#: test (:func:`judge_counts` decides such counts by their separation); where they spread, the
-#: calls go on up to the number a rank test needs at the run's alpha (:func:`calls_for`).
-FIRST_CALLS = 2
-#: Per-call spread (max - min over the median) under which counts are taken as agreeing: a
-#: quarter of :data:`COUNTS_FLOOR`, so that the minimum effect stays the floor.
-AGREE_SPREAD = 0.00125
-#: Instructions a small benchmark runs uninstrumented before it is counted (:func:`settle_calls`):
-#: CPython specialises bytecode in place, so code run once a call (a parametrised benchmark's
-#: shared ``lambda``, the plugin's wrappers) costs more on some first calls and carries the state
-#: the benchmarks before it left (a 61 k-instruction call: +0.8% under another ``-k``).
-SETTLE_INSTRUCTIONS = 5_000_000
-SETTLE_MAX_CALLS = 256
-SETTLE_MIN_CALLS = 8
-#: Calls up to this many instructions run at least :data:`SETTLE_MIN_CALLS` uninstrumented: the
-#: unsettled interpreter still moves them by thousands of instructions (a numpy reduction of
-#: 862 k counted 3.7 k more as a run's first benchmark than after the others: its wrappers'
-#: bytecode not yet specialised; 8 settling calls brought it within 0.07%).
-SETTLE_UP_TO = 20_000_000
-#: A benchmark whose first calls take longer than this under valgrind uninstrumented is timed: a
-#: guard far over what a call under the instruction limit takes there (the slowest code measured,
-#: numpy's ``exp`` loop, ran 47 M instructions a second: 400 M in 8.5 s): instructions decide.
-COUNT_GUARD_S = 20.0
-
-
-class TooSlow(Exception):
-    """A call ran ``instructions`` (over the count limit), or took ``seconds`` uninstrumented
-    under valgrind (over :data:`COUNT_GUARD_S`); ``result``: what the first call returned, which
-    the test still gets."""
-
-    def __init__(
-        self, seconds: float | None, result: object = None, instructions: int | None = None
-    ) -> None:
-        what = f"{instructions} instructions" if instructions is not None else f"{seconds} s"
-        super().__init__(f"one call ran {what} under valgrind")
-        self.seconds, self.result, self.instructions = seconds, result, instructions
-
-
-def calls_for(alpha_each: float) -> int:
-    """How many calls to count so that a complete shift reaches ``alpha_each``."""
-    for n in range(MIN_CALLS, MAX_CALLS + 1):
-        if stats.min_attainable_p(n, n) < alpha_each:
-            return n
-    return MAX_CALLS
-
-
-class Counter(Protocol):
-    """What counts calls: callgrind's client requests (host/callgrind.Requests) or a fake."""
-
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def zero(self) -> None: ...
-    def toggle(self) -> None: ...
-    def dump(self, label: str) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -167,154 +102,6 @@ class Counted:
             },
             interpreter=jf.number(doc.get("interpreter")) or 0.0,
         )
-
-
-def allocator_pad(index: int) -> list[object]:
-    """Live small objects of several sizes, a different number for each ``index``.
-
-    CPython's small-object allocator takes a few more instructions per allocation when a pool
-    is exactly full (it unlinks and relinks the pool each time): a loop of int arithmetic
-    measured 15.90 M, 16.07 M, 16.10 M and 16.45 M instructions a call in processes that had run
-    other code before it (3.4% apart, each steady within its process). Counted calls meet the
-    allocator in different states, so a benchmark's own per-call spread shows how much its
-    counts depend on that state, and its minimum effect covers it."""
-    n = (index * 7) % 23
-    return [(i * 1_000_003, (i,), b"x" * (i % 64), [i]) for i in range(n)]
-
-
-def count_calls(
-    make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
-    counter: Counter,
-    read: Callable[[Path], Mapping[str, float]],
-    *,
-    calls: int,
-    label: str,
-    warm: int = WARM_CALLS,
-    first_calls: int = FIRST_CALLS,
-    limit: int | None = None,
-    guard_s: float | None = COUNT_GUARD_S,
-    clock: Callable[[], float] = time.monotonic,
-    settle: Callable[[float], int] | None = None,
-    size: Callable[[Path], float] | None = None,
-) -> tuple[Counted, object]:
-    """Count ``first_calls`` calls (after one uninstrumented and ``warm`` instrumented ones),
-    and where their instructions do not agree (:func:`agree`) more, up to ``calls`` in all (after
-    one more warm-up call). Returns their counts and the first call's result. The first
-    instrumented call's instructions (``size``, default ``read``) decide: over ``limit`` the
-    benchmark is not counted (:class:`TooSlow`; so too where the first uninstrumented call took
-    over ``guard_s``, and the next one too: the first may import; one over ten times the guard is
-    not run again); a small call runs ``settle(instructions)`` times uninstrumented (default
-    :func:`settle_calls`) before it is counted. ``make_call()`` gives each call and what runs
-    after it (a pedantic teardown), both outside the counted span. Every thread collects while
-    instrumentation is on (a thread pool's work counts); the calling thread switches its own
-    collection on around each call only. Each call's counts are dumped and read with ``read``;
-    the warm-up calls' dumps are dropped unread (the first window after the calls before it
-    also holds the pool threads' costs of those: a 2-thread matmul's counted 1.7x its others)."""
-
-    def once(counted: bool, index: int = 0) -> object:
-        call, after = make_call()
-        pad = allocator_pad(index)  # each call meets the allocator in another state
-        if counted:
-            counter.zero()
-            counter.toggle()
-        try:
-            out = call()
-        finally:
-            if counted:
-                counter.toggle()
-        del pad
-        if after is not None:
-            after()
-        return out
-
-    def settle_pass(n: int) -> None:
-        for _ in range(n):
-            call, after = make_call()
-            call()
-            if after is not None:
-                after()
-
-    def counted_pass(n: int, warm_up: int, done: int, warmed: int = 0) -> list[Mapping[str, float]]:
-        dumps: list[Any] = []
-        counter.start()
-        counter.toggle()  # the calling thread: off, on around each call only
-        try:
-            for i in range(warm_up + n):
-                k = done + i - warm_up + 1
-                once(True, max(0, k))
-                name = f"{label} #{k}" if k > done else f"{label} warm-up {warmed + i + 1}"
-                dumps.append(counter.dump(name))
-        finally:
-            counter.toggle()
-            counter.stop()
-        # read once instrumentation is off (parsing a dump under it runs 20-100x slower); the
-        # warm-up calls' dumps are not read (their files go with the counted process's folder)
-        return [read(d) for d in dumps[warm_up:]]
-
-    t0 = clock()
-    first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
-    took = clock() - t0
-    if guard_s is not None and guard_s < took <= 10 * guard_s:
-        t0 = clock()  # the first call may have imported or built caches: the next one decides
-        once(False)
-        took = clock() - t0
-    if guard_s is not None and took > guard_s:
-        raise TooSlow(took, first)
-    start = max(1, min(first_calls, calls))
-    # the first warm-up call, instrumented, says how large a call is (its dump's total only)
-    counter.start()
-    counter.toggle()
-    try:
-        once(True, 0)
-        probe = counter.dump(f"{label} warm-up 1")
-    finally:
-        counter.toggle()
-        counter.stop()
-    instructions = (size or _instructions(read))(probe)
-    if limit and instructions > limit and (got_ir := read(probe).get("Ir", 0)) > limit:
-        raise TooSlow(None, first, int(got_ir))  # its threads' waits left out, as counted
-    settling = (settle or settle_calls)(instructions)
-    if settling:
-        # a small call, still met by the interpreter's specialising: run it on, uninstrumented,
-        # until the interpreter has settled, then count it
-        settle_pass(settling)
-        per_call = counted_pass(start, 1, 0, warmed=1)
-    else:
-        per_call = counted_pass(start, max(0, warm - 1), 0, warmed=1)
-    if len(per_call) < calls and not agree([e.get("Ir", 0) for e in per_call]):
-        per_call += counted_pass(calls - len(per_call), 1, len(per_call))
-    cycles = tuple(estimated_cycles(e) for e in per_call if simulated(e))
-    order = cycles or tuple(int(e.get("Ir", 0)) for e in per_call)
-    middle = sorted(range(len(order)), key=lambda i: order[i])[len(order) // 2]
-    events = dict(per_call[middle])
-    share = float(events.pop("interpreter", 0.0))
-    got = Counted(
-        instructions=tuple(int(e.get("Ir", 0)) for e in per_call),
-        cycles=cycles,
-        events={k: int(v) for k, v in events.items()},
-        interpreter=share,
-    )
-    return got, first
-
-
-def _instructions(read: Callable[[Path], Mapping[str, float]]) -> Callable[[Path], float]:
-    return lambda path: float(read(path).get("Ir", 0))
-
-
-def settle_calls(instructions: float) -> int:
-    """How many uninstrumented calls settle a benchmark whose calls count ``instructions``:
-    :data:`SETTLE_INSTRUCTIONS` worth, at most :data:`SETTLE_MAX_CALLS` and at least
-    :data:`SETTLE_MIN_CALLS`; none over :data:`SETTLE_UP_TO` (where thousands of instructions
-    are under a tenth of the counts' floor)."""
-    if instructions <= 0 or instructions > SETTLE_UP_TO:
-        return 0
-    return max(SETTLE_MIN_CALLS, min(SETTLE_MAX_CALLS, int(SETTLE_INSTRUCTIONS // instructions)))
-
-
-def agree(values: Sequence[float]) -> bool:
-    """Whether these per-call counts agree so closely (:data:`AGREE_SPREAD`) that more calls
-    would tell nothing: at least two, all above zero."""
-    return len(values) >= 2 and min(values) > 0 and relative_spread(values) <= AGREE_SPREAD
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,7 +156,7 @@ def judge_counts(
     spread = max(relative_spread(base), relative_spread(cur), process_spread)
     state = INTERPRETER_STATE / base_median if interpreter else 0.0
     effect = max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter, state)
-    # Too few calls for the rank test to reach alpha (count_calls stops early only where the
+    # Too few calls for the rank test to reach alpha (core/counted_calls stops early only where the
     # calls agree): decided by their separation, beyond the minimum effect, instead; no p is
     # shown for a test that did not judge.
     by_rank = stats.min_attainable_p(len(base), len(cur)) <= alpha_each

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core import counts, counts_key
+from pytest_burnperf.core import counted_calls, counts, counts_key
 from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
 from pytest_burnperf.core.run_options import count_text
@@ -100,7 +100,7 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
 #: (its instructions counted with the portable kernels a counted process runs, runs/counted.py
 #: PORTABLE_KERNELS; its time with the host's), numpy's ``exp`` 59 G; the figures here are
 #: lower (slower hosts, memory-bound calls), so that what is over the limit is decided by the
-#: counted instructions of the call itself (core/counts.count_calls), the same on every host.
+#: counted instructions of the call itself (core/counted_calls.count_calls), the same on every host.
 NATIVE_RATE: Mapping[str, float] = {"python": 3e9}
 #: The rate for every other library (numpy, torch: BLAS- and SIMD-dense calls, but also
 #: memory-bound copies).
@@ -113,7 +113,7 @@ ARRAY_NATIVE_RATE = 1e9
 INSTRUMENTED_RATES = (200e6, 40e6)
 
 
-def too_slow_text(exc: counts.TooSlow, limit: int) -> str:
+def too_slow_text(exc: counted_calls.TooSlow, limit: int) -> str:
     """Why a benchmark was timed instead of counted, with how to count it anyway."""
     if exc.instructions is not None:
         fast, slow = (exc.instructions / rate for rate in INSTRUMENTED_RATES)
@@ -125,7 +125,7 @@ def too_slow_text(exc: counts.TooSlow, limit: int) -> str:
         )
     return (
         f"its first calls took {exc.seconds or 0:.1f} s under valgrind uninstrumented, over the "
-        f"{counts.COUNT_GUARD_S:g} s counting waits for one (calls run 2-300x slower there: pure "
+        f"{counted_calls.COUNT_GUARD_S:g} s counting waits for one (calls run 2-300x slower there: pure "
         "Python ~10x, BLAS 6-22x, numpy's transcendental loops up to ~300x; "
         "--perf-count-limit 0 counts it anyway)"
     )
@@ -203,17 +203,17 @@ def count(
 
     with device.threads(threads), gc_off():
         try:
-            got, first = counts.count_calls(
+            got, first = counted_calls.count_calls(
                 synced,
                 requests,
                 read,
                 calls=calls,
                 label=nodeid,
                 limit=limit or None,
-                guard_s=counts.COUNT_GUARD_S if limit else None,
+                guard_s=counted_calls.COUNT_GUARD_S if limit else None,
                 size=size,
             )
-        except counts.TooSlow as exc:
+        except counted_calls.TooSlow as exc:
             return {"timed_instead": too_slow_text(exc, limit or 0)}, exc.result
     record: dict[str, object] = {
         "values": [float(c) for c in got.values()],

@@ -157,7 +157,7 @@ class CountedRun:
     #: node id -> why it has no counts (the process failed, the test failed in it, ...).
     missing: dict[str, str] = field(default_factory=dict)
     #: node id -> why it was not counted but is timed instead: its calls run more instructions
-    #: than --perf-count-limit (core/counts.TooSlow).
+    #: than --perf-count-limit (core/counted_calls.TooSlow).
     timed_instead: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core import counts
+from pytest_burnperf.core import counted_calls
 from pytest_burnperf.core.run_options import DEFAULT_COUNT_LIMIT, count_text, parse_count_limit
 from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.instruments.instruction_counts import too_slow_text, worth_counting
@@ -51,10 +51,10 @@ def test_only_calls_surely_over_the_limit_are_left_to_time_when_recording() -> N
 
 
 def test_why_a_benchmark_is_timed_instead_names_the_measure_that_decided() -> None:
-    by_count = too_slow_text(counts.TooSlow(None, instructions=1_234_000_000), 400_000_000)
+    by_count = too_slow_text(counted_calls.TooSlow(None, instructions=1_234_000_000), 400_000_000)
     assert "1.23 G instructions, over --perf-count-limit 400M" in by_count
     assert "would take 6.17 s-30.9 s under valgrind" in by_count  # 200 M and 40 M a second
     assert "--perf-count-limit 0 counts it anyway" in by_count and "took" not in by_count
-    by_guard = too_slow_text(counts.TooSlow(31.5), 400_000_000)
+    by_guard = too_slow_text(counted_calls.TooSlow(31.5), 400_000_000)
     assert "took 31.5 s under valgrind uninstrumented" in by_guard
-    assert f"{counts.COUNT_GUARD_S:g} s counting waits" in by_guard
+    assert f"{counted_calls.COUNT_GUARD_S:g} s counting waits" in by_guard

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import counts, counts_key
+from pytest_burnperf.core import counted_calls, counts, counts_key
 from pytest_burnperf.core.stats import min_attainable_p
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -22,11 +22,11 @@ from pytest_burnperf.core.verdict import (
 
 @pytest.mark.parametrize("alpha_each", [0.05, 0.01, 0.001, 1e-4, 1e-9])
 def test_calls_reach_the_alpha_or_the_cap(alpha_each: float) -> None:
-    n = counts.calls_for(alpha_each)
-    assert counts.MIN_CALLS <= n <= counts.MAX_CALLS
-    if n < counts.MAX_CALLS:
+    n = counted_calls.calls_for(alpha_each)
+    assert counted_calls.MIN_CALLS <= n <= counted_calls.MAX_CALLS
+    if n < counted_calls.MAX_CALLS:
         assert min_attainable_p(n, n) < alpha_each
-        assert n == counts.MIN_CALLS or min_attainable_p(n - 1, n - 1) >= alpha_each
+        assert n == counted_calls.MIN_CALLS or min_attainable_p(n - 1, n - 1) >= alpha_each
 
 
 class FakeCounter:
@@ -81,7 +81,7 @@ def test_count_calls_counts_only_the_call() -> None:
 
         return call, after
 
-    got, first = counts.count_calls(
+    got, first = counted_calls.count_calls(
         make_call,
         counter,
         lambda d: d,
@@ -126,7 +126,7 @@ def test_without_the_cache_simulation_only_instructions_are_counted() -> None:
 
         return call, None
 
-    got, _ = counts.count_calls(
+    got, _ = counted_calls.count_calls(
         make_call,
         counter,
         lambda d: d,
@@ -162,21 +162,24 @@ def test_a_small_call_settles_uninstrumented_and_is_counted_afresh() -> None:
         asked.append(instructions)
         return 30
 
-    got, _ = counts.count_calls(
+    got, _ = counted_calls.count_calls(
         make_call, counter, lambda d: d, calls=8, label="t", warm=2, settle=settle
     )
     assert asked == [1000 + 18 * 50]  # the first warm-up call's size: the second call
     assert got.instructions == (1000, 1000)  # counted once settled: they agree
     assert done[0] == 1 + 1 + 30 + 1 + 2
-    assert counts.settle_calls(10_000) == counts.SETTLE_MAX_CALLS
-    assert counts.settle_calls(50_000) == counts.SETTLE_INSTRUCTIONS // 50_000
-    assert counts.settle_calls(0) == 0
+    assert counted_calls.settle_calls(10_000) == counted_calls.SETTLE_MAX_CALLS
+    assert counted_calls.settle_calls(50_000) == counted_calls.SETTLE_INSTRUCTIONS // 50_000
+    assert counted_calls.settle_calls(0) == 0
     # a larger call still settles a few calls (its wrappers' bytecode: thousands of
     # instructions), up to the size where those are far under the floor
-    assert counts.settle_calls(counts.SETTLE_INSTRUCTIONS) == counts.SETTLE_MIN_CALLS
-    assert counts.settle_calls(862_000) == counts.SETTLE_MIN_CALLS
-    assert counts.settle_calls(counts.SETTLE_UP_TO) == counts.SETTLE_MIN_CALLS
-    assert counts.settle_calls(counts.SETTLE_UP_TO + 1) == 0
+    assert (
+        counted_calls.settle_calls(counted_calls.SETTLE_INSTRUCTIONS)
+        == counted_calls.SETTLE_MIN_CALLS
+    )
+    assert counted_calls.settle_calls(862_000) == counted_calls.SETTLE_MIN_CALLS
+    assert counted_calls.settle_calls(counted_calls.SETTLE_UP_TO) == counted_calls.SETTLE_MIN_CALLS
+    assert counted_calls.settle_calls(counted_calls.SETTLE_UP_TO + 1) == 0
 
 
 def test_count_calls_stops_instrumentation_when_the_call_raises() -> None:
@@ -184,7 +187,9 @@ def test_count_calls_stops_instrumentation_when_the_call_raises() -> None:
     calls = iter([lambda: 1, lambda: 1, lambda: 1, lambda: 1 / 0])
 
     with pytest.raises(ZeroDivisionError):
-        counts.count_calls(lambda: (next(calls), None), counter, lambda d: d, calls=3, label="t")
+        counted_calls.count_calls(
+            lambda: (next(calls), None), counter, lambda d: d, calls=3, label="t"
+        )
     assert counter.collecting and not counter.instrumented  # the switch back as it started
 
 
@@ -435,10 +440,10 @@ def test_counting_stops_after_the_first_calls_where_they_agree() -> None:
 
         return call, None
 
-    got, _ = counts.count_calls(
+    got, _ = counted_calls.count_calls(
         make_call, counter, lambda d: d, calls=9, label="t", settle=lambda i: 0
     )
-    assert got.instructions == (5_000,) * counts.FIRST_CALLS
+    assert got.instructions == (5_000,) * counted_calls.FIRST_CALLS
     # the first warm-up call on its own, then one pass
     assert counter.log.count("start") == 2 and counter.log.count("stop") == 2
 
@@ -454,7 +459,7 @@ def test_counting_goes_on_to_the_calls_a_rank_test_needs_where_they_spread() -> 
 
         return call, None
 
-    got, _ = counts.count_calls(
+    got, _ = counted_calls.count_calls(
         make_call, counter, lambda d: d, calls=9, label="t", settle=lambda i: 0
     )
     assert got.instructions[:2] == (5_000, 6_000) and len(got.instructions) == 9
@@ -467,8 +472,10 @@ def test_counting_goes_on_to_the_calls_a_rank_test_needs_where_they_spread() -> 
 
 
 def test_agreeing_counts() -> None:
-    assert counts.agree([1_000_000, 1_001_000]) and not counts.agree([1_000_000, 1_002_000])
-    assert not counts.agree([5]) and not counts.agree([0, 0])
+    assert counted_calls.agree([1_000_000, 1_001_000]) and not counted_calls.agree(
+        [1_000_000, 1_002_000]
+    )
+    assert not counted_calls.agree([5]) and not counted_calls.agree([0, 0])
 
 
 def test_no_baseline() -> None:
@@ -486,22 +493,22 @@ def test_a_first_call_over_the_guard_is_too_slow_and_nothing_is_counted() -> Non
     gets a second uninstrumented call (its first may import): that one decides."""
     counter = FakeCounter()
     ticks = iter([0.0, 12.0])
-    with pytest.raises(counts.TooSlow) as info:
-        counts.count_calls(
+    with pytest.raises(counted_calls.TooSlow) as info:
+        counted_calls.count_calls(
             lambda: (lambda: "r", None), counter, lambda d: d, calls=3, label="t", guard_s=1.0,
             clock=lambda: next(ticks),
         )  # fmt: skip
     assert info.value.seconds == 12.0 and counter.log == []
     ticks = iter([0.0, 1.5, 0.0, 0.2])  # slow first call (imports), then a fast one: counted
-    got, _ = counts.count_calls(
+    got, _ = counted_calls.count_calls(
         lambda: (lambda: "r", None), counter, lambda d: {"Ir": 1000.0}, calls=3, label="t",
         guard_s=1.0, clock=lambda: next(ticks), settle=lambda _i: 0,
     )  # fmt: skip
     assert got.instructions[0] == 1000
     counter = FakeCounter()
     ticks = iter([0.0, 1.5, 0.0, 2.5])
-    with pytest.raises(counts.TooSlow) as info:
-        counts.count_calls(
+    with pytest.raises(counted_calls.TooSlow) as info:
+        counted_calls.count_calls(
             lambda: (lambda: "r", None),
             counter,
             lambda d: d,
@@ -531,16 +538,16 @@ def test_a_call_over_the_instruction_limit_is_too_slow_whatever_the_host() -> No
             return call, None
 
         try:
-            got, _ = counts.count_calls(
+            got, _ = counted_calls.count_calls(
                 make_call, counter, lambda d: d, calls=3, label="t", limit=limit,
                 guard_s=None, clock=lambda: next(hour), settle=lambda _i: 0,
             )  # fmt: skip
-        except counts.TooSlow as exc:
+        except counted_calls.TooSlow as exc:
             return exc, counter
         return got, counter
 
     over, counter = run(1_000_000, 1_000_001)
-    assert isinstance(over, counts.TooSlow)
+    assert isinstance(over, counted_calls.TooSlow)
     assert over.instructions == 1_000_001 and over.seconds is None and over.result == "r"
     assert [e for e in counter.log if e.startswith("dump")] == ["dump t warm-up 1"]  # probed only
     under, _ = run(1_000_000, 1_000_000)
@@ -550,7 +557,7 @@ def test_a_call_over_the_instruction_limit_is_too_slow_whatever_the_host() -> No
 
 
 def test_allocator_pads_differ_from_call_to_call() -> None:
-    sizes = {len(counts.allocator_pad(i)) for i in range(1, 13)}
+    sizes = {len(counted_calls.allocator_pad(i)) for i in range(1, 13)}
     assert len(sizes) >= 6
 
 
@@ -629,12 +636,12 @@ def test_the_limit_judges_the_counted_instructions_not_the_threads_waits() -> No
         def read(dump: Any) -> dict[str, float]:
             return {"Ir": dump["Ir"] - 200}  # the waits left out
 
-        return counts.count_calls(
+        return counted_calls.count_calls(
             make_call, counter, read, calls=3, label="t", limit=limit, guard_s=None,
             size=lambda dump: float(dump["Ir"]), settle=lambda _i: 0,
         )[0]  # fmt: skip
 
     assert run(800).instructions == (700, 700)  # raw 900, over 800 only by its waits
-    with pytest.raises(counts.TooSlow) as info:
+    with pytest.raises(counted_calls.TooSlow) as info:
         run(600)
     assert info.value.instructions == 700

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.counts import Counted, calls_for
+from pytest_burnperf.core.counted_calls import calls_for
+from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.counts_key import KEY_FIELDS
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import INCOMPARABLE, NO_BASELINE, REGRESSED, UNCHANGED

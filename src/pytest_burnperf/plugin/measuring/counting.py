@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core import counts, counts_key, run_options
+from pytest_burnperf.core import counted_calls, counts, counts_key, run_options
 from pytest_burnperf.core.run_options import count_text
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.stored_baseline import StoredBaseline
@@ -252,11 +252,11 @@ def count_jobs(asked: int) -> int:
 
 
 def calls(state: PerfState, settings: Settings) -> int:
-    """How many calls each benchmark gets counted: enough for its alpha (counts.calls_for)."""
+    """How many calls each benchmark gets counted: enough for its alpha (counted_calls.calls_for)."""
     policy = Policy(
         alpha=settings.alpha, threshold=settings.threshold, comparisons=state.findings.comparisons
     )
-    return counts.calls_for(policy.alpha_each)
+    return counted_calls.calls_for(policy.alpha_each)
 
 
 # --------------------------------------------------------------------------------------------

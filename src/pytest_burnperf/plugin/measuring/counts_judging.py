@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
-from pytest_burnperf.core import counts, settings
+from pytest_burnperf.core import counted_calls, counts, settings
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.text import escape_strings, redact
@@ -124,7 +124,7 @@ def judge(
     sample = Sample(
         values=tuple(values),
         loops=1,
-        warmup_calls=1 + counts.WARM_CALLS,
+        warmup_calls=1 + counted_calls.WARM_CALLS,
         timer=counts.COUNTS_TIMER,
     )
     result = make_result(
@@ -303,7 +303,7 @@ def judge_pair(
         sample=Sample(
             values=tuple(values),
             loops=1,
-            warmup_calls=1 + counts.WARM_CALLS,
+            warmup_calls=1 + counted_calls.WARM_CALLS,
             timer=counts.COUNTS_TIMER,
         ),
         verdict=verdict,
