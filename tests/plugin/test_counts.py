@@ -685,18 +685,19 @@ def test_heavy_sort(perf):
 
 
 def test_a_benchmark_too_slow_to_count_is_timed_and_says_so(pytester: pytest.Pytester) -> None:
-    """A sort of 200 k doubles runs about 19 M instructions a call, over a 5 M limit on any host,
-    however fast or loaded: timed, with why (its instructions)."""
+    """A sort of 200 k doubles runs about 19 M instructions in about 1 M basic blocks a call,
+    over a 200 k limit on any host, however fast or loaded: timed, with why (its blocks)."""
     _need_valgrind()
     pytester.makepyfile(test_counted_heavy=HEAVY)
     result, doc = _run(
-        pytester, "--perf-measure", "counts", "--perf-count-limit", "5M", "--perf-quick"
+        pytester, "--perf-measure", "counts", "--perf-count-limit", "200k", "--perf-quick"
     )
     result.assert_outcomes(passed=1)
     (bench,) = doc["results"]
     assert bench["measure"] == "time" and bench["timer"] == "host"
     (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
-    assert "instructions, over --perf-count-limit 5M" in note and "judged by time" in note
+    assert "basic blocks under valgrind, over --perf-count-limit 200k" in note
+    assert "instructions in" in note and "judged by time" in note
     assert "1 timed instead" in result.stdout.str()
 
 
@@ -704,16 +705,16 @@ def test_the_count_limit_decides_what_is_timed_instead(pytester: pytest.Pytester
     _need_valgrind()
     pytester.makepyfile(test_counted_mm=MATMUL_BENCH)
     (pytester.path / "size.txt").write_text("120", encoding="utf-8")
-    # a 120x120 matmul runs about a million instructions: far over 10 k on every host, so it
-    # is timed instead, naming the option
+    # a 120x120 matmul runs about a million instructions in tens of thousands of basic blocks:
+    # far over 1 k on every host, so it is timed instead, naming the option
     result, doc = _run(
-        pytester, "--perf-measure", "counts", "--perf-count-limit", "10k", "--perf-quick"
+        pytester, "--perf-measure", "counts", "--perf-count-limit", "1k", "--perf-quick"
     )
     result.assert_outcomes(passed=1)
     (bench,) = doc["results"]
     assert bench["measure"] == "time"
     (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
-    assert "--perf-count-limit 10k" in note and "--perf-count-limit 0 counts it" in note
+    assert "--perf-count-limit 1k" in note and "--perf-count-limit 0 counts it" in note
     # 0: no limit, counted however long its first call took
     result, doc = _run(pytester, "--perf-measure", "counts", "--perf-count-limit", "0")
     result.assert_outcomes(passed=1)
@@ -721,7 +722,7 @@ def test_the_count_limit_decides_what_is_timed_instead(pytester: pytest.Pytester
     assert bench["measure"] == "counts" and bench["counts"]["instructions"]
     bad = pytester.runpytest_subprocess("--perf", "--perf-count-limit", "-1")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*--perf-count-limit*count limit must be instructions*-1*"])
+    bad.stderr.fnmatch_lines(["*--perf-count-limit*count limit must be basic blocks*-1*"])
 
 
 def test_what_is_counted_follows_the_stored_baselines_not_this_hosts_speed(
@@ -746,14 +747,14 @@ def test_what_is_counted_follows_the_stored_baselines_not_this_hosts_speed(
     counted.assert_outcomes(passed=1)
     timed, _ = _run(pytester, "--perf-update", "--perf-quick", "test_timed_mm.py")
     timed.assert_outcomes(passed=1)
-    # a limit far under the matmul's instructions: by size, neither would be counted; a
+    # a limit far under the matmul's basic blocks: by size, neither would be counted; a
     # 1000% threshold keeps the timed one's outcome off the host (what is tested is the choice)
     result, doc = _run(
         pytester,
         "--perf-measure",
         "counts",
         "--perf-count-limit",
-        "10k",
+        "1k",
         "--perf-quick",
         "--perf-threshold",
         "1000%",
@@ -978,16 +979,18 @@ def test_the_default_measure_records_counts_beside_time_where_they_are_worth_cou
     judged.assert_outcomes(passed=1)
     assert doc["results"][0]["measure"] == "counts"
     assert doc["results"][0]["verdict"]["status"] == UNCHANGED
-    # a limit no call meets: its timed calls (over 1 us here: a sum of 2000 ints) say it is
-    # surely over 1 k instructions, so it is not counted (with no counts baseline: one it has
+    # a limit no call meets: its timed calls (over 2.5 us here: a sum of 2000 ints) say it is
+    # surely over 500 basic blocks, so it is not counted (with no counts baseline: one it has
     # is counted whatever the limit)
     shutil.rmtree(project.path / "baselines" / "counts-linux-x86_64")
     slow, doc = _run(
-        project, "--perf-update", "--perf-rounds", "2", "--perf-count-limit", "1k",
+        project, "--perf-update", "--perf-rounds", "2", "--perf-count-limit", "0.5k",
         "test_plain.py",
     )  # fmt: skip
     slow.assert_outcomes(passed=1)
-    slow.stdout.fnmatch_lines(["*where their calls run under --perf-count-limit 1k instructions*"])
+    slow.stdout.fnmatch_lines(
+        ["*where their calls run under --perf-count-limit 0.5k basic blocks*"]
+    )
     assert "counting 1 CPU benchmark" not in slow.stdout.str()
     (result,) = doc["results"]
     assert result["measure"] == "time"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,7 +20,8 @@ from pytest_burnperf.core.estimated_cycles import estimated_cycles, simulated
 #: per-comparison alpha (:func:`calls_for`), never more than :data:`MAX_CALLS`.
 MIN_CALLS = 5
 MAX_CALLS = 12
-#: Instrumented calls before the counted ones (they fill the simulated caches; counts dropped).
+#: Instrumented calls before the counted ones where the caches are simulated (they fill them;
+#: counts dropped).
 WARM_CALLS = 2
 #: Calls counted first. Where their instructions agree within :data:`AGREE_SPREAD` (compiled
 #: kernels agree to hundredths of a percent) no more are counted: the verdict then needs no rank
@@ -42,22 +44,38 @@ SETTLE_MIN_CALLS = 8
 #: bytecode not yet specialised; 8 settling calls brought it within 0.07%).
 SETTLE_UP_TO = 20_000_000
 #: A benchmark whose first calls take longer than this under valgrind uninstrumented is timed: a
-#: guard far over what a call under the instruction limit takes there (the slowest code measured,
-#: numpy's ``exp`` loop, ran 47 M instructions a second: 400 M in 8.5 s): instructions decide.
+#: guard far over what a call under the count limit takes there (the slowest code measured,
+#: numpy's ``exp`` loop, 54 ns a basic block: 150 M in 8 s): the basic blocks decide.
 COUNT_GUARD_S = 20.0
 
 
 class TooSlow(Exception):
-    """A call ran ``instructions`` (over the count limit), or took ``seconds`` uninstrumented
-    under valgrind (over :data:`COUNT_GUARD_S`); ``result``: what the first call returned, which
-    the test still gets."""
+    """A call ran ``blocks`` basic blocks under valgrind (over the count limit; ``instructions``
+    its counted instructions), or took ``seconds`` uninstrumented there (over
+    :data:`COUNT_GUARD_S`); ``result``: what the first call returned, which the test still gets."""
 
     def __init__(
-        self, seconds: float | None, result: object = None, instructions: int | None = None
+        self,
+        seconds: float | None,
+        result: object = None,
+        instructions: int | None = None,
+        blocks: int | None = None,
     ) -> None:
-        what = f"{instructions} instructions" if instructions is not None else f"{seconds} s"
+        what = f"{blocks} basic blocks" if blocks is not None else f"{seconds} s"
         super().__init__(f"one call ran {what} under valgrind")
-        self.seconds, self.result, self.instructions = seconds, result, instructions
+        self.seconds, self.result = seconds, result
+        self.instructions, self.blocks = instructions, blocks
+
+
+@dataclass(frozen=True)
+class CallSize:
+    """How large one instrumented call was, from its dump: its instructions and the basic blocks
+    valgrind executed for it (every thread's, waits included). Blocks are what counting costs:
+    valgrind's per-block work dominates (measured per block 21-54 ns, per instruction 0.8-10.5 ns
+    across pure Python, BLAS, LAPACK, sorting and numpy's ``exp``: docs/validation.md)."""
+
+    instructions: float
+    blocks: float
 
 
 def calls_for(alpha_each: float) -> int:
@@ -104,21 +122,24 @@ def count_calls(
     guard_s: float | None = COUNT_GUARD_S,
     clock: Callable[[], float] = time.monotonic,
     settle: Callable[[float], int] | None = None,
-    size: Callable[[Path], float] | None = None,
+    size: Callable[[Path], CallSize] | None = None,
 ) -> tuple[Counted, object]:
-    """Count ``first_calls`` calls (after one uninstrumented and ``warm`` instrumented ones),
-    and where their instructions do not agree (:func:`agree`) more, up to ``calls`` in all (after
-    one more warm-up call). Returns their counts and the first call's result. The first
-    instrumented call's instructions (``size``, default ``read``) decide: over ``limit`` the
-    benchmark is not counted (:class:`TooSlow`; so too where the first uninstrumented call took
-    over ``guard_s``, and the next one too: the first may import; one over ten times the guard is
-    not run again); a small call runs ``settle(instructions)`` times uninstrumented (default
-    :func:`settle_calls`) before it is counted. ``make_call()`` gives each call and what runs
-    after it (a pedantic teardown), both outside the counted span. Every thread collects while
-    instrumentation is on (a thread pool's work counts); the calling thread switches its own
-    collection on around each call only. Each call's counts are dumped and read with ``read``;
-    the warm-up calls' dumps are dropped unread (the first window after the calls before it
-    also holds the pool threads' costs of those: a 2-thread matmul's counted 1.7x its others)."""
+    """Count ``first_calls`` calls, and where their instructions do not agree (:func:`agree`)
+    more, up to ``calls`` in all (after one more warm-up call). Returns their counts and the
+    first call's result. One call runs uninstrumented first; the first instrumented call's size
+    (``size``: its instructions and basic blocks, default from ``read``) decides: over ``limit``
+    basic blocks the benchmark is not counted (:class:`TooSlow`; so too where the first
+    uninstrumented call took over ``guard_s``, and the next one too: the first may import; one
+    over ten times the guard is not run again). A small call then runs ``settle(instructions)``
+    times uninstrumented (default :func:`settle_calls`) and one instrumented warm-up call before
+    it is counted; with the caches simulated, ``warm`` instrumented calls in all come first; a
+    large call without them is counted from its first instrumented call, which is kept where
+    the next agrees with it. ``make_call()`` gives each call and what runs after it (a pedantic
+    teardown), both outside the counted span. Every thread collects while instrumentation is on
+    (a thread pool's work counts); the calling thread switches its own collection on around
+    each call only. Each call's counts are dumped and read with ``read``; the warm-up calls'
+    dumps are dropped unread (the first window after the calls before it also holds the pool
+    threads' costs of those: a 2-thread matmul's counted 1.7x its others)."""
 
     def once(counted: bool, index: int = 0) -> object:
         call, after = make_call()
@@ -170,26 +191,47 @@ def count_calls(
     if guard_s is not None and took > guard_s:
         raise TooSlow(took, first)
     start = max(1, min(first_calls, calls))
-    # the first warm-up call, instrumented, says how large a call is (its dump's total only)
+    # the first instrumented call says how large a call is (its dump's totals only)
     counter.start()
     counter.toggle()
     try:
         once(True, 0)
-        probe = counter.dump(f"{label} warm-up 1")
+        probe = counter.dump(f"{label} first call")
     finally:
         counter.toggle()
         counter.stop()
-    instructions = (size or _instructions(read))(probe)
-    if limit and instructions > limit and (got_ir := read(probe).get("Ir", 0)) > limit:
-        raise TooSlow(None, first, int(got_ir))  # its threads' waits left out, as counted
-    settling = (settle or settle_calls)(instructions)
+    measured = (size or _size(read))(probe)
+    read_probe: list[Mapping[str, float]] = []
+
+    def probed() -> Mapping[str, float]:
+        """The first instrumented call's counted events (its dump read once: reading removes it)."""
+        if not read_probe:
+            read_probe.append(read(probe))
+        return read_probe[0]
+
+    if limit and measured.blocks > limit:
+        # its threads' waits left out, as counted: the blocks in the share of its instructions
+        # counted (a spinning thread's blocks are host-dependent)
+        got_ir = float(probed().get("Ir", 0))
+        blocks = measured.blocks * got_ir / measured.instructions if measured.instructions else 0
+        if blocks > limit:
+            raise TooSlow(None, first, int(got_ir), int(blocks))
+    settling = (settle or settle_calls)(measured.instructions)
     if settling:
         # a small call, still met by the interpreter's specialising: run it on, uninstrumented,
         # until the interpreter has settled, then count it
         settle_pass(settling)
         per_call = counted_pass(start, 1, 0, warmed=1)
-    else:
+    elif simulated(probed()):
+        # the simulated caches start cold: warm them before any call is counted
         per_call = counted_pass(start, max(0, warm - 1), 0, warmed=1)
+    else:
+        # a large call: the first instrumented call counts too where the next agrees with it
+        # (its first run's translation is valgrind's, not the call's; what else the first run
+        # did differently shows as disagreement, and then it is dropped)
+        per_call = [probed(), *counted_pass(start - 1, 0, 1)]
+        if not agree([e.get("Ir", 0) for e in per_call]):
+            per_call = per_call[1:]
     if len(per_call) < calls and not agree([e.get("Ir", 0) for e in per_call]):
         per_call += counted_pass(calls - len(per_call), 1, len(per_call))
     cycles = tuple(estimated_cycles(e) for e in per_call if simulated(e))
@@ -206,8 +248,16 @@ def count_calls(
     return got, first
 
 
-def _instructions(read: Callable[[Path], Mapping[str, float]]) -> Callable[[Path], float]:
-    return lambda path: float(read(path).get("Ir", 0))
+def _size(read: Callable[[Path], Mapping[str, float]]) -> Callable[[Path], CallSize]:
+    """A call's size from its read events (``blocks`` where the reader gives them, else its
+    instructions: a fake counter's one unit of work)."""
+
+    def size(path: Path) -> CallSize:
+        events = read(path)
+        ir = float(events.get("Ir", 0))
+        return CallSize(ir, float(events.get("blocks", ir)))
+
+    return size
 
 
 def settle_calls(instructions: float) -> int:

@@ -147,18 +147,20 @@ def parse_round_budget(value: object, where: str) -> float:
     return parse_seconds(value, where, "the round budget", maximum=86400.0)
 
 
-#: ``--perf-count-limit``'s default: instructions per call over which a CPU benchmark is timed
-#: instead of counted (about 2-10 s a counted call under valgrind: docs/gate.md, "Cost").
-DEFAULT_COUNT_LIMIT = 400_000_000
+#: ``--perf-count-limit``'s default: basic blocks valgrind runs per call (what counting costs:
+#: core/counted_calls.CallSize) over which a CPU benchmark is timed instead of counted; about
+#: 3-8 s a counted call (21-54 ns a block measured: docs/gate.md, "Cost"). A 100 ms BLAS
+#: matmul runs about 125 M; a pure-Python call of 150 M blocks about 0.05-0.1 s natively.
+DEFAULT_COUNT_LIMIT = 150_000_000
 _SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _COUNT = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)", re.IGNORECASE)
 
 
 def parse_count_limit(value: object, where: str) -> int:
-    """Instructions per call over which a CPU benchmark is timed instead of counted: a count
-    with ``k``, ``M`` or ``G`` (``400M``), a whole number of at least 1000, or 0 (every
-    benchmark counted, however long). A bare number under 1000 is refused: the limit was seconds
-    under valgrind once, and what those counted depended on the host."""
+    """Basic blocks per call (under valgrind) over which a CPU benchmark is timed instead of
+    counted: a count with ``k``, ``M`` or ``G`` (``150M``), a whole number of at least 1000, or
+    0 (every benchmark counted, however long). A bare number under 1000 is refused: the limit
+    was seconds under valgrind once, and what those counted depended on the host."""
     text = str(value).strip() if isinstance(value, (int, float, str)) else None
     if isinstance(value, bool) or text is None or not text.isprintable():
         m = None
@@ -175,22 +177,23 @@ def parse_count_limit(value: object, where: str) -> int:
                 return int(count)
         else:
             raise SettingsError(
-                f"{where}: the count limit is instructions per call now, not seconds under "
-                f"valgrind (what seconds counted depended on the host): give a count such as "
-                f"400M (the default), 2G or 50k, or 0 for no limit; got {_show(value)}"
+                f"{where}: the count limit is basic blocks per call under valgrind now, not "
+                f"seconds (what seconds counted depended on the host): give a count such as "
+                f"150M (the default), 1G or 50k, or 0 for no limit; got {_show(value)}"
             )
     raise SettingsError(
-        f"{where}: the count limit must be instructions per call, such as 400M, 2G or 50k "
-        f"(k, M, G), or 0 for no limit; got {_show(value)}"
+        f"{where}: the count limit must be basic blocks per call under valgrind, such as 150M, "
+        f"1G or 50k (k, M, G), or 0 for no limit; got {_show(value)}"
     )
 
 
 def count_text(count: int) -> str:
-    """``400M``: a count limit as the option takes it."""
+    """``150M``: a count limit as the option takes it (``0.5k`` under a thousand: a bare number
+    that small is refused as the seconds it once was)."""
     for suffix, scale in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
         if count >= scale and count % (scale // 1000 or 1) == 0:
             return f"{count / scale:g}{suffix}"
-    return str(count)
+    return f"{count / 1000:g}k" if 0 < count < 1000 else str(count)
 
 
 #: Counted processes ``--perf-count-jobs 0`` starts at most, however many CPUs there are (each

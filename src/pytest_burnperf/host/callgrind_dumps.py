@@ -25,6 +25,7 @@ takes the same loop on every host."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,6 +275,21 @@ def read_dump(path: Path) -> dict[str, int]:
     got = dict(zip(names, totals + [0] * (len(names) - len(totals)), strict=True))
     order = (*(e for e in EVENTS if e in got), *(n for n in names if n not in EVENTS))
     return {e: int(got[e]) for e in order}
+
+
+_TIMERANGE = re.compile(r"desc:\s*Timerange:\s*Basic block\s+(\d+)\s*-\s*(\d+)")
+
+
+def executed_blocks(path: Path) -> int | None:
+    """The basic blocks valgrind executed in one dump's window (every thread's, from the
+    header's ``desc: Timerange: Basic block A - B``); None where the dump does not say."""
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if m := _TIMERANGE.match(line):
+                return max(0, int(m.group(2)) - int(m.group(1)))
+            if line.startswith(("summary:", "totals:", "fn=")):
+                return None
+    return None
 
 
 def _name(ref: str, labels: dict[str, str]) -> str:

@@ -91,57 +91,66 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
     return UNDER_LIMIT
 
 
-#: Instructions a host runs per second of a call, at least, by the benchmark's device library:
-#: what ``--perf-measure auto`` expects when it chooses, from a recording's timed rounds, which
-#: CPU benchmarks to count (:func:`worth_counting`), so that one whose calls are surely over
-#: ``--perf-count-limit`` is not run under valgrind at all. Measured on a 2-core x86-64-v4 Intel
-#: host, busy at the time (2026-11-27): a pure-Python loop ran 6.7 G instructions a second
-#: natively (162 M in 24 ms), a sort of 1 M doubles 5.2 G, a 300x300 float64 matmul 3.8 G
-#: (its instructions counted with the portable kernels a counted process runs, runs/counted.py
-#: PORTABLE_KERNELS; its time with the host's), numpy's ``exp`` 59 G; the figures here are
-#: lower (slower hosts, memory-bound calls), so that what is over the limit is decided by the
-#: counted instructions of the call itself (core/counted_calls.count_calls), the same on every host.
-NATIVE_RATE: Mapping[str, float] = {"python": 3e9}
+#: Basic blocks a host runs per second of a call, at least, by the benchmark's device library
+#: (blocks as valgrind counts them, core/counted_calls.CallSize): what ``--perf-measure auto``
+#: expects when it chooses, from a recording's timed rounds, which CPU benchmarks to count
+#: (:func:`worth_counting`), so that one whose calls are surely over ``--perf-count-limit`` is
+#: not run under valgrind at all. Measured on a 2-core x86-64-v4 Intel host (2026-11-28; blocks
+#: counted with the portable kernels a counted process runs, runs/counted.py PORTABLE_KERNELS,
+#: time natively with the host's): pure-Python loops ran 1.85-3.75 G blocks a second, a 30 ms
+#: BLAS matmul, a LAPACK solve and a sort of 8 M doubles 0.55-0.59 G, numpy's ``exp`` 15 G; the
+#: figures here are lower (slower hosts, memory-bound calls), so that what is over the limit is
+#: decided by the call's own blocks under valgrind (core/counted_calls.count_calls), the same on
+#: every host.
+NATIVE_RATE: Mapping[str, float] = {"python": 1e9}
 #: The rate for every other library (numpy, torch: BLAS- and SIMD-dense calls, but also
 #: memory-bound copies).
-ARRAY_NATIVE_RATE = 1e9
+ARRAY_NATIVE_RATE = 0.2e9
+#: Where a dump does not say how many blocks ran (host/callgrind_dumps.executed_blocks), its
+#: instructions over this: fewer a block than any code measured (pure Python 5, BLAS 47), so a
+#: call is taken as no smaller than it is.
+FEWEST_PER_BLOCK = 4
 
-
-#: Instructions a second a counted call runs under callgrind without the cache simulation, the
-#: fastest and the slowest measured (a sort of 1 M doubles, numpy's ``exp`` loop; 2026-11-27,
-#: docs/validation.md "Instructions only").
-INSTRUMENTED_RATES = (200e6, 40e6)
+#: Seconds a basic block takes under callgrind without the cache simulation, the fastest and the
+#: slowest measured on one 2-core host (a pure-Python loop building objects, numpy's ``exp``
+#: loop; 2026-11-28, docs/validation.md "A limit in basic blocks").
+BLOCK_SECONDS = (21e-9, 54e-9)
 
 
 def too_slow_text(exc: counted_calls.TooSlow, limit: int) -> str:
     """Why a benchmark was timed instead of counted, with how to count it anyway."""
-    if exc.instructions is not None:
-        fast, slow = (exc.instructions / rate for rate in INSTRUMENTED_RATES)
+    if exc.blocks is not None:
+        fast, slow = (exc.blocks * s for s in BLOCK_SECONDS)
+        ran = (
+            f"{format_count(exc.instructions)} instructions in "
+            if exc.instructions is not None
+            else ""
+        )
         return (
-            f"its calls run {format_count(exc.instructions)} instructions, over "
+            f"its calls run {ran}{format_count(exc.blocks)} basic blocks under valgrind, over "
             f"--perf-count-limit {count_text(limit)} (each counted call of that size would take "
-            f"{format_time(fast)}-{format_time(slow)} under valgrind; --perf-count-limit 0 "
-            "counts it anyway)"
+            f"about {format_time(fast)}-{format_time(slow)} there; --perf-count-limit 0 counts "
+            "it anyway)"
         )
     return (
         f"its first calls took {exc.seconds or 0:.1f} s under valgrind uninstrumented, over the "
-        f"{counted_calls.COUNT_GUARD_S:g} s counting waits for one (calls run 2-300x slower there: pure "
-        "Python ~10x, BLAS 6-22x, numpy's transcendental loops up to ~300x; "
+        f"{counted_calls.COUNT_GUARD_S:g} s counting waits for one (calls run 2-300x slower "
+        "there: pure Python ~10x, BLAS 6-22x, numpy's transcendental loops up to ~300x; "
         "--perf-count-limit 0 counts it anyway)"
     )
 
 
-def predicted_instructions(call_s: float, library: str) -> float:
-    """The instructions a call of ``call_s`` natively runs at least, about."""
+def predicted_blocks(call_s: float, library: str) -> float:
+    """The basic blocks a call of ``call_s`` natively runs under valgrind at least, about."""
     return call_s * NATIVE_RATE.get(library, ARRAY_NATIVE_RATE)
 
 
 def worth_counting(call_s: float | None, library: str, limit: int | None) -> bool:
     """Whether a benchmark whose calls take ``call_s`` here (None: not timed yet) may run within
-    ``limit`` instructions a call (None or 0: no limit, everything is counted)."""
+    ``limit`` basic blocks a call (None or 0: no limit, everything is counted)."""
     if call_s is None or not limit:
         return True
-    return predicted_instructions(call_s, library) <= limit
+    return predicted_blocks(call_s, library) <= limit
 
 
 def count(
@@ -182,14 +191,14 @@ def count(
         finally:
             path.unlink(missing_ok=True)
 
-    def size(path: Path) -> float:
-        """A warm-up call's instructions, from its dump's totals (no parse of its functions; the
-        dump is kept for ``read`` where that total is over the limit: its threads' waits are then
-        left out before it is judged over)."""
+    def size(path: Path) -> counted_calls.CallSize:
+        """The first instrumented call's instructions and basic blocks, from its dump's header
+        and totals (no parse of its functions; the dump stays for ``read``)."""
         total = float(callgrind_dumps.read_dump(path)["Ir"])
-        if not limit or total <= limit:
-            path.unlink(missing_ok=True)
-        return total
+        blocks = callgrind_dumps.executed_blocks(path)
+        return counted_calls.CallSize(
+            total, float(blocks) if blocks is not None else total / FEWEST_PER_BLOCK
+        )
 
     def synced() -> tuple[Any, Any]:
         call, after = make_call()

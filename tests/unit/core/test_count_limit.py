@@ -1,5 +1,5 @@
-"""--perf-count-limit: instructions per call (core/run_options.parse_count_limit), and what
-decides, from a recording's timed calls, that a benchmark is surely over it
+"""--perf-count-limit: basic blocks per call under valgrind (core/run_options.parse_count_limit),
+and what decides, from a recording's timed calls, that a benchmark is surely over it
 (instruments/instruction_counts.worth_counting), with the words a user reads."""
 
 from __future__ import annotations
@@ -24,37 +24,43 @@ def test_a_count_with_or_without_its_suffix(given: object, instructions: int) ->
 
 @pytest.mark.parametrize("seconds", ["1", 1, "0.5", "3", 0.0001])
 def test_a_bare_small_number_is_refused_as_the_seconds_it_once_was(seconds: object) -> None:
-    with pytest.raises(SettingsError, match="instructions per call now, not seconds") as info:
+    with pytest.raises(
+        SettingsError, match="basic blocks per call under valgrind now, not seconds"
+    ) as info:
         parse_count_limit(seconds, "--perf-count-limit")
-    assert str(info.value).startswith("--perf-count-limit: ") and "400M" in str(info.value)
+    assert str(info.value).startswith("--perf-count-limit: ") and "150M" in str(info.value)
 
 
 @pytest.mark.parametrize("bad", ["-1", "abc", True, "5 s", "1e9", "", "4\x00M", None, [1]])
 def test_anything_else_is_refused_with_what_is_allowed(bad: object) -> None:
-    with pytest.raises(SettingsError, match=r"perf_count_limit: .*such as 400M, 2G or 50k"):
+    with pytest.raises(SettingsError, match=r"perf_count_limit: .*such as 150M, 1G or 50k"):
         parse_count_limit(bad, "perf_count_limit")
 
 
 def test_the_default_and_how_it_is_printed() -> None:
-    assert count_text(DEFAULT_COUNT_LIMIT) == "400M"
-    assert count_text(2_500_000_000) == "2.5G" and count_text(999) == "999"
+    assert count_text(DEFAULT_COUNT_LIMIT) == "150M"
+    assert count_text(2_500_000_000) == "2.5G" and count_text(999) == "0.999k"
+    assert parse_count_limit(count_text(500), "x") == 500
 
 
 def test_only_calls_surely_over_the_limit_are_left_to_time_when_recording() -> None:
-    # a pure-Python host runs 3 G instructions a second or more, anything else 1 G or more
-    assert worth_counting(0.1, "python", 400_000_000)  # 300 M at least: may be under
-    assert not worth_counting(0.2, "python", 400_000_000)  # 600 M at least
-    assert worth_counting(0.3, "numpy", 400_000_000) and not worth_counting(
-        0.5, "torch", 400_000_000
+    # a pure-Python call runs 1 G basic blocks a second or more, anything else 0.2 G or more
+    assert worth_counting(0.1, "python", 150_000_000)  # 100 M at least: may be under
+    assert not worth_counting(0.2, "python", 150_000_000)  # 200 M at least
+    # a 100 ms BLAS call (125 M blocks counted) may be under; a 1 s one surely is not
+    assert worth_counting(0.5, "numpy", 150_000_000) and not worth_counting(
+        1.0, "torch", 150_000_000
     )
-    assert worth_counting(100.0, "numpy", 0) and worth_counting(None, "numpy", 400_000_000)
+    assert worth_counting(100.0, "numpy", 0) and worth_counting(None, "numpy", 150_000_000)
 
 
 def test_why_a_benchmark_is_timed_instead_names_the_measure_that_decided() -> None:
-    by_count = too_slow_text(counted_calls.TooSlow(None, instructions=1_234_000_000), 400_000_000)
-    assert "1.23 G instructions, over --perf-count-limit 400M" in by_count
-    assert "would take 6.17 s-30.9 s under valgrind" in by_count  # 200 M and 40 M a second
+    too_slow = counted_calls.TooSlow(None, instructions=5_750_000_000, blocks=200_000_000)
+    by_count = too_slow_text(too_slow, 150_000_000)
+    assert "run 5.75 G instructions in 200 M basic blocks under valgrind" in by_count
+    assert "over --perf-count-limit 150M" in by_count
+    assert "about 4.20 s-10.8 s there" in by_count  # 21 and 54 ns a block
     assert "--perf-count-limit 0 counts it anyway" in by_count and "took" not in by_count
-    by_guard = too_slow_text(counted_calls.TooSlow(31.5), 400_000_000)
+    by_guard = too_slow_text(counted_calls.TooSlow(31.5), 150_000_000)
     assert "took 31.5 s under valgrind uninstrumented" in by_guard
     assert f"{counted_calls.COUNT_GUARD_S:g} s counting waits" in by_guard

@@ -104,7 +104,7 @@ def test_count_calls_counts_only_the_call() -> None:
     assert counter.log.count("start") == 2
     assert counter.log.count("toggle") == 14 and counter.collecting  # as it was at the start
     assert [e for e in counter.log if e.startswith("dump")] == [
-        "dump t warm-up 1",
+        "dump t first call",
         "dump t warm-up 2",
         "dump t #1",
         "dump t #2",
@@ -117,7 +117,9 @@ def test_count_calls_counts_only_the_call() -> None:
 
 def test_without_the_cache_simulation_only_instructions_are_counted() -> None:
     counter = FakeCounter(caches=False)
-    costs = iter([900, 300, 100, 200])  # the warm-up call, then three counted
+    # the first instrumented call (apart from the next: dropped), two counted that disagree,
+    # a warm-up call, one more counted
+    costs = iter([900, 300, 100, 150, 200])
 
     def make_call() -> tuple[Any, Any]:
         def call() -> None:
@@ -466,7 +468,7 @@ def test_counting_goes_on_to_the_calls_a_rank_test_needs_where_they_spread() -> 
     # a second instrumented pass, after one more warm-up call whose counts are dropped
     assert counter.log.count("start") == 3 and counter.log.count("stop") == 3
     dumps = [e for e in counter.log if e.startswith("dump")]
-    assert dumps[:4] == ["dump t warm-up 1", "dump t warm-up 2", "dump t #1", "dump t #2"]
+    assert dumps[:4] == ["dump t first call", "dump t warm-up 2", "dump t #1", "dump t #2"]
     assert dumps[4] == "dump t warm-up 1" and dumps[5:] == [f"dump t #{k}" for k in range(3, 10)]
     assert counter.collecting and not counter.instrumented  # as it was at the start
 
@@ -549,7 +551,8 @@ def test_a_call_over_the_instruction_limit_is_too_slow_whatever_the_host() -> No
     over, counter = run(1_000_000, 1_000_001)
     assert isinstance(over, counted_calls.TooSlow)
     assert over.instructions == 1_000_001 and over.seconds is None and over.result == "r"
-    assert [e for e in counter.log if e.startswith("dump")] == ["dump t warm-up 1"]  # probed only
+    assert [e for e in counter.log if e.startswith("dump")] == ["dump t first call"]  # only it
+    assert over.blocks == 1_000_001  # a fake's dump has no blocks: its instructions stand in
     under, _ = run(1_000_000, 1_000_000)
     assert isinstance(under, counts.Counted) and under.instructions[0] == 1_000_000
     unlimited, _ = run(None, 10**12)
@@ -638,10 +641,66 @@ def test_the_limit_judges_the_counted_instructions_not_the_threads_waits() -> No
 
         return counted_calls.count_calls(
             make_call, counter, read, calls=3, label="t", limit=limit, guard_s=None,
-            size=lambda dump: float(dump["Ir"]), settle=lambda _i: 0,
+            size=lambda dump: counted_calls.CallSize(dump["Ir"], dump["Ir"]), settle=lambda _i: 0,
         )[0]  # fmt: skip
 
     assert run(800).instructions == (700, 700)  # raw 900, over 800 only by its waits
     with pytest.raises(counted_calls.TooSlow) as info:
         run(600)
-    assert info.value.instructions == 700
+    assert info.value.instructions == 700 and info.value.blocks == 700
+
+
+def _large_call(costs: list[int], *, caches: bool = False, limit: int | None = None) -> Any:
+    """count_calls over a call too large to settle, each instrumented call costing the next of
+    ``costs``; its size: those instructions in a tenth as many blocks."""
+    counter = FakeCounter(caches=caches)
+    left = iter(costs)
+
+    def make_call() -> tuple[Any, Any]:
+        def call() -> None:
+            if counter.collecting and counter.instrumented:
+                counter.cost += next(left)
+
+        return call, None
+
+    got, _ = counted_calls.count_calls(
+        make_call, counter, lambda d: d, calls=6, label="t", guard_s=None, limit=limit,
+        size=lambda d: counted_calls.CallSize(d["Ir"], d["Ir"] / 10), settle=lambda _i: 0,
+    )  # fmt: skip
+    return got, [e for e in counter.log if e.startswith("dump")]
+
+
+def test_a_large_call_counts_from_its_first_instrumented_call_where_the_next_agrees() -> None:
+    """Without the cache simulation nothing needs warming: the call the limit measured is the
+    first counted where the next one agrees with it (two instrumented calls, not four)."""
+    got, dumps = _large_call([50_000_000, 50_000_010, 7, 7])
+    assert got.instructions == (50_000_000, 50_000_010)
+    assert dumps == ["dump t first call", "dump t #2"]
+    # where it disagrees (its first run did more), it is dropped and the calls go on
+    got, dumps = _large_call(
+        [
+            50_500_000,
+            50_000_000,
+            50_000_001,
+            50_000_002,
+            50_000_001,
+            50_000_000,
+            50_000_003,
+            50_000_002,
+        ]
+    )
+    assert 50_500_000 not in got.instructions and len(got.instructions) == 6
+    assert dumps[:3] == ["dump t first call", "dump t #2", "dump t warm-up 1"]
+    # with the caches simulated the first calls only warm them
+    got, dumps = _large_call([50_000_000] * 6, caches=True)
+    assert dumps == ["dump t first call", "dump t warm-up 2", "dump t #1", "dump t #2"]
+
+
+def test_the_limit_is_in_basic_blocks_not_instructions() -> None:
+    """Blocks are what counting costs: a BLAS call of many instructions in few blocks is counted
+    where a call of as many blocks as the limit is not."""
+    got, _ = _large_call([5_000_000_000, 5_000_000_000], limit=600_000_000)  # 500 M blocks
+    assert got.instructions == (5_000_000_000,) * 2
+    with pytest.raises(counted_calls.TooSlow) as info:
+        _large_call([5_000_000_000], limit=400_000_000)
+    assert info.value.blocks == 500_000_000 and info.value.instructions == 5_000_000_000

@@ -38,6 +38,19 @@ def test_read_dump_takes_the_summary(tmp_path: Path) -> None:
     assert got["Ir"] == 1511834 and got["D1mr"] == 13278 and got["DLmw"] == 0
 
 
+def test_executed_blocks_come_from_the_dumps_time_range(tmp_path: Path) -> None:
+    """What counting a call costs: the basic blocks in its dump's window (callgrind 3.19's
+    header, the window after an earlier dump of the same process)."""
+    path = tmp_path / "callgrind.4242.2"
+    head = "desc: Timerange: Basic block 122883047 - 245669100\ndesc: Trigger: Client Request\n"
+    path.write_text(DUMP.replace("desc: I1 cache", head + "desc: I1 cache"), encoding="utf-8")
+    assert callgrind_dumps.executed_blocks(path) == 122786053
+    assert callgrind_dumps.read_dump(path)["Ir"] == 1511834  # the totals read as before
+    plain = tmp_path / "callgrind.4242.1"  # a dump that does not say: None, not a guess
+    plain.write_text(DUMP, encoding="utf-8")
+    assert callgrind_dumps.executed_blocks(plain) is None
+
+
 def test_read_dump_pads_short_totals_and_refuses_junk(tmp_path: Path) -> None:
     short = tmp_path / "short"
     short.write_text("events: Ir Dr\ntotals: 12\n", encoding="utf-8")

@@ -200,11 +200,12 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "--perf-count-limit",
         "perf_count_limit",
         run_options.parse_count_limit,
-        "where CPU benchmarks are counted: one whose calls run more instructions than this "
-        "(k, M, G: 400M, 2G) is timed instead of counted; the call's own instructions decide, "
-        "the same on every host (a counted call of 400 M instructions takes 2-10 s under "
-        "valgrind). Against stored baselines, a benchmark with a counts baseline is counted "
-        "whatever the limit. 0 counts every benchmark, however long. Default: 400M",
+        "where CPU benchmarks are counted: one whose calls run more basic blocks under valgrind "
+        "than this (k, M, G: 150M, 1G) is timed instead of counted; the call's own blocks "
+        "decide, the same on every host (a counted call of 150 M blocks takes about 3-8 s "
+        "there: a 100 ms BLAS matmul runs 125 M, pure Python 150 M in 0.05-0.1 s). Against "
+        "stored baselines, a benchmark with a counts baseline is counted whatever the limit. "
+        "0 counts every benchmark, however long. Default: 150M",
     ),
     (
         "--perf-count-jobs",

@@ -127,7 +127,7 @@ def auto_text(state: PerfState) -> str:
     if state.run.mode.records:
         limit = state.run.count.limit
         where = (
-            f"where their calls run under --perf-count-limit {count_text(limit)} instructions"
+            f"where their calls run under --perf-count-limit {count_text(limit)} basic blocks"
             if limit
             else "every one (--perf-count-limit 0)"
         )
@@ -387,7 +387,7 @@ def _other_key(
 def _too_slow_to_count(state: PerfState, item: pytest.Item) -> str | None:
     """Why --perf-measure auto, recording, does not count this benchmark: its calls in the
     timed rounds so far are surely over --perf-count-limit (instruction_counts.worth_counting);
-    None where they may be under (the counted process then decides by the call's instructions)
+    None where they may be under (the counted process then decides by the call's basic blocks)
     or it was not timed."""
     case = case_of(item)
     runs = state.findings.round_runs.get(item.nodeid)
@@ -398,10 +398,10 @@ def _too_slow_to_count(state: PerfState, item: pytest.Item) -> str | None:
     library, limit = case.entry.library, state.run.count.limit
     if instruction_counts.worth_counting(call_s, library, limit):
         return None
-    expected = instruction_counts.predicted_instructions(call_s, library)
+    expected = instruction_counts.predicted_blocks(call_s, library)
     return (
-        f"its calls take {format_time(call_s)} here, so {format_count(expected)} instructions or "
-        f"more, over --perf-count-limit {count_text(limit)}; recorded by time only "
+        f"its calls take {format_time(call_s)} here, so {format_count(expected)} basic blocks or "
+        f"more under valgrind, over --perf-count-limit {count_text(limit)}; recorded by time only "
         "(`--perf-count-limit 0` counts it whatever it costs)"
     )
 
