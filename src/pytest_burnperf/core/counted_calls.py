@@ -45,7 +45,7 @@ SETTLE_MIN_CALLS = 8
 SETTLE_UP_TO = 20_000_000
 #: A benchmark whose first calls take longer than this under valgrind uninstrumented is timed: a
 #: guard far over what a call under the count limit takes there (the slowest code measured,
-#: numpy's ``exp`` loop, 54 ns a basic block: 150 M in 8 s): the basic blocks decide.
+#: numpy's ``exp`` loop, 48 ns a basic block: 150 M in 7 s): the basic blocks decide.
 COUNT_GUARD_S = 20.0
 
 
@@ -71,7 +71,7 @@ class TooSlow(Exception):
 class CallSize:
     """How large one instrumented call was, from its dump: its instructions and the basic blocks
     valgrind executed for it (every thread's, waits included). Blocks are what counting costs:
-    valgrind's per-block work dominates (measured per block 21-54 ns, per instruction 0.8-10.5 ns
+    valgrind's per-block work dominates (measured per block 21-48 ns, per instruction 0.8-9.5 ns
     across pure Python, BLAS, LAPACK, sorting and numpy's ``exp``: docs/validation.md)."""
 
     instructions: float

@@ -149,7 +149,7 @@ def parse_round_budget(value: object, where: str) -> float:
 
 #: ``--perf-count-limit``'s default: basic blocks valgrind runs per call (what counting costs:
 #: core/counted_calls.CallSize) over which a CPU benchmark is timed instead of counted; about
-#: 3-8 s a counted call (21-54 ns a block measured: docs/gate.md, "Cost"). A 100 ms BLAS
+#: 3-7 s a counted call (21-48 ns a block measured: docs/gate.md, "Cost"). A 100 ms BLAS
 #: matmul runs about 125 M; a pure-Python call of 150 M blocks about 0.05-0.1 s natively.
 DEFAULT_COUNT_LIMIT = 150_000_000
 _SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}

@@ -95,13 +95,13 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
 #: (blocks as valgrind counts them, core/counted_calls.CallSize): what ``--perf-measure auto``
 #: expects when it chooses, from a recording's timed rounds, which CPU benchmarks to count
 #: (:func:`worth_counting`), so that one whose calls are surely over ``--perf-count-limit`` is
-#: not run under valgrind at all. Measured on a 2-core x86-64-v4 Intel host (2026-11-28; blocks
-#: counted with the portable kernels a counted process runs, runs/counted.py PORTABLE_KERNELS,
-#: time natively with the host's): pure-Python loops ran 1.85-3.75 G blocks a second, a 30 ms
-#: BLAS matmul, a LAPACK solve and a sort of 8 M doubles 0.55-0.59 G, numpy's ``exp`` 15 G; the
-#: figures here are lower (slower hosts, memory-bound calls), so that what is over the limit is
-#: decided by the call's own blocks under valgrind (core/counted_calls.count_calls), the same on
-#: every host.
+#: not run under valgrind at all. Measured on a 2-core x86-64-v4 Intel host (2026-11-28, raw
+#: docs/data/block-cost.json; blocks counted with the portable kernels a counted process runs,
+#: runs/counted.py PORTABLE_KERNELS, time natively with the host's): pure-Python loops ran
+#: 1.45-3.4 G blocks a second, BLAS matmuls, a LAPACK solve and a sort of 8 M doubles 0.50-0.62
+#: G, numpy's ``exp`` 15.7 G; the figures here are lower (slower hosts, memory-bound calls), so
+#: that what is over the limit is decided by the call's own blocks under valgrind
+#: (core/counted_calls.count_calls), the same on every host.
 NATIVE_RATE: Mapping[str, float] = {"python": 1e9}
 #: The rate for every other library (numpy, torch: BLAS- and SIMD-dense calls, but also
 #: memory-bound copies).
@@ -112,9 +112,9 @@ ARRAY_NATIVE_RATE = 0.2e9
 FEWEST_PER_BLOCK = 4
 
 #: Seconds a basic block takes under callgrind without the cache simulation, the fastest and the
-#: slowest measured on one 2-core host (a pure-Python loop building objects, numpy's ``exp``
-#: loop; 2026-11-28, docs/validation.md "A limit in basic blocks").
-BLOCK_SECONDS = (21e-9, 54e-9)
+#: slowest measured on one 2-core host (a pure-Python loop, numpy's ``exp`` loop: 21.6 and 48.4
+#: ns; 2026-11-28, docs/validation.md "A limit in basic blocks", raw docs/data/block-cost.json).
+BLOCK_SECONDS = (21e-9, 49e-9)
 
 
 def too_slow_text(exc: counted_calls.TooSlow, limit: int) -> str:

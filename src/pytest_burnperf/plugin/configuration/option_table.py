@@ -202,7 +202,7 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         run_options.parse_count_limit,
         "where CPU benchmarks are counted: one whose calls run more basic blocks under valgrind "
         "than this (k, M, G: 150M, 1G) is timed instead of counted; the call's own blocks "
-        "decide, the same on every host (a counted call of 150 M blocks takes about 3-8 s "
+        "decide, the same on every host (a counted call of 150 M blocks takes about 3-7 s "
         "there: a 100 ms BLAS matmul runs 125 M, pure Python 150 M in 0.05-0.1 s). Against "
         "stored baselines, a benchmark with a counts baseline is counted whatever the limit. "
         "0 counts every benchmark, however long. Default: 150M",
