@@ -11,6 +11,7 @@ from pytest_burnperf.core.run_options import COLUMN_KEYS
 from pytest_burnperf.core.stats import summarize
 from pytest_burnperf.core.text import (
     escape,
+    format_count,
     format_time,
     shorten,
 )
@@ -356,15 +357,23 @@ def speedups(results: Sequence[Result]) -> list[str]:
         compiled = by_key.get((label.replace("eager", "compiled"), device_id, dtype))
         if compiled is None:
             continue
-        t_e = summarize(eager.sample.values).median
-        t_c = summarize(compiled.sample.values).median
         name = label.replace("[eager]", "").replace("-eager", "").replace("eager-", "")
-        lines.append(
-            f"{name} on {device_id} {dtype}: eager "
-            f"{format_time(t_e)} -> compiled {format_time(t_c)} ({t_e / t_c:.2f}x)"
-        )
+        timed_e, timed_c = eager.timed(), compiled.timed()
+        if timed_e is not None and timed_c is not None:
+            t_e = summarize(timed_e.sample.values).median
+            t_c = summarize(timed_c.sample.values).median
+            said = f"{format_time(t_e)} -> compiled {format_time(t_c)}"
+        elif eager.measure == compiled.measure == "counts":
+            # both counted, no time beside: what each call executes, not how long it took
+            t_e = summarize(eager.sample.values).median
+            t_c = summarize(compiled.sample.values).median
+            said = f"{format_count(t_e)} -> compiled {format_count(t_c)} instructions"
+        else:
+            continue  # one timed, one counted: no ratio means anything
+        if t_c > 0:
+            lines.append(f"{name} on {device_id} {dtype}: eager {said} ({t_e / t_c:.2f}x)")
     if lines:
-        lines.insert(0, "eager vs torch.compile (this process's medians):")
+        lines.insert(0, "eager vs torch.compile (medians of this run):")
     return lines
 
 

@@ -95,10 +95,18 @@ def test_labels_speedups_and_roofline_cells() -> None:
     plain_c = _torch_result("test_resnet_blocks[torch-cpu-f32-compiled]", 8e-4)
     assert eager.label == "test_gelu[custom-forward-eager]"
     assert speedups([eager, compiled, plain, plain_c]) == [
-        "eager vs torch.compile (this process's medians):",
+        "eager vs torch.compile (medians of this run):",
         "test_gelu[custom-forward] on torch-cpu f32: eager 400 us -> compiled 200 us (2.00x)",
         "test_resnet_blocks on torch-cpu f32: eager 1.00 ms -> compiled 800 us (1.25x)",
     ]
+    # counted, with no time beside: instructions, never printed as seconds; one timed and one
+    # counted: no line (their ratio means nothing)
+    step_e = replace(_torch_result("test_step[torch-cpu-f32-eager]", 1.009e9), measure="counts")
+    step_c = replace(_torch_result("test_step[torch-cpu-f32-compiled]", 1.022e9), measure="counts")
+    assert speedups([step_e, step_c])[1:] == [
+        "test_step on torch-cpu f32: eager 1.01 G -> compiled 1.02 G instructions (0.99x)"
+    ]
+    assert speedups([step_e, replace(step_c, measure="time")]) == []
     # 2e9 flops and 1e9 bytes in 0.05 s: 40 GF/s of 100 (40%), 20 GB/s of 40 (50%)
     mm = _torch_result("test_mm[torch-cpu-f32]", 0.05, Work(flops=2e9, bytes=1e9))
     cells = row(mm)
