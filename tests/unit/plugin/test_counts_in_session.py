@@ -59,8 +59,8 @@ def test_all_counted_leaves_no_time_note() -> None:
 
 
 def test_a_named_reference_times_what_an_environment_could_not_count() -> None:
-    """--perf-against REF (named): every CPU benchmark with a counts baseline was counted in each
-    environment; one that main could not count is timed in the session, and the note says why."""
+    """--perf-against REF (named): every CPU benchmark was counted in each environment; one that
+    main could not count is timed in the session, and the note says why."""
     state = _state({"main": {"t.py::a"}, "current": {"t.py::a", "t.py::b"}}, [])
     state.counting.named_reference = True
     state.counting.sides["main"].missing = {"t.py::b": "it failed in the counted process"}
@@ -69,12 +69,11 @@ def test_a_named_reference_times_what_an_environment_could_not_count() -> None:
     assert c.in_session == {"t.py::a"} and c.left_to_time == {"t.py::b"}
     first, second = state.notes
     assert first == (
-        "1 CPU benchmark(s) with counts baselines counted in main and current and judged by "
-        "counts in this session"
+        "1 CPU benchmark(s) counted in main and current and judged by counts in this session"
     )
     assert second == (
-        "1 CPU benchmark(s) with counts baselines not counted in every environment (first, "
-        "t.py::b: main: it failed in the counted process): judged by time in this session"
+        "1 CPU benchmark(s) not counted in every environment (first, t.py::b: main: it failed "
+        "in the counted process): judged by time in this session"
     )
 
 

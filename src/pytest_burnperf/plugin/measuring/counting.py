@@ -14,13 +14,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core import counted_calls, counts, counts_key, run_options
+from pytest_burnperf.core import counted_calls, counts_key, run_options
 from pytest_burnperf.core.run_options import count_text
 from pytest_burnperf.core.settings import Settings
 from pytest_burnperf.core.stored_baseline import StoredBaseline
@@ -38,7 +38,6 @@ from pytest_burnperf.plugin.session.perf_state import (
     case_of,
     line_writer,
     module_and_key,
-    rel,
 )
 from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.round_launcher import round_args
@@ -72,7 +71,7 @@ class Counting:
     incomparable: dict[str, str] = field(default_factory=dict)
     #: auto in a same-session comparison: counted in every environment, judged by judge_pair.
     in_session: set[str] = field(default_factory=set)
-    #: auto, a named --perf-against REF: what has counts baselines is counted in each side.
+    #: auto, a named --perf-against REF: every CPU benchmark is counted in each side.
     named_reference: bool = False
     _store: BaselineStore | None = None
 
@@ -108,82 +107,6 @@ class Counting:
             "valgrind": self.version,
             "cache": callgrind.cache_text(self.caches),
         }
-
-
-def start_text(state: PerfState) -> str:
-    """The run's first lines: what counts and where their baselines are."""
-    c: Counting = state.counting
-    where = (
-        f"counts baselines {rel(c.store(state).dir, state.run.rootpath)}"
-        if not state.run.mode.compares
-        else "every environment counted in this run"
-    )
-    return f"CPU benchmarks counted under callgrind (valgrind {c.version}), {where}, size {state.run.size}"
-
-
-def auto_text(state: PerfState) -> str:
-    """--perf-measure auto's first line: which benchmarks counts judge, with what."""
-    c: Counting = state.counting
-    if state.run.mode.records:
-        limit = state.run.count.limit
-        where = (
-            f"where their calls run under --perf-count-limit {count_text(limit)} basic blocks"
-            if limit
-            else "every one (--perf-count-limit 0)"
-        )
-        return (
-            f"counts (--perf-measure auto): CPU benchmarks timed, and counted under callgrind "
-            f"(valgrind {c.version}) {where}; counts baselines into "
-            f"{rel(c.store(state).dir, state.run.rootpath)}, the time ones beside"
-        )
-    if state.run.mode.compares:  # a named --perf-against REF, or auto that chose a session
-        how = (
-            "in every environment and compared by counts"
-            if c.named_reference
-            else "and judged by those, as on any machine (those counted under another key: "
-            "counted in every environment and compared by counts)"
-        )
-        return (
-            f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
-            f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
-            f"{c.version}) {how}; the rest compared in this session"
-        )
-    return (
-        f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
-        f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
-        f"{c.version}) and judged by counts (timed in this process too where a time baseline "
-        "shows the time change beside), the rest timed"
-    )
-
-
-def counted_any(state: PerfState) -> bool:
-    """Whether the summary speaks of counts: a counting run (counts, both), or auto where it
-    counted something (else auto timed everything, as --perf-measure time would)."""
-    c = state.counting
-    return c is not None and (c.measure != "auto" or any(r.counts for r in c.runs()))
-
-
-def header_text(state: PerfState) -> str:
-    """The summary's line about counts: the measure that gates, the model, what it took."""
-    c: Counting = state.counting
-    runs = c.runs()
-    took = (
-        f"; {sum(len(r.counts) for r in runs)} counted in {clock(sum(r.seconds for r in runs))}"
-        if runs
-        else ""
-    )
-    stored = f"in {rel(c.store(state).dir, state.run.rootpath)}"
-    where = stored if not state.run.mode.compares or c.measure == "auto" else "of both environments"
-    if c.in_session:  # auto: counts baselines of another key, compared in the session
-        by_stored = c.run is not None and set(c.run.counts) - c.in_session
-        where = f"{stored} and of both environments" if by_stored else "of both environments"
-    cycles = "; cycles estimated with L1 32 KiB, LL 8 MiB" if c.caches else ""
-    return (
-        f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}"
-        f"{cycles}) {where}; minimum effect "
-        f"{100 * counts.COUNTS_FLOOR:g}%, {counts.SPREAD_FACTOR:g}x the counts' spread, or "
-        f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share{took}"
-    )
 
 
 def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
@@ -269,13 +192,13 @@ def count_pass(
     items: list[pytest.Item],
     sides: list[Side] | None = None,
     *,
-    counted_before: bool = False,
+    always: Collection[str] = (),
 ) -> None:
     """Count every CPU benchmark among ``items`` in one process under callgrind; in a
     same-session comparison (``sides``: the scheduler's environments), one per environment,
     one after the other (counts need no interleaving: the host cannot move them).
-    ``counted_before``: they have counts baselines (of another key), so each is counted
-    whatever --perf-count-limit, as against stored baselines."""
+    ``always``: those with counts baselines (of any key), each counted whatever
+    --perf-count-limit, as against stored baselines; the others meet the limit."""
     if state.counting is None or session.config.option.collectonly:
         return
     wanted = [
@@ -285,11 +208,10 @@ def count_pass(
         and case.entry is not None
         and by_counts(state, case.entry.kind)
     ]
-    always: list[str] = []
     if sides is None:  # stored baselines: they decide what is counted, not this host's speed
         wanted, always = _by_baselines(state, [i for i in items if i.nodeid in set(wanted)])
-    elif counted_before:
-        always = list(wanted)
+    else:
+        always = [n for n in wanted if n in set(always)]
     if not wanted:
         return
     write = line_writer(session.config)

@@ -3,9 +3,11 @@ environment and judged by counts there, instead of timed beside the reference.
 
 Two cases: ``--perf-against auto`` that chose a session, where the committed counts baselines
 of this run's key judge what they hold and those of another key (another numpy, Python...) are
-counted in each environment; and a named ``--perf-against REF``, where every CPU benchmark with
-a counts baseline (of any key: it was countable when recorded) is counted in each environment.
-The rest, and one an environment could not count, are timed in the session."""
+counted in each environment; and a named ``--perf-against REF``, where every CPU benchmark is
+counted in each environment: one with a counts baseline (of any key: it was countable when
+recorded) whatever the count limit, the others where their calls are under it (their basic
+blocks decide, the same in every environment and on every host). The rest, and one an
+environment could not count, are timed in the session."""
 
 from __future__ import annotations
 
@@ -17,28 +19,25 @@ from pytest_burnperf.runs.counted import CountedRun
 from pytest_burnperf.storage.baselines import BaselineError
 
 
-def with_counts_baselines(state: PerfState, items: list[pytest.Item]) -> list[str]:
-    """A named --perf-against REF: the CPU benchmarks among ``items`` that have a counts
-    baseline (counted in each environment); every other CPU one is left to the clock
-    (Counting.left_to_time)."""
+def every_countable(state: PerfState, items: list[pytest.Item]) -> tuple[list[str], list[str]]:
+    """A named --perf-against REF: (the CPU benchmarks among ``items``, counted in each
+    environment; those of them with a counts baseline, counted whatever the count limit)."""
     c = state.counting
     assert c is not None
     store = c.store(state)
-    chosen = []
+    chosen, always = [], []
     for item in items:
         case = case_of(item)
         if case is None or case.entry is None or case.entry.kind != "cpu":
             continue
+        chosen.append(item.nodeid)
         module, key = module_and_key(item, state.run.rootpath)
         try:
-            has = store.baseline(module, key) is not None
+            if store.baseline(module, key) is not None:
+                always.append(item.nodeid)
         except BaselineError:  # the benchmark's own test reports the file
-            has = False
-        if has:
-            chosen.append(item.nodeid)
-        else:
-            c.left_to_time.add(item.nodeid)
-    return chosen
+            pass
+    return chosen, always
 
 
 def counted_in_session(state: PerfState, moved: list[str]) -> None:
@@ -53,8 +52,7 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
     where = " and ".join(plan.refs)
     if both and c.named_reference:
         state.notes.append(
-            f"{len(both)} CPU benchmark(s) with counts baselines counted in {where} and judged "
-            "by counts in this session"
+            f"{len(both)} CPU benchmark(s) counted in {where} and judged by counts in this session"
         )
     elif both:
         state.notes.append(
@@ -78,7 +76,7 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
         "not counted",
     )
     state.notes.append(
-        f"{len(rest)} CPU benchmark(s) with counts baselines not counted in every environment "
+        f"{len(rest)} CPU benchmark(s) not counted in every environment "
         f"(first, {first}: {why}): judged by time in this session"
     )
 

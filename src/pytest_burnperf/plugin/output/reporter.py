@@ -23,6 +23,7 @@ from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.plugin.configuration.options import UPDATE_ALIAS_DEST
 from pytest_burnperf.plugin.measuring import counting
+from pytest_burnperf.plugin.output import counting_text
 from pytest_burnperf.plugin.output.run_files import rest_args, write_up
 from pytest_burnperf.plugin.output.session_end import held_end
 from pytest_burnperf.plugin.session.perf_state import (
@@ -77,9 +78,9 @@ def header_lines(config: pytest.Config, state: PerfState) -> list[str]:
         f"size {state.run.size}",
     ]
     if state.counting is not None and state.counting.measure == "auto":
-        lines.append(f"burnperf: {counting.auto_text(state)}")
+        lines.append(f"burnperf: {counting_text.auto_text(state)}")
     elif state.counting is not None:
-        lines[-1] = f"burnperf: {counting.start_text(state)}"
+        lines[-1] = f"burnperf: {counting_text.start_text(state)}"
         if state.counting.measure == "both":
             lines.append(
                 f"burnperf: time: {where}, {rounds_text(state.schedule.rounds, state.schedule.max_rounds)}"
@@ -223,7 +224,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         comparisons=state.findings.comparisons,
         same_session=_same_session_text(state),
         machine_line=False,  # the run's first line named it (header_lines)
-        counted=counting.header_text(state) if counting.counted_any(state) else None,
+        counted=counting_text.header_text(state) if counting_text.counted_any(state) else None,
     )
     if state.run.reference is not None:
         head.insert(1, _reference_text(state))

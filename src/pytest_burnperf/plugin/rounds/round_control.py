@@ -123,11 +123,12 @@ def run_same_session(
     # environment is built
     stored_counts = state.counting is not None and state.counting.measure == "auto"
     moved: list[str] = []
-    if stored_counts and state.counting.named_reference:  # every one with counts baselines
-        moved = session_counts.with_counts_baselines(state, items)
+    always: list[str] = []  # of those moved: counted whatever the count limit
+    if stored_counts and state.counting.named_reference:  # every CPU benchmark
+        moved, always = session_counts.every_countable(state, items)
     elif stored_counts:
         counting.count_pass(session, state, items)
-        moved = counts_judging.leave_to_the_clock(state, items, same_session=True)
+        moved = always = counts_judging.leave_to_the_clock(state, items, same_session=True)
         items = _to_time(state, items)
         if not items:
             state.findings.measured = Measured()
@@ -163,9 +164,9 @@ def run_same_session(
         return needs_more_rounds(ref, cur, policy)
 
     sides = [side_of(label, envs[label]) for label in plan.refs]
-    if moved:  # counts baselines of another key: counted in each environment, judged so
+    if moved:  # counted in each environment, judged so
         again = [item for item in items if item.nodeid in set(moved)]
-        counting.count_pass(session, state, again, sides, counted_before=True)
+        counting.count_pass(session, state, again, sides, always=always)
         session_counts.counted_in_session(state, moved)
         items = _to_time(state, items)
     if not stored_counts:
