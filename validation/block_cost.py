@@ -79,13 +79,13 @@ out.write_text(json.dumps({{"seconds": took, "dumps": dumps}}))
 """
 
 
-def run_one(name: str, setup: str, work: Path, valgrind: str | None) -> dict[str, object]:
+def run_one(name: str, setup: str, work: Path, valgrind: str | None) -> dict[str, float]:
     from pytest_burnperf.host import callgrind, callgrind_dumps
 
     script = work / f"{name}.py"
     script.write_text(CHILD.format(setup=setup), encoding="utf-8")
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OPENBLAS_CORETYPE": "Sandybridge"}
-    got: dict[str, object] = {}
+    got: dict[str, float] = {}
     out = work / f"{name}.json"
     native_env = {k: v for k, v in env.items() if k != "OPENBLAS_CORETYPE"}
     subprocess.run([sys.executable, str(script), "1", str(out)], env=native_env, check=True)
@@ -114,10 +114,10 @@ def run_one(name: str, setup: str, work: Path, valgrind: str | None) -> dict[str
         }
     for k in ("seconds", "instructions", "blocks"):
         got[k] = (per[4][k] - per[1][k]) / 3
-    got["ns_per_block"] = 1e9 * float(got["seconds"]) / float(got["blocks"])
-    got["ns_per_instruction"] = 1e9 * float(got["seconds"]) / float(got["instructions"])
-    got["instructions_per_block"] = float(got["instructions"]) / float(got["blocks"])
-    got["native_blocks_per_s"] = float(got["blocks"]) / float(got["native_s"])
+    got["ns_per_block"] = 1e9 * got["seconds"] / got["blocks"]
+    got["ns_per_instruction"] = 1e9 * got["seconds"] / got["instructions"]
+    got["instructions_per_block"] = got["instructions"] / got["blocks"]
+    got["native_blocks_per_s"] = got["blocks"] / got["native_s"]
     return got
 
 
