@@ -192,7 +192,8 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "disturb them, and their baselines judge on any x86-64 Linux machine; needs valgrind), "
         "or both (counts judge, time is shown beside them); auto: a CPU benchmark with a counts "
         "baseline is counted and judged by counts where valgrind runs, the rest by time (in a "
-        "same-session comparison --perf-against REF counts them in every environment; "
+        "same-session comparison --perf-against REF counts every CPU benchmark in every "
+        "environment, under --perf-count-limit where it has no counts baseline; "
         "--perf-versions is timed). Device benchmarks "
         "are judged by device time. Default: auto",
     ),
