@@ -16,6 +16,8 @@ Needs ``qemu-user`` (Debian: ``apt-get install qemu-user``) and valgrind.
 
 ``python -m validation.counts_classes --models native,EPYC-Rome --out docs/data/counts-classes.json``
 ``python -m validation.counts_classes --models SandyBridge --select test_sum --append --out ...``
+``python -m validation.counts_classes --models EPYC-Rome --backends numpy,torch --select ''`` (every
+shipped CPU benchmark: an empty ``--select`` selects all)
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def wrapper(folder: Path, model: str) -> Path:
     return path
 
 
-def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
+def judge(model: str, folder: Path, select: str, backends: str = "numpy") -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("CI", None)
     if model != "native":
@@ -87,16 +89,16 @@ def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
         "--perf-against",
         "baselines",
         "--perf-backends",
-        "numpy",
+        backends,
         "--perf-min-judged",
         "0",
         "--perf-json",
         str(out),
-        "-k",
-        select,
+        *(["-k", select] if select else []),
     ]
-    # the counted process's folder lands here: under QEMU it does not exit after writing its
-    # counts (QEMU user mode and valgrind's threads at exit), so it is ended once they are written
+    # the counted processes' folders land here: under QEMU one does not exit after writing its
+    # counts (QEMU user mode and valgrind's threads at exit), so each is ended once its file is
+    # written (the file is written whole at its end; its path is on the process's command line)
     tmp = folder / f"tmp-{model}"
     tmp.mkdir()
     env["TMPDIR"] = str(tmp)
@@ -109,14 +111,16 @@ def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
     ):
         while proc.poll() is None:
             time.sleep(5)
-            written = list(tmp.glob("burnperf-counts-*/worker.json"))
-            if model != "native" and written and time.time() - written[0].stat().st_mtime > 30:
-                ended = (
-                    ended
-                    or not subprocess.run(
-                        ["pkill", "-9", "-f", f"qemu-x86_64 -cpu {model} "], check=False
-                    ).returncode
-                )
+            if model == "native":
+                continue
+            for written in tmp.glob("burnperf-counts-*/pass-*/worker.json"):
+                if time.time() - written.stat().st_mtime > 30:
+                    ended = (
+                        not subprocess.run(
+                            ["pkill", "-9", "-f", "--", f"--perf-worker-out={written}"], check=False
+                        ).returncode
+                        or ended
+                    )
     stdout = log.read_text(errors="replace")
     wall = time.perf_counter() - t0
     doc = json.loads(out.read_text()) if out.exists() else {"results": []}
@@ -137,6 +141,7 @@ def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
     return {
         "model": model,
         "select": select,
+        "backends": backends,
         "exit": proc.returncode,
         "wall_s": round(wall, 1),
         "summary": [x for x in lines if x.startswith("perf: ")],
@@ -149,14 +154,22 @@ def judge(model: str, folder: Path, select: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=",".join(MODELS), help="QEMU CPU models, and native")
-    ap.add_argument("--select", default=SELECT, help="a -k expression of shipped benchmarks")
+    ap.add_argument(
+        "--select", default=SELECT, help="a -k expression of shipped benchmarks ('': all)"
+    )
+    ap.add_argument("--backends", default="numpy", help="--perf-backends of the judged runs")
     ap.add_argument("--out", type=Path, default=None, help="raw JSON to write")
     ap.add_argument("--append", action="store_true", help="add these runs to --out's")
     args = ap.parse_args(argv)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     with tempfile.TemporaryDirectory(prefix="burnperf-counts-classes-") as tmp:
-        runs = [judge(m, Path(tmp), args.select) for m in args.models.split(",") if m]
-    command = f"python -m validation.counts_classes --models {args.models} --select '{args.select}'"
+        runs = [
+            judge(m, Path(tmp), args.select, args.backends) for m in args.models.split(",") if m
+        ]
+    command = (
+        f"python -m validation.counts_classes --models {args.models} --select '{args.select}'"
+        f" --backends {args.backends}"
+    )
     if args.append and args.out and args.out.exists():
         raw = json.loads(args.out.read_text())
         raw["runs"] += runs
