@@ -41,11 +41,18 @@ def install(session: nox.Session, extras: str, *groups: str) -> None:
         session.install(*nox.project.dependency_groups(PYPROJECT, *groups))
 
 
+#: Test processes side by side (pytest-xdist): one a CPU, at most four (each imports torch; the
+#: suite's timing tests hold with other CPU-bound work beside them). Whole files go to one
+#: process, so a module's shared fixtures (a built reference environment) are built once.
+#: ``nox -s tests -- -n 0`` runs it in one process.
+PARALLEL = ["-n", str(min(4, os.cpu_count() or 1)), "--dist", "loadfile"]
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
     install(session, "torch,cupy-cuda12,opencl,vulkan,nvml,history,postgres,report", "dev")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *PARALLEL, *session.posargs)
 
 
 @nox.session

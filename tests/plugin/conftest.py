@@ -49,6 +49,10 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # of those CI defaults set these variables themselves (tests/plugin/test_reference.py).
     for name in ("CI", "GITHUB_BASE_REF", *CI_MERGE_REQUEST):
         monkeypatch.delenv(name, raising=False)
+    # The suite runs under pytest-xdist (noxfile.py); the projects run here are plain pytest
+    # runs, which pytest-benchmark would take for xdist workers (and turn its timing off).
+    for name in XDIST_WORKER:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(autouse=True)
@@ -63,6 +67,7 @@ def _real_clock() -> Iterator[None]:
 
 
 CI_MERGE_REQUEST = ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME")
+XDIST_WORKER = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
 @pytest.fixture
