@@ -925,6 +925,62 @@ def test_a_counts_baseline_of_another_key_leaves_the_verdict_to_the_clock(
     assert loop["measure"] == "counts" and loop["verdict"]["status"] == "incomparable"
 
 
+# Calls that alternate between two sizes: their counts spread far beyond any threshold.
+SPREAD_BENCH = """
+import itertools
+import pytest
+
+SIZES = itertools.cycle([200, 3000])
+
+
+def work():
+    s = 0
+    for i in range(next(SIZES)):
+        s += i * i
+    return s
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_alternating(perf):
+    perf(work)
+"""
+
+
+def test_counts_that_cannot_decide_leave_the_verdict_to_the_time_baseline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-measure auto: a counted benchmark whose counts cannot tell a change of the
+    threshold's size apart (here calls that spread; a call of a few thousand interpreted
+    instructions is the other case, tests/unit/core/test_counts.py) is judged by time against
+    its time baseline instead of being left inconclusive by counts, and the run says why;
+    judged by counts alone it stays open, with the reason."""
+    _need_valgrind()
+    monkeypatch.delenv("BURNPERF_MEASURE")
+    pytester.makepyfile(test_spread=SPREAD_BENCH)
+    _run(pytester, "--perf-measure", "counts", "--perf-update")[0].assert_outcomes(passed=1)
+    _run(pytester, "--perf-update", "--perf-quick", "--perf-measure", "time")[0].assert_outcomes(
+        passed=1
+    )
+    result, doc = _run(pytester, "--perf-quick", "--perf-threshold", "1000%")
+    result.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "time" and bench["verdict"]["ratio"] is not None
+    notes = bench["verdict"]["notes"]
+    assert any(
+        n.startswith("counts not judged: counts ")
+        and "between calls" in n
+        and n.endswith("; judged by time")
+        for n in notes
+    ), notes
+    said = " ".join(result.stdout.str().split())
+    assert "1 counted CPU benchmark(s) judged by time against their time baselines" in said
+    alone, doc = _run(pytester, "--perf-measure", "counts")
+    alone.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "counts" and bench["verdict"]["status"] == "inconclusive"
+    assert "counts cannot tell changes under" in bench["verdict"]["reason"]
+
+
 # Fails in a counted process only (valgrind preloads its core there), once flagged.
 FAILS_COUNTED = """
 import os

@@ -94,15 +94,22 @@ def test_a_flat_layout_compares_two_commits_in_one_session(
 ) -> None:
     """`python -m pytest` from the root of a flat layout: the checkout is first on sys.path,
     yet the reference's rounds measure the reference (before: a usage error); both ways of
-    running the rounds."""
+    running the rounds. What is tested is that each side ran its own code: the reference's
+    busy-wait is half as long (each side's median over its rounds, which a busy host moves
+    little). Whether three rounds call a 2x slowdown `regressed` is the host's to say: beside
+    two busy processes one disturbed round set a +234% floor here."""
     result = pytester.runpytest_subprocess(
-        "--perf", "--perf-against", "v1.0", "--perf-round-start", start, *OPTS
-    )
+        "--perf", "--perf-against", "v1.0", "--perf-round-start", start, "--perf-json", "r.json",
+        *OPTS,
+    )  # fmt: skip
     out = result.stdout.str()
-    assert result.ret == 1, out
+    assert result.ret in (0, 1), out
     assert rounds in out
-    assert "regressed" in out and "judged 1 of 1 benchmarks (100%)" in out, out
     assert "from the installed reference" not in out
+    (entry,) = json.loads((flat / "r.json").read_text())["results"]
+    verdict = entry["verdict"]
+    assert verdict["baseline_median"] < 0.75 * verdict["median"], verdict
+    assert verdict["status"] == ("regressed" if result.ret == 1 else "inconclusive"), out
 
 
 def test_in_ci_a_machine_without_baselines_judges_against_the_last_release(

@@ -65,6 +65,8 @@ INTERPRETER_FLOOR = 0.015
 #: Instructions a call running interpreted code may count more in another process, whatever its
 #: size (the interpreter's specialising state: a 60 k-instruction call counted 400 more once).
 INTERPRETER_STATE = 1500
+#: The end of the reason of a benchmark counts cannot decide (:func:`undecidable`).
+UNDECIDED_ADVICE = "judge it by time"
 
 
 @dataclass(frozen=True)
@@ -185,12 +187,21 @@ def judge_counts(
     )
     change = math.log(ratio)
     if abs(change) <= math.log1p(effect) and effect > MAX_EFFECT:
+        if state >= SPREAD_FACTOR * spread:  # the call is small, not spread
+            why = (
+                f"a call of {format_count(base_median)} instructions running interpreted code, "
+                f"whose state may count up to {INTERPRETER_STATE} more in another process"
+            )
+        else:
+            why = (
+                f"its counts spread {100 * spread:.2g}% between calls (threads spinning under "
+                "valgrind, or allocation-dependent work)"
+            )
         return _with(
             verdict,
             INCONCLUSIVE,
-            f"its counts spread {100 * spread:.2g}% between calls (threads spinning under "
-            f"valgrind, or allocation-dependent work): counts cannot tell changes under "
-            f"{100 * effect:.2g}% apart; judge it by time",
+            f"{why}: counts cannot tell changes under {100 * effect:.2g}% apart; "
+            + UNDECIDED_ADVICE,
         )
     sides: tuple[tuple[int, float | None, Status], ...] = (
         (1, p_slower, REGRESSED),
@@ -224,6 +235,20 @@ def judge_counts(
                 f"effect but p={p:.2g} > alpha {alpha_each:.2g}: the calls' counts overlap",
             )
     return verdict
+
+
+def undecidable(verdict: Verdict) -> bool:
+    """Whether a counts verdict is left open because counts cannot tell a change of this size
+    apart (its minimum effect above :data:`MAX_EFFECT`, the change within it): a call that
+    small, or whose counts spread that much."""
+    return (
+        verdict.status == INCONCLUSIVE
+        and verdict.effect is not None
+        and verdict.effect > MAX_EFFECT
+        and verdict.ratio is not None
+        and verdict.ratio > 0
+        and abs(math.log(verdict.ratio)) <= math.log1p(verdict.effect)
+    )
 
 
 def _with(verdict: Verdict, status: Status, reason: str) -> Verdict:

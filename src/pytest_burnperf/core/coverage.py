@@ -71,8 +71,8 @@ _WHY_TEXT = {
     "iterations, warm-up rounds or setup): a sample means something else",
     HOST: "the host was busy while they ran",
     NOISE: "the change lies inside their noise floor or needs more samples",
-    COUNTS_SPREAD: "their counted calls spread too much to decide (each one's reason says how "
-    "much)",
+    COUNTS_SPREAD: "their counts cannot tell a change of the threshold's size apart (calls "
+    "that small or that spread: each one's reason says which)",
 }
 
 

@@ -622,6 +622,27 @@ def test_a_small_interpreted_call_gets_a_floor_in_instructions() -> None:
     assert counts.judge_counts(base, cur, alpha_each=0.001).status == REGRESSED
 
 
+def test_a_call_too_small_for_counts_names_its_size_not_a_spread() -> None:
+    """A 20 k-instruction interpreted call whose calls agree (spread 0.05%): the interpreter's
+    state alone may move it by 7.5%, so counts cannot decide at 5%; the reason names the call's
+    size and that state, not the calls' spread, and the verdict is one counts cannot decide."""
+    base, cur = [20_077.0, 20_077.0], [20_077.0, 20_087.0]
+    v = counts.judge_counts(base, cur, alpha_each=0.001, interpreter=0.85)
+    assert v.status == INCONCLUSIVE and counts.undecidable(v)
+    assert v.effect == pytest.approx(counts.INTERPRETER_STATE / 20_077)
+    assert v.reason.startswith("a call of 20.1 k instructions running interpreted code, whose")
+    assert "spread" not in v.reason and v.reason.endswith("apart; judge it by time")
+    # calls that spread keep the spread as the reason
+    spread = counts.judge_counts([1e6, 1.06e6], [1e6, 1.06e6], alpha_each=0.001)
+    assert counts.undecidable(spread) and spread.reason.startswith("its counts spread 5.8%")
+    # a change beyond even that floor is decided; a large call is judged at 5%
+    assert counts.judge_counts(base, [30_000.0] * 2, alpha_each=0.001, interpreter=0.85).status in (
+        REGRESSED,
+    )
+    big = counts.judge_counts([1e6] * 2, [1e6] * 2, alpha_each=0.001, interpreter=0.85)
+    assert big.status == UNCHANGED and not counts.undecidable(big)
+
+
 def test_the_limit_judges_the_counted_instructions_not_the_threads_waits() -> None:
     """A probe whose raw total is over the limit only by what its threads spent waiting (left
     out of every count: how long a wait spins depends on the host) is counted."""

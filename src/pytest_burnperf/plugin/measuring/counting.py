@@ -69,6 +69,10 @@ class Counting:
     #: seen before counting (_other_key: not counted) or after (counts_judging.
     #: leave_to_the_clock), judged by time instead, with why.
     incomparable: dict[str, str] = field(default_factory=dict)
+    #: --perf-measure auto against stored baselines: counted benchmarks whose counts cannot
+    #: tell a change of the threshold's size apart (core/counts.undecidable: a call that small,
+    #: or that spread) and that have a time baseline, judged by time instead, with why.
+    undecided: dict[str, str] = field(default_factory=dict)
     #: auto in a same-session comparison: counted in every environment, judged by judge_pair.
     in_session: set[str] = field(default_factory=set)
     #: auto, a named --perf-against REF: every CPU benchmark is counted in each side.
@@ -85,6 +89,8 @@ class Counting:
             return self.by_baseline[nodeid]
         if nodeid in self.incomparable and nodeid not in self.in_session:
             return self.incomparable[nodeid]
+        if nodeid in self.undecided:
+            return self.undecided[nodeid]
         for r in self.runs():
             if nodeid in r.timed_instead:
                 return r.timed_instead[nodeid]
@@ -161,7 +167,7 @@ def fallback_note(state: PerfState, nodeid: str) -> str | None:
     why = state.counting.timed_instead(nodeid)
     if why is None:
         return None
-    if nodeid in state.counting.incomparable:
+    if nodeid in state.counting.incomparable or nodeid in state.counting.undecided:
         return f"counts not judged: {why}; judged by time"
     return f"not counted: {why}" + ("" if state.run.mode.records else "; judged by time")
 
