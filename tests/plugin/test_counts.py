@@ -953,7 +953,7 @@ def test_counts_that_cannot_decide_leave_the_verdict_to_the_time_baseline(
     threshold's size apart (here calls that spread; a call of a few thousand interpreted
     instructions is the other case, tests/unit/core/test_counts.py) is judged by time against
     its time baseline instead of being left inconclusive by counts, and the run says why;
-    judged by counts alone it stays open, with the reason."""
+    judged by counts alone it stays open, with the reason; with both, its time judges."""
     _need_valgrind()
     monkeypatch.delenv("BURNPERF_MEASURE")
     pytester.makepyfile(test_spread=SPREAD_BENCH)
@@ -979,6 +979,17 @@ def test_counts_that_cannot_decide_leave_the_verdict_to_the_time_baseline(
     (bench,) = doc["results"]
     assert bench["measure"] == "counts" and bench["verdict"]["status"] == "inconclusive"
     assert "counts cannot tell changes under" in bench["verdict"]["reason"]
+    # with both, the time of its full rounds judges it
+    both, doc = _run(
+        pytester, "--perf-measure", "both", "--perf-quick", "--perf-threshold", "1000%"
+    )
+    both.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["measure"] == "time" and bench["verdict"]["ratio"] is not None
+    assert any(
+        n.startswith("counts not judged: counts ") and n.endswith("; judged by time")
+        for n in bench["verdict"]["notes"]
+    ), bench["verdict"]["notes"]
 
 
 # Fails in a counted process only (valgrind preloads its core there), once flagged.

@@ -251,6 +251,14 @@ def undecidable(verdict: Verdict) -> bool:
     )
 
 
+def undecided_text(verdict: Verdict) -> str:
+    """Why counts left an :func:`undecidable` verdict to the clock: ``counts +0.00%, but a call
+    of 17.0 k instructions running interpreted code, ...: counts cannot tell changes under 8.8%
+    apart``."""
+    reason = verdict.reason.removesuffix("; " + UNDECIDED_ADVICE)
+    return f"counts {counts_change(verdict)}, but {reason}"
+
+
 def _with(verdict: Verdict, status: Status, reason: str) -> Verdict:
     return replace(verdict, status=status, reason=reason)
 

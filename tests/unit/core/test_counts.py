@@ -632,6 +632,10 @@ def test_a_call_too_small_for_counts_names_its_size_not_a_spread() -> None:
     assert v.effect == pytest.approx(counts.INTERPRETER_STATE / 20_077)
     assert v.reason.startswith("a call of 20.1 k instructions running interpreted code, whose")
     assert "spread" not in v.reason and v.reason.endswith("apart; judge it by time")
+    said = counts.undecided_text(v)  # what the run says where the clock judges it instead
+    assert said.startswith("counts +0.02%, but a call of 20.1 k instructions") and said.endswith(
+        "cannot tell changes under 7.5% apart"
+    )
     # calls that spread keep the spread as the reason
     spread = counts.judge_counts([1e6, 1.06e6], [1e6, 1.06e6], alpha_each=0.001)
     assert counts.undecidable(spread) and spread.reason.startswith("its counts spread 5.8%")

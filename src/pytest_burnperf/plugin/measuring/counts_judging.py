@@ -77,27 +77,7 @@ def judge(
                 f"{node}: not judged: not counted ({why or 'no counts'}); see the run's notes",
                 pytrace=False,
             )
-        result = replace(
-            timed,
-            verdict=replace(
-                timed.verdict,
-                notes=(*timed.verdict.notes, f"counts: not counted ({why}); time judged"),
-            ),
-        )
-        policy = Policy(
-            alpha=perf.settings.alpha,
-            threshold=perf.settings.threshold,
-            comparisons=state.findings.comparisons,
-        )
-        verdict = result.verdict
-        settle(
-            state,
-            perf._item,
-            perf._key,
-            result,
-            lambda: failure_message(perf._key, verdict, policy),
-        )
-        return result
+        return _judged_by_time(perf, timed, f"counts: not counted ({why}); time judged")
     key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
     problem = None
     try:
@@ -118,6 +98,12 @@ def judge(
     )
     base_values = instruction_counts.baseline_counts(entry)
     beside = counting.time_beside(state, perf.device.kind, node)
+    # --perf-measure both: where counts cannot tell a change of the threshold's size apart,
+    # the time from its full rounds judges
+    full_rounds = timed is not None and timed.verdict.ratio is not None and not beside
+    if full_rounds and timed is not None and counts.undecidable(verdict):
+        note = f"counts not judged: {counts.undecided_text(verdict)}; judged by time"
+        return _judged_by_time(perf, timed, note)
     verdict = replace(
         verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed, beside=beside))
     )
@@ -149,6 +135,24 @@ def judge(
         perf._key,
         result,
         lambda: counts.counts_failure(perf._key, result.verdict),
+    )
+    return result
+
+
+def _judged_by_time(perf: Benchmark, timed: Result, note: str) -> Result:
+    """The time result judges a benchmark counts did not judge (``note`` says why), settled
+    as any timed one: its regression fails the test."""
+    __tracebackhide__ = True
+    state = perf._state
+    result = replace(timed, verdict=replace(timed.verdict, notes=(*timed.verdict.notes, note)))
+    policy = Policy(
+        alpha=perf.settings.alpha,
+        threshold=perf.settings.threshold,
+        comparisons=state.findings.comparisons,
+    )
+    verdict = result.verdict
+    settle(
+        state, perf._item, perf._key, result, lambda: failure_message(perf._key, verdict, policy)
     )
     return result
 
@@ -198,8 +202,7 @@ def leave_to_the_clock(
             why = verdict.reason.removesuffix(instruction_counts.RECORD_AGAIN)
             c.incomparable[node] = why or "its counts baseline was counted otherwise"
         elif not same_session and counts.undecidable(verdict):
-            reason = verdict.reason.removesuffix("; " + counts.UNDECIDED_ADVICE)
-            c.undecided[node] = f"counts {counts.counts_change(verdict)}, but {reason}"
+            c.undecided[node] = counts.undecided_text(verdict)
     moved = [item.nodeid for item in items if item.nodeid in c.incomparable]
     if moved and not same_session:  # in the session they are counted in each side first
         state.notes.append(another_key_note(state, moved, same_session=False))
