@@ -679,6 +679,22 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     assert plain["measure"] == "time"
     assert "1 CPU benchmark(s) not counted in every environment (first, " in said, said
     assert "over --perf-count-limit 0.001k" in said, said
+    # calls whose counts cannot tell a change of the threshold's size apart: counted in both
+    # environments, then timed in this session, with why
+    (loop_repo / "test_spread.py").write_text(SPREAD_BENCH)
+    spread = pytester.runpytest_subprocess(
+        *common, "--perf-against", "base", "--perf-quick", "--perf-threshold", "1000%",
+        "-k", "test_alternating", "--perf-json", "spread.json",
+    )  # fmt: skip
+    spread.assert_outcomes(passed=1)
+    (alt,) = json.loads((loop_repo / "spread.json").read_text())["results"]
+    assert alt["measure"] == "time" and alt["baseline"]["reference"] == "base"
+    assert any(
+        n.startswith("counts not judged: counts ") and n.endswith("; judged by time")
+        for n in alt["verdict"]["notes"]
+    ), alt["verdict"]["notes"]
+    said = " ".join(spread.stdout.str().split())
+    assert "1 CPU benchmark(s) counted in base and current judged by time in this" in said, said
 
 
 HEAVY = """

@@ -7,23 +7,33 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.measuring.session_counts import counted_in_session
 
+#: A compiled call's counts: alike in every environment, judged by counts.
+STEADY = Counted(instructions=(1_000_000, 1_000_000), cycles=())
 
-def _state(sides: dict[str, set[str]], moved: list[str]) -> Any:
+
+def _state(
+    sides: dict[str, set[str]], moved: list[str], counted: dict[str, Counted] | None = None
+) -> Any:
     counting = Counting(measure="auto", valgrind="valgrind", version="3.19.0", caches=False)
     counting.incomparable = {
         n: "counts baseline recorded with numpy 2.4.6, this run has 2.3.5" for n in moved
     }
     counting.sides = {
-        label: types.SimpleNamespace(counts={n: object() for n in nodes}, timed_instead={})
+        label: types.SimpleNamespace(
+            counts={n: (counted or {}).get(n, STEADY) for n in nodes}, timed_instead={}
+        )
         for label, nodes in sides.items()
     }
     return types.SimpleNamespace(
         counting=counting,
         run=types.SimpleNamespace(
-            plan=types.SimpleNamespace(refs=["main", "current"]),
+            plan=types.SimpleNamespace(
+                refs=["main", "current"], reference="main", candidate="current"
+            ),
             invocation=("--perf", "--perf-against", "auto", "perf_tests", "-v"),
         ),
         notes=[],
@@ -83,3 +93,21 @@ def test_an_environment_with_no_counted_process_is_named_not_a_crash() -> None:
     counted_in_session(state, ["t.py::a"])
     assert state.counting.in_session == set() and state.counting.left_to_time == {"t.py::a"}
     assert "(first, t.py::a: main: not counted): judged by time" in state.notes[-1]
+
+
+def test_counts_that_cannot_decide_are_timed_in_the_session_with_why() -> None:
+    """A call of 20 k interpreted instructions, counted in both environments: the interpreter's
+    state may move it by more than the threshold, so it is timed in the session, and the
+    summary and its note say why; the compiled one beside it is judged by counts."""
+    moved = ["t.py::small", "t.py::big"]
+    small = Counted(instructions=(20_077, 20_077), cycles=(), interpreter=0.85)
+    both = {"t.py::small", "t.py::big"}
+    state = _state({"main": both, "current": both}, moved, {"t.py::small": small})
+    counted_in_session(state, moved)
+    c = state.counting
+    assert c.in_session == {"t.py::big"}
+    why = c.timed_instead("t.py::small")
+    assert why is not None and why.startswith("counts +0.00%, but a call of 20.1 k instructions")
+    (note,) = [n for n in state.notes if "judged by time in this session" in n]
+    assert note.startswith("1 CPU benchmark(s) counted in main and current judged by time")
+    assert not any("not counted in every environment" in n for n in state.notes)

@@ -69,9 +69,10 @@ class Counting:
     #: seen before counting (_other_key: not counted) or after (counts_judging.
     #: leave_to_the_clock), judged by time instead, with why.
     incomparable: dict[str, str] = field(default_factory=dict)
-    #: --perf-measure auto against stored baselines: counted benchmarks whose counts cannot
-    #: tell a change of the threshold's size apart (core/counts.undecidable: a call that small,
-    #: or that spread) and that have a time baseline, judged by time instead, with why.
+    #: --perf-measure auto: counted benchmarks whose counts cannot tell a change of the
+    #: threshold's size apart (core/counts.undecidable: a call that small, or that spread),
+    #: judged by time instead, with why: against their time baseline (counts_judging.
+    #: leave_to_the_clock), or in the session (session_counts.counted_in_session).
     undecided: dict[str, str] = field(default_factory=dict)
     #: auto in a same-session comparison: counted in every environment, judged by judge_pair.
     in_session: set[str] = field(default_factory=set)
@@ -87,10 +88,10 @@ class Counting:
         else None."""
         if nodeid in self.by_baseline:
             return self.by_baseline[nodeid]
-        if nodeid in self.incomparable and nodeid not in self.in_session:
-            return self.incomparable[nodeid]
         if nodeid in self.undecided:
             return self.undecided[nodeid]
+        if nodeid in self.incomparable and nodeid not in self.in_session:
+            return self.incomparable[nodeid]
         for r in self.runs():
             if nodeid in r.timed_instead:
                 return r.timed_instead[nodeid]

@@ -168,10 +168,10 @@ def leave_to_the_clock(
     (counting._other_key); the rest are found here from their counts. So is one the counted
     process could not count (it failed or was skipped there): the clock judges it too, with why
     (CountedRun.timed_instead). One without a time baseline stays judged by counts
-    (``incomparable``, or failed as not counted, with the advice). Against stored baselines,
-    so is one whose counts cannot tell a change of the threshold's size apart (counts.
-    undecidable: a call that small, or that spread; Counting.undecided), where it has a time
-    baseline. Returns the benchmarks of another key judged by the clock so."""
+    (``incomparable``, or failed as not counted, with the advice). So is one whose counts
+    cannot tell a change of the threshold's size apart (counts.undecidable: a call that small,
+    or that spread; Counting.undecided): against its time baseline where it has one, or in the
+    session. Returns the benchmarks of another key judged by the clock so."""
     c: Counting | None = state.counting
     if c is None or c.measure != "auto":
         return []
@@ -201,17 +201,18 @@ def leave_to_the_clock(
         if verdict.status == INCOMPARABLE:
             why = verdict.reason.removesuffix(instruction_counts.RECORD_AGAIN)
             c.incomparable[node] = why or "its counts baseline was counted otherwise"
-        elif not same_session and counts.undecidable(verdict):
+        elif counts.undecidable(verdict):
             c.undecided[node] = counts.undecided_text(verdict)
     moved = [item.nodeid for item in items if item.nodeid in c.incomparable]
     if moved and not same_session:  # in the session they are counted in each side first
         state.notes.append(another_key_note(state, moved, same_session=False))
     small = [item.nodeid for item in items if item.nodeid in c.undecided]
     if small:
+        against = "in this session" if same_session else "against their time baselines"
         state.notes.append(
-            f"{len(small)} counted CPU benchmark(s) judged by time against their time "
-            "baselines: their counts cannot tell a change of the threshold's size apart (each "
-            f"one's note says why; the first: {c.undecided[small[0]]})"
+            f"{len(small)} counted CPU benchmark(s) judged by time {against}: their counts "
+            "cannot tell a change of the threshold's size apart (each one's note says why; the "
+            f"first: {c.undecided[small[0]]})"
         )
     return moved
 

@@ -6,13 +6,17 @@ of this run's key judge what they hold and those of another key (another numpy, 
 counted in each environment; and a named ``--perf-against REF``, where every CPU benchmark is
 counted in each environment: one with a counts baseline (of any key: it was countable when
 recorded) whatever the count limit, the others where their calls are under it (their basic
-blocks decide, the same in every environment and on every host). The rest, and one an
-environment could not count, are timed in the session."""
+blocks decide, the same in every environment and on every host). The rest, one an
+environment could not count, and one whose counts cannot tell a change of the threshold's size
+apart (a call that small, or that spread: core/counts.undecidable), are timed in the
+session."""
 
 from __future__ import annotations
 
 import pytest
 
+from pytest_burnperf.core import counts
+from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.plugin.measuring.counts_judging import another_key_note
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
 from pytest_burnperf.runs.counted import CountedRun
@@ -48,8 +52,21 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
     assert c is not None and plan is not None
     runs = [c.sides.get(label) for label in plan.refs]
     both = [n for n in moved if all(r is not None and n in r.counts for r in runs)]
+    ref, cur = c.sides.get(plan.reference), c.sides.get(plan.candidate)
+    for n in both if ref is not None and cur is not None else ():
+        pair = instruction_counts.between(ref.counts[n], cur.counts[n], alpha_each=0.05)
+        if counts.undecidable(pair):  # the status only: alpha does not move it
+            c.undecided[n] = counts.undecided_text(pair)
+    undecided = [n for n in both if n in c.undecided]
+    both = [n for n in both if n not in c.undecided]
     c.in_session.update(both)
     where = " and ".join(plan.refs)
+    if undecided:
+        state.notes.append(
+            f"{len(undecided)} CPU benchmark(s) counted in {where} judged by time in this "
+            "session: their counts cannot tell a change of the threshold's size apart (each "
+            f"one's note says why; the first: {c.undecided[undecided[0]]})"
+        )
     if both and c.named_reference:
         state.notes.append(
             f"{len(both)} CPU benchmark(s) counted in {where} and judged by counts in this session"
@@ -59,7 +76,7 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
             f"{len(both)} CPU benchmark(s) with counts baselines of another key "
             f"({c.incomparable[both[0]]}) counted in {where} and judged by counts in this session"
         )
-    rest = [n for n in moved if n not in c.in_session]
+    rest = [n for n in moved if n not in c.in_session and n not in c.undecided]
     if not rest:
         return
     if not c.named_reference:
