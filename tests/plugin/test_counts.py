@@ -695,6 +695,18 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     ), alt["verdict"]["notes"]
     said = " ".join(spread.stdout.str().split())
     assert "1 CPU benchmark(s) counted in base and current judged by time in this" in said, said
+    # the same rule under both: the session's time rounds judge it
+    both = pytester.runpytest_subprocess(
+        *common, "--perf-against", "base", "--perf-measure", "both", "--perf-quick",
+        "--perf-threshold", "1000%", "-k", "test_alternating", "--perf-json", "both.json",
+    )  # fmt: skip
+    both.assert_outcomes(passed=1)
+    (alt,) = json.loads((loop_repo / "both.json").read_text())["results"]
+    assert alt["measure"] == "time" and alt["baseline"]["reference"] == "base"
+    assert any(
+        n.startswith("counts not judged: counts ") and n.endswith("; judged by time")
+        for n in alt["verdict"]["notes"]
+    ), alt["verdict"]["notes"]
 
 
 HEAVY = """

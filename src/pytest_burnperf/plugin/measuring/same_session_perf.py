@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core import counts
 from pytest_burnperf.core.assess import (
     note_paired_host,
 )
@@ -147,10 +148,15 @@ class ComparePerf(SmokePerf):
             reference=plan.reference,
             candidate=plan.candidate,
         )
-        if counting.by_counts(state, self.device.kind, node):  # --perf-measure both
-            counts_judging.judge_pair(self, result, make_result)
-            return
         fallback = counting.fallback_note(state, node)
+        if counting.by_counts(state, self.device.kind, node):  # --perf-measure both
+            pair = counts_judging.counts_pair_verdict(state, self.settings, node)
+            if pair is None or not counts.undecidable(pair):
+                counts_judging.judge_pair(self, result, make_result)
+                return
+            # counts cannot tell a change of the threshold's size apart: the session's time
+            # rounds judge it, as under auto (session_counts.counted_in_session)
+            fallback = f"counts not judged: {counts.undecided_text(pair)}; judged by time"
         if fallback is not None:
             result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
         result = pair_profiles.attach(state, result)
