@@ -166,3 +166,29 @@ def test_calls_that_cannot_be_captured_fail_their_own_test_only(
         ]
     )
     assert "faulted" not in result.stdout.str()
+
+
+def test_a_device_bound_kernel_is_judged_with_the_device_prior(
+    pytester: pytest.Pytester, gpu: FakeGraphGpu
+) -> None:
+    """Device events on a device off the host CPU, the device busy for the whole span: the
+    device's between-process prior; the same benchmark on numpy keeps the host's."""
+    pytester.makepyfile(
+        test_eager="""
+        import numpy as np
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy", "cupy"], dtypes=["f32"])
+        def test_kernel(perf, device):
+            x = np.ones(256, dtype=np.float32)
+            perf(lambda: np.sqrt(x + 1.0))
+        """
+    )
+    pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=2, skipped=1)
+    # threshold 1000%: this checks which prior judged, never this machine's speed
+    again = pytester.runpytest("--perf", "--perf-json=r.json", "--perf-threshold=1000%", *FAST)
+    again.assert_outcomes(passed=2, skipped=1)
+    results = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    prior = {r["device"]["id"]: r["verdict"]["prior"] for r in results}
+    assert prior["cupy-cuda0"].startswith("measured on device-bound GPU kernels (0.5%, 2 ")
+    assert prior["numpy-cpu"].startswith("fitted to the spreads of typical workloads (2.2%, 2 ")

@@ -133,6 +133,60 @@ class NoisePrior:
 #: on purpose: some benchmarks move by 10% between processes, and one or two runs cannot tell.
 DEFAULT_PRIOR = NoisePrior(0.022, 2, "fitted to the spreads of typical workloads")
 
+#: The prior of a device clock (device events, a replayed graph) on a device that does not
+#: compute on the host CPU, where the device kept busy for the samples' span (``device_bound``):
+#: what moves such a median between processes is the GPU, not the host. Measured on an H100
+#: (docs/validation.md, "The device clock's own prior"; ``python -m validation.device_prior``):
+#: the device time of 9 device-bound benchmarks (matmul, axpy, a reduction, a small model, a
+#: replayed graph; torch and cupy) moved by 0.10% between processes (median of 36 spreads of 3-8
+#: processes), 0.68% at the 90th percentile and 1.5% at most, and by 0.62% at most between
+#: sessions against stored baselines. The maximum-likelihood scale at 2 degrees of freedom is
+#: 0.07%; the prior takes 0.5%, above nine spreads in ten, heavy-tailed at 2 degrees of freedom
+#: like the host's, so one or two rounds that happen to agree do not make a kernel look steadier
+#: than kernels are. Replayed on those rounds at a 1% threshold, the median floor of the
+#: same-session comparisons fell from 12.2% (the host's prior) to 2.7%, with the same verdicts.
+DEVICE_PRIOR = NoisePrior(0.005, 2, "measured on device-bound GPU kernels")
+
+#: A device-clock benchmark is device-bound when its device time is at least this share of the
+#: host wall time of the same samples: the device was busy for nearly all of the span. Measured
+#: on an H100: 1.00-1.03 for device-bound kernels and replayed graphs, 0.13-0.29 for a chain of
+#: small launches, whose device time holds the gaps the host leaves between launches.
+DEVICE_BOUND_SHARE = 0.8
+
+#: The noise sources a prior is kept for: ``host`` (the host CPU sets the pace: host wall time,
+#: a device on the host CPU, a launch-bound chain) and ``device`` (a device-bound GPU kernel).
+PRIORS: dict[str, NoisePrior] = {"host": DEFAULT_PRIOR, "device": DEVICE_PRIOR}
+
+
+def noise_source(
+    timer: str,
+    *,
+    on_host: bool,
+    values: Sequence[float],
+    host_values: Sequence[float] | None,
+) -> str:
+    """What sets a benchmark's between-process noise (a key of :data:`PRIORS`): ``device`` for a
+    device clock on a device off the host CPU whose median device time is at least
+    :data:`DEVICE_BOUND_SHARE` of the median host wall time of the same samples; ``host``
+    otherwise, and wherever the host's time of the samples is unknown."""
+    if timer not in ("device", "graph") or on_host or not values or not host_values:
+        return "host"
+    host = statistics.median(host_values)
+    if not (math.isfinite(host) and host > 0.0):
+        return "host"
+    share = statistics.median(values) / host
+    return "device" if share >= DEVICE_BOUND_SHARE else "host"
+
+
+def joint_source(*sources: object) -> str | None:
+    """The noise source of a comparison whose sides name ``sources`` (None or "" where a side
+    did not say): ``device`` only where every side that said is device-bound, ``host`` where one
+    is not, None where none said."""
+    said = [s for s in sources if s in PRIORS]
+    if not said:
+        return None
+    return "device" if all(s == "device" for s in said) else "host"
+
 
 def spread_or_prior(
     observed: tuple[float, int] | None, prior: NoisePrior | None

@@ -310,6 +310,7 @@ class Result:
                 "spread": v.spread,
                 "spread_dof": v.spread_dof,
                 "spread_source": v.spread_source,
+                "prior": v.prior,
                 "p_runs_slower": v.p_runs_slower,
                 "min_effect": v.effect,
                 "min_detectable_slowdown": v.min_detectable,

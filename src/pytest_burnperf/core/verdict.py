@@ -74,6 +74,16 @@ class Policy:
     def alpha_each(self) -> float:
         return stats.bonferroni(self.alpha, self.comparisons)
 
+    def for_noise(self, source: str | None) -> Policy:
+        """This policy with the prior of the clock that timed the benchmark
+        (``between_runs.noise_source``: ``device`` for a device-bound GPU kernel, ``host``
+        otherwise). A prior set on purpose (a test's, or None) is kept: only the default one is
+        swapped."""
+        prior = between_runs.PRIORS.get(source or "")
+        if prior is None or self.prior is not between_runs.DEFAULT_PRIOR:
+            return self
+        return replace(self, prior=prior)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -107,6 +117,9 @@ class Verdict:
     #: Where ``spread`` comes from: "runs+prior", "runs" (no prior), "prior" (one run a side:
     #: nothing measured) or "" (neither).
     spread_source: str = ""
+    #: The between-process prior pooled in, where one was (``between_runs.PRIORS``: the host's,
+    #: or the device's for a device-bound GPU kernel): its source, spread and degrees of freedom.
+    prior: str = ""
     #: One-sided p-value of a slowdown from the between-run model (t test on log run medians).
     p_runs_slower: float | None = None
     #: The slowdown that counts: the larger of the threshold and the noise floor.
@@ -232,6 +245,12 @@ def judge(
         spread=None if model is None else model.spread,
         spread_dof=None if model is None else model.dof,
         spread_source=source,
+        prior=""
+        if policy.prior is None or model is None or "prior" not in source
+        else (
+            f"{policy.prior.source} ({100 * policy.prior.spread:.2g}%, "
+            f"{policy.prior.dof} degrees of freedom)"
+        ),
         effect=effect,
         min_detectable=min_det,
         p_slower=stats.mann_whitney_greater(cur_all, base_all),
@@ -424,7 +443,10 @@ def _spread_source(
 
 
 def _pooled(prior: between_runs.NoisePrior | None) -> str:
-    return "" if prior is None else f"pooled with the {100 * prior.spread:.1f}% prior: "
+    if prior is None:
+        return ""
+    whose = " device" if prior is between_runs.DEVICE_PRIOR else ""
+    return f"pooled with the {100 * prior.spread:.1f}%{whose} prior: "
 
 
 def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: str) -> Verdict:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
+from pytest_burnperf.core.between_runs import joint_source
 from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.runs.environments import Env
@@ -133,11 +134,18 @@ class Measured:
             dict(jf.mapping(rec.get("probe")))
         )
         self.last.setdefault(label, {})[nodeid] = {
-            k: rec[k] for k in ("loops", "timer", "l2_flush") if k in rec
+            k: rec[k] for k in ("loops", "timer", "l2_flush", "noise") if k in rec
         }
 
     def of(self, label: str, nodeid: str) -> list[list[float]]:
         return self.runs.get(label, {}).get(nodeid, [])
+
+    def noise(self, labels: Sequence[str], nodeid: str) -> str | None:
+        """What sets ``nodeid``'s between-process noise as the rounds of ``labels`` saw it
+        (core.between_runs.joint_source: ``device`` only where every side was device-bound)."""
+        return joint_source(
+            *(self.last.get(label, {}).get(nodeid, {}).get("noise") for label in labels)
+        )
 
     def busy_rounds(self, labels: Sequence[str], nodeid: str) -> dict[int, str]:
         """``{round index: why}`` of the rounds in which the host was busy while one of

@@ -188,7 +188,7 @@ def time_verdict(
         threshold=settings.threshold,
         comparisons=state.findings.comparisons,
         paired=True,
-    )
+    ).for_noise(got.noise((plan.reference, plan.candidate), node))
     left_out: dict[int, str] = {}
     if not state.run.trust_host:
         ref, cur, left_out = got.clean_pairs(plan.reference, plan.candidate, node)

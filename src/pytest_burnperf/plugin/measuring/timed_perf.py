@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from pytest_burnperf.core.assess import HostEvidence, assess, own_threads
+from pytest_burnperf.core.between_runs import noise_source
 from pytest_burnperf.core.clocks import GraphCaptureError, settles
 from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.roofline_figures import Work, WorkError
@@ -376,6 +377,14 @@ class Perf:
 
         state = self._state
         node = self._item.nodeid
+        # what sets this benchmark's between-process noise: the GPU for a device-bound kernel,
+        # else the host (its prior: core/between_runs.PRIORS)
+        noise = noise_source(
+            sample.timer,
+            on_host="cpu" in fingerprint,
+            values=sample.values,
+            host_values=sample.host_values,
+        )
         if state.run.mode.in_round:  # an extra round: keep the samples for the parent
             keep_round_record(
                 state,
@@ -387,13 +396,14 @@ class Perf:
                     "loops": sample.loops,
                     "timer": sample.timer,
                     "l2_flush": sample.l2_flush,
+                    "noise": noise,
                 },
             )
             return
         s = self.settings
         policy = Policy(
             alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons
-        )
+        ).for_noise(noise)
         runs = [*state.findings.round_runs.get(node, []), list(sample.values)]
         evidence = _host_evidence(state, node, host, probe, self._baseline)
         verdict = assess(

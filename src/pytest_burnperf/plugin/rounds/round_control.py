@@ -152,7 +152,7 @@ def run_same_session(
             threshold=s.threshold,
             comparisons=state.findings.comparisons,
             paired=True,
-        )
+        ).for_noise(got.noise((plan.reference, plan.candidate), nodeid))
         if state.run.trust_host:
             ref, cur = got.of(plan.reference, nodeid), got.of(plan.candidate, nodeid)
         else:  # a round on a busy host does not count, so another is run in its place
@@ -247,7 +247,7 @@ def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Me
         s = state.run.settings_for(case.spec)
         policy = Policy(
             alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons
-        )
+        ).for_noise(got.noise((CURRENT,), nodeid))
         if state.run.mode.records:
             return needs_more_rounds(None, runs, policy, recording=True)
         try:
