@@ -165,6 +165,21 @@ def test_a_steady_baseline_is_not_called_noisy(loop_project: pytest.Pytester) ->
     rec = loop_project.runpytest("--perf", "--perf-update", *FAST)
     rec.assert_outcomes(passed=2)
     assert "noisy baselines" not in rec.stdout.str()
+    assert "single-round baselines" not in rec.stdout.str()  # --perf-quick records 3 rounds
+
+
+def test_baselines_of_one_process_round_are_said(loop_project: pytest.Pytester) -> None:
+    """A recording with --perf-rounds 1 is never silent about it: how far processes move was not
+    measured (issue 72: a one-round GPU baseline kept its one host's launch times, 4.5x)."""
+    rec = loop_project.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
+    rec.assert_outcomes(passed=2)
+    rec.stdout.fnmatch_lines(
+        [
+            "single-round baselines: 2 of 2 recorded benchmark(s) were timed in one process "
+            "round*above the prior's floor: *(+*%), *(+*%); *--perf-update, without "
+            "--perf-rounds 1)",
+        ]
+    )
 
 
 @pytest.mark.parametrize("start", ["auto", "fresh"])

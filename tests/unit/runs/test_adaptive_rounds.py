@@ -16,7 +16,7 @@ from pytest_burnperf.core.verdict import (
     needs_more_rounds,
     recording_floor,
 )
-from pytest_burnperf.plugin.output.baseline_writing import noisy_baselines_text
+from pytest_burnperf.plugin.output.baseline_writing import noisy_baselines_text, single_round_text
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 
@@ -85,6 +85,14 @@ def test_noisy_baselines_text_names_the_worst_first_and_counts_the_rest() -> Non
     assert text.startswith("noisy baselines: 7 of 31 recorded benchmark(s) varied")
     assert "t.py::test_6 (+12.0%), t.py::test_5 (+11.0%), t.py::test_4 (+10.0%) and 4 more" in text
     assert "re-record them on a quieter host" in text
+
+
+def test_single_round_text_names_the_widest_floor_first() -> None:
+    floors: dict[str, float | None] = {"t.py::a": 0.36, "t.py::b": None, "t.py::c": 0.5}
+    text = single_round_text(floors, recorded=4, show=2)
+    assert text.startswith("single-round baselines: 3 of 4 recorded benchmark(s) were timed in ")
+    assert "t.py::c (+50.0%), t.py::a (+36.0%) and 1 more;" in text
+    assert single_round_text({"t.py::b": None}, 1).count("t.py::b;") == 1
 
 
 def test_rounds_text() -> None:

@@ -159,6 +159,12 @@ def keep_noisy(state: PerfState, nodeid: str, floor: float) -> None:
     state.findings.noisy_records[nodeid] = floor
 
 
+def keep_single_round(state: PerfState, nodeid: str, floor: float | None) -> None:
+    """Recording: ``nodeid`` was timed in one process round only; ``floor`` is what a
+    comparison against it would see from the prior alone."""
+    state.findings.single_round_records[nodeid] = floor
+
+
 def keep_renamed(state: PerfState, module: str, key: str, old: str) -> None:
     """A pytest-benchmark test's baseline found under the key it had with ``[cpu]`` in its id:
     --perf-update writes ``key`` and drops ``old``."""

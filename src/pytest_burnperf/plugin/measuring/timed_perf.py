@@ -36,6 +36,7 @@ from pytest_burnperf.plugin.measuring.profile_rerun import profile_here, profile
 from pytest_burnperf.plugin.measuring.result_record import (
     as_runs,
     keep_noisy,
+    keep_single_round,
     keep_round_record,
     make_result,
     settle,
@@ -457,6 +458,8 @@ class Perf:
             own = recording_floor(runs, replace(policy, prior=None))
             if floor is not None and own is not None and min(floor, own) > policy.threshold:
                 keep_noisy(state, node, floor)
+            if sum(1 for r in runs if r) == 1:  # never a single round silently
+                keep_single_round(state, node, floor)
         settle(
             state,
             self._item,

@@ -98,6 +98,14 @@ def _save(
     }
     if noisy and store is state.store:
         state.notes.append(noisy_baselines_text(noisy, n))
+    single = {
+        node: floor
+        for node, floor in state.findings.single_round_records.items()
+        if node in state.findings.passed
+        and store.path_for(state.findings.results[node].module) in written
+    }
+    if single and store is state.store:
+        state.notes.append(single_round_text(single, n))
     if report.deferred:
         interrupted(
             state,
@@ -120,4 +128,24 @@ def noisy_baselines_text(floors: Mapping[str, float], recorded: int, show: int =
         f"slowdowns above its floor: {names}; re-record them on a quieter host "
         "(-k NAME --perf-update), or compare in one session (--perf-against), which "
         "cancels what the host does between runs"
+    )
+
+
+def single_round_text(floors: Mapping[str, float | None], recorded: int, show: int = 5) -> str:
+    """The summary line of baselines timed in one process round: how far processes move was
+    not measured, so comparisons against them see only what the prior allows, and whatever
+    that one process's host did (a launch-bound GPU kernel's launches) is in them."""
+    worst = sorted(floors.items(), key=lambda kv: (-(kv[1] or 0.0), kv[0]))
+    names = ", ".join(
+        node + ("" if floor is None else f" (+{100 * floor:.1f}%)") for node, floor in worst[:show]
+    )
+    if len(worst) > show:
+        names += f" and {len(worst) - show} more"
+    return (
+        f"single-round baselines: {len(floors)} of {recorded} recorded benchmark(s) were timed "
+        "in one process round, so how far their processes move is not measured and a "
+        "comparison against them sees only slowdowns above the prior's floor: "
+        f"{names}; whatever that one process's host did is in them (a launch-bound GPU "
+        "kernel's launch times); record them with the default process rounds (-k NAME "
+        "--perf-update, without --perf-rounds 1)"
     )

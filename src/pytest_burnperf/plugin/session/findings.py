@@ -39,6 +39,9 @@ class Findings:
     #: Recording: the benchmarks whose runs are too noisy for their threshold, with the noise
     #: floor a comparison with as many rounds would have (recording_floor).
     noisy_records: dict[str, float] = field(default_factory=dict)
+    #: Recording: the benchmarks timed in one process round only, with the floor a comparison
+    #: against them would have from the prior alone (None without a prior).
+    single_round_records: dict[str, float | None] = field(default_factory=dict)
     interrupted: bool = False
     #: The run stopped with a usage error after the session began: no summary.
     aborted: bool = False
