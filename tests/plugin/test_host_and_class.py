@@ -174,6 +174,43 @@ def test_busy_host_makes_a_slowdown_inconclusive_and_says_so(
     strict.stdout.fnmatch_lines(["*test_loop*inconclusive (host busy while it ran*--perf-strict*"])
 
 
+def test_a_baseline_recorded_on_a_busy_host_is_said_and_never_passes_what_it_could_hide(
+    loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 72: baselines recorded beside other work made a planted +20% read `unchanged`. The
+    recording says so; a later run on a quiet host does not call a change the baseline's slow
+    rounds could hide unchanged (--perf-strict fails it)."""
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.95))
+    rec = loop_project.runpytest(*RECORD)
+    rec.assert_outcomes(passed=2)
+    rec.stdout.fnmatch_lines(
+        [
+            "baselines recorded on a busy host: 2 of 2 recorded benchmark(s) ran some rounds "
+            "beside other work (other processes used 0.95 of 2 CPUs): test_bench.py::test_loop*",
+        ]
+    )
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.02))
+    # a 40% threshold: above the 1-vs-1 floor, so a quiet baseline would be judged unchanged
+    loose = ("--perf-threshold", "40%", *FAST)
+    result = loop_project.runpytest("--perf", *loose)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_loop[[]numpy-cpu-f64[]]: inconclusive: the baseline was recorded on a busy host "
+            "(other processes used 0.95 of 2 CPUs): its rounds may have run up to +50.0% slow, so "
+            "the *% measured against it could hide a slowdown of up to +*%; not called unchanged*",
+        ]
+    )
+    strict = loop_project.runpytest("--perf", "--perf-strict", *loose)
+    strict.assert_outcomes(failed=2)
+    # the same baselines recorded on a quiet host: unchanged
+    loop_project.runpytest(*RECORD).assert_outcomes(passed=2)
+    quiet = loop_project.runpytest("--perf", "--perf-json", "r.json", *loose)
+    quiet.assert_outcomes(passed=2)
+    doc = json.loads((loop_project.path / "r.json").read_text())
+    assert {r["verdict"]["status"] for r in doc["results"]} == {"unchanged"}
+
+
 def test_a_slowdown_beyond_what_the_busy_host_explains_fails(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,7 @@ Order of the questions:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -114,8 +115,59 @@ class HostEvidence:
         bad = [why for why in reasons if why]
         return f"the baseline was recorded on a busy host ({bad[0]})" if bad else None
 
+    def baseline_busy_rounds(self, rounds: int) -> dict[int, str]:
+        """``{round index: why}`` of the baseline's rounds recorded on a disturbed host, when its
+        windows are one per round (``rounds`` of them); empty otherwise."""
+        if len(self.baseline_windows) != rounds:
+            return {}
+        return busy_rounds(self.baseline_windows)
+
+    def baseline_inflation(self, runs: Sequence[Sequence[float]]) -> float:
+        """How much slower than it should be the baseline's level may be because of its busy
+        rounds (a ratio, 1.0 for none): measured where its windows line up with its ``runs`` and
+        some rounds were clean (the level of all rounds over that of the clean ones, never
+        below 1), else the most its busy windows can explain (``Window.explains_up_to``)."""
+        busy = self.baseline_busy_rounds(len(runs))
+        clean = [r for i, r in enumerate(runs) if i not in busy and len(r)]
+        every = [r for r in runs if len(r)]
+        if busy and clean and len(clean) < len(every):
+            return max(1.0, _level(every) / _level(clean))
+        return max((w.explains_up_to() for w in self.baseline_windows), default=1.0)
+
     def probe_ratio(self) -> tuple[float, dict[str, float]] | None:
         return _probe.host_ratio(self.baseline_probe, self.probe)
+
+
+def _level(runs: Sequence[Sequence[float]]) -> float:
+    """The geometric mean of the runs' medians: a side's level, as the between-run model has it."""
+    return math.exp(statistics.fmean(math.log(statistics.median(r)) for r in runs))
+
+
+def explain_by_busy_baseline(verdict: Verdict, why: str, inflation: float) -> Verdict:
+    """A baseline recorded on a busy host may be slower than the code was: its slow rounds make
+    a slowdown look smaller. An ``unchanged`` or ``improved`` verdict whose change, taken
+    against the baseline as it would have been on a quiet host (``inflation`` slower), exceeds
+    the verdict's minimum effect is inconclusive: never a pass on the strength of the baseline's
+    slow rounds. A regression stands (the slow baseline only made it look smaller)."""
+    r = verdict.ratio
+    effect = verdict.effect if verdict.effect is not None else 0.0
+    if verdict.status not in (UNCHANGED, IMPROVED) or r is None or r * inflation - 1.0 <= effect:
+        return replace(verdict, notes=(*verdict.notes, why))
+    if math.isinf(inflation):
+        how = "how much slower that made it is not measured"
+        hidden = "any slowdown"
+    else:
+        how = f"its rounds may have run up to +{100 * (inflation - 1):.1f}% slow"
+        hidden = f"a slowdown of up to +{100 * (r * inflation - 1):.1f}%"
+    return replace(
+        verdict,
+        status=INCONCLUSIVE,
+        reason=(
+            f"{why}: {how}, so the {_change(verdict)} measured against it could hide {hidden}; "
+            f"not called {verdict.status}; re-record the baseline on a quiet host "
+            "(-k NAME --perf-update)"
+        ),
+    )
 
 
 def busy_round_costs_another(rounds: int, clean: int) -> bool:
@@ -256,19 +308,32 @@ def assess(
                 *notes,
                 f"round(s) {rounds} of {len(runs)} left out of the verdict: host busy ({first})",
             )
-        verdict = judge(baseline_runs(baseline), kept, policy)
+        base = baseline_runs(baseline)
+        base_left = (
+            {} if host is None else leave_out_busy(len(base), host.baseline_busy_rounds(len(base)))
+        )
+        if base_left:  # the one busy-round rule, on the baseline's side too
+            base = [r for i, r in enumerate(base) if i not in base_left]
+            notes = (
+                *notes,
+                f"baseline round(s) {round_list(base_left)} of {len(base) + len(base_left)} "
+                f"left out of the verdict: recorded on a busy host ({base_left[min(base_left)]})",
+            )
+        verdict = judge(base, kept, policy)
         verdict = replace(verdict, notes=(*notes, *verdict.notes))
     else:
-        left_out = {}
+        left_out = base_left = {}
         verdict = judge(None, [list(r) for r in runs], policy)
     if host is None or baseline is None:
         return verdict
     busy = None if left_out else host.disturbed()
     if busy is not None:
         verdict = explain_by_host(verdict, busy, policy, host.explains_up_to())
-    old_busy = host.baseline_disturbed()
+    old_busy = None if base_left else host.baseline_disturbed()
     if old_busy is not None:
-        verdict = replace(verdict, notes=(*verdict.notes, old_busy))
+        verdict = explain_by_busy_baseline(
+            verdict, old_busy, host.baseline_inflation(baseline_runs(baseline))
+        )
     probed = host.probe_ratio()
     if probed is not None and _probe.differs(probed[0]):
         verdict = explain_by_probe(verdict, probed[0], probed[1], policy)

@@ -16,7 +16,11 @@ from pytest_burnperf.core.verdict import (
     needs_more_rounds,
     recording_floor,
 )
-from pytest_burnperf.plugin.output.baseline_writing import noisy_baselines_text, single_round_text
+from pytest_burnperf.plugin.output.baseline_writing import (
+    busy_baselines_text,
+    noisy_baselines_text,
+    single_round_text,
+)
 
 POLICY = Policy(alpha=0.01, threshold=0.05, comparisons=20)
 
@@ -93,6 +97,16 @@ def test_single_round_text_names_the_widest_floor_first() -> None:
     assert text.startswith("single-round baselines: 3 of 4 recorded benchmark(s) were timed in ")
     assert "t.py::c (+50.0%), t.py::a (+36.0%) and 1 more;" in text
     assert single_round_text({"t.py::b": None}, 1).count("t.py::b;") == 1
+
+
+def test_busy_baselines_text_names_them_and_what_comparisons_will_do() -> None:
+    busy = {f"t.py::test_{i}": "other processes used 1.30 of 2 CPUs" for i in range(7)}
+    text = busy_baselines_text(busy, recorded=9, show=2)
+    assert text.startswith(
+        "baselines recorded on a busy host: 7 of 9 recorded benchmark(s) ran some rounds beside "
+        "other work (other processes used 1.30 of 2 CPUs): t.py::test_0, t.py::test_1 and 5 more;"
+    )
+    assert "calls no change they could hide unchanged" in text
 
 
 def test_rounds_text() -> None:

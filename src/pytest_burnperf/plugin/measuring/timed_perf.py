@@ -36,8 +36,8 @@ from pytest_burnperf.plugin.measuring.profile_rerun import profile_here, profile
 from pytest_burnperf.plugin.measuring.result_record import (
     as_runs,
     keep_noisy,
-    keep_single_round,
     keep_round_record,
+    keep_single_round,
     make_result,
     settle,
 )

@@ -106,6 +106,15 @@ def _save(
     }
     if single and store is state.store:
         state.notes.append(single_round_text(single, n))
+    busy = {
+        node: why
+        for node in state.findings.passed
+        if store.path_for(state.findings.results[node].module) in written
+        and state.findings.results[node].sample.timer != "counts"
+        and (why := state.findings.results[node].host_disturbed()) is not None
+    }
+    if busy and store is state.store:
+        state.notes.append(busy_baselines_text(busy, n))
     if report.deferred:
         interrupted(
             state,
@@ -148,4 +157,22 @@ def single_round_text(floors: Mapping[str, float | None], recorded: int, show: i
         f"{names}; whatever that one process's host did is in them (a launch-bound GPU "
         "kernel's launch times); record them with the default process rounds (-k NAME "
         "--perf-update, without --perf-rounds 1)"
+    )
+
+
+def busy_baselines_text(busy: Mapping[str, str], recorded: int, show: int = 5) -> str:
+    """The summary line of time baselines recorded while the host (or GPU) was busy in some of
+    their rounds: slow rounds in a baseline make later slowdowns look smaller, so comparisons
+    against them leave such rounds out where three clean ones remain, and otherwise do not call
+    a change they could hide ``unchanged`` (core/assess.explain_by_busy_baseline)."""
+    names = sorted(busy)
+    shown = ", ".join(names[:show]) + (
+        f" and {len(names) - show} more" if len(names) > show else ""
+    )
+    first = busy[names[0]]
+    return (
+        f"baselines recorded on a busy host: {len(busy)} of {recorded} recorded benchmark(s) ran "
+        f"some rounds beside other work ({first}): {shown}; a comparison against them leaves "
+        "those rounds out where three clean ones remain, and otherwise calls no change they "
+        "could hide unchanged; re-record them on a quiet host (-k NAME --perf-update)"
     )
