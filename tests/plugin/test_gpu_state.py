@@ -144,3 +144,41 @@ def test_another_process_on_the_gpu_makes_the_verdict_say_so(
     (r,) = json.loads(Path(pytester.path, "b.json").read_text())["results"]
     assert r["verdict"]["status"] == "inconclusive"
     assert r["host"][0]["gpu_others_sm"] == 0.87
+
+
+def test_another_process_on_the_gpu_excuses_only_what_it_can_explain(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 72: another process's kernels on the SMs 20% of the time can explain a slowdown up
+    to 1.5 / 0.8 = +88% (the CPU's rule): one inside it is inconclusive with that bound, one
+    beyond it fails, naming the other process."""
+    monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
+    monkeypatch.setattr(activity, "CPU_SHARE_MIN", 0.0)
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.02))
+    _fake_probe(monkeypatch, 1.0)
+    use_virtual_clock(pytester, GPU_CONFTEST)
+    pytester.makepyfile(test_gpu=BENCH)
+    pytester.runpytest("--perf", "--perf-update", "--perf-rounds", "1", *FAST).assert_outcomes(
+        passed=1
+    )
+    gate = ("--perf-threshold=20%", *FAST)
+    monkeypatch.setenv("BURNPERF_TEST_GPU_OTHERS", "0.2")
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "1.6")
+    inside = pytester.runpytest("--perf", *gate)
+    inside.assert_outcomes(passed=1)
+    inside.stdout.fnmatch_lines(
+        [
+            "test_on_gpu[[]cupy-cuda0-f32[]]: inconclusive: host busy while it ran: other "
+            "processes computed on the GPU (pid 4242 up to 20% of the SMs) (it can explain up to "
+            "+88%); the +*% * change may be the host's, not the code's: not failed*",
+        ]
+    )
+    monkeypatch.setenv("BURNPERF_TEST_WORK", "4.0")
+    beyond = pytester.runpytest("--perf", *gate)
+    beyond.assert_outcomes(failed=1)
+    beyond.stdout.fnmatch_lines(
+        [
+            "*other processes computed on the GPU (pid 4242 up to 20% of the SMs); a host this "
+            "busy can explain up to +88%, not the +*% [[]+*%, +*%[]] measured: failed all the same*",
+        ]
+    )

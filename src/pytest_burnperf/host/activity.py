@@ -320,14 +320,16 @@ class Window:
         it does run by at most :data:`NEIGHBOUR_FACTOR`. ``w`` is the largest of the CPU
         pressure (PSI's *some*: the time at least one task waited, ours included), the steal
         taken as if all of it fell on one CPU, and the cgroup's throttling; where only other
-        processes' CPU time is known, the oversubscription it implies. Descheduled samples with
-        no pressure figure, a GPU that slowed itself down or other processes on the GPU have no
-        bound (``math.inf``): how much they take is not measured."""
+        processes' CPU time is known, the oversubscription it implies; on a GPU, the share of
+        the time other processes' kernels ran on its SMs (NVML's per-process utilisation, all of
+        them together): the GPU time-slices between contexts, so a kernel waits for theirs as a
+        task waits for a CPU, and shares memory bandwidth and L2 with theirs as a neighbour on
+        the other CPUs does (:data:`NEIGHBOUR_FACTOR`). Descheduled samples with no pressure
+        figure and a GPU that slowed itself down have no bound (``math.inf``): how much they
+        take is not measured."""
         if not self.disturbed():
             return 1.0
-        if self.gpu_slowdown or (
-            self.gpu_others_sm is not None and self.gpu_others_sm >= OTHERS_SM_MIN
-        ):
+        if self.gpu_slowdown:
             return math.inf
         if self.pressure_share is None and self.samples and self.descheduled:
             return math.inf
@@ -335,6 +337,7 @@ class Window:
             self.pressure_share,
             None if self.steal_share is None else self.steal_share * max(1, self.cpus),
             self.throttle_share,
+            self.gpu_others_sm,
         ]
         if self.others_cpus is not None and self.cpus > 0:
             demand = self.own_cpus + self.others_cpus

@@ -162,11 +162,12 @@ def read(pci: str | None) -> dict[str, object] | None:
 
 
 def others(pci: str | None, since_us: int, own: int | None = None) -> tuple[float, str] | None:
-    """The largest share of the SMs another process used on the GPU at ``pci`` since
-    ``since_us`` (NVML's per-process utilisation samples, microseconds since the epoch), and
-    who: ``(0.0, "")`` when none did; None where NVML cannot tell (no NVML, no per-process
-    samples, or process ids from another pid namespace, as in a container, where this process
-    is not among the GPU's compute processes)."""
+    """The share of the time other processes' kernels ran on the SMs of the GPU at ``pci``
+    since ``since_us`` (NVML's per-process utilisation samples, microseconds since the epoch):
+    each process's largest sample, added up over the processes (at most 1), and who: ``(0.0,
+    "")`` when none did; None where NVML cannot tell (no NVML, no per-process samples, or
+    process ids from another pid namespace, as in a container, where this process is not among
+    the GPU's compute processes)."""
     found = _open(pci)
     if found is None:
         return None
@@ -193,7 +194,8 @@ def others(pci: str | None, since_us: int, own: int | None = None) -> tuple[floa
     if not busy:
         return 0.0, ""
     shown = ", ".join(f"pid {pid} up to {100 * share:.0f}% of the SMs" for share, pid in busy[:3])
-    return busy[0][0], shown + (f" and {len(busy) - 3} more" if len(busy) > 3 else "")
+    total = min(1.0, sum(share for share, _ in busy))
+    return total, shown + (f" and {len(busy) - 3} more" if len(busy) > 3 else "")
 
 
 class Watch:

@@ -330,10 +330,13 @@ def test_the_failure_message_says_the_host_was_busy() -> None:
         (Window(seconds=1.0, cpus=2, own_cpus=1.0, pressure_share=0.95), float("inf")),
         # descheduled samples and no pressure figure: how much was lost is not measured
         (Window(seconds=1.0, cpus=2, own_cpus=1.0, descheduled=5, samples=10), float("inf")),
-        # a GPU that slowed itself or shared its SMs: no bound; a low SM clock: its ratio
+        # a GPU that slowed itself: no bound; one whose SMs ran another process's kernels 40%
+        # of the time: as a CPU taken 40% of the time, with the neighbour factor (1.5 / 0.6);
+        # nearly all the time: no bound; a low SM clock: its ratio
         (Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_slowdown="thermal"), float("inf")),
+        (Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_others_sm=0.4, gpu_others="pid 7"), 2.5),
         (
-            Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_others_sm=0.4, gpu_others="pid 7"),
+            Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_others_sm=0.95, gpu_others="pid 7"),
             float("inf"),
         ),
         (

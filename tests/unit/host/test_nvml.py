@@ -122,6 +122,13 @@ def test_other_processes_on_the_gpu_and_when_nvml_cannot_tell(
         sample(777, 90, 500),  # before the window: not counted
     ]
     assert nvml.others(PCI, 1_000, own=100) == (0.87, "pid 4242 up to 87% of the SMs")
+    # two other processes: their shares add up (the GPU time-slices between them), at most 1
+    m.nvmlDeviceGetProcessUtilization.return_value = [sample(4242, 30, 2_500), sample(9, 25, 2_600)]
+    share, who = nvml.others(PCI, 1_000, own=100)  # type: ignore[misc]
+    assert share == pytest.approx(0.55)
+    assert who == "pid 4242 up to 30% of the SMs, pid 9 up to 25% of the SMs"
+    m.nvmlDeviceGetProcessUtilization.return_value = [sample(4242, 80, 2_500), sample(9, 70, 2_600)]
+    assert nvml.others(PCI, 1_000, own=100)[0] == 1.0  # type: ignore[index]
     m.nvmlDeviceGetProcessUtilization.side_effect = pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
     assert nvml.others(PCI, 1_000, own=100) == (0.0, "")  # no samples: nobody computed
     m.nvmlDeviceGetProcessUtilization.side_effect = pynvml.NVMLError(
