@@ -201,6 +201,50 @@ def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester, sta
     )
 
 
+PID_MODULE = """
+import os
+
+import pytest
+
+from virtual_clock import spin
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_pid(perf):
+    with open("pids.txt", "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    perf(spin, 200e-6)
+"""
+
+
+def test_resident_rounds_run_in_one_process_that_lives_for_the_run(
+    pytester: pytest.Pytester,
+) -> None:
+    """--perf-round-start resident (issue 72): the extra rounds are measured by one process
+    that stays up between them (a GPU's context, an OpenCL or Vulkan driver set up once), not a
+    new one per round; the round structure and the verdict are as with fresh rounds."""
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_pid=PID_MODULE)
+    opts = ("--perf-rounds", "3", "--perf-round-start", "resident", *FAST)
+    rec = pytester.runpytest("--perf", "--perf-update", *opts)
+    rec.assert_outcomes(passed=1)
+    rec.stdout.fnmatch_lines(
+        [
+            "burnperf: round 1/3: 1 benchmarks in the resident process (*",
+            "burnperf: round 2/3: 1 benchmarks in the resident process (*",
+            "burnperf: round 3/3 in this process (*",
+        ]
+    )
+    pids = Path(pytester.path, "pids.txt").read_text().split()
+    assert len(pids) == 3 and pids[0] == pids[1] != pids[2]
+    (entry,) = _baseline(pytester).values()
+    assert len(entry["runs"]) == 3  # type: ignore[arg-type]
+    again = pytester.runpytest("--perf", "--perf-json", "r.json", *opts)
+    again.assert_outcomes(passed=1)
+    (r,) = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    assert r["verdict"]["status"] == "unchanged" and len(r["runs"]) == 3
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_forked_rounds_pool_like_fresh_ones_and_adaptive_rounds_run_the_undecided_only(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

@@ -142,6 +142,31 @@ def test_a_30_percent_slower_commit_fails_with_both_medians(
     assert not (repo / "baselines").exists()  # no baseline file is read or written
 
 
+def test_resident_sides_judge_a_same_session_comparison_as_fresh_rounds_do(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
+    """--perf-round-start resident (issue 72): each environment is one process for the whole
+    comparison, its rounds asked for by message and interleaved with the other's as fresh
+    rounds are; the 30% slower commit still fails with paired rounds."""
+    result = pytester.runpytest(
+        "--perf",
+        "--perf-against",
+        "docs",
+        "--perf-round-start",
+        "resident",
+        "--perf-json",
+        "out.json",
+        *OPTS,
+    )
+    result.assert_outcomes(failed=1)
+    res = json.loads((repo / "out.json").read_text())["results"][0]
+    assert res["verdict"]["status"] == "regressed" and 1.2 < res["verdict"]["ratio"] < 1.4
+    assert res["verdict"]["runs"] == [3, 3]
+    result.stdout.fnmatch_lines(
+        ["burnperf: round 1/3: 1 benchmarks in * (one resident process each) (*"]
+    )
+
+
 def test_a_regression_is_profiled_in_both_environments_with_what_grew(
     pytester: pytest.Pytester, repo: Path
 ) -> None:

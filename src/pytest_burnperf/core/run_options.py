@@ -77,8 +77,11 @@ def parse_json_format(value: object, where: str) -> str:
 
 
 #: How the extra process rounds start: ``fork`` from one prepared process (collection and imports
-#: paid once), ``fresh`` interpreters, or ``auto`` (fork where that is safe: Linux, CPU devices).
-ROUND_STARTS: tuple[str, ...] = ("auto", "fork", "fresh")
+#: paid once), ``fresh`` interpreters, ``resident`` (one process per environment that lives for
+#: the run and measures every round itself: its device context, driver and imports paid once,
+#: where a fork cannot keep them: GPUs, OpenCL, Vulkan), or ``auto`` (fork where that is safe:
+#: Linux, CPU devices).
+ROUND_STARTS: tuple[str, ...] = ("auto", "fork", "fresh", "resident")
 
 
 def parse_round_start(value: object, where: str) -> str:

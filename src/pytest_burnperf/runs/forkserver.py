@@ -54,6 +54,17 @@ def stop_path(ctl: Path) -> Path:
     return ctl / "stop"
 
 
+def resident_path(ctl: Path) -> Path:
+    """Present when the server measures every round itself instead of forking (resident)."""
+    return ctl / "resident"
+
+
+def resident_ack_path(ctl: Path) -> Path:
+    """Written by a server that serves resident rounds (a reference environment's older
+    pytest-burnperf does not, and forks its rounds)."""
+    return ctl / "resident.ok"
+
+
 def write_request(
     ctl: Path,
     n: int,
@@ -93,8 +104,13 @@ def serve(
     """The server's loop: for each request, fork a child that calls ``run_round(out, only,
     turns)``
     and exits (status 0, or 1 after printing the error); answer with the child's exit status.
-    Returns the number of rounds served when ``stop`` appears or the parent is gone."""
+    A resident server (``resident_path`` present) calls ``run_round`` itself, round after
+    round, and answers 0 or 1. Returns the number of rounds served when ``stop`` appears or the
+    parent is gone."""
     first_parent = os.getppid()
+    resident = resident_path(ctl).exists()
+    if resident:
+        resident_ack_path(ctl).touch()
     alive = parent_alive or (lambda: os.getppid() == first_parent)
     n = 1
     while True:
@@ -105,6 +121,19 @@ def serve(
             sleep(POLL_S)
             continue
         out, only, turns = read_request(req)
+        if resident:
+            code = 1
+            try:
+                run_round(out, only, turns)
+                code = 0
+            except Exception:  # reported in the log; the parent sees 1 and the server goes on
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            _answer(ctl, n, code)
+            n += 1
+            continue
         pid = fork()
         if pid == 0:  # the child: one round, then gone without running the server's teardown
             code = 1
@@ -118,10 +147,15 @@ def serve(
                 sys.stderr.flush()
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
-        tmp = ctl / f"{n}.done.tmp"
-        tmp.write_text(str(os.waitstatus_to_exitcode(status)), encoding="utf-8")
-        os.replace(tmp, done_path(ctl, n))
+        _answer(ctl, n, os.waitstatus_to_exitcode(status))
         n += 1
+
+
+def _answer(ctl: Path, n: int, code: int) -> None:
+    """Round ``n`` is done with exit status ``code`` (written whole)."""
+    tmp = ctl / f"{n}.done.tmp"
+    tmp.write_text(str(code), encoding="utf-8")
+    os.replace(tmp, done_path(ctl, n))
 
 
 class ForkServer:
@@ -134,8 +168,11 @@ class ForkServer:
         cwd: Path,
         tmp: Path,
         env: Mapping[str, str] | None = None,
+        resident: bool = False,
     ) -> None:
         self.ctl = Path(tempfile.mkdtemp(prefix="serve-", dir=tmp))
+        if resident:
+            resident_path(self.ctl).touch()
         self.log = (tmp / (self.ctl.name + ".log")).open("w+", encoding="utf-8", errors="replace")
         self.n = 0
         self.proc = subprocess.Popen(
@@ -146,6 +183,15 @@ class ForkServer:
             stdin=subprocess.DEVNULL,
             text=True,
             env=None if env is None else dict(env),
+        )
+
+    def forked_instead(self) -> bool:
+        """A resident server was asked for, but the one started forks its rounds (its
+        pytest-burnperf predates resident rounds): true once it has answered a round."""
+        return (
+            resident_path(self.ctl).exists()
+            and done_path(self.ctl, 1).exists()
+            and not resident_ack_path(self.ctl).exists()
         )
 
     def output(self) -> str:

@@ -10,7 +10,11 @@ How a round starts (:class:`Schedule` ``start``):
 * ``fork``: a child forked from one round server per environment (forkserver.py), which saves
   the interpreter's start, collection and library imports of every round;
 * ``turns``: benchmark after benchmark, a forked child per environment at once, the children
-  taking turns in short sampling windows (turns.py).
+  taking turns in short sampling windows (turns.py);
+* ``resident``: one round server per environment that measures every round itself (no fork):
+  its device context, driver and imports are set up once, where a fork cannot keep them (a
+  GPU's runtime, OpenCL and Vulkan drivers). Its rounds are rounds of one process: they do
+  not sample what moves between processes.
 
 A round's process writes its samples, host windows and probes (``--perf-worker-out``); the
 scheduler pools them in :class:`Measured`, keeping a benchmark's round only where every
@@ -52,7 +56,7 @@ from pytest_burnperf.runs.turns import WINDOW_S, Seat, Table, TurnError, shared_
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 #: How a round's process starts (see the module docstring).
-STARTS = ("fresh", "fork", "turns")
+STARTS = ("fresh", "fork", "turns", "resident")
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,7 @@ def run(
                             cwd=cwd,
                             tmp=Path(tmp),
                             env=None if side.environ is None else dict(side.environ),
+                            resident=start == "resident",
                         )
                 except OSError as exc:
                     if start == "turns":
@@ -245,9 +250,18 @@ def run(
                 if failed and (schedule.failure_ends_all or not fixed):
                     break
         finally:
-            for server in servers.values():
+            for label, server in servers.items():
+                if start == "resident" and server.forked_instead():
+                    got.problems.append(
+                        f"{label}: its pytest-burnperf does not serve resident rounds (an older "
+                        "release); its rounds were forked from one process instead"
+                    )
                 server.close()
     return got
+
+
+#: How a stored-baseline run's round process started, in words.
+_HOW = {"fork": "a forked process", "resident": "the resident process"}
 
 
 @dataclass
@@ -284,7 +298,7 @@ class _Run:
         schedule, elapsed = self.schedule, time.monotonic() - self.t0
         fixed = r <= schedule.fixed
         if self.one:
-            how = "a forked process" if self.start == "fork" else "a fresh process"
+            how = _HOW.get(self.start, "a fresh process")
             if fixed:
                 return (
                     f"burnperf: round {r}/{schedule.fixed + schedule.own_rounds}: "
@@ -298,6 +312,8 @@ class _Run:
         what = "round" if fixed else "adaptive round"
         if self.start == "turns":
             how = f"in {len(order)} environments taking {WINDOW_S:g} s turns"
+        elif self.start == "resident":
+            how = f"in {', '.join(order)} (one resident process each)"
         else:
             how = f"in {', '.join(order)}"
         return (
@@ -353,7 +369,7 @@ class _Run:
 
     def fail(self, got: Measured, r: int, side: Side, problem: str, code: int, output: str) -> None:
         if self.one:
-            how = "a forked process" if self.start == "fork" else "a fresh process"
+            how = _HOW.get(self.start, "a fresh process")
             if problem.startswith("its process failed"):
                 got.problems.append(
                     f"round {r} in {how} failed (exit {code}); its samples are missing from the "

@@ -16,6 +16,8 @@ from pytest_burnperf.runs.forkserver import (
     done_path,
     read_request,
     request_path,
+    resident_ack_path,
+    resident_path,
     serve,
     stop_path,
     write_request,
@@ -79,6 +81,34 @@ def test_serve_forks_one_child_per_round_and_answers_with_its_exit_status(tmp_pa
     assert [done_path(tmp_path, n).read_text() for n in (1, 2, 3)] == ["0", "0", "1"]
 
 
+def test_a_resident_server_measures_every_round_itself_and_goes_on_after_a_failure(
+    tmp_path: Path,
+) -> None:
+    """--perf-round-start resident: no fork (a GPU's context, an OpenCL or Vulkan driver stay
+    usable), every round in the server's own process, state kept between rounds."""
+    resident_path(tmp_path).touch()
+    for n in (1, 2, 3):
+        write_request(tmp_path, n, tmp_path / f"r{n}.json", {"t1"} if n == 2 else None)
+    stop_path(tmp_path).touch()
+    me = os.getpid()
+    seen: list[str] = []
+
+    def one_round(out: Path, only: frozenset[str] | None, turns: object) -> None:
+        seen.append(out.name)
+        if out.name == "r2.json":
+            raise RuntimeError("this round fails")
+        out.write_text(f"{os.getpid() == me} {len(seen)}")
+
+    def no_fork() -> int:
+        raise AssertionError("a resident server never forks")
+
+    assert serve(tmp_path, one_round, fork=no_fork) == 3
+    assert resident_ack_path(tmp_path).exists()  # the parent can tell it was resident
+    assert (tmp_path / "r1.json").read_text() == "True 1"
+    assert (tmp_path / "r3.json").read_text() == "True 3"  # the failed round did not end it
+    assert [done_path(tmp_path, n).read_text() for n in (1, 2, 3)] == ["0", "1", "0"]
+
+
 def test_serve_ends_when_the_parent_is_gone(tmp_path: Path) -> None:
     naps: list[float] = []
     alive = iter([True, True, False])
@@ -134,6 +164,25 @@ def test_the_parent_handle_runs_rounds_and_closes_the_server(tmp_path: Path) -> 
     assert server.proc.returncode == 0 and waits == [1, 1]
 
 
+def test_the_parent_handle_starts_a_resident_server(tmp_path: Path) -> None:
+    server = ForkServer([sys.executable, "-c", SERVER], cwd=tmp_path, tmp=tmp_path, resident=True)
+    try:
+        assert resident_path(server.ctl).exists()
+        status, output = server.round(tmp_path / "r1.json", None, lambda running: _wait(running))
+        assert status == 0 and "measuring r1.json" in output
+        assert not server.forked_instead()
+    finally:
+        server.close()
+    assert server.proc.returncode == 0
+
+
+def _wait(running: object) -> None:
+    import time
+
+    while running():  # type: ignore[operator]
+        time.sleep(0.01)
+
+
 @needs_fork
 def test_a_server_that_dies_answers_every_round_with_its_exit_status(tmp_path: Path) -> None:
     server = ForkServer([sys.executable, "-c", SERVER, "die"], cwd=tmp_path, tmp=tmp_path)
@@ -147,3 +196,23 @@ def test_a_server_that_dies_answers_every_round_with_its_exit_status(tmp_path: P
     finally:
         server.close()
     assert status == 4 and "server refused to start" in output
+
+
+@needs_fork
+def test_a_server_that_predates_resident_rounds_is_told_apart(tmp_path: Path) -> None:
+    """A reference environment's older pytest-burnperf ignores the request to stay resident and
+    forks its rounds: the parent can say so."""
+    old = SERVER.replace("serve(ctl, one_round)", "serve(ctl, one_round); import os")
+    old = old.replace(
+        "from pytest_burnperf.runs.forkserver import serve",
+        "from pytest_burnperf.runs import forkserver\n"
+        "forkserver.resident_path = lambda ctl: ctl / 'not-asked'\n"
+        "serve = forkserver.serve",
+    )
+    server = ForkServer([sys.executable, "-c", old], cwd=tmp_path, tmp=tmp_path, resident=True)
+    try:
+        status, _ = server.round(tmp_path / "r1.json", None, lambda running: _wait(running))
+        assert status == 0
+        assert server.forked_instead()
+    finally:
+        server.close()

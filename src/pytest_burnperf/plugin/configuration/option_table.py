@@ -169,7 +169,10 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         run_options.parse_round_start,
         "how the extra process rounds start: 'fork' (each round a child forked from one process "
         "that collected the tests and imported their modules once: no interpreter start-up, "
-        "collection or torch import per round), 'fresh' (a new interpreter per round) or 'auto' "
+        "collection or torch import per round), 'fresh' (a new interpreter per round), "
+        "'resident' (one process per environment measures every round itself: its GPU "
+        "context, OpenCL or Vulkan driver and imports set up once, where a fork cannot keep "
+        "them; its rounds do not sample what moves between processes) or 'auto' "
         "(fork on Linux when every selected benchmark runs on a CPU device; fresh elsewhere, "
         "since GPU runtimes do not survive a fork). In a same-session comparison, 'fork' keeps "
         "a round server per environment and measures each benchmark in all of them at once, "

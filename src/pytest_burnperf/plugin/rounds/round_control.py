@@ -76,7 +76,11 @@ def run_rounds(
         scheduler.Schedule(
             fixed=state.schedule.rounds - 1,
             most=state.schedule.max_rounds - 1,
-            start="fork" if fork else "fresh",
+            start="resident"
+            if state.schedule.round_start == "resident"
+            else "fork"
+            if fork
+            else "fresh",
             budget_s=state.schedule.round_budget,
             failure_ends_all=False,
             own_rounds=1,
@@ -180,7 +184,11 @@ def run_same_session(
             scheduler.Schedule(
                 fixed=state.schedule.rounds,
                 most=state.schedule.max_rounds,
-                start="turns" if alternate else "fresh",
+                start="turns"
+                if alternate
+                else "resident"
+                if state.schedule.round_start == "resident"
+                else "fresh",
                 budget_s=state.schedule.round_budget,
             ),
             args=round_args(state.run.invocation),
@@ -295,6 +303,8 @@ def serve_rounds(session: pytest.Session) -> bool | None:
         out: Path, only: frozenset[str] | None, turns: dict[str, object] | None = None
     ) -> None:
         process.start_round(out)
+        # a resident server runs every round in this session: one round's -x stop is not the next's
+        session.shouldfail = session.shouldstop = False
         items = [i for i in session.items if only is None or i.nodeid in only]
         if turns is None:
             run_items(session, items)
@@ -315,7 +325,10 @@ def serve_rounds(session: pytest.Session) -> bool | None:
             side.finish()
 
     assert state.schedule.serve_dir is not None
-    serve(state.schedule.serve_dir, one_round)
+    try:
+        serve(state.schedule.serve_dir, one_round)
+    finally:  # a resident server's own end writes no round's file
+        process.start_round(state.schedule.round_out or process.out)
     return True
 
 
