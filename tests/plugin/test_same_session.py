@@ -162,6 +162,8 @@ def test_resident_sides_judge_a_same_session_comparison_as_fresh_rounds_do(
     res = json.loads((repo / "out.json").read_text())["results"][0]
     assert res["verdict"]["status"] == "regressed" and 1.2 < res["verdict"]["ratio"] < 1.4
     assert res["verdict"]["runs"] == [3, 3]
+    doc = json.loads((repo / "out.json").read_text())
+    assert doc["settings"]["same_session"]["round_start"] == "resident"
     result.stdout.fnmatch_lines(
         ["burnperf: round 1/3: 1 benchmarks in * (one resident process each) (*"]
     )

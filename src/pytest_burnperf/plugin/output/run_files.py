@@ -288,6 +288,9 @@ def same_session_json(state: PerfState) -> dict[str, object] | None:
         "candidate": plan.candidate,
         "environments": [] if got is None else [e.as_json() for e in got.envs.values()],
         "round_orders": [] if got is None else got.orders,
+        # how each side's rounds started (--perf-round-start): resident rounds are one
+        # process's per side, fresh ones a process each
+        "round_start": state.schedule.round_start,
         "failures": {} if got is None else dict(got.failures),
     }
 
