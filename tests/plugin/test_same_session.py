@@ -165,7 +165,13 @@ def test_resident_sides_judge_a_same_session_comparison_as_fresh_rounds_do(
     doc = json.loads((repo / "out.json").read_text())
     assert doc["settings"]["same_session"]["round_start"] == "resident"
     result.stdout.fnmatch_lines(
-        ["burnperf: round 1/3: 1 benchmarks in * (one resident process each) (*"]
+        [
+            "burnperf: round 1/3: 1 benchmarks in * (one resident process each) (*",
+            "same-session comparison: current vs docs *; 3 interleaved rounds, order drawn at "
+            "random in each, each environment's in one resident process: a difference between "
+            "the two processes is not sampled and can read as a change (confirm a regression "
+            "with --perf-round-start fresh)*",
+        ]
     )
 
 

@@ -172,6 +172,13 @@ def _same_session_text(state: PerfState) -> str | None:
         text += f", also measured: {', '.join(others)}"
     if got is not None and got.orders:
         text += f"; {len(got.orders)} interleaved rounds, order drawn at random in each"
+        if state.schedule.round_start == "resident":
+            # measured on lavapipe: one A/A verdict in 36 regressed (+17%) this way
+            text += (
+                ", each environment's in one resident process: a difference between the two "
+                "processes is not sampled and can read as a change (confirm a regression with "
+                "--perf-round-start fresh)"
+            )
     return text
 
 
