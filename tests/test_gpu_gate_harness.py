@@ -73,9 +73,12 @@ def test_a_dry_run_on_the_cpu_writes_its_report(tmp_path: Path) -> None:
     out = tmp_path / "gate.md"
     cmd = [sys.executable, "-m", "validation.gpu_gate", "--backend", "cpu", "--size", "tiny"]
     cmd += ["--first", "1", "--sessions", "1", "--quick", "--work", str(tmp_path / "w")]
+    # issue 72's settings (validation/gpu_issue72.sh): passed to every session's pytest
+    cmd += ["--threshold", "1%", "--round-start", "resident"]
     proc = subprocess.run([*cmd, "--out", str(out)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     raw = json.loads(out.with_suffix(".json").read_text())
+    assert "--threshold 1% --round-start resident" in raw["command"]
     (session,) = raw["sessions"]
     assert session["i"] == 1 and session["knobs"] == knobs_for(1)  # --first 1: a planted one
     seen = {(v["workload"], v["device"]) for v in session["verdicts"]}
