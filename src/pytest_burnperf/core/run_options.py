@@ -6,6 +6,7 @@ when a value is wrong (:class:`~.settings.SettingsError`)."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Literal, cast
 
 from pytest_burnperf.core.settings import (
@@ -156,7 +157,11 @@ def parse_round_budget(value: object, where: str) -> float:
 #: matmul runs about 125 M; a pure-Python call of 150 M blocks about 0.05-0.1 s natively.
 DEFAULT_COUNT_LIMIT = 150_000_000
 _SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_COUNT = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)", re.IGNORECASE)
+#: ASCII digits only (``re.ASCII``: no Arabic-Indic or other Unicode digits), ``_`` only between
+#: digits as Python writes them (``2_000_000``), a fraction only before a suffix (``1.5G``).
+_COUNT = re.compile(r"([0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?)\s*([kmgt]?)", re.IGNORECASE | re.ASCII)
+#: The largest count limit taken: a call of a thousand tera-blocks never ends under valgrind.
+MAX_COUNT_LIMIT = 10**15
 
 
 def parse_count_limit(value: object, where: str) -> int:
@@ -165,14 +170,22 @@ def parse_count_limit(value: object, where: str) -> int:
     0 (every benchmark counted, however long). A bare number under 1000 is refused: the limit
     was seconds under valgrind once, and what those counted depended on the host."""
     text = str(value).strip() if isinstance(value, (int, float, str)) else None
-    if isinstance(value, bool) or text is None or not text.isprintable():
+    if isinstance(value, bool) or text is None or not text.isprintable() or len(text) > 40:
         m = None
     else:
-        m = _COUNT.fullmatch(text.replace("_", ""))
+        m = _COUNT.fullmatch(text)
+    if m is not None and "." in m.group(1) and not m.group(2) and float(m.group(1)) >= 1000:
+        m = None  # a bare count is whole: 1000.5 blocks is no limit anyone means
     if m is not None:
-        count = float(m.group(1)) * _SCALE[m.group(2).lower()]
+        count = Decimal(m.group(1).replace("_", "")) * _SCALE[m.group(2).lower()]
         if count == 0:
             return 0
+        if count > MAX_COUNT_LIMIT:
+            raise SettingsError(
+                f"{where}: the count limit {_show(value)} is beyond any call valgrind could "
+                f"finish (at most {count_text(MAX_COUNT_LIMIT)}); give a count such as 150M "
+                "(the default), 1G or 50k, or 0 for no limit"
+            )
         if m.group(2) or count >= 1000:
             if count < 1:
                 m = None
@@ -193,7 +206,7 @@ def parse_count_limit(value: object, where: str) -> int:
 def count_text(count: int) -> str:
     """``150M``: a count limit as the option takes it (``0.5k`` under a thousand: a bare number
     that small is refused as the seconds it once was)."""
-    for suffix, scale in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+    for suffix, scale in (("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)):
         if count >= scale and count % (scale // 1000 or 1) == 0:
             return f"{count / scale:g}{suffix}"
     return f"{count / 1000:g}k" if 0 < count < 1000 else str(count)

@@ -37,6 +37,36 @@ def test_anything_else_is_refused_with_what_is_allowed(bad: object) -> None:
         parse_count_limit(bad, "perf_count_limit")
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "\u0661\u0660\u0660\u0660",  # Arabic-Indic digits: the docs say decimals
+        "1000.5",  # a bare count is whole
+        "1_000.5",
+        "_1000",
+        "1__000",
+        "9" * 400,  # was an OverflowError traceback (an INTERNALERROR from an ini file)
+        int("9" * 400),
+        1e35,
+        float("inf"),
+        float("nan"),
+    ],
+)
+def test_one_strict_rule_refuses_what_the_docs_do_not_allow(bad: object) -> None:
+    """Issue 74: these were accepted, or a traceback; the same rule reads the command line,
+    the ini file and benchmarks.toml (all call parse_count_limit)."""
+    with pytest.raises(SettingsError, match=r"^perf_count_limit: .*150M"):
+        parse_count_limit(bad, "perf_count_limit")
+
+
+def test_a_limit_beyond_any_call_is_refused_naming_the_largest() -> None:
+    with pytest.raises(
+        SettingsError, match=r"beyond any call valgrind could finish \(at most 1000T\)"
+    ):
+        parse_count_limit("1" + "0" * 35, "--perf-count-limit")
+    assert parse_count_limit("1000T", "x") == 10**15
+
+
 def test_the_default_and_how_it_is_printed() -> None:
     assert count_text(DEFAULT_COUNT_LIMIT) == "150M"
     assert count_text(2_500_000_000) == "2.5G" and count_text(999) == "0.999k"
