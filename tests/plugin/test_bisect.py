@@ -137,6 +137,11 @@ def test_a_range_that_cannot_be_bisected_is_a_usage_error(
     assert "HEAD is not an ancestor of one" in capsys.readouterr().err
     assert main(["bisect", "nosuch", "HEAD"]) == 2
     assert "nosuch: no such revision here" in capsys.readouterr().err
+    # issue 74: one commit twice ("measured 2 of 1 commits") is no range
+    assert main(["bisect", "HEAD", "HEAD"]) == 2
+    assert "HEAD and HEAD are the same commit (" in capsys.readouterr().err
+    assert main(["bisect", "HEAD", "main"]) == 2
+    assert "nothing to bisect between them" in capsys.readouterr().err
     assert main(["bisect", "one", "HEAD", "--max-probes", "1"]) == 2
     assert "--max-probes 1: at least 2" in capsys.readouterr().err
     assert main(["bisect", "one", "HEAD", "--jobs", "0"]) == 2

@@ -73,6 +73,11 @@ def commits_between(repo: Path, good: str, bad: str) -> list[Commit]:
                 )
             )
         shas[name] = got.stdout.strip()
+    if shas[good] == shas[bad]:
+        raise RangeError(
+            f"{good} and {bad} are the same commit ({shas[good][:12]}): there is nothing to "
+            "bisect between them; give GOOD older than BAD (e.g. v1.2 HEAD)"
+        )
     if _git(repo, "merge-base", "--is-ancestor", shas[good], shas[bad]).returncode != 0:
         raise RangeError(
             f"{good} is not an ancestor of {bad}: bisect needs GOOD older than BAD on one history"
