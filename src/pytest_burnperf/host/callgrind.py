@@ -203,7 +203,8 @@ def cache_text(caches: bool = True) -> str:
 def command(valgrind: str, dump_dir: Path, caches: bool = False) -> list[str]:
     """The command line before the counted program: callgrind with nothing instrumented until
     the program asks (every thread collects then; the calling thread toggles its own), threads
-    scheduled first come first served, the caches simulated with the fixed model where
+    scheduled first come first served, no gdbserver (nothing left in the temporary folder by a
+    killed process), the caches simulated with the fixed model where
     ``caches`` (for estimated cycles), dumps into ``dump_dir``."""
     return [
         valgrind,
@@ -212,6 +213,9 @@ def command(valgrind: str, dump_dir: Path, caches: bool = False) -> list[str]:
         "--instr-atstart=no",
         "--collect-atstart=yes",
         "--fair-sched=yes",
+        # no gdbserver: its vgdb FIFOs in the temporary folder outlived every SIGKILLed counted
+        # process (six a run); the dumps are asked for by client requests, not through vgdb
+        "--vgdb=no",
         f"--cache-sim={'yes' if caches else 'no'}",
         *(f"--{k}={','.join(str(n) for n in v)}" for k, v in CACHE_MODEL.items() if caches),
         "--dump-instr=yes",  # each instruction: a function's entry counts its calls

@@ -32,6 +32,7 @@ def test_command_fixes_the_cache_and_counts_nothing_until_asked(tmp_path: Path) 
     # first served (the calling thread switches its own collection around each call)
     assert "--instr-atstart=no" in cmd and "--collect-atstart=yes" in cmd
     assert "--fair-sched=yes" in cmd
+    assert "--vgdb=no" in cmd  # issue 74: no vgdb-pipe FIFOs left behind by a killed run
     assert "--I1=32768,8,64" in cmd and "--D1=32768,8,64" in cmd and "--LL=8388608,16,64" in cmd
     assert f"--callgrind-out-file={tmp_path / 'callgrind'}.%p" in cmd
     assert callgrind.cache_text() == "I1=32768,8,64 D1=32768,8,64 LL=8388608,16,64"
