@@ -1108,3 +1108,26 @@ def test_the_default_measure_records_counts_beside_time_where_they_are_worth_cou
     bad.stderr.fnmatch_lines(
         ["*$BURNPERF_MEASURE*measure must be one of auto, time, counts, both*"]
     )
+
+
+@pytest.mark.parametrize("text", ['{"schema": "pytest-burnperf-baselines", "vers', "[]"])
+def test_a_corrupt_counts_baseline_fails_its_test_naming_the_file_under_the_default(
+    project: pytest.Pytester, text: str
+) -> None:
+    """Issue 74: under --perf-measure auto a corrupt counts baseline (truncated, the wrong type
+    ...) sent the benchmark to the clock in silence, exit 0; under counts it failed naming the
+    file. One reading now: the same failure under every measure, the file untouched."""
+    recorded, _ = _run(project, "--perf-update", "--perf-measure", "both", "--perf-rounds", "1")
+    recorded.assert_outcomes(passed=1)
+    (path,) = (project.path / "baselines").glob("counts-linux-*/*.json")
+    path.write_text(text, encoding="utf-8")
+    for measure in ("auto", "counts"):
+        result, _ = _run(project, "--perf-measure", measure, "--perf-rounds", "1")
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                f"*test_loop*: *{path.name}*. The file was left untouched; fix it, or delete it "
+                "and record new counts baselines with --perf-update*",
+            ]
+        )
+        assert path.read_text(encoding="utf-8") == text

@@ -78,6 +78,9 @@ class Counting:
     in_session: set[str] = field(default_factory=set)
     #: auto, a named --perf-against REF: every CPU benchmark is counted in each side.
     named_reference: bool = False
+    #: Benchmarks whose counts baseline file could not be read (truncated, not a count...):
+    #: why, naming the file. Their test fails with it under every measure (corrupt_failure).
+    corrupt: dict[str, str] = field(default_factory=dict)
     _store: BaselineStore | None = None
 
     def runs(self) -> list[counted.CountedRun]:
@@ -255,10 +258,14 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         module, key = module_and_key(item, state.run.rootpath)
         try:
             stored = counts_store.baseline(module, key)
-            has_counts = stored is not None
+        except BaselineError as exc:  # its test fails naming the file (corrupt_failure)
+            state.counting.corrupt[item.nodeid] = str(exc)
+            continue
+        has_counts = stored is not None
+        try:
             has_time = time_store.get(module, key) is not None
         except BaselineError:  # the benchmark's own test reports the file
-            stored, has_counts, has_time = None, False, False
+            has_time = False
         if _other_key(state, item, stored, has_time):
             continue  # judged by the clock (counts_judging.leave_to_the_clock's note)
         chosen = instruction_counts.selection(
@@ -427,3 +434,16 @@ def count_here(
 
 # --------------------------------------------------------------------------------------------
 # the run that judges: the verdict from counts
+
+
+def corrupt_failure(state: PerfState, nodeid: str) -> str | None:
+    """Why ``nodeid``'s test fails before it is measured: its counts baseline file cannot be
+    read (the same message under every measure: auto timed such a benchmark in silence)."""
+    c: Counting | None = state.counting
+    problem = None if c is None else c.corrupt.get(nodeid)
+    if problem is None:
+        return None
+    return (
+        f"{nodeid}: {problem}. The file was left untouched; fix it, or delete it and record "
+        "new counts baselines with --perf-update"
+    )

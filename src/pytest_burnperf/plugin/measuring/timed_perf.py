@@ -129,6 +129,9 @@ class Perf:
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
         start_once(self, fn, what)
+        corrupt = counting.corrupt_failure(self._state, self._item.nodeid)
+        if corrupt is not None:  # the same clear error whatever the measure
+            pytest.fail(corrupt, pytrace=False)
 
     def __call__(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
