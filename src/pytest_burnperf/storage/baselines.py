@@ -179,8 +179,8 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
             listed = counts.get(name)
             if not isinstance(listed, list) or (name == "instructions" and not listed):
                 f.fail(f"{where}.counts.{name}", "must be a non-empty list of counts")
-            for i, v in enumerate(listed):
-                f.integer(v, f"{where}.counts.{name}[{i}]")
+            for i, v in enumerate(listed):  # a call executes at least one instruction
+                f.integer(v, f"{where}.counts.{name}[{i}]", low=1)
         for name in ("key", "events"):
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
         if counts.get("interpreter") is not None:

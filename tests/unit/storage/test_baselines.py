@@ -171,6 +171,12 @@ def test_counts_without_cycles_are_kept_but_counts_without_instructions_are_refu
     path.write_text(json.dumps(doc))
     with pytest.raises(BaselineError, match=r"counts\.instructions.*non-empty list of counts"):
         BaselineStore(tmp_path, "c").get("t.py", "a")
+    # issue 74: a call that executed no instruction, or fewer than none, is no count
+    for bad in ([0, 0], [120, -5]):
+        doc["benchmarks"]["a"]["counts"]["instructions"] = bad
+        path.write_text(json.dumps(doc))
+        with pytest.raises(BaselineError, match=r"counts\.instructions\[\d\].*between 1 and"):
+            BaselineStore(tmp_path, "c").get("t.py", "a")
 
 
 @pytest.mark.parametrize("interrupted", [False, True])
