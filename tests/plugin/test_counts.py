@@ -425,6 +425,33 @@ def test_no_valgrind_is_a_clear_error(
     result.stderr.fnmatch_lines(["*apt-get install valgrind*"])
 
 
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("{dir}", "a folder, not the valgrind executable"),
+        ("{dir}/notexec", "a file that is not executable (chmod +x it)"),
+        ("valgrind --tool=memcheck", "a name that is not an executable on $PATH"),
+        ("nonsense-valgrind", "a name that is not an executable on $PATH"),
+    ],
+)
+def test_a_bad_valgrind_setting_is_named_under_the_default_too(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, given: str, problem: str
+) -> None:
+    """Issue 74: under --perf-measure auto every one of these said "valgrind is not installed";
+    the run still records by time (auto), but the line says what is wrong with the setting."""
+    if callgrind.unsupported_reason() is not None:
+        pytest.skip("this platform is refused before valgrind is looked for")
+    pytester.makepyfile(test_counted_loop=BENCH)
+    (pytester.path / "size.txt").write_text("10", encoding="utf-8")
+    (pytester.path / "notexec").write_text("#!/bin/sh\n", encoding="utf-8")
+    monkeypatch.setenv(callgrind.VALGRIND_ENV, given.format(dir=pytester.path))
+    monkeypatch.delenv("BURNPERF_MEASURE")  # the tests' time, not the default's auto
+    result = pytester.runpytest_subprocess("--perf", "--perf-update", "--perf-quick")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*not counted: $BURNPERF_VALGRIND is *: {problem}*"])
+    assert "valgrind is not installed" not in result.stdout.str()
+
+
 def _result(status: str, ratio: float | None, reason: str = "") -> Verdict:
     return Verdict(status, 1.0, baseline_median=1.0, ratio=ratio, reason=reason)
 

@@ -54,8 +54,12 @@ def auto_counting(
         return None, None
     why = callgrind.unsupported_reason()
     valgrind = callgrind.find_valgrind() if why is None else None
-    if why is None and valgrind is None:
-        why = "valgrind is not installed (Debian and Ubuntu: apt install valgrind)"
+    if why is None and valgrind is None:  # not installed, or what $BURNPERF_VALGRIND holds
+        why = (
+            callgrind.valgrind_problem()
+            if os.environ.get(callgrind.VALGRIND_ENV)
+            else "valgrind is not installed (Debian and Ubuntu: apt install valgrind)"
+        )
     version = None
     if valgrind is not None:
         try:
