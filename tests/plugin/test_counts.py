@@ -18,7 +18,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.core.verdict import (
+    IMPROVED,
+    INCOMPARABLE,
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Verdict,
+)
 from pytest_burnperf.host import callgrind, leftovers
 from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes
 
@@ -1158,3 +1165,44 @@ def test_a_corrupt_counts_baseline_fails_its_test_naming_the_file_under_the_defa
             ]
         )
         assert path.read_text(encoding="utf-8") == text
+
+
+ASSERTS_BENCH = """
+import pytest
+
+
+def checked(n):
+    s = 0
+    for i in range(n):
+        assert i >= 0, "never"
+        s += i
+    return s
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_asserts(perf):
+    perf(checked, 3000)
+"""
+
+
+def test_the_counted_process_runs_with_the_users_interpreter_options(
+    pytester: pytest.Pytester,
+) -> None:
+    """Issue 74: ``python -O -m pytest --perf`` counted a child started without -O, keyed
+    `default`: a module of asserts read `+0.00% unchanged` by counts while its time moved -40%.
+    The child now runs with -O, the key says so, and counts recorded without it are not
+    compared (incomparable, never unchanged)."""
+    _need_valgrind()
+    pytester.makepyfile(test_asserts=ASSERTS_BENCH)
+    base = ("-m", "pytest", "-p", "no:randomly", "--perf", "--perf-measure", "counts")
+    recorded = pytester.run(sys.executable, *base, "--perf-update")
+    assert recorded.ret == 0, recorded.stdout.str()[-2000:]
+    (path,) = (pytester.path / "baselines").glob("counts-linux-*/*.json")
+    (entry,) = json.loads(path.read_text())["benchmarks"].values()
+    assert entry["counts"]["key"]["interpreter_settings"] == "default"
+    out = pytester.path / "o.json"
+    optimized = pytester.run(sys.executable, "-O", *base, "--perf-json", str(out))
+    assert optimized.ret == 0, optimized.stdout.str()[-2000:]
+    (r,) = json.loads(out.read_text())["results"]
+    assert r["verdict"]["status"] == INCOMPARABLE, r["verdict"]
+    assert "optimize=1" in json.dumps(r["counts"]["key"]), r["counts"]["key"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -244,6 +245,27 @@ PARENT_ONLY = ("--perf-against", "--perf-versions", "--perf-reference")
 PARENT_FLAGS = ("--perf-update", "--update-baselines", "--perf-strict")
 
 
+def interpreter_args(
+    flags: object = None,
+    xoptions: Mapping[str, object] | None = None,
+    warnoptions: Sequence[str] | None = None,
+) -> list[str]:
+    """The options this interpreter was started with that change what Python code runs, for
+    every child ``python -m pytest`` (rounds, counted and profiled processes): ``-O``/``-OO``,
+    each ``-X`` option and each ``-W`` filter, so that a child runs what the user's runs
+    (``python -O -m pytest --perf`` counted its child without ``-O``: a module of asserts read
+    unchanged by counts while its time moved -40%). The counts key then holds them
+    (core/counts_key.interpreter_settings). Defaults: this interpreter's."""
+    f = sys.flags if flags is None else flags
+    optimize = int(getattr(f, "optimize", 0) or 0)
+    out = ["-" + "O" * optimize] if optimize > 0 else []
+    for key, value in (sys._xoptions if xoptions is None else xoptions).items():
+        out += ["-X", key if value is True else f"{key}={value}"]
+    for w in sys.warnoptions if warnoptions is None else warnoptions:
+        out += ["-W", w]
+    return out
+
+
 def run_worker(
     python: str,
     args: Sequence[str],
@@ -265,6 +287,7 @@ def run_worker(
     cmd = [
         *prefix,
         python,
+        *interpreter_args(),
         "-m",
         "pytest",
         *args,

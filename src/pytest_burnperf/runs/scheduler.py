@@ -45,6 +45,7 @@ from pytest_burnperf.runs.profiled import SideProfile
 from pytest_burnperf.runs.round_launcher import (
     budget_spent,
     count_done,
+    interpreter_args,
     last_done,
     progress_line,
     progress_path,
@@ -206,7 +207,7 @@ def run(
                 try:
                     for side in sides:
                         servers[side.label] = ForkServer(
-                            [side.python, "-m", "pytest", *args, "-q"],
+                            [side.python, *interpreter_args(), "-m", "pytest", *args, "-q"],
                             cwd=cwd,
                             tmp=Path(tmp),
                             env=None if side.environ is None else dict(side.environ),
@@ -414,7 +415,15 @@ class _Run:
             except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
                 code, output = 1, f"the round server could not be reached: {exc}"
         else:
-            cmd = [side.python, "-m", "pytest", *self.args, "-q", f"--perf-worker-out={out}"]
+            cmd = [
+                side.python,
+                *interpreter_args(),
+                "-m",
+                "pytest",
+                *self.args,
+                "-q",
+                f"--perf-worker-out={out}",
+            ]
             if len(group) < len(self.wanted):
                 only = out.with_suffix(".only")
                 only.write_text("\n".join(group) + "\n", encoding="utf-8")

@@ -92,3 +92,20 @@ def test_watch_speaks_every_interval_only_when_the_count_moved(tmp_path: Path) -
     )
     # at t=3 three are done, at t=6 four, at t=9 still four: said once each time it moved
     assert said == [3, 4]
+
+
+def test_a_child_python_is_started_with_the_interpreter_options_that_change_what_runs() -> None:
+    """Issue 74: ``python -O -m pytest --perf`` counted its child without -O (asserts kept), and
+    -X dev likewise; -W filters too. The defaults add nothing."""
+    from types import SimpleNamespace
+
+    from pytest_burnperf.runs.round_launcher import interpreter_args
+
+    plain = interpreter_args(SimpleNamespace(optimize=0), {}, [])
+    assert plain == []
+    assert interpreter_args(SimpleNamespace(optimize=1), {}, []) == ["-O"]
+    assert interpreter_args(SimpleNamespace(optimize=2), {}, []) == ["-OO"]
+    got = interpreter_args(
+        SimpleNamespace(optimize=0), {"dev": True, "int_max_str_digits": "640"}, ["error"]
+    )
+    assert got == ["-X", "dev", "-X", "int_max_str_digits=640", "-W", "error"]
