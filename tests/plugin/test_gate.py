@@ -174,6 +174,7 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
         "spread",
         "spread_dof",
         "spread_source",
+        "prior",
         "p_runs_slower",
         "min_effect",
         "min_detectable_slowdown",

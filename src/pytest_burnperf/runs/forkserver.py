@@ -185,14 +185,19 @@ class ForkServer:
             env=None if env is None else dict(env),
         )
 
-    def forked_instead(self) -> bool:
-        """A resident server was asked for, but the one started forks its rounds (its
-        pytest-burnperf predates resident rounds): true once it has answered a round."""
-        return (
+    def forked_instead(self, label: str) -> str | None:
+        """Why a resident server was asked for but the one started forked its rounds (its
+        pytest-burnperf predates resident rounds), once it has answered a round; else None."""
+        if (
             resident_path(self.ctl).exists()
             and done_path(self.ctl, 1).exists()
             and not resident_ack_path(self.ctl).exists()
-        )
+        ):
+            return (
+                f"{label}: its pytest-burnperf does not serve resident rounds (an older "
+                "release); its rounds were forked from one process instead"
+            )
+        return None
 
     def output(self) -> str:
         self.log.flush()

@@ -11,10 +11,9 @@ How a round starts (:class:`Schedule` ``start``):
   the interpreter's start, collection and library imports of every round;
 * ``turns``: benchmark after benchmark, a forked child per environment at once, the children
   taking turns in short sampling windows (turns.py);
-* ``resident``: one round server per environment that measures every round itself (no fork):
-  its device context, driver and imports are set up once, where a fork cannot keep them (a
-  GPU's runtime, OpenCL and Vulkan drivers). Its rounds are rounds of one process: they do
-  not sample what moves between processes.
+* ``resident``: one round server per environment measures every round itself (no fork: a
+  GPU's runtime, OpenCL and Vulkan drivers set up once); its rounds do not sample what moves
+  between processes.
 
 A round's process writes its samples, host windows and probes (``--perf-worker-out``); the
 scheduler pools them in :class:`Measured`, keeping a benchmark's round only where every
@@ -252,11 +251,8 @@ def run(
                     break
         finally:
             for label, server in servers.items():
-                if start == "resident" and server.forked_instead():
-                    got.problems.append(
-                        f"{label}: its pytest-burnperf does not serve resident rounds (an older "
-                        "release); its rounds were forked from one process instead"
-                    )
+                if start == "resident" and (why := server.forked_instead(label)):
+                    got.problems.append(why)
                 server.close()
     return got
 
@@ -415,15 +411,8 @@ class _Run:
             except OSError as exc:  # its request or answer file (a full disk, a removed /tmp)
                 code, output = 1, f"the round server could not be reached: {exc}"
         else:
-            cmd = [
-                side.python,
-                *interpreter_args(),
-                "-m",
-                "pytest",
-                *self.args,
-                "-q",
-                f"--perf-worker-out={out}",
-            ]
+            cmd = [side.python, *interpreter_args(), "-m", "pytest", *self.args, "-q"]
+            cmd.append(f"--perf-worker-out={out}")
             if len(group) < len(self.wanted):
                 only = out.with_suffix(".only")
                 only.write_text("\n".join(group) + "\n", encoding="utf-8")

@@ -170,7 +170,7 @@ def test_the_parent_handle_starts_a_resident_server(tmp_path: Path) -> None:
         assert resident_path(server.ctl).exists()
         status, output = server.round(tmp_path / "r1.json", None, lambda running: _wait(running))
         assert status == 0 and "measuring r1.json" in output
-        assert not server.forked_instead()
+        assert server.forked_instead("current") is None
     finally:
         server.close()
     assert server.proc.returncode == 0
@@ -213,6 +213,6 @@ def test_a_server_that_predates_resident_rounds_is_told_apart(tmp_path: Path) ->
     try:
         status, _ = server.round(tmp_path / "r1.json", None, lambda running: _wait(running))
         assert status == 0
-        assert server.forked_instead()
+        assert "does not serve resident rounds" in (server.forked_instead("main") or "")
     finally:
         server.close()
