@@ -41,6 +41,23 @@ def test_loop(perf):
     perf(work, 3000)
 """
 
+ASSERTS = """
+import pytest
+
+
+def checked(n):
+    s = 0
+    for i in range(n):
+        assert i >= 0, "never"
+        s += i
+    return s
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_loop(perf):
+    perf(checked, 3000)
+"""
+
 NAMED = """
 import pytest
 
@@ -306,6 +323,11 @@ def _scratch() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob(f"{SCRATCH}*"))
 
 
+def _fifos() -> set[Path]:
+    """valgrind's gdbserver FIFOs in the temporary folder."""
+    return set(Path(tempfile.gettempdir()).glob("vgdb-pipe-*"))
+
+
 def kill_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """SIGKILL to pytest at a random moment of its counted pass: what is still running a minute
     later (and how long the counted process outlived its parent), and what is left on disk
@@ -315,6 +337,7 @@ def kill_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dic
     root = _project(work, "killed", test_loop=LOOP)
     for i in range(trials):
         before = _scratch()
+        fifos_before = _fifos()
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", *QUICK, "--perf", "--perf-measure", "counts"],
             cwd=root,
@@ -336,6 +359,7 @@ def kill_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dic
         for pid in running:  # do not leave them for the next trial
             os.kill(pid, signal.SIGKILL)
         left = _scratch() - before
+        fifos = _fifos() - fifos_before
         _pytest(root, "--perf", "--perf-measure", "counts")  # the next run sweeps
         row = {
             "trial": f"SIGKILL {i + 1}",
@@ -343,6 +367,7 @@ def kill_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dic
             "outlived_s": round(lived, 1),
             "scratch_left": len(left),
             "scratch_after_next_run": len([p for p in left if p.exists()]),
+            "fifos_left": len(fifos),  # valgrind's vgdb-pipe FIFOs (issue 74)
         }
         log(f"kill {row}")
         rows.append(row)
@@ -446,11 +471,133 @@ def valgrind_trials(work: Path, log: Callable[[str], None]) -> list[dict[str, An
         }
         log(f"valgrind {row}")
         rows.append(row)
+        if words is None:
+            continue
+        # the default measure records by time where it cannot count, and says why (issue 74:
+        # it said "valgrind is not installed" for every one of these)
+        rc, out = _pytest(root, "--perf", "--perf-update", env=_env(BURNPERF_VALGRIND=value))
+        flat = " ".join(out.split())
+        row = {
+            "trial": f"BURNPERF_VALGRIND: {what} (auto)",
+            "exit": rc,
+            "right": rc == 0 and words in flat and "valgrind is not installed" not in flat,
+            "traceback": _traceback(out),
+        }
+        log(f"valgrind {row}")
+        rows.append(row)
+    return rows
+
+
+#: Issue 74's corrupt counts baselines: what each does to the file's one entry.
+CORRUPTIONS: list[tuple[str, Callable[[dict[str, Any]], object]]] = [
+    ("NaN", lambda c: c.update(instructions=[float("nan")])),
+    ("a string", lambda c: c.update(instructions="many")),
+    ("a 40-digit integer", lambda c: c.update(instructions=[10**40])),
+    ("1e25", lambda c: c.update(instructions=[1e25])),
+    ("negative", lambda c: c.update(instructions=[-5, -5])),
+    ("an empty list", lambda c: c.update(instructions=[])),
+    ("zero", lambda c: c.update(instructions=[0, 0])),
+    ("a float", lambda c: c.update(instructions=[1234.5])),
+    ("a wrong key type", lambda c: c.update(key=["not", "an", "object"])),
+]
+
+
+def corrupt_trials(work: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """A counts baseline made corrupt in each way of :data:`CORRUPTIONS`, and truncated, and
+    emptied, judged under the default (auto) and under counts: the test fails naming the file,
+    which is left as it was (never timed instead in silence, never rewritten)."""
+    root = _project(work, "corrupt", test_loop=LOOP)
+    _pytest(root, "--perf", "--perf-measure", "both", "--perf-update")
+    (path,) = (root / "baselines").glob("counts-*/*.json")
+    good = path.read_text()
+    texts: list[tuple[str, str]] = [("truncated", good[: len(good) // 2]), ("an empty file", "")]
+    for what, change in CORRUPTIONS:
+        doc = json.loads(good)
+        (entry,) = doc["benchmarks"].values()
+        change(entry["counts"])
+        texts.append((what, json.dumps(doc)))
+    rows = []
+    for what, text in texts:
+        for measure in ("auto", "counts"):
+            path.write_text(text)
+            rc, out = _pytest(root, "--perf", "--perf-measure", measure)
+            row = {
+                "trial": f"counts baseline {what}, --perf-measure {measure}",
+                "exit": rc,
+                "right": rc == 1 and path.name in out and "left untouched" in out,
+                "untouched": path.read_text() == text,
+                "traceback": _traceback(out),
+            }
+            log(f"corrupt {row}")
+            rows.append(row)
+    path.write_text(good)
+    return rows
+
+
+def flag_trials(work: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Counts recorded by a plain interpreter, judged by ``python -O`` and ``python -X dev``:
+    the counted process runs with the flag, its key says so, so never `unchanged` by counts of
+    other code (issue 74: a module of asserts read +0.00% unchanged under -O)."""
+    root = _project(work, "flags", test_loop=ASSERTS)
+    _pytest(root, "--perf", "--perf-measure", "counts", "--perf-update")
+    rows = []
+    for flag in (["-O"], ["-X", "dev"]):
+        judge = ["--perf", "--perf-measure", "counts", "--perf-json", "r.json"]
+        proc = subprocess.run(
+            [sys.executable, *flag, "-m", "pytest", *QUICK, *judge],
+            cwd=root,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        (r,) = _results(root) or [{"verdict": {"status": "none"}, "counts": {"key": {}}}]
+        settings = str(r.get("counts", {}).get("key", {}).get("interpreter_settings"))
+        row = {
+            "trial": f"python {' '.join(flag)}",
+            "exit": proc.returncode,
+            "status": r["verdict"]["status"],
+            "key": settings,
+            "false_verdict": r["verdict"]["status"] in ("unchanged", "regressed", "improved"),
+            "traceback": _traceback(proc.stdout + proc.stderr),
+        }
+        log(f"flag {row}")
+        rows.append(row)
+    return rows
+
+
+def option_trials(work: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """--perf-count-limit values the docs do not allow, on the command line, in pytest.ini and
+    in benchmarks.toml: a usage error naming the option and what is allowed, no traceback."""
+    rows = []
+    for i, value in enumerate(
+        ["9" * 400, "1_000.5", "\u0661\u0660\u0660\u0660", "1000.5", "1" + "0" * 35]
+    ):
+        for where in ("command line", "pytest.ini"):
+            root = _project(work, f"option-{i}-{where.replace(' ', '-').replace('.', '-')}")
+            (root / "test_loop.py").write_text(LOOP)
+            if where == "pytest.ini":
+                (root / "pytest.ini").write_text(f"[pytest]\nperf_count_limit = {value}\n")
+                rc, out = _pytest(root, "--perf")
+            else:
+                rc, out = _pytest(root, "--perf", f"--perf-count-limit={value}")
+            row = {
+                "trial": f"--perf-count-limit {value[:12]!r} ({where})",
+                "exit": rc,
+                "right": rc == 4 and "150M" in out,
+                "traceback": _traceback(out),
+            }
+            log(f"option {row}")
+            rows.append(row)
     return rows
 
 
 def counts_trials(work: Path, trials: int, log: Callable[[str], None] = print) -> dict[str, Any]:
     return {
+        "corrupt": corrupt_trials(work, log),
+        "flags": flag_trials(work, log),
+        "options": option_trials(work, log),
         "profiles": profile_trials(work, log),
         "strict": strict_trials(work, log),
         "crash": crash_trials(work, log),
@@ -479,9 +626,16 @@ def counts_totals(doc: dict[str, Any]) -> dict[str, int]:
         "late_signals_sent": sum(r.get("sent", False) for r in doc["signals"]),
         "scratch_after_next_run": sum(r["scratch_after_next_run"] for r in doc["kill"]),
         "wrong_outcomes": sum(
-            not r["right"] for part in ("strict", "signals", "valgrind") for r in doc[part]
+            not r["right"]
+            for part in ("strict", "signals", "valgrind", "corrupt", "options")
+            for r in doc.get(part, [])
         )
         + sum(not r["named"] for r in doc["scratch"]),
+        "corrupt_ignored": sum(
+            not r["right"] or not r["untouched"] for r in doc.get("corrupt", [])
+        ),
+        "flag_false_verdicts": sum(r["false_verdict"] for r in doc.get("flags", [])),
+        "fifos_left": sum(r.get("fifos_left", 0) for r in doc["kill"]),
     }
 
 

@@ -726,7 +726,14 @@ def section(doc: dict[str, Any]) -> str:
             f"{len(parts['strict'])}, crashes {len(parts['crash'])}, interpreter settings "
             f"{len(parts['settings'])}, SIGKILL {len(parts['kill'])}, scratch folder removed "
             f"{len(parts['scratch'])}, signals {len(parts['signals'])}, $BURNPERF_VALGRIND "
-            f"{len(parts['valgrind'])}; measured {counted['date']} with `{counted['command']}`) "
+            f"{len(parts['valgrind'])}"
+            + (
+                f", corrupt counts baselines {len(parts['corrupt'])}, interpreter flags "
+                f"{len(parts['flags'])}, --perf-count-limit values {len(parts['options'])}"
+                if "corrupt" in parts
+                else ""
+            )
+            + f"; measured {counted['date']} with `{counted['command']}`) "
             f"| {t['trials']} | {t['profiles_lost']} of {t['profiles_reported']} profiles lost, "
             f"{t['profiles_shared']} shared; {t['tracebacks']} tracebacks; a crash cost at most "
             f"{t['crash_cost_max']} benchmark(s), named in {t['crash_named']} of "
@@ -734,7 +741,15 @@ def section(doc: dict[str, Any]) -> str:
             f"{t['settings']} interpreter settings; {t['orphans']} counted processes left "
             f"running, {t['scratch_after_next_run']} scratch folders left after the next run; "
             f"{t['wrong_outcomes']} wrong exit statuses or unclear errors (SIGINT sent after "
-            f"the write-up in {t['late_signals_sent']} trials) |",
+            f"the write-up in {t['late_signals_sent']} trials)"
+            + (
+                f"; {t['corrupt_ignored']} corrupt counts baselines ignored or changed, "
+                f"{t['flag_false_verdicts']} counts verdicts under -O or -X dev against counts "
+                f"of other code, {t['fifos_left']} vgdb FIFOs left by killed runs"
+                if "corrupt_ignored" in t
+                else ""
+            )
+            + " |",
         ]
     lost = [r for r in doc["interrupts"]["trials"] if "lost" in r["outcome"]]
     if lost:
