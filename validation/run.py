@@ -167,8 +167,9 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
     replaying a run with the rule it ran under gives its verdicts back.
     """
     from pytest_burnperf.core.assess import HostEvidence, assess
+    from pytest_burnperf.core.more_rounds import needs_more_rounds
     from pytest_burnperf.core.stored_baseline import StoredBaseline
-    from pytest_burnperf.core.verdict import Policy, needs_more_rounds
+    from pytest_burnperf.core.verdict import Policy
     from pytest_burnperf.host.activity import Window
 
     first = int(OURS_CI[OURS_CI.index("--perf-rounds") + 1])

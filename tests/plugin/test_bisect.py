@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.cli import main
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.bisection import dependency_changes
 from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION
 from pytest_burnperf.runs import bisect_probe
@@ -232,7 +233,7 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
         "t.py::test_b: +0.30% from good to bad, within its minimum effect of 0.50% (the counts' "
         "floor, or what they spread between its calls): no step searched"
     )
-    undecided = Verdict(INCONCLUSIVE, 1.0, ratio=1.04, effect=0.005)
+    undecided = Verdict(INCONCLUSIVE, 1.0, ratio=1.04, effect=0.005, cause=Cause.NOISE)
     report_u = Report(found, commits, [1.0], {"t.py::test_b": undecided}, {})
     assert "its counted calls spread too much to say" in lines(report_u)[1]
     text = as_markdown(report, "good HEAD")

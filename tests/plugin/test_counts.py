@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from pytest_burnperf.core.abstention import BY_STATUS
 from pytest_burnperf.core.verdict import (
     IMPROVED,
     INCOMPARABLE,
@@ -460,7 +461,8 @@ def test_a_bad_valgrind_setting_is_named_under_the_default_too(
 
 
 def _result(status: str, ratio: float | None, reason: str = "") -> Verdict:
-    return Verdict(status, 1.0, baseline_median=1.0, ratio=ratio, reason=reason)
+    cause = BY_STATUS.get(status)
+    return Verdict(status, 1.0, baseline_median=1.0, ratio=ratio, reason=reason, cause=cause)
 
 
 class _FakeResult:
@@ -485,7 +487,9 @@ def test_notes_say_where_the_measures_disagree() -> None:
     (note,) = disagreement_notes(_result(REGRESSED, 1.05), faster_time)  # type: ignore[arg-type]
     assert "counts +5.00% regressed but time" in note and "finished sooner" in note
     assert disagreement_notes(_result(UNCHANGED, 1.0), None) == []
-    untimed = _FakeResult(Verdict("no-baseline", 1.0, reason="no baseline recorded"))
+    untimed = _FakeResult(
+        Verdict("no-baseline", 1.0, reason="no baseline recorded", cause=BY_STATUS["no-baseline"])
+    )
     (note,) = disagreement_notes(_result(UNCHANGED, 1.0), untimed)  # type: ignore[arg-type]
     assert note == "judged by counts; time no-baseline (no baseline recorded)"
     # auto's time beside: one round, never judged, so none of the clock's advice

@@ -24,6 +24,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.comparability import blocker, legacy_reason
 from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.stored_baseline import StoredBaseline
@@ -162,6 +163,7 @@ def explain_by_busy_baseline(verdict: Verdict, why: str, inflation: float) -> Ve
     return replace(
         verdict,
         status=INCONCLUSIVE,
+        cause=Cause.HOST,
         reason=(
             f"{why}: {how}, so the {_change(verdict)} measured against it could hide {hidden}; "
             f"not called {verdict.status}; re-record the baseline on a quiet host "
@@ -211,6 +213,7 @@ def explain_by_host(verdict: Verdict, why: str, policy: Policy, up_to: float = m
         return replace(
             verdict,
             status=INCONCLUSIVE,
+            cause=Cause.HOST,
             reason=(
                 f"{why}{bound}; the {_interval(verdict)} change may be the host's, not the "
                 "code's: not failed (--perf-strict fails it); run again on a quiet host"
@@ -222,6 +225,7 @@ def explain_by_host(verdict: Verdict, why: str, policy: Policy, up_to: float = m
         return replace(
             verdict,
             status=INCONCLUSIVE,
+            cause=Cause.HOST,
             reason=(
                 f"{why}; with this noise it sees only slowdowns above +{100 * verdict.effect:.1f}%, "
                 "so 'unchanged' would claim too much; run again on a quiet host"
@@ -264,12 +268,14 @@ def explain_by_probe(
         return replace(
             verdict,
             status=INCONCLUSIVE,
+            cause=Cause.HOST,
             reason=f"{text}, which explains the {_change(verdict)} change: not failed",
         )
     if r is not None and ratio < 1 and verdict.status == IMPROVED and r >= ratio / (1 + effect):
         return replace(
             verdict,
             status=INCONCLUSIVE,
+            cause=Cause.HOST,
             reason=f"{text}, which explains the {_change(verdict)} change",
         )
     if ratio < 1 and verdict.status == UNCHANGED:
@@ -293,11 +299,12 @@ def assess(
     ``baseline`` (the stored baseline, or None)."""
     pooled = [v for r in runs for v in r]
     if baseline is not None and legacy:
-        return not_comparable(pooled, baseline.samples, legacy_reason())
+        return not_comparable(pooled, baseline.samples, legacy_reason(), Cause.LEGACY_BASELINE)
     if baseline is not None:
-        why, notes = blocker(baseline, fingerprint, timer, l2_flush, pedantic)
-        if why is not None:
-            return not_comparable(pooled, [v for r in baseline_runs(baseline) for v in r], why)
+        why, cause, notes = blocker(baseline, fingerprint, timer, l2_flush, pedantic)
+        if why is not None and cause is not None:
+            old = [v for r in baseline_runs(baseline) for v in r]
+            return not_comparable(pooled, old, why, cause)
         kept = [list(r) for r in runs]
         left_out = {} if host is None else leave_out_busy(len(runs), host.busy_rounds(len(runs)))
         if left_out:
@@ -352,6 +359,6 @@ def own_threads(
     text = _threads.note(busiest, limit, pools)
     if text is None:
         return verdict
-    if verdict.status == INCONCLUSIVE:
-        return replace(verdict, reason=f"{text}; {verdict.reason}")
+    if verdict.status == INCONCLUSIVE:  # on a busy host its threads wait for each other
+        return replace(verdict, reason=f"{text}; {verdict.reason}", cause=Cause.HOST)
     return replace(verdict, notes=(text, *verdict.notes))

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from pytest_burnperf.core import between_runs
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
 
 #: A measurement of every selected benchmark at one commit: benchmark -> its values.
@@ -105,7 +106,9 @@ def paired_change(
     la = [math.log(x) for x in before if x > 0]
     lb = [math.log(x) for x in after if x > 0]
     if not la or not lb:
-        return Verdict(INCONCLUSIVE, float("nan"), reason="no paired rounds on one side")
+        return Verdict(
+            INCONCLUSIVE, float("nan"), reason="no paired rounds on one side", cause=Cause.NOISE
+        )
     d = statistics.fmean(lb) - statistics.fmean(la)
     va = statistics.variance(la) / len(la) if len(la) > 1 else 0.0
     vb = statistics.variance(lb) / len(lb) if len(lb) > 1 else 0.0
@@ -123,7 +126,9 @@ def paired_change(
     )
     if se == 0.0:
         if len(la) + len(lb) < 3:
-            return replace(base, status=INCONCLUSIVE, reason="one round a side: no spread")
+            return replace(
+                base, status=INCONCLUSIVE, reason="one round a side: no spread", cause=Cause.NOISE
+            )
         low = high = ratio  # every round agreed exactly
     else:
         parts = [v**2 / (n - 1) for v, n in ((va, len(la)), (vb, len(lb))) if n > 1 and v > 0]
@@ -140,6 +145,7 @@ def paired_change(
         verdict,
         status=INCONCLUSIVE,
         reason="the paired rounds spread too much to say (more rounds help)",
+        cause=Cause.NOISE,
     )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.pedantic_shape import PedanticShape
 from pytest_burnperf.core.precision import difference
 from pytest_burnperf.core.stored_baseline import StoredBaseline
@@ -241,16 +242,20 @@ def blocker(
     timer: str,
     l2_flush: bool,
     pedantic: PedanticShape | None = None,
-) -> tuple[str | None, tuple[str, ...]]:
-    """Everything above for one baseline entry: ``(why not comparable or None, notes)``."""
+) -> tuple[str | None, Cause | None, tuple[str, ...]]:
+    """Everything above for one baseline entry: ``(why not comparable, its cause, notes)``
+    (another machine, device, precision or regime, or other pedantic settings; None and None
+    where comparable)."""
 
     device = baseline.device
     why, notes = comparability(device, fingerprint)
     modes = None if device is None else device.get("precision")
-    return (
+    why = (
         why
         or difference(modes, fingerprint.get("precision"))
         or regime_difference(baseline, timer, l2_flush)
-        or pedantic_difference(baseline, pedantic),
-        notes,
     )
+    if why is not None:
+        return why, Cause.OTHER_MACHINE, notes
+    why = pedantic_difference(baseline, pedantic)
+    return why, None if why is None else Cause.SAMPLED_OTHERWISE, notes

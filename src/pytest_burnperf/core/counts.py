@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import stats
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.text import format_count
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -142,6 +143,7 @@ def judge_counts(
             n_current=len(cur),
             runs_current=1,
             reason="no counts baseline recorded",
+            cause=Cause.NO_COUNTS,
         )
     base = [float(v) for v in baseline]
     base_median = statistics.median(base)
@@ -153,6 +155,7 @@ def judge_counts(
             n_baseline=len(base),
             n_current=len(cur),
             reason="a side counted no instructions (did the benchmark run under valgrind?)",
+            cause=Cause.COUNTS_KEY,
         )
     ratio = cur_median / base_median
     spread = max(relative_spread(base), relative_spread(cur), process_spread)
@@ -260,7 +263,9 @@ def undecided_text(verdict: Verdict) -> str:
 
 
 def _with(verdict: Verdict, status: Status, reason: str) -> Verdict:
-    return replace(verdict, status=status, reason=reason)
+    """``status`` with its ``reason``; left open (inconclusive), the counts could not decide."""
+    cause = Cause.COUNTS_SPREAD if status == INCONCLUSIVE else None
+    return replace(verdict, status=status, reason=reason, cause=cause)
 
 
 def cycles_note(base: Sequence[float], cur: Sequence[float], verdict: Verdict) -> str | None:

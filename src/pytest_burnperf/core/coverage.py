@@ -4,8 +4,9 @@ A perf run that compared nothing (no baseline for this hardware class, a baselin
 class, a change the noise or a busy host left open) used to end green like a run that found
 nothing slower. This module counts the verdicts (``regressed``, ``unchanged``, ``improved``)
 against the abstentions (``no-baseline``, ``incomparable``, ``inconclusive``), groups the
-abstentions by why, names the command that would judge each group, and checks the share
-judged against ``--perf-min-judged``. No pytest here: the plugin, the JSON document, the
+abstentions by the cause each verdict carries (core/abstention.py, never by its text), names
+the command that would judge each group, and checks the share judged against
+``--perf-min-judged``. No pytest here: the plugin, the JSON document, the
 Markdown summary and the JUnit properties all read the same :class:`Coverage`.
 
 The default minimum (:data:`CI_MIN_JUDGED`, only where ``$CI`` is set) is 0.9. A CI job's
@@ -24,6 +25,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.settings import without_options
 from pytest_burnperf.core.verdict import (
     FAILED,
@@ -42,16 +44,16 @@ NOT_JUDGED = (NO_BASELINE, INCOMPARABLE, INCONCLUSIVE)
 #: ``--perf-min-judged`` where ``$CI`` is set and nothing else names a share.
 CI_MIN_JUDGED = 0.9
 
-#: Why a benchmark was not judged, in the order the summary lists them.
-NO_REFERENCE = "no reference"
-NO_COUNTS = "no counts baseline"
-OTHER_MACHINE = "another machine"
-COUNTS_KEY = "another counts key"
-SAMPLED_OTHERWISE = "sampled otherwise"
-HOST = "host busy"
-NOISE = "noise"
-COUNTS_SPREAD = "counts undecided"
-WHY_ORDER = (
+#: Why a benchmark was not judged (core/abstention.Cause), in the order the summary lists them.
+NO_REFERENCE = Cause.NO_REFERENCE
+NO_COUNTS = Cause.NO_COUNTS
+OTHER_MACHINE = Cause.OTHER_MACHINE
+COUNTS_KEY = Cause.COUNTS_KEY
+SAMPLED_OTHERWISE = Cause.SAMPLED_OTHERWISE
+HOST = Cause.HOST
+NOISE = Cause.NOISE
+COUNTS_SPREAD = Cause.COUNTS_SPREAD
+WHY_ORDER: tuple[Cause, ...] = (
     NO_REFERENCE,
     NO_COUNTS,
     OTHER_MACHINE,
@@ -61,6 +63,9 @@ WHY_ORDER = (
     NOISE,
     COUNTS_SPREAD,
 )
+#: Causes the summary counts in another's group, whose advice fits them too: a baseline recorded
+#: before the hardware class was kept is one of another machine for all this run can tell.
+GROUP: Mapping[Cause, Cause] = {Cause.LEGACY_BASELINE: OTHER_MACHINE}
 _WHY_TEXT = {
     NO_REFERENCE: "no baseline for this hardware class and no same-session reference",
     NO_COUNTS: "no counts baseline recorded",
@@ -76,22 +81,9 @@ _WHY_TEXT = {
 }
 
 
-def why(status: str, reason: str) -> str | None:
-    """The group of an abstention (None for a verdict)."""
-    if status == NO_BASELINE:
-        return NO_COUNTS if "counts" in reason else NO_REFERENCE
-    if status == INCOMPARABLE:
-        if "sampled with pedantic" in reason:
-            return SAMPLED_OTHERWISE
-        return COUNTS_KEY if "counts" in reason else OTHER_MACHINE
-    if status == INCONCLUSIVE:
-        text = reason.lower()
-        if "host" in text or "probe" in text:
-            return HOST
-        if "counts" in text:  # a counted verdict: rounds and the host do not move it
-            return COUNTS_SPREAD
-        return NOISE
-    return None
+def why(cause: Cause | None) -> Cause | None:
+    """The summary's group of an abstention's cause (None for a verdict)."""
+    return None if cause is None else GROUP.get(cause, cause)
 
 
 @dataclass(frozen=True)
@@ -102,7 +94,7 @@ class Coverage:
     #: Benchmarks whose test failed for another reason after they were timed.
     failed: int = 0
     #: why -> the benchmarks' labels
-    missed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    missed: Mapping[Cause, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def not_judged(self) -> int:
@@ -126,7 +118,7 @@ class Coverage:
             f"({100 * self.share:.0f}%)"
         )
         if self.not_judged:
-            parts = [f"{len(self.missed[w])} {w}" for w in WHY_ORDER if self.missed.get(w)]
+            parts = [f"{len(self.missed[w])} {w.value}" for w in WHY_ORDER if self.missed.get(w)]
             text += f"; NOT judged: {self.not_judged} ({', '.join(parts)})"
         return text
 
@@ -139,20 +131,20 @@ class Coverage:
             "total": self.total,
             "share": self.share,
             "min_share": minimum,
-            "missed": {w: list(self.missed[w]) for w in WHY_ORDER if self.missed.get(w)},
+            "missed": {w.value: list(self.missed[w]) for w in WHY_ORDER if self.missed.get(w)},
             "advice": list(advice),
         }
 
 
-def coverage(results: Iterable[tuple[str, str, str]]) -> Coverage:
-    """From ``(label, status, reason)`` of each result."""
+def coverage(results: Iterable[tuple[str, str, Cause | None]]) -> Coverage:
+    """From ``(label, status, cause)`` of each result (``Verdict.cause``: None for a verdict)."""
     judged = failed = 0
-    missed: dict[str, list[str]] = {}
-    for label, status, reason in results:
+    missed: dict[Cause, list[str]] = {}
+    for label, status, cause in results:
         if status == FAILED:
             failed += 1
             continue
-        group = why(status, reason)
+        group = why(cause)
         if group is None:
             judged += 1
         else:

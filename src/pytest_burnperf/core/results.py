@@ -317,6 +317,8 @@ class Result:
                 "runs": [v.runs_baseline, v.runs_current],
                 "runs_set_aside": [v.set_aside_baseline, v.set_aside_current],
                 "reason": v.reason,
+                # why it is not a verdict (core/abstention.Cause; None for a verdict)
+                "cause": None if v.cause is None else v.cause.value,
                 "notes": list(v.notes),
             },
         }

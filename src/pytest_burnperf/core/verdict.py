@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from pytest_burnperf.core import between_runs, stats
+from pytest_burnperf.core.abstention import BY_STATUS, Cause
 from pytest_burnperf.core.text import format_time
 
 #: A verdict's status: what a comparison concluded (or that the test failed after it was timed).
@@ -100,6 +101,9 @@ class Verdict:
     n_baseline: int = 0
     n_current: int = 0
     reason: str = ""
+    #: Why this is not a verdict on the code (an abstention's status only): what the summary and
+    #: the coverage group it by; ``reason`` is its prose.
+    cause: Cause | None = None
     #: Differences that do not stop the comparison but a reader should know (library versions...).
     notes: tuple[str, ...] = ()
     runs_baseline: int = 0
@@ -142,10 +146,11 @@ class Verdict:
             return None
         return self.p_slower if self.ratio >= 1.0 else self.p_faster
 
-    @property
-    def noisy(self) -> bool:
-        """The noise floor, not the threshold, sets the minimum effect."""
-        return self.effect is not None and self.reason.startswith("noisy")
+    def __post_init__(self) -> None:
+        if self.status in BY_STATUS and self.cause is None:
+            raise ValueError(f"a {self.status} verdict needs its cause (core/abstention.Cause)")
+        if self.status not in BY_STATUS and self.cause is not None:
+            object.__setattr__(self, "cause", None)  # judged (or failed) after all
 
 
 Runs = Sequence[Sequence[float]]
@@ -185,6 +190,7 @@ def judge(
             n_current=cur.n,
             runs_current=len(cur_runs),
             reason="no baseline recorded",
+            cause=Cause.NO_REFERENCE,
         )
     base_all = [v for r in base_runs for v in r]
     base = stats.summarize(base_all)
@@ -209,6 +215,7 @@ def judge(
             verdict,
             ratio=ratio,
             status=INCONCLUSIVE,
+            cause=Cause.NOISE,
             reason=(
                 f"n={base.n}/{cur.n} samples can reach p={p_min:.2g} at best, not below "
                 f"alpha={alpha:.2g}; take more samples"
@@ -216,7 +223,7 @@ def judge(
         )
     est = stats.hodges_lehmann_ratio(cur_all, base_all)
     observed = _observed(base_runs, cur_runs, policy)
-    model = _model(base_runs, cur_runs, policy)
+    model = between_run_model(base_runs, cur_runs, policy)
     source = _spread_source(observed, policy.prior)
     ratio, low, high = est.ratio, est.low, est.high
     floor = 0.0
@@ -295,6 +302,7 @@ def judge(
         return replace(
             verdict,
             status=INCONCLUSIVE,
+            cause=Cause.NOISE,
             reason=(
                 f"{100 * (ratio - 1):+.1f}% is above the {100 * policy.threshold:g}% threshold "
                 f"but inside this benchmark's noise floor (+{100 * effect:.1f}%): not failed; more "
@@ -323,6 +331,7 @@ def judge(
         return replace(
             verdict,
             status=INCONCLUSIVE,
+            cause=Cause.NOISE,
             reason=(
                 f"{span}: the interval reaches above the {100 * policy.threshold:g}% threshold "
                 f"and {why}; more samples or rounds would decide"
@@ -345,59 +354,6 @@ def judge(
     return verdict
 
 
-#: Confidence of the futility bound of adaptive rounds: a benchmark whose change is below the
-#: threshold with this one-sided confidence needs no more rounds.
-FUTILITY_CONFIDENCE = 0.99
-
-
-def needs_more_rounds(
-    baseline: Runs | None, current: Runs, policy: Policy, *, recording: bool = False
-) -> bool:
-    """Would another process round help decide this benchmark?
-
-    Comparing: yes unless the change is below the threshold with 99% one-sided confidence (an
-    improvement or an unchanged benchmark). Stopping only for that ("futility") never raises the
-    false-alarm rate: a benchmark that looks slower runs all rounds and is judged once, at the
-    end, at ``alpha``. Recording: yes while this benchmark's runs are so noisy that a comparison
-    with as many rounds a side would gate above the threshold (its noise floor).
-    """
-    cur = as_runs(current)
-    if recording:
-        if not cur:
-            return True
-        floor = recording_floor(cur, policy)
-        return floor is not None and floor > policy.threshold
-    base = as_runs(baseline)
-    if not base:
-        return False
-    if not cur:
-        return True
-    if not policy.paired:
-        (base, cur), _ = set_aside_disturbed(base, cur)
-    model = _model(base, cur, policy)
-    if model is None:
-        return False
-    return model.upper(FUTILITY_CONFIDENCE) >= 1.0 + policy.threshold
-
-
-def recording_floor(runs: Runs, policy: Policy) -> float | None:
-    """The noise floor a baseline of these process ``runs`` would set: the slowdown a later
-    comparison with as many rounds a side could not tell from the between-run noise (its
-    disturbed rounds set aside, as a comparison sets them aside). None with fewer than two
-    rounds and no prior."""
-    kept = as_runs(runs)
-    if not kept:
-        return None
-    (kept, _), _ = set_aside_disturbed(kept, [])
-    combined = between_runs.spread_or_prior(between_runs.log_run_spread(kept), policy.prior)
-    if combined is None:
-        return None
-    spread, dof = combined
-    k = len(kept)
-    t = between_runs.t_quantile(1.0 - policy.alpha_each, dof)
-    return math.exp(t * spread * math.sqrt(2 / k)) - 1.0
-
-
 def set_aside_disturbed(
     base: Runs, cur: Runs
 ) -> tuple[tuple[list[list[float]], list[list[float]]], tuple[int, int]]:
@@ -417,7 +373,7 @@ def _rounds(n: int, side: str) -> str:
     return f"{n} {side} round{'s' if n > 1 else ''}"
 
 
-def _model(base: Runs, cur: Runs, policy: Policy) -> between_runs.RunModel | None:
+def between_run_model(base: Runs, cur: Runs, policy: Policy) -> between_runs.RunModel | None:
     if policy.paired and len(base) == len(cur):
         return between_runs.paired_run_model(base, cur, policy.prior)
     return between_runs.run_model(base, cur, policy.prior)
@@ -449,7 +405,12 @@ def _pooled(prior: between_runs.NoisePrior | None) -> str:
     return f"pooled with the {100 * prior.spread:.1f}%{whose} prior: "
 
 
-def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: str) -> Verdict:
+def not_comparable(
+    current: Sequence[float],
+    baseline: Sequence[float],
+    reason: str,
+    cause: Cause = Cause.OTHER_MACHINE,
+) -> Verdict:
     """The verdict when a baseline exists but was measured on something else: never a failure."""
     cur = stats.summarize(current)
     base = stats.summarize(baseline) if baseline else None
@@ -460,6 +421,7 @@ def not_comparable(current: Sequence[float], baseline: Sequence[float], reason: 
         n_baseline=0 if base is None else base.n,
         n_current=cur.n,
         reason=reason,
+        cause=cause,
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import counted_calls, counts, counts_key
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
 from pytest_burnperf.core.run_options import count_text
@@ -342,7 +343,7 @@ def against_baseline(
     values = [float(v) for v in got.values()]
     base_values = baseline_counts(entry)
     if entry is not None and base_values is None:
-        return not_comparable(values, [], "the stored baseline holds no counts")
+        return not_comparable(values, [], "the stored baseline holds no counts", Cause.COUNTS_KEY)
     stored = None if entry is None else entry.counts
     stored_key = None if entry is None else entry.counts_key
     migrated = (
@@ -354,7 +355,7 @@ def against_baseline(
     if migrated and stored_key is not None:
         stored_key = as_python_key(stored_key, key)
     if entry is not None and (diff := counts_key.key_difference(stored_key, key)):
-        return not_comparable(values, base_values or [], f"{diff}{RECORD_AGAIN}")
+        return not_comparable(values, base_values or [], f"{diff}{RECORD_AGAIN}", Cause.COUNTS_KEY)
     verdict = counts.judge_counts(
         base_values,
         values,

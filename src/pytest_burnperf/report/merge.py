@@ -15,6 +15,8 @@ from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core import abstention
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.coverage import coverage, shortfall
 from pytest_burnperf.core.shards import selection_id
 from pytest_burnperf.core.text import escape
@@ -209,16 +211,15 @@ def merge(docs: Sequence[tuple[str, Mapping[str, object]]]) -> tuple[dict[str, o
     return merged, notes
 
 
-def _cases(results: Sequence[Mapping[str, object]]) -> list[tuple[str, str, str]]:
-    """``(test, status, reason)`` of each result, as :func:`core.coverage.coverage` counts them."""
-    return [
-        (
-            str(r.get("test")),
-            str(jf.mapping(r.get("verdict")).get("status", "")),
-            str(jf.mapping(r.get("verdict")).get("reason", "")),
-        )
-        for r in results
-    ]
+def _cases(results: Sequence[Mapping[str, object]]) -> list[tuple[str, str, Cause | None]]:
+    """``(test, status, cause)`` of each result, as :func:`core.coverage.coverage` counts them
+    (a shard written before verdicts named their cause: its status's)."""
+    out: list[tuple[str, str, Cause | None]] = []
+    for r in results:
+        v = jf.mapping(r.get("verdict"))
+        status = str(v.get("status", ""))
+        out.append((str(r.get("test")), status, abstention.parse(v.get("cause"), status)))
+    return out
 
 
 def verdict(merged: Mapping[str, object]) -> tuple[int, str]:

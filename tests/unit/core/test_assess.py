@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.assess import HostEvidence, assess, explain_by_host
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import (
@@ -115,6 +116,7 @@ def test_a_busy_host_never_passes_silently_through_a_raised_floor() -> None:
     raised = Verdict(UNCHANGED, 1.0, 1.0, ratio=1.02, effect=4.0, min_detectable=5.0)
     v = explain_by_host(raised, "host busy while it ran: x", Policy())
     assert v.status == INCONCLUSIVE and "only slowdowns above +400.0%" in v.reason
+    assert v.cause is Cause.HOST
     sharp = Verdict(UNCHANGED, 1.0, 1.0, ratio=1.0, effect=0.05)
     kept = explain_by_host(sharp, "host busy while it ran: x", Policy())
     assert kept.status == UNCHANGED and kept.notes == ("host busy while it ran: x",)
@@ -147,6 +149,7 @@ def test_a_baseline_recorded_on_a_busy_host_never_passes_a_change_it_could_hide(
     )
     assert hidden.change_pct is not None and hidden.change_pct < 0
     assert hidden.status == INCONCLUSIVE and "not called" in hidden.reason
+    assert hidden.cause is Cause.HOST
 
 
 def test_a_regression_against_a_busy_baseline_stands() -> None:
@@ -219,16 +222,19 @@ def test_a_faster_host_warns_that_slowdowns_may_hide() -> None:
     v = judge(1.0, faster)
     assert v.status == UNCHANGED
     assert any("may be hidden" in n for n in v.notes)
-    assert judge(0.8, faster).status == INCONCLUSIVE  # the speed-up is the host's
+    explained = judge(0.8, faster)  # the speed-up is the host's
+    assert explained.status == INCONCLUSIVE and explained.cause is Cause.HOST
 
 
 def test_legacy_and_incomparable_baselines_are_not_judged() -> None:
     common = {"fingerprint": FP, "timer": "host", "l2_flush": False, "policy": Policy()}
     v = assess(entry(), runs(2.0, 1), legacy=True, **common)  # type: ignore[arg-type]
     assert v.status == INCOMPARABLE and "hardware identity" in v.reason
+    assert v.cause is Cause.LEGACY_BASELINE
     other = entry(device={**FP, "name": "Intel Xeon"})
     v = assess(other, runs(2.0, 1), **common)  # type: ignore[arg-type]
     assert v.status == INCOMPARABLE and "'AMD EPYC'" in v.reason
+    assert v.cause is Cause.OTHER_MACHINE
 
 
 def test_probe_arithmetic() -> None:
@@ -301,6 +307,7 @@ def test_a_busy_host_excuses_only_what_it_can_explain() -> None:
     # within what it can explain: inconclusive, and the reason gives the bound
     v = judge(1.3, HostEvidence(windows=(QUIET, waited, QUIET)))
     assert v.status == INCONCLUSIVE and "(it can explain up to +72%)" in v.reason
+    assert v.cause is Cause.HOST
 
 
 def test_the_failure_message_says_the_host_was_busy() -> None:

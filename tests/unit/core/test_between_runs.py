@@ -10,13 +10,13 @@ import random
 import pytest
 
 from pytest_burnperf.core import between_runs
+from pytest_burnperf.core.more_rounds import needs_more_rounds
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     REGRESSED,
     UNCHANGED,
     Policy,
     judge,
-    needs_more_rounds,
     set_aside_disturbed,
 )
 

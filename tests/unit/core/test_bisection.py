@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.bisection import (
     Measured,
     ProbeFailed,
@@ -175,6 +176,7 @@ def test_paired_rounds_judge_a_move_by_its_interval_and_the_minimum_effect() -> 
     # rounds that scatter more than the change: neither moved nor unchanged
     wide = paired_change(good, [1.00, 1.25, 1.06], threshold=0.05, alpha=0.01)
     assert wide.status == INCONCLUSIVE and "spread" in wide.reason
+    assert wide.cause is Cause.NOISE
     # a ratio of 1 in every round of both sides (a clock that agrees exactly): no change
     assert paired_change([1.0] * 3, [1.0] * 3, threshold=0.05, alpha=0.01).status == UNCHANGED
     assert paired_change([1.0] * 3, [1.3] * 3, threshold=0.05, alpha=0.01).status == REGRESSED

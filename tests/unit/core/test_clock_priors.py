@@ -12,12 +12,11 @@ from pytest_burnperf.core.between_runs import (
     joint_source,
     noise_source,
 )
+from pytest_burnperf.core.more_rounds import needs_more_rounds, recording_floor
 from pytest_burnperf.core.verdict import (
     REGRESSED,
     Policy,
     judge,
-    needs_more_rounds,
-    recording_floor,
 )
 from pytest_burnperf.runs.scheduler import Measured
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.comparability import (
     LEGACY,
     RECORDED_AS_NUMPY,
@@ -151,13 +152,16 @@ def test_baselines_from_before_the_hardware_identity_are_never_compared() -> Non
 def test_regime_and_blocker() -> None:
     entry = {"device": ZEN3, "timer": "host", "l2_flush": False}
     stored = StoredBaseline.from_entry(entry)
-    assert blocker(stored, ZEN3, "host", False) == (None, ())
-    why, _ = blocker(stored, ZEN3, "device", False)
+    assert blocker(stored, ZEN3, "host", False) == (None, None, ())
+    why, _, _ = blocker(stored, ZEN3, "device", False)
     assert why is not None and "host clock, this run with the device clock" in why
-    why, _ = blocker(stored, ZEN3, "host", True)
+    why, _, _ = blocker(stored, ZEN3, "host", True)
     assert why is not None and "without an L2 flush" in why
-    why, _ = blocker(StoredBaseline.from_entry({**entry, "device": ZEN4}), ZEN3, "host", False)
+    why, cause, _ = blocker(
+        StoredBaseline.from_entry({**entry, "device": ZEN4}), ZEN3, "host", False
+    )
     assert why is not None and "x86-64-v4" in why
+    assert cause is Cause.OTHER_MACHINE
 
 
 def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared() -> None:
@@ -173,6 +177,11 @@ def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared()
         pedantic_difference(stored({"pedantic": sampled}), PedanticShape(None, 1, 1, True)) is None
     )
     why = pedantic_difference(stored({"pedantic": pinned}), PedanticShape(None, 1, 1, True))
+    shape = PedanticShape(None, 1, 1, True)
+    assert blocker(stored({"pedantic": pinned}), ZEN3, "host", False, shape)[:2] == (
+        why,
+        Cause.SAMPLED_OTHERWISE,
+    )
     assert why is not None and why.startswith(
         "baseline sampled with pedantic rounds=20, iterations=1, warmup_rounds=1, a setup, "
         "this run with rounds not given (sampled), iterations=1, warmup_rounds=1, a setup "

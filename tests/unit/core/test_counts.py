@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.core import counted_calls, counts, counts_key
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.stats import min_attainable_p
 from pytest_burnperf.core.verdict import (
     IMPROVED,
@@ -384,6 +385,7 @@ def test_the_minimum_effect_follows_the_measured_spread() -> None:
     assert v.effect is not None and v.effect > counts.MAX_EFFECT
     # +5% is inside what these counts can tell apart: not "unchanged", but not judged
     assert v.status == INCONCLUSIVE and "judge it by time" in v.reason
+    assert v.cause is Cause.COUNTS_SPREAD
 
 
 def test_cycles_that_move_without_instructions_are_named() -> None:
@@ -483,6 +485,7 @@ def test_agreeing_counts() -> None:
 def test_no_baseline() -> None:
     v = counts.judge_counts(None, BASE, alpha_each=0.01)
     assert v.status == NO_BASELINE and v.current_median == pytest.approx(1_000_010)
+    assert v.cause is Cause.NO_COUNTS
 
 
 def test_counted_round_trips_through_json() -> None:

@@ -1,10 +1,12 @@
-"""What a run judged: verdicts against abstentions, why, what would judge them, and the
-minimum share (judged.py)."""
+"""What a run judged: verdicts against abstentions, grouped by the cause each abstention
+carries (core/abstention.Cause, set where it is decided), what would judge them, and the minimum
+share (core/coverage.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.coverage import (
     CI_MIN_JUDGED,
     COUNTS_KEY,
@@ -27,16 +29,16 @@ from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.core.stored_baseline import StoredBaseline
 from pytest_burnperf.core.verdict import INCOMPARABLE
 
-RESULTS = [
-    ("t[a]", "unchanged", ""),
-    ("t[b]", "regressed", ""),
-    ("t[c]", "improved", ""),
-    ("t[d]", "no-baseline", "no baseline recorded"),
-    ("t[e]", "incomparable", "recorded on another hardware class"),
-    ("t[f]", "inconclusive", "host busy in a round: other processes used 1.2 of 2 CPUs"),
-    ("t[g]", "inconclusive", "host runs the reference probe 12% slower than the baseline's"),
-    ("t[h]", "inconclusive", "+7.0% is above the 5% threshold but inside this noise floor"),
-    ("t[i]", "failed", "AssertionError"),
+RESULTS: list[tuple[str, str, Cause | None]] = [
+    ("t[a]", "unchanged", None),
+    ("t[b]", "regressed", None),
+    ("t[c]", "improved", None),
+    ("t[d]", "no-baseline", Cause.NO_REFERENCE),
+    ("t[e]", "incomparable", Cause.OTHER_MACHINE),
+    ("t[f]", "inconclusive", Cause.HOST),
+    ("t[g]", "inconclusive", Cause.HOST),
+    ("t[h]", "inconclusive", Cause.NOISE),
+    ("t[i]", "failed", None),
 ]
 
 
@@ -71,12 +73,8 @@ def test_every_group_gets_a_command_that_would_judge_it() -> None:
 def test_counts_abstentions_name_a_command_that_counts_both_sides() -> None:
     # --perf-against auto would use the stored counts baselines again: the advice names a ref
     results = [
-        (
-            "t[a]",
-            "incomparable",
-            "counts baseline recorded with python_build 'GCC 11', this run ...",
-        ),
-        ("t[b]", "no-baseline", "no counts baseline recorded"),
+        ("t[a]", "incomparable", Cause.COUNTS_KEY),
+        ("t[b]", "no-baseline", Cause.NO_COUNTS),
     ]
     cov = coverage(results)
     assert cov.missed == {COUNTS_KEY: ("t[a]",), NO_COUNTS: ("t[b]",)}
@@ -111,7 +109,7 @@ def test_a_run_below_the_minimum_share_fails_with_the_numbers() -> None:
 def test_the_json_form_names_the_missed_benchmarks() -> None:
     doc = coverage(RESULTS).as_json(0.9, ["x"])
     assert doc["judged"] == 4 and doc["not_judged"] == 5 and doc["min_share"] == 0.9
-    assert doc["missed"][HOST] == ["t[f]", "t[g]"] and doc["advice"] == ["x"]
+    assert doc["missed"]["host busy"] == ["t[f]", "t[g]"] and doc["advice"] == ["x"]
 
 
 @pytest.mark.parametrize(
@@ -155,10 +153,9 @@ def test_undecided_counts_are_not_told_to_take_more_rounds() -> None:
     not move counts, so the advice is the clock or more work a call, never more rounds."""
     from pytest_burnperf.core.coverage import COUNTS_SPREAD, advice, coverage
 
-    reason = (
-        "its counts spread 9.3% between calls (...): counts cannot tell changes under 19% apart"
+    cov = coverage(
+        [("t.py::a", "inconclusive", Cause.COUNTS_SPREAD), ("t.py::b", "inconclusive", NOISE)]
     )
-    cov = coverage([("t.py::a", "inconclusive", reason), ("t.py::b", "inconclusive", "noisy")])
     assert list(cov.missed[COUNTS_SPREAD]) == ["t.py::a"]
     lines = advice(cov, same_session=False, command="-k a")
     (counted,) = [line for line in lines if line.startswith("1 not judged, their counts cannot")]
@@ -168,17 +165,28 @@ def test_undecided_counts_are_not_told_to_take_more_rounds() -> None:
 def test_a_baseline_sampled_otherwise_is_its_own_group_not_another_machine() -> None:
     """A pedantic baseline recorded with rounds=20 and a run with rounds=1 were counted under
     'their baselines come from another machine or device' and told to record on this one."""
-    from pytest_burnperf.core.comparability import pedantic_difference
-    from pytest_burnperf.core.coverage import SAMPLED_OTHERWISE, why
+    from pytest_burnperf.core.assess import assess
+    from pytest_burnperf.core.coverage import SAMPLED_OTHERWISE
+    from pytest_burnperf.core.verdict import Policy
 
-    reason = pedantic_difference(
+    verdict = assess(
         StoredBaseline.from_entry(
-            {"pedantic": {"rounds": 20, "iterations": 1, "warmup_rounds": 0, "setup": False}}
+            {
+                "samples": [1.0, 1.1],
+                "pedantic": {"rounds": 20, "iterations": 1, "warmup_rounds": 0, "setup": False},
+            }
         ),
-        PedanticShape(rounds=1, iterations=1, warmup_rounds=0, setup=False),
+        [[1.0, 1.1]],
+        fingerprint={},
+        timer="host",
+        l2_flush=False,
+        policy=Policy(),
+        pedantic=PedanticShape(rounds=1, iterations=1, warmup_rounds=0, setup=False),
     )
-    assert reason is not None
-    assert why(INCOMPARABLE, reason) == SAMPLED_OTHERWISE
+    assert verdict.status == INCOMPARABLE and "sampled with pedantic" in verdict.reason
+    assert coverage([("t[a]", verdict.status, verdict.cause)]).missed == {
+        SAMPLED_OTHERWISE: ("t[a]",)
+    }
     lines = advice(
         Coverage(judged=1, missed={SAMPLED_OTHERWISE: ("t[a]",)}),
         same_session=False,
@@ -196,9 +204,9 @@ def test_suggested_commands_carry_no_second_comparison_and_record_runnably() -> 
     from pytest_burnperf.core.coverage import advice, coverage
 
     results = [
-        ("t.py::a", "incomparable", "counts baseline recorded with python 3.11, this run has 3.12"),
-        ("t.py::b", "no-baseline", "no counts baseline recorded"),
-        ("t.py::c", "inconclusive", "its counts spread 9.3% between calls"),
+        ("t.py::a", "incomparable", Cause.COUNTS_KEY),
+        ("t.py::b", "no-baseline", Cause.NO_COUNTS),
+        ("t.py::c", "inconclusive", Cause.COUNTS_SPREAD),
     ]
     command = "--perf-versions a,b --perf-measure counts t.py"
     lines = advice(coverage(results), same_session=True, command=command, plain="t.py")
@@ -207,3 +215,54 @@ def test_suggested_commands_carry_no_second_comparison_and_record_runnably() -> 
     assert "`pytest --perf --perf-update t.py`" in text
     assert "`pytest --perf --perf-against REF t.py`" in text
     assert "`pytest --perf --perf-versions a,b t.py --perf-measure time`" in text
+
+
+def test_the_cause_groups_an_abstention_never_its_text() -> None:
+    """Structure 4: a reason that says "counts", "host" or "probe" moves nothing; the cause set
+    where the abstention was decided does. A baseline without hardware class counts as one of
+    another machine; every cause has its group's text and advice."""
+    from pytest_burnperf.core.coverage import GROUP, WHY_ORDER, why
+
+    results = [
+        ("t[a]", "inconclusive", Cause.NOISE),
+        ("t[b]", "incomparable", Cause.LEGACY_BASELINE),
+    ]
+    assert coverage(results).missed == {NOISE: ("t[a]",), OTHER_MACHINE: ("t[b]",)}
+    assert {why(c) for c in Cause} == set(WHY_ORDER)
+    assert set(GROUP) | set(WHY_ORDER) == set(Cause)
+    assert len(
+        advice(Coverage(missed={w: ("t",) for w in WHY_ORDER}), same_session=False, command="")
+    ) == len(WHY_ORDER)
+
+
+def test_an_abstention_without_its_cause_is_refused_and_a_verdict_keeps_none() -> None:
+    from dataclasses import replace
+
+    from pytest_burnperf.core.verdict import Verdict
+
+    with pytest.raises(ValueError, match="inconclusive verdict needs its cause"):
+        Verdict("inconclusive", 1.0)
+    undecided = Verdict("inconclusive", 1.0, cause=Cause.HOST)
+    assert replace(undecided, status="regressed").cause is None
+    assert replace(undecided, status="failed").cause is None
+
+
+def test_a_document_without_causes_is_grouped_by_status() -> None:
+    from pytest_burnperf.core import abstention
+
+    assert abstention.parse("host busy", "inconclusive") is Cause.HOST
+    assert abstention.parse(None, "inconclusive") is Cause.NOISE
+    assert abstention.parse("a cause from the future", "incomparable") is Cause.OTHER_MACHINE
+    assert abstention.parse(None, "no-baseline") is Cause.NO_REFERENCE
+    assert abstention.parse("host busy", "unchanged") is None
+
+
+def test_the_results_schema_names_every_cause() -> None:
+    import json
+    from pathlib import Path
+
+    schema = json.loads(
+        (Path(__file__).parents[3] / "schemas" / "results-v1.schema.json").read_text()
+    )
+    verdict = schema["$defs"]["result"]["properties"]["verdict"]
+    assert set(verdict["properties"]["cause"]["enum"]) == {c.value for c in Cause} | {None}

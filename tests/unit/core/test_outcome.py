@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_burnperf.core.abstention import BY_STATUS
 from pytest_burnperf.core.outcome import STRICT_FAILS, fails, outcome
 from pytest_burnperf.core.verdict import (
     FAILED,
@@ -20,7 +21,7 @@ from pytest_burnperf.core.verdict import (
 
 
 def _verdict(status: Status, reason: str = "why") -> Verdict:
-    return Verdict(status=status, current_median=1.0, reason=reason)
+    return Verdict(status=status, current_median=1.0, reason=reason, cause=BY_STATUS.get(status))
 
 
 @pytest.mark.parametrize("status", VERDICTS)

@@ -69,7 +69,7 @@ def test_cupy_reads_its_environment() -> None:
 def test_a_baseline_in_other_modes_is_not_compared() -> None:
     fp = {"id": "torch-cuda0", "kind": "cuda", "precision": {"cuda.matmul.allow_tf32": True}}
     old = {"device": dict(fp, precision={"cuda.matmul.allow_tf32": False}), "timer": "device"}
-    why, _ = blocker(StoredBaseline.from_entry(old), fp, "device", False)
+    why, _, _ = blocker(StoredBaseline.from_entry(old), fp, "device", False)
     assert why is not None
     assert "precision modes (cuda.matmul.allow_tf32 False -> True)" in why
     # a baseline recorded before the modes were kept is not held against

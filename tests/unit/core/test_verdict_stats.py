@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from pytest_burnperf.core import between_runs, stats
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.verdict import (
     INCONCLUSIVE,
     REGRESSED,
@@ -165,6 +166,7 @@ def test_one_run_a_side_uses_the_prior_not_zero_noise() -> None:
     se = math.hypot(prior.spread, w) * math.sqrt(2)
     assert v.effect == pytest.approx(math.exp(t.ppf(0.99, prior.dof) * se) - 1)
     assert v.status == INCONCLUSIVE and "inside this benchmark's noise floor" in v.reason
+    assert v.cause is Cause.NOISE
     assert any("the prior is assumed (2.2%" in n for n in v.notes)
     assert v.min_detectable is not None and v.min_detectable > v.effect
     # far beyond what the prior allows: still a regression

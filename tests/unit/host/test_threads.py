@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.assess import own_threads
 from pytest_burnperf.core.verdict import INCONCLUSIVE, UNCHANGED, Verdict
 from pytest_burnperf.devices.thread_limits import cpu_threads
@@ -62,10 +63,16 @@ def _w(own: float) -> Window:
 
 def test_an_undecided_verdict_names_the_benchmarks_own_threads_first() -> None:
     # issue 41: numba's threads on a busy host made noise floors of +5,000%, blamed on the host
-    v = Verdict(INCONCLUSIVE, 1.0, reason="host busy while it ran: other processes used 1.9")
+    v = Verdict(
+        INCONCLUSIVE,
+        1.0,
+        reason="host busy while it ran: other processes used 1.9",
+        cause=Cause.NOISE,
+    )
     got = own_threads(v, [_w(1.0), _w(1.95)], 1, ["numba (2 threads; NUMBA_NUM_THREADS)"])
     assert got.reason.startswith("the benchmark ran on 1.9 CPUs of its own threads")
     assert got.reason.endswith("; host busy while it ran: other processes used 1.9")
+    assert got.cause is Cause.HOST  # its threads wait for each other on a busy host
     judged = own_threads(Verdict(UNCHANGED, 1.0), [_w(1.9)], 1, [])
     assert judged.status == UNCHANGED and judged.notes[0].startswith("the benchmark ran on 1.9")
     kept = Verdict(UNCHANGED, 1.0)

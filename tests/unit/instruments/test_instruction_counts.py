@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.counted_calls import calls_for
 from pytest_burnperf.core.counts import Counted
 from pytest_burnperf.core.counts_key import KEY_FIELDS
@@ -73,7 +74,8 @@ def test_counts_are_judged_against_a_stored_baseline_of_the_same_key() -> None:
     assert same.status == UNCHANGED
     slower = against_baseline(_counted(1_100_000), _entry(1_000_000), KEY, alpha_each=0.01)
     assert slower.status == REGRESSED and slower.ratio == pytest.approx(1.1)
-    assert against_baseline(_counted(1), None, KEY, alpha_each=0.01).status == NO_BASELINE
+    none = against_baseline(_counted(1), None, KEY, alpha_each=0.01)
+    assert none.status == NO_BASELINE and none.cause is Cause.NO_COUNTS
     assert baseline_counts(_entry(7)) == [7.0] * calls_for(0.01) and baseline_counts(None) is None
 
 
@@ -82,9 +84,11 @@ def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_wh
         _counted(5), StoredBaseline.from_entry({"runs": [[1e-3]]}), KEY, alpha_each=0.01
     )
     assert timed_only.status == INCOMPARABLE and "holds no counts" in timed_only.reason
+    assert timed_only.cause is Cause.COUNTS_KEY
     other = {**KEY, "python": "CPython 3.12.1"}
     moved = against_baseline(_counted(5), _entry(5, other), KEY, alpha_each=0.01)
     assert moved.status == INCOMPARABLE and "python 'CPython 3.12.1'" in moved.reason
+    assert moved.cause is Cause.COUNTS_KEY
     assert "--perf-update" in moved.reason
 
 

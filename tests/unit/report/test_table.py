@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_burnperf.core.abstention import BY_STATUS
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.run_options import COLUMN_KEYS
@@ -40,6 +41,7 @@ def result(name: str, device: str, dtype: str, median: float, status: str, ratio
             ratio_low=ratio - 0.01,
             ratio_high=ratio + 0.01,
             min_detectable=0.06,
+            cause=BY_STATUS.get(status),
         ),
         baseline=None,
     )

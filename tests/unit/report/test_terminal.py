@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.roofline_figures import Peaks, Work
@@ -60,7 +61,11 @@ def test_host_time_several_times_device_time_is_called_launch_bound() -> None:
 def test_reasons_and_notes_are_listed() -> None:
     s = Sample(values=(1.0,), loops=1, warmup_calls=1)
     v = Verdict(
-        INCOMPARABLE, 1.0, reason="baseline from X", notes=("torch 1 -> 2 since the baseline",)
+        INCOMPARABLE,
+        1.0,
+        reason="baseline from X",
+        notes=("torch 1 -> 2 since the baseline",),
+        cause=Cause.OTHER_MACHINE,
     )
     assert notes([result(s, v)]) == [
         "test_k[opencl-pocl-cpu0-f32]: incomparable: baseline from X",
@@ -130,7 +135,13 @@ def test_brief_notes_fit_the_width_one_line_a_benchmark() -> None:
     cut = brief(f"name: unchanged: looks 10.2% faster, but not significantly {long}", 60)
     assert cut == "name: unchanged: looks 10.2% faster, but not significantly …"
     s = Sample(values=(1.0,), loops=1, warmup_calls=1)
-    v = Verdict(INCOMPARABLE, 1.0, reason="baseline from X; more", notes=("a note",))
+    v = Verdict(
+        INCOMPARABLE,
+        1.0,
+        reason="baseline from X; more",
+        notes=("a note",),
+        cause=Cause.OTHER_MACHINE,
+    )
     r = result(s, v)
     lines = notes([r], verbose=False, width=80)
     assert lines == [f"{r.key}: incomparable: baseline from X; more", DETAILS]
@@ -193,7 +204,9 @@ def test_every_table_shows_the_median_judged_not_the_last_rounds() -> None:
     from pytest_burnperf.report.table_row import judged_median
 
     last = Sample(values=(140e-6,), loops=1, warmup_calls=1)
-    verdict = Verdict(INCOMPARABLE, 254e-6, baseline_median=259e-6, ratio=254 / 259)
+    verdict = Verdict(
+        INCOMPARABLE, 254e-6, baseline_median=259e-6, ratio=254 / 259, cause=Cause.OTHER_MACHINE
+    )
     r = replace(result(last, verdict), runs=((256e-6,), (243e-6,), (140e-6,)))
     median = row(r)[6]
     assert median == "254 us"

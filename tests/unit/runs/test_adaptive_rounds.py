@@ -1,4 +1,4 @@
-"""Adaptive rounds: which benchmarks get another process round (compare.needs_more_rounds,
+"""Adaptive rounds: which benchmarks get another process round (core/more_rounds.py,
 the round scheduler: tests/unit/runs/test_scheduler.py), on injected run medians; nothing is timed."""
 
 from __future__ import annotations
@@ -8,14 +8,9 @@ from dataclasses import replace
 
 import pytest
 
+from pytest_burnperf.core.more_rounds import needs_more_rounds, recording_floor
 from pytest_burnperf.core.text import rounds_text
-from pytest_burnperf.core.verdict import (
-    REGRESSED,
-    Policy,
-    judge,
-    needs_more_rounds,
-    recording_floor,
-)
+from pytest_burnperf.core.verdict import REGRESSED, Policy, judge
 from pytest_burnperf.plugin.output.baseline_writing import (
     busy_baselines_text,
     noisy_baselines_text,

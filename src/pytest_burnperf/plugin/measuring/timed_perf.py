@@ -453,7 +453,7 @@ class Perf:
         result = self._profiled(result)
         verdict = result.verdict
         if state.run.mode.records:
-            from pytest_burnperf.core.verdict import recording_floor
+            from pytest_burnperf.core.more_rounds import recording_floor
 
             # named only where its own rounds show the noise: with few rounds the prior alone
             # puts the floor above the threshold, which more rounds, not a quieter host, cure

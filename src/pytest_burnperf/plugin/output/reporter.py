@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.core import settings
-from pytest_burnperf.core.comparability import LEGACY
+from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.results import Result
 from pytest_burnperf.core.text import escape, redact, rounds_text
 from pytest_burnperf.core.verdict import NO_BASELINE, REGRESSED, format_ratio
@@ -276,7 +276,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
     record = shlex.join(
         ["pytest", "--perf", "--perf-update", *rest_args(state.run.invocation, recording=True)]
     )
-    legacy = [r for r in results if r.verdict.reason.startswith(LEGACY)]
+    legacy = [r for r in results if r.verdict.cause is Cause.LEGACY_BASELINE]
     if legacy and not state.run.mode.records:
         write_line(
             f"{len(legacy)} baseline(s) were recorded before pytest-burnperf recorded the hardware "

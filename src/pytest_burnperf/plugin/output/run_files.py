@@ -195,7 +195,7 @@ def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
     below --perf-min-judged the run fails."""
 
     results = list(state.findings.results.values())
-    cov = coverage((r.nodeid, r.verdict.status, r.verdict.reason) for r in results)
+    cov = coverage((r.nodeid, r.verdict.status, r.verdict.cause) for r in results)
     lines = advice(
         cov,
         same_session=state.run.mode.compares,
@@ -228,7 +228,10 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
         ("burnperf_not_judged", cov.not_judged),
         ("burnperf_total", cov.total),
         ("burnperf_min_judged", state.output.min_judged),
-        *((f"burnperf_not_judged_{w.replace(' ', '_')}", len(n)) for w, n in cov.missed.items()),
+        *(
+            (f"burnperf_not_judged_{w.value.replace(' ', '_')}", len(n))
+            for w, n in cov.missed.items()
+        ),
     ]
     if state.findings.shortfall:
         props.append(("burnperf_failed", state.findings.shortfall))

@@ -18,8 +18,9 @@ from pytest_burnperf.core.assess import (
     busy_rounds,
     leave_out_busy,
 )
+from pytest_burnperf.core.more_rounds import needs_more_rounds
 from pytest_burnperf.core.text import clock
-from pytest_burnperf.core.verdict import REGRESSED, Policy, needs_more_rounds
+from pytest_burnperf.core.verdict import REGRESSED, Policy
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles, session_counts
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
@@ -242,7 +243,7 @@ def _regressed(state: PerfState, by_id: Mapping[str, pytest.Item]) -> Callable[[
 
 def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Measured], bool]:
     """``(node id, its runs so far) -> would another round help?`` for the adaptive rounds, with
-    each benchmark's own baseline, threshold and alpha (verdict.needs_more_rounds)."""
+    each benchmark's own baseline, threshold and alpha (more_rounds.needs_more_rounds)."""
 
     by_id = {item.nodeid: item for item in items}
 
