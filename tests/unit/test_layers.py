@@ -173,12 +173,40 @@ def test_no_plugin_folder_holds_more_than_the_limit() -> None:
     assert not crowded, f"plugin folders over {MAX_PLUGIN_FOLDER} modules: {crowded}"
 
 
+#: The plugin's own rooms, lowest first: each may import the rooms below it, never one above.
+#: ``session`` holds the run's state and configuration types; ``measuring`` the fixtures;
+#: ``rounds`` and ``output`` what the session the user started (or a round process) does around
+#: them; ``configuration`` builds the run and registers its mode's objects; the modules in
+#: plugin/ itself (``hooks.py``, ``collection.py``) hand each hook its work.
+PLUGIN_ROOMS = ("session", "measuring", "output", "rounds", "configuration", "")
+
+
+def _room(module: str) -> str:
+    """``pytest_burnperf.plugin.session.cases`` -> ``session``; a module in plugin/ -> ``""``."""
+    pieces = module.split(".")
+    return pieces[2] if len(pieces) > 3 else ""
+
+
+def test_the_plugins_rooms_import_down_only() -> None:
+    modules = _modules()
+    wrong = []
+    for name, path in modules.items():
+        if _part(name) != "plugin":
+            continue
+        here = PLUGIN_ROOMS.index(_room(name))
+        for target, line, _ in _imports(path):
+            resolved = _resolve(target, modules)
+            if _part(resolved) == "plugin" and PLUGIN_ROOMS.index(_room(resolved)) > here:
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line} imports {resolved}")
+    assert not wrong, "imports up the plugin's rooms (PLUGIN_ROOMS):\n" + "\n".join(wrong)
+
+
 #: The modules that write what a run finds out (plugin/session/findings.py), each its own part:
 #: the collection its selection, the outcome watch each test's outcome and an interrupt, the
 #: result record what each benchmark leaves behind, the rounds what they measured, the run's
 #: files what it judged. Everything else reads it, or adds a line to ``state.notes``.
 FINDINGS_WRITERS = {
-    "plugin/session/collection.py",
+    "plugin/collection.py",
     "plugin/session/outcome_watch.py",
     "plugin/measuring/result_record.py",
     "plugin/rounds/round_control.py",

@@ -3,7 +3,7 @@ each hook hands its work to the module that does it.
 
 - ``configuration/configure.py``: the run's settings, built once (command line, project file,
   ini keys)
-- ``session/collection.py``: parametrisation over device x dtype, and the selection
+- ``collection.py``: parametrisation over device x dtype, and the selection
 - ``rounds/round_control.py``: the extra process rounds, same-session comparisons, the round
   server
 - ``configuration/modes.py``: the plugin objects of the run's mode (core/run_mode.py):
@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.host.interrupts import raise_if_arrived, release
+from pytest_burnperf.plugin import collection
 from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.configuration import configure, modes
 from pytest_burnperf.plugin.configuration.options import add_options, add_update_alias
@@ -32,7 +33,7 @@ from pytest_burnperf.plugin.measuring.fixture import make_perf
 from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.measuring.timed_perf import Perf
 from pytest_burnperf.plugin.rounds import round_control
-from pytest_burnperf.plugin.session import collection, outcome_watch
+from pytest_burnperf.plugin.session import outcome_watch
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import STATE, case_of
 from pytest_burnperf.runs.overlay import install as install_overlay
@@ -98,7 +99,8 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
-    round_control.rounds_after_collection(session)
+    if session.config.stash[STATE].run.mode.measures:
+        round_control.rounds_after_collection(session, collection.settle_selection(session))
 
 
 @pytest.hookimpl(tryfirst=True)

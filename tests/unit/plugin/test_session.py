@@ -10,9 +10,9 @@ import pytest
 
 from pytest_burnperf.core.run_mode import Mode
 from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.plugin.configuration.run_config import OutputConfig, RoundSchedule, RunConfig
 from pytest_burnperf.plugin.session.findings import Findings
 from pytest_burnperf.plugin.session.perf_state import PerfState
+from pytest_burnperf.plugin.session.run_config import OutputConfig, RoundSchedule, RunConfig
 
 MAX_FIELDS = 25
 

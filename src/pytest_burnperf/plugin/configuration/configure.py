@@ -29,17 +29,17 @@ from pytest_burnperf.plugin.configuration.options import (
     ini_value,
     xdist_workers,
 )
-from pytest_burnperf.plugin.configuration.run_config import (
-    CountOptions,
-    OutputConfig,
-    RoundSchedule,
-    RunConfig,
-)
 from pytest_burnperf.plugin.measuring import compat
 from pytest_burnperf.plugin.measuring.profile_rerun import folder_refusal
 from pytest_burnperf.plugin.session.perf_state import (
     STATE,
     PerfState,
+)
+from pytest_burnperf.plugin.session.run_config import (
+    CountOptions,
+    OutputConfig,
+    RoundSchedule,
+    RunConfig,
 )
 from pytest_burnperf.runs.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
@@ -303,6 +303,7 @@ def _output(
         profile="off" if mode.in_round else (pick("perf_profile") or "off"),
         profile_dir=config.invocation_params.dir / (pick("perf_profile_dir") or "perf-profiles"),
         profile_side=config.getoption("perf_profile_side") if mode.profiles_calls else None,
+        update_alias=hasattr(config.option, UPDATE_ALIAS_DEST),
         min_judged=0.0
         if mode.records or mode.in_round
         else (min_judged if min_judged is not None else default_min_share(ci)),

@@ -21,7 +21,6 @@ from pytest_burnperf.core.text import escape, redact, rounds_text
 from pytest_burnperf.core.verdict import NO_BASELINE, REGRESSED, format_ratio
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals
-from pytest_burnperf.plugin.configuration.options import UPDATE_ALIAS_DEST
 from pytest_burnperf.plugin.measuring import counting
 from pytest_burnperf.plugin.output import counting_text
 from pytest_burnperf.plugin.output.run_files import rest_args, write_up
@@ -288,7 +287,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         and not state.findings.coverage_advice
     ):
         write_line("record baselines for this machine with: " + record)
-    accept = accept_line(state, results, ours=hasattr(config.option, UPDATE_ALIAS_DEST))
+    accept = accept_line(state, results, ours=state.output.update_alias)
     if accept:
         write_line(accept)
     for line in wrap(state.notes, width):

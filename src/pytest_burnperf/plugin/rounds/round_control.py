@@ -25,7 +25,6 @@ from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles, session_counts
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
 from pytest_burnperf.plugin.rounds.report_back import RoundProcess
-from pytest_burnperf.plugin.session import collection
 from pytest_burnperf.plugin.session.perf_state import (
     STATE,
     PerfState,
@@ -345,12 +344,10 @@ def _single_threaded(state: PerfState, items: list[pytest.Item]) -> bool:
     return True
 
 
-def rounds_after_collection(session: pytest.Session) -> None:
-    """Count the comparisons (after -k and every other deselection) and run the extra rounds."""
+def rounds_after_collection(session: pytest.Session, runnable: list[pytest.Item]) -> None:
+    """Run the extra rounds of a measuring run over its ``runnable`` benchmarks (what the
+    selection settled on: plugin/collection.settle_selection)."""
     state = session.config.stash[STATE]
-    if not state.run.mode.measures:
-        return
-    runnable = collection.settle_selection(session)
     if state.run.mode.compares:
         if runnable and not session.config.option.collectonly:
             # turn-taking pairs only when asked for (--perf-round-start fork): they made a

@@ -14,9 +14,9 @@ import pytest
 
 from pytest_burnperf.core.settings import LIBRARY_KINDS
 from pytest_burnperf.host.machine import ci_info, machine_info
-from pytest_burnperf.plugin.configuration.run_config import OutputConfig, RoundSchedule, RunConfig
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.findings import Findings
+from pytest_burnperf.plugin.session.run_config import OutputConfig, RoundSchedule, RunConfig
 
 if TYPE_CHECKING:
     from pytest_burnperf.devices import Registry

@@ -6,7 +6,7 @@ CPU case, bad markers reported on their own test, and the selection narrowed by
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -15,16 +15,11 @@ from pytest_burnperf.core.settings import SettingsError
 from pytest_burnperf.devices import matches
 from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.devices.python_backend import NO_DTYPE
-from pytest_burnperf.plugin.configuration.options import (
-    WITHOUT_PERF,
-)
+from pytest_burnperf.plugin.configuration.options import WITHOUT_PERF
 from pytest_burnperf.plugin.measuring import compat
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import STATE, PerfState, case_of
 from pytest_burnperf.report.pytest_benchmark import CASE_ID
-
-if TYPE_CHECKING:
-    pass
 
 
 def parametrize(metafunc: pytest.Metafunc) -> None:

@@ -152,3 +152,6 @@ class OutputConfig:
     #: In a profiled process of a same-session comparison (runs/profiled.py): the label of the
     #: environment whose profiles it writes (its benchmarks are profiled, not measured).
     profile_side: str | None = None
+    #: ``--update-baselines`` is this plugin's option (a conftest.py may own that name; then
+    #: the line on accepting a slowdown says --perf-update).
+    update_alias: bool = True
