@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from _suite import pick
 
-from pytest_burnperf.core.verdict import Policy, judge
+from pytest_burnperf.core.judging.verdict import Policy, judge
 
 
 @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])

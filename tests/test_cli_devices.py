@@ -9,7 +9,7 @@ import pytest
 
 from pytest_burnperf import devices
 from pytest_burnperf.cli import main
-from pytest_burnperf.core.settings import LIBRARY_KINDS
+from pytest_burnperf.core.options.settings import LIBRARY_KINDS
 
 
 class FakeGPU(devices.DeviceBase):

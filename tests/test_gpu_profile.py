@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf import devices
-from pytest_burnperf.core.profiles import what_grew
+from pytest_burnperf.core.records.profiles import what_grew
 from pytest_burnperf.runs import profiling
 
 

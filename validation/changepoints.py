@@ -22,7 +22,7 @@ import math
 import random
 from pathlib import Path
 
-from pytest_burnperf.core.between_runs import DEFAULT_PRIOR
+from pytest_burnperf.core.judging.between_runs import DEFAULT_PRIOR
 from pytest_burnperf.storage.history import changepoints
 
 

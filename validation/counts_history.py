@@ -4,7 +4,7 @@ that is glibc's copy loops and which the allocators.
 
 Nine small pure-Python workloads (int arithmetic, objects and methods, dict building, a JSON
 round trip, set membership of objects, string work, a sort, recursion, a regular expression)
-are counted as a counted process counts them (core/counted_calls.count_calls, the counted call's
+are counted as a counted process counts them (core/counting/counted_calls.count_calls, the counted call's
 events from host/callgrind_dumps.counted_events), in ``--histories`` processes that each first
 allocate and keep a different number of objects and import different modules. Once with glibc's
 defaults, once with the counted process's fixed copy tunables (runs/counted.GLIBC_TUNABLES). For
@@ -63,7 +63,7 @@ KINDS = ("raw", "raw_less_allocators", "counted")
 CHILD = """
 import gc, json, re, statistics, sys
 from pathlib import Path
-from pytest_burnperf.core import counted_calls
+from pytest_burnperf.core.counting import counted_calls
 from pytest_burnperf.host import callgrind, callgrind_dumps
 
 history, out = int(sys.argv[1]), Path(sys.argv[2])

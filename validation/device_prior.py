@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.between_runs import DEFAULT_PRIOR, noise_source
-from pytest_burnperf.core.more_rounds import needs_more_rounds
-from pytest_burnperf.core.verdict import Policy, Verdict, judge
+from pytest_burnperf.core.judging.between_runs import DEFAULT_PRIOR, noise_source
+from pytest_burnperf.core.judging.more_rounds import needs_more_rounds
+from pytest_burnperf.core.judging.verdict import Policy, Verdict, judge
 
 DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
 SAME_SESSION = DATA / "gpu-same-session-h100.json"

@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-from pytest_burnperf.core.verdict import REGRESSED, Policy, judge
+from pytest_burnperf.core.judging.verdict import REGRESSED, Policy, judge
 
 SHIFTS = (0.0, 0.05, 0.10, 0.20)
 

@@ -8,7 +8,7 @@ In a scratch copy of the shipped suite (perf_tests/) and of the package (src/):
    nothing should be profiled and nothing added);
 3. two planted changes: an extra elementwise pass (``+ 0.0 * sin(x)``) in the shipped
    elementwise chain (torch and numpy), and a slower Python loop in the plugin's own
-   ``core/stats.summarize``, which the shipped ``test_verdict`` benchmark times; judged with
+   ``core/judging/stats.summarize``, which the shipped ``test_verdict`` benchmark times; judged with
    ``--perf-profile=regressed``: each regressed benchmark's note should name the changed
    function or kernel first.
 
@@ -50,7 +50,7 @@ PLANTS = (
         "    return xp.tanh(x * y + 5.0) - xp.abs(x) / (1.0 + y * y) + 0.0 * xp.sin(x)\n",
     ),
     (
-        "src/pytest_burnperf/core/stats.py",
+        "src/pytest_burnperf/core/judging/stats.py",
         "def summarize(values: Sequence[float]) -> Summary:\n",
         "def summarize(values: Sequence[float]) -> Summary:\n"
         "    for _ in range(100):  # planted: a slower Python loop\n"

@@ -402,7 +402,7 @@ def baseline_cases(work: Path) -> list[dict[str, Any]]:
 def cache_and_round_cases(work: Path) -> list[dict[str, Any]]:
     """Bad peak-cache files (a bad one costs a re-measurement, named among the problems) and bad
     round files (named, the round left out)."""
-    from pytest_burnperf.core.roofline_figures import Peaks
+    from pytest_burnperf.core.records.roofline_figures import Peaks
     from pytest_burnperf.runs.round_launcher import read_round_file
     from pytest_burnperf.storage.jsonfile import FileFormatError
     from pytest_burnperf.storage.peak_cache import CALIBRATION_VERSION, PeakCache

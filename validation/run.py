@@ -166,10 +166,10 @@ def rejudge(work: Path, sessions: list[dict[str, Any]], fastest: float | None = 
     evidence the rounds recorded (host windows, reference probes; the baseline's too), so that
     replaying a run with the rule it ran under gives its verdicts back.
     """
-    from pytest_burnperf.core.assess import HostEvidence, assess
-    from pytest_burnperf.core.more_rounds import needs_more_rounds
-    from pytest_burnperf.core.stored_baseline import StoredBaseline
-    from pytest_burnperf.core.verdict import Policy
+    from pytest_burnperf.core.judging.assess import HostEvidence, assess
+    from pytest_burnperf.core.judging.more_rounds import needs_more_rounds
+    from pytest_burnperf.core.judging.verdict import Policy
+    from pytest_burnperf.core.records.stored_baseline import StoredBaseline
     from pytest_burnperf.host.activity import Window
 
     first = int(OURS_CI[OURS_CI.index("--perf-rounds") + 1])

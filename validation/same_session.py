@@ -365,8 +365,8 @@ def rejudge(work: Path, sessions: list[dict[str, Any]]) -> str:
     """Each session's raw rounds (``s<i>.json`` in ``work``) judged again under each of
     :data:`RULES`, as the plugin judges a same-session comparison (versions.Measured.clean_pairs,
     assess.explain_by_host), quiet and loaded sessions apart. A Markdown table."""
-    from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, explain_by_host
-    from pytest_burnperf.core.verdict import Policy, judge
+    from pytest_burnperf.core.judging.assess import MIN_CLEAN_ROUNDS, explain_by_host
+    from pytest_burnperf.core.judging.verdict import Policy, judge
     from pytest_burnperf.host.activity import Window
 
     def fastest(runs: list[list[float]], share: float | None) -> list[list[float]]:

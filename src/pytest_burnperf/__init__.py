@@ -11,7 +11,7 @@ device runtime. Those load only when a perf run needs them.
 from __future__ import annotations
 
 from pytest_burnperf._version import __version__
-from pytest_burnperf.core.roofline_figures import (
+from pytest_burnperf.core.records.roofline_figures import (
     Peaks,
     Work,
     WorkError,

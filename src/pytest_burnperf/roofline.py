@@ -4,7 +4,7 @@ working; removed in the next minor release."""
 
 from __future__ import annotations
 
-from pytest_burnperf.core.roofline_figures import (
+from pytest_burnperf.core.records.roofline_figures import (
     Peaks,
     Work,
     WorkError,

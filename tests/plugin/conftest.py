@@ -9,7 +9,7 @@ import pytest
 import scipy.stats  # noqa: F401
 
 # Loaded once here, so that a test that monkeypatches it patches the module its runs use.
-import pytest_burnperf.core.roofline_figures
+import pytest_burnperf.core.records.roofline_figures
 import pytest_burnperf.core.timing
 
 from ._helpers import LOOP_MODULE, use_virtual_clock

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.cli import main
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.bisection import dependency_changes
-from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.bisection import dependency_changes
+from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION
 from pytest_burnperf.runs import bisect_probe
 
 from ._helpers import FAST, git, use_virtual_clock
@@ -218,8 +218,8 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
     """What the terminal and the Markdown say, from a made-up search: a step with the dependency
     file its commits changed, a change too small to search, every text escaped."""
     from pytest_burnperf.cli.bisect_report import Report, as_markdown, lines
-    from pytest_burnperf.core.bisection import Search, Step
-    from pytest_burnperf.core.verdict import INCONCLUSIVE, UNCHANGED, Verdict
+    from pytest_burnperf.core.judging.bisection import Search, Step
+    from pytest_burnperf.core.judging.verdict import INCONCLUSIVE, UNCHANGED, Verdict
 
     commits = [bisect_probe.Commit(str(i) * 40, f"commit {i}") for i in range(4)]
     commits[2] = bisect_probe.Commit("2" * 40, "bump *numpy* <b>")
@@ -249,7 +249,7 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
 
     # a device benchmark too spread to search, one --from-results asked for that was not
     # measured, and the measures named in the last line
-    from pytest_burnperf.core.bisection import paired_change
+    from pytest_burnperf.core.judging.bisection import paired_change
 
     wide = paired_change([1.0, 1.0, 1.0], [1.0, 1.25, 1.06], threshold=0.05, alpha=0.01)
     found = Search(steps={"t.py::test_gpu": [], "t.py::test_a": []})
@@ -344,7 +344,7 @@ def test_a_step_at_a_merge_names_the_range_that_searches_its_branch(
     """The search follows first parents, so a slowdown brought in by a merge is found at the
     merge; the line says which range searches the commits the merge brought in."""
     from pytest_burnperf.cli.bisect_report import Report, as_json, lines
-    from pytest_burnperf.core.bisection import Search, Step
+    from pytest_burnperf.core.judging.bisection import Search, Step
 
     root = pytester.path
     git(root, "init", "-q", "-b", "main")

@@ -18,8 +18,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_burnperf.core.abstention import BY_STATUS
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.abstention import BY_STATUS
+from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCOMPARABLE,
     INCONCLUSIVE,

@@ -108,9 +108,9 @@ import pytest
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     names = (
-        "core.assess",
-        "core.verdict",
-        "core.results",
+        "core.judging.assess",
+        "core.judging.verdict",
+        "core.records.results",
         "core.timing",
         "host.activity",
         "storage.jsonfile",

@@ -127,7 +127,7 @@ def test_cached_peaks_are_used_and_recalibrate_replaces_them(
 def test_a_calibration_that_fails_is_reported_and_not_cached(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_burnperf.core.roofline_figures import Peaks
+    from pytest_burnperf.core.records.roofline_figures import Peaks
     from pytest_burnperf.devices import peak_calibration as peaks
 
     def broken(device: object, dtype: str) -> Peaks:

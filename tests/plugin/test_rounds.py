@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.stats import MIN_ROUND_SAMPLES
+from pytest_burnperf.core.judging.stats import MIN_ROUND_SAMPLES
 
 from ._helpers import FAST, FAST_ADAPTIVE, use_virtual_clock
 
@@ -503,7 +503,7 @@ def test_a_round_server_runs_only_what_this_process_asked_for(
 def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> None:
     import types
 
-    from pytest_burnperf.core.verdict import REGRESSED, UNCHANGED
+    from pytest_burnperf.core.judging.verdict import REGRESSED, UNCHANGED
     from pytest_burnperf.plugin.output.reporter import accept_line
 
     def res(benchmark: str, status: str) -> Any:
@@ -511,7 +511,7 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
             benchmark=benchmark, verdict=types.SimpleNamespace(status=status)
         )
 
-    from pytest_burnperf.core.run_mode import Mode
+    from pytest_burnperf.core.options.run_mode import Mode
 
     state: Any = types.SimpleNamespace(
         run=types.SimpleNamespace(

@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_burnperf.core.assess import HostEvidence, assess
-from pytest_burnperf.core.stored_baseline import StoredBaseline
-from pytest_burnperf.core.verdict import VERDICTS, Policy
+from pytest_burnperf.core.judging.assess import HostEvidence, assess
+from pytest_burnperf.core.judging.verdict import VERDICTS, Policy
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.report.results_json import read_results
 from pytest_burnperf.runs.round_launcher import read_round_file

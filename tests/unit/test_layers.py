@@ -83,7 +83,7 @@ def _modules() -> dict[str, Path]:
 
 
 def _resolve(target: str, modules: dict[str, Path]) -> str:
-    """``pytest_burnperf.core.stats.summarize`` -> ``pytest_burnperf.core.stats``."""
+    """``pytest_burnperf.core.judging.stats.summarize`` -> ``pytest_burnperf.core.judging.stats``."""
     while target not in modules and "." in target:
         target = target.rsplit(".", 1)[0]
     return target
@@ -264,9 +264,13 @@ def test_no_file_name_in_two_layers() -> None:
 
 
 def test_the_run_mode_is_asked_not_compared() -> None:
-    """A run's mode is decided once (core/run_mode.py) and asked by what it decides
-    (``state.mode.in_round``); only plugin/configuration/modes.py and core/run_mode.py name the modes."""
-    allowed = {"pytest_burnperf.core.run_mode", "pytest_burnperf.plugin.configuration.modes"}
+    """A run's mode is decided once (core/options/run_mode.py) and asked by what it decides
+    (``state.mode.in_round``); only plugin/configuration/modes.py and core/options/run_mode.py
+    name the modes."""
+    allowed = {
+        "pytest_burnperf.core.options.run_mode",
+        "pytest_burnperf.plugin.configuration.modes",
+    }
     wrong = []
     for name, path in _modules().items():
         if name in allowed:
@@ -280,12 +284,12 @@ def test_the_run_mode_is_asked_not_compared() -> None:
                 and ast.unparse(node.value).endswith("state")
             ):
                 wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
-    assert not wrong, "mode checks outside core/run_mode.py (ask state.mode.X):\n" + "\n".join(
-        wrong
+    assert not wrong, (
+        "mode checks outside core/options/run_mode.py (ask state.mode.X):\n" + "\n".join(wrong)
     )
 
 
-#: The verdict statuses whose test a run may fail; only core/outcome.py maps them to an outcome.
+#: The verdict statuses whose test a run may fail; only core/judging/outcome.py maps them to an outcome.
 _FAILING = {"REGRESSED", "INCONCLUSIVE", "NO_BASELINE", "STRICT_FAILS"}
 
 
@@ -310,12 +314,12 @@ def _fails_on_a_status(tree: ast.AST) -> list[int]:
 
 
 def test_one_rule_maps_a_verdict_to_its_outcome() -> None:
-    """No module but core/outcome.py decides from a verdict's status whether its test fails
+    """No module but core/judging/outcome.py decides from a verdict's status whether its test fails
     (four copies of that rule had drifted apart: --perf-strict failed a timed no-baseline and
     passed a counted one)."""
     found = []
     for module, path in _modules().items():
-        if module.endswith("core.outcome"):
+        if module.endswith("core.judging.outcome"):
             continue
         text = path.read_text(encoding="utf-8")
         found += [f"{module}:{n}" for n in _fails_on_a_status(ast.parse(text))]

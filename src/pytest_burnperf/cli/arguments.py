@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.results import RESULTS_SCHEMA
-from pytest_burnperf.core.settings import (
+from pytest_burnperf.core.options.settings import (
     SettingsError,
     parse_alpha,
     parse_threshold,
 )
+from pytest_burnperf.core.records.results import RESULTS_SCHEMA
 from pytest_burnperf.report.results_json import read_results
 from pytest_burnperf.storage.history import resolve_url
 from pytest_burnperf.storage.history.select import ExpressionError, matcher

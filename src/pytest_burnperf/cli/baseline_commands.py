@@ -16,9 +16,9 @@ from pytest_burnperf.cli.arguments import (
     EXIT_USAGE,
     InputError,
 )
-from pytest_burnperf.core.run_options import check_machine_id
-from pytest_burnperf.core.settings import SettingsError
-from pytest_burnperf.core.stats import summarize
+from pytest_burnperf.core.judging.stats import summarize
+from pytest_burnperf.core.options.run_options import check_machine_id
+from pytest_burnperf.core.options.settings import SettingsError
 from pytest_burnperf.core.text import escape, escape_strings
 from pytest_burnperf.devices import Registry
 from pytest_burnperf.host.hardware import cpu_identity, describe, hardware_class

@@ -1,6 +1,6 @@
 """``burnperf bisect GOOD BAD [-- PYTEST ARGS]``: which commit moved each selected benchmark,
 by counts on the CPU and by device time paired with the good commit on devices
-(runs/bisect_probe.py measures a commit, core/bisection.py searches)."""
+(runs/bisect_probe.py measures a commit, core/judging/bisection.py searches)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from typing import Any
 
 from pytest_burnperf.cli.arguments import EXIT_OK, InputError, results_doc
 from pytest_burnperf.cli.bisect_report import Report, as_json, as_markdown, lines
-from pytest_burnperf.core import counts
-from pytest_burnperf.core.bisection import (
+from pytest_burnperf.core.counting import counts
+from pytest_burnperf.core.judging.bisection import (
     ProbeFailed,
     Search,
     bisect,
     dependency_changes,
     paired_change,
 )
+from pytest_burnperf.core.judging.verdict import IMPROVED, REGRESSED, Policy, Verdict
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, Policy, Verdict
 from pytest_burnperf.host import callgrind
 from pytest_burnperf.report import markdown
 from pytest_burnperf.runs import bisect_probe

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pytest_burnperf.core.bisection import Search, Step
+from pytest_burnperf.core.judging.bisection import Search, Step
+from pytest_burnperf.core.judging.verdict import INCONCLUSIVE, Verdict
 from pytest_burnperf.core.text import clock, escape
-from pytest_burnperf.core.verdict import INCONCLUSIVE, Verdict
 from pytest_burnperf.report import markdown
 from pytest_burnperf.runs import bisect_probe
 

@@ -17,8 +17,8 @@ from pytest_burnperf.cli.arguments import (
     results_doc,
     store_arg,
 )
+from pytest_burnperf.core.judging.verdict import REGRESSED, Policy, failure_message, judge
 from pytest_burnperf.core.text import format_time, format_value
-from pytest_burnperf.core.verdict import REGRESSED, Policy, failure_message, judge
 from pytest_burnperf.report.results_json import read_results, result_timers
 from pytest_burnperf.storage.history.query import against_history
 from pytest_burnperf.storage.jsonfile import FileFormatError

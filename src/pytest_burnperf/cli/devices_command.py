@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.settings import (
+from pytest_burnperf.core.options.settings import (
     DTYPES,
 )
 from pytest_burnperf.devices import Registry

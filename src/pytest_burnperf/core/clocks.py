@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.options.settings import Settings
 
 NS = 1e-9
 
@@ -46,7 +46,7 @@ STOPS = ("fixed", "precise", "cap", "budget")
 
 #: The clocks a sample can be taken with: the host's wall time, the device's own events, the
 #: device's events around the replay of a captured graph, or no clock: estimated cycles counted
-#: under callgrind (core/counts.py).
+#: under callgrind (core/counting/counts.py).
 SAMPLE_TIMERS = ("host", "device", "graph", "counts")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pytest_burnperf.core.settings import KINDS, LIBRARY_KINDS
+from pytest_burnperf.core.options.settings import KINDS, LIBRARY_KINDS
 from pytest_burnperf.devices.base import Device, DeviceBase, Probe
 
 __all__ = ["Device", "DeviceBase", "Entry", "Probe", "Registry", "matches"]

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_burnperf.core.roofline_figures import FLOAT_DTYPES, Peaks, itemsize
+from pytest_burnperf.core.records.roofline_figures import FLOAT_DTYPES, Peaks, itemsize
 from pytest_burnperf.devices.base import Device
 
 

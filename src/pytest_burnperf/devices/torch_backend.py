@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.clocks import GraphCaptureError
-from pytest_burnperf.core.precision import torch_modes
+from pytest_burnperf.core.judging.precision import torch_modes
 from pytest_burnperf.core.timing import Capture
 from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pytest_burnperf.host.callgrind import EVENTS
 
-#: How counted calls are counted, as the counts key holds it (core/counts_key.py): counts
+#: How counted calls are counted, as the counts key holds it (core/counting/counts_key.py): counts
 #: taken by another rule do not compare.
 RULE = (
     "waits left out; allocator calls at a fixed cost; glibc copies with fixed tunables; "

@@ -5,13 +5,13 @@ Two instruments share this measure:
 
 - ``counts``, in a counted process under valgrind (``Mode.COUNT``, started by
   runs/counted.py): :func:`count` counts calls of each CPU benchmark with callgrind's client
-  requests (host/callgrind.py, core/counts.py) and returns the record the parent judges.
+  requests (host/callgrind.py, core/counting/counts.py) and returns the record the parent judges.
 - ``counted``, in the run that judges (``--perf-measure counts``): the call runs once, untimed
   (the test's own checks see its result), and the counted process's counts are judged
   (plugin/measuring/counts_judging.py) against the counts baselines.
 
 The key a count is kept under (what makes two counts comparable) is :func:`key` here and
-core/counts_key.py."""
+core/counting/counts_key.py."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core import counted_calls, counts, counts_key
-from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.clocks import gc_off
-from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
-from pytest_burnperf.core.run_options import count_text
-from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.counting import counted_calls, counts, counts_key
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
+from pytest_burnperf.core.judging.verdict import Verdict, not_comparable
+from pytest_burnperf.core.options.run_options import count_text
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import format_count, format_time
-from pytest_burnperf.core.verdict import Verdict, not_comparable
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind, callgrind_dumps, installed_files
 from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation, Unavailable
@@ -93,7 +93,7 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
 
 
 #: Basic blocks a host runs per second of a call, at least, by the benchmark's device library
-#: (blocks as valgrind counts them, core/counted_calls.CallSize): what ``--perf-measure auto``
+#: (blocks as valgrind counts them, core/counting/counted_calls.CallSize): what ``--perf-measure auto``
 #: expects when it chooses, from a recording's timed rounds, which CPU benchmarks to count
 #: (:func:`worth_counting`), so that one whose calls are surely over ``--perf-count-limit`` is
 #: not run under valgrind at all. Measured on a 2-core x86-64-v4 Intel host (2026-11-28, raw
@@ -102,7 +102,7 @@ def selection(*, counts_baseline: bool, time_baseline: bool, records: bool) -> s
 #: 1.45-3.4 G blocks a second, BLAS matmuls, a LAPACK solve and a sort of 8 M doubles 0.50-0.62
 #: G, numpy's ``exp`` 15.7 G; the figures here are lower (slower hosts, memory-bound calls), so
 #: that what is over the limit is decided by the call's own blocks under valgrind
-#: (core/counted_calls.count_calls), the same on every host.
+#: (core/counting/counted_calls.count_calls), the same on every host.
 NATIVE_RATE: Mapping[str, float] = {"python": 1e9}
 #: The rate for every other library (numpy, torch: BLAS- and SIMD-dense calls, but also
 #: memory-bound copies).
@@ -240,7 +240,7 @@ RECORD_AGAIN = "; record counts again with --perf-update"
 def key(
     device: Device, threads: int, objects: set[str] | None = None, project: str | None = None
 ) -> dict[str, object]:
-    """What this process's counts are kept under, besides the run's (core/counts_key.py): the
+    """What this process's counts are kept under, besides the run's (core/counting/counts_key.py): the
     CPU and what the libraries dispatch on, the interpreter and its build and settings, libc,
     the libraries' versions and the thread count; and ``calls_into``, the versions of the other
     installed libraries whose compiled code the counted calls ran in (``objects``: scipy's for
@@ -336,7 +336,7 @@ def against_baseline(
     """The verdict from ``got`` (this run's counts, kept under ``key``, on the device whose
     fingerprint is ``device``) against a stored baseline ``entry`` (None: no baseline):
     incomparable where the baseline holds no counts or was counted under another key (what
-    differs named), else core/counts.judge_counts with the key's notes and the estimated cycles'
+    differs named), else core/counting/counts.judge_counts with the key's notes and the estimated cycles'
     note (where both simulated the same caches). A pytest-benchmark test's counts recorded on
     numpy-cpu are compared under the key its python-cpu device gives
     (comparability.recorded_as_numpy): the same code ran."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.profiles import ProfileSummary
+from pytest_burnperf.core.records.profiles import ProfileSummary
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation
 from pytest_burnperf.runs import profiling

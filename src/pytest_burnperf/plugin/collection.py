@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import settings
-from pytest_burnperf.core.settings import SettingsError
+from pytest_burnperf.core.options import settings
+from pytest_burnperf.core.options.settings import SettingsError
 from pytest_burnperf.devices import matches
 from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.devices.python_backend import NO_DTYPE
@@ -208,10 +208,10 @@ def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.It
 
 
 def _keep_shard(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
-    """--perf-shard K/N: keep shard K of the selection (core/shards.py), whole benchmarks dealt
+    """--perf-shard K/N: keep shard K of the selection (core/options/shards.py), whole benchmarks dealt
     out by their recorded durations; tests that are not benchmarks stay in shard 1. The whole
     selection's comparisons are counted first: every shard judges at the same family-wise alpha."""
-    from pytest_burnperf.core.shards import expected_seconds, selection_id, split
+    from pytest_burnperf.core.options.shards import expected_seconds, selection_id, split
     from pytest_burnperf.plugin.session.perf_state import module_and_key
     from pytest_burnperf.storage.baselines import BaselineError
 

@@ -6,7 +6,7 @@ each hook hands its work to the module that does it.
 - ``collection.py``: parametrisation over device x dtype, and the selection
 - ``rounds/round_control.py``: the extra process rounds, same-session comparisons, the round
   server
-- ``configuration/modes.py``: the plugin objects of the run's mode (core/run_mode.py):
+- ``configuration/modes.py``: the plugin objects of the run's mode (core/options/run_mode.py):
   ``output/reporter.py`` (what the session the user started prints and writes),
   ``rounds/report_back.py`` (a round process), ``session/outcome_watch.py`` (every test's
   outcome)

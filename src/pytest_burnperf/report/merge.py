@@ -15,12 +15,12 @@ from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core import abstention
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.coverage import coverage, shortfall
-from pytest_burnperf.core.shards import selection_id
+from pytest_burnperf.core.judging import abstention
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.coverage import coverage, shortfall
+from pytest_burnperf.core.judging.verdict import VERDICTS
+from pytest_burnperf.core.options.shards import selection_id
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.core.verdict import VERDICTS
 
 #: What every shard of one run must agree on: (where in the document, what it is called).
 _SAME = (
@@ -212,7 +212,7 @@ def merge(docs: Sequence[tuple[str, Mapping[str, object]]]) -> tuple[dict[str, o
 
 
 def _cases(results: Sequence[Mapping[str, object]]) -> list[tuple[str, str, Cause | None]]:
-    """``(test, status, cause)`` of each result, as :func:`core.coverage.coverage` counts them
+    """``(test, status, cause)`` of each result, as :func:`core.judging.coverage.coverage` counts them
     (a shard written before verdicts named their cause: its status's)."""
     out: list[tuple[str, str, Cause | None]] = []
     for r in results:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf._version import __version__
-from pytest_burnperf.core.stats import summarize
+from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.storage.jsonfile import Fields, loads, read_bytes
 from pytest_burnperf.storage.paths import UnsafeName, inside
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
+from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
 
 

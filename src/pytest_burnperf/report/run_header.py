@@ -8,13 +8,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core import precision
-from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.judging import precision
+from pytest_burnperf.core.judging.verdict import (
+    VERDICTS,
+)
+from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.text import (
     rounds_text,
-)
-from pytest_burnperf.core.verdict import (
-    VERDICTS,
 )
 from pytest_burnperf.host import hardware, probe
 from pytest_burnperf.host.activity import Window, summary

@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_burnperf.core.roofline_figures import format_rate
-from pytest_burnperf.core.stats import summarize
+from pytest_burnperf.core.judging.stats import summarize
+from pytest_burnperf.core.records.roofline_figures import format_rate
 from pytest_burnperf.core.text import device_within, format_value
 
 
@@ -89,7 +89,7 @@ def label(name: str, benchmark: str, device_id: str, dtype: str) -> str:
 
 @dataclass(frozen=True)
 class TableRow:
-    """One benchmark's cells, keyed as ``--perf-columns`` names them (core/run_options.py's
+    """One benchmark's cells, keyed as ``--perf-columns`` names them (core/options/run_options.py's
     COLUMN_KEYS), plus the full test name and the verdict's reason."""
 
     name: str

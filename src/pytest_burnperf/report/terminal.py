@@ -6,16 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.run_options import COLUMN_KEYS
-from pytest_burnperf.core.stats import summarize
-from pytest_burnperf.core.text import (
-    escape,
-    format_count,
-    format_time,
-    shorten,
-)
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.stats import summarize
+from pytest_burnperf.core.judging.verdict import (
     FAILED,
     IMPROVED,
     INCOMPARABLE,
@@ -24,7 +16,15 @@ from pytest_burnperf.core.verdict import (
     REGRESSED,
     VERDICTS,
 )
-from pytest_burnperf.core.versions import VersionSummary
+from pytest_burnperf.core.options.run_options import COLUMN_KEYS
+from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.records.versions import VersionSummary
+from pytest_burnperf.core.text import (
+    escape,
+    format_count,
+    format_time,
+    shorten,
+)
 from pytest_burnperf.report.table_row import TableRow
 
 #: Headers of the table's columns where they differ from their --perf-columns key.

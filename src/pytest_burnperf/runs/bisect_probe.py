@@ -11,7 +11,7 @@ benchmarks are timed on the device's clock in a session that measures the good c
 that the host's and the device's state of the moment cancel from. Where nothing is counted (no
 valgrind, or ``burnperf bisect --measure time``) the CPU benchmarks are timed that way too. Both
 are read back from the runs' results files. A commit that does not install is a
-:class:`core.bisection.ProbeFailed`: the search skips it.
+:class:`core.judging.bisection.ProbeFailed`: the search skips it.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.bisection import Measured, ProbeFailed
-from pytest_burnperf.core.settings import KINDS
+from pytest_burnperf.core.judging.bisection import Measured, ProbeFailed
+from pytest_burnperf.core.options.settings import KINDS
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.runs import environments
 from pytest_burnperf.runs.same_session import side_of

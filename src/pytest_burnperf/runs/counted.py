@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_burnperf.core.counts import Counted
+from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
@@ -123,7 +123,7 @@ INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 #: statistics, dev mode's checks, tracing of every allocation, asyncio's debug mode, import
 #: timing, perf's trampolines, verbose imports. What the code under test may depend on
 #: (optimisation, -X options, warnings, the GIL) is kept and held in the counts key instead
-#: (core/counts_key.interpreter_settings).
+#: (core/counting/counts_key.interpreter_settings).
 DROPPED_ENV = (
     "PYTHONMALLOC",
     "PYTHONMALLOCSTATS",
@@ -157,7 +157,7 @@ class CountedRun:
     #: node id -> why it has no counts (the process failed, the test failed in it, ...).
     missing: dict[str, str] = field(default_factory=dict)
     #: node id -> why it was not counted but is timed instead: its calls run more instructions
-    #: than --perf-count-limit (core/counted_calls.TooSlow).
+    #: than --perf-count-limit (core/counting/counted_calls.TooSlow).
     timed_instead: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0

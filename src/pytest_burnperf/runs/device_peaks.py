@@ -8,8 +8,8 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from pytest_burnperf.core.precision import key_part
-from pytest_burnperf.core.roofline_figures import Peaks
+from pytest_burnperf.core.judging.precision import key_part
+from pytest_burnperf.core.records.roofline_figures import Peaks
 from pytest_burnperf.devices import peak_calibration
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.storage.peak_cache import PeakCache, cache_path

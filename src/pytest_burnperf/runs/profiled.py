@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
+from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.runs.round_launcher import run_worker
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json

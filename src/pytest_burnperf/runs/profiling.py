@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.profiles import ProfileSummary, summarize
+from pytest_burnperf.core.records.profiles import ProfileSummary, summarize
 from pytest_burnperf.storage.paths import folder_problem
 
 #: Profiled calls run for at least this long (and at most :data:`MAX_CALLS` calls).
@@ -82,7 +82,7 @@ def file_stem(nodeid: str, side: str) -> str:
 
 def profiler_for(library: str, kind: str = "cpu") -> str:
     """The profiler used for a benchmark of ``library`` on a device of ``kind``
-    (core/profiles.TOOLS)."""
+    (core/records/profiles.TOOLS)."""
     if library == "torch":
         return "torch.profiler"
     if library == "cupy" and kind == "cuda":

@@ -36,11 +36,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_burnperf.core.assess import baseline_runs
-from pytest_burnperf.core.more_rounds import recording_floor
-from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.judging.assess import baseline_runs
+from pytest_burnperf.core.judging.more_rounds import recording_floor
+from pytest_burnperf.core.judging.verdict import Policy
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.host import probe
 from pytest_burnperf.storage.baselines import BaselineError, load_file
 
@@ -136,7 +136,7 @@ def stored_host_off(directory: Path, current: Mapping[str, float]) -> str | None
     return probe.describe(*ratio, than="the baselines' host")
 
 
-#: The median noise floor (core.more_rounds.recording_floor) of a hardware class's baselines above
+#: The median noise floor (core.judging.more_rounds.recording_floor) of a hardware class's baselines above
 #: which ``auto`` measures the base of the change in the session instead: same-session pairs
 #: reached floors of +6-12% on the same host (docs/validation.md), so baselines that cannot see
 #: a +15% slowdown in half their benchmarks judge less than the alternative.

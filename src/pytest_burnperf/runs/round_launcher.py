@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_burnperf.core.settings import without_options
+from pytest_burnperf.core.options.settings import without_options
 from pytest_burnperf.core.text import clock, shorten
 from pytest_burnperf.storage.jsonfile import Fields, dumps, finite, read_json
 
@@ -255,7 +255,7 @@ def interpreter_args(
     each ``-X`` option and each ``-W`` filter, so that a child runs what the user's runs
     (``python -O -m pytest --perf`` counted its child without ``-O``: a module of asserts read
     unchanged by counts while its time moved -40%). The counts key then holds them
-    (core/counts_key.interpreter_settings). Defaults: this interpreter's."""
+    (core/counting/counts_key.interpreter_settings). Defaults: this interpreter's."""
     f = sys.flags if flags is None else flags
     optimize = int(getattr(f, "optimize", 0) or 0)
     out = ["-" + "O" * optimize] if optimize > 0 else []

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
-from pytest_burnperf.core.between_runs import joint_source
+from pytest_burnperf.core.judging.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
+from pytest_burnperf.core.judging.between_runs import joint_source
 from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.runs.environments import Env
@@ -146,14 +146,14 @@ class Measured:
 
     def noise(self, labels: Sequence[str], nodeid: str) -> str | None:
         """What sets ``nodeid``'s between-process noise as the rounds of ``labels`` saw it
-        (core.between_runs.joint_source: ``device`` only where every side was device-bound)."""
+        (core.judging.between_runs.joint_source: ``device`` only where every side was device-bound)."""
         return joint_source(
             *(self.last.get(label, {}).get(nodeid, {}).get("noise") for label in labels)
         )
 
     def busy_rounds(self, labels: Sequence[str], nodeid: str) -> dict[int, str]:
         """``{round index: why}`` of the rounds in which the host was busy while one of
-        ``labels`` measured ``nodeid`` (core.assess.busy_rounds)."""
+        ``labels`` measured ``nodeid`` (core.judging.assess.busy_rounds)."""
         out: dict[int, str] = {}
         for label in labels:
             windows = [Window.from_dict(d) for d in self.host.get(label, {}).get(nodeid, [])]
@@ -165,7 +165,7 @@ class Measured:
         self, reference: str, candidate: str, nodeid: str, *, least: int = MIN_CLEAN_ROUNDS
     ) -> tuple[list[list[float]], list[list[float]], dict[int, str]]:
         """The paired rounds of ``nodeid`` without those measured on a busy host, by the one
-        rule (core.assess.leave_out_busy): a busy round measures the host as much as the code,
+        rule (core.judging.assess.leave_out_busy): a busy round measures the host as much as the code,
         and pairing cancels only what hit both sides. Returns (reference runs, candidate runs,
         the rounds left out with why)."""
         ref, cur = self.of(reference, nodeid), self.of(candidate, nodeid)

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.clocks import SAMPLE_TIMERS
-from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
-from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.host.activity import WINDOW_COUNTS, WINDOW_NUMBERS, WINDOW_TEXTS
 from pytest_burnperf.host.interrupts import Held, held_signals
@@ -152,7 +152,7 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
     for name in ("dtype", "mode"):
         f.opt_text(e.get(name), f"{where}.{name}")
     pedantic = f.opt_obj(e.get("pedantic"), f"{where}.pedantic")
-    if pedantic is not None:  # perf.pedantic's shape (core/comparability.PEDANTIC_KEYS)
+    if pedantic is not None:  # perf.pedantic's shape (core/judging/comparability.PEDANTIC_KEYS)
         if pedantic.get("rounds") is not None:
             f.integer(pedantic["rounds"], f"{where}.pedantic.rounds", low=1)
         f.integer(pedantic.get("iterations"), f"{where}.pedantic.iterations", low=1)
@@ -174,7 +174,9 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
         for i, w in enumerate(host):
             check_window(f, f.obj(w, f"{where}.host[{i}]"), f"{where}.host[{i}]")
     counts = f.opt_obj(e.get("counts"), f"{where}.counts")
-    if counts is not None:  # a counts baseline (core/counts.py): counted calls and their key
+    if (
+        counts is not None
+    ):  # a counts baseline (core/counting/counts.py): counted calls and their key
         for name in ("instructions", "cycles"):  # cycles: empty where no caches were simulated
             listed = counts.get(name)
             if not isinstance(listed, list) or (name == "instructions" and not listed):
@@ -185,7 +187,7 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
         if counts.get("interpreter") is not None:
             f.number(counts["interpreter"], f"{where}.counts.interpreter", low=0.0, high=1.0)
-    if e.get("profile") is not None:  # recorded with --perf-profile (core/profiles.py)
+    if e.get("profile") is not None:  # recorded with --perf-profile (core/records/profiles.py)
         try:
             ProfileSummary.from_json(e["profile"], f"{where}.profile")
         except ProfileFormatError as exc:

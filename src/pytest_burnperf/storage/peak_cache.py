@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_burnperf.core.roofline_figures import Peaks
+from pytest_burnperf.core.records.roofline_figures import Peaks
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.storage.jsonfile import FileFormatError, atomic_write_text, dumps, read_json
 from pytest_burnperf.storage.paths import cache_root

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.settings import SettingsError, parse_flag
+from pytest_burnperf.core.options.settings import SettingsError, parse_flag
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.storage.jsonfile import FileFormatError, read_bytes
 

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binom
 
 from pytest_burnperf.core.clocks import BATCH
-from pytest_burnperf.core.stats import (
+from pytest_burnperf.core.judging.stats import (
     MIN_ROUND_SAMPLES,
     median_halfwidth,
     median_order_index,

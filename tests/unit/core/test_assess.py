@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.assess import HostEvidence, assess, explain_by_host
-from pytest_burnperf.core.stored_baseline import StoredBaseline
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.assess import HostEvidence, assess, explain_by_host
+from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCOMPARABLE,
     INCONCLUSIVE,
@@ -19,6 +18,7 @@ from pytest_burnperf.core.verdict import (
     Policy,
     Verdict,
 )
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.host import probe
 from pytest_burnperf.host.activity import Window
 
@@ -280,8 +280,8 @@ def test_the_python_device_probe_is_the_interpreter_part_and_compares_with_older
 def test_a_paired_verdict_over_busy_rounds_stands_with_a_note() -> None:
     """Same-session pairs ran on the same host one after the other: a busy round widens their
     spread (which the paired model measures) instead of turning the verdict inconclusive."""
-    from pytest_burnperf.core.assess import note_paired_host
-    from pytest_burnperf.core.verdict import Policy, judge
+    from pytest_burnperf.core.judging.assess import note_paired_host
+    from pytest_burnperf.core.judging.verdict import Policy, judge
 
     ref = [[1.00, 1.01, 0.99] * 5, [1.02, 1.00, 1.01] * 5, [0.99, 1.00, 1.00] * 5]
     cur = [[v * 1.5 for v in r] for r in ref]
@@ -311,7 +311,7 @@ def test_a_busy_host_excuses_only_what_it_can_explain() -> None:
 
 
 def test_the_failure_message_says_the_host_was_busy() -> None:
-    from pytest_burnperf.core.verdict import failure_message
+    from pytest_burnperf.core.judging.verdict import failure_message
 
     waited = Window(seconds=1.0, cpus=2, own_cpus=1.0, others_cpus=0.5, pressure_share=0.13)
     v = judge(2.227, HostEvidence(windows=(waited, waited, waited)))
@@ -364,7 +364,7 @@ def test_what_a_disturbed_window_can_explain(window: Window, expected: float) ->
 
 
 def test_round_numbers_read_as_runs() -> None:
-    from pytest_burnperf.core.assess import round_list
+    from pytest_burnperf.core.judging.assess import round_list
 
     assert round_list([0, 1, 2, 4]) == "1-3, 5"
     assert round_list(range(8)) == "1-8"

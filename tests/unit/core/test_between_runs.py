@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from pytest_burnperf.core import between_runs
-from pytest_burnperf.core.more_rounds import needs_more_rounds
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging import between_runs
+from pytest_burnperf.core.judging.more_rounds import needs_more_rounds
+from pytest_burnperf.core.judging.verdict import (
     INCONCLUSIVE,
     REGRESSED,
     UNCHANGED,

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.bisection import (
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.bisection import (
     Measured,
     ProbeFailed,
     Step,
@@ -18,7 +18,7 @@ from pytest_burnperf.core.bisection import (
     dependency_changes,
     paired_change,
 )
-from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED
+from pytest_burnperf.core.judging.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED
 
 
 def moved(_name: str, a: Sequence[float], b: Sequence[float]) -> bool:

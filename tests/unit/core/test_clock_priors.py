@@ -4,16 +4,16 @@ Injected run medians and fake records; nothing is timed."""
 
 from __future__ import annotations
 
-from pytest_burnperf.core import between_runs
-from pytest_burnperf.core.between_runs import (
+from pytest_burnperf.core.judging import between_runs
+from pytest_burnperf.core.judging.between_runs import (
     DEFAULT_PRIOR,
     DEVICE_PRIOR,
     NoisePrior,
     joint_source,
     noise_source,
 )
-from pytest_burnperf.core.more_rounds import needs_more_rounds, recording_floor
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.more_rounds import needs_more_rounds, recording_floor
+from pytest_burnperf.core.judging.verdict import (
     REGRESSED,
     Policy,
     judge,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.comparability import (
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.comparability import (
     LEGACY,
     RECORDED_AS_NUMPY,
     blocker,
     comparability,
 )
-from pytest_burnperf.core.pedantic_shape import PedanticShape
-from pytest_burnperf.core.stored_baseline import StoredBaseline
-from pytest_burnperf.core.verdict import INCOMPARABLE, not_comparable
+from pytest_burnperf.core.judging.verdict import INCOMPARABLE, not_comparable
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.host.hardware import IDENTITY_VERSION
 
 H200: dict[str, Any] = {
@@ -165,7 +165,7 @@ def test_regime_and_blocker() -> None:
 
 
 def test_a_baseline_sampled_with_other_pedantic_settings_is_named_not_compared() -> None:
-    from pytest_burnperf.core.comparability import pedantic_difference
+    from pytest_burnperf.core.judging.comparability import pedantic_difference
 
     sampled = {"rounds": None, "iterations": 1, "warmup_rounds": 1, "setup": True}
     pinned = {"rounds": 20, "iterations": 1, "warmup_rounds": 1, "setup": True}

@@ -1,4 +1,4 @@
-"""--perf-count-limit: basic blocks per call under valgrind (core/run_options.parse_count_limit),
+"""--perf-count-limit: basic blocks per call under valgrind (core/options/run_options.parse_count_limit),
 and what decides, from a recording's timed calls, that a benchmark is surely over it
 (instruments/instruction_counts.worth_counting), with the words a user reads."""
 
@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core import counted_calls
-from pytest_burnperf.core.run_options import DEFAULT_COUNT_LIMIT, count_text, parse_count_limit
-from pytest_burnperf.core.settings import SettingsError
+from pytest_burnperf.core.counting import counted_calls
+from pytest_burnperf.core.options.run_options import (
+    DEFAULT_COUNT_LIMIT,
+    count_text,
+    parse_count_limit,
+)
+from pytest_burnperf.core.options.settings import SettingsError
 from pytest_burnperf.instruments.instruction_counts import too_slow_text, worth_counting
 
 

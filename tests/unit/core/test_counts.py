@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import counted_calls, counts, counts_key
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.stats import min_attainable_p
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.counting import counted_calls, counts, counts_key
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.stats import min_attainable_p
+from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCONCLUSIVE,
     NO_BASELINE,
@@ -589,7 +589,7 @@ def test_compare_reads_counted_results_as_instructions(tmp_path: Path) -> None:
     import json
 
     from pytest_burnperf.cli import main
-    from pytest_burnperf.core.results import RESULTS_SCHEMA, RESULTS_VERSION
+    from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION
 
     def doc(values: list[int]) -> dict[str, Any]:
         return {

@@ -1,13 +1,13 @@
 """What a run judged: verdicts against abstentions, grouped by the cause each abstention
-carries (core/abstention.Cause, set where it is decided), what would judge them, and the minimum
-share (core/coverage.py)."""
+carries (core/judging/abstention.Cause, set where it is decided), what would judge them, and the minimum
+share (core/judging/coverage.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.coverage import (
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.coverage import (
     CI_MIN_JUDGED,
     COUNTS_KEY,
     HOST,
@@ -23,11 +23,11 @@ from pytest_burnperf.core.coverage import (
     more_rounds,
     shortfall,
 )
-from pytest_burnperf.core.pedantic_shape import PedanticShape
-from pytest_burnperf.core.run_options import parse_share
-from pytest_burnperf.core.settings import SettingsError
-from pytest_burnperf.core.stored_baseline import StoredBaseline
-from pytest_burnperf.core.verdict import INCOMPARABLE
+from pytest_burnperf.core.judging.verdict import INCOMPARABLE
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+from pytest_burnperf.core.options.run_options import parse_share
+from pytest_burnperf.core.options.settings import SettingsError
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 
 RESULTS: list[tuple[str, str, Cause | None]] = [
     ("t[a]", "unchanged", None),
@@ -151,7 +151,7 @@ def test_where_auto_found_nothing_its_reason_is_the_advice() -> None:
 def test_undecided_counts_are_not_told_to_take_more_rounds() -> None:
     """A counted benchmark left inconclusive by its calls' spread: rounds and a quieter host do
     not move counts, so the advice is the clock or more work a call, never more rounds."""
-    from pytest_burnperf.core.coverage import COUNTS_SPREAD, advice, coverage
+    from pytest_burnperf.core.judging.coverage import COUNTS_SPREAD, advice, coverage
 
     cov = coverage(
         [("t.py::a", "inconclusive", Cause.COUNTS_SPREAD), ("t.py::b", "inconclusive", NOISE)]
@@ -165,9 +165,9 @@ def test_undecided_counts_are_not_told_to_take_more_rounds() -> None:
 def test_a_baseline_sampled_otherwise_is_its_own_group_not_another_machine() -> None:
     """A pedantic baseline recorded with rounds=20 and a run with rounds=1 were counted under
     'their baselines come from another machine or device' and told to record on this one."""
-    from pytest_burnperf.core.assess import assess
-    from pytest_burnperf.core.coverage import SAMPLED_OTHERWISE
-    from pytest_burnperf.core.verdict import Policy
+    from pytest_burnperf.core.judging.assess import assess
+    from pytest_burnperf.core.judging.coverage import SAMPLED_OTHERWISE
+    from pytest_burnperf.core.judging.verdict import Policy
 
     verdict = assess(
         StoredBaseline.from_entry(
@@ -201,7 +201,7 @@ def test_suggested_commands_carry_no_second_comparison_and_record_runnably() -> 
     leave the comparison out (``plain``: --perf-update refuses --perf-versions), the command
     naming its own comparison does not add a second one, and judging by time keeps the run's
     comparison and sets --perf-measure once."""
-    from pytest_burnperf.core.coverage import advice, coverage
+    from pytest_burnperf.core.judging.coverage import advice, coverage
 
     results = [
         ("t.py::a", "incomparable", Cause.COUNTS_KEY),
@@ -221,7 +221,7 @@ def test_the_cause_groups_an_abstention_never_its_text() -> None:
     """Structure 4: a reason that says "counts", "host" or "probe" moves nothing; the cause set
     where the abstention was decided does. A baseline without hardware class counts as one of
     another machine; every cause has its group's text and advice."""
-    from pytest_burnperf.core.coverage import GROUP, WHY_ORDER, why
+    from pytest_burnperf.core.judging.coverage import GROUP, WHY_ORDER, why
 
     results = [
         ("t[a]", "inconclusive", Cause.NOISE),
@@ -238,7 +238,7 @@ def test_the_cause_groups_an_abstention_never_its_text() -> None:
 def test_an_abstention_without_its_cause_is_refused_and_a_verdict_keeps_none() -> None:
     from dataclasses import replace
 
-    from pytest_burnperf.core.verdict import Verdict
+    from pytest_burnperf.core.judging.verdict import Verdict
 
     with pytest.raises(ValueError, match="inconclusive verdict needs its cause"):
         Verdict("inconclusive", 1.0)
@@ -248,7 +248,7 @@ def test_an_abstention_without_its_cause_is_refused_and_a_verdict_keeps_none() -
 
 
 def test_a_document_without_causes_is_grouped_by_status() -> None:
-    from pytest_burnperf.core import abstention
+    from pytest_burnperf.core.judging import abstention
 
     assert abstention.parse("host busy", "inconclusive") is Cause.HOST
     assert abstention.parse(None, "inconclusive") is Cause.NOISE

@@ -1,9 +1,9 @@
-"""core/estimated_cycles.py: the cycle estimate from a call's events, and whether the events
+"""core/counting/estimated_cycles.py: the cycle estimate from a call's events, and whether the events
 come from a run that simulated the caches."""
 
 from __future__ import annotations
 
-from pytest_burnperf.core.estimated_cycles import estimated_cycles, simulated
+from pytest_burnperf.core.counting.estimated_cycles import estimated_cycles, simulated
 
 
 def test_estimated_cycles_weights_misses() -> None:

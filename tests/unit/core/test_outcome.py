@@ -1,12 +1,12 @@
-"""core/outcome: the one rule from a verdict to its test's outcome, for every status."""
+"""core/judging/outcome: the one rule from a verdict to its test's outcome, for every status."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core.abstention import BY_STATUS
-from pytest_burnperf.core.outcome import STRICT_FAILS, fails, outcome
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.abstention import BY_STATUS
+from pytest_burnperf.core.judging.outcome import STRICT_FAILS, fails, outcome
+from pytest_burnperf.core.judging.verdict import (
     FAILED,
     IMPROVED,
     INCOMPARABLE,

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_burnperf.core import precision
-from pytest_burnperf.core.comparability import blocker
-from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.judging import precision
+from pytest_burnperf.core.judging.comparability import blocker
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.report.run_header import precision_lines
 
 torch = pytest.importorskip("torch")

@@ -1,10 +1,10 @@
-"""Profile summaries and what grew between two of them (core/profiles.py), on made-up rows."""
+"""Profile summaries and what grew between two of them (core/records/profiles.py), on made-up rows."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core.profiles import (
+from pytest_burnperf.core.records.profiles import (
     Growth,
     ProfileFormatError,
     ProfileSummary,

@@ -1,11 +1,11 @@
-"""The run's mode (core/run_mode.py): one decision from the options, and the questions the
+"""The run's mode (core/options/run_mode.py): one decision from the options, and the questions the
 rest of the code asks it."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core.run_mode import Mode, decide
+from pytest_burnperf.core.options.run_mode import Mode, decide
 
 
 def _decide(**given: bool) -> Mode:

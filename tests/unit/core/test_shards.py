@@ -1,4 +1,4 @@
-"""Splitting a selection into shards (core/shards.py)."""
+"""Splitting a selection into shards (core/options/shards.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from pytest_burnperf.core.settings import SettingsError
-from pytest_burnperf.core.shards import expected_seconds, parse_shard, selection_id, split
+from pytest_burnperf.core.options.settings import SettingsError
+from pytest_burnperf.core.options.shards import expected_seconds, parse_shard, selection_id, split
 
 
 def test_parse_shard() -> None:

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_burnperf.core import stats
+from pytest_burnperf.core.judging import stats
 
 
 def _exact_greater_p(x: list[float], y: list[float]) -> float:

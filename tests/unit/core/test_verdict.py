@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core.text import format_time
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCONCLUSIVE,
     NO_BASELINE,
@@ -14,6 +13,7 @@ from pytest_burnperf.core.verdict import (
     format_ratio,
     judge,
 )
+from pytest_burnperf.core.text import format_time
 
 BASE = [10.0 + 0.01 * i for i in range(20)]  # 10.00 .. 10.19, median 10.095
 

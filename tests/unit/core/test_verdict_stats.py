@@ -10,9 +10,9 @@ import statistics
 import pytest
 from scipy.stats import mannwhitneyu
 
-from pytest_burnperf.core import between_runs, stats
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging import between_runs, stats
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import (
     INCONCLUSIVE,
     REGRESSED,
     UNCHANGED,

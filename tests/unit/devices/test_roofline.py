@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.roofline_figures import (
+from pytest_burnperf.core.records.roofline_figures import (
     Peaks,
     Work,
     WorkError,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core import counts_key
+from pytest_burnperf.core.counting import counts_key
 from pytest_burnperf.host import callgrind_dumps
 from pytest_burnperf.runs import counted
 

@@ -72,7 +72,7 @@ def test_without_nvml_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_power_limit_makes_another_class() -> None:
-    from pytest_burnperf.core.comparability import comparability
+    from pytest_burnperf.core.judging.comparability import comparability
 
     h100 = {"id": "torch-cuda0", "kind": "cuda", "name": "NVIDIA H100", "power_limit_w": 700.0}
     reason, _ = comparability({**h100, "power_limit_w": 500.0}, h100)

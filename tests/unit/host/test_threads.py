@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.assess import own_threads
-from pytest_burnperf.core.verdict import INCONCLUSIVE, UNCHANGED, Verdict
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.assess import own_threads
+from pytest_burnperf.core.judging.verdict import INCONCLUSIVE, UNCHANGED, Verdict
 from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host import threads
 from pytest_burnperf.host.activity import Window

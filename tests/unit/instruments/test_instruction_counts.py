@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.counted_calls import calls_for
-from pytest_burnperf.core.counts import Counted
-from pytest_burnperf.core.counts_key import KEY_FIELDS
-from pytest_burnperf.core.stored_baseline import StoredBaseline
-from pytest_burnperf.core.verdict import INCOMPARABLE, NO_BASELINE, REGRESSED, UNCHANGED
+from pytest_burnperf.core.counting.counted_calls import calls_for
+from pytest_burnperf.core.counting.counts import Counted
+from pytest_burnperf.core.counting.counts_key import KEY_FIELDS
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import INCOMPARABLE, NO_BASELINE, REGRESSED, UNCHANGED
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.instruments.instruction_counts import (
     ALWAYS,
     BY_TIME,
@@ -60,7 +60,7 @@ def _counted(n: int) -> Counted:
     return Counted(instructions=(n,) * calls, cycles=(2 * n,) * calls)
 
 
-#: A key with every field the counts are kept under (core/counts_key.py).
+#: A key with every field the counts are kept under (core/counting/counts_key.py).
 KEY: dict[str, object] = {name: f"{name}-here" for name in KEY_FIELDS} | {"libraries": {}}
 
 
@@ -166,7 +166,7 @@ def test_the_stored_baselines_decide_what_is_counted_never_the_hosts_speed() -> 
 
 
 def test_counts_a_pytest_benchmark_test_recorded_on_numpy_cpu_are_compared_as_python_cpu() -> None:
-    from pytest_burnperf.core.comparability import RECORDED_AS_NUMPY
+    from pytest_burnperf.core.judging.comparability import RECORDED_AS_NUMPY
 
     features = "numpy:AVX,AVX2"
     old_key = {**KEY, "simulated_cpu": f"blas=Haswell numpy=X86_V3 {features}"}

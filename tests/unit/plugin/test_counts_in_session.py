@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from pytest_burnperf.core.counts import Counted
+from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.measuring.session_counts import counted_in_session
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.clocks import Sample
-from pytest_burnperf.core.profiles import summarize
-from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.verdict import REGRESSED, Verdict
+from pytest_burnperf.core.judging.verdict import REGRESSED, Verdict
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.profiles import summarize
+from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.plugin.measuring.pair_profiles import attach
 from pytest_burnperf.runs.profiled import SideProfile
 from pytest_burnperf.runs.scheduler import Measured

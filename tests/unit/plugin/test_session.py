@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.run_mode import Mode
-from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.options.run_mode import Mode
+from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.plugin.session.findings import Findings
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.plugin.session.run_config import OutputConfig, RoundSchedule, RunConfig
@@ -47,7 +47,7 @@ def test_the_configuration_is_frozen(make: type) -> None:
 
 
 def test_a_benchmark_s_settings_put_the_command_line_over_its_marker() -> None:
-    from pytest_burnperf.core.settings import PerfSpec
+    from pytest_burnperf.core.options.settings import PerfSpec
 
     spec = PerfSpec(overrides={"samples": 3, "warmup": 0.5})
     got = _run().settings_for(spec)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_burnperf.core.abstention import BY_STATUS
 from pytest_burnperf.core.clocks import Sample
-from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.run_options import COLUMN_KEYS
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.core.judging.abstention import BY_STATUS
+from pytest_burnperf.core.judging.verdict import IMPROVED, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.core.options.run_options import COLUMN_KEYS
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.report.terminal import ESSENTIAL, HEADERS, table_rows, wrap
 
 

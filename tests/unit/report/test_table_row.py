@@ -7,9 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_burnperf.core.clocks import Sample
-from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, Verdict
+from pytest_burnperf.core.judging.verdict import IMPROVED, REGRESSED, Verdict
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.report.html import _results_table
 from pytest_burnperf.report.markdown import _row
 from pytest_burnperf.report.table_row import TableRow, label
@@ -36,7 +36,7 @@ def _result(verdict: Verdict, *, timer: str = "host", measure: str = "time") -> 
 
 
 def _cells(r: Result) -> dict[str, str]:
-    from pytest_burnperf.core.run_options import COLUMN_KEYS
+    from pytest_burnperf.core.options.run_options import COLUMN_KEYS
 
     return dict(zip(COLUMN_KEYS, row(r), strict=True))
 

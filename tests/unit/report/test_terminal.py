@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_burnperf.core.abstention import Cause
 from pytest_burnperf.core.clocks import Sample
-from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.roofline_figures import Peaks, Work
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.verdict import INCOMPARABLE, UNCHANGED, Verdict
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import INCOMPARABLE, UNCHANGED, Verdict
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.records.roofline_figures import Peaks, Work
 from pytest_burnperf.report.table_row import format_bytes
 from pytest_burnperf.report.terminal import notes, row, speedups
 

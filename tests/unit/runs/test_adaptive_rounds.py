@@ -1,4 +1,4 @@
-"""Adaptive rounds: which benchmarks get another process round (core/more_rounds.py,
+"""Adaptive rounds: which benchmarks get another process round (core/judging/more_rounds.py,
 the round scheduler: tests/unit/runs/test_scheduler.py), on injected run medians; nothing is timed."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_burnperf.core.more_rounds import needs_more_rounds, recording_floor
+from pytest_burnperf.core.judging.more_rounds import needs_more_rounds, recording_floor
+from pytest_burnperf.core.judging.verdict import REGRESSED, Policy, judge
 from pytest_burnperf.core.text import rounds_text
-from pytest_burnperf.core.verdict import REGRESSED, Policy, judge
 from pytest_burnperf.plugin.output.baseline_writing import (
     busy_baselines_text,
     noisy_baselines_text,
@@ -147,7 +147,7 @@ def test_busy_rounds_do_not_count_towards_deciding() -> None:
 
 
 def test_a_busy_round_costs_another_round_until_enough_clean_ones_remain() -> None:
-    from pytest_burnperf.core.assess import MIN_CLEAN_ROUNDS, busy_round_costs_another
+    from pytest_burnperf.core.judging.assess import MIN_CLEAN_ROUNDS, busy_round_costs_another
 
     assert MIN_CLEAN_ROUNDS == 3
     assert busy_round_costs_another(3, 2)  # one of three busy: buy a fourth
@@ -185,15 +185,15 @@ def test_round_counts_defaults(
     quick: bool,
     expected: tuple[int, int],
 ) -> None:
-    from pytest_burnperf.core.run_options import round_counts
+    from pytest_burnperf.core.options.run_options import round_counts
 
     got = round_counts(given, most, update=update, same_session=same, quick=quick)
     assert got == expected
 
 
 def test_round_counts_refuses_contradictions() -> None:
-    from pytest_burnperf.core.run_options import round_counts
-    from pytest_burnperf.core.settings import SettingsError
+    from pytest_burnperf.core.options.run_options import round_counts
+    from pytest_burnperf.core.options.settings import SettingsError
 
     with pytest.raises(SettingsError, match="--perf-max-rounds 2 is below --perf-rounds 3"):
         round_counts(3, 2, update=False)
@@ -210,8 +210,8 @@ def test_round_counts_refuses_contradictions() -> None:
 
 
 def test_round_budget() -> None:
-    from pytest_burnperf.core.run_options import parse_round_budget
-    from pytest_burnperf.core.settings import SettingsError
+    from pytest_burnperf.core.options.run_options import parse_round_budget
+    from pytest_burnperf.core.options.settings import SettingsError
     from pytest_burnperf.runs.round_launcher import budget_spent, budget_text
 
     assert not budget_spent(599.9, 600.0) and budget_spent(600.0, 600.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.profiles import summarize
+from pytest_burnperf.core.records.profiles import summarize
 from pytest_burnperf.runs import profiled
 from pytest_burnperf.storage.jsonfile import FileFormatError
 

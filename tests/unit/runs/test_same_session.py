@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import between_runs, stats
-from pytest_burnperf.core.verdict import IMPROVED, REGRESSED, UNCHANGED, Policy, judge
-from pytest_burnperf.core.versions import level
+from pytest_burnperf.core.judging import between_runs, stats
+from pytest_burnperf.core.judging.verdict import IMPROVED, REGRESSED, UNCHANGED, Policy, judge
+from pytest_burnperf.core.records.versions import level
 from pytest_burnperf.report.terminal import versions_table as table
 from pytest_burnperf.runs.environments import (
     EnvError,

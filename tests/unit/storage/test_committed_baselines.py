@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.comparability import comparability
+from pytest_burnperf.core.judging.comparability import comparability
 from pytest_burnperf.host import hardware
 from pytest_burnperf.host.machine import default_machine_id
 

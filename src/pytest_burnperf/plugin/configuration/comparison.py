@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import settings
+from pytest_burnperf.core.options import settings
 from pytest_burnperf.host.probe import host_parts
 from pytest_burnperf.runs.environments import CURRENT
 from pytest_burnperf.runs.reference import (

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import run_options, settings
-from pytest_burnperf.core.coverage import default_min_share, in_ci
-from pytest_burnperf.core.run_mode import Mode, decide
-from pytest_burnperf.core.run_options import Measure
+from pytest_burnperf.core.judging.coverage import default_min_share, in_ci
+from pytest_burnperf.core.options import run_options, settings
+from pytest_burnperf.core.options.run_mode import Mode, decide
+from pytest_burnperf.core.options.run_options import Measure
 from pytest_burnperf.plugin.configuration.comparison import comparison
 from pytest_burnperf.plugin.configuration.counting_choice import (
     auto_counting,

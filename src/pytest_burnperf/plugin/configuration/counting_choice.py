@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_burnperf.core import run_options, settings
-from pytest_burnperf.core.run_options import Measure
+from pytest_burnperf.core.options import run_options, settings
+from pytest_burnperf.core.options.run_options import Measure
 
 if TYPE_CHECKING:
     from pytest_burnperf.plugin.measuring.counting import Counting
@@ -42,7 +42,7 @@ def auto_counting(
     records (CPU benchmarks are counted and timed, both baselines written) or its counts
     baselines exist (the benchmarks they hold are counted, the rest timed); else none, with a
     line saying why where counts would have been recorded or judged."""
-    from pytest_burnperf.core import counts_key
+    from pytest_burnperf.core.counting import counts_key
     from pytest_burnperf.host import callgrind
     from pytest_burnperf.plugin.measuring.counting import Counting
     from pytest_burnperf.runs.reference import has_baselines

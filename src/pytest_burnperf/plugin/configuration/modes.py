@@ -1,4 +1,4 @@
-"""What each mode of a run (core/run_mode.py) registers with pytest, as pytest-xdist registers
+"""What each mode of a run (core/options/run_mode.py) registers with pytest, as pytest-xdist registers
 one plugin object per role: the session the user started gets a ``Reporter``
 (output/reporter.py: header, summary, files at its end), a round process a ``RoundProcess``
 (rounds/report_back.py: progress notes, its samples file; it prints nothing), every measuring

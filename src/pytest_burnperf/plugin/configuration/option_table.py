@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_burnperf.core import run_options, settings
-from pytest_burnperf.core.run_options import DEFAULT_ROUND_BUDGET_S, check_machine_id
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.shards import parse_shard
+from pytest_burnperf.core.options import run_options, settings
+from pytest_burnperf.core.options.run_options import DEFAULT_ROUND_BUDGET_S, check_machine_id
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.options.shards import parse_shard
 from pytest_burnperf.runs.environments import check_ref, parse_refs
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from pytest_burnperf.core.settings import SettingsError
+from pytest_burnperf.core.options.settings import SettingsError
 from pytest_burnperf.plugin.configuration.option_table import (
     ALONE,
     FLAG_OPTIONS,

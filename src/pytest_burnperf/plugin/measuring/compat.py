@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import pytest
 
-from pytest_burnperf.core import settings
+from pytest_burnperf.core.options import settings
 from pytest_burnperf.plugin.measuring.fixture import make_perf
 from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.measuring.timed_perf import Perf

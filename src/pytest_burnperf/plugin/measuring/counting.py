@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core import counted_calls, counts_key, run_options
-from pytest_burnperf.core.run_options import count_text
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.counting import counted_calls, counts_key
+from pytest_burnperf.core.judging.verdict import Policy
+from pytest_burnperf.core.options import run_options
+from pytest_burnperf.core.options.run_options import count_text
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import clock, format_count, format_time
-from pytest_burnperf.core.verdict import Policy
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import mark_owner
@@ -70,7 +71,7 @@ class Counting:
     #: leave_to_the_clock), judged by time instead, with why.
     incomparable: dict[str, str] = field(default_factory=dict)
     #: --perf-measure auto: counted benchmarks whose counts cannot tell a change of the
-    #: threshold's size apart (core/counts.undecidable: a call that small, or that spread),
+    #: threshold's size apart (core/counting/counts.undecidable: a call that small, or that spread),
     #: judged by time instead, with why: against their time baseline (counts_judging.
     #: leave_to_the_clock), or in the session (session_counts.counted_in_session).
     undecided: dict[str, str] = field(default_factory=dict)
@@ -103,7 +104,7 @@ class Counting:
     def store(self, state: PerfState) -> BaselineStore:
         """The counts baselines: one folder per OS, architecture and valgrind version."""
         if self._store is None:
-            from pytest_burnperf.core.settings import DEFAULT_SIZE
+            from pytest_burnperf.core.options.settings import DEFAULT_SIZE
 
             name = counts_key.store_name(platform.system(), platform.machine())
             if state.run.size != DEFAULT_SIZE:

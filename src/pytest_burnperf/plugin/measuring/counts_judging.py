@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
-from pytest_burnperf.core import counted_calls, counts, settings
 from pytest_burnperf.core.clocks import Sample
-from pytest_burnperf.core.counts import Counted
-from pytest_burnperf.core.text import escape_strings, redact
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.counting import counted_calls, counts
+from pytest_burnperf.core.counting.counts import Counted
+from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCOMPARABLE,
     INCONCLUSIVE,
@@ -26,6 +25,8 @@ from pytest_burnperf.core.verdict import (
     failure_message,
     format_ratio,
 )
+from pytest_burnperf.core.options import settings
+from pytest_burnperf.core.text import escape_strings, redact
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.plugin.measuring import counting, pair_profiles
 from pytest_burnperf.plugin.measuring.counting import Counting
@@ -34,8 +35,8 @@ from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module
 from pytest_burnperf.storage.baselines import BaselineError
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.results import Result
-    from pytest_burnperf.core.settings import Settings
+    from pytest_burnperf.core.options.settings import Settings
+    from pytest_burnperf.core.records.results import Result
     from pytest_burnperf.devices.base import Device
 
 
@@ -59,7 +60,7 @@ def judge(
 ) -> Result:
     """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
     result under --perf-measure both), built by ``make_result``, kept and settled by
-    result_record.settle (the session's results, JUnit properties, core/outcome's rule): a
+    result_record.settle (the session's results, JUnit properties, core/judging/outcome's rule): a
     counts regression fails the test, and so, where the counted process did not count it, does
     a time regression. ``profile`` adds --perf-profile's profile to the result
     (measuring/profile_rerun.profiled)."""

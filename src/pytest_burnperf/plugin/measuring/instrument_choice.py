@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core.settings import Settings
+from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments import registry
 from pytest_burnperf.instruments.instrument import (

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.profiles import ProfileRecord, grew_note, what_grew, where_it_grew
-from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.records.profiles import ProfileRecord, grew_note, what_grew, where_it_grew
+from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.plugin.session.perf_state import PerfState, line_writer, rel
 from pytest_burnperf.runs import profiled

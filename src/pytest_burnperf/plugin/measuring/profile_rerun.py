@@ -1,6 +1,6 @@
 """``--perf-profile``: a measured benchmark rerun once more under a profiler, after its samples
 and before its verdict is reported (runs/profiling.py runs the profiler), and the note of what
-grew against the baseline's profile summary (core/profiles.py).
+grew against the baseline's profile summary (core/records/profiles.py).
 
 Only the session the user started profiles this way (not a round process: its samples would
 not be the parent's); with ``regressed`` only a benchmark that regressed, so a run where nothing
@@ -16,14 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.profiles import (
+from pytest_burnperf.core.judging.verdict import REGRESSED
+from pytest_burnperf.core.records.profiles import (
     ProfileRecord,
     grew_note,
     what_grew,
     where_it_grew,
 )
-from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.verdict import REGRESSED
+from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments import profiler
 from pytest_burnperf.instruments.instrument import Prepare

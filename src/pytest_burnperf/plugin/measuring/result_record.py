@@ -1,6 +1,6 @@
-"""What one benchmark leaves behind: its :class:`~pytest_burnperf.core.results.Result` (samples,
+"""What one benchmark leaves behind: its :class:`~pytest_burnperf.core.records.results.Result` (samples,
 verdict, provenance, the test's parameters), the properties it adds to the JUnit report, and
-whether its verdict fails its test (:func:`settle`, by core/outcome.py's one rule)."""
+whether its verdict fails its test (:func:`settle`, by core/judging/outcome.py's one rule)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any, Protocol
 
 import pytest
 
-from pytest_burnperf.core.outcome import outcome
-from pytest_burnperf.core.results import Result
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.judging.outcome import outcome
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.devices.base import DeviceBase
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
@@ -119,7 +119,7 @@ def settle(
     regression: Callable[[], str],
 ) -> None:
     """Keep ``result`` as ``item``'s (the session's results, its JUnit properties) and fail
-    ``test_id``'s test where its verdict fails it (core/outcome: the one rule for every measure
+    ``test_id``'s test where its verdict fails it (core/judging/outcome: the one rule for every measure
     and mode); ``regression`` builds the measure's line for a regression, and the profile's note
     of what grew follows it. Every measured benchmark's result passes through here, once."""
     __tracebackhide__ = True

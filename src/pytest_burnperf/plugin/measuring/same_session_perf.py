@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core import counts
-from pytest_burnperf.core.assess import (
+from pytest_burnperf.core.clocks import SAMPLE_TIMERS, Sample
+from pytest_burnperf.core.counting import counts
+from pytest_burnperf.core.judging.assess import (
     note_paired_host,
 )
-from pytest_burnperf.core.clocks import SAMPLE_TIMERS, Sample
-from pytest_burnperf.core.text import escape_strings
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.verdict import (
     Policy,
     Verdict,
     failure_message,
     judge,
 )
+from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
 from pytest_burnperf.plugin.measuring.profile_rerun import profiled
@@ -33,7 +33,7 @@ from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.runs.same_session import summaries
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.results import Result
+    from pytest_burnperf.core.records.results import Result
     from pytest_burnperf.host.activity import Window
 
 

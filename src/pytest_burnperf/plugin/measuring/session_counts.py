@@ -8,14 +8,14 @@ counted in each environment: one with a counts baseline (of any key: it was coun
 recorded) whatever the count limit, the others where their calls are under it (their basic
 blocks decide, the same in every environment and on every host). The rest, one an
 environment could not count, and one whose counts cannot tell a change of the threshold's size
-apart (a call that small, or that spread: core/counts.undecidable), are timed in the
+apart (a call that small, or that spread: core/counting/counts.undecidable), are timed in the
 session."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core import counts
+from pytest_burnperf.core.counting import counts
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.plugin.measuring.counts_judging import another_key_note
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key

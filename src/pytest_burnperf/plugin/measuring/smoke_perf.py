@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar
 
 import pytest
 
-from pytest_burnperf.core.roofline_figures import Work
+from pytest_burnperf.core.records.roofline_figures import Work
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.core.timing import Prepared
 from pytest_burnperf.instruments.instrument import Prepare

@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_burnperf.core.assess import HostEvidence, assess, own_threads
-from pytest_burnperf.core.between_runs import noise_source
 from pytest_burnperf.core.clocks import GraphCaptureError, settles
-from pytest_burnperf.core.pedantic_shape import PedanticShape
-from pytest_burnperf.core.roofline_figures import Work, WorkError
-from pytest_burnperf.core.stats import median_halfwidth, precision_goal, round_sampling
-from pytest_burnperf.core.text import escape_strings
-from pytest_burnperf.core.timing import measure, measure_pedantic
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.assess import HostEvidence, assess, own_threads
+from pytest_burnperf.core.judging.between_runs import noise_source
+from pytest_burnperf.core.judging.stats import median_halfwidth, precision_goal, round_sampling
+from pytest_burnperf.core.judging.verdict import (
     Policy,
     failure_message,
 )
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+from pytest_burnperf.core.records.roofline_figures import Work, WorkError
+from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.timing import measure, measure_pedantic
 from pytest_burnperf.devices.event_timer import timer_messages
 from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
@@ -51,8 +51,8 @@ from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.results import Result
-    from pytest_burnperf.core.stored_baseline import StoredBaseline
+    from pytest_burnperf.core.records.results import Result
+    from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 
 
 #: What Perf._unclocked returns when the clock measures the benchmark.
@@ -91,7 +91,7 @@ class Perf:
         self._rerun: Prepare | None = None
         self._repeat = True
         #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
-        #: what a sample means, kept with the baseline and compared (core/comparability.py).
+        #: what a sample means, kept with the baseline and compared (core/judging/comparability.py).
         self._pedantic: PedanticShape | None = None
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, object] = {}
@@ -108,8 +108,8 @@ class Perf:
     ) -> None:
         """Declare what one call of the benchmarked function computes and moves: floating-point
         operations and bytes read or written in memory (or a ``Work`` from the helpers in
-        ``pytest_burnperf.core.roofline_figures``), and optionally the shape to show. The report then shows
-        the shape, GFLOP/s, GB/s and % of peak."""
+        ``pytest_burnperf.core.records.roofline_figures``), and optionally the shape to show. The
+        report then shows the shape, GFLOP/s, GB/s and % of peak."""
 
         where = f"{self._item.nodeid}: perf.work"
         if shape is not None and not isinstance(shape, str):
@@ -382,7 +382,7 @@ class Perf:
         state = self._state
         node = self._item.nodeid
         # what sets this benchmark's between-process noise: the GPU for a device-bound kernel,
-        # else the host (its prior: core/between_runs.PRIORS)
+        # else the host (its prior: core/judging/between_runs.PRIORS)
         noise = noise_source(
             sample.timer,
             on_host="cpu" in fingerprint,
@@ -453,7 +453,7 @@ class Perf:
         result = self._profiled(result)
         verdict = result.verdict
         if state.run.mode.records:
-            from pytest_burnperf.core.more_rounds import recording_floor
+            from pytest_burnperf.core.judging.more_rounds import recording_floor
 
             # named only where its own rounds show the noise: with few rounds the prior alone
             # puts the floor above the threshold, which more rounds, not a quieter host, cure

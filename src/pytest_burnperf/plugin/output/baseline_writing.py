@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.results import provenance
+from pytest_burnperf.core.records.results import provenance
 from pytest_burnperf.storage.baselines import Interrupted, LockTimeout
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def busy_baselines_text(busy: Mapping[str, str], recorded: int, show: int = 5) -
     """The summary line of time baselines recorded while the host (or GPU) was busy in some of
     their rounds: slow rounds in a baseline make later slowdowns look smaller, so comparisons
     against them leave such rounds out where three clean ones remain, and otherwise do not call
-    a change they could hide ``unchanged`` (core/assess.explain_by_busy_baseline)."""
+    a change they could hide ``unchanged`` (core/judging/assess.explain_by_busy_baseline)."""
     names = sorted(busy)
     shown = ", ".join(names[:show]) + (
         f" and {len(names) - show} more" if len(names) > show else ""

@@ -3,8 +3,8 @@ summary's counts line (the measure that gates, its model, what counting took).""
 
 from __future__ import annotations
 
-from pytest_burnperf.core import counts
-from pytest_burnperf.core.run_options import count_text
+from pytest_burnperf.core.counting import counts
+from pytest_burnperf.core.options.run_options import count_text
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.session.perf_state import PerfState, rel

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core import settings
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.results import Result
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import NO_BASELINE, REGRESSED, format_ratio
+from pytest_burnperf.core.options import settings
+from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.text import escape, redact, rounds_text
-from pytest_burnperf.core.verdict import NO_BASELINE, REGRESSED, format_ratio
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.plugin.measuring import counting

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core import settings
-from pytest_burnperf.core.coverage import advice, coverage, shortfall
+from pytest_burnperf.core.judging.coverage import advice, coverage, shortfall
+from pytest_burnperf.core.options import settings
 from pytest_burnperf.core.text import redact
 from pytest_burnperf.host.machine import now_utc
 from pytest_burnperf.plugin.output.baseline_writing import write_baselines
@@ -191,7 +191,7 @@ def _benchmark_json(config: pytest.Config, state: PerfState) -> Path | None:
 
 
 def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
-    """How many benchmarks got a verdict (core/coverage.py): kept for the summary and the documents;
+    """How many benchmarks got a verdict (core/judging/coverage.py): kept for the summary and the documents;
     below --perf-min-judged the run fails."""
 
     results = list(state.findings.results.values())
@@ -243,7 +243,7 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
 
 
 def rest_args(invocation: tuple[str, ...], *, recording: bool = False) -> list[str]:
-    """The run's arguments a command its summary suggests repeats (core/settings.suggested_args:
+    """The run's arguments a command its summary suggests repeats (core/options/settings.suggested_args:
     what selects and configures benchmarks, not what only this run printed or wrote), with no
     password of a URL in them. ``recording``: for a command that records baselines, without
     what the run compared with (settings.recording_args: --perf-update goes with none of it)."""

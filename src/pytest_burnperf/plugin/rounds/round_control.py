@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_burnperf.core.assess import (
+from pytest_burnperf.core.judging.assess import (
     baseline_runs,
     busy_round_costs_another,
     busy_rounds,
     leave_out_busy,
 )
-from pytest_burnperf.core.more_rounds import needs_more_rounds
+from pytest_burnperf.core.judging.more_rounds import needs_more_rounds
+from pytest_burnperf.core.judging.verdict import REGRESSED, Policy
 from pytest_burnperf.core.text import clock
-from pytest_burnperf.core.verdict import REGRESSED, Policy
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles, session_counts
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
@@ -277,7 +277,7 @@ def clean_runs(
     runs: list[list[float]], windows: Sequence[Mapping[str, object]], *, trust_host: bool
 ) -> list[list[float]] | None:
     """``runs`` (the other processes' rounds so far) as the verdict will judge them, the busy
-    rounds left out by the one rule (core.assess.leave_out_busy); None where a busy round
+    rounds left out by the one rule (core.judging.assess.leave_out_busy); None where a busy round
     should first cost another round (too few clean ones yet to leave it out). ``windows``: the
     host window each round recorded; where they do not line up with the rounds, all count."""
     if trust_host or len(windows) != len(runs):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_burnperf.core.settings import PerfSpec
+from pytest_burnperf.core.options.settings import PerfSpec
 
 if TYPE_CHECKING:
     from pytest_burnperf.devices import Entry

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.coverage import Coverage
-    from pytest_burnperf.core.results import Result
+    from pytest_burnperf.core.judging.coverage import Coverage
+    from pytest_burnperf.core.records.results import Result
     from pytest_burnperf.plugin.session.cases import Case
     from pytest_burnperf.runs.scheduler import Measured
 
@@ -53,7 +53,7 @@ class Findings:
     #: Perf comparisons in this session (for the family-wise correction); in a shard, those of
     #: the whole selection.
     comparisons: int = 1
-    #: What the shard kept (core/shards.py): ``index``, ``count``, ``selection`` (the whole
+    #: What the shard kept (core/options/shards.py): ``index``, ``count``, ``selection`` (the whole
     #: selection's fingerprint), ``comparisons`` (the whole selection's), ``benchmarks`` (this
     #: shard's), ``expected_s`` (each shard's expected seconds).
     shard_info: dict[str, object] | None = None

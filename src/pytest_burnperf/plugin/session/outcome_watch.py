@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_burnperf.core.outcome import fails
-from pytest_burnperf.core.verdict import FAILED
+from pytest_burnperf.core.judging.outcome import fails
+from pytest_burnperf.core.judging.verdict import FAILED
 from pytest_burnperf.plugin.session.perf_state import STATE, PerfState, case_of
 
 

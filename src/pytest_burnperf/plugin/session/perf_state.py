@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_burnperf.core.settings import LIBRARY_KINDS
+from pytest_burnperf.core.options.settings import LIBRARY_KINDS
 from pytest_burnperf.host.machine import ci_info, machine_info
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.findings import Findings
@@ -68,7 +68,7 @@ class PerfState:
     def store(self) -> BaselineStore:
         """This machine's baselines (its hardware class, and the size when not the default)."""
         if self._store is None:
-            from pytest_burnperf.core.settings import DEFAULT_SIZE
+            from pytest_burnperf.core.options.settings import DEFAULT_SIZE
             from pytest_burnperf.storage.baselines import BaselineStore
 
             group = self.run.machine_id
@@ -84,7 +84,7 @@ class PerfState:
         if self.run.machine_explicit:
             return None
         if self._legacy_store is None:
-            from pytest_burnperf.core.settings import DEFAULT_SIZE
+            from pytest_burnperf.core.options.settings import DEFAULT_SIZE
             from pytest_burnperf.host.machine import legacy_machine_id
             from pytest_burnperf.storage.baselines import BaselineStore
 

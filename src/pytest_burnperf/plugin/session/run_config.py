@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_burnperf.core.run_mode import Mode
-from pytest_burnperf.core.run_options import DEFAULT_COUNT_LIMIT, Measure, Profile
-from pytest_burnperf.core.settings import PerfSpec, Settings
+from pytest_burnperf.core.options.run_mode import Mode
+from pytest_burnperf.core.options.run_options import DEFAULT_COUNT_LIMIT, Measure, Profile
+from pytest_burnperf.core.options.settings import PerfSpec, Settings
 
 if TYPE_CHECKING:
     from pytest_burnperf.runs.reference import Choice
@@ -64,7 +64,7 @@ class CountOptions:
 class RunConfig:
     """What the user asked for: the mode, the settings, which devices, which baselines."""
 
-    #: What kind of run this process is (core/run_mode.py).
+    #: What kind of run this process is (core/options/run_mode.py).
     mode: Mode
     #: Settings from the ini file and the project file, and those the command line overrides.
     base: Settings

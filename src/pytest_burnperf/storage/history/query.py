@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core.judging.verdict import Policy, judge
 from pytest_burnperf.core.text import format_time
-from pytest_burnperf.core.verdict import Policy, judge
 from pytest_burnperf.storage.history.changepoints import ChangePoint, find
 
 

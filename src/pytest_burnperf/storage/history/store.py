@@ -32,7 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.versions import level
+from pytest_burnperf.core.records.versions import level
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
 

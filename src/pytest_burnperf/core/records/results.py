@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING
 
 from pytest_burnperf._version import __version__
 from pytest_burnperf.core.clocks import Sample
-from pytest_burnperf.core.counts import Counted
-from pytest_burnperf.core.roofline_figures import achieved
-from pytest_burnperf.core.settings import Settings
-from pytest_burnperf.core.stats import median_halfwidth, precision_goal, summarize
-from pytest_burnperf.core.verdict import Verdict
+from pytest_burnperf.core.counting.counts import Counted
+from pytest_burnperf.core.judging.stats import median_halfwidth, precision_goal, summarize
+from pytest_burnperf.core.judging.verdict import Verdict
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.roofline_figures import achieved
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.pedantic_shape import PedanticShape
-    from pytest_burnperf.core.profiles import ProfileRecord
-    from pytest_burnperf.core.roofline_figures import Achieved, Peaks, Work
-    from pytest_burnperf.core.stored_baseline import StoredBaseline
-    from pytest_burnperf.core.versions import VersionSummary
+    from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+    from pytest_burnperf.core.records.profiles import ProfileRecord
+    from pytest_burnperf.core.records.roofline_figures import Achieved, Peaks, Work
+    from pytest_burnperf.core.records.stored_baseline import StoredBaseline
+    from pytest_burnperf.core.records.versions import VersionSummary
     from pytest_burnperf.host.activity import Window
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
@@ -317,7 +317,7 @@ class Result:
                 "runs": [v.runs_baseline, v.runs_current],
                 "runs_set_aside": [v.set_aside_baseline, v.set_aside_current],
                 "reason": v.reason,
-                # why it is not a verdict (core/abstention.Cause; None for a verdict)
+                # why it is not a verdict (core/judging/abstention.Cause; None for a verdict)
                 "cause": None if v.cause is None else v.cause.value,
                 "notes": list(v.notes),
             },

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_burnperf.core.stats import _normal_quantile
+from pytest_burnperf.core.judging.stats import _normal_quantile
 
 
 def log_run_spread(runs: Sequence[Sequence[float]]) -> tuple[float, int] | None:

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.pedantic_shape import PedanticShape
-from pytest_burnperf.core.precision import difference
-from pytest_burnperf.core.stored_baseline import StoredBaseline
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.precision import difference
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.host.hardware import CPU_MUST_MATCH, CPU_NOTED
 
 #: Fingerprint keys that identify the hardware (and how it is driven). A baseline whose value for

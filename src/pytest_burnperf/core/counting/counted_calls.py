@@ -1,4 +1,4 @@
-"""How a counted process counts a benchmark's calls (core/counts.py judges what it counted):
+"""How a counted process counts a benchmark's calls (core/counting/counts.py judges what it counted):
 one call uninstrumented, the first instrumented call's size against the count limit, the
 interpreter settled before small calls, then calls counted until they agree or a rank test has
 enough of them. Every rule here is about which calls are counted and how many, never about the
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_burnperf.core import stats
-from pytest_burnperf.core.counts import Counted, relative_spread
-from pytest_burnperf.core.estimated_cycles import estimated_cycles, simulated
+from pytest_burnperf.core.counting.counts import Counted, relative_spread
+from pytest_burnperf.core.counting.estimated_cycles import estimated_cycles, simulated
+from pytest_burnperf.core.judging import stats
 
 #: Calls counted after the warm-up call: enough for Mann-Whitney to reach the run's
 #: per-comparison alpha (:func:`calls_for`), never more than :data:`MAX_CALLS`.
@@ -25,11 +25,11 @@ MAX_CALLS = 12
 WARM_CALLS = 2
 #: Calls counted first. Where their instructions agree within :data:`AGREE_SPREAD` (compiled
 #: kernels agree to hundredths of a percent) no more are counted: the verdict then needs no rank
-#: test (core/counts.judge_counts decides such counts by their separation); where they spread, the
+#: test (core/counting/counts.judge_counts decides such counts by their separation); where they spread, the
 #: calls go on up to the number a rank test needs at the run's alpha (:func:`calls_for`).
 FIRST_CALLS = 2
 #: Per-call spread (max - min over the median) under which counts are taken as agreeing: a
-#: quarter of core/counts.COUNTS_FLOOR, so that the minimum effect stays the floor.
+#: quarter of core/counting/counts.COUNTS_FLOOR, so that the minimum effect stays the floor.
 AGREE_SPREAD = 0.00125
 #: Instructions a small benchmark runs uninstrumented before it is counted (:func:`settle_calls`):
 #: CPython specialises bytecode in place, so code run once a call (a parametrised benchmark's

@@ -1,6 +1,6 @@
 """One benchmark's stored baseline as the gate reads it: a typed record made from an entry of a
 baseline file whose fields ``storage.baselines.check_entry`` has checked (timed and counted
-baselines alike; a counted one holds its counted calls). ``core/results.Result.baseline_entry``
+baselines alike; a counted one holds its counted calls). ``core/records/results.Result.baseline_entry``
 writes the entries these are read from."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.counts import Counted
-from pytest_burnperf.core.pedantic_shape import PedanticShape
-from pytest_burnperf.core.profiles import ProfileFormatError, ProfileSummary
+from pytest_burnperf.core.counting.counts import Counted
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.host.activity import Window
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_burnperf.core.settings import SettingsError
+from pytest_burnperf.core.options.settings import SettingsError
 
 _SHARD = re.compile(r"^\s*([0-9]{1,4})\s*/\s*([0-9]{1,4})\s*$")
 #: The most shards one run may be split into.

@@ -2,7 +2,7 @@
 simulated caches saw (``--perf-count-cycles``), as KCachegrind's cycle estimate and CodSpeed's
 CPU simulation do: one cycle per instruction, :data:`L1_MISS` cycles for an access that misses
 L1 and hits the last level, :data:`LL_MISS` for one that goes to memory. Reported beside the
-instructions that judge (core/counts.cycles_note names a change only they show)."""
+instructions that judge (core/counting/counts.cycles_note names a change only they show)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def interpreter_settings(
 
 
 #: Recorded, never a reason to refuse: ``cache``, the simulated caches (or ``none``), decides
-#: the estimated cycles only (core/estimated_cycles.py), not which instructions run; cycles are
+#: the estimated cycles only (core/counting/estimated_cycles.py), not which instructions run; cycles are
 #: compared where both keys name the same caches (:func:`same_caches`).
 CYCLES_FIELD = "cache"
 

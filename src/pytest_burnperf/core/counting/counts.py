@@ -1,6 +1,6 @@
 """The counted measure: a benchmark's CPU cost as instructions executed and estimated cycles on
 callgrind's simulated CPU, and the verdict from counts (how the calls are counted is
-core/counted_calls.py; what decides whether two counts compare is core/counts_key.py).
+core/counting/counted_calls.py; what decides whether two counts compare is core/counting/counts_key.py).
 
 Counts are nearly deterministic: the same code on the same simulated CPU executes the same
 instructions, whatever the host is doing and whichever CPU model the runner drew. What still
@@ -9,7 +9,7 @@ interpreter's caches, allocator state) and the spread between processes (address
 the minimum effect of a counts verdict is never below :data:`SPREAD_FACTOR` times the larger
 of the two, nor below :data:`COUNTS_FLOOR`.
 
-Estimated cycles (core/estimated_cycles.py, where the caches are simulated) see the same work
+Estimated cycles (core/counting/estimated_cycles.py, where the caches are simulated) see the same work
 done with a worse access pattern (instructions do not); neither sees time spent waiting (sleeps,
 I/O, locks) or gained from more threads. Every thread's instructions count (a BLAS or OpenMP
 pool's too), except a thread's waiting for another (host/callgrind_dumps.WAIT_FUNCTIONS).
@@ -23,10 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core import stats
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.text import format_count
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging import stats
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCOMPARABLE,
     INCONCLUSIVE,
@@ -36,6 +35,7 @@ from pytest_burnperf.core.verdict import (
     Status,
     Verdict,
 )
+from pytest_burnperf.core.text import format_count
 
 COUNTS_TIMER = "counts"  # the timer name of a counted sample (results, baselines, the table)
 #: What a counts verdict judges: instructions. Measured on the shipped numpy suite (docs/gate.md,
@@ -51,7 +51,7 @@ MAX_EFFECT = 0.05
 #: The smallest change a counts verdict calls a change.
 COUNTS_FLOOR = 0.005
 #: The minimum effect is at least this many times the measured relative spread (the per-call
-#: range, calls meeting the allocator in different states: core/counted_calls.allocator_pad).
+#: range, calls meeting the allocator in different states: core/counting/counted_calls.allocator_pad).
 SPREAD_FACTOR = 2.0
 #: Relative spread of a benchmark's per-call counts between counted processes that no single
 #: process shows (address layout, hash seeds): the largest measured on the shipped suite
@@ -59,9 +59,10 @@ SPREAD_FACTOR = 2.0
 PROCESS_SPREAD = 0.0005
 #: What the interpreter's own instructions may still move between counted processes once the
 #: allocators count by their calls and small calls are counted settled (host/callgrind_dumps.py,
-#: core/counted_calls.SETTLE_INSTRUCTIONS; measured in docs/validation.md). A benchmark's minimum effect is
-#: at least this times the share of its instructions the interpreter ran (3.5% while the
-#: allocators' paths counted: int arithmetic moved 3.4% between processes then).
+#: core/counting/counted_calls.SETTLE_INSTRUCTIONS; measured in docs/validation.md). A
+#: benchmark's minimum effect is at least this times the share of its instructions the
+#: interpreter ran (3.5% while the allocators' paths counted: int arithmetic moved 3.4% between
+#: processes then).
 INTERPRETER_FLOOR = 0.015
 #: Instructions a call running interpreted code may count more in another process, whatever its
 #: size (the interpreter's specialising state: a 60 k-instruction call counted 400 more once).
@@ -161,7 +162,7 @@ def judge_counts(
     spread = max(relative_spread(base), relative_spread(cur), process_spread)
     state = INTERPRETER_STATE / base_median if interpreter else 0.0
     effect = max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter, state)
-    # Too few calls for the rank test to reach alpha (core/counted_calls stops early only where the
+    # Too few calls for the rank test to reach alpha (core/counting/counted_calls stops early only where the
     # calls agree): decided by their separation, beyond the minimum effect, instead; no p is
     # shown for a test that did not judge.
     by_rank = stats.min_attainable_p(len(base), len(cur)) <= alpha_each

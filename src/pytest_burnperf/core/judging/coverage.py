@@ -4,7 +4,7 @@ A perf run that compared nothing (no baseline for this hardware class, a baselin
 class, a change the noise or a busy host left open) used to end green like a run that found
 nothing slower. This module counts the verdicts (``regressed``, ``unchanged``, ``improved``)
 against the abstentions (``no-baseline``, ``incomparable``, ``inconclusive``), groups the
-abstentions by the cause each verdict carries (core/abstention.py, never by its text), names
+abstentions by the cause each verdict carries (core/judging/abstention.py, never by its text), names
 the command that would judge each group, and checks the share judged against
 ``--perf-min-judged``. No pytest here: the plugin, the JSON document, the
 Markdown summary and the JUnit properties all read the same :class:`Coverage`.
@@ -25,9 +25,8 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.settings import without_options
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import (
     FAILED,
     IMPROVED,
     INCOMPARABLE,
@@ -36,6 +35,7 @@ from pytest_burnperf.core.verdict import (
     REGRESSED,
     UNCHANGED,
 )
+from pytest_burnperf.core.options.settings import without_options
 
 #: Statuses that are a verdict on the code.
 JUDGED = (REGRESSED, UNCHANGED, IMPROVED)
@@ -44,7 +44,7 @@ NOT_JUDGED = (NO_BASELINE, INCOMPARABLE, INCONCLUSIVE)
 #: ``--perf-min-judged`` where ``$CI`` is set and nothing else names a share.
 CI_MIN_JUDGED = 0.9
 
-#: Why a benchmark was not judged (core/abstention.Cause), in the order the summary lists them.
+#: Why a benchmark was not judged (core/judging/abstention.Cause), in the order the summary lists them.
 NO_REFERENCE = Cause.NO_REFERENCE
 NO_COUNTS = Cause.NO_COUNTS
 OTHER_MACHINE = Cause.OTHER_MACHINE
@@ -167,7 +167,7 @@ def advice(
     ``rounds`` and ``max_rounds`` are the run's own: the rounds suggested are always more.
 
     ``command`` is the run's own command line without ``--perf``; ``plain`` the same without
-    what it compared with (``--perf-against``, ``--perf-versions``...: core/settings.
+    what it compared with (``--perf-against``, ``--perf-versions``...: core/options/settings.
     recording_args), which the commands that record or name their own comparison repeat
     (default: ``command``); ``same_session`` says whether
     this run already compared in one session (then more rounds, not a reference, is the cure);

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from pytest_burnperf.core import between_runs, stats
-from pytest_burnperf.core.abstention import BY_STATUS, Cause
+from pytest_burnperf.core.judging import between_runs, stats
+from pytest_burnperf.core.judging.abstention import BY_STATUS, Cause
 from pytest_burnperf.core.text import format_time
 
 #: A verdict's status: what a comparison concluded (or that the test failed after it was timed).
@@ -148,7 +148,9 @@ class Verdict:
 
     def __post_init__(self) -> None:
         if self.status in BY_STATUS and self.cause is None:
-            raise ValueError(f"a {self.status} verdict needs its cause (core/abstention.Cause)")
+            raise ValueError(
+                f"a {self.status} verdict needs its cause (core/judging/abstention.Cause)"
+            )
         if self.status not in BY_STATUS and self.cause is not None:
             object.__setattr__(self, "cause", None)  # judged (or failed) after all
 

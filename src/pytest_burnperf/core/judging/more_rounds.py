@@ -1,13 +1,13 @@
 """Adaptive rounds: whether another process round would help decide a benchmark, or, while
-recording, narrow the noise floor its baseline would set. The rule of core/verdict.py applied
+recording, narrow the noise floor its baseline would set. The rule of core/judging/verdict.py applied
 before the verdict: stopping early never raises the false-alarm rate. No pytest here."""
 
 from __future__ import annotations
 
 import math
 
-from pytest_burnperf.core import between_runs
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging import between_runs
+from pytest_burnperf.core.judging.verdict import (
     Policy,
     Runs,
     as_runs,

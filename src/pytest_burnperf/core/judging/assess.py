@@ -1,5 +1,5 @@
 """Verdict assembly: a benchmark's runs, its baseline entry and what is known about the host, in;
-one :class:`~pytest_burnperf.core.verdict.Verdict`, out. No pytest here.
+one :class:`~pytest_burnperf.core.judging.verdict.Verdict`, out. No pytest here.
 
 Order of the questions:
 
@@ -24,11 +24,9 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.comparability import blocker, legacy_reason
-from pytest_burnperf.core.pedantic_shape import PedanticShape
-from pytest_burnperf.core.stored_baseline import StoredBaseline
-from pytest_burnperf.core.verdict import (
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.comparability import blocker, legacy_reason
+from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCONCLUSIVE,
     REGRESSED,
@@ -38,6 +36,8 @@ from pytest_burnperf.core.verdict import (
     judge,
     not_comparable,
 )
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host import threads as _threads
 from pytest_burnperf.host.activity import MIN_WINDOW_S, Window

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_burnperf.core.between_runs import t_quantile
+from pytest_burnperf.core.judging.between_runs import t_quantile
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A verdict that is not one (``no-baseline``, ``incomparable``, ``inconclusive``) carries the cause
 the code that decided it knew: the comparison that found no baseline, the key or device that
 differed, the host evidence that explained the change away, the noise floor that held it. The
-reason stays prose for people; the run's coverage (core/coverage.py), its advice and the JSON
+reason stays prose for people; the run's coverage (core/judging/coverage.py), its advice and the JSON
 document group abstentions by this cause, so rewording a message moves nothing. No pytest here.
 """
 

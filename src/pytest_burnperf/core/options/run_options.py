@@ -9,7 +9,7 @@ import re
 from decimal import Decimal
 from typing import Literal, cast
 
-from pytest_burnperf.core.settings import (
+from pytest_burnperf.core.options.settings import (
     SettingsError,
     _choice,
     _name_list,
@@ -152,7 +152,7 @@ def parse_round_budget(value: object, where: str) -> float:
 
 
 #: ``--perf-count-limit``'s default: basic blocks valgrind runs per call (what counting costs:
-#: core/counted_calls.CallSize) over which a CPU benchmark is timed instead of counted; about
+#: core/counting/counted_calls.CallSize) over which a CPU benchmark is timed instead of counted; about
 #: 3-7 s a counted call (21-48 ns a block measured: docs/gate.md, "Cost"). A 100 ms BLAS
 #: matmul runs about 125 M; a pure-Python call of 150 M blocks about 0.05-0.1 s natively.
 DEFAULT_COUNT_LIMIT = 150_000_000
@@ -227,7 +227,7 @@ def parse_rounds(value: object, where: str) -> int:
     return _whole_number(value, where, "rounds", 1, 50)
 
 
-#: What a run judges CPU benchmarks by (core/counts.py): the clock, callgrind's counts, or both.
+#: What a run judges CPU benchmarks by (core/counting/counts.py): the clock, callgrind's counts, or both.
 #: What judges CPU benchmarks (``--perf-measure``).
 Measure = Literal["auto", "time", "counts", "both"]
 MEASURES: tuple[Measure, ...] = ("auto", "time", "counts", "both")

@@ -1,5 +1,5 @@
 """What one sample of a ``perf.pedantic`` (or pytest-benchmark ``pedantic``) benchmark means:
-kept with its results and baselines, and compared before a baseline is (core/comparability)."""
+kept with its results and baselines, and compared before a baseline is (core/judging/comparability)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from pytest_burnperf.core.settings import DTYPES
+from pytest_burnperf.core.options.settings import DTYPES
 
 FLOAT_DTYPES = ("f16", "bf16", "f32", "f64")
 

@@ -10,7 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from pytest_burnperf.core.verdict import INCONCLUSIVE, NO_BASELINE, REGRESSED, Status, Verdict
+from pytest_burnperf.core.judging.verdict import (
+    INCONCLUSIVE,
+    NO_BASELINE,
+    REGRESSED,
+    Status,
+    Verdict,
+)
 
 #: What --perf-strict fails besides a regression: the benchmarks a run could not judge for
 #: want of a decision (its samples or the host) or of a baseline.

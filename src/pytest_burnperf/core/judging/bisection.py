@@ -3,7 +3,7 @@ one (oldest first) and a probe that measures the selected benchmarks at one of t
 each benchmark every commit where its measure moved, with the change at that step.
 
 No git and no processes here: a probe is a function of a commit's index, and whether two
-measurements differ is the caller's rule (counts: ``core/counts.judge_counts``; device time,
+measurements differ is the caller's rule (counts: ``core/counting/counts.judge_counts``; device time,
 measured paired with the good commit in each probe's session: :func:`paired_change`). A benchmark is
 searched only where the good and bad commits differ; a step is narrowed by halving, the probes
 shared between benchmarks; after a step, the search goes on from it to the bad commit, so a
@@ -20,9 +20,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from pytest_burnperf.core import between_runs
-from pytest_burnperf.core.abstention import Cause
-from pytest_burnperf.core.verdict import IMPROVED, INCONCLUSIVE, REGRESSED, UNCHANGED, Verdict
+from pytest_burnperf.core.judging import between_runs
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import (
+    IMPROVED,
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Verdict,
+)
 
 #: A measurement of every selected benchmark at one commit: benchmark -> its values.
 Measured = Mapping[str, Sequence[float]]
