@@ -127,7 +127,7 @@ def perf_versions(session: nox.Session) -> None:
     """Same-session comparison, the worked example of --perf-versions: the shipped suite's numpy
     benchmarks under two numpy releases, interleaved in fresh processes on this machine, one
     table per benchmark and the later release judged against the earlier. Each release is
-    installed once into a cached overlay (pytest_burnperf.runs.environments). Narrow it with
+    installed once into a cached overlay (pytest_burnperf.runs.comparison.environments). Narrow it with
     ``nox -s perf_versions -- -k matmul``; other releases with BURNPERF_NUMPY_VERSIONS."""
     install(session, "", "dev")
     session.run(

@@ -42,8 +42,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_burnperf.core.timing import measure
+from pytest_burnperf.devices.backends.torch_backend import TorchDevice
 from pytest_burnperf.devices.event_timer import EventTimer
-from pytest_burnperf.devices.torch_backend import TorchDevice
 
 
 def torch_kernels(torch: Any) -> dict[str, Callable[[], Any]]:
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         import cupy as cp
         import cupyx.profiler
 
-        from pytest_burnperf.devices.cupy_backend import CupyDevice
+        from pytest_burnperf.devices.backends.cupy_backend import CupyDevice
 
         cdev = CupyDevice(cp, "cuda", 0)
         for name, fn in cupy_kernels(cp).items():

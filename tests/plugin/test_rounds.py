@@ -280,7 +280,7 @@ def test_only_the_measuring_process_meters_peak_memory(
     """An extra round's process skips the metered call (its peak memory would be dropped, and
     tracemalloc slows pure Python many times over); the measuring process meters each benchmark
     once. Both run in this interpreter, so the patched meter sees every call."""
-    from pytest_burnperf.devices.numpy_backend import NumpyDevice
+    from pytest_burnperf.devices.backends.numpy_backend import NumpyDevice
 
     metered: list[str] = []
 

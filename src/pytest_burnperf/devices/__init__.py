@@ -17,31 +17,31 @@ __all__ = ["Device", "DeviceBase", "Entry", "Probe", "Registry", "matches"]
 
 
 def _probe_numpy() -> Probe:
-    from pytest_burnperf.devices import numpy_backend
+    from pytest_burnperf.devices.backends import numpy_backend
 
     return numpy_backend.probe()
 
 
 def _probe_torch() -> Probe:
-    from pytest_burnperf.devices import torch_backend
+    from pytest_burnperf.devices.backends import torch_backend
 
     return torch_backend.probe()
 
 
 def _probe_cupy() -> Probe:
-    from pytest_burnperf.devices import cupy_backend
+    from pytest_burnperf.devices.backends import cupy_backend
 
     return cupy_backend.probe()
 
 
 def _probe_opencl() -> Probe:
-    from pytest_burnperf.devices import opencl_backend
+    from pytest_burnperf.devices.backends import opencl_backend
 
     return opencl_backend.probe()
 
 
 def _probe_vulkan() -> Probe:
-    from pytest_burnperf.devices import vulkan_backend
+    from pytest_burnperf.devices.backends import vulkan_backend
 
     return vulkan_backend.probe()
 
@@ -104,10 +104,10 @@ class Registry:
         self._only = None if only is None else tuple(only)
 
     def python(self) -> Entry:
-        """The host CPU of a test written for pytest-benchmark (devices/python_backend.py): not
+        """The host CPU of a test written for pytest-benchmark (devices/backends/python_backend.py): not
         a backend a marker asks for, so never among what :meth:`resolve` finds."""
         if self._python is None:
-            from pytest_burnperf.devices.python_backend import PythonDevice
+            from pytest_burnperf.devices.backends.python_backend import PythonDevice
 
             device = PythonDevice()
             self._python = Entry(device.id, device.kind, device.library, device=device)

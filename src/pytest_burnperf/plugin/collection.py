@@ -13,8 +13,8 @@ import pytest
 from pytest_burnperf.core.options import settings
 from pytest_burnperf.core.options.settings import SettingsError
 from pytest_burnperf.devices import matches
+from pytest_burnperf.devices.backends.python_backend import NO_DTYPE
 from pytest_burnperf.devices.base import graph_unsupported
-from pytest_burnperf.devices.python_backend import NO_DTYPE
 from pytest_burnperf.plugin.configuration.options import WITHOUT_PERF
 from pytest_burnperf.plugin.measuring import compat
 from pytest_burnperf.plugin.session.cases import Case

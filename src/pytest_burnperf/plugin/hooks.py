@@ -36,10 +36,10 @@ from pytest_burnperf.plugin.rounds import round_control
 from pytest_burnperf.plugin.session import outcome_watch
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import STATE, case_of
-from pytest_burnperf.runs.overlay import install as install_overlay
+from pytest_burnperf.runs.comparison.overlay import install as install_overlay
 
 # In a round's process of an installed reference ($BURNPERF_OVERLAY), its overlay goes first,
-# before anything imports the project (runs/overlay.py); elsewhere this does nothing.
+# before anything imports the project (runs/comparison/overlay.py); elsewhere this does nothing.
 install_overlay()
 
 

@@ -3,7 +3,7 @@ parent), the checks that make the range valid, and the measure of the selected b
 commit, taken by the plugin itself in pytest processes. No pytest here.
 
 A commit is measured as ``--perf-against`` measures a git revision: its tree is installed into a
-cached environment of its own (runs/environments.py) and put first on the path of this
+cached environment of its own (runs/comparison/environments.py) and put first on the path of this
 interpreter, the benchmark files coming from the current checkout. Its CPU benchmarks are counted
 under callgrind (``--perf-measure counts``) against an empty baselines folder; its device
 benchmarks are timed on the device's clock in a session that measures the good commit beside it
@@ -30,8 +30,8 @@ from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging.bisection import Measured, ProbeFailed
 from pytest_burnperf.core.options.settings import KINDS
 from pytest_burnperf.core.text import tail
-from pytest_burnperf.runs import environments
-from pytest_burnperf.runs.same_session import side_of
+from pytest_burnperf.runs.comparison import environments
+from pytest_burnperf.runs.comparison.same_session import side_of
 from pytest_burnperf.runs.scheduler import Side
 
 #: pytest's exit status when nothing was selected (a measure with no benchmark of its kind).

@@ -38,7 +38,7 @@ from pytest_burnperf.core.judging.assess import MIN_CLEAN_ROUNDS, busy_rounds, l
 from pytest_burnperf.core.judging.between_runs import joint_source
 from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.runs.environments import Env
+from pytest_burnperf.runs.comparison.environments import Env
 from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
 from pytest_burnperf.runs.profiled import SideProfile
 from pytest_burnperf.runs.round_launcher import (

@@ -252,7 +252,7 @@ def test_probe_arithmetic() -> None:
 
 
 def test_probe_runs_on_a_real_cpu_device_in_well_under_a_second() -> None:
-    from pytest_burnperf.devices.numpy_backend import NumpyDevice
+    from pytest_burnperf.devices.backends.numpy_backend import NumpyDevice
 
     got = probe.measure(NumpyDevice())
     assert got["version"] == probe.VERSION
@@ -264,7 +264,7 @@ def test_probe_runs_on_a_real_cpu_device_in_well_under_a_second() -> None:
 def test_the_python_device_probe_is_the_interpreter_part_and_compares_with_older_probes() -> None:
     """A pure-Python benchmark's host is its interpreter: a memory copy that moved (+50% on a
     shared host) does not explain its change; older probes with every part still compare."""
-    from pytest_burnperf.devices.python_backend import PythonDevice
+    from pytest_burnperf.devices.backends.python_backend import PythonDevice
 
     host = {"python": 0.0025, "copy": 0.0075}
     got = probe.measure(PythonDevice(), host)

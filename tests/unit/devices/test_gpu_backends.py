@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_burnperf.core.clocks import GraphCaptureError
-from pytest_burnperf.devices import cupy_backend, torch_backend
+from pytest_burnperf.devices.backends import cupy_backend, torch_backend
 from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.devices.device_errors import device_error
 from pytest_burnperf.devices.event_timer import (

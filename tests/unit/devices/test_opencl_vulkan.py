@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_burnperf.core.timing import measure
-from pytest_burnperf.devices import opencl_backend, vulkan_backend
+from pytest_burnperf.devices.backends import opencl_backend, vulkan_backend
 
 from ..._devices import real_device
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_burnperf.devices import Registry
-from pytest_burnperf.devices.python_backend import DEVICE_ID, NO_DTYPE, PythonDevice
+from pytest_burnperf.devices.backends.python_backend import DEVICE_ID, NO_DTYPE, PythonDevice
 from pytest_burnperf.host.hardware import IDENTITY_VERSION
 
 

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pytest_burnperf.devices import Entry, Probe, Registry, matches, numpy_backend, torch_backend
+from pytest_burnperf.devices import Entry, Probe, Registry, matches
+from pytest_burnperf.devices.backends import numpy_backend, torch_backend
 
 
 class FakeDevice:

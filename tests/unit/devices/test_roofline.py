@@ -73,7 +73,7 @@ def test_peak_cache_round_trip_and_a_corrupt_file(tmp_path: Path) -> None:
 
 
 def test_calibrate_on_numpy_measures_both_peaks() -> None:
-    from pytest_burnperf.devices.numpy_backend import NumpyDevice
+    from pytest_burnperf.devices.backends.numpy_backend import NumpyDevice
 
     peaks = calibrate(NumpyDevice(), "f64", n=128, copy_mib=4, repeats=2)
     assert peaks.gflops is not None and peaks.gflops > 0

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pytest_burnperf.runs.overlay import OVERLAY_ENV, install, top_level_names
+from pytest_burnperf.runs.comparison.overlay import OVERLAY_ENV, install, top_level_names
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -70,7 +70,7 @@ def test_the_overlay_wins_over_the_checkout_first_on_sys_path(tmp_path: Path) ->
         """
         import json, os, sys
         sys.path.insert(0, '.')
-        from pytest_burnperf.runs.overlay import install
+        from pytest_burnperf.runs.comparison.overlay import install
         finder = install()
         assert finder is not None and 'pkg' in sys.modules  # imported before collection
         import pkg, pkg.core, pkg.bench.test_shipped as shipped, pkg.tests.test_new as new

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.runs.reference import (
+from pytest_burnperf.runs.comparison.reference import (
     NOISY_FLOOR,
     choose,
     has_baselines,

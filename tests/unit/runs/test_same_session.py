@@ -17,15 +17,15 @@ from pytest_burnperf.core.judging import between_runs, stats
 from pytest_burnperf.core.judging.verdict import IMPROVED, REGRESSED, UNCHANGED, Policy, judge
 from pytest_burnperf.core.records.versions import level
 from pytest_burnperf.report.terminal import versions_table as table
-from pytest_burnperf.runs.environments import (
+from pytest_burnperf.runs.comparison.environments import (
     EnvError,
     check_ref,
     kind_of,
     parse_refs,
     resolve,
 )
+from pytest_burnperf.runs.comparison.same_session import Plan, shadowed_modules, summaries
 from pytest_burnperf.runs.round_launcher import round_args
-from pytest_burnperf.runs.same_session import Plan, shadowed_modules, summaries
 from pytest_burnperf.runs.scheduler import Measured
 
 

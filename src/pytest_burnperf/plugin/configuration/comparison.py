@@ -1,5 +1,5 @@
 """Which comparison a ``--perf`` run makes: the stored baselines, a revision measured beside
-this code in the same session (``--perf-against REF``, ``auto`` resolved by runs/reference.py),
+this code in the same session (``--perf-against REF``, ``auto`` resolved by runs/comparison/reference.py),
 or several versions (``--perf-versions``); checked against the other options, with a usage
 error that names them."""
 
@@ -13,15 +13,15 @@ import pytest
 
 from pytest_burnperf.core.options import settings
 from pytest_burnperf.host.probe import host_parts
-from pytest_burnperf.runs.environments import CURRENT
-from pytest_burnperf.runs.reference import (
+from pytest_burnperf.runs.comparison.environments import CURRENT
+from pytest_burnperf.runs.comparison.reference import (
     Choice,
     choose,
     has_baselines,
     stored_host_off,
     stored_noisy,
 )
-from pytest_burnperf.runs.same_session import Plan
+from pytest_burnperf.runs.comparison.same_session import Plan
 
 #: --perf-against's value for the stored baselines only (the default where $CI is not set).
 STORED = "baselines"
@@ -41,7 +41,7 @@ def comparison(
     trust_host: bool,
 ) -> tuple[Plan | None, Choice | None]:
     """The same-session plan (None: stored baselines) and, for ``--perf-against auto``, what
-    runs/reference.py chose and why (``counts``: counts baselines judge on any machine, so
+    runs/comparison/reference.py chose and why (``counts``: counts baselines judge on any machine, so
     ``auto`` builds nothing)."""
     choice = None
     against = _against(config, enabled=enabled, update=update, ci=ci)

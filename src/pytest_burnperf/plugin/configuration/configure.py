@@ -41,7 +41,7 @@ from pytest_burnperf.plugin.session.run_config import (
     RoundSchedule,
     RunConfig,
 )
-from pytest_burnperf.runs.same_session import Plan
+from pytest_burnperf.runs.comparison.same_session import Plan
 from pytest_burnperf.storage.project_config import ConfigError
 from pytest_burnperf.storage.project_config import load as load_project_config
 

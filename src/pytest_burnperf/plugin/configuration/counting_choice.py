@@ -45,7 +45,7 @@ def auto_counting(
     from pytest_burnperf.core.counting import counts_key
     from pytest_burnperf.host import callgrind
     from pytest_burnperf.plugin.measuring.counting import Counting
-    from pytest_burnperf.runs.reference import has_baselines
+    from pytest_burnperf.runs.comparison.reference import has_baselines
 
     name = counts_key.store_name(platform.system(), platform.machine())
     if size != settings.DEFAULT_SIZE:

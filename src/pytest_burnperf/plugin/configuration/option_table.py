@@ -11,7 +11,7 @@ from pytest_burnperf.core.options import run_options, settings
 from pytest_burnperf.core.options.run_options import DEFAULT_ROUND_BUDGET_S, check_machine_id
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.options.shards import parse_shard
-from pytest_burnperf.runs.environments import check_ref, parse_refs
+from pytest_burnperf.runs.comparison.environments import check_ref, parse_refs
 
 if TYPE_CHECKING:
     pass

@@ -30,7 +30,7 @@ from pytest_burnperf.plugin.measuring.result_record import make_result, settle
 from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf, T, start_once
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
-from pytest_burnperf.runs.same_session import summaries
+from pytest_burnperf.runs.comparison.same_session import summaries
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.records.results import Result

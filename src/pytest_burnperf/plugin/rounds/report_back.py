@@ -15,14 +15,14 @@ from pytest_burnperf.host.leftovers import die_with_parent
 from pytest_burnperf.plugin.measuring.result_record import new_round
 from pytest_burnperf.plugin.output.session_end import held_end
 from pytest_burnperf.plugin.session.perf_state import PerfState
-from pytest_burnperf.runs.overlay import installed_from
+from pytest_burnperf.runs.comparison.overlay import installed_from
+from pytest_burnperf.runs.comparison.same_session import shadowed_modules
 from pytest_burnperf.runs.round_launcher import (
     note_finished,
     note_record,
     note_started,
     progress_path,
 )
-from pytest_burnperf.runs.same_session import shadowed_modules
 from pytest_burnperf.storage.jsonfile import atomic_write_text, dumps, finite
 
 

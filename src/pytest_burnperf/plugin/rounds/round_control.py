@@ -34,13 +34,13 @@ from pytest_burnperf.plugin.session.perf_state import (
     module_and_key,
 )
 from pytest_burnperf.runs import scheduler
-from pytest_burnperf.runs.environments import CURRENT, EnvError, resolve
+from pytest_burnperf.runs.comparison.environments import CURRENT, EnvError, resolve
+from pytest_burnperf.runs.comparison.same_session import side_of
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
 from pytest_burnperf.runs.round_launcher import (
     budget_text,
     round_args,
 )
-from pytest_burnperf.runs.same_session import side_of
 from pytest_burnperf.runs.scheduler import Measured
 from pytest_burnperf.runs.turns import Seat, Side
 from pytest_burnperf.storage.baselines import BaselineError

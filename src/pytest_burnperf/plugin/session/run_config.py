@@ -14,8 +14,8 @@ from pytest_burnperf.core.options.run_options import DEFAULT_COUNT_LIMIT, Measur
 from pytest_burnperf.core.options.settings import PerfSpec, Settings
 
 if TYPE_CHECKING:
-    from pytest_burnperf.runs.reference import Choice
-    from pytest_burnperf.runs.same_session import Plan
+    from pytest_burnperf.runs.comparison.reference import Choice
+    from pytest_burnperf.runs.comparison.same_session import Plan
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_burnperf.core.records.versions import VersionSummary, level
-from pytest_burnperf.runs.environments import CURRENT, Env
-from pytest_burnperf.runs.overlay import OVERLAY_ENV, top_level_names
+from pytest_burnperf.runs.comparison.environments import CURRENT, Env
+from pytest_burnperf.runs.comparison.overlay import OVERLAY_ENV, top_level_names
 from pytest_burnperf.runs.scheduler import Measured, Side
 
 
