@@ -48,11 +48,18 @@ def install(session: nox.Session, extras: str, *groups: str) -> None:
 PARALLEL = ["-n", str(min(4, os.cpu_count() or 1)), "--dist", "loadfile"]
 
 
+#: The default tier leaves the tests marked ``slow`` out (real valgrind, real process rounds, real
+#: reference environments: pyproject.toml's markers); ``nox -s tests -- -m slow`` runs them (the
+#: last ``-m`` wins), ``nox -s tests -- -m ""`` runs both. .ci/run runs both tiers.
+FAST = ["-m", "not slow"]
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite: unit tests, pytester tests of the plugin, CLI and import-cost tests."""
+    """The test suite's fast tier by default: unit tests, pytester tests of the plugin, CLI and
+    import-cost tests; ``-- -m slow`` for the real-measurement tier."""
     install(session, "torch,cupy-cuda12,opencl,vulkan,nvml,history,postgres,report", "dev")
-    session.run("pytest", *PARALLEL, *session.posargs)
+    session.run("pytest", *PARALLEL, *FAST, *session.posargs)
 
 
 @nox.session

@@ -16,6 +16,7 @@ from validation.block_cost import run_one
 LOOP = "def f():\n    s = 0\n    for i in range(20_000):\n        s += i * i % 7\n    return s"
 
 
+@pytest.mark.slow
 def test_a_pure_python_call_runs_a_few_instructions_a_block(tmp_path: Path) -> None:
     valgrind = callgrind.find_valgrind()
     if valgrind is None or callgrind.unsupported_reason() is not None:

@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pytest
 
+#: A wheel built and a fresh environment installed from it, for real: the slow tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 TORCH = os.environ.get("BURNPERF_TORCH_SPEC", "torch==2.13.0")

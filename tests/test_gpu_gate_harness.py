@@ -68,6 +68,7 @@ def test_the_figures_count_false_alarms_and_detection_by_kind() -> None:
     assert "| chain (torch-cuda0) | 5.0% | 2.0 / 20.0 |" in text
 
 
+@pytest.mark.slow
 def test_a_dry_run_on_the_cpu_writes_its_report(tmp_path: Path) -> None:
     pytest.importorskip("torch")  # its model workload is written with torch.nn
     out = tmp_path / "gate.md"

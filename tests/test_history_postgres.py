@@ -16,9 +16,12 @@ sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("psycopg")
 
 SERVER = os.environ.get("BURNPERF_TEST_POSTGRES")
-pytestmark = pytest.mark.skipif(
-    not SERVER, reason="BURNPERF_TEST_POSTGRES is not set (no PostgreSQL server to test with)"
-)
+pytestmark = [
+    pytest.mark.slow,  # a real server and writers: the slow tier
+    pytest.mark.skipif(
+        not SERVER, reason="BURNPERF_TEST_POSTGRES is not set (no PostgreSQL server to test with)"
+    ),
+]
 WRITERS = 4
 RUNS_EACH = 50
 

@@ -19,7 +19,10 @@ from tests.unit.report.test_report_files import EVIL, history_points, results_do
 CHROMIUM = next(
     (p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None
 )
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed")
+pytestmark = [
+    pytest.mark.slow,  # a real browser: the slow tier
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed"),
+]
 
 
 def chromium(*args: str) -> subprocess.CompletedProcess[str]:

@@ -93,6 +93,7 @@ def test_adaptive_sampling_stops_early_on_a_clear_case_and_extends_on_a_noisy_on
     )
 
 
+@pytest.mark.slow
 def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     pytester: pytest.Pytester,
 ) -> None:
@@ -121,6 +122,7 @@ def test_a_benchmark_too_noisy_for_the_threshold_is_reported_not_failed(
     assert "details of each verdict: -v, or the results JSON (--perf-json)" in brief.stdout.str()
 
 
+@pytest.mark.slow
 def test_single_and_multi_run_baselines_are_reported_as_such(loop_project: pytest.Pytester) -> None:
     # --perf-update records 3 process rounds unless told otherwise; a plain run is 1 round,
     # judged with the spread of the baseline's own runs pooled with the prior

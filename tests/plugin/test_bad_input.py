@@ -155,6 +155,7 @@ def test_a(perf):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
@@ -239,6 +240,7 @@ def test_unwritable_json_path_is_reported(pytester: pytest.Pytester) -> None:
     assert result.ret != 0
 
 
+@pytest.mark.slow
 def test_baselines_that_cannot_be_saved_fail_the_run_with_the_path(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -259,6 +261,7 @@ def test_baselines_that_cannot_be_saved_fail_the_run_with_the_path(
     assert not list(pytester.path.rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_typed_values_in_pytest_9_native_toml(pytester: pytest.Pytester) -> None:
     """`[tool.pytest]` (pytest 9) hands TOML numbers over as numbers: they work like strings."""
     version = tuple(int(p) for p in pytest.__version__.split(".")[:2] if p.isdigit())

@@ -150,6 +150,7 @@ def test_marker_known_without_pytest_benchmark(pytester: pytest.Pytester) -> Non
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_pytest_benchmark_json_export_and_import(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -316,6 +317,7 @@ def test_a_pytest_benchmark_tests_id_is_the_same_with_and_without_perf(
     picked.stdout.fnmatch_lines(["*test_kernels[[]mylib-nansum-shape0[]]*no-baseline*"])
 
 
+@pytest.mark.slow
 def test_baselines_recorded_with_cpu_in_the_id_are_found_and_renamed(
     pytester: pytest.Pytester,
 ) -> None:
@@ -364,6 +366,7 @@ def test_pedantic(benchmark, size):
 """
 
 
+@pytest.mark.slow
 def test_pedantic_without_rounds_is_sampled_judged_and_said_once(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -391,6 +394,7 @@ def test_pedantic_without_rounds_is_sampled_judged_and_said_once(
     slower.assert_outcomes(failed=3)
 
 
+@pytest.mark.slow
 def test_a_baseline_sampled_with_other_pedantic_settings_is_not_compared(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -456,6 +460,7 @@ def test_a_pytest_benchmark_test_runs_on_the_host_cpu_not_numpy(pytester: pytest
     assert any("baseline recorded as numpy-cpu" in n for n in res["verdict"]["notes"])
 
 
+@pytest.mark.slow
 def test_a_pytest_benchmark_suites_extra_rounds_fork_like_numpys(
     pytester: pytest.Pytester,
 ) -> None:

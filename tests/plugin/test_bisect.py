@@ -72,6 +72,7 @@ def _results(statuses: dict[str, str]) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_build(
     history: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -278,6 +279,7 @@ def test_the_report_names_a_change_within_the_minimum_effect_and_a_dependency_st
 BISECT = (sys.executable, "-m", "pytest_burnperf.cli", "bisect", "good", "HEAD")
 
 
+@pytest.mark.slow
 def test_benchmarks_timed_beside_the_good_commit_are_bisected_by_paired_rounds(
     pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -235,6 +235,7 @@ def test_table_fits_the_terminal_and_takes_columns_sort_and_groups(
     bad.stderr.fnmatch_lines(["*--perf-columns: unknown column 'speed'; allowed: all, benchmark*"])
 
 
+@pytest.mark.slow
 def test_perf_require_fails_a_run_whose_device_is_absent(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -324,6 +325,7 @@ class _FakeGpu:
         return getattr(self._inner, name)
 
 
+@pytest.mark.slow
 def test_a_gpu_fault_skips_the_rest_of_that_gpus_benchmarks(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -359,6 +361,7 @@ def test_a_gpu_fault_skips_the_rest_of_that_gpus_benchmarks(
     )
 
 
+@pytest.mark.slow
 def test_everything_a_sample_does_runs_inside_the_devices_context(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.skipif(
-    shutil.which("c++") is None and shutil.which("g++") is None,
-    reason="torch.compile on the CPU needs a C++ compiler",
-)
+pytestmark = [
+    pytest.mark.slow,  # torch.compile for real: the slow tier
+    pytest.mark.skipif(
+        shutil.which("c++") is None and shutil.which("g++") is None,
+        reason="torch.compile on the CPU needs a C++ compiler",
+    ),
+]
 
 MODULE = """
 import pytest

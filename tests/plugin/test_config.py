@@ -92,6 +92,7 @@ SUM_MODULE = (
 )
 
 
+@pytest.mark.slow
 def test_a_project_that_defines_update_baselines_itself_still_starts(
     pytester: pytest.Pytester,
 ) -> None:
@@ -116,6 +117,7 @@ def test_a_project_that_defines_update_baselines_itself_still_starts(
     assert list(pytester.path.glob("baselines/*/test_b.json"))
 
 
+@pytest.mark.slow
 def test_update_baselines_records_like_perf_update_and_says_nothing_more(
     pytester: pytest.Pytester,
 ) -> None:

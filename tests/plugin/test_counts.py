@@ -109,6 +109,7 @@ def _run(p: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, An
     return result, doc
 
 
+@pytest.mark.slow
 def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_processes(
     pytester: pytest.Pytester, busy: None
 ) -> None:
@@ -172,6 +173,7 @@ def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_proces
     assert "baseline" in note and "this run" in note and note in slower.stdout.str()
 
 
+@pytest.mark.slow
 def test_the_key_refuses_counts_of_another_numpy(project: pytest.Pytester) -> None:
     _run(project, "--perf-measure", "counts", "--perf-update")[0].assert_outcomes(passed=1)
     (path,) = (project.path / "baselines").glob("counts-*/*.json")
@@ -202,6 +204,7 @@ def test_mm(perf):
 """
 
 
+@pytest.mark.slow
 def test_every_thread_counts_and_waiting_does_not_beside_busy_processes(
     pytester: pytest.Pytester, busy: None
 ) -> None:
@@ -240,6 +243,7 @@ def test_every_thread_counts_and_waiting_does_not_beside_busy_processes(
     assert bench["verdict"]["status"] == REGRESSED and bench["verdict"]["change_pct"] > 5
 
 
+@pytest.mark.slow
 def test_both_judges_by_counts_and_shows_the_time(project: pytest.Pytester) -> None:
     _run(project, "--perf-measure", "both", "--perf-update", "--perf-quick")[0].assert_outcomes(
         passed=1
@@ -263,6 +267,7 @@ def test_both_judges_by_counts_and_shows_the_time(project: pytest.Pytester) -> N
     assert ran is not None and int(ran.group(1)) == len(bench["time"]["runs"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("measure", ["counts", "both"])
 def test_strict_fails_a_counted_benchmark_without_a_counts_baseline(
     project: pytest.Pytester, measure: str
@@ -279,6 +284,7 @@ def test_strict_fails_a_counted_benchmark_without_a_counts_baseline(
     assert doc["results"][0]["verdict"]["status"] == "no-baseline"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("setting", "value"),
     [
@@ -346,6 +352,7 @@ def test_one(perf, name):
 """
 
 
+@pytest.mark.slow
 def test_a_benchmark_that_segfaults_the_counted_process_costs_only_itself(
     pytester: pytest.Pytester,
 ) -> None:
@@ -389,6 +396,7 @@ def test_uncounted(perf):
 """
 
 
+@pytest.mark.slow
 def test_a_benchmark_not_counted_under_both_is_settled_by_its_time(
     pytester: pytest.Pytester,
 ) -> None:
@@ -412,6 +420,7 @@ def test_a_benchmark_not_counted_under_both_is_settled_by_its_time(
     result.stdout.fnmatch_lines(["*test_uncounted*exceeds*"])
 
 
+@pytest.mark.slow
 def test_no_valgrind_is_a_clear_error(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -433,6 +442,7 @@ def test_no_valgrind_is_a_clear_error(
     result.stderr.fnmatch_lines(["*apt-get install valgrind*"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("given", "problem"),
     [
@@ -555,6 +565,7 @@ def loop_repo(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.Mo
     return root
 
 
+@pytest.mark.slow
 def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_repo: Path) -> None:
     result = pytester.runpytest(
         "--perf",
@@ -598,6 +609,7 @@ def test_pkg_plain(perf):
 """
 
 
+@pytest.mark.slow
 def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_session(
     pytester: pytest.Pytester, loop_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -759,6 +771,7 @@ def test_heavy_sort(perf):
 """
 
 
+@pytest.mark.slow
 def test_a_benchmark_too_slow_to_count_is_timed_and_says_so(pytester: pytest.Pytester) -> None:
     """A sort of 200 k doubles runs about 19 M instructions in about 1 M basic blocks a call,
     over a 200 k limit on any host, however fast or loaded: timed, with why (its blocks)."""
@@ -776,6 +789,7 @@ def test_a_benchmark_too_slow_to_count_is_timed_and_says_so(pytester: pytest.Pyt
     assert "1 timed instead" in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_the_count_limit_decides_what_is_timed_instead(pytester: pytest.Pytester) -> None:
     _need_valgrind()
     pytester.makepyfile(test_counted_mm=MATMUL_BENCH)
@@ -800,6 +814,7 @@ def test_the_count_limit_decides_what_is_timed_instead(pytester: pytest.Pytester
     bad.stderr.fnmatch_lines(["*--perf-count-limit*count limit must be basic blocks*-1*"])
 
 
+@pytest.mark.slow
 def test_what_is_counted_follows_the_stored_baselines_not_this_hosts_speed(
     pytester: pytest.Pytester,
 ) -> None:
@@ -846,6 +861,7 @@ def test_what_is_counted_follows_the_stored_baselines_not_this_hosts_speed(
     result.stdout.fnmatch_lines(["*counting 1 CPU benchmark(s) in one process*"])
 
 
+@pytest.mark.slow
 def test_counted_processes_side_by_side_count_the_same(project: pytest.Pytester) -> None:
     """--perf-count-jobs 2 deals the benchmarks over two counted processes; what they count is
     what one process counts (a recording in one judges the two as unchanged)."""
@@ -874,6 +890,7 @@ def test_plain(perf):
 """
 
 
+@pytest.mark.slow
 def test_the_default_measure_counts_what_has_counts_baselines(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,6 +58,7 @@ def test_add(perf, device, dtype):
 '''
 
 
+@pytest.mark.slow
 def test_one_benchmark_on_every_kind_here_with_each_devices_clock(
     pytester: pytest.Pytester,
 ) -> None:
@@ -93,6 +94,7 @@ def test_one_benchmark_on_every_kind_here_with_each_devices_clock(
         assert r["baseline"] is not None and r["verdict"]["status"] != "incomparable"
 
 
+@pytest.mark.slow
 def test_host_clock_on_request_and_a_baseline_from_another_clock_is_not_compared(
     pytester: pytest.Pytester,
 ) -> None:
@@ -120,6 +122,7 @@ def test_host_clock_on_request_and_a_baseline_from_another_clock_is_not_compared
     )
 
 
+@pytest.mark.slow
 def test_baseline_from_another_device_model_is_reported_and_never_fails(
     loop_project: pytest.Pytester,
 ) -> None:
@@ -142,6 +145,7 @@ def test_baseline_from_another_device_model_is_reported_and_never_fails(
     )
 
 
+@pytest.mark.slow
 def test_library_version_change_is_compared_and_noted(loop_project: pytest.Pytester) -> None:
     (path,) = record(loop_project)
     doc = json.loads(path.read_text())

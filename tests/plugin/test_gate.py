@@ -25,6 +25,7 @@ def record(pytester: pytest.Pytester) -> dict[Path, bytes]:
     return files
 
 
+@pytest.mark.slow
 def test_update_then_rerun_slowdown_and_speedup(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -63,6 +64,7 @@ def test_update_then_rerun_slowdown_and_speedup(
     fast.stdout.fnmatch_lines(["test_loop *numpy *cpu *f64 * -*% * improved"])
 
 
+@pytest.mark.slow
 def test_update_after_intentional_change_replaces_only_what_ran(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,6 +84,7 @@ def test_update_after_intentional_change_replaces_only_what_ran(
     loop_project.runpytest("--perf", *FAST).assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_interrupted_update_leaves_baselines_byte_identical(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,6 +107,7 @@ def test_interrupted_update_leaves_baselines_byte_identical(
     assert baseline_files(loop_project.path) == files
 
 
+@pytest.mark.slow
 def test_a_benchmark_that_fails_after_timing_is_not_recorded(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
@@ -141,6 +145,7 @@ def test_too_few_samples_are_inconclusive(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["test_few *numpy*inconclusive", "perf: 1 inconclusive"])
 
 
+@pytest.mark.slow
 def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pytester) -> None:
     record(loop_project)
     result = loop_project.runpytest("--perf", "--perf-json", "out/results.json", *FAST)
@@ -181,14 +186,18 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
         "runs",
         "runs_set_aside",
         "reason",
+        "cause",
         "notes",
     }
+    # an abstention names its cause (core/abstention.Cause); a verdict on the code names none
+    assert (r["verdict"]["cause"] is None) == (r["verdict"]["status"] != "inconclusive")
     assert r["verdict"]["alpha_each"] == 0.005  # 0.01 family-wise over two comparisons
     assert r["runs"] == [r["samples"]]
     assert r["host_samples"] is None and r["l2_flush"] is False
     assert isinstance(r["peak_memory_bytes"], int)
 
 
+@pytest.mark.slow
 def test_ini_settings_and_marker_precedence(pytester: pytest.Pytester) -> None:
     # threshold=10 (+1000%) in the markers: the second run compares real work with the first, and
     # this test is about where settings come from, not about the gate
@@ -276,6 +285,7 @@ def test_hooks_add_machine_facts_and_change_the_json(loop_project: pytest.Pytest
     assert json.loads(path.read_text())["machine"]["runner"] == "gpu-runner-7"
 
 
+@pytest.mark.slow
 def test_rows_are_coloured_by_verdict_where_pytest_colours(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,6 +16,9 @@ import pytest
 
 from ._helpers import FAST, LOOP_MODULE, use_virtual_clock
 
+#: Real measurement: the slow tier (`nox -s tests -- -m slow`; .ci/run runs it).
+pytestmark = pytest.mark.slow
+
 yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]

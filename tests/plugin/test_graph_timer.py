@@ -111,6 +111,7 @@ def test_graph_timing_skips_devices_without_graphs_and_times_replays(
     assert r["host_samples"] is not None and len(r["host_samples"]) == 15
 
 
+@pytest.mark.slow
 def test_a_baseline_of_another_clock_is_not_compared(
     pytester: pytest.Pytester, gpu: FakeGraphGpu
 ) -> None:
@@ -168,6 +169,7 @@ def test_calls_that_cannot_be_captured_fail_their_own_test_only(
     assert "faulted" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_a_device_bound_kernel_is_judged_with_the_device_prior(
     pytester: pytest.Pytester, gpu: FakeGraphGpu
 ) -> None:

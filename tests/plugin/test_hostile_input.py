@@ -218,6 +218,7 @@ def test_pedantic_setup_that_returns_the_wrong_thing(pytester: pytest.Pytester) 
         _no_traceback(result)
 
 
+@pytest.mark.slow
 def test_a_baselines_directory_that_cannot_be_created_is_an_error_not_a_traceback(
     pytester: pytest.Pytester,
 ) -> None:

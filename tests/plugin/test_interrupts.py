@@ -39,6 +39,7 @@ def _files(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in sorted(root.rglob("*.json"))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_update_interrupted_at_random_moments(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sig: int
@@ -172,6 +173,7 @@ def test_after(perf):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_a_signal_during_an_import_is_an_interruption_not_a_failure(
     pytester: pytest.Pytester, sig: str
@@ -207,6 +209,7 @@ def pytest_configure(config):
 """
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_in_pytests_own_cleanup_is_said_not_a_traceback(
     pytester: pytest.Pytester,
 ) -> None:

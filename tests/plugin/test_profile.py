@@ -53,6 +53,7 @@ def _baseline(project: pytest.Pytester) -> dict[str, object]:
     return dict(entry)
 
 
+@pytest.mark.slow
 def test_a_regression_names_what_grew_against_the_recorded_profile(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +94,7 @@ def test_a_regression_names_what_grew_against_the_recorded_profile(
     assert "Profiles: what grew" in page and f'href="{r["profile"]["file"]}"' in page
 
 
+@pytest.mark.slow
 def test_profiling_only_what_regressed_costs_nothing_where_nothing_did(
     project: pytest.Pytester,
 ) -> None:
@@ -103,6 +105,7 @@ def test_profiling_only_what_regressed_costs_nothing_where_nothing_did(
     assert "profile(s) in" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_a_regression_without_a_recorded_profile_says_how_to_get_one(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,6 +129,7 @@ def test_a_bad_profile_setting_names_the_option_and_what_is_allowed(
     result.stderr.fnmatch_lines(["*--perf-profile*must be one of off, all, regressed*"])
 
 
+@pytest.mark.slow
 def test_a_corrupt_profile_beside_a_baseline_names_the_file_and_field(
     project: pytest.Pytester,
 ) -> None:
@@ -142,6 +146,7 @@ def test_a_corrupt_profile_beside_a_baseline_names_the_file_and_field(
     assert path.read_bytes() == before  # reported, left untouched
 
 
+@pytest.mark.slow
 def test_a_profile_folder_with_other_files_is_refused_before_anything_runs(
     project: pytest.Pytester,
 ) -> None:

@@ -82,6 +82,7 @@ def flat(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyP
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("start", "rounds"),
     [
@@ -112,6 +113,7 @@ def test_a_flat_layout_compares_two_commits_in_one_session(
     assert verdict["status"] == ("regressed" if result.ret == 1 else "inconclusive"), out
 
 
+@pytest.mark.slow
 def test_in_ci_a_machine_without_baselines_judges_against_the_last_release(
     pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -127,6 +129,7 @@ def test_in_ci_a_machine_without_baselines_judges_against_the_last_release(
     assert doc["coverage"]["judged"] == 1 and doc["coverage"]["min_share"] == 0.9
 
 
+@pytest.mark.slow
 def test_auto_takes_the_stored_baselines_of_this_hardware_class(
     pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,6 +149,7 @@ def test_auto_takes_the_stored_baselines_of_this_hardware_class(
     assert result.ret == 0
 
 
+@pytest.mark.slow
 def test_auto_measures_the_release_beside_this_code_where_the_baselines_host_was_faster(
     pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -171,6 +175,7 @@ def test_auto_measures_the_release_beside_this_code_where_the_baselines_host_was
     assert "--perf-against auto compares with the stored baselines" in trusted.stdout.str()
 
 
+@pytest.mark.slow
 def test_auto_measures_the_release_beside_this_code_where_the_baselines_are_too_noisy(
     pytester: pytest.Pytester, flat: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

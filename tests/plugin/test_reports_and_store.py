@@ -12,6 +12,7 @@ import pytest
 from ._helpers import FAST, use_virtual_clock
 
 
+@pytest.mark.slow
 def test_markdown_summary_puts_the_regression_first_and_fills_the_job_summary(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -83,6 +83,7 @@ def test_sized(perf, device, dtype, perf_size):
 """
 
 
+@pytest.mark.slow
 def test_size_presets_pick_shapes_and_keep_their_own_baselines(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bench=SIZED)
     for size in ("tiny", "small"):
@@ -102,6 +103,7 @@ def test_size_presets_pick_shapes_and_keep_their_own_baselines(pytester: pytest.
     assert "no-baseline" not in again.stdout.str() and "incomparable" not in again.stdout.str()
 
 
+@pytest.mark.slow
 def test_cached_peaks_are_used_and_recalibrate_replaces_them(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

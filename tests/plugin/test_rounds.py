@@ -20,6 +20,7 @@ def _baseline(project: pytest.Pytester) -> dict[str, dict[str, object]]:
     return json.loads(path.read_text())["benchmarks"]  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rounds", [1, 2])
 def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, rounds: int
@@ -57,6 +58,7 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
         slow.stdout.fnmatch_lines(["*between-process noise is not measured, so the prior*"])
 
 
+@pytest.mark.slow
 def test_adaptive_rounds_go_to_the_undecided_benchmarks_only(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -132,6 +134,7 @@ def test_alternating(perf):
 """
 
 
+@pytest.mark.slow
 def test_recording_a_noisy_baseline_runs_all_rounds_and_says_so(
     pytester: pytest.Pytester,
 ) -> None:
@@ -161,6 +164,7 @@ def test_recording_a_noisy_baseline_runs_all_rounds_and_says_so(
     assert len(entry["runs"]) == 4  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_steady_baseline_is_not_called_noisy(loop_project: pytest.Pytester) -> None:
     rec = loop_project.runpytest("--perf", "--perf-update", *FAST)
     rec.assert_outcomes(passed=2)
@@ -182,6 +186,7 @@ def test_baselines_of_one_process_round_are_said(loop_project: pytest.Pytester) 
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", ["auto", "fresh"])
 def test_rounds_print_progress_while_they_run(loop_project: pytest.Pytester, start: str) -> None:
     result = loop_project.runpytest(
@@ -217,6 +222,7 @@ def test_pid(perf):
 """
 
 
+@pytest.mark.slow
 def test_resident_rounds_run_in_one_process_that_lives_for_the_run(
     pytester: pytest.Pytester,
 ) -> None:
@@ -245,6 +251,7 @@ def test_resident_rounds_run_in_one_process_that_lives_for_the_run(
     assert r["verdict"]["status"] == "unchanged" and len(r["runs"]) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_forked_rounds_pool_like_fresh_ones_and_adaptive_rounds_run_the_undecided_only(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
@@ -299,6 +306,7 @@ def test_only_the_measuring_process_meters_peak_memory(
     assert [r["peak_memory_bytes"] for r in doc["results"]] == [123, 123]
 
 
+@pytest.mark.slow
 def test_results_json_keeps_every_round(loop_project: pytest.Pytester) -> None:
     loop_project.runpytest("--perf", "--perf-rounds", "3", "--perf-json", "r.json", *FAST)
     doc = json.loads(Path(loop_project.path, "r.json").read_text())
@@ -325,6 +333,7 @@ def test_inconclusive_when_samples_are_too_few(loop_project: pytest.Pytester) ->
     result.stdout.fnmatch_lines(["*n=3/3 samples can reach p=0.05 at best, not below alpha=0.005*"])
 
 
+@pytest.mark.slow
 def test_threads_are_set_recorded_and_part_of_the_identity(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
@@ -379,6 +388,7 @@ def test_a_round_that_crashes_is_reported_and_the_run_goes_on(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_a_forked_round_that_dies_is_reported_and_the_next_round_still_runs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
@@ -428,6 +438,7 @@ def test_bad_round_start_is_a_usage_error(loop_project: pytest.Pytester) -> None
     )
 
 
+@pytest.mark.slow
 def test_the_round_budget_stops_the_adaptive_rounds_and_says_so(
     loop_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -458,6 +469,7 @@ def test_the_round_budget_stops_the_adaptive_rounds_and_says_so(
     assert all(len(r["runs"]) == 2 for r in doc["results"])
 
 
+@pytest.mark.slow
 def test_defaults_take_three_rounds_and_quick_takes_one(loop_project: pytest.Pytester) -> None:
     loop_project.runpytest("--perf", "--perf-update", *FAST_ADAPTIVE).assert_outcomes(passed=2)
     default = loop_project.runpytest("--perf", *FAST_ADAPTIVE)
@@ -473,6 +485,7 @@ def test_defaults_take_three_rounds_and_quick_takes_one(loop_project: pytest.Pyt
     both.stderr.fnmatch_lines(["*--perf-quick runs no adaptive rounds*--perf-max-rounds 4*"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_a_round_server_runs_only_what_this_process_asked_for(
     loop_project: pytest.Pytester,
@@ -537,6 +550,7 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     assert accept_line(state, rows) is None
 
 
+@pytest.mark.slow
 def test_round_processes_probe_only_the_devices_they_time(pytester: pytest.Pytester) -> None:
     """A run that times numpy benchmarks only does not make its round processes import torch
     (probing it costs seconds a process), though the marker asks for it."""

@@ -95,6 +95,7 @@ def repo(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.MonkeyP
     return root
 
 
+@pytest.mark.slow
 def test_a_docs_only_commit_against_its_parent_passes(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
@@ -112,6 +113,7 @@ def test_a_docs_only_commit_against_its_parent_passes(
     assert not (repo / "perf-profiles").exists()
 
 
+@pytest.mark.slow
 def test_a_30_percent_slower_commit_fails_with_both_medians(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
@@ -142,6 +144,7 @@ def test_a_30_percent_slower_commit_fails_with_both_medians(
     assert not (repo / "baselines").exists()  # no baseline file is read or written
 
 
+@pytest.mark.slow
 def test_resident_sides_judge_a_same_session_comparison_as_fresh_rounds_do(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
@@ -175,6 +178,7 @@ def test_resident_sides_judge_a_same_session_comparison_as_fresh_rounds_do(
     )
 
 
+@pytest.mark.slow
 def test_a_regression_is_profiled_in_both_environments_with_what_grew(
     pytester: pytest.Pytester, repo: Path
 ) -> None:
@@ -202,6 +206,7 @@ def test_a_regression_is_profiled_in_both_environments_with_what_grew(
     assert prof["note"] in res["verdict"]["notes"]
 
 
+@pytest.mark.slow
 def test_versions_prints_one_table_per_benchmark(pytester: pytest.Pytester, repo: Path) -> None:
     result = pytester.runpytest("--perf", "--perf-versions", "base,docs,current", *OPTS)
     result.assert_outcomes(failed=1)
@@ -219,6 +224,7 @@ def test_versions_prints_one_table_per_benchmark(pytester: pytest.Pytester, repo
     assert "also measured: docs (git docs = " in out
 
 
+@pytest.mark.slow
 def test_versions_reference_can_be_another_than_the_first(
     pytester: pytest.Pytester, repo: Path
 ) -> None:

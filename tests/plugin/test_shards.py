@@ -63,6 +63,7 @@ def statuses(path: Path) -> dict[str, str]:
     return {r["test"]: r["verdict"]["status"] for r in doc["results"]}
 
 
+@pytest.mark.slow
 def test_shards_merged_give_the_verdicts_of_one_unsharded_run(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -99,6 +100,7 @@ def test_shards_merged_give_the_verdicts_of_one_unsharded_run(
     assert (suite.path / "merged.xml").read_text().count("<failure") == 2
 
 
+@pytest.mark.slow
 def test_merge_refuses_what_is_not_one_run_and_keeps_a_retried_shard_once(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -158,6 +160,7 @@ def test_a_bad_shard_is_a_usage_error(pytester: pytest.Pytester) -> None:
         result.stderr.fnmatch_lines(["*--perf-shard*K/N*"])
 
 
+@pytest.mark.slow
 def test_shards_recorded_in_one_store_carry_runner_shard_and_ci_run(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -191,6 +194,7 @@ def test_shards_recorded_in_one_store_carry_runner_shard_and_ci_run(
     assert seen == {(1, 2), (2, 2)}
 
 
+@pytest.mark.slow
 def test_four_shards_recorded_merged_published_and_opened_in_chromium(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -243,6 +247,7 @@ def test_four_shards_recorded_merged_published_and_opened_in_chromium(
     assert shown.stdout.count('class="main-svg"') >= 2
 
 
+@pytest.mark.slow
 def test_baselines_recorded_by_shards_merge_into_one_directory(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -282,6 +287,7 @@ def test_baselines_recorded_by_shards_merge_into_one_directory(
     assert not (suite.path / "again").exists()
 
 
+@pytest.mark.slow
 def test_shards_running_at_once_record_into_one_store(
     suite: pytest.Pytester, tmp_path: Path
 ) -> None:
@@ -324,6 +330,7 @@ def test_shards_running_at_once_record_into_one_store(
     assert (runs, results) == (2, 12)
 
 
+@pytest.mark.slow
 def test_an_empty_shard_passes_with_a_note(suite: pytest.Pytester) -> None:
     # issue 42: a matrix wider than the suite failed its empty shard's job (pytest's exit 5)
     result = suite.runpytest("--perf", "--perf-shard", "50/100", "--perf-json", "s.json", *FAST)

@@ -15,6 +15,9 @@ pytest.importorskip("plotly")
 from validation.hostile_fleet import concurrent, fleet_cases
 from validation.hostile_surfaces import totals
 
+#: Real measurement: the slow tier (`nox -s tests -- -m slow`; .ci/run runs it).
+pytestmark = pytest.mark.slow
+
 
 def test_hostile_input_on_the_fleets_surfaces(tmp_path: Path) -> None:
     rows = fleet_cases(tmp_path, lambda _line: None)

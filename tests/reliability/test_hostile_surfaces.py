@@ -13,6 +13,9 @@ pytest.importorskip("sqlalchemy")
 
 from validation.hostile_surfaces import surface_cases, totals
 
+#: Real measurement: the slow tier (`nox -s tests -- -m slow`; .ci/run runs it).
+pytestmark = pytest.mark.slow
+
 
 def test_hostile_input_on_the_newer_surfaces(tmp_path: Path) -> None:
     rows = surface_cases(tmp_path, lambda _line: None)

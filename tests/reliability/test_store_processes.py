@@ -126,6 +126,7 @@ OPEN_STORE = (
 )
 
 
+@pytest.mark.slow
 def test_two_runs_creating_one_new_store_at_once_both_use_it(tmp_path: Path) -> None:
     """Two shard runs recording into a store that does not exist yet: before, about a third of
     such pairs had one run fail ("table burnperf_meta already exists", "has burnperf tables but
