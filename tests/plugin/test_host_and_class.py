@@ -22,6 +22,8 @@ from pytest_burnperf.host.machine import legacy_machine_id
 from ._helpers import FAST, REAL_SPIN_MODULE
 
 RECORD = ("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
+#: The real counters, for the one test of a real competing process.
+REAL_SNAPSHOT = activity.snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +34,9 @@ def _host_rules_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BURNPERF_TRUST_HOST", raising=False)
     monkeypatch.setattr(activity, "CPU_SHARE_MIN", 0.0)
     _fake_probe(monkeypatch, 1.0)
+    # a quiet host unless a test says otherwise: a loaded CI machine's real pressure (PSI)
+    # explained a probe test's slowdown as the host's before the probe could
+    monkeypatch.setattr(activity, "snapshot", FakeHost(0.02))
 
 
 def _file(project: pytest.Pytester) -> Path:
@@ -271,13 +276,17 @@ def test_slower_host_explains_the_slowdown_it_covers(
     )
 
 
-def test_a_real_competing_process_is_seen(pytester: pytest.Pytester) -> None:
+def test_a_real_competing_process_is_seen(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Real counters, real load: CPU-bound processes spinning on half the CPUs take a whole CPU
     or more, far beyond any background noise, so the header must name the busy host."""
     import os
     import subprocess
     import sys
     import time
+
+    monkeypatch.setattr(activity, "snapshot", REAL_SNAPSHOT)
 
     if not os.path.exists("/proc/stat"):
         pytest.skip("no /proc/stat here: other processes' CPU time cannot be read")
