@@ -103,3 +103,8 @@ def test_a_spent_budget_starts_no_session_and_still_writes_the_report(tmp_path: 
     raw = json.loads(out.with_suffix(".json").read_text())
     assert raw["sessions"] == [] and raw["analysis"]["sessions"] == 0
     assert "| sessions | 0 |" in out.read_text()
+
+
+def test_plant_puts_one_factor_on_every_workload_of_the_planted_sessions() -> None:
+    assert knobs_for(0, 1.03) == {} and knobs_for(2, 1.03) == {}
+    assert knobs_for(1, 1.03) == {name: 1.03 for name in NAMES}

@@ -115,9 +115,20 @@ def render(doc: Mapping[str, object]) -> str:
         if isinstance(same, Mapping)
         else f"baselines in {code(settings.get('baselines', '?'))}"
     )
+    threshold = jf.number(settings.get("threshold", 0.05)) or 0.0
+    own = Counter(
+        t
+        for r in results
+        if (t := jf.number(jf.mapping(r.get("verdict")).get("threshold"))) is not None
+        and abs(t - threshold) > 1e-12
+    )
+    others = "".join(
+        f" ({100 * t:g}% on {n} device-bound GPU kernel{'s' if n > 1 else ''})"
+        for t, n in sorted(own.items())
+    )
     lines.append(
         f"Machine {code(machine.get('id', machine.get('machine_id', '?')))}; {what}; "
-        f"threshold {100 * (jf.number(settings.get('threshold', 0.05)) or 0.0):g}%, alpha "
+        f"threshold {100 * threshold:g}%{others}, alpha "
         f"{jf.number(settings.get('alpha', 0.01)) or 0.0:g} over the run; {escape(doc.get('created', ''))}."
     )
     lines.append("")

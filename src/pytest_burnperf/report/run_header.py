@@ -39,6 +39,20 @@ def probe_summary(results: Sequence[Result]) -> str:
     return probe.describe(*mid).replace("this host", "reference probe: this host", 1)
 
 
+def _other_thresholds(results: Sequence[Result], threshold: float) -> str:
+    """`` (2% on 4 device-bound GPU kernels)`` where some verdicts were judged at a threshold of
+    their own (``verdict.DEVICE_THRESHOLD``), so the header's figure is the one each judged at."""
+    other = Counter(
+        r.verdict.threshold
+        for r in results
+        if r.verdict.threshold is not None and abs(r.verdict.threshold - threshold) > 1e-12
+    )
+    return "".join(
+        f" ({100 * t:g}% on {n} device-bound GPU kernel{'s' if n > 1 else ''})"
+        for t, n in sorted(other.items())
+    )
+
+
 def header(
     results: Sequence[Result],
     *,
@@ -69,7 +83,7 @@ def header(
         low, high = min(rounds_per_result), max(rounds_per_result)
         text += f": {low}" + (f"-{high}" if high > low else "") + " ran"
     beside_text = f"time beside the counts: one round in this process ({beside} counted)"
-    threshold_text = f"threshold {100 * threshold:g}%; "
+    threshold_text = f"threshold {100 * threshold:g}%{_other_thresholds(results, threshold)}; "
     if beside and not rounds_per_result:  # no time verdict: its threshold decides nothing
         text, threshold_text = beside_text, ""
     elif beside:

@@ -14,10 +14,14 @@ from pytest_burnperf.core.judging.between_runs import (
 )
 from pytest_burnperf.core.judging.more_rounds import needs_more_rounds, recording_floor
 from pytest_burnperf.core.judging.verdict import (
+    DEVICE_THRESHOLD,
     REGRESSED,
+    UNCHANGED,
     Policy,
+    failure_message,
     judge,
 )
+from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.runs.scheduler import Measured
 
 
@@ -118,3 +122,38 @@ def test_the_rounds_keep_what_set_the_noise() -> None:
     assert got.noise(("main", "current"), "t::chain") == "host"
     assert got.noise(("current",), "t::old") is None
     assert got.noise(("current",), "t::absent") is None
+
+
+def test_a_device_bound_kernel_whose_threshold_nobody_chose_is_judged_at_two_percent() -> None:
+    """Issue 72: the gate on a GPU should see 2%. The default threshold (5%) stays the host's;
+    a device-bound kernel gets DEVICE_THRESHOLD, unless a threshold was chosen."""
+    default = Policy(threshold=0.05, threshold_given=False)
+    assert default.for_noise("device").threshold == DEVICE_THRESHOLD == 0.02
+    assert default.for_noise("host").threshold == 0.05
+    assert default.for_noise(None).threshold == 0.05
+    chosen = Policy(threshold=0.04, threshold_given=True)
+    assert chosen.for_noise("device").threshold == 0.04
+    # the prior is swapped as before, whatever the threshold
+    assert chosen.for_noise("device").prior is DEVICE_PRIOR
+
+
+def test_settings_say_whether_the_threshold_was_chosen() -> None:
+    assert not Settings().threshold_given
+    assert not Settings().merged({"samples": 5, "threshold": None}).threshold_given
+    given = Settings().merged({"threshold": 0.05})  # chosen, even at the default's value
+    assert given.threshold_given and given.threshold == 0.05
+    assert given.merged({"samples": 3}).threshold_given  # a later layer keeps it
+
+
+def test_a_three_percent_kernel_regression_fails_at_the_device_threshold_only() -> None:
+    base = runs([1.000, 1.001, 0.999, 1.000])
+    slower = runs([1.030, 1.031, 1.029, 1.030])
+    policy = Policy(alpha=0.01, threshold=0.05, threshold_given=False, comparisons=11)
+    device = judge(base, slower, policy.for_noise("device"))
+    assert device.status == REGRESSED and device.threshold == 0.02
+    assert "exceeds 2% threshold" in failure_message("t", device, policy)
+    host = judge(base, slower, policy.for_noise("host"))
+    assert host.status != REGRESSED and host.threshold == 0.05
+    # unchanged rounds stay unchanged at 2%
+    same = judge(base, runs([1.0005, 0.9995, 1.001, 1.0]), policy.for_noise("device"))
+    assert same.status == UNCHANGED

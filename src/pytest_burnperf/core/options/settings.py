@@ -272,10 +272,15 @@ class Settings:
     #: is not yet known to +-threshold/4, up to ``max_samples`` and ``max_time`` seconds of sampling.
     max_samples: int = 200
     max_time: float = 1.0
+    #: Whether ``threshold`` was chosen (ini, marker or command line) rather than left at its
+    #: default: a device-bound GPU kernel's default is its own (``verdict.DEVICE_THRESHOLD``).
+    threshold_given: bool = False
 
     def merged(self, overrides: Mapping[str, object]) -> Settings:
         # the marker's keywords, each already parsed to its field's type (MARKER_KEYS)
         given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+        if "threshold" in given:
+            given["threshold_given"] = True
         return replace(self, **given)
 
 

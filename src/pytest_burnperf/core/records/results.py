@@ -312,6 +312,7 @@ class Result:
                 "spread_source": v.spread_source,
                 "prior": v.prior,
                 "p_runs_slower": v.p_runs_slower,
+                "threshold": v.threshold,
                 "min_effect": v.effect,
                 "min_detectable_slowdown": v.min_detectable,
                 "runs": [v.runs_baseline, v.runs_current],

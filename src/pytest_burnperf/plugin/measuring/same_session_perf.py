@@ -186,6 +186,7 @@ def time_verdict(
     policy = Policy(
         alpha=settings.alpha,
         threshold=settings.threshold,
+        threshold_given=settings.threshold_given,
         comparisons=state.findings.comparisons,
         paired=True,
     ).for_noise(got.noise((plan.reference, plan.candidate), node))

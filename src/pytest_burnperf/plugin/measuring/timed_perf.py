@@ -406,7 +406,10 @@ class Perf:
             return
         s = self.settings
         policy = Policy(
-            alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons
+            alpha=s.alpha,
+            threshold=s.threshold,
+            threshold_given=s.threshold_given,
+            comparisons=state.findings.comparisons,
         ).for_noise(noise)
         runs = [*state.findings.round_runs.get(node, []), list(sample.values)]
         evidence = _host_evidence(state, node, host, probe, self._baseline)

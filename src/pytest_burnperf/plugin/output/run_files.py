@@ -86,6 +86,7 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
                 "samples": state.run.base.merged(state.run.cmdline).samples,
                 "alpha": state.run.base.merged(state.run.cmdline).alpha,
                 "threshold": state.run.base.merged(state.run.cmdline).threshold,
+                "threshold_given": state.run.base.merged(state.run.cmdline).threshold_given,
                 "update_baselines": state.run.mode.records,
                 "size": state.run.size,
                 "baselines": None

@@ -154,6 +154,7 @@ def run_same_session(
         policy = Policy(
             alpha=s.alpha,
             threshold=s.threshold,
+            threshold_given=s.threshold_given,
             comparisons=state.findings.comparisons,
             paired=True,
         ).for_noise(got.noise((plan.reference, plan.candidate), nodeid))
@@ -254,7 +255,10 @@ def round_judge(state: PerfState, items: list[pytest.Item]) -> Callable[[str, Me
             return False
         s = state.run.settings_for(case.spec)
         policy = Policy(
-            alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons
+            alpha=s.alpha,
+            threshold=s.threshold,
+            threshold_given=s.threshold_given,
+            comparisons=state.findings.comparisons,
         ).for_noise(got.noise((CURRENT,), nodeid))
         if state.run.mode.records:
             return needs_more_rounds(None, runs, policy, recording=True)
