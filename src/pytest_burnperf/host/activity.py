@@ -25,7 +25,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +249,22 @@ class Window:
 
     def as_dict(self) -> dict[str, object]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+    def device_side(self) -> Window:
+        """This window as a device-bound GPU kernel sees it: the GPU's figures only. The host's
+        CPUs (other processes, steal, pressure, throttling, descheduled samples) do not move
+        the device time of a kernel that keeps the GPU busy (H200, 2026-11-28: a host running
+        the probe 34-50% slower left such kernels' device time within 0.3%), so they neither
+        excuse its slowdown nor set its rounds aside; the GPU's clocks, its slowdown and other
+        processes' kernels do."""
+        return replace(
+            self,
+            others_cpus=None,
+            steal_share=None,
+            pressure_share=None,
+            throttle_share=None,
+            descheduled=0,
+        )
 
     @classmethod
     def from_dict(cls, doc: object) -> Window | None:

@@ -369,3 +369,27 @@ def test_round_numbers_read_as_runs() -> None:
     assert round_list([0, 1, 2, 4]) == "1-3, 5"
     assert round_list(range(8)) == "1-8"
     assert round_list([4, 0, 2]) == "1, 3, 5"
+
+
+def test_a_device_bound_kernels_slowdown_is_not_excused_by_the_hosts_cpus() -> None:
+    """H200, 2026-11-28: the host ran the probe 34-50% slower in one planted session, and its +3%
+    kernel plants (read +2.9-3.0%) came out `inconclusive`, "explained" by the host. The device
+    time of a device-bound kernel is the GPU's: a slower or busy host CPU is a note, not an
+    excuse; the GPU's own disturbances (other processes' kernels) still excuse what they can."""
+    slower = HostEvidence(probe=_probe(1.5), baseline_probe=_probe(1.0), device_bound=True)
+    v = judge(1.3, slower)
+    assert v.status == REGRESSED
+    assert any("not an explanation: a device-bound kernel" in n for n in v.notes)
+    cpu_busy = HostEvidence(windows=(QUIET, BUSY, QUIET), device_bound=True)
+    assert judge(1.3, cpu_busy).status == REGRESSED
+    assert cpu_busy.busy_rounds(3) == {} and cpu_busy.explains_up_to() == 1.0
+    assert HostEvidence(windows=(QUIET, BUSY, QUIET)).busy_rounds(3)  # a host-paced one: busy
+    gpu_shared = Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_others_sm=0.4, gpu_others="pid 7")
+    shared = HostEvidence(windows=(gpu_shared,) * 3, device_bound=True)
+    v = judge(1.3, shared)
+    assert v.status == INCONCLUSIVE and v.cause is Cause.HOST
+    assert "other processes computed on the GPU (pid 7)" in v.reason
+    # and what the GPU's other work cannot explain still fails (the CPU's rule)
+    assert judge(3.0, shared).status == REGRESSED
+    # the windows the result keeps are whole: only the judging sees the GPU's side
+    assert shared.windows[0] is gpu_shared

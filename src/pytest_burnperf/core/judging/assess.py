@@ -87,17 +87,24 @@ class HostEvidence:
     #: This run's reference probe of the device, and the baseline's.
     probe: Mapping[str, object] | None = None
     baseline_probe: Mapping[str, object] | None = None
+    #: A device-bound GPU kernel (``between_runs.noise_source``): only the GPU's figures of the
+    #: windows count (``Window.device_side``), and the probe, which times the host, excuses
+    #: nothing: it is a note.
+    device_bound: bool = False
+
+    def _seen(self, windows: Sequence[Window]) -> list[Window]:
+        return [w.device_side() for w in windows] if self.device_bound else list(windows)
 
     def busy_rounds(self, rounds: int) -> dict[int, str]:
         """``{round index: why}`` of this run's rounds measured on a disturbed host, when the
         windows are one per round (``rounds`` of them); empty otherwise."""
         if len(self.windows) != rounds:
             return {}
-        return busy_rounds(self.windows)
+        return busy_rounds(self._seen(self.windows))
 
     def disturbed(self) -> str | None:
         """Why this run's host was not quiet in some round, or None."""
-        reasons = [(i, w.disturbed()) for i, w in enumerate(self.windows)]
+        reasons = [(i, w.disturbed()) for i, w in enumerate(self._seen(self.windows))]
         bad = [(i, why) for i, why in reasons if why]
         if not bad:
             return None
@@ -109,10 +116,10 @@ class HostEvidence:
     def explains_up_to(self) -> float:
         """The largest slowdown (a ratio) the disturbance of this run's host can explain: the
         worst of its windows (``Window.explains_up_to``)."""
-        return max((w.explains_up_to() for w in self.windows), default=1.0)
+        return max((w.explains_up_to() for w in self._seen(self.windows)), default=1.0)
 
     def baseline_disturbed(self) -> str | None:
-        reasons = [w.disturbed() for w in self.baseline_windows]
+        reasons = [w.disturbed() for w in self._seen(self.baseline_windows)]
         bad = [why for why in reasons if why]
         return f"the baseline was recorded on a busy host ({bad[0]})" if bad else None
 
@@ -121,7 +128,7 @@ class HostEvidence:
         windows are one per round (``rounds`` of them); empty otherwise."""
         if len(self.baseline_windows) != rounds:
             return {}
-        return busy_rounds(self.baseline_windows)
+        return busy_rounds(self._seen(self.baseline_windows))
 
     def baseline_inflation(self, runs: Sequence[Sequence[float]]) -> float:
         """How much slower than it should be the baseline's level may be because of its busy
@@ -133,7 +140,7 @@ class HostEvidence:
         every = [r for r in runs if len(r)]
         if busy and clean and len(clean) < len(every):
             return max(1.0, _level(every) / _level(clean))
-        return max((w.explains_up_to() for w in self.baseline_windows), default=1.0)
+        return max((w.explains_up_to() for w in self._seen(self.baseline_windows)), default=1.0)
 
     def probe_ratio(self) -> tuple[float, dict[str, float]] | None:
         return _probe.host_ratio(self.baseline_probe, self.probe)
@@ -342,7 +349,11 @@ def assess(
             verdict, old_busy, host.baseline_inflation(baseline_runs(baseline))
         )
     probed = host.probe_ratio()
-    if probed is not None and _probe.differs(probed[0]):
+    if probed is not None and _probe.differs(probed[0]) and host.device_bound:
+        text = _probe.describe(*probed)
+        note = f"{text}; not an explanation: a device-bound kernel's device time is the GPU's"
+        verdict = replace(verdict, notes=(*verdict.notes, note))
+    elif probed is not None and _probe.differs(probed[0]):
         verdict = explain_by_probe(verdict, probed[0], probed[1], policy)
     return verdict
 

@@ -15,10 +15,7 @@ from pytest_burnperf.core.clocks import GraphCaptureError, settles
 from pytest_burnperf.core.judging.assess import HostEvidence, assess, own_threads
 from pytest_burnperf.core.judging.between_runs import noise_source
 from pytest_burnperf.core.judging.stats import median_halfwidth, precision_goal, round_sampling
-from pytest_burnperf.core.judging.verdict import (
-    Policy,
-    failure_message,
-)
+from pytest_burnperf.core.judging.verdict import Policy, failure_message
 from pytest_burnperf.core.options.pedantic_shape import PedanticShape
 from pytest_burnperf.core.records.roofline_figures import Work, WorkError
 from pytest_burnperf.core.text import escape_strings
@@ -412,7 +409,7 @@ class Perf:
             comparisons=state.findings.comparisons,
         ).for_noise(noise)
         runs = [*state.findings.round_runs.get(node, []), list(sample.values)]
-        evidence = _host_evidence(state, node, host, probe, self._baseline)
+        evidence = _host_evidence(state, node, host, probe, self._baseline, noise == "device")
         verdict = assess(
             self._baseline,
             runs,
@@ -481,6 +478,7 @@ def _host_evidence(
     host: Window,
     probe: dict[str, object] | None,
     baseline: StoredBaseline | None,
+    device_bound: bool,
 ) -> HostEvidence:
     """This benchmark's host windows and probe over all rounds, and the baseline's."""
 
@@ -496,4 +494,5 @@ def _host_evidence(
         baseline_windows=() if baseline is None else baseline.host,
         probe=_probe.pooled(probes),
         baseline_probe=None if baseline is None else baseline.host_probe,
+        device_bound=device_bound,
     )
