@@ -253,10 +253,10 @@ class Window:
     def device_side(self) -> Window:
         """This window as a device-bound GPU kernel sees it: the GPU's figures only. The host's
         CPUs (other processes, steal, pressure, throttling, descheduled samples) do not move
-        the device time of a kernel that keeps the GPU busy (H200, 2026-11-28: a host running
-        the probe 34-50% slower left such kernels' device time within 0.3%), so they neither
-        excuse its slowdown nor set its rounds aside; the GPU's clocks, its slowdown and other
-        processes' kernels do."""
+        the device time of a kernel that keeps the GPU busy (H200, 2026-11-28: in a session
+        whose host ran the reference probe 34-50% slower, +3% planted kernels read +2.9-3.0%),
+        so they neither excuse its slowdown nor set its rounds aside; the GPU's clocks, its
+        slowdown and other processes' kernels do."""
         return replace(
             self,
             others_cpus=None,

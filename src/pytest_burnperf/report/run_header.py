@@ -40,7 +40,7 @@ def probe_summary(results: Sequence[Result]) -> str:
 
 
 def _other_thresholds(results: Sequence[Result], threshold: float) -> str:
-    """`` (2% on 4 device-bound GPU kernels)`` where some verdicts were judged at a threshold of
+    """`` (1.5% on 4 device-bound GPU kernels)`` where some verdicts were judged at a threshold of
     their own (``verdict.DEVICE_THRESHOLD``), so the header's figure is the one each judged at."""
     other = Counter(
         r.verdict.threshold

@@ -393,3 +393,32 @@ def test_a_device_bound_kernels_slowdown_is_not_excused_by_the_hosts_cpus() -> N
     assert judge(3.0, shared).status == REGRESSED
     # the windows the result keeps are whole: only the judging sees the GPU's side
     assert shared.windows[0] is gpu_shared
+
+
+def test_another_process_on_the_gpu_seen_in_one_round_stands_for_the_whole_run() -> None:
+    """H200, 2026-11-28: a matmul loop beside for the whole run; NVML named it in 3 of a
+    reduction's 8 rounds, the 5 others were kept as clean and, +4.4% slow, failed the kernel."""
+    from pytest_burnperf.core.judging.assess import gpu_neighbour_for_the_run
+
+    gpu_quiet = Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_others_sm=0.0)
+    seen = Window(seconds=1.0, cpus=2, own_cpus=1.0, gpu_others_sm=0.99, gpu_others="pid 468")
+    rounds = (gpu_quiet, seen, gpu_quiet, gpu_quiet, seen, gpu_quiet, gpu_quiet, seen)
+    whole = gpu_neighbour_for_the_run(rounds)
+    assert all(w.gpu_others_sm == 0.99 and w.gpu_others == "pid 468" for w in whole)
+    # no GPU reading (a CPU benchmark) or none seen: the windows as they are
+    assert gpu_neighbour_for_the_run((QUIET, BUSY)) == [QUIET, BUSY]
+    assert gpu_neighbour_for_the_run((gpu_quiet,) * 3) == [gpu_quiet] * 3
+    host = HostEvidence(windows=rounds, device_bound=True)
+    assert len(host.busy_rounds(len(rounds))) == len(rounds)  # no round left as "clean"
+    cur = [[1.044 * x for x in r] for r in runs(1.0, 8)]
+    v = assess(
+        entry(),
+        cur,
+        fingerprint=FP,
+        timer="host",
+        l2_flush=False,
+        policy=Policy(threshold=0.015),
+        host=host,
+    )
+    assert v.status == INCONCLUSIVE and v.cause is Cause.HOST
+    assert "other processes computed on the GPU (pid 468)" in v.reason

@@ -123,7 +123,7 @@ def test_bad_targets(tmp_path: Path, name: str, words: str) -> None:
 def test_the_summary_names_a_device_kernels_own_threshold() -> None:
     doc = {**DOC, "results": [dict(r) for r in DOC["results"]]}  # type: ignore[arg-type]
     gpu = result("test_mm[torch-cuda0-f32]", "unchanged", 1.001)
-    gpu["verdict"]["threshold"] = 0.02
+    gpu["verdict"]["threshold"] = 0.015
     doc["results"] = [*doc["results"], gpu]  # type: ignore[misc]
-    assert "threshold 5% (2% on 1 device-bound GPU kernel), alpha" in markdown.render(doc)
+    assert "threshold 5% (1.5% on 1 device-bound GPU kernel), alpha" in markdown.render(doc)
     assert "threshold 5%, alpha" in markdown.render(DOC)
