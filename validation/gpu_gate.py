@@ -389,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="stored mode: judge against the baselines already in --work (no recording)",
     )
+    ap.add_argument(
+        "--machine-id",
+        help="--perf-machine of every run: judge baselines another machine recorded (another "
+        "GPU model's must come out incomparable, naming both)",
+    )
     ap.add_argument("--work", help="working directory (default: a temporary one)")
     ap.add_argument("--out", required=True, help="Markdown report; the raw JSON goes beside it")
     args = ap.parse_args(argv)
@@ -413,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         gate = (*gate, "--perf-round-start", args.round_start)
     if args.select:
         gate = (*gate, "-k", args.select)
+    if args.machine_id:
+        gate = (*gate, "--perf-machine", args.machine_id)
     t_start = time.monotonic()
     if args.mode == "stored" and not args.keep_baselines:
         log("recording baselines")

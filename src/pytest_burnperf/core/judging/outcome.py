@@ -2,7 +2,7 @@
 counts) and every mode (stored baselines, same-session comparisons): while a run records,
 nothing fails; ``regressed`` fails; under ``--perf-strict``, ``inconclusive`` and
 ``no-baseline`` fail too; every other verdict passes. The plugin raises what this decides
-(plugin/result_record.settle); nothing else maps a verdict to pass or fail."""
+(plugin/measuring/result_record.settle); nothing else maps a verdict to pass or fail."""
 
 from __future__ import annotations
 

@@ -205,7 +205,6 @@ def configure(config: pytest.Config) -> None:
         recalibrate=bool(
             flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),
-        measure=measure,
         count=CountOptions.of(
             count_dir,
             config.getoption("perf_count_calls"),

@@ -1,5 +1,5 @@
 """What a run finds out as it goes, each part written by its owner alone (tests/unit/
-test_layers.py holds it): the selection by session/collection.py; each test's outcome, a GPU
+test_layers.py holds it): the selection by collection.py; each test's outcome, a GPU
 fault, wall times and an interrupt by session/outcome_watch.py; what each benchmark leaves
 behind (its result, its round record, a smoke call, a noisy recording) by
 measuring/result_record.py; what the rounds measured by rounds/round_control.py; what the run

@@ -43,7 +43,7 @@ class PerfState:
     restore_signals: Callable[[], None] = lambda: None
     #: In a round process of a turn-taking pair (turns.py): this side's end of the turn table.
     turn_side: Any = None
-    #: --perf-measure counts|both in the run that judges: its counting (plugin/counting.Counting:
+    #: --perf-measure counts|both in the run that judges: its counting (plugin/measuring/counting.Counting:
     #: the valgrind, the counted process's counts).
     counting: Any = None
     #: pytest-benchmark's hooks switched off for this --perf run (measuring/compat.py times its

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.options.run_mode import Mode
-from pytest_burnperf.core.options.run_options import DEFAULT_COUNT_LIMIT, Measure, Profile
+from pytest_burnperf.core.options.run_options import DEFAULT_COUNT_LIMIT, Profile
 from pytest_burnperf.core.options.settings import PerfSpec, Settings
 
 if TYPE_CHECKING:
@@ -85,8 +85,6 @@ class RunConfig:
     #: probe are measured and reported but change no verdict and no round.
     trust_host: bool = False
     recalibrate: bool = False
-    #: --perf-measure: what judges CPU benchmarks (time, counts or both), and how counting runs.
-    measure: Measure = "time"
     count: CountOptions = field(default_factory=lambda: CountOptions())
     #: From the configuration file (project_config.py): test functions to run, free
     #: environment facts, and the file itself.
