@@ -187,6 +187,16 @@ def _project(work: Path, name: str, **files: str) -> Path:
     return root
 
 
+def _coverage_names(root: Path, total: int, crashed: str) -> bool:
+    """Whether the run's coverage counts ``total`` benchmarks, the crashed one ``not measured``."""
+    path = root / "r.json"
+    if not path.is_file():
+        return False
+    cov = json.loads(path.read_text()).get("coverage") or {}
+    missed = (cov.get("missed") or {}).get("not measured") or []
+    return cov.get("total") == total and any(m.endswith(crashed) for m in missed)
+
+
 def _results(root: Path) -> list[dict[str, Any]]:
     path = root / "r.json"
     if not path.is_file():
@@ -266,6 +276,8 @@ def crash_trials(work: Path, log: Callable[[str], None]) -> list[dict[str, Any]]
                 "exit": rc,
                 "cost": n - judged,
                 "named": f"{crash}]" in out and "died while counting it" in out,
+                # "judged N of M" counts it: a miss named "not measured", not a benchmark gone
+                "in_coverage": _coverage_names(root, n, f"{crash}]"),
                 "traceback": _traceback(out.split("died while counting it")[0]),
             }
             log(f"crash {row}")
@@ -620,6 +632,7 @@ def counts_totals(doc: dict[str, Any]) -> dict[str, int]:
         "crash_trials": len(doc["crash"]),
         "crash_cost_max": max((r["cost"] for r in doc["crash"]), default=0),
         "crash_named": sum(r["named"] for r in doc["crash"]),
+        "crash_in_coverage": sum(r.get("in_coverage", False) for r in doc["crash"]),
         "settings": len(doc["settings"]),
         "false_regressions": sum(r["false_regression"] for r in doc["settings"]),
         "orphans": sum(r["orphans"] for r in doc["kill"]),

@@ -737,7 +737,13 @@ def section(doc: dict[str, Any]) -> str:
             f"| {t['trials']} | {t['profiles_lost']} of {t['profiles_reported']} profiles lost, "
             f"{t['profiles_shared']} shared; {t['tracebacks']} tracebacks; a crash cost at most "
             f"{t['crash_cost_max']} benchmark(s), named in {t['crash_named']} of "
-            f"{t['crash_trials']}; {t['false_regressions']} false regressions from "
+            f"{t['crash_trials']}"
+            + (
+                f" and counted `not measured` in {t['crash_in_coverage']}"
+                if "crash_in_coverage" in t
+                else ""
+            )
+            + f"; {t['false_regressions']} false regressions from "
             f"{t['settings']} interpreter settings; {t['orphans']} counted processes left "
             f"running, {t['scratch_after_next_run']} scratch folders left after the next run; "
             f"{t['wrong_outcomes']} wrong exit statuses or unclear errors (SIGINT sent after "

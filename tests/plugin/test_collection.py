@@ -408,3 +408,31 @@ def test_everything_a_sample_does_runs_inside_the_devices_context(
     result = pytester.runpytest("--perf", "-p", "no:randomly", *fast)
     result.assert_outcomes(passed=1)
     assert inside == [False]  # and left afterwards
+
+
+def test_a_benchmark_that_fails_before_perf_is_counted_as_not_measured(
+    pytester: pytest.Pytester,
+) -> None:
+    """A benchmark not judged is a miss: one whose test failed before it left a result (here an
+    error before perf(); under counts, a counting process that died) is in "judged N of M"."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_ok(perf, device):
+            perf(lambda: sum(range(100)))
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_broken(perf, device):
+            raise RuntimeError("broken before it was measured")
+        """
+    )
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "perf: judged 0 of 2 benchmarks (0%); NOT judged: 2 (1 not measured, 1 no reference)",
+            "  1 not judged, their test failed before they were measured*",
+        ]
+    )

@@ -96,9 +96,25 @@ def rounds_text(rounds: int, max_rounds: int) -> str:
     return text
 
 
+#: Where a dead process's own account of its death starts: Python's fault handler (pytest
+#: enables it: the crashing thread's frames follow, the innermost first) and valgrind's.
+_DEATH = ("Fatal Python error", "Process terminating with default action")
+#: A line of pytest's progress alone (``..F.s``, ``[ 50%]``): says nothing of a crash.
+_PROGRESS = re.compile(r"^[.sFExX]*( *\[ *\d+%\])?$")
+
+
 def tail(output: str, lines: int = 15) -> str:
-    """The last lines of a round's output, for a message."""
-    return "\n".join(output.strip().splitlines()[-lines:])
+    """The lines of a process's output a message shows: from the first account of a crash
+    (Python's fault handler, valgrind's "Process terminating"), so that the crashing frame is
+    never cut off for the outer ones below it; else the last lines, without pytest's progress
+    dots at the end (a process ended by ``os._exit`` left a lone "." as its last word)."""
+    text = output.strip().splitlines()
+    for i, line in enumerate(text):
+        if any(mark in line for mark in _DEATH):
+            return "\n".join(text[i : i + lines])
+    while text and _PROGRESS.match(text[-1].strip()):
+        text.pop()
+    return "\n".join(text[-lines:]) if text else "(no output of its own)"
 
 
 def device_within(library: str, device_id: str) -> str:

@@ -266,3 +266,23 @@ def test_the_results_schema_names_every_cause() -> None:
     )
     verdict = schema["$defs"]["result"]["properties"]["verdict"]
     assert set(verdict["properties"]["cause"]["enum"]) == {c.value for c in Cause} | {None}
+
+
+def test_a_benchmark_that_failed_before_it_was_measured_is_a_miss_named_first() -> None:
+    """Issue 74: under counts a benchmark whose counting process died (or any benchmark whose
+    test failed before it left a result) was left out of "judged N of M"."""
+    cov = coverage(
+        [
+            ("t::a", "unchanged", None),
+            ("t::crashed", "not measured", Cause.NOT_MEASURED),
+            ("t::b", "no-baseline", Cause.NO_REFERENCE),
+        ]
+    )
+    assert cov.total == 3 and cov.judged == 1
+    assert cov.line() == (
+        "judged 1 of 3 benchmarks (33%); NOT judged: 2 (1 not measured, 1 no reference)"
+    )
+    (first, _) = advice(cov, same_session=False, command="")
+    assert first.startswith("1 not judged, their test failed before they were measured")
+    assert "fix what failed" in first
+    assert cov.as_json()["missed"] == {"not measured": ["t::crashed"], "no reference": ["t::b"]}

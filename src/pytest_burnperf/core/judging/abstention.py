@@ -16,6 +16,9 @@ class Cause(str, Enum):
     """Why a benchmark was not judged. The values are the groups the summary line and the
     JSON document's ``coverage.missed`` name, in the order the summary lists them."""
 
+    #: the benchmark's test failed before it was measured (an error, a crash of the process
+    #: that measured it): no result, no verdict
+    NOT_MEASURED = "not measured"
     #: no baseline for this hardware class and no same-session reference
     NO_REFERENCE = "no reference"
     #: counted, with no counts baseline recorded

@@ -45,6 +45,7 @@ NOT_JUDGED = (NO_BASELINE, INCOMPARABLE, INCONCLUSIVE)
 CI_MIN_JUDGED = 0.9
 
 #: Why a benchmark was not judged (core/judging/abstention.Cause), in the order the summary lists them.
+NOT_MEASURED = Cause.NOT_MEASURED
 NO_REFERENCE = Cause.NO_REFERENCE
 NO_COUNTS = Cause.NO_COUNTS
 OTHER_MACHINE = Cause.OTHER_MACHINE
@@ -54,6 +55,7 @@ HOST = Cause.HOST
 NOISE = Cause.NOISE
 COUNTS_SPREAD = Cause.COUNTS_SPREAD
 WHY_ORDER: tuple[Cause, ...] = (
+    NOT_MEASURED,
     NO_REFERENCE,
     NO_COUNTS,
     OTHER_MACHINE,
@@ -67,6 +69,8 @@ WHY_ORDER: tuple[Cause, ...] = (
 #: before the hardware class was kept is one of another machine for all this run can tell.
 GROUP: Mapping[Cause, Cause] = {Cause.LEGACY_BASELINE: OTHER_MACHINE}
 _WHY_TEXT = {
+    NOT_MEASURED: "their test failed before they were measured (an error, or the process "
+    "measuring them died: each test's failure says which)",
     NO_REFERENCE: "no baseline for this hardware class and no same-session reference",
     NO_COUNTS: "no counts baseline recorded",
     OTHER_MACHINE: "their baselines come from another machine or device",
@@ -186,7 +190,11 @@ def advice(
         if not names:
             continue
         head = f"{len(names)} not judged, {_WHY_TEXT[w]}"
-        if w == NO_REFERENCE and auto_problem:
+        if w == NOT_MEASURED:
+            out.append(
+                f"{head}: fix what failed; neither rounds nor baselines judge it until it runs"
+            )
+        elif w == NO_REFERENCE and auto_problem:
             out.append(f"{head}: {auto_problem}")
         elif w == NO_COUNTS:
             out.append(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.coverage import advice, coverage, shortfall
 from pytest_burnperf.core.options import settings
 from pytest_burnperf.core.text import redact
@@ -196,7 +197,13 @@ def _judge_coverage(session: pytest.Session, state: PerfState) -> None:
     below --perf-min-judged the run fails."""
 
     results = list(state.findings.results.values())
-    cov = coverage((r.nodeid, r.verdict.status, r.verdict.cause) for r in results)
+    unmeasured = [n for n in state.findings.unmeasured if n not in state.findings.results]
+    cov = coverage(
+        [
+            *((r.nodeid, r.verdict.status, r.verdict.cause) for r in results),
+            *((n, "not measured", Cause.NOT_MEASURED) for n in unmeasured),
+        ]
+    )
     lines = advice(
         cov,
         same_session=state.run.mode.compares,

@@ -42,6 +42,9 @@ class Findings:
     #: Recording: the benchmarks timed in one process round only, with the floor a comparison
     #: against them would have from the prior alone (None without a prior).
     single_round_records: dict[str, float | None] = field(default_factory=dict)
+    #: Benchmarks whose test failed before they left a result (an error before or in perf(),
+    #: a crash of the process counting them): a miss in the coverage, ``{node id: when}``.
+    unmeasured: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     #: The run stopped with a usage error after the session began: no summary.
     aborted: bool = False

@@ -1,7 +1,8 @@
 """Each test's outcome as pytest reports it: which benchmarks passed their call (the only ones
 whose baselines may change), which failed after they were timed (an assert after ``perf()``, a
-teardown: their result is marked failed), a GPU fault, a benchmark that never called perf, each
-benchmark's wall time, and the run interrupted (:func:`interrupted`, wherever it is noticed)."""
+teardown: their result is marked failed), a GPU fault, a benchmark that never called perf or
+failed before it left a result (``unmeasured``: a miss in the coverage), each benchmark's wall
+time, and the run interrupted (:func:`interrupted`, wherever it is noticed)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,9 @@ def watch_report(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.
         state.findings.durations[item.nodeid] = (
             state.findings.durations.get(item.nodeid, 0.0) + report.duration
         )
+        if report.failed and state.run.mode.measures and item.nodeid not in state.findings.results:
+            # failed before it left a result (an error, the counting process died): a miss
+            state.findings.unmeasured.setdefault(item.nodeid, report.when)
     if report.failed and call.excinfo is not None and case is not None and case.entry is not None:
         from pytest_burnperf.devices.device_errors import device_error
 
