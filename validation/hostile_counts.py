@@ -402,8 +402,8 @@ def scratch_trials(work: Path, log: Callable[[str], None]) -> list[dict[str, Any
 
 def signal_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """A signal that lands while a benchmark imports its library (turned into an ImportError
-    there), and SIGINT at a random moment of the half second after a run's write-up (sent where
-    the process had not ended yet)."""
+    there), and SIGINT or SIGTERM (alternating) at a random moment of the half second after a
+    run's write-up (sent where the process had not ended yet)."""
     rows = []
     for sig in ("SIGTERM", "SIGINT"):
         root = _project(
@@ -440,13 +440,14 @@ def signal_trials(work: Path, trials: int, log: Callable[[str], None]) -> list[d
                 break
         time.sleep(rng.uniform(0.0, 0.5))
         sent = proc.poll() is None
+        late = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
         if sent:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(late)
         rest = proc.stdout.read()
         proc.wait(timeout=60)
         out = "".join(lines) + rest
         row = {
-            "trial": f"SIGINT after the write-up {i + 1}",
+            "trial": f"{late.name} after the write-up {i + 1}",
             "sent": sent,
             "exit": proc.returncode,
             "right": proc.returncode in (0, 2),

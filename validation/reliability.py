@@ -746,7 +746,7 @@ def section(doc: dict[str, Any]) -> str:
             + f"; {t['false_regressions']} false regressions from "
             f"{t['settings']} interpreter settings; {t['orphans']} counted processes left "
             f"running, {t['scratch_after_next_run']} scratch folders left after the next run; "
-            f"{t['wrong_outcomes']} wrong exit statuses or unclear errors (SIGINT sent after "
+            f"{t['wrong_outcomes']} wrong exit statuses or unclear errors (SIGINT or SIGTERM sent after "
             f"the write-up in {t['late_signals_sent']} trials)"
             + (
                 f"; {t['corrupt_ignored']} corrupt counts baselines ignored or changed, "

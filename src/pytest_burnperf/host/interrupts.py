@@ -9,6 +9,7 @@ the run as interrupted. Outside the main thread, signals cannot be handled and n
 from __future__ import annotations
 
 import atexit
+import contextlib
 import signal
 import sys
 import threading
@@ -92,11 +93,21 @@ _at_exit: list[Held] = []
 
 
 def _say_late(held: Held) -> None:
+    """At exit: say what was held, then ignore the signals for the rest of the process. Python's
+    finalisation puts a signal whose handler is a Python function back to the default action,
+    so a SIGINT or SIGTERM in the teardown after this (modules, threads, a C extension's
+    cleanup: 0.1-0.2 s with torch loaded) killed the process by the signal (130, 143) with no
+    word, though the run had ended and its files were whole; an ignored signal it leaves
+    alone."""
     if held:
         sys.stderr.write(
             f"pytest-burnperf: {held.names()} received as pytest was ending; the run's files "
             "had been written whole\n"
         )
+    if threading.current_thread() is threading.main_thread():
+        for s in SIGNALS:
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(s, signal.SIG_IGN)
 
 
 @contextmanager
