@@ -181,6 +181,7 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
         "spread_source",
         "prior",
         "p_runs_slower",
+        "threshold",
         "min_effect",
         "min_detectable_slowdown",
         "runs",
@@ -192,6 +193,7 @@ def test_json_report_has_every_result_with_raw_samples(loop_project: pytest.Pyte
     # an abstention names its cause (core/abstention.Cause); a verdict on the code names none
     assert (r["verdict"]["cause"] is None) == (r["verdict"]["status"] != "inconclusive")
     assert r["verdict"]["alpha_each"] == 0.005  # 0.01 family-wise over two comparisons
+    assert r["verdict"]["threshold"] == 0.05  # the host clock: the run's threshold
     assert r["runs"] == [r["samples"]]
     assert r["host_samples"] is None and r["l2_flush"] is False
     assert isinstance(r["peak_memory_bytes"], int)
