@@ -288,6 +288,59 @@ def test_the_run_mode_is_asked_not_compared() -> None:
     )
 
 
+#: Names only core/measures.py compares: what judged a result (``time``, ``counts``) and the
+#: values of --perf-measure (``auto``, ``time``, ``counts``, ``both``). ``time`` and ``auto``
+#: name other things too (a table column, --perf-against auto): those count where the other
+#: side of the comparison is a measure or a timer.
+_MEASURE_NAMES = {"counts", "counted", "both"}
+_MEASURE_NAMES_BESIDE = {"time", "auto"}
+
+
+def _measure_name_compares(tree: ast.AST) -> list[int]:
+    """Lines comparing a measure's name as a string (``r.measure == "counts"``)."""
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        texts: set[str] = set()
+        others = []
+        for side in (node.left, *node.comparators):
+            items = side.elts if isinstance(side, (ast.Tuple, ast.Set, ast.List)) else [side]
+            for item in items:
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    texts.add(item.value)
+                else:
+                    others.append(ast.unparse(item))
+        beside = any("measure" in o or "timer" in o for o in others)
+        if texts & _MEASURE_NAMES or (beside and texts & _MEASURE_NAMES_BESIDE):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_measure_name_is_compared_outside_its_registry() -> None:
+    """What a measure's name means is asked of core/measures.py (``r.judged_by.counted``,
+    ``choice.per_benchmark``), never spelled out again: 36 string compares in 18 files had
+    the meaning of "counts" and "auto" written where each was used."""
+    found = []
+    for module, path in _modules().items():
+        if module.endswith("core.measures"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{module}:{n}" for n in _measure_name_compares(tree)]
+    assert not found, found
+
+
+def test_the_measure_name_check_finds_a_compare() -> None:
+    code = (
+        'a = r.measure == "counts"\n'
+        'b = c.measure != "auto"\n'
+        'd = timer in ("counts", "host")\n'
+        'e = "time" in chosen_columns\n'  # a column's name: not a measure
+        'f = against == "auto"\n'  # --perf-against auto: not a measure
+    )
+    assert _measure_name_compares(ast.parse(code)) == [1, 2, 3]
+
+
 #: The verdict statuses whose test a run may fail; only core/judging/outcome.py maps them to an outcome.
 _FAILING = {"REGRESSED", "INCONCLUSIVE", "NO_BASELINE", "STRICT_FAILS"}
 

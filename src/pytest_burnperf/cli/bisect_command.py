@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_burnperf.cli.arguments import EXIT_OK, InputError, results_doc
 from pytest_burnperf.cli.bisect_report import Report, as_json, as_markdown, lines
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.counting import counts
 from pytest_burnperf.core.judging.bisection import (
     ProbeFailed,
@@ -163,15 +164,16 @@ def _from_results(path: Path) -> list[str]:
 def _counting(measure: str, say: Callable[[str], None]) -> bool:
     """Whether CPU benchmarks are counted: ``--measure counts`` needs valgrind (a usage error
     without it), ``auto`` counts where it runs and says so where it does not."""
-    if measure == "time":
+    chosen = measures.choice(measure)
+    if not (chosen.needs_counts or chosen.per_benchmark):  # the clock only
         return False
     missing = callgrind.unsupported_reason() or (
         None if callgrind.find_valgrind() else callgrind.valgrind_problem()
     )
     if missing is None:
         return True
-    if measure == "counts":
-        raise InputError(f"--measure counts: {missing}")
+    if chosen.needs_counts:
+        raise InputError(f"--measure {chosen.name}: {missing}")
     say(
         f"burnperf bisect: CPU benchmarks are timed beside the good commit, not counted ({missing})"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.bisection import Search, Step
 from pytest_burnperf.core.judging.verdict import INCONCLUSIVE, Verdict
 from pytest_burnperf.core.text import clock, escape
@@ -171,7 +172,7 @@ def as_json(r: Report) -> dict[str, object]:
         "benchmarks": {
             name: [
                 {
-                    "measure": "time" if name in r.timed else "counts",
+                    "measure": (measures.TIME if name in r.timed else measures.COUNTS).name,
                     "before": commit(s.before),
                     "at": commit(s.at),
                     "ratio": s.ratio,

@@ -17,8 +17,9 @@ from pytest_burnperf.cli.arguments import (
     results_doc,
     store_arg,
 )
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.verdict import REGRESSED, Policy, failure_message, judge
-from pytest_burnperf.core.text import format_time, format_value
+from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.results_json import read_results, result_timers
 from pytest_burnperf.storage.history.query import against_history
 from pytest_burnperf.storage.jsonfile import FileFormatError
@@ -43,8 +44,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         v = judge(old.get(test), new[test], policy)
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
         timer = timers.get(test, "host")  # a counted result's values are instructions
-        base = "-" if v.baseline_median is None else format_value(v.baseline_median, timer)
-        now = format_value(v.current_median, timer)
+        shown = measures.of_field(timer)
+        base = "-" if v.baseline_median is None else shown.format(v.baseline_median)
+        now = shown.format(v.current_median)
         print(f"{v.status:<12} {change:>8} {base:>10} -> {now:>10}  {test}")
         if v.status == REGRESSED:
             regressed += 1

@@ -72,15 +72,6 @@ def format_count(value: float | None) -> str:
     return f"{value:.0f}"
 
 
-def format_value(value: float, timer: str) -> str:
-    """A sample's value as its measure reads: a time, or instructions (``1.51 M instr``) for a
-    counted sample (timer ``counts``)."""
-    if timer == "counts":
-        text = format_count(value)
-        return text if text == "-" else text + " instr"
-    return format_time(value)
-
-
 def clock(seconds: float) -> str:
     """``m:ss`` (or ``h:mm:ss``) for a progress line."""
     s = max(0, int(seconds))

@@ -23,6 +23,11 @@ INSTRUMENTS: tuple[Instrument, ...] = (
 )
 
 
+#: Modules of this folder that hold what an instrument keeps over a run, not an instrument:
+#: ``counts_run.py``, the counts instruments' (the counted processes, what they left to the clock).
+RUN_STATE_MODULES = ("counts_run",)
+
+
 class NoInstrument(LookupError):
     """No instrument measures a benchmark in this situation (a timer setting none knows)."""
 

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
 
@@ -57,7 +58,7 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
         if test in out:
             f.fail(f"{where}.test", f"{test!r} appears twice")
         runs = r.get("runs")
-        values = f.counts if r.get("timer") == "counts" else f.samples  # instructions, or s
+        values = f.counts if measures.of_field(r.get("timer")).counted else f.samples
         if runs:
             if not isinstance(runs, list):
                 f.fail(f"{where}.runs", "must be a list of sample lists")

@@ -91,7 +91,7 @@ def header(
     where = f"baselines in {baselines}" if same_session is None else same_session
     host = summary(windows, cpus)
     machine = f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}"
-    timed = not counted or any(r.measure == "time" or r.time is not None for r in results)
+    timed = not counted or any(r.timed() is not None for r in results)
     return [
         *([machine] if machine_line else []),
         host if same_session is not None else f"{host}; {probe_summary(results)}",

@@ -11,9 +11,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.core.records.roofline_figures import format_rate
-from pytest_burnperf.core.text import device_within, format_value
+from pytest_burnperf.core.text import device_within
 
 
 def _number(value: object) -> float | None:
@@ -43,9 +44,10 @@ def change_text(verdict: Mapping[str, object], measure: object = "time") -> str:
     ratio = _number(verdict.get("ratio"))
     if ratio is None:
         return "-"
-    if measure == "counts":
-        return f"{100 * (ratio - 1):+.2f}%"
-    text = f"{100 * (ratio - 1):+.1f}%"
+    judged = measures.of_field(measure)
+    text = judged.change(ratio)
+    if judged.counted:
+        return text
     ci = verdict.get("ratio_ci95")
     if isinstance(ci, Sequence) and len(ci) == 2:
         low, high = _number(ci[0]), _number(ci[1])
@@ -169,7 +171,7 @@ class TableRow:
 
 def _value(value: object, timer: str) -> str:
     number = _number(value)
-    return "-" if number is None else format_value(number, timer)
+    return "-" if number is None else measures.of_field(timer).format(number)
 
 
 def _iqr(samples: object) -> str:

@@ -363,7 +363,7 @@ def speedups(results: Sequence[Result]) -> list[str]:
             t_e = summarize(timed_e.sample.values).median
             t_c = summarize(timed_c.sample.values).median
             said = f"{format_time(t_e)} -> compiled {format_time(t_c)}"
-        elif eager.measure == compiled.measure == "counts":
+        elif eager.judged_by.counted and compiled.judged_by.counted:
             # both counted, no time beside: what each call executes, not how long it took
             t_e = summarize(eager.sample.values).median
             t_c = summarize(compiled.sample.values).median

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.bisection import Measured, ProbeFailed
 from pytest_burnperf.core.options.settings import KINDS
 from pytest_burnperf.core.text import tail
@@ -302,7 +303,7 @@ def step_profiles(
     except environments.EnvError as exc:
         raise ProbeFailed(str(exc).splitlines()[0]) from None
     side = side_of(at.sha[:12], env)
-    measure = ["--perf-measure", "counts" if counted else "time"]
+    measure = ["--perf-measure", (measures.COUNTS_ONLY if counted else measures.TIME_ONLY).name]
     what = [
         *measure,
         "--perf-against",

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.clocks import SAMPLE_TIMERS
 from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline
@@ -132,7 +133,7 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
     where = f"benchmarks[{json.dumps(key)}]"
     e = f.obj(entry, where)
     # a counts baseline's samples are estimated cycles, not seconds
-    values = f.counts if e.get("timer") == "counts" else f.samples
+    values = f.counts if measures.of_field(e.get("timer")).counted else f.samples
     values(e.get("samples"), f"{where}.samples")
     runs = e.get("runs")
     if runs is not None:

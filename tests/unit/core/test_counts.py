@@ -577,11 +577,12 @@ def test_interpreter_work_gets_the_interpreter_floor() -> None:
 
 
 def test_counted_values_read_as_instructions() -> None:
-    from pytest_burnperf.core.text import format_count, format_value
+    from pytest_burnperf.core import measures
+    from pytest_burnperf.core.text import format_count
 
-    assert format_value(1_514_847.0, "counts") == "1.51 M instr"
-    assert format_value(677_000.0, "counts") == "677 k instr"
-    assert format_value(0.00125, "host") == "1.25 ms"
+    assert measures.of_field("counts").format(1_514_847.0) == "1.51 M instr"
+    assert measures.of_field("counts").format(677_000.0) == "677 k instr"
+    assert measures.of_field("host").format(0.00125) == "1.25 ms"
     assert format_count(float("nan")) == "-" and format_count(12.0) == "12"
 
 

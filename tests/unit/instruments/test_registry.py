@@ -11,7 +11,13 @@ import pytest
 
 import pytest_burnperf.instruments as package
 from pytest_burnperf.instruments.instrument import InstrumentName, Situation
-from pytest_burnperf.instruments.registry import INSTRUMENTS, NoInstrument, choose, named
+from pytest_burnperf.instruments.registry import (
+    INSTRUMENTS,
+    RUN_STATE_MODULES,
+    NoInstrument,
+    choose,
+    named,
+)
 
 
 def test_a_profiled_process_profiles_whatever_else_holds() -> None:
@@ -54,7 +60,7 @@ def test_every_instrument_module_registers_what_it_defines() -> None:
     registered = {id(i) for i in INSTRUMENTS}
     seen = 0
     for info in pkgutil.iter_modules(package.__path__):
-        if info.name in ("instrument", "registry"):
+        if info.name in ("instrument", "registry", *RUN_STATE_MODULES):
             continue
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         defined = [

@@ -5,10 +5,12 @@ fake counted runs)."""
 from __future__ import annotations
 
 import types
+from pathlib import Path
 from typing import Any
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.counting.counts import Counted
-from pytest_burnperf.plugin.measuring.counting import Counting
+from pytest_burnperf.instruments.counts_run import Counting
 from pytest_burnperf.plugin.measuring.session_counts import counted_in_session
 
 #: A compiled call's counts: alike in every environment, judged by counts.
@@ -18,7 +20,14 @@ STEADY = Counted(instructions=(1_000_000, 1_000_000), cycles=())
 def _state(
     sides: dict[str, set[str]], moved: list[str], counted: dict[str, Counted] | None = None
 ) -> Any:
-    counting = Counting(measure="auto", valgrind="valgrind", version="3.19.0", caches=False)
+    counting = Counting(
+        measure=measures.AUTO,
+        valgrind="valgrind",
+        version="3.19.0",
+        baselines_root=Path("baselines"),
+        size="small",
+        caches=False,
+    )
     counting.incomparable = {
         n: "counts baseline recorded with numpy 2.4.6, this run has 2.3.5" for n in moved
     }

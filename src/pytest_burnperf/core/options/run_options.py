@@ -9,6 +9,7 @@ import re
 from decimal import Decimal
 from typing import Literal, cast
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.options.settings import (
     SettingsError,
     _choice,
@@ -227,19 +228,17 @@ def parse_rounds(value: object, where: str) -> int:
     return _whole_number(value, where, "rounds", 1, 50)
 
 
-#: What a run judges CPU benchmarks by (core/counting/counts.py): the clock, callgrind's counts, or both.
-#: What judges CPU benchmarks (``--perf-measure``).
-Measure = Literal["auto", "time", "counts", "both"]
-MEASURES: tuple[Measure, ...] = ("auto", "time", "counts", "both")
+#: What judges CPU benchmarks (``--perf-measure``; core/measures.py says what each asks for).
+Measure = measures.ChoiceName
 
 
 def parse_measure(value: object, where: str) -> Measure:
-    if isinstance(value, str) and value.strip() in MEASURES and value.isprintable():
+    if isinstance(value, str) and value.strip() in measures.CHOICE_NAMES and value.isprintable():
         return cast(Measure, value.strip())
+    said = "; ".join(f"{c.name}: {c.says}" for c in measures.CHOICES)
     raise SettingsError(
-        f"{where}: measure must be one of {', '.join(MEASURES)} (auto: counts where a "
-        "benchmark has a counts baseline and valgrind runs, else the clock; time: the clock; "
-        f"counts: instructions and estimated cycles under valgrind; both), got {_show(value)}"
+        f"{where}: measure must be one of {', '.join(measures.CHOICE_NAMES)} ({said}), "
+        f"got {_show(value)}"
     )
 
 

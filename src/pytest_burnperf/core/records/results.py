@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_burnperf._version import __version__
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.core.judging.stats import median_halfwidth, precision_goal, summarize
@@ -73,7 +74,7 @@ class Result:
     #: are then estimated cycles on callgrind's simulated CPU); with counts, the counted calls,
     #: the key that decides whether counts compare, and with --perf-measure both the time
     #: result shown beside them (its own sample, runs and verdict).
-    measure: str = "time"
+    measure: measures.JudgedName = "time"
     counted: Counted | None = None
     counts_key: dict[str, object] | None = None
     time: Result | None = None
@@ -109,7 +110,12 @@ class Result:
     def timed(self) -> Result | None:
         """What the clock measured: this result where time judged it, the time result beside
         the counts with --perf-measure both, None for counts alone."""
-        return self if self.measure == "time" else self.time
+        return self if not self.judged_by.counted else self.time
+
+    @property
+    def judged_by(self) -> measures.Judged:
+        """The measure that judged this result (core/measures.py)."""
+        return measures.judged(self.measure)
 
     @property
     def peak_memory(self) -> int | None:

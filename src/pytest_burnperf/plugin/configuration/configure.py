@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.coverage import default_min_share, in_ci
 from pytest_burnperf.core.options import run_options, settings
 from pytest_burnperf.core.options.run_mode import Mode, decide
@@ -128,8 +129,8 @@ def configure(config: pytest.Config) -> None:
     measure: Measure = pick("perf_measure") or environ_measure() or "auto"
     count_dir = config.getoption("perf_count_dir")
     counting = None
-    if enabled and measure not in ("time", "auto") and not round_process:
-        counting = counting_for(measure)
+    if enabled and measures.choice(measure).needs_counts and not round_process:
+        counting = counting_for(measure, baselines_root, size)
     choice = None
     plan = None
     if not round_process:
@@ -139,7 +140,7 @@ def configure(config: pytest.Config) -> None:
             enabled=enabled,
             update=update,
             ci=ci,
-            counts=measure not in ("time", "auto"),
+            counts=measures.choice(measure).needs_counts,
             group=machine_id or "",
             size=size,
             baselines_root=baselines_root,
@@ -152,7 +153,7 @@ def configure(config: pytest.Config) -> None:
     # a named --perf-against REF: what has counts baselines is counted in each environment
     named = plan is not None and choice is None and plan.option == "--perf-against"
     if (
-        measure == "auto"
+        measures.choice(measure).per_benchmark
         and enabled
         and not round_process
         and (plan is None or by_stored_counts or named)

@@ -6,17 +6,17 @@ and the run records or has counts baselines (else one line says why not); and th
 from __future__ import annotations
 
 import os
-import platform
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.options import run_options, settings
 from pytest_burnperf.core.options.run_options import Measure
 
 if TYPE_CHECKING:
-    from pytest_burnperf.plugin.measuring.counting import Counting
+    from pytest_burnperf.instruments.counts_run import Counting
 
 #: The measure where neither --perf-measure, the ini key perf_measure nor the project's
 #: configuration names one: a CI job's or a test suite's choice, e.g. ``time`` on runners
@@ -42,14 +42,11 @@ def auto_counting(
     records (CPU benchmarks are counted and timed, both baselines written) or its counts
     baselines exist (the benchmarks they hold are counted, the rest timed); else none, with a
     line saying why where counts would have been recorded or judged."""
-    from pytest_burnperf.core.counting import counts_key
     from pytest_burnperf.host import callgrind
-    from pytest_burnperf.plugin.measuring.counting import Counting
+    from pytest_burnperf.instruments.counts_run import Counting, store_name
     from pytest_burnperf.runs.comparison.reference import has_baselines
 
-    name = counts_key.store_name(platform.system(), platform.machine())
-    if size != settings.DEFAULT_SIZE:
-        name = f"{name}-{size}"
+    name = store_name(size)
     if not records and not has_baselines(baselines_root / name):
         return None, None
     why = callgrind.unsupported_reason()
@@ -77,14 +74,21 @@ def auto_counting(
             f"not counted: counts baselines exist ({name}) but cannot be counted here: {why}; "
             "CPU benchmarks judged by time"
         )
-    return Counting(valgrind=valgrind, version=version, measure="auto"), None
+    counting = Counting(
+        valgrind=valgrind,
+        version=version,
+        baselines_root=baselines_root,
+        size=size,
+        measure=measures.AUTO,
+    )
+    return counting, None
 
 
-def counting_for(measure: str) -> Counting:
+def counting_for(measure: str, baselines_root: Path, size: str) -> Counting:
     """The valgrind a --perf-measure counts|both run counts with, or a usage error that says
     why there is none here and what to do."""
     from pytest_burnperf.host import callgrind
-    from pytest_burnperf.plugin.measuring.counting import Counting
+    from pytest_burnperf.instruments.counts_run import Counting
 
     reason = callgrind.unsupported_reason()
     if reason is not None:
@@ -96,4 +100,10 @@ def counting_for(measure: str) -> Counting:
         version = callgrind.valgrind_version(valgrind)
     except callgrind.CountingUnavailable as exc:
         raise pytest.UsageError(f"--perf-measure {measure}: {exc}") from None
-    return Counting(valgrind=valgrind, version=version, measure=measure)
+    return Counting(
+        valgrind=valgrind,
+        version=version,
+        baselines_root=baselines_root,
+        size=size,
+        measure=measures.choice(measure),
+    )

@@ -8,19 +8,17 @@ process with ``--perf-worker-count-dir``: it counts instead of timing and writes
 
 from __future__ import annotations
 
-import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.counting import counted_calls, counts_key
+from pytest_burnperf.core.counting import counted_calls
 from pytest_burnperf.core.judging.verdict import Policy
 from pytest_burnperf.core.options import run_options
 from pytest_burnperf.core.options.run_options import count_text
@@ -28,9 +26,10 @@ from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import clock, format_count, format_time
 from pytest_burnperf.devices.base import Device
-from pytest_burnperf.host import callgrind, hardware
+from pytest_burnperf.host import hardware
 from pytest_burnperf.host.leftovers import mark_owner
 from pytest_burnperf.instruments import instruction_counts
+from pytest_burnperf.instruments.counts_run import Counting
 from pytest_burnperf.instruments.instrument import Unavailable
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
 from pytest_burnperf.plugin.session.perf_state import (
@@ -44,80 +43,7 @@ from pytest_burnperf.runs import counted
 from pytest_burnperf.runs.round_launcher import round_args
 from pytest_burnperf.runs.scheduler import Side
 from pytest_burnperf.storage import project_config
-from pytest_burnperf.storage.baselines import BaselineError, BaselineStore
-
-
-@dataclass
-class Counting:
-    """A run that judges by counts: the valgrind it counts with and what the counted process
-    measured."""
-
-    valgrind: str
-    version: str
-    measure: str
-    #: --perf-count-cycles: the caches simulated, cycles estimated beside the instructions.
-    caches: bool = False
-    run: counted.CountedRun | None = None
-    #: A same-session comparison: each environment's counted process, by label.
-    sides: dict[str, counted.CountedRun] = field(default_factory=dict)
-    #: Benchmarks not counted because their stored baseline is timed (selection), with why.
-    by_baseline: dict[str, str] = field(default_factory=dict)
-    #: --perf-measure auto: the CPU benchmarks with no counts baseline, timed as by default.
-    left_to_time: set[str] = field(default_factory=set)
-    #: --perf-measure auto: the counted benchmarks with a time baseline, timed beside the counts.
-    time_baselines: set[str] = field(default_factory=set)
-    #: --perf-measure auto: benchmarks whose counts baseline was counted under another key,
-    #: seen before counting (_other_key: not counted) or after (counts_judging.
-    #: leave_to_the_clock), judged by time instead, with why.
-    incomparable: dict[str, str] = field(default_factory=dict)
-    #: --perf-measure auto: counted benchmarks whose counts cannot tell a change of the
-    #: threshold's size apart (core/counting/counts.undecidable: a call that small, or that spread),
-    #: judged by time instead, with why: against their time baseline (counts_judging.
-    #: leave_to_the_clock), or in the session (session_counts.counted_in_session).
-    undecided: dict[str, str] = field(default_factory=dict)
-    #: auto in a same-session comparison: counted in every environment, judged by judge_pair.
-    in_session: set[str] = field(default_factory=set)
-    #: auto, a named --perf-against REF: every CPU benchmark is counted in each side.
-    named_reference: bool = False
-    #: Benchmarks whose counts baseline file could not be read (truncated, not a count...):
-    #: why, naming the file. Their test fails with it under every measure (corrupt_failure).
-    corrupt: dict[str, str] = field(default_factory=dict)
-    _store: BaselineStore | None = None
-
-    def runs(self) -> list[counted.CountedRun]:
-        return [r for r in (self.run, *self.sides.values()) if r is not None]
-
-    def timed_instead(self, nodeid: str) -> str | None:
-        """Why the benchmark was not counted but is timed instead (too slow under valgrind),
-        else None."""
-        if nodeid in self.by_baseline:
-            return self.by_baseline[nodeid]
-        if nodeid in self.undecided:
-            return self.undecided[nodeid]
-        if nodeid in self.incomparable and nodeid not in self.in_session:
-            return self.incomparable[nodeid]
-        for r in self.runs():
-            if nodeid in r.timed_instead:
-                return r.timed_instead[nodeid]
-        return None
-
-    def store(self, state: PerfState) -> BaselineStore:
-        """The counts baselines: one folder per OS, architecture and valgrind version."""
-        if self._store is None:
-            from pytest_burnperf.core.options.settings import DEFAULT_SIZE
-
-            name = counts_key.store_name(platform.system(), platform.machine())
-            if state.run.size != DEFAULT_SIZE:
-                name = f"{name}-{state.run.size}"
-            self._store = BaselineStore(state.run.baselines_root, name)
-        return self._store
-
-    def key_base(self) -> dict[str, object]:
-        return {
-            "arch": platform.machine(),
-            "valgrind": self.version,
-            "cache": callgrind.cache_text(self.caches),
-        }
+from pytest_burnperf.storage.baselines import BaselineError
 
 
 def by_counts(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
@@ -139,9 +65,9 @@ def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     c: Counting | None = state.counting
     if c is None or not by_counts(state, kind, nodeid):
         return False
-    if c.measure == "auto":
+    if c.measure.per_benchmark:
         return not state.run.mode.records and nodeid not in c.time_baselines
-    return c.measure == "counts"
+    return c.measure.counts_alone
 
 
 def time_beside(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
@@ -151,7 +77,7 @@ def time_beside(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     c: Counting | None = state.counting
     return (
         c is not None
-        and c.measure == "auto"
+        and c.measure.per_benchmark
         and not state.run.mode.records
         and not state.run.mode.compares
         and nodeid in c.time_baselines
@@ -253,7 +179,7 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
     """(the benchmarks to count, those among them counted whatever the count limit), by their
     stored baselines (instruction_counts.selection); those left out are timed, with why."""
     assert state.counting is not None
-    counts_store, time_store = state.counting.store(state), state.store
+    counts_store, time_store = state.counting.store(), state.store
     wanted, always = [], []
     for item in items:
         module, key = module_and_key(item, state.run.rootpath)
@@ -272,9 +198,9 @@ def _by_baselines(state: PerfState, items: list[pytest.Item]) -> tuple[list[str]
         chosen = instruction_counts.selection(
             counts_baseline=has_counts, time_baseline=has_time, records=state.run.mode.records
         )
-        if state.counting.measure == "auto" and has_time and not state.run.mode.compares:
+        if state.counting.measure.per_benchmark and has_time and not state.run.mode.compares:
             state.counting.time_baselines.add(item.nodeid)  # its time change shown beside
-        if state.counting.measure == "auto" and chosen != instruction_counts.ALWAYS:
+        if state.counting.measure.per_benchmark and chosen != instruction_counts.ALWAYS:
             if not state.run.mode.records:
                 state.counting.left_to_time.add(item.nodeid)  # no counts baseline: timed
                 continue
@@ -306,7 +232,7 @@ def _other_key(
     case = case_of(item)
     if (
         c is None
-        or c.measure != "auto"
+        or not c.measure.per_benchmark
         or state.run.mode.records
         or not (has_time or state.run.mode.compares)
         or case is None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counting import counted_calls, counts
 from pytest_burnperf.core.counting.counts import Counted
@@ -28,8 +29,8 @@ from pytest_burnperf.core.judging.verdict import (
 from pytest_burnperf.core.options import settings
 from pytest_burnperf.core.text import escape_strings, redact
 from pytest_burnperf.instruments import instruction_counts
+from pytest_burnperf.instruments.counts_run import Counting
 from pytest_burnperf.plugin.measuring import counting, pair_profiles
-from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.measuring.result_record import settle
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
 from pytest_burnperf.storage.baselines import BaselineError
@@ -67,7 +68,7 @@ def judge(
     __tracebackhide__ = True
 
     state: PerfState = perf._state
-    c: Counting = state.counting
+    c = state.counts()
     node = perf._item.nodeid
     run = c.run
     got = None if run is None else run.counts.get(node)
@@ -82,7 +83,7 @@ def judge(
     key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
     problem = None
     try:
-        entry = c.store(state).baseline(perf._module, perf._key)
+        entry = c.store().baseline(perf._module, perf._key)
     except BaselineError as exc:
         problem = exc
     if problem is not None:
@@ -123,7 +124,7 @@ def judge(
         baseline=entry,
         baseline_runs=() if base_values is None else (tuple(base_values),),
         host=() if timed is None else timed.host,
-        measure="counts",
+        measure=measures.COUNTS.name,
         counted=got,
         counts_key=key,
         time=timed,
@@ -174,7 +175,7 @@ def leave_to_the_clock(
     or that spread; Counting.undecided): against its time baseline where it has one, or in the
     session. Returns the benchmarks of another key judged by the clock so."""
     c: Counting | None = state.counting
-    if c is None or c.measure != "auto":
+    if c is None or not c.measure.per_benchmark:
         return []
     for item in items if c.run is not None else ():
         node = item.nodeid
@@ -189,7 +190,7 @@ def leave_to_the_clock(
             continue
         module, key = module_and_key(item, state.run.rootpath)
         try:
-            entry = c.store(state).baseline(module, key)
+            entry = c.store().baseline(module, key)
         except BaselineError:  # the benchmark's own test reports the file
             continue
         verdict = instruction_counts.against_baseline(
@@ -294,7 +295,7 @@ def judge_pair(
     state: PerfState = perf._state
     plan = state.run.plan
     assert plan is not None
-    c: Counting = state.counting
+    c = state.counts()
     node = perf._item.nodeid
     ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
     ref = None if ref_run is None else ref_run.counts.get(node)
@@ -330,7 +331,7 @@ def judge_pair(
         versions=() if timed is None else timed.versions,
         reference=plan.reference,
         candidate=plan.candidate,
-        measure="counts",
+        measure=measures.COUNTS.name,
         counted=cur,
         counts_key={**c.key_base(), **(cur_run.keys.get(node, {}) if cur_run else {})},
         time=timed,
@@ -352,7 +353,7 @@ def counts_pair_verdict(state: PerfState, settings: Settings, node: str) -> Verd
     counted), or None where one of them has no counts of it."""
     plan = state.run.plan
     assert plan is not None
-    c: Counting = state.counting
+    c = state.counts()
     ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
     ref = None if ref_run is None else ref_run.counts.get(node)
     cur = None if cur_run is None else cur_run.counts.get(node)

@@ -69,7 +69,7 @@ def profiled(
     ``repeat``: the call may run back to back (``perf(fn)``), else once (a pedantic round)."""
     if not wanted(state, result):
         return result
-    if result.measure == "time":
+    if not result.judged_by.counted:
         per_call = statistics.median(result.sample.values)
     else:  # counted: one call on the clock sizes the profile
         per_call, _ = profiler.first_call(device, threads, prepare)

@@ -91,7 +91,8 @@ class ComparePerf(SmokePerf):
         assert plan is not None
         node = self._item.nodeid
         if counting.counts_only(state, self.device.kind, node):
-            if state.counting.measure == "auto" and node not in state.counting.in_session:
+            c = state.counts()
+            if c.measure.per_benchmark and node not in c.in_session:
                 # counted here, judged by its counts baseline
                 counts_judging.judge(self, None, make_result, self._profiled)
             else:

@@ -28,7 +28,7 @@ def every_countable(state: PerfState, items: list[pytest.Item]) -> tuple[list[st
     environment; those of them with a counts baseline, counted whatever the count limit)."""
     c = state.counting
     assert c is not None
-    store = c.store(state)
+    store = c.store()
     chosen, always = [], []
     for item in items:
         case = case_of(item)
@@ -53,10 +53,11 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
     runs = [c.sides.get(label) for label in plan.refs]
     both = [n for n in moved if all(r is not None and n in r.counts for r in runs)]
     ref, cur = c.sides.get(plan.reference), c.sides.get(plan.candidate)
-    for n in both if ref is not None and cur is not None else ():
-        pair = instruction_counts.between(ref.counts[n], cur.counts[n], alpha_each=0.05)
-        if counts.undecidable(pair):  # the status only: alpha does not move it
-            c.undecided[n] = counts.undecided_text(pair)
+    if ref is not None and cur is not None:
+        for n in both:
+            pair = instruction_counts.between(ref.counts[n], cur.counts[n], alpha_each=0.05)
+            if counts.undecidable(pair):  # the status only: alpha does not move it
+                c.undecided[n] = counts.undecided_text(pair)
     undecided = [n for n in both if n in c.undecided]
     both = [n for n in both if n not in c.undecided]
     c.in_session.update(both)

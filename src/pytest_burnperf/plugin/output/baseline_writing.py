@@ -29,7 +29,7 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, object]) -> b
             if one is None:
                 continue
             entry = one.baseline_entry(provenance(state.git, libs, now))
-            if one.measure == "counts":  # into the counts baselines, which travel
+            if one.judged_by.counted:  # into the counts baselines, which travel
                 counted.setdefault(r.module, {})[r.key] = entry
                 continue
             if state.findings.durations.get(
@@ -42,7 +42,7 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, object]) -> b
         return True
     ok = True
     if counted:
-        ok = _save(state, state.counting.store(state), counted, machine, {}, "counts baselines")
+        ok = _save(state, state.counts().store(), counted, machine, {}, "counts baselines")
     if updates:
         drop = {
             module: [old for key, old in renamed.items() if key in updates.get(module, {})]
@@ -110,7 +110,7 @@ def _save(
         node: why
         for node in state.findings.passed
         if store.path_for(state.findings.results[node].module) in written
-        and state.findings.results[node].sample.timer != "counts"
+        and not state.findings.results[node].judged_by.counted
         and (why := state.findings.results[node].host_disturbed()) is not None
     }
     if busy and store is state.store:

@@ -6,15 +6,14 @@ from __future__ import annotations
 from pytest_burnperf.core.counting import counts
 from pytest_burnperf.core.options.run_options import count_text
 from pytest_burnperf.core.text import clock
-from pytest_burnperf.plugin.measuring.counting import Counting
 from pytest_burnperf.plugin.session.perf_state import PerfState, rel
 
 
 def start_text(state: PerfState) -> str:
     """The run's first lines: what counts and where their baselines are."""
-    c: Counting = state.counting
+    c = state.counts()
     where = (
-        f"counts baselines {rel(c.store(state).dir, state.run.rootpath)}"
+        f"counts baselines {rel(c.store().dir, state.run.rootpath)}"
         if not state.run.mode.compares
         else "every environment counted in this run"
     )
@@ -23,7 +22,7 @@ def start_text(state: PerfState) -> str:
 
 def auto_text(state: PerfState) -> str:
     """--perf-measure auto's first line: which benchmarks counts judge, with what."""
-    c: Counting = state.counting
+    c = state.counts()
     if state.run.mode.records:
         limit = state.run.count.limit
         where = (
@@ -34,28 +33,28 @@ def auto_text(state: PerfState) -> str:
         return (
             f"counts (--perf-measure auto): CPU benchmarks timed, and counted under callgrind "
             f"(valgrind {c.version}) {where}; counts baselines into "
-            f"{rel(c.store(state).dir, state.run.rootpath)}, the time ones beside"
+            f"{rel(c.store().dir, state.run.rootpath)}, the time ones beside"
         )
     if c.named_reference and state.run.mode.compares:  # a named --perf-against REF
         limit = state.run.count.limit
         return (
             f"counts (--perf-measure auto): CPU benchmarks counted under callgrind (valgrind "
             f"{c.version}) in every environment and compared by counts (those without a counts "
-            f"baseline in {rel(c.store(state).dir, state.run.rootpath)} where their calls run "
+            f"baseline in {rel(c.store().dir, state.run.rootpath)} where their calls run "
             f"under --perf-count-limit {count_text(limit) if limit else '0: no limit'} basic "
             "blocks); the rest compared in this session by time"
         )
     if state.run.mode.compares:  # auto that chose a session
         return (
             f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
-            f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
+            f"{rel(c.store().dir, state.run.rootpath)} counted under callgrind (valgrind "
             f"{c.version}) and judged by those, as on any machine (those counted under another "
             "key: counted in every environment and compared by counts); the rest compared in "
             "this session"
         )
     return (
         f"counts (--perf-measure auto): CPU benchmarks with a counts baseline in "
-        f"{rel(c.store(state).dir, state.run.rootpath)} counted under callgrind (valgrind "
+        f"{rel(c.store().dir, state.run.rootpath)} counted under callgrind (valgrind "
         f"{c.version}) and judged by counts (timed in this process too where a time baseline "
         "shows the time change beside), the rest timed"
     )
@@ -65,20 +64,22 @@ def counted_any(state: PerfState) -> bool:
     """Whether the summary speaks of counts: a counting run (counts, both), or auto where it
     counted something (else auto timed everything, as --perf-measure time would)."""
     c = state.counting
-    return c is not None and (c.measure != "auto" or any(r.counts for r in c.runs()))
+    return c is not None and (not c.measure.per_benchmark or any(r.counts for r in c.runs()))
 
 
 def header_text(state: PerfState) -> str:
     """The summary's line about counts: the measure that gates, the model, what it took."""
-    c: Counting = state.counting
+    c = state.counts()
     runs = c.runs()
     took = (
         f"; {sum(len(r.counts) for r in runs)} counted in {clock(sum(r.seconds for r in runs))}"
         if runs
         else ""
     )
-    stored = f"in {rel(c.store(state).dir, state.run.rootpath)}"
-    where = stored if not state.run.mode.compares or c.measure == "auto" else "of both environments"
+    stored = f"in {rel(c.store().dir, state.run.rootpath)}"
+    where = (
+        stored if not state.run.mode.compares or c.measure.per_benchmark else "of both environments"
+    )
     if c.in_session:  # auto: counts baselines of another key, compared in the session
         by_stored = c.run is not None and set(c.run.counts) - c.in_session
         where = f"{stored} and of both environments" if by_stored else "of both environments"

@@ -76,11 +76,11 @@ def header_lines(config: pytest.Config, state: PerfState) -> list[str]:
         f"burnperf: {where}, {rounds_text(state.schedule.rounds, state.schedule.max_rounds)}, "
         f"size {state.run.size}",
     ]
-    if state.counting is not None and state.counting.measure == "auto":
+    if state.counting is not None and state.counting.measure.per_benchmark:
         lines.append(f"burnperf: {counting_text.auto_text(state)}")
     elif state.counting is not None:
         lines[-1] = f"burnperf: {counting_text.start_text(state)}"
-        if state.counting.measure == "both":
+        if state.counting.measure.time_too:
             lines.append(
                 f"burnperf: time: {where}, {rounds_text(state.schedule.rounds, state.schedule.max_rounds)}"
             )
@@ -297,7 +297,5 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
 def _beside(state: PerfState, r: Result) -> bool:
     """Whether ``r`` is judged by counts with its time from one round beside them (auto)."""
     return (
-        r.measure == "counts"
-        and r.time is not None
-        and counting.time_beside(state, r.kind, r.nodeid)
+        r.judged_by.counted and r.time is not None and counting.time_beside(state, r.kind, r.nodeid)
     )

@@ -312,7 +312,7 @@ def _pedantic_lines(state: PerfState) -> list[str]:
     shapes = [
         (r.key, r.pedantic)
         for r in state.findings.results.values()
-        if r.pedantic is not None and r.measure == "time"
+        if r.pedantic is not None and not r.judged_by.counted
     ]
     sampled = [p for _, p in shapes if p is not None and p.rounds is None]
     pinned = [(k, p) for k, p in shapes if p is not None and p.rounds is not None]

@@ -125,10 +125,10 @@ def run_same_session(
     # --perf-measure auto: what has counts baselines is counted here only and judged by them
     # (counts or both: every environment counted, below); with nothing left to time, no
     # environment is built
-    stored_counts = state.counting is not None and state.counting.measure == "auto"
+    stored_counts = state.counting is not None and state.counting.measure.per_benchmark
     moved: list[str] = []
     always: list[str] = []  # of those moved: counted whatever the count limit
-    if stored_counts and state.counting.named_reference:  # every CPU benchmark
+    if stored_counts and state.counts().named_reference:  # every CPU benchmark
         moved, always = session_counts.every_countable(state, items)
     elif stored_counts:
         counting.count_pass(session, state, items)
@@ -368,7 +368,9 @@ def rounds_after_collection(session: pytest.Session, runnable: list[pytest.Item]
     # --perf-measure auto, recording: counted after the timed rounds, whose calls say which
     # are worth counting (counting._too_slow_to_count); every other run counts first
     count_after = (
-        state.counting is not None and state.counting.measure == "auto" and state.run.mode.records
+        state.counting is not None
+        and state.counting.measure.per_benchmark
+        and state.run.mode.records
     )
     if not count_after:
         counting.count_pass(session, state, runnable)

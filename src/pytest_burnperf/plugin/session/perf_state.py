@@ -20,6 +20,7 @@ from pytest_burnperf.plugin.session.run_config import OutputConfig, RoundSchedul
 
 if TYPE_CHECKING:
     from pytest_burnperf.devices import Registry
+    from pytest_burnperf.instruments.counts_run import Counting
     from pytest_burnperf.runs.device_peaks import PeakSource
     from pytest_burnperf.runs.device_probes import Probes
     from pytest_burnperf.storage.baselines import BaselineStore
@@ -43,9 +44,10 @@ class PerfState:
     restore_signals: Callable[[], None] = lambda: None
     #: In a round process of a turn-taking pair (turns.py): this side's end of the turn table.
     turn_side: Any = None
-    #: --perf-measure counts|both in the run that judges: its counting (plugin/measuring/counting.Counting:
-    #: the valgrind, the counted process's counts).
-    counting: Any = None
+    #: A run that counts (--perf-measure counts|both, or auto where counts judge): what the
+    #: counts instrument holds over the run (instruments/counts_run.py: the valgrind, the
+    #: counted processes' counts, what was left to the clock and why).
+    counting: Counting | None = None
     #: pytest-benchmark's hooks switched off for this --perf run (measuring/compat.py times its
     #: ``benchmark`` fixture's tests); decided once in pytest_configure.
     took_over_benchmark: bool = False
@@ -55,6 +57,11 @@ class PerfState:
     _git: dict[str, object] | None = None
     _peaks: PeakSource | None = None
     _probes: Probes | None = None
+
+    def counts(self) -> Counting:
+        """The run's counting, where the caller is reached only in a run that counts."""
+        assert self.counting is not None, "asked for the counts of a run that does not count"
+        return self.counting
 
     @property
     def registry(self) -> Registry:
