@@ -30,8 +30,7 @@ from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.configuration import configure, modes
 from pytest_burnperf.plugin.configuration.options import add_options, add_update_alias
 from pytest_burnperf.plugin.measuring.fixture import make_perf
-from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
-from pytest_burnperf.plugin.measuring.timed_perf import Perf
+from pytest_burnperf.plugin.measuring.perf_base import PerfBase
 from pytest_burnperf.plugin.rounds import round_control
 from pytest_burnperf.plugin.session import outcome_watch
 from pytest_burnperf.plugin.session.cases import Case
@@ -186,7 +185,7 @@ def dtype(_burnperf_case: Case) -> str:
 
 
 @pytest.fixture
-def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> Perf | SmokePerf:
+def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> PerfBase:
     """Time a function on this benchmark's device and judge it against the baseline.
 
     ``perf(fn, *args, **kwargs)`` warms up, calibrates, samples, and returns ``fn``'s result;

@@ -25,8 +25,7 @@ import pytest
 
 from pytest_burnperf.core.options import settings
 from pytest_burnperf.plugin.measuring.fixture import make_perf
-from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
-from pytest_burnperf.plugin.measuring.timed_perf import Perf
+from pytest_burnperf.plugin.measuring.perf_base import PerfBase
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import STATE
 
@@ -73,7 +72,7 @@ def marker_overrides(
 class BenchmarkFixture:
     """pytest-benchmark's ``benchmark`` object, backed by this plugin's ``perf``."""
 
-    def __init__(self, perf: Perf | SmokePerf, name: str, fullname: str, group: str | None) -> None:
+    def __init__(self, perf: PerfBase, name: str, fullname: str, group: str | None) -> None:
         self._perf = perf
         self.name = name
         self.fullname = fullname

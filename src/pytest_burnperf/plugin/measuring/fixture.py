@@ -1,4 +1,4 @@
-"""Which ``perf`` object a benchmark gets: :class:`~.smoke_perf.SmokePerf` without ``--perf``,
+"""Which ``perf`` object a benchmark gets: :class:`~.perf_base.SmokePerf` without ``--perf``,
 :class:`~.same_session_perf.ComparePerf` in the parent of a same-session comparison, and
 :class:`~.timed_perf.Perf` (measure, judge, record) with its stored baseline otherwise; and the
 baseline file and key a test's results belong to."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_burnperf.plugin.measuring.perf_base import PerfBase, SmokePerf
 from pytest_burnperf.plugin.measuring.result_record import keep_renamed
 from pytest_burnperf.plugin.measuring.same_session_perf import ComparePerf
-from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf
 from pytest_burnperf.plugin.measuring.timed_perf import Perf
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import STATE, module_and_key
@@ -17,7 +17,7 @@ from pytest_burnperf.report.pytest_benchmark import legacy_keys
 from pytest_burnperf.storage.baselines import BaselineError
 
 
-def make_perf(request: pytest.FixtureRequest, case: Case) -> Perf | SmokePerf:
+def make_perf(request: pytest.FixtureRequest, case: Case) -> PerfBase:
     """The ``perf`` object of one benchmark: timing and judging under ``--perf``, a single untimed
     call in smoke mode. Its baseline is loaded here; a bad baseline file fails this test only."""
 

@@ -22,66 +22,54 @@ from pytest_burnperf.core.judging.verdict import (
     failure_message,
     judge,
 )
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
 from pytest_burnperf.core.text import escape_strings
+from pytest_burnperf.core.timing import Prepared
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
-from pytest_burnperf.plugin.measuring.profile_rerun import profiled
+from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T, call_once
 from pytest_burnperf.plugin.measuring.result_record import make_result, settle
-from pytest_burnperf.plugin.measuring.smoke_perf import SmokePerf, T, start_once
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.runs.comparison.same_session import summaries
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.records.results import Result
     from pytest_burnperf.host.activity import Window
 
 
-class ComparePerf(SmokePerf):
+class ComparePerf(PerfBase):
     """The ``perf`` fixture of a same-session comparison (``--perf-against``,
     ``--perf-versions``): the rounds measured the benchmark in every environment before the
     tests ran, so here the function is called once, untimed (its result and the test's own
     checks still count), and the verdict judges the candidate's runs against the reference's,
-    paired by round."""
+    paired by round. A benchmark judged here by its stored counts baseline (auto) is profiled
+    in this process where the run profiles (PerfBase._profiled); what is compared in the
+    session is profiled in each environment instead (pair_profiles)."""
 
     def __init__(self, state: PerfState, item: pytest.Item, case: Case, module: str, key: str):
         super().__init__(state, item, case)
-        self._case = case
         self._module = module
         self._key = key
-        self.settings = state.run.settings_for(case.spec)
 
-    def _start(self, fn: object, what: str) -> None:
+    def _call(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
         __tracebackhide__ = True
-        start_once(self, fn, what)
-
-    def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        __tracebackhide__ = True
-        result = super().__call__(fn, *args, **kwargs)
+        result = call_once(self.device, fn, args, kwargs)
         self._judge()
         return result
 
-    def pedantic(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def _pedantic_call(
+        self,
+        fn: Callable[..., T],
+        args: tuple[object, ...],
+        kwargs: dict[str, object] | None,
+        setup: Callable[[], Prepared | None] | None,
+        teardown: Callable[..., object] | None,
+        shape: PedanticShape,
+    ) -> T:
         __tracebackhide__ = True
-        result = super().pedantic(fn, *args, **kwargs)
+        result = call_once(self.device, fn, args, kwargs, setup, teardown)
         self._judge()
         return result
-
-    def _profiled(self, result: Result) -> Result:
-        """--perf-profile: a benchmark judged here by its stored counts baseline (auto), with
-        its profile where this run profiles it (once more under a profiler, in this process;
-        profile_rerun.profiled). What is compared in the session is profiled in each
-        environment instead (pair_profiles)."""
-        if self._rerun is None:
-            return result
-        return profiled(
-            self._state,
-            self.device,
-            self.settings.threads,
-            result,
-            self._rerun,
-            repeat=self._repeat,
-        )
 
     def _judge(self) -> None:
         __tracebackhide__ = True

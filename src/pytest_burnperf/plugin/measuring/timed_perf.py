@@ -17,19 +17,19 @@ from pytest_burnperf.core.judging.between_runs import noise_source
 from pytest_burnperf.core.judging.stats import median_halfwidth, precision_goal, round_sampling
 from pytest_burnperf.core.judging.verdict import Policy, failure_message
 from pytest_burnperf.core.options.pedantic_shape import PedanticShape
-from pytest_burnperf.core.records.roofline_figures import Work, WorkError
 from pytest_burnperf.core.text import escape_strings
-from pytest_burnperf.core.timing import measure, measure_pedantic
+from pytest_burnperf.core.timing import Prepared, measure, measure_pedantic
 from pytest_burnperf.devices.event_timer import timer_messages
 from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.instruments.instruction_counts import CountsHere, CountsJudge
-from pytest_burnperf.instruments.instrument import Instrument, Prepare
+from pytest_burnperf.instruments.instrument import Instrument
 from pytest_burnperf.instruments.profiler import ProfileHere
 from pytest_burnperf.plugin.measuring import counting, counts_judging
 from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_clock
-from pytest_burnperf.plugin.measuring.profile_rerun import profile_here, profiled
+from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T
+from pytest_burnperf.plugin.measuring.profile_rerun import profile_here
 from pytest_burnperf.plugin.measuring.result_record import (
     as_runs,
     keep_noisy,
@@ -38,17 +38,10 @@ from pytest_burnperf.plugin.measuring.result_record import (
     make_result,
     settle,
 )
-from pytest_burnperf.plugin.measuring.smoke_perf import (
-    T,
-    checked_setup,
-    pedantic_call,
-    start_once,
-)
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.records.results import Result
     from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 
 
@@ -56,8 +49,10 @@ if TYPE_CHECKING:
 _TIMED = object()
 
 
-class Perf:
-    """The ``perf`` fixture: call it once per test with the function to benchmark."""
+class Perf(PerfBase):
+    """The ``perf`` fixture of a run that measures: warm-up, calibration and samples on the
+    benchmark's clock (or its counts, or its profile: the instrument that measures it), then
+    the verdict against its stored baseline."""
 
     def __init__(
         self,
@@ -69,72 +64,27 @@ class Perf:
         baseline: StoredBaseline | None,
         legacy: bool = False,
     ) -> None:
-        assert case.entry is not None and case.entry.device is not None
-        self._state = state
-        self._item = item
-        self._case = case
+        super().__init__(state, item, case)
         self._module = module
         self._key = key
         self._baseline = baseline
         #: The baseline comes from the directory of the machine id before hardware classes.
         self._legacy = legacy
-        self._used = False
-        self._work: Work | None = None
         #: Thread pools running more threads than the benchmark's limit (host/threads.py).
         self._pools: list[str] = []
         #: What measures the calls (instrument_choice.choose), chosen when the benchmark calls perf.
         self._instrument: Instrument | None = None
-        #: One call made ready again for --perf-profile, and whether calls may repeat.
-        self._rerun: Prepare | None = None
-        self._repeat = True
-        #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
-        #: what a sample means, kept with the baseline and compared (core/judging/comparability.py).
-        self._pedantic: PedanticShape | None = None
-        #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
-        self.extra_info: dict[str, object] = {}
-        self.group: str | None = None
-        self.device = case.entry.device
-        self.dtype = case.dtype
-        self.settings = state.run.settings_for(case.spec)
-
-    def work(
-        self,
-        flops: float | Work | None = None,
-        bytes: float | None = None,
-        shape: str | None = None,
-    ) -> None:
-        """Declare what one call of the benchmarked function computes and moves: floating-point
-        operations and bytes read or written in memory (or a ``Work`` from the helpers in
-        ``pytest_burnperf.core.records.roofline_figures``), and optionally the shape to show. The
-        report then shows the shape, GFLOP/s, GB/s and % of peak."""
-
-        where = f"{self._item.nodeid}: perf.work"
-        if shape is not None and not isinstance(shape, str):
-            pytest.fail(
-                f"{where}: shape must be a string such as '256x256', got {shape!r}", pytrace=False
-            )
-        if isinstance(flops, Work):
-            if bytes is not None:
-                pytest.fail(f"{where}: give a Work or flops=/bytes=, not both", pytrace=False)
-            self._work = flops if shape is None else replace(flops, shape=shape)
-            return
-        try:
-            self._work = Work(flops=flops, bytes=bytes, shape=shape)
-        except WorkError as exc:
-            pytest.fail(f"{where}: {exc}", pytrace=False)
 
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
-        start_once(self, fn, what)
+        super()._start(fn, what)
         corrupt = counting.corrupt_failure(self._state, self._item.nodeid)
         if corrupt is not None:  # the same clear error whatever the measure
             pytest.fail(corrupt, pytrace=False)
 
-    def __call__(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
-        __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
-
-        self._start(fn, "perf()")
-        self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
+    def _call(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
+        __tracebackhide__ = True
+        assert self._rerun is not None
         counted = self._unclocked(self._rerun)
         if counted is not _TIMED:
             return cast(T, counted)
@@ -192,20 +142,6 @@ class Perf:
             counts_judging.judge(self, None, make_result, self._profiled)
             return result
         return _TIMED
-
-    def _profiled(self, result: Result) -> Result:
-        """--perf-profile: ``result`` with its profile, where this run profiles it (once more
-        under a profiler, after its samples or counts; profile_rerun.profiled)."""
-        if self._rerun is None:
-            return result
-        return profiled(
-            self._state,
-            self.device,
-            self.settings.threads,
-            result,
-            self._rerun,
-            repeat=self._repeat,
-        )
 
     def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
@@ -272,82 +208,21 @@ class Perf:
         self._judge(sample, fingerprint, host, probe)
         return result
 
-    def pedantic(
+    def _pedantic_call(
         self,
         fn: Callable[..., T],
-        args: tuple[object, ...] = (),
-        kwargs: dict[str, object] | None = None,
-        *,
-        setup: Callable[[], object] | None = None,
-        teardown: Callable[..., object] | None = None,
-        rounds: int | None = None,
-        iterations: int = 1,
-        warmup_rounds: int | None = None,
+        args: tuple[object, ...],
+        kwargs: dict[str, object] | None,
+        setup: Callable[[], Prepared | None] | None,
+        teardown: Callable[..., object] | None,
+        shape: PedanticShape,
     ) -> T:
-        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``
-        and before an untimed ``teardown`` (called with the round's arguments, as in
-        pytest-benchmark).
-
-        ``setup`` may return ``(args, kwargs)`` for that round. Without ``rounds`` the
-        benchmark is sampled: after one warm-up round (unless ``warmup_rounds`` is given), at
-        least its ``samples`` setting's rounds, more for short calls (as many as fill
-        ``samples`` x ``min_time``, up to ``max_samples``); given ``rounds`` are honoured as
-        written (``rounds=1`` is timed but cannot be judged: the verdict says so). What a
-        sample means (rounds given or not, iterations, warm-up, setup) is kept with the
-        baseline: one recorded otherwise is not compared.
-        """
         __tracebackhide__ = True
-
-        where = f"{self._item.nodeid}: perf.pedantic"
-        sampled = rounds is None
+        assert self._rerun is not None
         s = self.settings
-        rounds = s.samples if rounds is None else rounds
-        if warmup_rounds is None:
-            warmup_rounds = 1 if sampled else 0
-        for name, value, low in (
-            ("rounds", rounds, 1),
-            ("iterations", iterations, 1),
-            ("warmup_rounds", warmup_rounds, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                pytest.fail(
-                    f"{where}({name}={value!r}): must be a whole number >= {low}", pytrace=False
-                )
-        if setup is not None and (args or kwargs):
-            pytest.fail(
-                f"{where}: give either setup (returning args, kwargs) or args/kwargs",
-                pytrace=False,
-            )
-        if setup is not None:
-            if not callable(setup):
-                pytest.fail(f"{where}: setup must be callable, got {setup!r}", pytrace=False)
-            setup = checked_setup(setup, where)
-        if teardown is not None and not callable(teardown):
-            pytest.fail(f"{where}: teardown must be callable, got {teardown!r}", pytrace=False)
-        if setup is not None and iterations > 1:
-            pytest.fail(
-                f"{where}: iterations={iterations} with a setup function would reuse one "
-                "round's inputs; use iterations=1",
-                pytrace=False,
-            )
-        if self.settings.timer == "graph":
-            pytest.fail(
-                f"{where}: timer='graph' replays one captured sequence of calls on the same "
-                "inputs, while pedantic rounds get their own setup and inputs; use perf(fn, "
-                "*args) for graph timing, or timer='device' for pedantic rounds",
-                pytrace=False,
-            )
-        self._start(fn, "perf.pedantic()")
-        self._pedantic = PedanticShape(
-            rounds=None if sampled else rounds,
-            iterations=iterations,
-            warmup_rounds=warmup_rounds,
-            setup=setup is not None,
-        )
-
-        make_call = pedantic_call(fn, args, kwargs, setup, teardown, iterations)
-        self._rerun, self._repeat = make_call, False
-        counted = self._unclocked(make_call)
+        sampled = shape.rounds is None
+        rounds = s.samples if shape.rounds is None else shape.rounds
+        counted = self._unclocked(self._rerun)
         if counted is not _TIMED:
             return cast(T, counted)
         result = self._measure(
@@ -358,8 +233,8 @@ class Perf:
             setup=setup,
             teardown=teardown,
             rounds=rounds,
-            iterations=iterations,
-            warmup_rounds=warmup_rounds,
+            iterations=shape.iterations,
+            warmup_rounds=shape.warmup_rounds,
             # not given: as many single-call rounds as fill the samples' time (at min_time each,
             # within max_time), between samples and max_samples
             sampled=(rounds, max(rounds, s.max_samples), min(s.max_time, s.samples * s.min_time))

@@ -1,0 +1,303 @@
+"""What every ``perf`` object is (:class:`PerfBase`): the benchmark it belongs to, called once
+with a callable, ``perf.work`` and ``perf.pedantic``'s arguments checked the same way, the call
+made ready again for a profile; and the smoke one (:class:`SmokePerf`, a run without
+``--perf``): each benchmark body runs once, untimed, so a broken benchmark fails in the ordinary
+test run. The measuring one is timed_perf.Perf, the comparing one same_session_perf.ComparePerf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar
+
+import pytest
+
+from pytest_burnperf.core.options.pedantic_shape import PedanticShape
+from pytest_burnperf.core.records.roofline_figures import Work, WorkError
+from pytest_burnperf.core.text import escape
+from pytest_burnperf.core.timing import Prepared
+from pytest_burnperf.devices.base import Device
+from pytest_burnperf.instruments.instrument import Prepare
+from pytest_burnperf.plugin.measuring.profile_rerun import profiled
+from pytest_burnperf.plugin.measuring.result_record import keep_smoked
+from pytest_burnperf.plugin.session.cases import Case
+from pytest_burnperf.plugin.session.perf_state import PerfState
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.records.results import Result
+
+T = TypeVar("T")
+
+
+def checked_setup(setup: Callable[[], object], where: str) -> Callable[[], Prepared | None]:
+    """``setup`` whose result is None or ``(args, kwargs)``: anything else fails the test in one
+    line naming the benchmark, not with a TypeError from inside the timing loop."""
+
+    def run() -> Prepared | None:
+        __tracebackhide__ = True
+        prepared = setup()
+        if prepared is None:
+            return None
+        if (
+            isinstance(prepared, (tuple, list))
+            and len(prepared) == 2
+            and isinstance(prepared[0], (tuple, list))
+            and isinstance(prepared[1], Mapping)
+        ):
+            return tuple(prepared[0]), dict(prepared[1])
+        pytest.fail(
+            f"{where}: setup must return None or (args, kwargs) -- a tuple of positional "
+            f"arguments and a dict of keyword arguments -- got {type(prepared).__name__} "
+            f"{escape(repr(prepared))[:80]}",
+            pytrace=False,
+        )
+
+    return run
+
+
+def pedantic_call(
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object] | None,
+    setup: Callable[[], Prepared | None] | None,
+    teardown: Callable[..., object] | None,
+    iterations: int,
+) -> Callable[[], tuple[Callable[[], object], Callable[[], object] | None]]:
+    """One pedantic round made ready to run again (for --perf-profile, a counted call): its
+    ``setup`` (already checked_setup's), then (the round's ``iterations`` calls, its
+    ``teardown``)."""
+
+    def make_call() -> tuple[Callable[[], object], Callable[[], object] | None]:
+        a, k = tuple(args), dict(kwargs or {})
+        if setup is not None:
+            prepared = setup()
+            if prepared is not None:
+                a, k = tuple(prepared[0]), dict(prepared[1])
+
+        def call() -> object:
+            out = None
+            for _ in range(iterations):
+                out = fn(*a, **k)
+            return out
+
+        return call, (None if teardown is None else lambda: teardown(*a, **k))
+
+    return make_call
+
+
+def call_once(
+    device: Device,
+    fn: Callable[..., T],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object] | None,
+    setup: Callable[[], Prepared | None] | None = None,
+    teardown: Callable[..., object] | None = None,
+) -> T:
+    """One untimed call, as a pedantic round makes it (``setup`` first, ``teardown`` after,
+    with the round's arguments), the device synchronised before it returns."""
+    __tracebackhide__ = True
+    a, k = tuple(args), dict(kwargs or {})
+    if setup is not None:
+        prepared = setup()
+        if prepared is not None:
+            a, k = tuple(prepared[0]), dict(prepared[1])
+    result = fn(*a, **k)
+    device.sync()
+    if teardown is not None:
+        teardown(*a, **k)
+    return result
+
+
+class PerfBase:
+    """What every ``perf`` object is and does before it measures: the benchmark's test, device,
+    dtype and settings; called once, with a callable (``perf(fn, ...)`` or
+    ``perf.pedantic(fn, ...)``, one signature, its arguments checked here); ``perf.work``
+    checked and kept; the call made ready again for ``--perf-profile``. What each kind does
+    with the call is :meth:`_call` and :meth:`_pedantic_call`."""
+
+    def __init__(self, state: PerfState, item: pytest.Item, case: Case) -> None:
+        assert case.entry is not None and case.entry.device is not None
+        self._state = state
+        self._item = item
+        self._case = case
+        self.device = case.entry.device
+        self.dtype = case.dtype
+        self.settings = state.run.settings_for(case.spec)
+        self._used = False
+        #: What one call computes and moves (``perf.work``), where the benchmark said.
+        self._work: Work | None = None
+        #: The one call made ready again (a profile of it after the verdict), and whether
+        #: calls may repeat back to back (``perf(fn)``) or run once (a pedantic round).
+        self._rerun: Prepare | None = None
+        self._repeat = True
+        #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
+        #: what a sample means, kept with the baseline and compared (core/judging/comparability.py).
+        self._pedantic: PedanticShape | None = None
+        #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
+        self.extra_info: dict[str, object] = {}
+        self.group: str | None = None
+
+    def _start(self, fn: object, what: str) -> None:
+        """Called once, with a callable: else the test fails in one line."""
+        __tracebackhide__ = True
+        node = self._item.nodeid
+        if self._used:
+            pytest.fail(
+                f"{node}: {what} was called a second time; a benchmark times one function once "
+                "(split it into separate tests)",
+                pytrace=False,
+            )
+        if not callable(fn):
+            pytest.fail(f"{node}: {what} needs a callable, got {fn!r}", pytrace=False)
+        self._used = True
+
+    def work(
+        self,
+        flops: float | Work | None = None,
+        bytes: float | None = None,
+        shape: str | None = None,
+    ) -> None:
+        """Declare what one call of the benchmarked function computes and moves: floating-point
+        operations and bytes read or written in memory (or a ``Work`` from the helpers in
+        ``pytest_burnperf.core.records.roofline_figures``), and optionally the shape to show. The
+        report then shows the shape, GFLOP/s, GB/s and % of peak (a run that measures)."""
+        where = f"{self._item.nodeid}: perf.work"
+        if shape is not None and not isinstance(shape, str):
+            pytest.fail(
+                f"{where}: shape must be a string such as '256x256', got {shape!r}", pytrace=False
+            )
+        if isinstance(flops, Work):
+            if bytes is not None:
+                pytest.fail(f"{where}: give a Work or flops=/bytes=, not both", pytrace=False)
+            self._work = flops if shape is None else replace(flops, shape=shape)
+            return
+        try:
+            self._work = Work(flops=flops, bytes=bytes, shape=shape)
+        except WorkError as exc:
+            pytest.fail(f"{where}: {exc}", pytrace=False)
+
+    def __call__(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
+        self._start(fn, "perf()")
+        self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
+        return self._call(fn, args, kwargs)
+
+    def pedantic(
+        self,
+        fn: Callable[..., T],
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
+        *,
+        setup: Callable[[], object] | None = None,
+        teardown: Callable[..., object] | None = None,
+        rounds: int | None = None,
+        iterations: int = 1,
+        warmup_rounds: int | None = None,
+    ) -> T:
+        """Time ``rounds`` rounds of ``iterations`` calls, each round after an untimed ``setup``
+        and before an untimed ``teardown`` (called with the round's arguments, as in
+        pytest-benchmark).
+
+        ``setup`` may return ``(args, kwargs)`` for that round. Without ``rounds`` the
+        benchmark is sampled: after one warm-up round (unless ``warmup_rounds`` is given), at
+        least its ``samples`` setting's rounds, more for short calls (as many as fill
+        ``samples`` x ``min_time``, up to ``max_samples``); given ``rounds`` are honoured as
+        written (``rounds=1`` is timed but cannot be judged: the verdict says so). What a
+        sample means (rounds given or not, iterations, warm-up, setup) is kept with the
+        baseline: one recorded otherwise is not compared. Without ``--perf``: one round.
+        """
+        __tracebackhide__ = True
+        where = f"{self._item.nodeid}: perf.pedantic"
+        sampled = rounds is None
+        rounds = self.settings.samples if rounds is None else rounds
+        if warmup_rounds is None:
+            warmup_rounds = 1 if sampled else 0
+        for name, value, low in (
+            ("rounds", rounds, 1),
+            ("iterations", iterations, 1),
+            ("warmup_rounds", warmup_rounds, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                pytest.fail(
+                    f"{where}({name}={value!r}): must be a whole number >= {low}", pytrace=False
+                )
+        if setup is not None and (args or kwargs):
+            pytest.fail(
+                f"{where}: give either setup (returning args, kwargs) or args/kwargs",
+                pytrace=False,
+            )
+        checked = None
+        if setup is not None:
+            if not callable(setup):
+                pytest.fail(f"{where}: setup must be callable, got {setup!r}", pytrace=False)
+            checked = checked_setup(setup, where)
+        if teardown is not None and not callable(teardown):
+            pytest.fail(f"{where}: teardown must be callable, got {teardown!r}", pytrace=False)
+        if checked is not None and iterations > 1:
+            pytest.fail(
+                f"{where}: iterations={iterations} with a setup function would reuse one "
+                "round's inputs; use iterations=1",
+                pytrace=False,
+            )
+        if self.settings.timer == "graph":
+            pytest.fail(
+                f"{where}: timer='graph' replays one captured sequence of calls on the same "
+                "inputs, while pedantic rounds get their own setup and inputs; use perf(fn, "
+                "*args) for graph timing, or timer='device' for pedantic rounds",
+                pytrace=False,
+            )
+        self._start(fn, "perf.pedantic()")
+        self._pedantic = PedanticShape(
+            rounds=None if sampled else rounds,
+            iterations=iterations,
+            warmup_rounds=warmup_rounds,
+            setup=checked is not None,
+        )
+        self._rerun = pedantic_call(fn, tuple(args), kwargs, checked, teardown, iterations)
+        self._repeat = False
+        return self._pedantic_call(fn, tuple(args), kwargs, checked, teardown, self._pedantic)
+
+    def _call(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
+        """What this kind does with ``perf(fn, *args, **kwargs)``: one untimed call."""
+        __tracebackhide__ = True
+        return call_once(self.device, fn, args, kwargs)
+
+    def _pedantic_call(
+        self,
+        fn: Callable[..., T],
+        args: tuple[object, ...],
+        kwargs: dict[str, object] | None,
+        setup: Callable[[], Prepared | None] | None,
+        teardown: Callable[..., object] | None,
+        shape: PedanticShape,
+    ) -> T:
+        """What this kind does with a checked ``perf.pedantic``: one untimed round."""
+        __tracebackhide__ = True
+        return call_once(self.device, fn, args, kwargs, setup, teardown)
+
+    def _profiled(self, result: Result) -> Result:
+        """--perf-profile: ``result`` with its profile, where this run profiles it (once more
+        under a profiler, after its samples or counts; profile_rerun.profiled)."""
+        if self._rerun is None:
+            return result
+        return profiled(
+            self._state,
+            self.device,
+            self.settings.threads,
+            result,
+            self._rerun,
+            repeat=self._repeat,
+        )
+
+
+class SmokePerf(PerfBase):
+    """The ``perf`` fixture without --perf: calls the function once, untimed, and returns its
+    result, so the benchmark's own checks run (its arguments to ``perf``, ``perf.pedantic``
+    and ``perf.work`` checked as a measuring run checks them); nothing is measured, judged or
+    written."""
+
+    def _start(self, fn: object, what: str) -> None:
+        __tracebackhide__ = True
+        super()._start(fn, what)
+        keep_smoked(self._state, self._item.nodeid)
