@@ -218,17 +218,26 @@ def test_pedantic_argument_errors(pytester: pytest.Pytester) -> None:
         def test_twice(perf):
             perf(sum, [1])
             perf(sum, [1])
+
+        @pytest.mark.perf(backends=["numpy"])
+        def test_shape(perf):
+            perf.work(flops=1e6, shape=256)
+            perf(sum, [1])
         """
     )
-    result = pytester.runpytest("--perf", *FAST)
-    result.assert_outcomes(failed=3)
-    result.stdout.fnmatch_lines(
-        [
-            "*test_p.py::test_rounds[[]numpy-cpu-f32[]]: perf.pedantic(rounds=0): must be a whole number >= 1",
-            "*test_p.py::test_both[[]numpy-cpu-f32[]]: perf.pedantic: give either setup*",
-            "*test_p.py::test_twice[[]numpy-cpu-f32[]]: perf() was called a second time*",
-        ]
-    )
+    # the same checks without --perf: a wrong call fails the ordinary test run (PerfBase)
+    for args in (("--perf", *FAST), ()):
+        result = pytester.runpytest(*args)
+        result.assert_outcomes(failed=4)
+        result.stdout.fnmatch_lines(
+            [
+                "*test_p.py::test_rounds[[]numpy-cpu-f32[]]: perf.pedantic(rounds=0): must be a "
+                "whole number >= 1",
+                "*test_p.py::test_both[[]numpy-cpu-f32[]]: perf.pedantic: give either setup*",
+                "*test_p.py::test_twice[[]numpy-cpu-f32[]]: perf() was called a second time*",
+                "*test_p.py::test_shape[[]numpy-cpu-f32[]]: perf.work: shape must be a string*",
+            ]
+        )
 
 
 def test_unwritable_json_path_is_reported(pytester: pytest.Pytester) -> None:
