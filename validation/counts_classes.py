@@ -113,11 +113,12 @@ def judge(model: str, folder: Path, select: str, backends: str = "numpy") -> dic
             time.sleep(5)
             if model == "native":
                 continue
-            for written in tmp.glob("burnperf-counts-*/pass-*/worker.json"):
+            for written in tmp.glob("burnperf-counts-*/pass-*/round-process.json"):
                 if time.time() - written.stat().st_mtime > 30:
                     ended = (
                         not subprocess.run(
-                            ["pkill", "-9", "-f", "--", f"--perf-worker-out={written}"], check=False
+                            ["pkill", "-9", "-f", "--", f"--perf-round-process-out={written}"],
+                            check=False,
                         ).returncode
                         or ended
                     )

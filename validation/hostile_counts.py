@@ -77,7 +77,7 @@ import sys
 
 import pytest
 
-COUNTED = any(a.startswith("--perf-worker-count-dir") for a in sys.argv)
+COUNTED = any(a.startswith("--perf-round-process-count-dir") for a in sys.argv)
 CRASH = {crash!r}
 
 
@@ -98,7 +98,7 @@ from pathlib import Path
 
 import pytest
 
-COUNTED = [a for a in sys.argv if a.startswith("--perf-worker-out=")]
+COUNTED = [a for a in sys.argv if a.startswith("--perf-round-process-out=")]
 
 
 @pytest.mark.perf(backends=["numpy"])
@@ -326,7 +326,7 @@ def _ours(root: Path) -> set[int]:
             cwd = os.readlink(p / "cwd")
         except OSError:
             continue
-        if any(b"--perf-worker-count-dir" in c for c in cmd) and Path(cwd) == root:
+        if any(b"--perf-round-process-count-dir" in c for c in cmd) and Path(cwd) == root:
             found.add(int(p.name))
     return found
 

@@ -336,7 +336,7 @@ import sys
 
 import pytest
 
-COUNTED = any(a.startswith("--perf-worker-count-dir") for a in sys.argv)
+COUNTED = any(a.startswith("--perf-round-process-count-dir") for a in sys.argv)
 
 
 def work(n):
@@ -379,7 +379,7 @@ import time
 
 import pytest
 
-COUNTED = any(a.startswith("--perf-worker-count-dir") for a in sys.argv)
+COUNTED = any(a.startswith("--perf-round-process-count-dir") for a in sys.argv)
 SLOW = float(open("slow.txt").read())
 CRASH = open("crash.txt").read() == "1"
 

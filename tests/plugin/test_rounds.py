@@ -298,7 +298,9 @@ def test_only_the_measuring_process_meters_peak_memory(
 
     monkeypatch.setattr(NumpyDevice, "peak_memory", meter)
     out = tmp_path / "round.json"
-    loop_project.runpytest("--perf", f"--perf-worker-out={out}", *FAST).assert_outcomes(passed=2)
+    loop_project.runpytest("--perf", f"--perf-round-process-out={out}", *FAST).assert_outcomes(
+        passed=2
+    )
     assert out.exists() and metered == []
     loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST).assert_outcomes(passed=2)
     assert metered == ["numpy-cpu", "numpy-cpu"]
@@ -368,13 +370,13 @@ def test_a_round_that_crashes_is_reported_and_the_run_goes_on(
     if start == "fork" and not hasattr(os, "fork"):
         pytest.skip("needs fork()")
     # only the round processes (fresh ones, or the server the forked ones come from) see
-    # --perf-worker-out / --perf-worker-serve on their command line
+    # --perf-round-process-out / --perf-round-process-serve on their command line
     use_virtual_clock(
         loop_project,
         """
         import sys
 
-        if any(a.startswith(("--perf-worker-out", "--perf-worker-serve")) for a in sys.argv):
+        if any(a.startswith(("--perf-round-process-out", "--perf-round-process-serve")) for a in sys.argv):
             raise SystemExit("round process refused to start")
         """,
     )
@@ -400,7 +402,7 @@ def test_a_forked_round_that_dies_is_reported_and_the_next_round_still_runs(
 
         @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
         def test_dies_in_round_one(perf, device, dtype):
-            if any(a.startswith("--perf-worker-serve") for a in sys.argv):
+            if any(a.startswith("--perf-round-process-serve") for a in sys.argv):
                 marker = os.path.join(os.environ["MARKER_DIR"], "died")
                 if not os.path.exists(marker):  # the first forked round dies, the second not
                     open(marker, "w").close()
@@ -499,7 +501,7 @@ def test_a_round_server_runs_only_what_this_process_asked_for(
 
         import pytest
 
-        if any(a.startswith("--perf-worker-serve") for a in sys.argv):
+        if any(a.startswith("--perf-round-process-serve") for a in sys.argv):
 
             @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
             def test_only_the_server_sees(perf):

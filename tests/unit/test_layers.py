@@ -487,3 +487,18 @@ def test_the_package_never_imports_the_harnesses() -> None:
             if any(n == "validation" or n.startswith("validation.") for n in names):
                 wrong.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not wrong
+
+
+def test_the_measuring_child_process_has_one_name() -> None:
+    """The child process that measures for its parent is a round process (docs/architecture.md):
+    its options are ``--perf-round-process-*``, its file ``round-process.json``; it was also a
+    "worker" (9 hidden options, worker.json, run_worker), which pytest-xdist's workers made
+    ambiguous."""
+    old = ("perf-worker-", "perf_worker_", "worker.json", "run_worker", "worker.only")
+    found = [
+        f"{module}: {name}"
+        for module, path in _modules().items()
+        for name in old
+        if name in path.read_text(encoding="utf-8")
+    ]
+    assert not found, found

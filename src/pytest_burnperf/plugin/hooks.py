@@ -104,7 +104,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
-    """In a round server (--perf-worker-serve): fork one child per requested round instead of
+    """In a round server (--perf-round-process-serve): fork one child per requested round instead of
     running the tests here (runs/forkserver.py)."""
     return round_control.serve_rounds(session)
 

@@ -33,12 +33,12 @@ from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
-from pytest_burnperf.runs.round_launcher import journal_path, read_journal, run_worker
+from pytest_burnperf.runs.round_launcher import journal_path, read_journal, run_round_process
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 from pytest_burnperf.storage.paths import cache_root
 
 #: The hidden option that makes a pytest process a counted one: the directory of its dumps.
-COUNT_OPTION = "--perf-worker-count-dir"
+COUNT_OPTION = "--perf-round-process-count-dir"
 #: What a counted process's environment pins: hash seeds (dict and set order, hence the
 #: interpreter's work, the same in every run), how idle pool threads wait (GNU and Intel OpenMP
 #: sleep at once instead of spinning; OpenBLAS's workers spin for the shortest time it allows,
@@ -386,7 +386,7 @@ def _one_process(
     here = work / f"pass-{attempt}"
     here.mkdir()
     already = len(got.counts) + len(got.timed_instead) + len(got.missing)
-    code, output, out = run_worker(
+    code, output, out = run_round_process(
         launch.python,
         launch.args,
         wanted=todo,

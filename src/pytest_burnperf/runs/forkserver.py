@@ -1,7 +1,7 @@
 """Forked process rounds: one prepared pytest process, a child forked from it for each round.
 
 A fresh interpreter per round pays start-up, pytest's collection and the test modules' imports
-(torch alone takes 1-2 s) every round. The *server* is one ``pytest ... --perf-worker-serve=DIR``
+(torch alone takes 1-2 s) every round. The *server* is one ``pytest ... --perf-round-process-serve=DIR``
 process started once by the parent session: it collects, imports, and then waits. For each round
 the parent writes a request file ``DIR/<n>.req`` (JSON: the samples file to write and, for an
 adaptive round, the node ids to run); the server forks a child, which runs those tests exactly as
@@ -176,7 +176,7 @@ class ForkServer:
         self.log = (tmp / (self.ctl.name + ".log")).open("w+", encoding="utf-8", errors="replace")
         self.n = 0
         self.proc = subprocess.Popen(
-            [*cmd, f"--perf-worker-serve={self.ctl}"],
+            [*cmd, f"--perf-round-process-serve={self.ctl}"],
             cwd=cwd,
             stdout=self.log,
             stderr=subprocess.STDOUT,

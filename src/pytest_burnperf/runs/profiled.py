@@ -20,12 +20,12 @@ from pathlib import Path
 
 from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.text import tail
-from pytest_burnperf.runs.round_launcher import run_worker
+from pytest_burnperf.runs.round_launcher import run_round_process
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 
 #: The hidden option that makes a round process a profiled one: the environment's label (the
 #: profile files are named by it).
-SIDE_OPTION = "--perf-worker-profile-side"
+SIDE_OPTION = "--perf-round-process-profile-side"
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def run(
     t0 = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="burnperf-profiles-"))
     try:
-        code, output, out = run_worker(
+        code, output, out = run_round_process(
             python,
             args,
             wanted=wanted,

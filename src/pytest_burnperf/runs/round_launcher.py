@@ -266,7 +266,7 @@ def interpreter_args(
     return out
 
 
-def run_worker(
+def run_round_process(
     python: str,
     args: Sequence[str],
     *,
@@ -281,8 +281,8 @@ def run_worker(
     """One pass of ``python -m pytest args`` over the node ids ``wanted`` (a counted or a
     profiled process: ``options`` say which, ``prefix`` runs it under valgrind), its files
     under ``work``. Returns its exit status, its output and the file it was to write."""
-    out = work / "worker.json"
-    only = work / "worker.only"
+    out = work / "round-process.json"
+    only = work / "round-process.only"
     only.write_text("\n".join(wanted) + "\n", encoding="utf-8")
     cmd = [
         *prefix,
@@ -294,8 +294,8 @@ def run_worker(
         "-q",
         "-p",
         "no:cacheprovider",
-        f"--perf-worker-out={out}",
-        f"--perf-worker-only={only}",
+        f"--perf-round-process-out={out}",
+        f"--perf-round-process-only={only}",
         *options,
     ]
     code, output = run_process(cmd, cwd=cwd, out=out, todo=wanted, say=say, env=env)

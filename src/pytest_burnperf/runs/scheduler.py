@@ -15,7 +15,7 @@ How a round starts (:class:`Schedule` ``start``):
   GPU's runtime, OpenCL and Vulkan drivers set up once); its rounds do not sample what moves
   between processes.
 
-A round's process writes its samples, host windows and probes (``--perf-worker-out``); the
+A round's process writes its samples, host windows and probes (``--perf-round-process-out``); the
 scheduler pools them in :class:`Measured`, keeping a benchmark's round only where every
 environment measured it (the rounds stay paired). No adaptive round starts once the budget
 is spent (``Measured.budget_stopped``). No pytest here: the plugin passes the arguments of the
@@ -412,11 +412,11 @@ class _Run:
                 code, output = 1, f"the round server could not be reached: {exc}"
         else:
             cmd = [side.python, *interpreter_args(), "-m", "pytest", *self.args, "-q"]
-            cmd.append(f"--perf-worker-out={out}")
+            cmd.append(f"--perf-round-process-out={out}")
             if len(group) < len(self.wanted):
                 only = out.with_suffix(".only")
                 only.write_text("\n".join(group) + "\n", encoding="utf-8")
-                cmd.append(f"--perf-worker-only={only}")
+                cmd.append(f"--perf-round-process-only={only}")
             code, output = run_process(
                 cmd,
                 cwd=self.cwd,

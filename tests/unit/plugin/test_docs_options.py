@@ -12,7 +12,7 @@ from pytest_burnperf.plugin.configuration.options import UPDATE_ALIAS, add_optio
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 #: Options the parent run gives its own round processes; not for users.
-INTERNAL = re.compile(r"^--perf-worker-")
+INTERNAL = re.compile(r"^--perf-round-process-")
 
 
 class Recorder:

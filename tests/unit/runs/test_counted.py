@@ -22,8 +22,8 @@ from pathlib import Path
 from pytest_burnperf.runs.round_launcher import note_record, note_started
 
 arg = lambda name: next(a.split("=", 1)[1] for a in sys.argv if a.startswith(name + "="))
-out = Path(arg("--perf-worker-out"))
-wanted = Path(arg("--perf-worker-only")).read_text().split()
+out = Path(arg("--perf-round-process-out"))
+wanted = Path(arg("--perf-round-process-only")).read_text().split()
 Path("starts").open("a").write("start " + " ".join(wanted) + "\\n")
 print("==1== valgrind cache warning")
 records = {}

@@ -127,7 +127,7 @@ SERVER = textwrap.dedent(
     from pathlib import Path
     from pytest_burnperf.runs.forkserver import serve
 
-    ctl = Path(next(a for a in sys.argv if a.startswith("--perf-worker-serve=")).split("=", 1)[1])
+    ctl = Path(next(a for a in sys.argv if a.startswith("--perf-round-process-serve=")).split("=", 1)[1])
     if "die" in sys.argv:
         print("server refused to start")
         raise SystemExit(4)

@@ -75,7 +75,7 @@ def test_a_process_that_writes_nothing_leaves_every_benchmark_unprofiled(tmp_pat
 def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -> None:
     body = (
         "import json, sys\n"
-        "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--perf-worker-out='))\n"
+        "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--perf-round-process-out='))\n"
         "side = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('"
         + profiled.SIDE_OPTION
         + "='))\n"

@@ -120,9 +120,9 @@ def decide(
 ) -> Mode:
     """The mode of a run from its options: ``perf`` (``--perf``), ``smoke`` (smoke runs on),
     ``update`` (``--perf-update``), ``same_session`` (a comparison plan was made),
-    ``round_process`` (``--perf-worker-out``: started by a parent), ``counted``
-    (``--perf-count-dir``: under valgrind), ``profiled`` (``--perf-worker-profile-side``: one side
-    of a comparison profiled), ``serves`` (``--perf-worker-serve``: a round server). A round
+    ``round_process`` (``--perf-round-process-out``: started by a parent), ``counted``
+    (``--perf-count-dir``: under valgrind), ``profiled`` (``--perf-round-process-profile-side``: one side
+    of a comparison profiled), ``serves`` (``--perf-round-process-serve``: a round server). A round
     process's own ``update`` and comparison are
     its parent's business, so they do not make it another mode."""
     if not perf:

@@ -113,8 +113,8 @@ def configure(config: pytest.Config) -> None:
     baselines_dir = Path(pick("perf_baselines_dir") or "baselines")
     json_path = pick("perf_json")
     # the one place a process learns it is a round of a parent's (the mode decided below)
-    round_out = config.getoption("perf_worker_out")
-    serve = config.getoption("perf_worker_serve")
+    round_out = config.getoption("perf_round_process_out")
+    serve = config.getoption("perf_round_process_serve")
     if serve:  # a round server: every forked round sets its own samples file
         round_out = str(Path(serve, "server.json"))
     round_process = bool(round_out)
@@ -222,7 +222,7 @@ def configure(config: pytest.Config) -> None:
         plan=plan,
         reference=choice,
         shard=pick("perf_shard"),
-        round_only=_worker_only(config),
+        round_only=_round_process_only(config),
     )
     schedule = _schedule(config, pick, mode, rounds, max_rounds, round_out, serve, plan)
     output = _output(config, pick, mode, json_path, markdown_path, store_value, ci)
@@ -375,10 +375,10 @@ def _sampling_rounds(
     config: pytest.Config, rounds: int, *, in_round: bool, plan: Plan | None
 ) -> int:
     """The rounds each process round samples for (PerfState.sampling_rounds): the session's
-    fixed rounds, which a round's process hears through --perf-worker-rounds. Same-session
+    fixed rounds, which a round's process hears through --perf-round-process-rounds. Same-session
     comparisons keep full rounds: their reference may be an older release without that option."""
     if in_round:
-        return max(1, config.getoption("perf_worker_rounds") or 1)
+        return max(1, config.getoption("perf_round_process_rounds") or 1)
     return 1 if plan is not None else rounds
 
 
@@ -419,8 +419,8 @@ def _rounds(
         raise pytest.UsageError(str(exc)) from None
 
 
-def _worker_only(config: pytest.Config) -> frozenset[str] | None:
-    path = config.getoption("perf_worker_only")
+def _round_process_only(config: pytest.Config) -> frozenset[str] | None:
+    path = config.getoption("perf_round_process_only")
     if not path:
         return None
     return frozenset(Path(path).read_text(encoding="utf-8").splitlines())

@@ -119,36 +119,51 @@ def add_options(parser: pytest.Parser) -> None:
         help="same as --perf-store (keep passwords out of files: use $BURNPERF_STORE)",
     )
     group.addoption(
-        "--perf-worker-out", dest="perf_worker_out", default=None, help=argparse.SUPPRESS
+        "--perf-round-process-out",
+        dest="perf_round_process_out",
+        default=None,
+        help=argparse.SUPPRESS,
     )
     group.addoption(
-        "--perf-worker-only", dest="perf_worker_only", default=None, help=argparse.SUPPRESS
+        "--perf-round-process-only",
+        dest="perf_round_process_only",
+        default=None,
+        help=argparse.SUPPRESS,
     )
     group.addoption(
-        "--perf-worker-serve", dest="perf_worker_serve", default=None, help=argparse.SUPPRESS
+        "--perf-round-process-serve",
+        dest="perf_round_process_serve",
+        default=None,
+        help=argparse.SUPPRESS,
     )
     group.addoption(  # a counted process (runs/counted.py): the directory of its dumps ...
-        "--perf-worker-count-dir", dest="perf_count_dir", default=None, help=argparse.SUPPRESS
+        "--perf-round-process-count-dir",
+        dest="perf_count_dir",
+        default=None,
+        help=argparse.SUPPRESS,
     )
     group.addoption(  # ... and how many calls of each benchmark it counts
-        "--perf-worker-count-calls",
+        "--perf-round-process-count-calls",
         dest="perf_count_calls",
         type=int,
         default=None,
         help=argparse.SUPPRESS,
     )
     group.addoption(  # ... and the file of those it counts whatever --perf-count-limit says
-        "--perf-worker-count-always",
+        "--perf-round-process-count-always",
         dest="perf_count_always",
         default=None,
         help=argparse.SUPPRESS,
     )
     group.addoption(  # a profiled process (runs/profiled.py): the environment it profiles
-        "--perf-worker-profile-side", dest="perf_profile_side", default=None, help=argparse.SUPPRESS
+        "--perf-round-process-profile-side",
+        dest="perf_profile_side",
+        default=None,
+        help=argparse.SUPPRESS,
     )
     group.addoption(
-        "--perf-worker-rounds",
-        dest="perf_worker_rounds",
+        "--perf-round-process-rounds",
+        dest="perf_round_process_rounds",
         type=int,
         default=None,
         help=argparse.SUPPRESS,

@@ -3,7 +3,7 @@ counted, the counted process started after collection (runs/counted.py), the cou
 that process, and the verdict from counts in the run that judges.
 
 Where a round process decides what to print is plugin/rounds/round_control.py; a counted process is a round
-process with ``--perf-worker-count-dir``: it counts instead of timing and writes counts, not samples.
+process with ``--perf-round-process-count-dir``: it counts instead of timing and writes counts, not samples.
 """
 
 from __future__ import annotations
@@ -320,9 +320,9 @@ def _count_sides(
 
 
 #: The hidden option that tells a counted process how many calls to count.
-COUNT_CALLS = "--perf-worker-count-calls"
+COUNT_CALLS = "--perf-round-process-count-calls"
 #: The hidden option naming the file of benchmarks it counts whatever the count limit.
-COUNT_ALWAYS = "--perf-worker-count-always"
+COUNT_ALWAYS = "--perf-round-process-count-always"
 
 
 # --------------------------------------------------------------------------------------------

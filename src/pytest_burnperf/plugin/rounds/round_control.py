@@ -68,7 +68,7 @@ def run_rounds(
     if restrict is not None:  # the rounds probe only the devices they time on
         args.append(f"--perf-backends={restrict}")
     # every round samples as the pooled session's rounds do (stats.round_samples)
-    args.append(f"--perf-worker-rounds={state.schedule.rounds}")
+    args.append(f"--perf-round-process-rounds={state.schedule.rounds}")
     write = line_writer(config)
     t0 = time.monotonic()
     got = scheduler.run(
@@ -294,7 +294,7 @@ def clean_runs(
 
 
 def serve_rounds(session: pytest.Session) -> bool | None:
-    """In a round server (--perf-worker-serve): fork one child per requested round instead of
+    """In a round server (--perf-round-process-serve): fork one child per requested round instead of
     running the tests here (forkserver.py)."""
     state = session.config.stash[STATE]
     if not state.run.mode.serves_rounds or session.config.option.collectonly:

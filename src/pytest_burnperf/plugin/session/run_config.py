@@ -112,7 +112,7 @@ class RoundSchedule:
 
     rounds: int = 1
     #: The fixed process rounds the session pools per benchmark (a round's own process is told
-    #: by --perf-worker-rounds): sets each round's samples and precision goal (stats.round_samples).
+    #: by --perf-round-process-rounds): sets each round's samples and precision goal (stats.round_samples).
     sampling_rounds: int = 1
     #: Rounds an undecided benchmark may get in all (adaptive rounds; == rounds: off).
     max_rounds: int = 1
