@@ -172,6 +172,17 @@ def test_counts_travel_between_classes_and_catch_five_percent_beside_busy_proces
     note = bench["profile"]["note"]
     assert "baseline" in note and "this run" in note and note in slower.stdout.str()
 
+    # a threshold the user set gates counts too: the same +5% under --perf-threshold 20%
+    # is seen, said and not failed (issue 76)
+    within, doc = _run(
+        project, "--perf-measure", "counts", "--perf-machine", "class-b", "--perf-threshold", "20%"
+    )
+    within.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    assert bench["verdict"]["status"] == UNCHANGED and bench["verdict"]["threshold"] == 0.2
+    assert bench["verdict"]["reason"].endswith("is within the 20% threshold set: not failed")
+    assert "or the threshold set (20%) where larger" in within.stdout.str()
+
 
 @pytest.mark.slow
 def test_the_key_refuses_counts_of_another_numpy(project: pytest.Pytester) -> None:

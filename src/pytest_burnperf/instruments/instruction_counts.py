@@ -332,6 +332,7 @@ def against_baseline(
     *,
     alpha_each: float,
     device: Mapping[str, object] | None = None,
+    threshold: float | None = None,
 ) -> Verdict:
     """The verdict from ``got`` (this run's counts, kept under ``key``, on the device whose
     fingerprint is ``device``) against a stored baseline ``entry`` (None: no baseline):
@@ -361,6 +362,7 @@ def against_baseline(
         values,
         alpha_each=alpha_each,
         interpreter=max(got.interpreter, 0.0 if stored is None else stored.interpreter),
+        threshold=threshold,
     )
     cycles = counts.cycles_note(
         [float(v) for v in stored.cycles]
@@ -390,11 +392,19 @@ def as_python_key(stored: Mapping[str, object], current: Mapping[str, object]) -
 _DISPATCH = ("numpy=", "blas=")
 
 
-def between(reference: counts.Counted, current: counts.Counted, *, alpha_each: float) -> Verdict:
-    """The verdict from two environments' counts of one benchmark (a same-session comparison)."""
+def between(
+    reference: counts.Counted,
+    current: counts.Counted,
+    *,
+    alpha_each: float,
+    threshold: float | None = None,
+) -> Verdict:
+    """The verdict from two environments' counts of one benchmark (a same-session comparison);
+    ``threshold``: the one the user set, or None (core/counting/counts.judge_counts)."""
     return counts.judge_counts(
         [float(v) for v in reference.values()],
         [float(v) for v in current.values()],
         alpha_each=alpha_each,
         interpreter=max(reference.interpreter, current.interpreter),
+        threshold=threshold,
     )

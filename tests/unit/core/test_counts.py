@@ -374,6 +374,51 @@ def test_less_work_improves() -> None:
     assert counts.judge_counts(BASE, cur, alpha_each=0.001).status == IMPROVED
 
 
+def test_a_threshold_the_user_set_gates_counts_too() -> None:
+    """--perf-threshold 10% (or the ini file's, or the marker's) is the smallest slowdown that
+    fails under counts as under the clock (issue 76): +5% counted is seen and said, not failed;
+    +12% fails, naming the threshold; the same +5% with no threshold set fails at the counts'
+    own minimum effect."""
+    five = [int(v * 1.05) for v in BASE]
+    within = counts.judge_counts(BASE, five, alpha_each=0.001, threshold=0.10)
+    assert within.status == UNCHANGED and within.cause is None
+    assert within.reason.startswith("counts +5.00% (p=")
+    assert within.reason.endswith(
+        "beyond their 0.5% minimum effect) is within the 10% threshold set: not failed"
+    )
+    assert within.threshold == 0.10 and within.min_detectable == 0.10
+    beyond = counts.judge_counts(
+        BASE, [int(v * 1.12) for v in BASE], alpha_each=0.001, threshold=0.1
+    )
+    assert beyond.status == REGRESSED
+    assert counts.counts_failure("t", beyond).endswith("exceeds the 10% threshold set")
+    faster = counts.judge_counts(
+        BASE, [int(v * 0.95) for v in BASE], alpha_each=0.001, threshold=0.1
+    )
+    assert faster.status == UNCHANGED and "within the 10% threshold set" in faster.reason
+    default = counts.judge_counts(BASE, five, alpha_each=0.001)
+    assert default.status == REGRESSED and default.threshold is None
+    assert counts.counts_failure("t", default).endswith("exceeds the 0.5% minimum effect of counts")
+    # a threshold below the counts' own minimum effect leaves that effect to gate
+    low = counts.judge_counts(BASE, [v + 1000 for v in BASE], alpha_each=0.001, threshold=0.001)
+    assert low.status == UNCHANGED and low.effect == pytest.approx(counts.COUNTS_FLOOR)
+
+
+def test_counts_that_spread_still_judge_at_a_larger_threshold_set() -> None:
+    """Counts spreading 8% cannot tell +5% apart at the default (left to the clock), but a
+    threshold set at 10% asks only what they can see: +3% is unchanged, +25% regressed."""
+    noisy = [1_000_000, 1_020_000, 990_000, 1_010_000, 1_000_000, 1_005_000, 995_000]
+    three = [int(v * 1.03) for v in noisy]
+    left = counts.judge_counts(noisy, three, alpha_each=0.001)
+    assert left.status == INCONCLUSIVE and counts.undecidable(left)
+    set_ = counts.judge_counts(noisy, three, alpha_each=0.001, threshold=0.10)
+    assert set_.status == UNCHANGED and not counts.undecidable(set_)
+    big = counts.judge_counts(
+        noisy, [int(v * 1.25) for v in noisy], alpha_each=0.001, threshold=0.1
+    )
+    assert big.status == REGRESSED
+
+
 def test_the_minimum_effect_follows_the_measured_spread() -> None:
     noisy = [1_000_000, 1_020_000, 990_000, 1_010_000, 1_000_000, 1_005_000, 995_000]
     cur = [int(v * 1.05) for v in noisy]

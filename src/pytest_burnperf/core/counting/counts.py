@@ -128,13 +128,17 @@ def judge_counts(
     floor: float = COUNTS_FLOOR,
     process_spread: float = PROCESS_SPREAD,
     interpreter: float = 0.0,
+    threshold: float | None = None,
 ) -> Verdict:
     """``regressed`` when the current counts exceed the baseline's by more than the minimum
     effect and Mann-Whitney says so at ``alpha_each`` (where the calls are too few for it to
     reach ``alpha_each``: every current call above every baseline call); ``improved`` the other way;
     ``unchanged`` within the minimum effect. The minimum effect: the largest of ``floor``,
     :data:`SPREAD_FACTOR` times the larger of the sides' per-call spread and the between-process
-    spread, and :data:`INTERPRETER_FLOOR` times the ``interpreter`` share of the instructions."""
+    spread, and :data:`INTERPRETER_FLOOR` times the ``interpreter`` share of the instructions.
+    ``threshold``: the one the user set (command line, ini file, marker), the smallest change
+    that fails or counts as an improvement here too; a change counts see below it is
+    ``unchanged``, its figure and why said. None: the minimum effect alone gates."""
     cur = [float(v) for v in current]
     cur_median = statistics.median(cur)
     if not baseline:
@@ -187,10 +191,13 @@ def judge_counts(
         spread=spread,
         spread_source="counts",
         effect=effect,
-        min_detectable=effect,
+        min_detectable=effect if threshold is None else max(effect, threshold),
+        threshold=threshold,
     )
     change = math.log(ratio)
-    if abs(change) <= math.log1p(effect) and effect > MAX_EFFECT:
+    # a minimum effect above the threshold set is no blind spot: counts see what it asks for
+    blind = effect > MAX_EFFECT and (threshold is None or effect > threshold)
+    if abs(change) <= math.log1p(effect) and blind:
         if state >= SPREAD_FACTOR * spread:  # the call is small, not spread
             why = (
                 f"a call of {format_count(base_median)} instructions running interpreted code, "
@@ -213,6 +220,14 @@ def judge_counts(
     )
     for sign, p, status in sides:
         if sign * change > math.log1p(effect):
+            if threshold is not None and sign * change <= math.log1p(threshold):
+                seen = "" if p is None else f"p={p:.2g}, "
+                return _with(
+                    verdict,
+                    UNCHANGED,
+                    f"counts {100 * (ratio - 1):+.2f}% ({seen}beyond their {100 * effect:.2g}% "
+                    f"minimum effect) is within the {100 * threshold:g}% threshold set: not failed",
+                )
             if p is not None and p <= alpha_each:
                 return _with(verdict, status, "")
             apart = min(cur) > max(base) if sign > 0 else max(cur) < min(base)
@@ -313,6 +328,9 @@ def counts_failure(
     sides of a same-session comparison (reference, current)."""
     assert verdict.ratio is not None
     effect = verdict.effect if verdict.effect is not None else COUNTS_FLOOR
+    gate = f"{100 * effect:.2g}% minimum effect of counts"
+    if verdict.threshold is not None and verdict.threshold > effect:
+        gate = f"{100 * verdict.threshold:g}% threshold set"
     # without a p: too few calls for the rank test, decided by every call's separation
     judged = "every call apart" if verdict.p_slower is None else f"p={verdict.p_slower:.2g}"
     what = "estimated cycles" if metric == "cycles" else "instructions"
@@ -321,6 +339,5 @@ def counts_failure(
         f"{test_id}: {what} per call {before}{format_count(verdict.baseline_median)} -> "
         f"{after}{format_count(verdict.current_median)} ({100 * (verdict.ratio - 1):+.2f}%, "
         f"{judged}, "
-        f"n={verdict.n_baseline}/{verdict.n_current} counted calls) exceeds the "
-        f"{100 * effect:.2g}% minimum effect of counts"
+        f"n={verdict.n_baseline}/{verdict.n_current} counted calls) exceeds the {gate}"
     )

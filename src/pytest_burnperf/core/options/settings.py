@@ -276,6 +276,12 @@ class Settings:
     #: default: a device-bound GPU kernel's default is its own (``verdict.DEVICE_THRESHOLD``).
     threshold_given: bool = False
 
+    @property
+    def chosen_threshold(self) -> float | None:
+        """The threshold the user set (ini, project file, marker or command line), which gates
+        every measure; None where the default stands (each measure's own minimum effect)."""
+        return self.threshold if self.threshold_given else None
+
     def merged(self, overrides: Mapping[str, object]) -> Settings:
         # the marker's keywords, each already parsed to its field's type (MARKER_KEYS)
         given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}

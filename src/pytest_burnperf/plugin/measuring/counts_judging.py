@@ -96,7 +96,12 @@ def judge(
     policy = Policy(alpha=s.alpha, threshold=s.threshold, comparisons=state.findings.comparisons)
     values = [float(v) for v in got.values()]
     verdict = instruction_counts.against_baseline(
-        got, entry, key, alpha_each=policy.alpha_each, device=perf.device.fingerprint()
+        got,
+        entry,
+        key,
+        alpha_each=policy.alpha_each,
+        device=perf.device.fingerprint(),
+        threshold=s.chosen_threshold,
     )
     base_values = instruction_counts.baseline_counts(entry)
     beside = counting.time_beside(state, perf.device.kind, node)
@@ -197,8 +202,9 @@ def leave_to_the_clock(
             got,
             entry,
             {**c.key_base(), **(c.run.keys.get(node, {}) if c.run is not None else {})},
-            alpha_each=0.05,  # the status only: incomparable or not
+            alpha_each=0.05,  # the status only: incomparable, or undecidable at its threshold
             device=case.entry.device.fingerprint(),
+            threshold=state.run.settings_for(case.spec).chosen_threshold,
         )
         if verdict.status == INCOMPARABLE:
             why = verdict.reason.removesuffix(instruction_counts.RECORD_AGAIN)
@@ -366,4 +372,6 @@ def _pair_verdict(state: PerfState, settings: Settings, ref: Counted, cur: Count
     policy = Policy(
         alpha=settings.alpha, threshold=settings.threshold, comparisons=state.findings.comparisons
     )
-    return instruction_counts.between(ref, cur, alpha_each=policy.alpha_each)
+    return instruction_counts.between(
+        ref, cur, alpha_each=policy.alpha_each, threshold=settings.chosen_threshold
+    )

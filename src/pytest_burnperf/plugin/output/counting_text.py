@@ -84,9 +84,21 @@ def header_text(state: PerfState) -> str:
         by_stored = c.run is not None and set(c.run.counts) - c.in_session
         where = f"{stored} and of both environments" if by_stored else "of both environments"
     cycles = "; cycles estimated with L1 32 KiB, LL 8 MiB" if c.caches else ""
+    chosen = sorted(
+        {
+            r.verdict.threshold
+            for r in state.findings.results.values()
+            if r.judged_by.counted and r.verdict.threshold is not None
+        }
+    )
+    set_here = (
+        f", or the threshold set ({'/'.join(f'{100 * t:g}%' for t in chosen)}) where larger"
+        if chosen
+        else ""
+    )
     return (
         f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}"
         f"{cycles}) {where}; minimum effect "
         f"{100 * counts.COUNTS_FLOOR:g}%, {counts.SPREAD_FACTOR:g}x the counts' spread, or "
-        f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share{took}"
+        f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share{set_here}{took}"
     )
