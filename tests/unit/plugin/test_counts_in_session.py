@@ -120,3 +120,16 @@ def test_counts_that_cannot_decide_are_timed_in_the_session_with_why() -> None:
     (note,) = [n for n in state.notes if "judged by time in this session" in n]
     assert note.startswith("1 CPU benchmark(s) counted in main and current judged by time")
     assert not any("not counted in every environment" in n for n in state.notes)
+
+
+def test_counts_that_spread_judge_in_the_session_where_the_threshold_set_is_larger() -> None:
+    """Counts spreading about 3% between calls cannot tell a 5% change apart: left to the
+    clock by default; with a 10% threshold set for the benchmark they can tell what it asks."""
+    moved = ["t.py::a"]
+    spread = {"t.py::a": Counted(instructions=(1_000_000, 1_030_000), cycles=())}
+    state = _state({"main": set(moved), "current": set(moved)}, moved, spread)
+    counted_in_session(state, moved)
+    assert state.counting.in_session == set() and "t.py::a" in state.counting.undecided
+    state = _state({"main": set(moved), "current": set(moved)}, moved, spread)
+    counted_in_session(state, moved, {"t.py::a": 0.10})
+    assert state.counting.in_session == {"t.py::a"} and not state.counting.undecided

@@ -13,6 +13,8 @@ session."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from pytest_burnperf.core.counting import counts
@@ -44,10 +46,13 @@ def every_countable(state: PerfState, items: list[pytest.Item]) -> tuple[list[st
     return chosen, always
 
 
-def counted_in_session(state: PerfState, moved: list[str]) -> None:
+def counted_in_session(
+    state: PerfState, moved: list[str], thresholds: Mapping[str, float | None] | None = None
+) -> None:
     """After ``moved`` were counted in every environment: those counted in each are judged by
     counts in the session (Counting.in_session, counts_judging.judge_pair), the rest by time
-    in the session; the summary says which and why."""
+    in the session; the summary says which and why. ``thresholds``: each benchmark's threshold
+    where the user set one (Settings.chosen_threshold): counts that can tell it apart judge."""
     c, plan = state.counting, state.run.plan
     assert c is not None and plan is not None
     runs = [c.sides.get(label) for label in plan.refs]
@@ -55,7 +60,12 @@ def counted_in_session(state: PerfState, moved: list[str]) -> None:
     ref, cur = c.sides.get(plan.reference), c.sides.get(plan.candidate)
     if ref is not None and cur is not None:
         for n in both:
-            pair = instruction_counts.between(ref.counts[n], cur.counts[n], alpha_each=0.05)
+            pair = instruction_counts.between(
+                ref.counts[n],
+                cur.counts[n],
+                alpha_each=0.05,
+                threshold=(thresholds or {}).get(n),
+            )
             if counts.undecidable(pair):  # the status only: alpha does not move it
                 c.undecided[n] = counts.undecided_text(pair)
     undecided = [n for n in both if n in c.undecided]

@@ -172,7 +172,12 @@ def run_same_session(
     if moved:  # counted in each environment, judged so
         again = [item for item in items if item.nodeid in set(moved)]
         counting.count_pass(session, state, again, sides, always=always)
-        session_counts.counted_in_session(state, moved)
+        chosen = {
+            item.nodeid: state.run.settings_for(case.spec).chosen_threshold
+            for item in again
+            if (case := case_of(item)) is not None
+        }
+        session_counts.counted_in_session(state, moved, chosen)
         items = _to_time(state, items)
     if not stored_counts:
         counting.count_pass(session, state, items, sides)
