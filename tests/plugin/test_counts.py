@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from pytest_burnperf.core.counting import counts
 from pytest_burnperf.core.judging.abstention import BY_STATUS
 from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
@@ -28,7 +29,7 @@ from pytest_burnperf.core.judging.verdict import (
     Verdict,
 )
 from pytest_burnperf.host import callgrind, leftovers
-from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes
+from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes, time_moved_more
 
 from .._devices import required
 from ._helpers import git
@@ -524,6 +525,30 @@ def test_notes_say_where_the_measures_disagree() -> None:
     assert "(one round beside, not judged) but counts unchanged" in note
     (note,) = disagreement_notes(_result(UNCHANGED, 1.0), untimed, beside=True)  # type: ignore[arg-type]
     assert note == "judged by counts; time beside: no-baseline"
+    # counts +39% regressed, the clock +58% within its floor: it showed more, it could not judge
+    noisy_time = _FakeResult(_result(INCONCLUSIVE, 1.58, "inside this benchmark's noise floor"))
+    (note,) = disagreement_notes(_result(REGRESSED, 1.3914), noisy_time)  # type: ignore[arg-type]
+    assert note.startswith("counts +39.14% regressed; time +58.0%")
+    assert "moved as much or more" in note and "does not show" not in note
+
+
+def test_an_unchanged_within_its_own_minimum_effect_names_the_time_that_moved_more() -> None:
+    """Counts +2.5% within a benchmark's 4.8% minimum effect (its interpreter state), the
+    clock +8.6% beside: the reason a reader sees says both (issue 76)."""
+    base = [31_250.0] * 7  # a small interpreted call: its interpreter state sets 4.8%
+    counted = counts.judge_counts(base, [32_031.0] * 7, alpha_each=0.01, interpreter=0.9)
+    assert counted.status == UNCHANGED and counted.effect == pytest.approx(0.048)
+    assert counted.reason == (
+        "counts +2.50% within this benchmark's 4.8% minimum effect (the interpreter's state in "
+        "a call of 31.2 k instructions, up to 1500 more in another process)"
+    )
+    timed = _FakeResult(_result(UNCHANGED, 1.086))
+    said = time_moved_more(counted, timed, beside=True)  # type: ignore[arg-type]
+    assert said.reason.endswith("; time +8.6% (one round beside, not judged) moved more")
+    # the time within the counts' effect, or no change seen: nothing added
+    assert time_moved_more(counted, _FakeResult(_result(UNCHANGED, 1.03)), beside=True) == counted  # type: ignore[arg-type]
+    steady = counts.judge_counts(base, base, alpha_each=0.01, interpreter=0.9)
+    assert steady.reason == "" and time_moved_more(steady, timed, beside=False) == steady  # type: ignore[arg-type]
 
 
 # A numpy kernel, not a Python loop: a pure-Python loop's counts can spread 3.7% between the

@@ -111,6 +111,7 @@ def judge(
     if full_rounds and timed is not None and counts.undecidable(verdict):
         note = f"counts not judged: {counts.undecided_text(verdict)}; judged by time"
         return _judged_by_time(perf, timed, note)
+    verdict = time_moved_more(verdict, timed, beside=beside)
     verdict = replace(
         verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed, beside=beside))
     )
@@ -244,6 +245,24 @@ def another_key_note(state: PerfState, moved: list[str], *, same_session: bool) 
     )
 
 
+def time_moved_more(verdict: Verdict, timed: Result | None, *, beside: bool) -> Verdict:
+    """A counts ``unchanged`` whose reason says its change lay within its own minimum effect,
+    with the time's change added where the clock moved more than that effect and than the
+    counts: what the counts could not see is said in the line a reader sees."""
+    t = None if timed is None else timed.verdict
+    if (
+        verdict.status != UNCHANGED
+        or not verdict.reason
+        or verdict.ratio is None
+        or t is None
+        or t.ratio is None
+        or abs(t.ratio - 1) <= max(abs(verdict.ratio - 1), verdict.effect or 0.0)
+    ):
+        return verdict
+    how = "one round beside, not judged" if beside else f"{t.status}"
+    return replace(verdict, reason=f"{verdict.reason}; time {format_ratio(t)} ({how}) moved more")
+
+
 def disagreement_notes(
     verdict: Verdict, timed: Result | None, *, beside: bool = False
 ) -> list[str]:
@@ -280,6 +299,11 @@ def disagreement_notes(
             "it in parallel, or the host); counts judged"
         ]
     if verdict.status == REGRESSED and t.status in (UNCHANGED, INCONCLUSIVE):
+        if verdict.ratio is not None and t.ratio >= verdict.ratio:
+            return [  # the clock moved as far or further, and could not judge it
+                f"counts {counts_text}; {time_text}: the clock moved as much or more, within "
+                "its noise floor; counts judged"
+            ]
         return [
             f"counts {counts_text} but {time_text}: more work that the clock does not show "
             "(within its noise, or hidden by other threads)"
