@@ -128,7 +128,10 @@ def test_with_pytest_benchmark_installed_it_keeps_its_fixture_without_perf(
     ours = pytester.runpytest("-p", "benchmark", "--perf", *FAST)
     ours.assert_outcomes(passed=2)
     ours.stdout.fnmatch_lines(
-        ["2 pytest-benchmark test(s) measured and judged here (its own hooks off under --perf)"]
+        [
+            "2 pytest-benchmark test(s) run by pytest-burnperf, not by pytest-benchmark (its "
+            "hooks are off under --perf)"
+        ]
     )
     ours.stdout.no_fnmatch_line("*- benchmark: 1 tests -*")
     # its marker stays known to --strict-markers although its hooks are off

@@ -303,8 +303,8 @@ def settle_selection(session: pytest.Session) -> list[pytest.Item]:
         and not session.config.option.collectonly
     ):
         state.notes.append(
-            f"{state.findings.benchmark_fixture_tests} pytest-benchmark test(s) measured and judged here "
-            "(its own hooks off under --perf)"
+            f"{state.findings.benchmark_fixture_tests} pytest-benchmark test(s) run by "
+            "pytest-burnperf, not by pytest-benchmark (its hooks are off under --perf)"
         )
     # a shard judges at the alpha of the whole selection, counted before it kept its share
     state.findings.comparisons = (
