@@ -52,6 +52,23 @@ def test_large_but_not_significant_is_inconclusive() -> None:
     assert "the samples' rank test does not show a slowdown at the corrected alpha (p=" in v.reason
 
 
+def test_a_small_p_beside_a_change_within_the_threshold_says_why_it_is_not_failed() -> None:
+    """+3% in every round (the rank test sees it: p < alpha) while the rounds move 8% apart: the
+    reason says the change is within the threshold and the rounds spread too much to rule out
+    more; "slower (p=...) but the change is not above the threshold" beside an interval of
+    [-58%, +90%] read as a contradiction (issue 76)."""
+    runs_b = [[v * f for v in BASE] for f in (1.0, 1.08, 0.95)]
+    runs_c = [[v * f * 1.03 for v in BASE] for f in (1.0, 1.08, 0.95)]
+    v = judge(runs_b, runs_c, NO_PRIOR)
+    assert v.status == INCONCLUSIVE and v.p_slower is not None and v.p_slower < 0.01
+    assert v.reason.startswith(format_ratio(v) + ": the interval reaches above the 5% threshold")
+    assert (
+        f"the samples are slower (p={v.p_slower:.2g}) by +3.0%, within the threshold, while "
+        in (v.reason)
+    )
+    assert "the rounds spread too much to rule out more" in v.reason
+
+
 def test_speedup_is_improved_not_failed() -> None:
     v = judge(BASE, scaled(0.8), NO_PRIOR)
     assert v.status == IMPROVED

@@ -348,9 +348,12 @@ def judge(
                 f"(p={verdict.p_slower:.2g}, alpha={alpha:.2g})"
             )
         else:
+            # a tiny p beside a change under the threshold reads as a contradiction without
+            # the reason: the rank test sees a shift, the change is too small to fail, and the
+            # rounds spread too much to rule out one that is not
             why = (
-                f"the samples are slower (p={verdict.p_slower:.2g}) but the change is not above "
-                "the threshold"
+                f"the samples are slower (p={verdict.p_slower:.2g}) by {100 * (ratio - 1):+.1f}%, "
+                f"within the threshold, while the rounds spread too much to rule out more"
             )
         return replace(
             verdict,
