@@ -51,7 +51,7 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     slow.stdout.fnmatch_lines(
         [
             "if the slowdown is intended, record it as the new baseline: pytest --perf "
-            "--update-baselines * -k test_loop"
+            "--update-baselines * -k 'test_loop[[]numpy-cpu-f64[]]'"
         ]
     )
     if rounds == 1:
@@ -521,9 +521,11 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     from pytest_burnperf.core.judging.verdict import REGRESSED, UNCHANGED
     from pytest_burnperf.plugin.output.reporter import accept_line
 
-    def res(benchmark: str, status: str) -> Any:
+    def res(benchmark: str, status: str, params: str = "[numpy-cpu-f32]") -> Any:
         return types.SimpleNamespace(
-            benchmark=benchmark, verdict=types.SimpleNamespace(status=status)
+            benchmark=benchmark,
+            key=benchmark + params,
+            verdict=types.SimpleNamespace(status=status),
         )
 
     from pytest_burnperf.core.options.run_mode import Mode
@@ -534,10 +536,15 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
         )
     )
     rows = [res("TestK::test_m", REGRESSED), res("test_a", REGRESSED), res("test_b", UNCHANGED)]
+    # each regressed case exactly (not every case of its function), within the run's own -k
     assert accept_line(state, rows) == (
         "if the slowdown is intended, record it as the new baseline: pytest --perf "
-        "--update-baselines tests/ -k 'test_a or test_m'"
+        "--update-baselines tests/ -k '(x) and (test_a[numpy-cpu-f32] or "
+        "test_m[numpy-cpu-f32])'"
     )
+    # parameters -k cannot read: the function's name
+    odd = [res("test_c", REGRESSED, "[a b=1]")]
+    assert str(accept_line(state, odd)).endswith("-k '(x) and (test_c)'")
     # a conftest.py owns --update-baselines: the command says --perf-update
     assert "pytest --perf --perf-update tests/ -k" in str(accept_line(state, rows, ours=False))
     assert accept_line(state, rows[2:]) is None  # nothing regressed
@@ -546,7 +553,7 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     state.run.invocation = ("--perf", "--perf-against", "auto", "--perf-base", "v1", "tests/")
     assert accept_line(state, rows) == (
         "if the slowdown is intended, record it as the new baseline: pytest --perf "
-        "--update-baselines tests/ -k 'test_a or test_m'"
+        "--update-baselines tests/ -k 'test_a[numpy-cpu-f32] or test_m[numpy-cpu-f32]'"
     )
     state.run.mode = Mode.COMPARE  # a same-session comparison has no baseline to record
     assert accept_line(state, rows) is None

@@ -7,6 +7,7 @@ and, at the session's end, the files run_files.py writes. Round processes print 
 from __future__ import annotations
 
 import itertools
+import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -134,12 +135,36 @@ def _reference_text(state: PerfState) -> str:
     return f"--perf-against auto compares in this session with {choice.why}"
 
 
+#: What pytest's ``-k`` reads as one name (its lexer's identifier characters).
+_K_NAME = re.compile(r"[\w:+\-.\[\]/]+")
+
+
+def _selected_as(r: Result) -> str:
+    """``r``'s test in a ``-k`` expression: its name with its parameters
+    (``test_score[200]``), which selects that one case only; the function's name where the
+    parameters hold characters ``-k`` cannot read (a space, ``=``, a parenthesis)."""
+    exact = r.key.split("::")[-1]
+    return exact if _K_NAME.fullmatch(exact) else r.benchmark.split("::")[-1]
+
+
+def _users_k(invocation: tuple[str, ...]) -> str | None:
+    """The run's own ``-k`` expression (the last one, as pytest reads them), or None."""
+    found = None
+    for i, a in enumerate(invocation):
+        if a == "-k" and i + 1 < len(invocation):
+            found = invocation[i + 1]
+        elif a.startswith("-k") and not a.startswith("--") and len(a) > 2:
+            found = a[2:]
+    return found
+
+
 def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> str | None:
     """After a regression against stored baselines: how to accept it when it is intended (the
-    run's own command, recording only the benchmarks that regressed, by function name: ``-k``
-    takes no ``Class::``); None otherwise. ``ours``: --update-baselines is this plugin's option
-    (a conftest.py may own that name; then --perf-update is said)."""
-    names = sorted({r.benchmark.split("::")[-1] for r in results if r.verdict.status == REGRESSED})
+    run's own command, recording exactly the benchmarks that regressed: each by its name with
+    its parameters, ``-k`` taking no ``Class::``, within the run's own ``-k``); None otherwise.
+    ``ours``: --update-baselines is this plugin's option (a conftest.py may own that name;
+    then --perf-update is said)."""
+    names = sorted({_selected_as(r) for r in results if r.verdict.status == REGRESSED})
     if not names or not state.run.mode.judges_baselines:
         return None
     rest = [
@@ -150,7 +175,11 @@ def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> s
         if not (a.startswith("-k") and not a.startswith("--"))  # -kEXPR
     ]
     update = "--update-baselines" if ours else "--perf-update"
-    command = shlex.join(["pytest", "--perf", update, *rest, "-k", " or ".join(names)])
+    chosen = " or ".join(names)
+    users = _users_k(tuple(state.run.invocation))
+    if users:
+        chosen = f"({users}) and ({chosen})"
+    command = shlex.join(["pytest", "--perf", update, *rest, "-k", chosen])
     return f"if the slowdown is intended, record it as the new baseline: {command}"
 
 
