@@ -619,7 +619,7 @@ def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_r
     )
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "counting 1 CPU benchmark(s) in base in one process under callgrind" in out
+    assert "counting 1 CPU benchmark(s) in base under callgrind, one process" in out
     # regressed by counts: profiled in both environments (on the CPU, not under valgrind)
     assert "profiled 1/1 benchmark(s) in base" in out
     assert "profiled 1/1 benchmark(s) in current" in out
@@ -680,7 +680,7 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     out = result.stdout.str()
     assert "--perf-against auto compares in this session with" in out, out
     assert "counting 1 CPU benchmark(s) in one process" in out, out
-    assert "in base in one process under callgrind" not in out  # not counted in the reference
+    assert "in base under callgrind, one process" not in out  # not counted in the reference
     said = " ".join(out.split())
     assert "CPU benchmarks with a counts baseline in baselines/counts-linux-" in said, said
     assert "judged by those, as on any machine (those counted under another key: counted in" in said
@@ -905,10 +905,12 @@ def test_counted_processes_side_by_side_count_the_same(project: pytest.Pytester)
     project.makepyfile(test_more_loops=more.replace("def test_loop(", "def test_loop_b("))
     one, _ = _run(project, "--perf-measure", "counts", "--perf-count-jobs", "1", "--perf-update")
     one.assert_outcomes(passed=3)
-    one.stdout.fnmatch_lines(["*counting 3 CPU benchmark(s) in one process under callgrind*"])
+    one.stdout.fnmatch_lines(["*counting 3 CPU benchmark(s) under callgrind, one process*"])
     two, doc = _run(project, "--perf-measure", "counts", "--perf-count-jobs", "2")
     two.assert_outcomes(passed=3)
-    two.stdout.fnmatch_lines(["*counting 3 CPU benchmark(s) in 2 processes side by side*"])
+    two.stdout.fnmatch_lines(
+        ["*counting 3 CPU benchmark(s) under callgrind, 2 processes side by side*"]
+    )
     assert sorted(r["verdict"]["status"] for r in doc["results"]) == [UNCHANGED] * 3
     assert all(r["measure"] == "counts" for r in doc["results"])
     bad = project.runpytest_subprocess("--perf", "--perf-count-jobs", "-1")

@@ -285,9 +285,9 @@ def _count_sides(
     for side in each:
         where = "" if side is None else f" in {side.label}"
         t0 = time.monotonic()
-        write(
-            f"burnperf: counting {len(wanted)} CPU benchmark(s){where} in {processes} under "
-            f"callgrind (valgrind {state.counting.version}) ..."
+        write(  # within 80 columns; the valgrind version is in the first lines and the summary
+            f"burnperf: counting {len(wanted)} CPU benchmark(s){where} under callgrind, "
+            f"{processes} ..."
         )
 
         def say(done: int, t0: float = t0, where: str = where) -> None:
