@@ -161,7 +161,12 @@ def _layout(
         # shortened to fit, never below _MIN_NAME, and never widened
         name = max(min(_MIN_NAME, ws["benchmark"]), ws["benchmark"] - (total(ws) - width))
         labels = {r["benchmark"] for r in rows}
-        if len({shorten(x, name) for x in labels}) < len(labels):
+        # parameters longer than the column: shortened, an id keeps neither its name nor its
+        # parameters (``test_rgb…at32--128-128-3-1]``); on a line of its own it reads whole
+        cut_both = any(
+            "[" in x and len(x) - x.index("[") + 2 > name and len(x) <= width for x in labels
+        )
+        if cut_both or len({shorten(x, name) for x in labels}) < len(labels):
             cols.remove("benchmark")
             return cols, widths_of(cols), True
         ws["benchmark"] = name

@@ -168,6 +168,17 @@ def test_names_that_would_read_the_same_go_on_a_line_of_their_own() -> None:
     assert "benchmark" not in lines[1]
 
 
+def test_an_id_whose_parameters_do_not_fit_its_column_goes_on_a_line_of_its_own() -> None:
+    """Few rows, long parameters: cut to the column, the id kept neither its name nor its
+    parameters (`test_rgb…at32--128-128-3-1]`, issue 76); whole on a line of its own it reads
+    within 80 columns."""
+    rows = [_pb(f"torch-cpu-float32-{i}-128-128-3-1-channels-last-contiguous") for i in range(2)]
+    lines = table(rows, width=80)
+    assert lines[0] == "benchmark (its figures on the line below)"
+    assert [lines[3], lines[5]] == [r.label for r in rows]
+    assert all(len(line) <= 80 for line in lines) and not any("…" in line for line in lines)
+
+
 def test_both_shows_the_time_change_beside_the_counts_at_80_columns() -> None:
     """--perf-measure both: counts judge, and the clock's change is a column of the default
     table (it showed only with -v), kept when the table is fitted to 80 columns."""
