@@ -104,12 +104,13 @@ def test_labels_speedups_and_roofline_cells() -> None:
         "test_gelu[custom-forward] on torch-cpu f32: eager 400 us -> compiled 200 us (2.00x)",
         "test_resnet_blocks on torch-cpu f32: eager 1.00 ms -> compiled 800 us (1.25x)",
     ]
-    # counted, with no time beside: instructions, never printed as seconds; one timed and one
-    # counted: no line (their ratio means nothing)
+    # counted, with no time beside: instructions, never printed as seconds nor read as a
+    # speed-up (issue 76); one timed and one counted: no line (their ratio means nothing)
     step_e = replace(_torch_result("test_step[torch-cpu-f32-eager]", 1.009e9), measure="counts")
     step_c = replace(_torch_result("test_step[torch-cpu-f32-compiled]", 1.022e9), measure="counts")
     assert speedups([step_e, step_c])[1:] == [
-        "test_step on torch-cpu f32: eager 1.01 G -> compiled 1.02 G instructions (0.99x)"
+        "test_step on torch-cpu f32: eager 1.01 G -> compiled 1.02 G instructions, counted, not "
+        "timed: no speed-up is read from counts (--perf-measure both times them)"
     ]
     assert speedups([step_e, replace(step_c, measure="time")]) == []
     # 2e9 flops and 1e9 bytes in 0.05 s: 40 GF/s of 100 (40%), 20 GB/s of 40 (50%)
