@@ -623,7 +623,7 @@ def test_same_session_counts_both_environments(pytester: pytest.Pytester, loop_r
     # regressed by counts: profiled in both environments (on the CPU, not under valgrind)
     assert "profiled 1/1 benchmark(s) in base" in out
     assert "profiled 1/1 benchmark(s) in current" in out
-    assert "counting 1 CPU benchmark(s) in current in one process" in out
+    assert "counting 1 CPU benchmark(s) in current under callgrind, one process" in out
     assert "round 1/" not in out  # counts only: nothing is timed
     result.stdout.fnmatch_lines(["*instructions per call base * -> current * (+*%*"])
     res = json.loads((loop_repo / "out.json").read_text())["results"][0]
@@ -679,7 +679,7 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     )
     out = result.stdout.str()
     assert "--perf-against auto compares in this session with" in out, out
-    assert "counting 1 CPU benchmark(s) in one process" in out, out
+    assert "counting 1 CPU benchmark(s) under callgrind, one process" in out, out
     assert "in base under callgrind, one process" not in out  # not counted in the reference
     said = " ".join(out.split())
     assert "CPU benchmarks with a counts baseline in baselines/counts-linux-" in said, said
@@ -728,7 +728,7 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     assert moved["measure"] == "counts" and moved["baseline"]["reference"] == "base"
     assert moved["verdict"]["status"] == REGRESSED and 3.0 < moved["verdict"]["change_pct"] < 6.0
     said = " ".join(other.stdout.str().split())
-    assert "counting 1 CPU benchmark(s) in one process" not in said  # the Python tells before
+    assert "counting 1 CPU benchmark(s) under callgrind" not in said  # the Python tells before
     assert "counting 1 CPU benchmark(s) in base" in said
     assert (
         "1 CPU benchmark(s) with counts baselines of another key (counts baseline recorded "
@@ -894,7 +894,7 @@ def test_what_is_counted_follows_the_stored_baselines_not_this_hosts_speed(
     assert bench["measure"] == "time" and bench["baseline"] is not None, bench["verdict"]
     (note,) = [n for n in bench["verdict"]["notes"] if n.startswith("not counted")]
     assert "a timed baseline and no counts baseline" in note
-    result.stdout.fnmatch_lines(["*counting 1 CPU benchmark(s) in one process*"])
+    result.stdout.fnmatch_lines(["*counting 1 CPU benchmark(s) under callgrind, one process*"])
 
 
 @pytest.mark.slow
