@@ -85,6 +85,8 @@ _RIGHT = {
     "bandwidth",
 }
 _MIN_NAME = 16
+#: How much of a parametrised test's function name a shortened id keeps, at least.
+_NAME_KEPT = 12
 
 
 def _sort_key(key: str) -> Any:
@@ -162,9 +164,15 @@ def _layout(
         name = max(min(_MIN_NAME, ws["benchmark"]), ws["benchmark"] - (total(ws) - width))
         labels = {r["benchmark"] for r in rows}
         # parameters longer than the column: shortened, an id keeps neither its name nor its
-        # parameters (``test_rgb…at32--128-128-3-1]``); on a line of its own it reads whole
+        # parameters (``test_rgb…at32--128-128-3-1]``); parameters that leave the name less
+        # than _NAME_KEPT of itself (``test…[float32-hw]``): neither reads; on a line of its
+        # own the id reads whole
         cut_both = any(
-            "[" in x and len(x) - x.index("[") + 2 > name and len(x) <= width for x in labels
+            "[" in x
+            and len(x) <= width
+            and name - (len(x) - x.index("[")) - 1 < min(_NAME_KEPT, x.index("["))
+            for x in labels
+            if len(x) > name
         )
         if cut_both or len({shorten(x, name) for x in labels}) < len(labels):
             cols.remove("benchmark")

@@ -124,9 +124,10 @@ def test_80_columns_keep_what_tells_rows_apart() -> None:
     kernels = [_pb(f"{op}-shape{i}-mylib") for i, op in enumerate(("nansum", "nanmax", "nanmin"))]
     lines = table(kernels, width=80)
     assert all(len(line) <= 80 for line in lines), [len(x) for x in lines]
-    names = [line.split()[0] for line in lines[2:]]
-    assert len(set(names)) == 3
-    assert all(n.endswith(f"-shape{i}-mylib]") for i, n in enumerate(names))
+    # each id whole, on a line of its own: cut to fit beside the figures, the name would keep
+    # less of itself than its parameters (issue 76)
+    names = [line for line in lines if line.startswith("test_kernels[")]
+    assert names == [r.label for r in kernels]
 
 
 def test_80_columns_never_drop_the_backend_of_two_rows_of_one_test() -> None:
@@ -211,3 +212,15 @@ def test_a_short_name_is_never_widened_to_fit() -> None:
     ]
     lines = table(short, width=60)
     assert lines[1].split("  ")[0] == "-" * len("test_matmul"), lines
+
+
+def test_an_id_cut_to_its_parameters_alone_goes_on_a_line_of_its_own() -> None:
+    """Parameters that fit the column but leave the test's name four characters
+    (`test…[float32-hw]`, issue 76): the id goes whole on a line of its own."""
+    names = ["test_rgb_to_grayscale[float32-hw]", "test_rgb_to_grayscale[float32-batch]"]
+    base = result("test_rgb_to_grayscale", "torch-cpu", "f32", 1e-3, UNCHANGED, 1.0)
+    rows = [Result(**{**base.__dict__, "key": n, "nodeid": f"t.py::{n}"}) for n in names]
+    lines = table(rows, width=64)
+    assert lines[0] == "benchmark (its figures on the line below)", lines
+    assert names[0] in lines and names[1] in lines
+    assert all(len(line) <= 64 for line in lines) and not any("…[" in x for x in lines)
