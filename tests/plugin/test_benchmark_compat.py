@@ -475,3 +475,222 @@ def test_a_pytest_benchmark_suites_extra_rounds_fork_like_numpys(
     result.assert_outcomes(passed=1)
     how = "forked" if sys.platform.startswith("linux") and hasattr(os, "fork") else "fresh"
     result.stdout.fnmatch_lines([f"burnperf: round 1/2: 1 benchmarks in a {how} process (*"])
+
+
+#: A tensor library's own pytest-benchmark suite: its device and dtype are its own fixtures.
+TORCH_SUITE = """
+import numpy as np
+import pytest
+import torch
+
+
+@pytest.fixture
+def device():
+    return "cpu"
+
+
+@pytest.fixture(params=[torch.float32, torch.float64], ids=["f32", "f64"])
+def dtype(request):
+    return request.param
+
+
+def scale(x):
+    return x * 2
+
+
+def test_scale(benchmark, device, dtype):
+    x = torch.ones(256, device=device, dtype=dtype)
+    out = benchmark(scale, x)
+    assert out.dtype == dtype
+
+
+def test_closure(benchmark):
+    x = torch.ones(256, dtype=torch.float32)
+    benchmark(lambda: x + 1)
+
+
+def test_numpy(benchmark):
+    benchmark(np.sum, np.ones(64))
+
+
+def test_python(benchmark):
+    benchmark(sorted, [3, 1, 2])
+"""
+
+
+def test_a_pytest_benchmark_test_runs_on_the_device_and_dtype_of_its_arrays(
+    pytester: pytest.Pytester,
+) -> None:
+    """Called with torch float32 tensors, a test written for pytest-benchmark is a torch-cpu f32
+    benchmark, keyed by torch's version; numpy's arrays make it numpy-cpu; a pure-Python call
+    stays python-cpu. The project's own fixtures and parametrisation are left as written. A
+    baseline recorded as python-cpu by an earlier release is still compared, with a note."""
+    pytester.makepyfile(test_suite=TORCH_SUITE)
+    rec = pytester.runpytest(
+        "--perf",
+        "--perf-update",
+        "--perf-measure",
+        "time",
+        "--perf-rounds",
+        "1",
+        "--perf-json",
+        "rec.json",
+        *FAST,
+    )
+    rec.assert_outcomes(passed=5)
+    got = {
+        r["name"]: (r["device_id"], r["dtype"])
+        for r in json.loads(Path(pytester.path, "rec.json").read_text())["results"]
+    }
+    assert got == {
+        "test_scale[f32]": ("torch-cpu", "f32"),
+        "test_scale[f64]": ("torch-cpu", "f64"),
+        "test_closure": ("torch-cpu", "f32"),
+        "test_numpy": ("numpy-cpu", "f64"),
+        "test_python": ("python-cpu", "-"),
+    }, got
+    (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
+    doc = json.loads(path.read_text())
+    entry = doc["benchmarks"]["test_scale[f32]"]
+    assert entry["device"]["library"] == "torch" and entry["dtype"] == "f32"
+    assert "torch" in entry["device"]["versions"]
+    # as an earlier release recorded it: on python-cpu, with no dtype
+    entry["device"] = {**doc["benchmarks"]["test_python"]["device"]}
+    entry["dtype"] = "-"
+    path.write_text(json.dumps(doc))
+    judged = pytester.runpytest(
+        "--perf",
+        "--perf-measure",
+        "time",
+        "--perf-threshold",
+        "1000%",
+        "--perf-json",
+        "r.json",
+        "-k",
+        "test_scale and f32",
+        *FAST,
+    )
+    judged.assert_outcomes(passed=1)
+    (res,) = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    assert (res["device_id"], res["dtype"]) == ("torch-cpu", "f32")
+    assert res["verdict"]["status"] not in ("incomparable", "no-baseline"), res["verdict"]
+    assert any("baseline recorded as python-cpu" in n for n in res["verdict"]["notes"])
+
+
+#: A GPU as pytest-burnperf's torch backend would find it, and a tensor on it: the fake stands
+#: in for torch.cuda where CI has no GPU (a lent GPU runs the real one, validation/).
+FAKE_GPU_CONFTEST = """
+import time
+
+import pytest_burnperf.devices as devices
+
+SYNCS = []
+
+
+class EventTimer:
+    name = "device"
+
+    def start(self):
+        self.t0 = time.perf_counter()
+
+    def stop(self):
+        SYNCS.append("event")
+        return time.perf_counter() - self.t0
+
+
+class FakeCuda(devices.DeviceBase):
+    id, kind, library, name = "torch-cuda0", "cuda", "torch", "Fake GPU 80GB"
+
+    def sync(self):
+        SYNCS.append("sync")
+
+    def timer(self):
+        return EventTimer()
+
+    def fingerprint(self):
+        return {"id": self.id, "kind": self.kind, "library": self.library, "name": self.name,
+                "versions": {"torch": "2.13.0"}}
+
+
+devices.PROBES["torch"] = lambda: devices.Probe("torch", devices=[FakeCuda()])
+
+
+class device:
+    type, index = "cuda", 0
+
+
+class Tensor:
+    device = device()
+    dtype = "torch.float16"
+
+
+Tensor.__module__ = "torch"
+
+
+def pytest_sessionfinish(session):
+    assert "sync" in SYNCS and "event" in SYNCS, SYNCS
+"""
+
+
+def test_a_pytest_benchmark_test_called_with_gpu_tensors_is_timed_on_the_gpus_events(
+    pytester: pytest.Pytester,
+) -> None:
+    """Called with a tensor on cuda:0, such a test is a torch-cuda0 f16 benchmark: synchronised
+    and timed on the device's own clock, as the plugin's own GPU benchmarks are."""
+    pytester.makeconftest(FAKE_GPU_CONFTEST)
+    pytester.makepyfile(
+        test_gpu="""
+        from conftest import Tensor
+
+        def test_gemm(benchmark):
+            x = Tensor()
+            assert benchmark(lambda t: t, x) is x
+        """
+    )
+    rec = pytester.runpytest_subprocess(
+        "--perf", "--perf-update", "--perf-rounds", "1", "--perf-json", "r.json", *FAST
+    )
+    rec.assert_outcomes(passed=1)
+    (res,) = json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    assert (res["device_id"], res["kind"], res["dtype"]) == ("torch-cuda0", "cuda", "f16")
+    assert res["timer"] == "device", res  # its events, synchronised (the conftest checks)
+
+
+@pytest.mark.slow
+def test_under_the_counted_default_a_gpu_call_is_timed_not_counted(
+    pytester: pytest.Pytester,
+) -> None:
+    """The counted process reads the GPU tensor too and leaves that test to the clock (no GPU
+    call under valgrind's simulated CPU); the pure-Python one beside it is counted."""
+    pytester.makeconftest(FAKE_GPU_CONFTEST)
+    pytester.makepyfile(
+        test_gpu="""
+        from conftest import Tensor
+
+        def test_gemm(benchmark):
+            x = Tensor()
+            assert benchmark(lambda t: t, x) is x
+
+        def test_py(benchmark):
+            benchmark(sorted, [3, 2, 1])
+        """
+    )
+    rec = pytester.runpytest_subprocess(
+        "--perf",
+        "--perf-update",
+        "--perf-rounds",
+        "1",
+        "--perf-json",
+        "r.json",
+        *FAST,
+        "--perf-measure",
+        "auto",
+    )
+    rec.assert_outcomes(passed=2)
+    got = {
+        r["name"]: r["device_id"]
+        for r in json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    }
+    assert got == {"test_gemm": "torch-cuda0", "test_py": "python-cpu"}
+    (counted,) = (pytester.path / "baselines").glob("counts-*/test_gpu.json")
+    assert set(json.loads(counted.read_text())["benchmarks"]) == {"test_py"}

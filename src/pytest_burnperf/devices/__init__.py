@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pytest_burnperf.core.options.settings import KINDS, LIBRARY_KINDS
+from pytest_burnperf.devices.array_device import ArrayPlace
 from pytest_burnperf.devices.base import Device, DeviceBase, Probe
 
 __all__ = ["Device", "DeviceBase", "Entry", "Probe", "Registry", "matches"]
@@ -112,6 +113,18 @@ class Registry:
             device = PythonDevice()
             self._python = Entry(device.id, device.kind, device.library, device=device)
         return self._python
+
+    def of_place(self, place: ArrayPlace) -> Entry | str:
+        """The present device an array lives on (devices/array_device.py), probed whatever the
+        run's backend filter (the array's library is loaded already); else why it is not one."""
+        if place.library not in self._probes:
+            return f"{place.text()}: pytest-burnperf has no {place.library} backend"
+        found = self.probe(place.library)
+        for device in found.devices:
+            if device.id in place.candidate_ids():
+                return Entry(device.id, device.kind, device.library, device=device)
+        present = ", ".join(d.id for d in found.devices) or "none"
+        return f"{place.text()}: no such {place.library} device here (present: {present})"
 
     def probe(self, library: str) -> Probe:
         if library not in self._found:

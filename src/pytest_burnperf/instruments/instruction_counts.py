@@ -27,7 +27,12 @@ from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.clocks import gc_off
 from pytest_burnperf.core.counting import counted_calls, counts, counts_key
 from pytest_burnperf.core.judging.abstention import Cause
-from pytest_burnperf.core.judging.comparability import RECORDED_AS_NUMPY, recorded_as_numpy
+from pytest_burnperf.core.judging.comparability import (
+    RECORDED_AS_NUMPY,
+    RECORDED_AS_PYTHON,
+    recorded_as_numpy,
+    recorded_as_python,
+)
 from pytest_burnperf.core.judging.verdict import Verdict, not_comparable
 from pytest_burnperf.core.options.run_options import count_text
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline
@@ -281,7 +286,9 @@ def known_before_counting(entry: StoredBaseline | None, device: Device) -> str |
         "python_build": python_build(),
         "libc": " ".join(platform.libc_ver()).strip() or "unknown",
     }
-    if not recorded_as_numpy(entry.device, fingerprint):  # else its libraries are not held
+    if not recorded_as_numpy(entry.device, fingerprint) and not recorded_as_python(
+        entry.device, fingerprint
+    ):  # else its libraries are not held as this device holds them
         here["libraries"] = dict(jf.mapping(fingerprint.get("versions")))
     return counts_key.key_difference(stored, here)
 
@@ -355,6 +362,14 @@ def against_baseline(
     )
     if migrated and stored_key is not None:
         stored_key = as_python_key(stored_key, key)
+    from_python = (
+        entry is not None
+        and stored_key is not None
+        and device is not None
+        and recorded_as_python(entry.device, device)
+    )
+    if from_python and stored_key is not None:
+        stored_key = as_array_key(stored_key, key)
     if entry is not None and (diff := counts_key.key_difference(stored_key, key)):
         return not_comparable(values, base_values or [], f"{diff}{RECORD_AGAIN}", Cause.COUNTS_KEY)
     verdict = counts.judge_counts(
@@ -374,6 +389,8 @@ def against_baseline(
     noted = counts_key.key_notes(stored_key, key)
     if migrated:
         noted = [RECORDED_AS_NUMPY, *noted]
+    if from_python:
+        noted = [RECORDED_AS_PYTHON, *noted]
     return replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
 
 
@@ -386,6 +403,24 @@ def as_python_key(stored: Mapping[str, object], current: Mapping[str, object]) -
         t for t in str(stored.get("simulated_cpu", "")).split() if not t.startswith(_DISPATCH)
     )
     return {**stored, "simulated_cpu": simulated, "libraries": current.get("libraries")}
+
+
+def as_array_key(stored: Mapping[str, object], current: Mapping[str, object]) -> dict[str, object]:
+    """The counts key a pytest-benchmark test recorded on python-cpu, as the device of the
+    arrays it is now called with gives it (comparability.recorded_as_python): that device's
+    libraries at the versions the recorded calls ran in (its ``calls_into``; one the calls never
+    ran in stays absent, and the keys differ), the rest of ``calls_into`` as it was, and this
+    run's dispatch parts of those libraries in ``simulated_cpu`` (python-cpu added none)."""
+    libraries = jf.mapping(current.get("libraries"))
+    called = dict(jf.mapping(stored.get("calls_into")))
+    held = {lib: called.pop(lib) for lib in list(called) if lib in libraries}
+    dispatch = [
+        t
+        for t in str(current.get("simulated_cpu", "")).split()
+        if any(t.startswith(f"{lib}=") for lib in libraries)
+    ]
+    simulated = " ".join([*dispatch, str(stored.get("simulated_cpu", ""))]).strip()
+    return {**stored, "libraries": held, "calls_into": called, "simulated_cpu": simulated}
 
 
 #: The dispatch parts numpy's CPU device put into a key's ``simulated_cpu``.

@@ -8,6 +8,7 @@ from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.comparability import (
     LEGACY,
     RECORDED_AS_NUMPY,
+    RECORDED_AS_PYTHON,
     blocker,
     comparability,
 )
@@ -217,5 +218,17 @@ def test_a_pytest_benchmark_baseline_recorded_on_numpy_cpu_is_compared_by_its_ho
     # ...but another CPU class still is
     why, _ = comparability(old, _python_fp(ZEN4))
     assert why is not None and "x86-64-v3" in why and "x86-64-v4" in why
-    # and a marked numpy test's baseline never meets a python-cpu run this way
-    assert comparability(_python_fp(ZEN3), old)[0] is not None
+    # and a numpy-cpu run never meets it through the python-cpu rule with another CPU class
+    assert comparability(_python_fp(ZEN4), old)[0] is not None
+
+
+def test_a_python_cpu_baseline_compares_with_the_cpu_device_of_the_calls_arrays() -> None:
+    """A pytest-benchmark test recorded as python-cpu and now called with numpy or torch arrays
+    on the CPU (plugin/measuring/perf_base.py): compared by the host CPU, with a note; not with
+    a GPU's, nor on another CPU class."""
+    torch_cpu = {**ZEN3, "id": "torch-cpu", "library": "torch", "versions": {"torch": "2.13.0"}}
+    why, notes = comparability(_python_fp(ZEN3), torch_cpu)
+    assert why is None and notes[0] == RECORDED_AS_PYTHON
+    assert comparability(_python_fp(ZEN4), torch_cpu)[0] is not None
+    gpu = {"id": "torch-cuda0", "kind": "cuda", "library": "torch", "name": "H200"}
+    assert comparability(_python_fp(ZEN3), gpu)[0] is not None

@@ -190,3 +190,40 @@ def test_counts_a_pytest_benchmark_test_recorded_on_numpy_cpu_are_compared_as_py
     assert against_baseline(got, entry, new_key, alpha_each=0.01, device=numpy).status == (
         INCOMPARABLE
     )
+
+
+def test_counts_recorded_on_python_cpu_compare_on_the_device_of_the_calls_arrays() -> None:
+    """A pytest-benchmark test's counts recorded as python-cpu (torch in what its calls ran
+    in) compare with the same calls now keyed as torch-cpu (torch a library of the device, its
+    dispatch in the simulated CPU); another torch version in the record does not."""
+    here = {
+        **KEY,
+        "libraries": {"torch": "2.13.0"},
+        "calls_into": {"scipy": "1.0"},
+        "simulated_cpu": "torch=AVX512 cpu-here",
+    }
+    recorded = {
+        **KEY,
+        "libraries": {"python": "3.11.7"},
+        "calls_into": {"torch": "2.13.0", "scipy": "1.0"},
+        "simulated_cpu": "cpu-here",
+    }
+    python_fp = {"library": "python", "kind": "cpu", "id": "python-cpu"}
+    torch_fp = {"library": "torch", "kind": "cpu", "id": "torch-cpu"}
+    entry = StoredBaseline.from_entry(
+        {"counts": {**_counted(1_000_000).as_json(), "key": recorded}, "device": python_fp}
+    )
+    same = against_baseline(_counted(1_000_000), entry, here, alpha_each=0.01, device=torch_fp)
+    assert same.status == UNCHANGED, same.reason
+    assert any("baseline recorded as python-cpu" in n for n in same.notes)
+    older = StoredBaseline.from_entry(
+        {
+            "counts": {
+                **_counted(1_000_000).as_json(),
+                "key": {**recorded, "calls_into": {"torch": "2.12.0", "scipy": "1.0"}},
+            },
+            "device": python_fp,
+        }
+    )
+    moved = against_baseline(_counted(1_000_000), older, here, alpha_each=0.01, device=torch_fp)
+    assert moved.status == INCOMPARABLE and "2.12.0" in moved.reason

@@ -129,6 +129,26 @@ def recorded_as_numpy(
     )
 
 
+#: The note on a verdict against a baseline recorded on python-cpu for a test now called with
+#: arrays of a CPU library (plugin/measuring/perf_base.py reads the device from them).
+RECORDED_AS_PYTHON = (
+    "baseline recorded as python-cpu (before a pytest-benchmark test's device was read from the "
+    "arrays it is called with): compared as the same host CPU; --perf-update records it again"
+)
+
+
+def recorded_as_python(
+    baseline_fp: Mapping[str, object] | None, current_fp: Mapping[str, object]
+) -> bool:
+    """A run on a CPU library's device against a baseline its test recorded on python-cpu."""
+    return (
+        isinstance(baseline_fp, Mapping)
+        and baseline_fp.get("library") == "python"
+        and current_fp.get("library") not in (None, "python")
+        and current_fp.get("kind") == "cpu"
+    )
+
+
 def comparability(
     baseline_fp: Mapping[str, object] | None, current_fp: Mapping[str, object]
 ) -> tuple[str | None, tuple[str, ...]]:
@@ -136,15 +156,23 @@ def comparability(
 
     Keys present on only one side are not held against the baseline (a device that cannot tell its
     memory, say); only values known on both sides that differ count, except the identity version.
-    A pytest-benchmark test's baseline recorded on numpy-cpu is compared by the host CPU alone.
+    A pytest-benchmark test's baseline recorded on numpy-cpu, or on python-cpu for a test now
+    called with a CPU library's arrays, is compared by the host CPU alone.
     """
     if not isinstance(baseline_fp, Mapping):
         return None, ()
-    if recorded_as_numpy(baseline_fp, current_fp):
+    host_only = (
+        RECORDED_AS_NUMPY
+        if recorded_as_numpy(baseline_fp, current_fp)
+        else RECORDED_AS_PYTHON
+        if recorded_as_python(baseline_fp, current_fp)
+        else None
+    )
+    if host_only is not None:
         host_cpu = {k: v for k, v in baseline_fp.items() if k in HOST_CPU_KEYS}
         mine = {k: v for k, v in current_fp.items() if k in HOST_CPU_KEYS}
         why, noted = comparability(host_cpu, mine)
-        return why, (RECORDED_AS_NUMPY, *noted)
+        return why, (host_only, *noted)
     if _identity_version(baseline_fp) < _identity_version(current_fp):
         return legacy_reason(), ()
     diffs = [

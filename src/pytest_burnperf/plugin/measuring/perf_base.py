@@ -17,6 +17,7 @@ from pytest_burnperf.core.options.pedantic_shape import PedanticShape
 from pytest_burnperf.core.records.roofline_figures import Work, WorkError
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.core.timing import Prepared
+from pytest_burnperf.devices.array_device import call_place
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments.instrument import Prepare
 from pytest_burnperf.plugin.measuring.profile_rerun import profiled
@@ -152,6 +153,28 @@ class PerfBase:
             pytest.fail(f"{node}: {what} needs a callable, got {fn!r}", pytrace=False)
         self._used = True
 
+    def _take_place(
+        self, fn: object, args: tuple[object, ...], kwargs: Mapping[str, object]
+    ) -> None:
+        """A test written for pytest-benchmark runs where the arrays it is called with live
+        (devices/array_device.py): ``benchmark(fn, x)`` with a torch float32 tensor on
+        ``cuda:0`` is a benchmark of torch-cuda0 in f32, synchronised and timed on that
+        device's events, its baseline keyed by torch's version; a call without arrays stays on
+        python-cpu. An array on a device this run cannot open fails the test, naming it."""
+        __tracebackhide__ = True
+        if not self._case.benchmark_style:
+            return
+        place = call_place(fn, args, kwargs)
+        if place is None:
+            return
+        entry = self._state.registry.of_place(place)
+        if isinstance(entry, str):
+            pytest.fail(f"{self._item.nodeid}: {entry}", pytrace=False)
+        assert entry.device is not None
+        self._case = replace(self._case, entry=entry, dtype=place.dtype)
+        self.device = entry.device
+        self.dtype = place.dtype
+
     def work(
         self,
         flops: float | Work | None = None,
@@ -180,6 +203,7 @@ class PerfBase:
     def __call__(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
         self._start(fn, "perf()")
+        self._take_place(fn, args, kwargs)
         self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
         return self._call(fn, args, kwargs)
 
@@ -248,6 +272,7 @@ class PerfBase:
                 pytrace=False,
             )
         self._start(fn, "perf.pedantic()")
+        self._take_place(fn, args, kwargs or {})
         self._pedantic = PedanticShape(
             rounds=None if sampled else rounds,
             iterations=iterations,
