@@ -286,9 +286,11 @@ def known_before_counting(entry: StoredBaseline | None, device: Device) -> str |
         "python_build": python_build(),
         "libc": " ".join(platform.libc_ver()).strip() or "unknown",
     }
-    if not recorded_as_numpy(entry.device, fingerprint) and not recorded_as_python(
-        entry.device, fingerprint
-    ):  # else its libraries are not held as this device holds them
+    recorded_on = None if entry.device is None else entry.device.get("library")
+    if recorded_on in (None, fingerprint.get("library")):
+        # else the libraries are not held as this device holds them: recorded on numpy-cpu for a
+        # python-cpu test, or on the device of the arrays a pytest-benchmark test is called with
+        # (torch-cpu), which only its call tells (perf_base); the counted process's key decides
         here["libraries"] = dict(jf.mapping(fingerprint.get("versions")))
     return counts_key.key_difference(stored, here)
 
@@ -403,6 +405,19 @@ def as_python_key(stored: Mapping[str, object], current: Mapping[str, object]) -
         t for t in str(stored.get("simulated_cpu", "")).split() if not t.startswith(_DISPATCH)
     )
     return {**stored, "simulated_cpu": simulated, "libraries": current.get("libraries")}
+
+
+def counted_on(
+    fingerprint: Mapping[str, object], counted_key: Mapping[str, object]
+) -> Mapping[str, object]:
+    """The device a pytest-benchmark test's calls were counted on, as far as a comparison of
+    keys needs it: the python-cpu device it was collected on (``fingerprint``), or, where the
+    arrays it was called with chose another (plugin/measuring/perf_base.py), that device's
+    library, named by the counted key's ``libraries``."""
+    libraries = list(jf.mapping(counted_key.get("libraries")))
+    if len(libraries) != 1 or libraries[0] == fingerprint.get("library"):
+        return fingerprint
+    return {**fingerprint, "library": libraries[0], "kind": "cpu"}
 
 
 def as_array_key(stored: Mapping[str, object], current: Mapping[str, object]) -> dict[str, object]:

@@ -22,6 +22,7 @@ from pytest_burnperf.instruments.instruction_counts import (
     baseline_counts,
     between,
     count,
+    counted_on,
     counted_threads,
     known_before_counting,
     python_build,
@@ -130,6 +131,14 @@ def test_what_the_run_itself_knows_of_the_key_shows_another_key_before_counting(
     )
     python = _Device({"library": "python", "versions": {"python": "3.11.7"}})
     assert known_before_counting(recorded, python) is None
+    # recorded on torch-cpu, the device its call's tensors chose: only the call tells again
+    on_torch = StoredBaseline.from_entry(
+        {
+            "counts": {**_counted(5).as_json(), "key": {**here, "libraries": {"torch": "2.13"}}},
+            "device": {"id": "torch-cpu", "library": "torch", "kind": "cpu"},
+        }
+    )
+    assert known_before_counting(on_torch, python) is None
 
 
 def test_cycles_are_compared_only_where_both_counted_them_with_the_same_caches() -> None:
@@ -227,3 +236,13 @@ def test_counts_recorded_on_python_cpu_compare_on_the_device_of_the_calls_arrays
     )
     moved = against_baseline(_counted(1_000_000), older, here, alpha_each=0.01, device=torch_fp)
     assert moved.status == INCOMPARABLE and "2.12.0" in moved.reason
+
+
+def test_a_pytest_benchmark_tests_counted_device_is_named_by_its_counted_key() -> None:
+    """Collected on python-cpu, counted with torch tensors: the key's one library names the
+    device its counts are compared as; a pure-Python call's key keeps python-cpu."""
+    python_fp = {"library": "python", "kind": "cpu", "id": "python-cpu"}
+    on_torch = counted_on(python_fp, {"libraries": {"torch": "2.13.0"}})
+    assert on_torch["library"] == "torch" and on_torch["kind"] == "cpu"
+    assert counted_on(python_fp, {"libraries": {"python": "3.11.7"}}) == python_fp
+    assert counted_on(python_fp, {}) == python_fp

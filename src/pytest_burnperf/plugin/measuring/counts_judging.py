@@ -5,7 +5,7 @@ counts; with ``both``, the time verdict beside it and a note where the two disag
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -199,12 +199,16 @@ def leave_to_the_clock(
             entry = c.store().baseline(module, key)
         except BaselineError:  # the benchmark's own test reports the file
             continue
+        counted_key = c.run.keys.get(node, {}) if c.run is not None else {}
+        device: Mapping[str, object] = case.entry.device.fingerprint()
+        if case.benchmark_style:  # its call chose the device it was counted on (perf_base)
+            device = instruction_counts.counted_on(device, counted_key)
         verdict = instruction_counts.against_baseline(
             got,
             entry,
-            {**c.key_base(), **(c.run.keys.get(node, {}) if c.run is not None else {})},
+            {**c.key_base(), **counted_key},
             alpha_each=0.05,  # the status only: incomparable, or undecidable at its threshold
-            device=case.entry.device.fingerprint(),
+            device=device,
             threshold=state.run.settings_for(case.spec).chosen_threshold,
         )
         if verdict.status == INCOMPARABLE:
