@@ -436,3 +436,53 @@ def test_a_benchmark_that_fails_before_perf_is_counted_as_not_measured(
             "  1 not judged, their test failed before they were measured*",
         ]
     )
+
+
+def test_a_projects_parametrised_dtype_fixture_beside_a_perf_test(
+    pytester: pytest.Pytester,
+) -> None:
+    """A tensor library's conftest parametrises its own `dtype` fixture: a perf test beside it
+    is parametrised by its marker alone (it failed to collect: "duplicate parametrization of
+    'dtype'"; before that, the project's ids were laid on top), the project's benchmark-style
+    tests keep the project's parametrisation, and the warning comes from the perf test when it
+    runs, not from a run that deselects it (issue 76)."""
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture(params=["float32", "float64"], ids=["f32p", "f64p"])
+        def dtype(request):
+            return request.param
+        """
+    )
+    pytester.makepyfile(
+        test_mixed="""
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f32"])
+        def test_mine(perf, dtype):
+            assert dtype == "f32"
+            perf(sum, [1])
+
+        def test_theirs(benchmark, dtype):
+            assert dtype in ("float32", "float64")
+            benchmark(sum, [1])
+        """
+    )
+    listed = pytester.runpytest("--collect-only", "-q", "-p", "no:benchmark")
+    listed.stdout.fnmatch_lines(
+        [
+            "test_mixed.py::test_mine[numpy-cpu-f32]",
+            "test_mixed.py::test_theirs[f32p]",
+            "test_mixed.py::test_theirs[f64p]",
+        ]
+    )
+    assert "test_mine[" not in listed.stdout.str().replace("test_mine[numpy-cpu-f32]", "")
+    ran = pytester.runpytest("-W", "default", "-p", "no:benchmark")
+    ran.assert_outcomes(passed=3, warnings=1)
+    ran.stdout.fnmatch_lines(
+        ["*PerfFixtureShadowWarning: test_mixed.py::test_mine: the project's*"]
+    )
+    deselected = pytester.runpytest("-W", "default", "-p", "no:benchmark", "-k", "theirs")
+    deselected.assert_outcomes(passed=2)
+    assert "PerfFixtureShadowWarning" not in deselected.stdout.str()

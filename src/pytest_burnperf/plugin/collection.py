@@ -22,7 +22,49 @@ from pytest_burnperf.plugin.session.perf_state import STATE, PerfState, case_of
 from pytest_burnperf.report.pytest_benchmark import CASE_ID
 
 
-def parametrize(metafunc: pytest.Metafunc) -> None:
+def parametrize_first(metafunc: pytest.Metafunc) -> None:
+    """Before pytest applies the fixtures' own params: a perf test whose ``device`` or
+    ``dtype`` is also a parametrised fixture of the project is parametrised here, through a
+    ``parametrize`` mark, which pytest gives precedence over the fixture's params (else the
+    two collided: "duplicate parametrization of 'dtype'", and the module failed to collect).
+    Every other test is left to :func:`parametrize`, after the fixtures' params, so that its
+    id keeps the order it always had."""
+    if metafunc.definition.get_closest_marker("perf") is None or not _shadowing_params(metafunc):
+        return
+    parametrize(metafunc, as_mark=True)
+
+
+def _shadowing_params(metafunc: pytest.Metafunc) -> bool:
+    """Whether a project fixture named ``device`` or ``dtype`` that this test uses has params."""
+    defs = metafunc._arg2fixturedefs
+    return any(
+        getattr(fixturedef, "params", None) is not None
+        for name in ("device", "dtype")
+        if name in metafunc.fixturenames
+        for fixturedef in defs.get(name, ())
+        if getattr(getattr(fixturedef, "func", None), "__module__", "") != PLUGIN_MODULE
+    )
+
+
+def _already_parametrized(metafunc: pytest.Metafunc) -> bool:
+    return any(
+        "_burnperf_case" in str(mark.args[0] if mark.args else "")
+        for mark in metafunc.definition.iter_markers("parametrize")
+    )
+
+
+def _apply(
+    metafunc: pytest.Metafunc, argnames: list[str], params: list[Any], as_mark: bool
+) -> None:
+    if as_mark:
+        metafunc.definition.add_marker(pytest.mark.parametrize(argnames, params))
+    else:
+        metafunc.parametrize(argnames, params)
+
+
+def parametrize(metafunc: pytest.Metafunc, *, as_mark: bool = False) -> None:
+    if _already_parametrized(metafunc):  # parametrize_first did
+        return
     marker = metafunc.definition.get_closest_marker("perf")
     if marker is None:
         if "benchmark" in metafunc.fixturenames:
@@ -33,6 +75,7 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     if len(stacked) > 1:
         _invalid(
             metafunc,
+            as_mark,
             f"{test}: {len(stacked)} @pytest.mark.perf markers apply to this test (on the function, "
             "its class or its module); only one is allowed, since their keywords would otherwise "
             "be silently merged or dropped: keep one and put every keyword in it",
@@ -41,16 +84,17 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     try:
         spec = settings.parse_marker(test, marker.args, marker.kwargs)
     except SettingsError as exc:
-        _invalid(metafunc, str(exc))
+        _invalid(metafunc, as_mark, str(exc))
         return
     if "perf" not in metafunc.fixturenames:
         _invalid(
             metafunc,
+            as_mark,
             f"{test}: is marked @pytest.mark.perf but does not use the `perf` fixture; "
             "add a `perf` argument and call perf(fn, *args)",
         )
         return
-    _warn_shadowed(metafunc)
+    shadowed = _shadowed(metafunc)
     state = metafunc.config.stash[STATE]
     cases: list[Case] = []
     if not state.run.mode.runs_benchmarks:
@@ -67,6 +111,8 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
                 if reason is None and entry.device is not None and graph:
                     reason = graph_unsupported(entry.device)
                 cases.append(Case(entry, entry.id, dtype, spec, skip_reason=reason))
+    for case in cases:
+        case.shadowed = shadowed  # one list: said once, by the first of them that runs
     argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
     params = []
     for case in cases:
@@ -77,7 +123,7 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
             values.append(case.dtype)
         marks = [pytest.mark.skip(reason=case.skip_reason)] if case.skip_reason else []
         params.append(pytest.param(*values, id=f"{case.label}-{case.dtype}", marks=marks))
-    metafunc.parametrize(argnames, params)
+    _apply(metafunc, argnames, params, as_mark)
 
 
 def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
@@ -93,7 +139,8 @@ def _generate_benchmark_compat(metafunc: pytest.Metafunc) -> None:
     try:
         overrides, _group = compat.marker_overrides(test, bench.kwargs if bench else {})
     except SettingsError as exc:
-        _invalid(metafunc, str(exc))
+        # its device and dtype, if it has them, are the project's own fixtures: left alone
+        _invalid(metafunc, False, str(exc), names=())
         return
     entry = state.registry.python()
     spec = settings.PerfSpec(backends=(entry.id,), dtypes=(NO_DTYPE,), overrides=overrides)
@@ -116,11 +163,14 @@ class PerfFixtureShadowWarning(pytest.PytestWarning):
     """A project fixture named ``device`` or ``dtype`` that perf tests do not see."""
 
 
-def _warn_shadowed(metafunc: pytest.Metafunc) -> None:
-    """Say so when the project defines its own ``device``/``dtype`` fixture: in a perf test the
-    plugin parametrises that name with the benchmark's device, so the project's is not used."""
+def _shadowed(metafunc: pytest.Metafunc) -> list[str]:
+    """What to say when the project defines its own ``device``/``dtype`` fixture: in a perf
+    test the plugin parametrises that name with the benchmark's device, so the project's is not
+    used. Said as a PerfFixtureShadowWarning when such a test runs (hooks.py), not at
+    collection: a run that deselects it says nothing."""
     info = getattr(metafunc.definition, "_fixtureinfo", None)
     defs = getattr(info, "name2fixturedefs", {}) or {}
+    out: list[str] = []
     for name in ("device", "dtype"):
         if name not in metafunc.fixturenames:
             continue
@@ -129,24 +179,36 @@ def _warn_shadowed(metafunc: pytest.Metafunc) -> None:
             module = getattr(func, "__module__", "")
             if module and module != PLUGIN_MODULE:
                 where = f"{module}.{getattr(func, '__qualname__', name)}"
-                metafunc.definition.warn(
-                    PerfFixtureShadowWarning(
-                        f"{metafunc.definition.nodeid}: the project's own `{name}` fixture "
-                        f"({where}) is not used in this @pytest.mark.perf test: pytest-burnperf "
-                        f"parametrises `{name}` with the benchmark's {name}; rename your fixture "
-                        "to use both"
-                    )
+                out.append(
+                    f"{metafunc.definition.nodeid}: the project's own `{name}` fixture "
+                    f"({where}) is not used in this @pytest.mark.perf test: pytest-burnperf "
+                    f"parametrises `{name}` with the benchmark's {name}; rename your fixture "
+                    "to use both"
                 )
                 break
+    return out
 
 
-def _invalid(metafunc: pytest.Metafunc, message: str) -> None:
+def warn_shadowed(item: pytest.Item, case: Case) -> None:
+    """Say, once per test function, that the project's ``device``/``dtype`` fixture is not
+    used in it (:func:`_shadowed`)."""
+    while case.shadowed:
+        item.warn(PerfFixtureShadowWarning(case.shadowed.pop(0)))
+
+
+def _invalid(
+    metafunc: pytest.Metafunc,
+    as_mark: bool,
+    message: str,
+    names: Sequence[str] = ("device", "dtype"),
+) -> None:
     """One parameter that errors at setup with ``message``: each bad marker is reported on its
-    own test, all of them, and the rest of the module still runs."""
-    argnames = ["_burnperf_case"] + [n for n in ("device", "dtype") if n in metafunc.fixturenames]
+    own test, all of them, and the rest of the module still runs. ``names``: the plugin's
+    fixtures this test's parameter sets besides its case."""
+    argnames = ["_burnperf_case"] + [n for n in names if n in metafunc.fixturenames]
     case = Case(None, "invalid", "", settings.PerfSpec(), error=message)
     values = [case] + [None] * (len(argnames) - 1)
-    metafunc.parametrize(argnames, [pytest.param(*values, id="invalid-perf-marker")])
+    _apply(metafunc, argnames, [pytest.param(*values, id="invalid-perf-marker")], as_mark)
 
 
 def _function_name(item: pytest.Item) -> str:

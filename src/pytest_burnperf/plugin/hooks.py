@@ -87,6 +87,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     collection.parametrize(metafunc)
 
 
+@pytest.hookimpl(tryfirst=True, specname="pytest_generate_tests")
+def pytest_generate_tests_before_fixture_params(metafunc: pytest.Metafunc) -> None:
+    """Only perf tests whose device or dtype a project fixture parametrises, before pytest
+    applies the fixtures' params (collection.parametrize_first)."""
+    collection.parametrize_first(metafunc)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     collection.select(config, items)
 
@@ -192,4 +199,5 @@ def perf(request: pytest.FixtureRequest, _burnperf_case: Case) -> PerfBase:
     ``perf.pedantic(fn, setup=..., rounds=..., iterations=..., warmup_rounds=...)`` gives each
     round fresh inputs.
     """
+    collection.warn_shadowed(request.node, _burnperf_case)
     return make_perf(request, _burnperf_case)

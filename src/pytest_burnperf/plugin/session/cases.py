@@ -3,7 +3,7 @@ on, with the reason it is skipped or the error it fails with."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.options.settings import PerfSpec
@@ -25,3 +25,6 @@ class Case:
     error: str | None = None
     #: A test written for pytest-benchmark: its one case (the host CPU) adds nothing to its id.
     benchmark_style: bool = False
+    #: What the test's run says once, shared by the cases of one test function: the project's
+    #: own ``device``/``dtype`` fixtures it does not see (collection.warn_shadowed).
+    shadowed: list[str] = field(default_factory=list)
