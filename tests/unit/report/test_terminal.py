@@ -120,6 +120,19 @@ def test_labels_speedups_and_roofline_cells() -> None:
     assert row(eager)[-3:-1] == ("-", "-")
 
 
+def test_counted_results_show_the_rates_of_the_time_beside_them() -> None:
+    """Under counts (the default) the GFLOP/s, GB/s and % of peak of the time measured beside
+    the counts, never a rate made of instructions; nothing where nothing was timed (issue 76)."""
+    timed = _torch_result("test_mm[torch-cpu-f32]", 0.05, Work(flops=2e9, bytes=1e9))
+    counted_sample = Sample(values=(3e8,) * 3, loops=1, warmup_calls=1, timer="counts")
+    counted = replace(timed, measure="counts", sample=counted_sample, work=None, time=timed)
+    assert row(counted)[-3:] == ("40 GF/s 40%", "20 GB/s 50%", "unchanged")
+    roof = counted.as_json()["roofline"]
+    assert isinstance(roof, dict) and roof["flops"] == 2e9 and roof["gflops"] == 40.0
+    alone = replace(timed, measure="counts", sample=counted_sample, time=None)
+    assert row(alone)[-3:-1] == ("-", "-") and alone.as_json()["roofline"] is None
+
+
 def test_brief_notes_fit_the_width_one_line_a_benchmark() -> None:
     from pytest_burnperf.report.terminal import DETAILS, brief
 

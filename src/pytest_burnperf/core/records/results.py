@@ -86,11 +86,13 @@ class Result:
     pedantic: PedanticShape | None = None
 
     def roofline(self) -> Achieved | None:
-        """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks."""
-        if self.work is None:
+        """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks; where
+        counts judged, those of the time measured beside them (never a rate from instructions),
+        None where nothing was timed."""
+        timed = self.timed()
+        if timed is None or timed.work is None:
             return None
-
-        return achieved(self.work, summarize(self.sample.values).median, self.peaks)
+        return achieved(timed.work, summarize(timed.sample.values).median, timed.peaks)
 
     @property
     def label(self) -> str:
@@ -223,15 +225,15 @@ class Result:
         return None
 
     def _roofline_json(self) -> dict[str, object] | None:
-        got = self.roofline()
-        if got is None or self.work is None:
+        got, timed = self.roofline(), self.timed()
+        if got is None or timed is None or timed.work is None:
             return None
         return {
-            "flops": self.work.flops,
-            "bytes": self.work.bytes,
-            "shape": self.work.shape,
+            "flops": timed.work.flops,
+            "bytes": timed.work.bytes,
+            "shape": timed.work.shape,
             **got.as_dict(),
-            "peaks": None if self.peaks is None else self.peaks.as_dict(),
+            "peaks": None if timed.peaks is None else timed.peaks.as_dict(),
         }
 
     def as_json(self) -> dict[str, object]:
