@@ -632,21 +632,29 @@ def pytest_sessionfinish(session):
 """
 
 
+#: A pytest-benchmark test called with the fake GPU's tensor, and a pure-Python one.
+GPU_TEST = """
+from conftest import Tensor
+
+
+def test_gemm(benchmark):
+    x = Tensor()
+    assert benchmark(lambda t: t, x) is x
+"""
+PY_TEST = """
+
+def test_py(benchmark):
+    benchmark(sorted, [3, 2, 1])
+"""
+
+
 def test_a_pytest_benchmark_test_called_with_gpu_tensors_is_timed_on_the_gpus_events(
     pytester: pytest.Pytester,
 ) -> None:
     """Called with a tensor on cuda:0, such a test is a torch-cuda0 f16 benchmark: synchronised
     and timed on the device's own clock, as the plugin's own GPU benchmarks are."""
     pytester.makeconftest(FAKE_GPU_CONFTEST)
-    pytester.makepyfile(
-        test_gpu="""
-        from conftest import Tensor
-
-        def test_gemm(benchmark):
-            x = Tensor()
-            assert benchmark(lambda t: t, x) is x
-        """
-    )
+    pytester.makepyfile(test_gpu=GPU_TEST)
     rec = pytester.runpytest_subprocess(
         "--perf", "--perf-update", "--perf-rounds", "1", "--perf-json", "r.json", *FAST
     )
@@ -663,18 +671,7 @@ def test_under_the_counted_default_a_gpu_call_is_timed_not_counted(
     """The counted process reads the GPU tensor too and leaves that test to the clock (no GPU
     call under valgrind's simulated CPU); the pure-Python one beside it is counted."""
     pytester.makeconftest(FAKE_GPU_CONFTEST)
-    pytester.makepyfile(
-        test_gpu="""
-        from conftest import Tensor
-
-        def test_gemm(benchmark):
-            x = Tensor()
-            assert benchmark(lambda t: t, x) is x
-
-        def test_py(benchmark):
-            benchmark(sorted, [3, 2, 1])
-        """
-    )
+    pytester.makepyfile(test_gpu=GPU_TEST + PY_TEST)
     rec = pytester.runpytest_subprocess(
         "--perf",
         "--perf-update",
