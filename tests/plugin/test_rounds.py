@@ -40,6 +40,7 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
     again.stdout.fnmatch_lines([f"baselines in *; {rounds} process round{plural}; *"])
 
     monkeypatch.setenv("BURNPERF_TEST_WORK", "2.0")  # far above the 1-vs-1 floor; rounds inherit it
+    monkeypatch.setenv("COLUMNS", "80")  # the accept command at 80 columns, below
     slow = loop_project.runpytest("--perf", "-v", *opts)  # -v: every note
     slow.assert_outcomes(passed=1, failed=1)
     slow.stdout.fnmatch_lines(
@@ -48,10 +49,12 @@ def test_planted_slowdown_fails_with_rounds_and_a_rerun_passes(
         ]
     )
     # the command that accepts it, when the slowdown is intended
+    # on lines of its own at 80 columns, one command with shell continuations
     slow.stdout.fnmatch_lines(
         [
-            "if the slowdown is intended, record it as the new baseline: pytest --perf "
-            "--update-baselines * -k 'test_loop[[]numpy-cpu-f64[]]'"
+            "if the slowdown is intended, record it as the new baseline:",
+            "    pytest --perf --update-baselines * \\",
+            "    * -k 'test_loop[[]numpy-cpu-f64[]]'",
         ]
     )
     if rounds == 1:
@@ -555,6 +558,11 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
         "if the slowdown is intended, record it as the new baseline: pytest --perf "
         "--update-baselines tests/ -k 'test_a[numpy-cpu-f32] or test_m[numpy-cpu-f32]'"
     )
+    # at 80 columns: the lead, then the command on lines of its own, each within the width
+    narrow = str(accept_line(state, rows, width=60)).split("\n")
+    assert narrow[0] == "if the slowdown is intended, record it as the new baseline:"
+    assert narrow[1].startswith("    pytest --perf --update-baselines tests/")
+    assert all(len(line) <= 60 for line in narrow) and narrow[1].endswith(" \\")
     state.run.mode = Mode.COMPARE  # a same-session comparison has no baseline to record
     assert accept_line(state, rows) is None
 

@@ -249,3 +249,45 @@ def test_the_header_names_the_threshold_each_verdict_was_judged_at() -> None:
     assert "threshold 5% (1.5% on 2 device-bound GPU kernels);" in text
     only = " ".join(header(rows[:1], **how))  # type: ignore[arg-type]
     assert "threshold 5%;" in only
+
+
+def _as_bash_reads_it(lines: list[str]) -> list[str]:
+    """The arguments bash reads from the printed command lines (after the lead)."""
+    import shutil
+    import subprocess
+
+    bash = shutil.which("bash")
+    assert bash is not None
+    script = "\n".join(lines).replace("pytest", "printf '%s\\0'", 1)
+    out = subprocess.run([bash, "-c", script], capture_output=True, text=True, check=True).stdout
+    return out.split("\0")[:-1]
+
+
+def test_a_command_to_copy_fits_80_columns_and_still_pastes_as_one_command() -> None:
+    from pytest_burnperf.report.terminal import command_lines
+
+    lead = "if the slowdown is intended, record it as the new baseline:"
+    names = " or ".join(f"test_rgb_to_grayscale[float32-{s}]" for s in ("batch", "hw", "big"))
+    argv = ["pytest", "--perf", "--update-baselines", "-p", "no:randomly", "-k", names]
+    # it fits: one line, as shlex quotes it
+    assert command_lines("with:", argv[:3], 80) == ["with: pytest --perf --update-baselines"]
+    assert command_lines(lead, argv, None) == [
+        f"{lead} pytest --perf --update-baselines -p no:randomly -k '{names}'"
+    ]
+    lines = command_lines(lead, argv, 80)
+    assert lines[0] == lead and all(len(line) <= 80 for line in lines)
+    assert all(line.endswith(" \\") for line in lines[1:-1])
+    # the -k expression broken inside double quotes: bash reads the same expression back, the
+    # continuation's indent as spaces, which -k reads as one
+    read = _as_bash_reads_it(lines[1:])
+    assert read[:5] == argv[1:6]
+    assert read[5].split() == names.split()
+    # what the shell would expand inside double quotes stays whole in single quotes
+    odd = [*argv[:-1], names + " or $HOME"]
+    lines = command_lines(lead, odd, 80)
+    assert lines[-1].strip().startswith("'") and _as_bash_reads_it(lines[1:])[-1] == odd[-1]
+    # a lead longer than the line wraps as prose, the command on lines of its own
+    long_lead = "2 baseline(s) were recorded before the hardware class was, " * 2 + "with:"
+    lines = command_lines(long_lead, argv[:3], 80)
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[-1] == "    pytest --perf --update-baselines"

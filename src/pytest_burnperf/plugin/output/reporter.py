@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from pytest_burnperf.plugin.session.perf_state import (
 from pytest_burnperf.report.run_header import counts_line, header
 from pytest_burnperf.report.terminal import (
     VERDICT_MARKUP,
+    command_lines,
     notes,
     speedups,
     table_rows,
@@ -158,12 +158,15 @@ def _users_k(invocation: tuple[str, ...]) -> str | None:
     return found
 
 
-def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> str | None:
+def accept_line(
+    state: PerfState, results: list[Result], ours: bool = True, width: int | None = None
+) -> str | None:
     """After a regression against stored baselines: how to accept it when it is intended (the
     run's own command, recording exactly the benchmarks that regressed: each by its name with
     its parameters, ``-k`` taking no ``Class::``, within the run's own ``-k``); None otherwise.
     ``ours``: --update-baselines is this plugin's option (a conftest.py may own that name;
-    then --perf-update is said)."""
+    then --perf-update is said). Within ``width`` the command goes on lines of its own with
+    shell continuations (report/terminal.command_lines), still one command to paste."""
     names = sorted({_selected_as(r) for r in results if r.verdict.status == REGRESSED})
     if not names or not state.run.mode.judges_baselines:
         return None
@@ -179,8 +182,9 @@ def accept_line(state: PerfState, results: list[Result], ours: bool = True) -> s
     users = _users_k(tuple(state.run.invocation))
     if users:
         chosen = f"({users}) and ({chosen})"
-    command = shlex.join(["pytest", "--perf", update, *rest, "-k", chosen])
-    return f"if the slowdown is intended, record it as the new baseline: {command}"
+    command = ["pytest", "--perf", update, *rest, "-k", chosen]
+    lead = "if the slowdown is intended, record it as the new baseline:"
+    return "\n".join(command_lines(lead, command, width))
 
 
 def _same_session_text(state: PerfState) -> str | None:
@@ -301,22 +305,23 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
             write_line(line)
         if state.findings.shortfall:
             write_line(f"FAILED: {state.findings.shortfall}")
-    record = shlex.join(
-        ["pytest", "--perf", "--perf-update", *rest_args(state.run.invocation, recording=True)]
-    )
+    record = ["pytest", "--perf", "--perf-update", *rest_args(state.run.invocation, recording=True)]
     legacy = [r for r in results if r.verdict.cause is Cause.LEGACY_BASELINE]
     if legacy and not state.run.mode.records:
-        write_line(
+        lead = (
             f"{len(legacy)} baseline(s) were recorded before pytest-burnperf recorded the hardware "
-            "class, so they were not compared; re-record them on this machine with: " + record
+            "class, so they were not compared; re-record them on this machine with:"
         )
+        for line in command_lines(lead, record, width):
+            write_line(line)
     elif (
         any(r.verdict.status == NO_BASELINE for r in results)
         and state.run.mode.judges_baselines
         and not state.findings.coverage_advice
     ):
-        write_line("record baselines for this machine with: " + record)
-    accept = accept_line(state, results, ours=state.output.update_alias)
+        for line in command_lines("record baselines for this machine with:", record, width):
+            write_line(line)
+    accept = accept_line(state, results, ours=state.output.update_alias, width=width)
     if accept:
         write_line(accept)
     for line in wrap(state.notes, width):
