@@ -36,6 +36,8 @@ from ._helpers import git
 
 # A pure-Python loop: its counts grow with N and with nothing else.
 BENCH = """
+import os
+
 import pytest
 
 N = int(open("size.txt").read())
@@ -50,6 +52,8 @@ def work(n):
 
 @pytest.mark.perf(backends=["numpy"])
 def test_loop(perf):
+    if os.environ.get("BURNPERF_TEST_DECLARE_WORK"):
+        perf.work(flops=2.0 * N, bytes=8.0 * N)
     assert perf(work, N) == sum(i * i for i in range(N))
 """
 
@@ -523,8 +527,8 @@ def test_notes_say_where_the_measures_disagree() -> None:
     assert "host busy" not in note
     (note,) = disagreement_notes(_result(UNCHANGED, 1.0), slower_time, beside=True)  # type: ignore[arg-type]
     assert "(one round beside, not judged) but counts unchanged" in note
-    (note,) = disagreement_notes(_result(UNCHANGED, 1.0), untimed, beside=True)  # type: ignore[arg-type]
-    assert note == "judged by counts; time beside: no-baseline"
+    # timed beside for its rates alone (no time baseline): nothing to compare, nothing said
+    assert disagreement_notes(_result(UNCHANGED, 1.0), untimed, beside=True) == []  # type: ignore[arg-type]
     # counts +39% regressed, the clock +58% within its floor: it showed more, it could not judge
     noisy_time = _FakeResult(_result(INCONCLUSIVE, 1.58, "inside this benchmark's noise floor"))
     (note,) = disagreement_notes(_result(REGRESSED, 1.3914), noisy_time)  # type: ignore[arg-type]
@@ -961,6 +965,18 @@ def test_the_default_measure_counts_what_has_counts_baselines(
     (loop,) = [r for r in doc["results"] if r["measure"] == "counts"]
     assert loop["verdict"]["status"] == UNCHANGED
     assert loop.get("time") is None  # no time baseline: the clock does not run for it
+    assert loop["roofline"] is None
+    # one that declares its work is timed one round beside all the same, for its rates alone
+    monkeypatch.setenv("BURNPERF_TEST_DECLARE_WORK", "1")
+    rates, doc = _run(project, "--perf-quick", "-v", "-k", "test_loop")
+    monkeypatch.delenv("BURNPERF_TEST_DECLARE_WORK")
+    rates.assert_outcomes(passed=1)
+    (loop,) = doc["results"]
+    assert loop["measure"] == "counts" and loop["verdict"]["status"] == UNCHANGED
+    assert loop["time"]["verdict"]["status"] == "no-baseline" and len(loop["time"]["runs"]) == 1
+    assert loop["roofline"]["gflops"] > 0 and loop["roofline"]["flops"] == 6000.0
+    assert not any("time beside" in n for n in loop["verdict"]["notes"])  # no time to compare
+    rates.stdout.fnmatch_lines(["*time beside the counts: one round in this process*"])
     # with a time baseline too, it is timed once in this process, its change shown beside
     _run(project, "--perf-update", "--perf-quick", "--perf-measure", "time", "-k", "test_loop")[
         0

@@ -47,6 +47,10 @@ class Counting:
     left_to_time: set[str] = field(default_factory=set)
     #: --perf-measure auto: the counted benchmarks with a time baseline, timed beside the counts.
     time_baselines: set[str] = field(default_factory=set)
+    #: --perf-measure auto: counted benchmarks without a time baseline that declared their work
+    #: (perf.work), timed one round beside the counts for their rates alone (GFLOP/s, GB/s, %
+    #: of peak), added at their call (counting.time_for_rates).
+    rates_beside: set[str] = field(default_factory=set)
     #: --perf-measure auto: benchmarks whose counts baseline was counted under another key,
     #: seen before counting (_other_key: not counted) or after (counts_judging.
     #: leave_to_the_clock), judged by time instead, with why.

@@ -58,7 +58,9 @@ ESSENTIAL: tuple[str, ...] = (
     "detects",
     "verdict",
 )
-#: Never dropped to fit the terminal; the others go in this order until the table fits.
+#: Never dropped to fit the terminal; the others go in this order until the table fits. The
+#: rates (``-v``: GFLOP/s, GB/s and % of peak) go after the baseline's median and what the
+#: run detects, which the change and the verdict say in short.
 KEEP: tuple[str, ...] = ("benchmark", "dtype", "median", "change", "time", "verdict")
 DROP_ORDER: tuple[str, ...] = (
     "shape",
@@ -66,13 +68,15 @@ DROP_ORDER: tuple[str, ...] = (
     "iqr",
     "p",
     "peak_mem",
-    "arith",
-    "bandwidth",
     "baseline",
     "detects",
+    "bandwidth",
+    "arith",
     "backend",
     "device",
 )
+#: The rates of a benchmark that declares its work: kept over its name on the row (-v).
+_RATES = ("arith", "bandwidth")
 _RIGHT = {
     "median",
     "iqr",
@@ -154,11 +158,27 @@ def _layout(
     ws = widths_of(cols)
     if not fit or width is None:
         return cols, ws, False
-    for c in DROP_ORDER:
+    def droppable(c: str, cs: list[str]) -> bool:
+        return c in cs and c not in KEEP and _distinct(rows, [x for x in cs if x != c])
+
+    dropped: list[str] = []
+    for i, c in enumerate(DROP_ORDER):
         if total(ws) <= width:
             break
+        if c in cols and c in _RATES and any(r[c] != "-" for r in rows):
+            # rates asked for (-v) and shown: kept with the names on lines of their own, where
+            # the columns after them that tell no rows apart make room
+            trial = [x for x in cols if x != "benchmark"]
+            for later in DROP_ORDER[i + 1 :]:
+                if 2 + total(widths_of(trial)) <= width:
+                    break
+                if later not in _RATES and droppable(later, [*trial, "benchmark"]):
+                    trial.remove(later)
+            if "benchmark" in cols and 2 + total(widths_of(trial)) <= width:
+                return trial, widths_of(trial), True
         if c in cols and c not in KEEP and _distinct(rows, [x for x in cols if x != c]):
             cols.remove(c)
+            dropped.append(c)
             ws = widths_of(cols)
     if total(ws) > width and "benchmark" in ws:
         # shortened to fit, never below _MIN_NAME, and never widened
@@ -177,6 +197,12 @@ def _layout(
         )
         if cut_both or len({shorten(x, name) for x in labels}) < len(labels):
             cols.remove("benchmark")
+            # the names' room is free: what was dropped to fit comes back while it fits (the
+            # last dropped first), the figures indented under each name
+            for c in reversed(dropped):
+                trial = [x for x in columns if x in cols or x == c]
+                if 2 + total(widths_of(trial)) <= width:
+                    cols = trial
             return cols, widths_of(cols), True
         ws["benchmark"] = name
     return cols, ws, False

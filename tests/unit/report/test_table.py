@@ -224,3 +224,37 @@ def test_an_id_cut_to_its_parameters_alone_goes_on_a_line_of_its_own() -> None:
     assert lines[0] == "benchmark (its figures on the line below)", lines
     assert names[0] in lines and names[1] in lines
     assert all(len(line) <= 64 for line in lines) and not any("…[" in x for x in lines)
+
+
+def test_verbose_at_80_columns_keeps_the_rates_under_the_names_of_their_own() -> None:
+    """-v of counted benchmarks with their time beside (issue 76): at 80 columns the rates
+    (GFLOP/s, GB/s, % of peak) are dropped after the baseline and the detectable change, and
+    where the names go on lines of their own, what was dropped to fit comes back while it fits."""
+    from dataclasses import replace
+
+    from pytest_burnperf.core.records.roofline_figures import Peaks, Work
+
+    def matmul(shape: str) -> Result:
+        r = result("test_matmul", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0)
+        name = f"test_matmul[{shape}]"
+        timed = replace(
+            r,
+            key=name,
+            nodeid=f"t.py::{name}",
+            work=Work(flops=2e7, bytes=1e6, shape="256x256 @ 256x256"),
+            peaks=Peaks(gflops=100.0, gbps=40.0, how="test"),
+        )
+        counts = Sample(values=(7.06e6,) * 3, loops=1, warmup_calls=1, timer="counts")
+        verdict = replace(r.verdict, current_median=7.06e6, baseline_median=7.06e6)
+        return replace(
+            timed, measure="counts", sample=counts, verdict=verdict, work=None, time=timed
+        )
+
+    rows = [matmul(s) for s in ("square", "batched", "matvec", "vecmat", "inner", "outer")]
+    lines = table(rows, width=80, verbose=True)
+    assert all(len(line) <= 80 for line in lines), [len(x) for x in lines]
+    assert lines[0] == "benchmark (its figures on the line below)", lines
+    assert "arith" in lines[1] and "mem" in lines[1], lines[1]
+    assert "test_matmul[square]" in lines and "20 GF/s 20%" in lines[4], lines
+    # the default table (no -v) has no rates to keep
+    assert "arith" not in "".join(table(rows, width=80))

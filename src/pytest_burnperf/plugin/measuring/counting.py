@@ -66,21 +66,41 @@ def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     if c is None or not by_counts(state, kind, nodeid):
         return False
     if c.measure.per_benchmark:
-        return not state.run.mode.records and nodeid not in c.time_baselines
+        return (
+            not state.run.mode.records
+            and nodeid not in c.time_baselines
+            and nodeid not in c.rates_beside
+        )
     return c.measure.counts_alone
+
+
+def time_for_rates(state: PerfState, kind: str, nodeid: str) -> None:
+    """At the call of a benchmark that declares its work (perf.work) and that counts alone
+    would judge under --perf-measure auto (no time baseline): time it one round beside its
+    counts all the same, so that its GFLOP/s, GB/s and % of peak show (a rate is never made of
+    instructions). Its time is shown, not judged; its process rounds were never planned."""
+    c: Counting | None = state.counting
+    if (
+        c is not None
+        and c.measure.per_benchmark
+        and not state.run.mode.compares
+        and counts_only(state, kind, nodeid)
+    ):
+        c.rates_beside.add(nodeid)
 
 
 def time_beside(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     """Whether such a benchmark is timed in this process only, one round without adaptive
     sampling, for the time change shown beside the counts that judge it: --perf-measure auto
-    judging a counted benchmark against stored baselines, where it has a time baseline too."""
+    judging a counted benchmark against stored baselines, where it has a time baseline too, or
+    where it declared its work, for its rates (time_for_rates)."""
     c: Counting | None = state.counting
     return (
         c is not None
         and c.measure.per_benchmark
         and not state.run.mode.records
         and not state.run.mode.compares
-        and nodeid in c.time_baselines
+        and (nodeid in c.time_baselines or nodeid in c.rates_beside)
         and by_counts(state, kind, nodeid)
     )
 

@@ -19,6 +19,7 @@ from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCOMPARABLE,
     INCONCLUSIVE,
+    NO_BASELINE,
     REGRESSED,
     UNCHANGED,
     Policy,
@@ -276,6 +277,8 @@ def disagreement_notes(
     if timed is None:
         return []
     t = timed.verdict
+    if beside and t.status == NO_BASELINE:  # timed for its rates alone (time_for_rates)
+        return []
     if beside and t.ratio is None:
         return [f"judged by counts; time beside: {t.status}"]
     if t.ratio is None:

@@ -119,6 +119,8 @@ class Perf(PerfBase):
         clock measures it)."""
         __tracebackhide__ = True
         state = self._state
+        if self._work is not None:  # its rates need a time: one round beside its counts
+            counting.time_for_rates(state, self.device.kind, self._item.nodeid)
         self._instrument = choose(state, self.device, self.settings, self._item.nodeid)
         if isinstance(self._instrument, ProfileHere):
             return profile_here(
