@@ -158,6 +158,7 @@ def _layout(
     ws = widths_of(cols)
     if not fit or width is None:
         return cols, ws, False
+
     def droppable(c: str, cs: list[str]) -> bool:
         return c in cs and c not in KEEP and _distinct(rows, [x for x in cs if x != c])
 
