@@ -515,6 +515,14 @@ def test_numpy(benchmark):
 
 def test_python(benchmark):
     benchmark(sorted, [3, 1, 2])
+
+
+def test_setup_alone(benchmark):
+    # the arrays come from the setup alone, a fresh one each round
+    def setup():
+        return (torch.ones(256, dtype=torch.float64),), {}
+
+    benchmark.pedantic(scale, setup=setup, rounds=3)
 """
 
 
@@ -524,7 +532,8 @@ def test_a_pytest_benchmark_test_runs_on_the_device_and_dtype_of_its_arrays(
     """Called with torch float32 tensors, a test written for pytest-benchmark is a torch-cpu f32
     benchmark, keyed by torch's version; numpy's arrays make it numpy-cpu; a pure-Python call
     stays python-cpu. The project's own fixtures and parametrisation are left as written. A
-    baseline recorded as python-cpu by an earlier release is still compared, with a note."""
+    baseline recorded as python-cpu by an earlier release is still compared, with a note. A
+    pedantic call whose arrays only its setup makes runs where they live."""
     pytester.makepyfile(test_suite=TORCH_SUITE)
     rec = pytester.runpytest(
         "--perf",
@@ -537,7 +546,7 @@ def test_a_pytest_benchmark_test_runs_on_the_device_and_dtype_of_its_arrays(
         "rec.json",
         *FAST,
     )
-    rec.assert_outcomes(passed=5)
+    rec.assert_outcomes(passed=6)
     got = {
         r["name"]: (r["device_id"], r["dtype"])
         for r in json.loads(Path(pytester.path, "rec.json").read_text())["results"]
@@ -548,6 +557,7 @@ def test_a_pytest_benchmark_test_runs_on_the_device_and_dtype_of_its_arrays(
         "test_closure": ("torch-cpu", "f32"),
         "test_numpy": ("numpy-cpu", "f64"),
         "test_python": ("python-cpu", "-"),
+        "test_setup_alone": ("torch-cpu", "f64"),  # its setup called once more to see
     }, got
     (path,) = sorted((pytester.path / "baselines").rglob("test_suite.json"))
     doc = json.loads(path.read_text())

@@ -154,17 +154,30 @@ class PerfBase:
         self._used = True
 
     def _take_place(
-        self, fn: object, args: tuple[object, ...], kwargs: Mapping[str, object]
+        self,
+        fn: object,
+        args: tuple[object, ...],
+        kwargs: Mapping[str, object],
+        setup: Callable[[], Prepared | None] | None = None,
+        teardown: Callable[..., object] | None = None,
     ) -> None:
         """A test written for pytest-benchmark runs where the arrays it is called with live
         (devices/array_device.py): ``benchmark(fn, x)`` with a torch float32 tensor on
         ``cuda:0`` is a benchmark of torch-cuda0 in f32, synchronised and timed on that
         device's events, its baseline keyed by torch's version; a call without arrays stays on
-        python-cpu. An array on a device this run cannot open fails the test, naming it."""
+        python-cpu. An array on a device this run cannot open fails the test, naming it.
+        ``pedantic(fn, setup=...)`` whose arrays only its setup makes: the setup is called once
+        more, as for one more round (its teardown after), and the arrays it made are read."""
         __tracebackhide__ = True
         if not self._case.benchmark_style:
             return
         place = call_place(fn, args, kwargs)
+        if place is None and setup is not None:
+            made = setup()
+            if made is not None:
+                place = call_place(fn, *made)
+                if teardown is not None:
+                    teardown(*made[0], **made[1])
         if place is None:
             return
         entry = self._state.registry.of_place(place)
@@ -272,7 +285,7 @@ class PerfBase:
                 pytrace=False,
             )
         self._start(fn, "perf.pedantic()")
-        self._take_place(fn, args, kwargs or {})
+        self._take_place(fn, args, kwargs or {}, checked, teardown)
         self._pedantic = PedanticShape(
             rounds=None if sampled else rounds,
             iterations=iterations,
