@@ -483,8 +483,21 @@ def summary(windows: Sequence[Window], cpus: int) -> str:
         cur, top = freq.get("cur_khz"), freq.get("max_khz")
         if isinstance(cur, int) and isinstance(top, int) and cur and top:
             parts.append(f"clock {cur / 1e6:.2f}/{top / 1e6:.2f} GHz")
+    # a window under MIN_WINDOW_S cannot see other processes (only PSI and descheduled
+    # samples): "quiet" is said only of the windows long enough to tell
+    short = sum(1 for w in windows if w.seconds < MIN_WINDOW_S)
     if not windows:
         state = "host state not measured"
+    elif not bad and short == len(windows):
+        state = (
+            f"host state not told: every benchmark's timed window was under {MIN_WINDOW_S:g} s, "
+            "too short to see other processes"
+        )
+    elif not bad and short:
+        state = (
+            f"host quiet during {len(windows) - short} of {len(windows)} benchmark(s) (the "
+            f"other {short} timed under {MIN_WINDOW_S:g} s, too short to tell)"
+        )
     elif not bad:
         state = "host quiet"
     else:

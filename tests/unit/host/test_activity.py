@@ -92,6 +92,17 @@ def test_summary_names_the_busy_benchmarks(monkeypatch: pytest.MonkeyPatch) -> N
     assert activity.summary([quiet, quiet], 2) == "host quiet (load 1.50 on 2 CPUs)"
     text = activity.summary([quiet, busy], 2)
     assert text.startswith("host BUSY during 1 of 2 benchmark(s) (worst: other processes used")
+    # a window too short to see other processes is never called quiet (issue 76: "host quiet"
+    # beside a CPU-bound process, each benchmark timed one short round beside its counts)
+    brief = window(snap(0.0, 0.0, 10.0), snap(0.05, 0.05, 10.1))
+    assert brief.others_cpus is None and brief.disturbed() is None
+    assert activity.summary([brief, brief], 2).startswith(
+        "host state not told: every benchmark's timed window was under 0.25 s"
+    )
+    assert activity.summary([quiet, brief], 2).startswith(
+        "host quiet during 1 of 2 benchmark(s) (the other 1 timed under 0.25 s, too short"
+    )
+    assert activity.summary([busy, brief], 2).startswith("host BUSY during 1 of 2")
 
 
 def test_real_snapshot_reads_this_machine() -> None:
