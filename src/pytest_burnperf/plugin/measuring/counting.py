@@ -300,7 +300,7 @@ def _count_sides(
     """The counted process of each side (one, against stored baselines)."""
     assert state.counting is not None
     jobs = len(counted.shares(wanted, count_jobs(state.run.count.jobs)))
-    processes = "one process" if jobs == 1 else f"{jobs} processes side by side"
+    processes = "one process" if jobs == 1 else f"{jobs} processes"
     each: list[Side | None] = [*sides] if sides else [None]
     for side in each:
         where = "" if side is None else f" in {side.label}"

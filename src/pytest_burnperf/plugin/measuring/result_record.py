@@ -16,6 +16,7 @@ from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.devices.base import DeviceBase
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
+from pytest_burnperf.report.terminal import wrap
 
 
 class Measuring(Protocol):
@@ -133,8 +134,10 @@ def settle(
         regression=regression,
         why=result.profile.note if result.profile else "",
     )
-    if decided.fails:
-        pytest.fail(decided.message, pytrace=False)
+    if decided.fails:  # within the terminal's width, as every line of the summary
+        shown = item.config.pluginmanager.get_plugin("terminalreporter") is not None
+        width = item.config.get_terminal_writer().fullwidth if shown else None
+        pytest.fail("\n".join(wrap([decided.message], width)), pytrace=False)
 
 
 def keep_round_record(state: PerfState, nodeid: str, record: dict[str, object]) -> None:
