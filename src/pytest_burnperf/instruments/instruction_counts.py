@@ -30,8 +30,7 @@ from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.comparability import (
     RECORDED_AS_NUMPY,
     RECORDED_AS_PYTHON,
-    recorded_as_numpy,
-    recorded_as_python,
+    recorded_on_another_host_device,
 )
 from pytest_burnperf.core.judging.verdict import Verdict, not_comparable
 from pytest_burnperf.core.options.run_options import count_text
@@ -348,8 +347,9 @@ def against_baseline(
     incomparable where the baseline holds no counts or was counted under another key (what
     differs named), else core/counting/counts.judge_counts with the key's notes and the estimated cycles'
     note (where both simulated the same caches). A pytest-benchmark test's counts recorded on
-    numpy-cpu are compared under the key its python-cpu device gives
-    (comparability.recorded_as_numpy): the same code ran."""
+    numpy-cpu are compared under the key its python-cpu device gives, one recorded on
+    python-cpu under the key of the arrays' device it is now called with
+    (comparability.recorded_on_another_host_device): the same code ran."""
     values = [float(v) for v in got.values()]
     base_values = baseline_counts(entry)
     if entry is not None and base_values is None:
@@ -357,20 +357,13 @@ def against_baseline(
     stored = None if entry is None else entry.counts
     stored_key = None if entry is None else entry.counts_key
     migrated = (
-        entry is not None
-        and stored_key is not None
-        and device is not None
-        and recorded_as_numpy(entry.device, device)
+        None
+        if entry is None or stored_key is None or device is None
+        else recorded_on_another_host_device(entry.device, device)
     )
-    if migrated and stored_key is not None:
+    if migrated == RECORDED_AS_NUMPY and stored_key is not None:
         stored_key = as_python_key(stored_key, key)
-    from_python = (
-        entry is not None
-        and stored_key is not None
-        and device is not None
-        and recorded_as_python(entry.device, device)
-    )
-    if from_python and stored_key is not None:
+    elif migrated == RECORDED_AS_PYTHON and stored_key is not None:
         stored_key = as_array_key(stored_key, key)
     if entry is not None and (diff := counts_key.key_difference(stored_key, key)):
         return not_comparable(values, base_values or [], f"{diff}{RECORD_AGAIN}", Cause.COUNTS_KEY)
@@ -390,9 +383,7 @@ def against_baseline(
     )
     noted = counts_key.key_notes(stored_key, key)
     if migrated:
-        noted = [RECORDED_AS_NUMPY, *noted]
-    if from_python:
-        noted = [RECORDED_AS_PYTHON, *noted]
+        noted = [migrated, *noted]
     return replace(verdict, notes=(*verdict.notes, *noted, *([cycles] if cycles else [])))
 
 
@@ -422,7 +413,7 @@ def counted_on(
 
 def as_array_key(stored: Mapping[str, object], current: Mapping[str, object]) -> dict[str, object]:
     """The counts key a pytest-benchmark test recorded on python-cpu, as the device of the
-    arrays it is now called with gives it (comparability.recorded_as_python): that device's
+    arrays it is now called with gives it (comparability.recorded_on_another_host_device): that device's
     libraries at the versions the recorded calls ran in (its ``calls_into``; one the calls never
     ran in stays absent, and the keys differ), the rest of ``calls_into`` as it was, and this
     run's dispatch parts of those libraries in ``simulated_cpu`` (python-cpu added none)."""

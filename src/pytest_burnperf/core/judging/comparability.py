@@ -149,6 +149,21 @@ def recorded_as_python(
     )
 
 
+def recorded_on_another_host_device(
+    baseline_fp: Mapping[str, object] | None, current_fp: Mapping[str, object]
+) -> str | None:
+    """The one rule of a pytest-benchmark test whose baseline an earlier release recorded on
+    another device of this host than the one it runs on now (numpy-cpu before such tests had
+    python-cpu; python-cpu before their arrays chose a CPU library's device): the note its
+    verdict carries (:data:`RECORDED_AS_NUMPY`, :data:`RECORDED_AS_PYTHON`), compared by the
+    host CPU alone; None for any other baseline."""
+    if recorded_as_numpy(baseline_fp, current_fp):
+        return RECORDED_AS_NUMPY
+    if recorded_as_python(baseline_fp, current_fp):
+        return RECORDED_AS_PYTHON
+    return None
+
+
 def comparability(
     baseline_fp: Mapping[str, object] | None, current_fp: Mapping[str, object]
 ) -> tuple[str | None, tuple[str, ...]]:
@@ -161,13 +176,7 @@ def comparability(
     """
     if not isinstance(baseline_fp, Mapping):
         return None, ()
-    host_only = (
-        RECORDED_AS_NUMPY
-        if recorded_as_numpy(baseline_fp, current_fp)
-        else RECORDED_AS_PYTHON
-        if recorded_as_python(baseline_fp, current_fp)
-        else None
-    )
+    host_only = recorded_on_another_host_device(baseline_fp, current_fp)
     if host_only is not None:
         host_cpu = {k: v for k, v in baseline_fp.items() if k in HOST_CPU_KEYS}
         mine = {k: v for k, v in current_fp.items() if k in HOST_CPU_KEYS}
