@@ -413,8 +413,8 @@ def counted_on(
 
 def as_array_key(stored: Mapping[str, object], current: Mapping[str, object]) -> dict[str, object]:
     """The counts key a pytest-benchmark test recorded on python-cpu, as the device of the
-    arrays it is now called with gives it (comparability.recorded_on_another_host_device): that device's
-    libraries at the versions the recorded calls ran in (its ``calls_into``; one the calls never
+    arrays it is now called with gives it (comparability.recorded_on_another_host_device): that
+    device's libraries at the versions the recorded calls ran in (its ``calls_into``; one the calls never
     ran in stays absent, and the keys differ), the rest of ``calls_into`` as it was, and this
     run's dispatch parts of those libraries in ``simulated_cpu`` (python-cpu added none)."""
     libraries = jf.mapping(current.get("libraries"))
