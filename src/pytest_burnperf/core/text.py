@@ -1,11 +1,12 @@
 """Text for people: the one time formatter, durations, and escaping of anything read from
-files, test ids or metadata before a terminal shows it. Standard library only."""
+files, test ids or metadata before a terminal shows it, and commands to copy fitted to a line.
+Standard library only."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: The password of a URL's user part: ``scheme://user:PASSWORD@host``.
@@ -128,3 +129,50 @@ def shorten(text: str, width: int) -> str:
         return text[: width - 1 - len(params)] + "…" + params
     head = max(1, (width - 1) // 3)
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+#: A ``-k`` expression that may be broken across lines inside double quotes: only characters the
+#: shell leaves alone there (no ``$``, backquote, ``"``, backslash or ``!``).
+_SAFE_IN_DOUBLE_QUOTES = re.compile(r"[\w:+\-.\[\]/ ()]+")
+
+
+def command_lines(lead: str, argv: Sequence[str], width: int | None) -> list[str]:
+    """``lead`` and the shell command ``argv`` to be copied: one line where it fits in ``width``;
+    else the command on lines of its own, indented, broken between arguments with `` \\``
+    continuations, so it still pastes as one command. An argument longer than a line (a ``-k``
+    expression naming many tests) is broken between its words inside double quotes, where the
+    shell removes a backslash-newline, when it holds only characters the shell leaves alone
+    there; else it stays whole on its own line. A ``lead`` longer than a line wraps as prose."""
+    import shlex
+
+    one = f"{lead} {shlex.join(argv)}"
+    if width is None or width < 40 or len(one) <= width:
+        return [one]
+    indent = "    "
+    import textwrap
+
+    # a lead longer than a line wraps as prose
+    lines = textwrap.wrap(lead, width, subsequent_indent="    ", break_on_hyphens=False) or [lead]
+    current = ""
+
+    def push(word: str, glue: str = " ") -> None:
+        nonlocal current
+        if current and len(indent) + len(current) + len(glue) + len(word) + 2 > width:
+            lines.append(f"{indent}{current} \\")
+            current = word
+        else:
+            current = f"{current}{glue}{word}" if current else word
+
+    for arg in argv:
+        quoted = shlex.quote(arg)
+        fits = len(indent) + len(quoted) + 2 <= width
+        if fits or " " not in arg or not _SAFE_IN_DOUBLE_QUOTES.fullmatch(arg):
+            push(quoted)
+            continue
+        words = arg.split(" ")
+        words[0], words[-1] = f'"{words[0]}', f'{words[-1]}"'
+        push(words[0])
+        for word in words[1:]:
+            push(word)
+    lines.append(f"{indent}{current}")
+    return lines

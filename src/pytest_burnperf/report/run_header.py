@@ -16,8 +16,8 @@ from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.text import (
     rounds_text,
 )
-from pytest_burnperf.host import hardware, probe
-from pytest_burnperf.host.activity import Window, summary
+from pytest_burnperf.host import activity, hardware, probe
+from pytest_burnperf.host.activity import Window
 from pytest_burnperf.host.nvml import OTHERS_SM_MIN
 
 
@@ -89,7 +89,7 @@ def header(
     elif beside:
         text += f"; {beside_text}"
     where = f"baselines in {baselines}" if same_session is None else same_session
-    host = summary(windows, cpus)
+    host = host_state(windows, cpus)
     machine = f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}"
     timed = not counted or any(r.timed() is not None for r in results)
     return [
@@ -216,3 +216,40 @@ def counts_line(results: Iterable[Result]) -> str:
     counts = Counter(r.verdict.status for r in results)
     parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
     return ", ".join(parts) if parts else "no benchmark ran"
+
+
+def host_state(windows: Sequence[Window], cpus: int) -> str:
+    """The header's host-state part: ``host quiet`` or what disturbed how many benchmarks."""
+    bad = [(w, w.disturbed()) for w in windows]
+    bad = [(w, why) for w, why in bad if why]
+    parts: list[str] = []
+    load = activity.load_average()
+    if load is not None:
+        parts.append(f"load {load[0]:.2f} on {cpus} CPUs")
+    freq = activity.cpufreq()
+    if freq and freq.get("governor"):
+        parts.append(f"governor {freq['governor']}")
+        cur, top = freq.get("cur_khz"), freq.get("max_khz")
+        if isinstance(cur, int) and isinstance(top, int) and cur and top:
+            parts.append(f"clock {cur / 1e6:.2f}/{top / 1e6:.2f} GHz")
+    # a window under activity.MIN_WINDOW_S cannot see other processes (only PSI and descheduled
+    # samples): "quiet" is said only of the windows long enough to tell
+    short = sum(1 for w in windows if w.seconds < activity.MIN_WINDOW_S)
+    if not windows:
+        state = "host state not measured"
+    elif not bad and short == len(windows):
+        state = (
+            f"host state not told: every benchmark's timed window was under {activity.MIN_WINDOW_S:g} s, "
+            "too short to see other processes"
+        )
+    elif not bad and short:
+        state = (
+            f"host quiet during {len(windows) - short} of {len(windows)} benchmark(s) (the "
+            f"other {short} timed under {activity.MIN_WINDOW_S:g} s, too short to tell)"
+        )
+    elif not bad:
+        state = "host quiet"
+    else:
+        worst = max(bad, key=lambda p: p[0].others_cpus or 0.0)
+        state = f"host BUSY during {len(bad)} of {len(windows)} benchmark(s) (worst: {worst[1]})"
+    return state + (f" ({', '.join(parts)})" if parts else "")

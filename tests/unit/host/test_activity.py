@@ -84,25 +84,27 @@ def test_windows_round_trip_through_json_dicts() -> None:
     assert Window.from_dict({"bogus": 1}) is None
 
 
-def test_summary_names_the_busy_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_headers_host_state_names_the_busy_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_burnperf.report.run_header import host_state
+
     monkeypatch.setattr(activity, "load_average", lambda: (1.5, 1.0, 0.5))
     monkeypatch.setattr(activity, "cpufreq", lambda: None)
     quiet = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 11.0))
     busy = window(snap(0.0, 0.0, 10.0), snap(1.0, 1.0, 12.0))
-    assert activity.summary([quiet, quiet], 2) == "host quiet (load 1.50 on 2 CPUs)"
-    text = activity.summary([quiet, busy], 2)
+    assert host_state([quiet, quiet], 2) == "host quiet (load 1.50 on 2 CPUs)"
+    text = host_state([quiet, busy], 2)
     assert text.startswith("host BUSY during 1 of 2 benchmark(s) (worst: other processes used")
     # a window too short to see other processes is never called quiet (issue 76: "host quiet"
     # beside a CPU-bound process, each benchmark timed one short round beside its counts)
     brief = window(snap(0.0, 0.0, 10.0), snap(0.05, 0.05, 10.1))
     assert brief.others_cpus is None and brief.disturbed() is None
-    assert activity.summary([brief, brief], 2).startswith(
+    assert host_state([brief, brief], 2).startswith(
         "host state not told: every benchmark's timed window was under 0.25 s"
     )
-    assert activity.summary([quiet, brief], 2).startswith(
+    assert host_state([quiet, brief], 2).startswith(
         "host quiet during 1 of 2 benchmark(s) (the other 1 timed under 0.25 s, too short"
     )
-    assert activity.summary([busy, brief], 2).startswith("host BUSY during 1 of 2")
+    assert host_state([busy, brief], 2).startswith("host BUSY during 1 of 2")
 
 
 def test_real_snapshot_reads_this_machine() -> None:

@@ -264,7 +264,7 @@ def _as_bash_reads_it(lines: list[str]) -> list[str]:
 
 
 def test_a_command_to_copy_fits_80_columns_and_still_pastes_as_one_command() -> None:
-    from pytest_burnperf.report.terminal import command_lines
+    from pytest_burnperf.core.text import command_lines
 
     lead = "if the slowdown is intended, record it as the new baseline:"
     names = " or ".join(f"test_rgb_to_grayscale[float32-{s}]" for s in ("batch", "hw", "big"))

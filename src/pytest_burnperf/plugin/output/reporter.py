@@ -18,7 +18,7 @@ from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.verdict import NO_BASELINE, REGRESSED, format_ratio
 from pytest_burnperf.core.options import settings
 from pytest_burnperf.core.records.results import Result
-from pytest_burnperf.core.text import escape, redact, rounds_text
+from pytest_burnperf.core.text import command_lines, escape, redact, rounds_text
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.plugin.measuring import counting
@@ -32,7 +32,6 @@ from pytest_burnperf.plugin.session.perf_state import (
 from pytest_burnperf.report.run_header import counts_line, header
 from pytest_burnperf.report.terminal import (
     VERDICT_MARKUP,
-    command_lines,
     notes,
     speedups,
     table_rows,
