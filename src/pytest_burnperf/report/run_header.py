@@ -239,7 +239,7 @@ def host_state(windows: Sequence[Window], cpus: int) -> str:
         state = "host state not measured"
     elif not bad and short == len(windows):
         state = (
-            f"host state not told: every benchmark's timed window was under {activity.MIN_WINDOW_S:g} s, "
+            f"host state unknown: every benchmark's timed window was under {activity.MIN_WINDOW_S:g} s, "
             "too short to see other processes"
         )
     elif not bad and short:

@@ -99,7 +99,7 @@ def test_the_headers_host_state_names_the_busy_benchmarks(monkeypatch: pytest.Mo
     brief = window(snap(0.0, 0.0, 10.0), snap(0.05, 0.05, 10.1))
     assert brief.others_cpus is None and brief.disturbed() is None
     assert host_state([brief, brief], 2).startswith(
-        "host state not told: every benchmark's timed window was under 0.25 s"
+        "host state unknown: every benchmark's timed window was under 0.25 s"
     )
     assert host_state([quiet, brief], 2).startswith(
         "host quiet during 1 of 2 benchmark(s) (the other 1 timed under 0.25 s, too short"
