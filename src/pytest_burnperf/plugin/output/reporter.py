@@ -165,7 +165,7 @@ def accept_line(
     its parameters, ``-k`` taking no ``Class::``, within the run's own ``-k``); None otherwise.
     ``ours``: --update-baselines is this plugin's option (a conftest.py may own that name;
     then --perf-update is said). Within ``width`` the command goes on lines of its own with
-    shell continuations (report/terminal.command_lines), still one command to paste."""
+    shell continuations (core/text.command_lines), still one command to paste."""
     names = sorted({_selected_as(r) for r in results if r.verdict.status == REGRESSED})
     if not names or not state.run.mode.judges_baselines:
         return None
