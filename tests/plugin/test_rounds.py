@@ -595,3 +595,38 @@ def test_round_processes_probe_only_the_devices_they_time(pytester: pytest.Pytes
     result.assert_outcomes(passed=1)
     seen = dict(line.split() for line in (pytester.path / "seen.txt").read_text().splitlines())
     assert "False" in seen.values(), seen  # the other round's process never loaded torch
+
+
+def test_a_round_process_imports_only_the_files_of_its_benchmarks(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """A round process given its node ids imports no other test module of the paths it was
+    given (under valgrind, a module that imports torch costs tens of seconds), while every
+    directory's conftest.py still loads as in the parent."""
+    pytester.makeconftest("import os\nos.environ['BURNPERF_TEST_CONFTEST'] = 'loaded'\n")
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef size():\n    return 8\n", encoding="utf-8"
+    )
+    (sub / "test_wanted.py").write_text(
+        "import os\nimport pytest\n\n"
+        "@pytest.mark.perf(backends=['numpy'], dtypes=['f64'])\n"
+        "def test_sum(perf, device, dtype, size):\n"
+        "    assert os.environ['BURNPERF_TEST_CONFTEST'] == 'loaded'\n"
+        "    perf(device.xp.sum, device.random((size,), dtype))\n",
+        encoding="utf-8",
+    )
+    for name in ("test_other.py", "test_heavy.py"):
+        (sub / name).write_text("raise RuntimeError('imported a file of no wanted test')\n")
+    (pytester.path / "test_top.py").write_text("raise RuntimeError('imported the top file')\n")
+    only = tmp_path / "round.only"
+    only.write_text("sub/test_wanted.py::test_sum[numpy-cpu-f64]\n", encoding="utf-8")
+    out = tmp_path / "round.json"
+    result = pytester.runpytest(
+        "--perf", f"--perf-round-process-out={out}", f"--perf-round-process-only={only}", *FAST
+    )
+    result.assert_outcomes(passed=1)
+    assert "imported" not in result.stdout.str()
+    assert list(json.loads(out.read_text())) == ["sub/test_wanted.py::test_sum[numpy-cpu-f64]"]
+    # without node ids (the parent, or a round over every benchmark) everything is collected
+    assert pytester.runpytest("--perf", *FAST).ret == pytest.ExitCode.INTERRUPTED

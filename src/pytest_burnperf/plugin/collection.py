@@ -5,7 +5,9 @@ CPU case, bad markers reported on their own test, and the selection narrowed by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -231,6 +233,44 @@ def select(config: pytest.Config, items: list[pytest.Item]) -> None:
         if len(keep) < len(items):
             config.hook.pytest_deselected(items=[i for i in items if i not in keep])
             items[:] = keep
+
+
+#: Files a round process collects whatever its node ids: they configure the directory they are in.
+_ALWAYS_COLLECTED = frozenset({"conftest.py", "__init__.py"})
+
+
+def outside_round(config: pytest.Config, path: Path) -> bool | None:
+    """In a round process given its node ids (``--perf-round-process-only``): ``True`` for a
+    file that holds none of them, so that it is not imported. A counted process runs under
+    valgrind, where importing a test module the parent's paths hold but no wanted benchmark
+    lives in (one that imports torch, say) cost tens of seconds. Directories are walked as
+    pytest walks them (their conftest.py files load as in the parent); ``None`` leaves the
+    rest to pytest."""
+    state = config.stash.get(STATE, None)
+    if state is None or state.run.round_only is None or path.name in _ALWAYS_COLLECTED:
+        return None
+    if path.is_dir():
+        return None
+    return (
+        True if os.path.normpath(path) not in _round_files(config, state.run.round_only) else None
+    )
+
+
+def _round_files(config: pytest.Config, nodeids: frozenset[str]) -> frozenset[str]:
+    files = config.stash.get(_ROUND_FILES, None)
+    if files is None:
+        files = round_files(config.rootpath, nodeids)
+        config.stash[_ROUND_FILES] = files
+    return files
+
+
+_ROUND_FILES = pytest.StashKey[frozenset[str]]()
+
+
+def round_files(root: Path, nodeids: Iterable[str]) -> frozenset[str]:
+    """The files (normalised absolute paths) that hold the tests ``nodeids`` name: a node id's
+    part before its first ``::``, relative to the run's root directory."""
+    return frozenset(os.path.normpath(root / nodeid.split("::", 1)[0]) for nodeid in nodeids)
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:

@@ -20,6 +20,7 @@ run.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,6 +93,11 @@ def pytest_generate_tests_before_fixture_params(metafunc: pytest.Metafunc) -> No
     """Only perf tests whose device or dtype a project fixture parametrises, before pytest
     applies the fixtures' params (collection.parametrize_first)."""
     collection.parametrize_first(metafunc)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A round process imports only the test files its node ids are in."""
+    return collection.outside_round(config, collection_path)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
