@@ -162,3 +162,13 @@ def git(repo: Path, *args: str) -> str:
         ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
     )
     return done.stdout.strip()
+
+
+def this_plugin_alone(monkeypatch: Any) -> None:
+    """Projects run with this plugin alone, not every plugin this test environment has
+    installed (hypothesis, pytest-xdist, pytest-benchmark): a counted process starts pytest
+    under valgrind, where loading those took about 20 s of a one-benchmark run's 40. For the
+    tests of counting and bisecting, which involve no other plugin
+    (tests/plugin/test_benchmark_compat.py runs the counted default beside pytest-benchmark)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("PYTEST_PLUGINS", "pytest_burnperf.plugin.hooks")

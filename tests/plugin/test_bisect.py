@@ -17,7 +17,7 @@ from pytest_burnperf.core.judging.bisection import dependency_changes
 from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION
 from pytest_burnperf.runs import bisect_probe
 
-from ._helpers import FAST, git, use_virtual_clock
+from ._helpers import FAST, git, this_plugin_alone, use_virtual_clock
 from .test_counts import LOOP_BENCH, LOOP_PACKAGE, _need_valgrind
 from .test_same_session import PYPROJECT
 
@@ -53,6 +53,7 @@ def history(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
     monkeypatch.setenv("PYTHONPATH", str(root / "src"))
     monkeypatch.chdir(root)
+    this_plugin_alone(monkeypatch)
     return root
 
 

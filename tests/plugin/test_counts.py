@@ -32,7 +32,7 @@ from pytest_burnperf.host import callgrind, leftovers
 from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes, time_moved_more
 
 from .._devices import required
-from ._helpers import git
+from ._helpers import git, this_plugin_alone
 
 # A pure-Python loop: its counts grow with N and with nothing else.
 BENCH = """
@@ -85,6 +85,11 @@ def _need_valgrind() -> None:
     if "valgrind" in required():
         pytest.fail(f"BURNPERF_REQUIRE_DEVICES has valgrind, but: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _this_plugin_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    this_plugin_alone(monkeypatch)
 
 
 @pytest.fixture
