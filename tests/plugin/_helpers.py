@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 #: Quick but still statistically usable settings for runs inside the tests. Adaptive sampling is
 #: off (--perf-max-samples at --perf-samples), so a test may count samples: with it on, a busy
 #: machine takes more. Tests of adaptive sampling give their own --perf-max-samples after FAST.
@@ -172,3 +174,14 @@ def this_plugin_alone(monkeypatch: Any) -> None:
     (tests/plugin/test_benchmark_compat.py runs the counted default beside pytest-benchmark)."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     monkeypatch.setenv("PYTEST_PLUGINS", "pytest_burnperf.plugin.hooks")
+
+
+#: Whether the test running in this process is marked ``slow`` (set by tests/plugin/conftest.py).
+RUNNING_SLOW = [False]
+
+
+def belongs_in_the_slow_tier(what: str) -> None:
+    """Fail a test outside the slow tier that is about to ``what`` (start valgrind): the
+    fast tier, the README's test command, starts no real measurement (docs/development.md)."""
+    if not RUNNING_SLOW[0]:
+        pytest.fail(f"this test is about to {what}: mark it @pytest.mark.slow", pytrace=False)

@@ -12,7 +12,7 @@ import scipy.stats  # noqa: F401
 import pytest_burnperf.core.records.roofline_figures
 import pytest_burnperf.core.timing
 
-from ._helpers import LOOP_MODULE, use_virtual_clock
+from ._helpers import LOOP_MODULE, RUNNING_SLOW, use_virtual_clock
 
 # pytester's in-process runs restore sys.modules afterwards, and numpy or torch cannot be imported
 # twice in one process; importing them here, before any run, keeps them loaded across runs.
@@ -53,6 +53,14 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # runs, which pytest-benchmark would take for xdist workers (and turn its timing off).
     for name in XDIST_WORKER:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _tier(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Which tier the running test is in, for _helpers.belongs_in_the_slow_tier."""
+    RUNNING_SLOW[0] = request.node.get_closest_marker("slow") is not None
+    yield
+    RUNNING_SLOW[0] = False
 
 
 @pytest.fixture(autouse=True)

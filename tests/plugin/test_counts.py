@@ -32,7 +32,7 @@ from pytest_burnperf.host import callgrind, leftovers
 from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes, time_moved_more
 
 from .._devices import required
-from ._helpers import git, this_plugin_alone
+from ._helpers import belongs_in_the_slow_tier, git, this_plugin_alone
 
 # A pure-Python loop: its counts grow with N and with nothing else.
 BENCH = """
@@ -81,6 +81,7 @@ def _need_valgrind() -> None:
     if reason is None and callgrind.find_valgrind() is None:
         reason = "valgrind is not installed"
     if reason is None:
+        belongs_in_the_slow_tier("count under valgrind")
         return
     if "valgrind" in required():
         pytest.fail(f"BURNPERF_REQUIRE_DEVICES has valgrind, but: {reason}", pytrace=False)
@@ -1023,6 +1024,7 @@ def _counted_under_another_python(
     return str(old)
 
 
+@pytest.mark.slow
 def test_a_counts_baseline_of_another_key_leaves_the_verdict_to_the_clock(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1098,6 +1100,7 @@ def test_alternating(perf):
 """
 
 
+@pytest.mark.slow
 def test_counts_that_cannot_decide_leave_the_verdict_to_the_time_baseline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1162,6 +1165,7 @@ def test_touchy(perf):
 """
 
 
+@pytest.mark.slow
 def test_a_benchmark_the_counted_process_could_not_count_is_judged_by_its_time_baseline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1187,6 +1191,7 @@ def test_a_benchmark_the_counted_process_could_not_count_is_judged_by_its_time_b
     ), touchy["verdict"]["notes"]
 
 
+@pytest.mark.slow
 def test_the_default_measure_records_counts_beside_time_where_they_are_worth_counting(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1234,6 +1239,7 @@ def test_the_default_measure_records_counts_beside_time_where_they_are_worth_cou
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ['{"schema": "pytest-burnperf-baselines", "vers', "[]"])
 def test_a_corrupt_counts_baseline_fails_its_test_naming_the_file_under_the_default(
     project: pytest.Pytester, text: str
@@ -1275,6 +1281,7 @@ def test_asserts(perf):
 """
 
 
+@pytest.mark.slow
 def test_the_counted_process_runs_with_the_users_interpreter_options(
     pytester: pytest.Pytester,
 ) -> None:
