@@ -7,7 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("torch", "cupy", "pyopencl", "wgpu", "scipy", "numpy", "sqlalchemy", "ruptures", "plotly")
+HEAVY = (
+    "torch",
+    "cupy",
+    "pyopencl",
+    "wgpu",
+    "scipy",
+    "numpy",
+    "sqlalchemy",
+    "ruptures",
+    "plotly",
+    "memray",
+)
 
 
 def test_importing_the_plugin_is_cheap() -> None:

@@ -8,7 +8,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, Probe, fill_random, identity
-from pytest_burnperf.devices.memory_meters import tracemalloc_peak
+from pytest_burnperf.devices.memory_meters import host_peak, tracemalloc_peak
 from pytest_burnperf.devices.thread_limits import blas_threads, cpu_threads
 from pytest_burnperf.host.hardware import (
     blas_core,
@@ -90,7 +90,7 @@ class NumpyDevice(DeviceBase):
             yield
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
-        return tracemalloc_peak(call)  # numpy reports its buffers to tracemalloc
+        return host_peak(call, tracemalloc_peak)  # numpy reports its buffers to tracemalloc
 
     def fingerprint(self) -> dict[str, object]:
         blas = "unknown"

@@ -14,7 +14,7 @@ import platform
 from collections.abc import Callable, Iterator, Sequence
 
 from pytest_burnperf.devices.base import DeviceBase, identity
-from pytest_burnperf.devices.memory_meters import tracemalloc_peak
+from pytest_burnperf.devices.memory_meters import host_peak, tracemalloc_peak
 from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 
@@ -83,7 +83,7 @@ class PythonDevice(DeviceBase):
             yield
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
-        return tracemalloc_peak(call)
+        return host_peak(call, tracemalloc_peak)
 
     def fingerprint(self) -> dict[str, object]:
         return {

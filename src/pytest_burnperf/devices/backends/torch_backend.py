@@ -33,7 +33,7 @@ from pytest_burnperf.devices.base import (
 )
 from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
 from pytest_burnperf.devices.l2_flush import flush_bytes
-from pytest_burnperf.devices.memory_meters import rss_peak
+from pytest_burnperf.devices.memory_meters import host_meter, host_peak, rss_peak
 from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
@@ -241,7 +241,7 @@ class TorchDevice(DeviceBase):
                 "cache (torch.mps.driver_allocated_memory): what the driver holds, not the "
                 "tensors' peak"
             )
-        return "growth of the process's resident-set high-water mark during the call"
+        return host_meter("growth of the process's resident-set high-water mark during the call")
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         torch = self._torch
@@ -259,7 +259,7 @@ class TorchDevice(DeviceBase):
             call()
             self.sync()
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
-        return rss_peak(call)
+        return host_peak(call, rss_peak)
 
     def precision(self) -> dict[str, object]:
 

@@ -1,0 +1,62 @@
+"""A benchmark's memory per call as its allocator saw it: three figures (:class:`Allocations`),
+the bytes allocated during the call (freed or not), the number of allocations, and the peak held
+above what was held when the call started. They come from tracking the allocator through one
+call (devices/memory_meters.py on the CPU) and repeat exactly from call to call for most code.
+No pytest here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class AllocationsError(ValueError):
+    """A stored memory figure that is not one (the message names where it was read)."""
+
+
+@dataclass(frozen=True)
+class Allocations:
+    """What one call allocated: bytes, allocations, and the peak above the call's start."""
+
+    allocated: int
+    count: int
+    peak: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "allocated_bytes": self.allocated,
+            "allocations": self.count,
+            "peak_bytes": self.peak,
+        }
+
+    @classmethod
+    def from_json(cls, doc: object, where: str) -> Allocations:
+        """The figures of a stored document; :class:`AllocationsError` naming ``where`` and the
+        field where one is missing or not a whole number of at least 0."""
+        if not isinstance(doc, Mapping):
+            raise AllocationsError(f"{where}: memory figures must be an object, got {doc!r:.60}")
+        values = []
+        for name in ("allocated_bytes", "allocations", "peak_bytes"):
+            value = doc.get(name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise AllocationsError(
+                    f"{where}: {name} must be a whole number of at least 0, got {value!r:.60}"
+                )
+            values.append(value)
+        return cls(*values)
+
+
+def format_bytes(n: float) -> str:
+    """``8.0 MiB``: bytes as reports show them (a sign where negative)."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{sign}{n / scale:.1f} {unit}"
+    return f"{sign}{int(n)} B"
+
+
+def describe(a: Allocations) -> str:
+    """``peak 8.0 MiB, 8.0 MiB in 1 allocation(s)``."""
+    return f"peak {format_bytes(a.peak)}, {format_bytes(a.allocated)} in {a.count} allocation(s)"

@@ -1,0 +1,84 @@
+"""Memory per call on the host through the allocator (memray): numpy's, torch's and Python's large allocations
+counted, the same figures call after call, a planted temporary seen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.devices import memory_meters
+from pytest_burnperf.devices.memory_meters import allocator_track, host_peak
+
+pytestmark = pytest.mark.skipif(
+    memory_meters.allocator_unavailable() is not None,
+    reason=str(memory_meters.allocator_unavailable()),
+)
+
+N = 1_000_000
+
+
+def _three(call: Callable[[], object]) -> list[Allocations]:
+    """Three tracked calls after one untracked (the plugin tracks after the warm-up: a first
+    call may fill caches, torch's dispatcher and Python's arenas among them)."""
+    call()
+    return [allocator_track(call) for _ in range(3)]
+
+
+def test_numpy_a_result_array_and_a_planted_temporary() -> None:
+    a, b = np.random.rand(N), np.random.rand(N)
+    (one, *rest) = _three(lambda: a + b)
+    assert rest == [one, one]  # exact, call after call
+    assert one.count >= 1 and one.allocated >= 8 * N and one.peak >= 8 * N
+
+    def planted() -> object:
+        t = a.copy()  # held by a name: numpy cannot elide it into the sum
+        return t + b
+
+    (more, *_) = _three(planted)
+    assert more.peak >= one.peak + 8 * N - 4096
+    # written as one expression, numpy reuses the copy for the sum: no more memory at all
+    assert _three(lambda: a.copy() + b)[0].peak == one.peak
+    assert more.allocated >= one.allocated + 8 * N
+
+
+def test_torch_on_the_cpu_counts_though_tracemalloc_would_not() -> None:
+    torch = pytest.importorskip("torch")
+    a, b = torch.rand(N), torch.rand(N)
+    (one, *rest) = _three(lambda: a + b)
+    assert rest == [one, one]
+    assert one.allocated >= 4 * N and one.peak >= 4 * N
+    (planted, *_) = _three(lambda: a.clone() + b)
+    assert planted.allocated >= one.allocated + 4 * N and planted.peak >= one.peak + 4 * N - 4096
+
+
+def test_pure_python_containers_count_and_a_call_without_allocations_is_zero() -> None:
+    (one, *rest) = _three(lambda: list(range(100_000)))
+    assert rest == [one, one] and one.peak >= 8 * 100_000
+    assert allocator_track(lambda: None) == Allocations(0, 0, 0)
+
+
+def test_the_capture_file_is_removed(tmp_path: Path) -> None:
+    work = tmp_path
+    allocator_track(lambda: bytearray(10_000), work=work)
+    assert list(work.iterdir()) == []
+
+
+def test_inside_another_memray_tracker_the_meter_falls_back_and_the_call_runs_once(
+    tmp_path: Path,
+) -> None:
+    import memray
+
+    calls: list[int] = []
+
+    def call() -> object:
+        calls.append(1)
+        return bytearray(100_000)
+
+    with memray.Tracker(tmp_path / "outer.memray"):  # as pytest-memray runs a test
+        assert host_peak(call, lambda c: (c(), 7)[1]) == 7
+    assert calls == [1]
+    assert host_peak(call, lambda c: (c(), 7)[1]) >= 100_000  # its own tracker again
