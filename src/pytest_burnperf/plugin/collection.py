@@ -249,11 +249,9 @@ def outside_round(config: pytest.Config, path: Path) -> bool | None:
     state = config.stash.get(STATE, None)
     if state is None or state.run.round_only is None or path.name in _ALWAYS_COLLECTED:
         return None
-    if path.is_dir():
+    if path.is_dir() or os.path.realpath(path) in _round_files(config, state.run.round_only):
         return None
-    return (
-        True if os.path.normpath(path) not in _round_files(config, state.run.round_only) else None
-    )
+    return True
 
 
 def _round_files(config: pytest.Config, nodeids: frozenset[str]) -> frozenset[str]:
@@ -268,9 +266,10 @@ _ROUND_FILES = pytest.StashKey[frozenset[str]]()
 
 
 def round_files(root: Path, nodeids: Iterable[str]) -> frozenset[str]:
-    """The files (normalised absolute paths) that hold the tests ``nodeids`` name: a node id's
-    part before its first ``::``, relative to the run's root directory."""
-    return frozenset(os.path.normpath(root / nodeid.split("::", 1)[0]) for nodeid in nodeids)
+    """The files (real absolute paths: a root given through a symbolic link names the files
+    pytest walks to by another path) that hold the tests ``nodeids`` name: a node id's part
+    before its first ``::``, relative to the run's root directory."""
+    return frozenset(os.path.realpath(root / nodeid.split("::", 1)[0]) for nodeid in nodeids)
 
 
 def _filter_items(config: pytest.Config, state: PerfState, items: list[pytest.Item]) -> None:
