@@ -10,11 +10,12 @@ whatever else the process does). Python's small-object allocator is not tracked 
 arenas (the arenas are, as they are mapped): a pure-Python call's large containers count, its
 churn of small objects does not, and the figures repeat exactly from call to call.
 
-Measured before choosing (docs/memory.md): after one untracked call, the same call tracked
-again gave the same three figures each time for numpy, torch-CPU and pure-Python calls;
-starting and stopping a tracker costs about 0.03 s in a process without torch and 0.1-0.2 s
-with torch loaded (memray patches every loaded library's symbol table). Linux and macOS only,
-memray's own platforms.
+Measured before choosing (validation/memory_tracker.py, docs/data/memory-tracker.json): after
+one untracked call, numpy and torch-CPU calls read the same three figures on each tracked call;
+a pure-Python call's first tracked call may map one arena more than those after. Starting and
+stopping a tracker costs some 25-85 ms in a process without torch and 0.16-0.26 s with torch
+loaded (memray patches every loaded library's symbol table). Linux and macOS only, memray's own
+platforms.
 """
 
 from __future__ import annotations

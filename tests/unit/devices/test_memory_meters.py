@@ -56,8 +56,10 @@ def test_torch_on_the_cpu_counts_though_tracemalloc_would_not() -> None:
 
 
 def test_pure_python_containers_count_and_a_call_without_allocations_is_zero() -> None:
-    (one, *rest) = _three(lambda: list(range(100_000)))
-    assert rest == [one, one] and one.peak >= 8 * 100_000
+    # Python's arenas: the first tracked call after one untracked may still map one more
+    # (validation/memory_tracker.py saw 4 arenas, then 3 every time): not asserted equal here
+    for got in _three(lambda: list(range(100_000))):
+        assert 8 * 100_000 <= got.peak <= got.allocated and got.count >= 1
     assert allocator_track(lambda: None) == Allocations(0, 0, 0)
 
 
