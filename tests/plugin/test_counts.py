@@ -93,6 +93,15 @@ def _this_plugin_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     this_plugin_alone(monkeypatch)
 
 
+def test_a_fast_test_that_would_start_valgrind_fails_saying_so() -> None:
+    """The fast tier (the README's test command) starts no real counting: a test outside the
+    slow tier that reaches valgrind fails with what to do, instead of costing minutes."""
+    with pytest.raises(
+        pytest.fail.Exception, match=r"count under valgrind: mark it @pytest\.mark\.slow"
+    ):
+        belongs_in_the_slow_tier("count under valgrind")
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     _need_valgrind()

@@ -8,7 +8,7 @@ process, so torch's and other native allocations count, not only numpy's (``trac
 numpy's buffers and Python's objects, not torch's; the resident set moves by pages and with
 whatever else the process does). Python's small-object allocator is not tracked inside its
 arenas (the arenas are, as they are mapped): a pure-Python call's large containers count, its
-churn of small objects does not, and the figures repeat exactly from call to call.
+churn of small objects does not.
 
 Measured before choosing (validation/memory_tracker.py, docs/data/memory-tracker.json): after
 one untracked call, numpy and torch-CPU calls read the same three figures on each tracked call;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_burnperf.core.memory.allocations import Allocations, AllocationsError, format_bytes
+from pytest_burnperf.core.memory.allocations import Allocations, AllocationsError
 
 MiB = 2**20
 BASE = Allocations(allocated=8 * MiB, count=1, peak=8 * MiB)
@@ -21,9 +21,3 @@ def test_stored_figures_round_trip_and_bad_ones_name_where() -> None:
             Allocations.from_json(doc, "b.json: test_x")
     with pytest.raises(AllocationsError, match="must be an object"):
         Allocations.from_json([1, 2], "b.json")
-
-
-def test_bytes_read_as_people_read_them() -> None:
-    assert format_bytes(8 * MiB) == "8.0 MiB"
-    assert format_bytes(-1536) == "-1.5 KiB"
-    assert format_bytes(12) == "12 B"

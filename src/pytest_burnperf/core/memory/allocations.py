@@ -45,18 +45,3 @@ class Allocations:
                 )
             values.append(value)
         return cls(*values)
-
-
-def format_bytes(n: float) -> str:
-    """``8.0 MiB``: bytes as reports show them (a sign where negative)."""
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{sign}{n / scale:.1f} {unit}"
-    return f"{sign}{int(n)} B"
-
-
-def describe(a: Allocations) -> str:
-    """``peak 8.0 MiB, 8.0 MiB in 1 allocation(s)``."""
-    return f"peak {format_bytes(a.peak)}, {format_bytes(a.allocated)} in {a.count} allocation(s)"
