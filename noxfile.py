@@ -78,7 +78,8 @@ def lint(session: nox.Session) -> None:
     dist = Path(session.create_tmp()) / "dist"
     shutil.rmtree(dist, ignore_errors=True)
     session.run("python", "-m", "build", "--outdir", str(dist), silent=True)
-    session.run("twine", "check", "--strict", *sorted(str(p) for p in dist.iterdir()))
+    if dist.is_dir():  # under ``nox --install-only`` nothing was built
+        session.run("twine", "check", "--strict", *sorted(str(p) for p in dist.iterdir()))
 
 
 def lint_workflows(session: nox.Session) -> None:

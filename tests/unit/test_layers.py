@@ -330,6 +330,41 @@ def test_no_measure_name_is_compared_outside_its_registry() -> None:
     assert not found, found
 
 
+def _instrument_dispatch(tree: ast.AST, classes: set[str]) -> list[int]:
+    """Lines of an ``isinstance`` whose class is one of the instruments' ``classes``."""
+    lines = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+        ):
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            named |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+            if named & classes:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_outside_instruments_no_code_asks_which_instrument_it_has() -> None:
+    """The plugin calls every instrument the same way (``instrument.measure(calls)``): a
+    branch on an instrument's class outside instruments/ is what a new measure would have to
+    find and extend (timed_perf.py had three)."""
+    from pytest_burnperf.instruments.registry import INSTRUMENTS
+
+    classes = {type(i).__name__ for i in INSTRUMENTS}
+    found = []
+    for module, path in _modules().items():
+        if _part(module) == "instruments":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{module}:{n}" for n in _instrument_dispatch(tree, classes)]
+    assert not found, found
+    code = "a = isinstance(x, CountsHere)\nb = isinstance(x, (int, m.ProfileHere))\nc = isinstance(x, int)\n"
+    assert _instrument_dispatch(ast.parse(code), {"CountsHere", "ProfileHere"}) == [1, 2]
+
+
 def test_the_measure_name_check_finds_a_compare() -> None:
     code = (
         'a = r.measure == "counts"\n'

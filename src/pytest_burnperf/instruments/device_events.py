@@ -7,7 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_burnperf.devices.base import Device
-from pytest_burnperf.instruments.instrument import ClockParts, InstrumentName, Situation
+from pytest_burnperf.instruments.instrument import (
+    ClockParts,
+    InstrumentName,
+    Measurement,
+    Situation,
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,9 @@ class DeviceEvents:
 
     def applies(self, situation: Situation) -> bool:
         return situation.timer == "device"
+
+    def measure(self, calls: Measurement) -> object:
+        return calls.time_calls(self)
 
     def open(self, device: Device, *, flush_l2: bool) -> ClockParts:
         return ClockParts(

@@ -7,7 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_burnperf.devices.base import Device
-from pytest_burnperf.instruments.instrument import ClockParts, InstrumentName, Situation
+from pytest_burnperf.instruments.instrument import (
+    ClockParts,
+    InstrumentName,
+    Measurement,
+    Situation,
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,9 @@ class HostClock:
 
     def applies(self, situation: Situation) -> bool:
         return situation.timer == "host"
+
+    def measure(self, calls: Measurement) -> object:
+        return calls.time_calls(self)
 
     def open(self, device: Device, *, flush_l2: bool) -> ClockParts:
         return ClockParts(timer=None, flush=device.l2_flusher() if flush_l2 else None, capture=None)

@@ -38,7 +38,13 @@ from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import format_count, format_time
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.host import callgrind, callgrind_dumps, installed_files
-from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation, Unavailable
+from pytest_burnperf.instruments.instrument import (
+    InstrumentName,
+    Measurement,
+    Prepare,
+    Situation,
+    Unavailable,
+)
 from pytest_burnperf.runs import counted
 
 _BLIND_TO = (
@@ -60,6 +66,9 @@ class CountsHere:
     def applies(self, situation: Situation) -> bool:
         return situation.counting_round
 
+    def measure(self, calls: Measurement) -> object:
+        return calls.count_calls()
+
 
 @dataclass(frozen=True)
 class CountsJudge:
@@ -72,6 +81,11 @@ class CountsJudge:
 
     def applies(self, situation: Situation) -> bool:
         return situation.counts_judge
+
+    def measure(self, calls: Measurement) -> object:
+        result = calls.call_once()  # the test's own checks see its result
+        calls.judge_counts()
+        return result
 
 
 COUNTS_HERE = CountsHere()

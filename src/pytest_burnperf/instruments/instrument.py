@@ -1,8 +1,9 @@
 """What an instrument is: what measures a benchmark's calls in a run, with what it needs, its
-unit, what it records and what it cannot see. Each measure is one module of this folder
-(``host_clock.py``, ``device_events.py``, ``cuda_graphs.py``, ``instruction_counts.py``,
-``profiler.py``); ``registry.py`` lists them in the order they are asked which one measures a
-benchmark (:class:`Situation`)."""
+unit, what it records and what it cannot see, and what it does with the calls
+(:meth:`Instrument.measure`, through the :class:`Measurement` the plugin hands every instrument
+alike). Each measure is one module of this folder (``host_clock.py``, ``device_events.py``,
+``cuda_graphs.py``, ``instruction_counts.py``, ``profiler.py``); ``registry.py`` lists them in
+the order they are asked which one measures a benchmark (:class:`Situation`)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,40 @@ class Situation:
     timer: str = "host"
 
 
+class Measurement(Protocol):
+    """What the plugin does with one benchmark's calls when an instrument asks
+    (plugin/measuring/timed_perf.py implements it for the ``perf`` fixture): each step runs the
+    benchmark's own call (``perf(fn, ...)`` or a pedantic round) and returns what the test gets
+    back, the call's result. An instrument's :meth:`Instrument.measure` says which steps, in
+    what order; the plugin calls every instrument the same way."""
+
+    def call_once(self) -> object:
+        """One call, untimed, the device synchronised after it (its teardown after that)."""
+        ...
+
+    def time_calls(self, clock: Clock) -> object:
+        """Warm-up, calibration and samples on ``clock`` (opened inside the benchmark's
+        threads and device context), then the verdict against the baseline."""
+        ...
+
+    def count_calls(self) -> object:
+        """In a counted process: callgrind counts the calls; the record goes to the parent."""
+        ...
+
+    def judge_counts(self) -> None:
+        """The verdict from the counted process's counts of this benchmark against its counts
+        baseline (the call already made)."""
+        ...
+
+    def profile_calls(self) -> object:
+        """In a profiled process: the calls run under the library's profiler."""
+        ...
+
+
 class Instrument(Protocol):
     """What measures a benchmark's calls. ``applies`` says whether it does in a
-    :class:`Situation`; the registry asks the instruments in order and the first one measures."""
+    :class:`Situation`; the registry asks the instruments in order and the first one measures,
+    by :meth:`measure`."""
 
     @property
     def name(self) -> InstrumentName: ...
@@ -55,6 +87,10 @@ class Instrument(Protocol):
         ...
 
     def applies(self, situation: Situation) -> bool: ...
+
+    def measure(self, calls: Measurement) -> object:
+        """Measure the benchmark's calls through ``calls``; the call's result."""
+        ...
 
 
 class Unavailable(Exception):

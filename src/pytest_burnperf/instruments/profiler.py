@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_burnperf.core.records.profiles import ProfileSummary
 from pytest_burnperf.devices.base import Device
-from pytest_burnperf.instruments.instrument import InstrumentName, Prepare, Situation
+from pytest_burnperf.instruments.instrument import InstrumentName, Measurement, Prepare, Situation
 from pytest_burnperf.runs import profiling
 
 
@@ -32,6 +32,9 @@ class ProfileHere:
 
     def applies(self, situation: Situation) -> bool:
         return situation.profiling_round
+
+    def measure(self, calls: Measurement) -> object:
+        return calls.profile_calls()
 
 
 PROFILE_HERE = ProfileHere()

@@ -10,7 +10,7 @@ import typing
 import pytest
 
 import pytest_burnperf.instruments as package
-from pytest_burnperf.instruments.instrument import InstrumentName, Situation
+from pytest_burnperf.instruments.instrument import Clock, InstrumentName, Measurement, Situation
 from pytest_burnperf.instruments.registry import (
     INSTRUMENTS,
     RUN_STATE_MODULES,
@@ -73,3 +73,62 @@ def test_every_instrument_module_registers_what_it_defines() -> None:
             seen += 1
             assert id(instrument) in registered, f"{info.name}: {instrument} not in the registry"
     assert seen == len(INSTRUMENTS)
+
+
+class _Steps:
+    """A Measurement that writes down the steps an instrument asks for, in order; each step
+    returns its own name as the call's result."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.clock: object = None
+
+    def call_once(self) -> object:
+        self.steps.append("call_once")
+        return "call_once"
+
+    def time_calls(self, clock: Clock) -> object:
+        self.steps.append("time_calls")
+        self.clock = clock
+        return "time_calls"
+
+    def count_calls(self) -> object:
+        self.steps.append("count_calls")
+        return "count_calls"
+
+    def judge_counts(self) -> None:
+        self.steps.append("judge_counts")
+
+    def profile_calls(self) -> object:
+        self.steps.append("profile_calls")
+        return "profile_calls"
+
+
+@pytest.mark.parametrize(
+    ("name", "steps", "returned"),
+    [
+        ("profile", ["profile_calls"], "profile_calls"),
+        ("counts", ["count_calls"], "count_calls"),
+        # the test's own checks see the call's result; its counts judge after it
+        ("counted", ["call_once", "judge_counts"], "call_once"),
+        ("host", ["time_calls"], "time_calls"),
+        ("device", ["time_calls"], "time_calls"),
+        ("graph", ["time_calls"], "time_calls"),
+    ],
+)
+def test_each_instrument_measures_through_the_same_measurement(
+    name: str, steps: list[str], returned: str
+) -> None:
+    calls = _Steps()
+    instrument = named(name)
+    assert instrument.measure(calls) == returned
+    assert calls.steps == steps
+    if calls.clock is not None:  # a clock hands itself to be opened in the benchmark's context
+        assert calls.clock is instrument and isinstance(instrument, Clock)
+
+
+def test_a_fake_measurement_is_what_the_protocol_asks() -> None:
+    """The fake above has every step of instrument.Measurement, so the test above covers what
+    an instrument may ask."""
+    asked = {n for n in vars(Measurement) if not n.startswith("_")}
+    assert asked == {n for n in vars(_Steps) if not n.startswith("_")}

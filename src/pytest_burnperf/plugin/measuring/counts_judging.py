@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -32,45 +32,31 @@ from pytest_burnperf.core.text import escape_strings, redact
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.counts_run import Counting
 from pytest_burnperf.plugin.measuring import counting, pair_profiles
-from pytest_burnperf.plugin.measuring.result_record import settle
+from pytest_burnperf.plugin.measuring.result_record import Benchmarked, make_result, settle
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
 from pytest_burnperf.storage.baselines import BaselineError
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.options.settings import Settings
     from pytest_burnperf.core.records.results import Result
-    from pytest_burnperf.devices.base import Device
-
-
-class Benchmark(Protocol):
-    """What judging by counts reads of the perf fixture whose benchmark it judges (Perf,
-    ComparePerf): the run's state, the test, its key and module, settings and device."""
-
-    _state: PerfState
-    _item: pytest.Item
-    _key: str
-    _module: str
-    settings: Settings
-    device: Device
 
 
 def judge(
-    perf: Benchmark,
+    perf: Benchmarked,
     timed: Result | None,
-    make_result: Callable[..., Result],
     profile: Callable[[Result], Result] | None = None,
 ) -> Result:
-    """The counts verdict of ``perf``'s benchmark (the Perf fixture; ``timed``: its time
-    result under --perf-measure both), built by ``make_result``, kept and settled by
+    """The counts verdict of ``perf``'s benchmark (``timed``: its time result under
+    --perf-measure both), built by result_record.make_result, kept and settled by
     result_record.settle (the session's results, JUnit properties, core/judging/outcome's rule): a
     counts regression fails the test, and so, where the counted process did not count it, does
     a time regression. ``profile`` adds --perf-profile's profile to the result
     (measuring/profile_rerun.profiled)."""
     __tracebackhide__ = True
 
-    state: PerfState = perf._state
+    state = perf.state
     c = state.counts()
-    node = perf._item.nodeid
+    node = perf.item.nodeid
     run = c.run
     got = None if run is None else run.counts.get(node)
     if got is None:
@@ -84,7 +70,7 @@ def judge(
     key = {**c.key_base(), **(run.keys.get(node, {}) if run is not None else {})}
     problem = None
     try:
-        entry = c.store().baseline(perf._module, perf._key)
+        entry = c.store().baseline(perf.module, perf.key)
     except BaselineError as exc:
         problem = exc
     if problem is not None:
@@ -140,19 +126,19 @@ def judge(
         result = profile(result)
     settle(
         state,
-        perf._item,
-        perf._key,
+        perf.item,
+        perf.key,
         result,
-        lambda: counts.counts_failure(perf._key, result.verdict),
+        lambda: counts.counts_failure(perf.key, result.verdict),
     )
     return result
 
 
-def _judged_by_time(perf: Benchmark, timed: Result, note: str) -> Result:
+def _judged_by_time(perf: Benchmarked, timed: Result, note: str) -> Result:
     """The time result judges a benchmark counts did not judge (``note`` says why), settled
     as any timed one: its regression fails the test."""
     __tracebackhide__ = True
-    state = perf._state
+    state = perf.state
     result = replace(timed, verdict=replace(timed.verdict, notes=(*timed.verdict.notes, note)))
     policy = Policy(
         alpha=perf.settings.alpha,
@@ -160,9 +146,7 @@ def _judged_by_time(perf: Benchmark, timed: Result, note: str) -> Result:
         comparisons=state.findings.comparisons,
     )
     verdict = result.verdict
-    settle(
-        state, perf._item, perf._key, result, lambda: failure_message(perf._key, verdict, policy)
-    )
+    settle(state, perf.item, perf.key, result, lambda: failure_message(perf.key, verdict, policy))
     return result
 
 
@@ -321,19 +305,15 @@ def disagreement_notes(
     return [f"judged by counts ({why}); {time_text}"]
 
 
-def judge_pair(
-    perf: Benchmark,
-    timed: Result | None,
-    make_result: Callable[..., Result],
-) -> Result:
+def judge_pair(perf: Benchmarked, timed: Result | None) -> Result:
     """The counts verdict of a same-session comparison (the ComparePerf fixture): the
     candidate environment's counts against the reference's, both counted in this run."""
     __tracebackhide__ = True
-    state: PerfState = perf._state
+    state = perf.state
     plan = state.run.plan
     assert plan is not None
     c = state.counts()
-    node = perf._item.nodeid
+    node = perf.item.nodeid
     ref_run, cur_run = c.sides.get(plan.reference), c.sides.get(plan.candidate)
     ref = None if ref_run is None else ref_run.counts.get(node)
     cur = None if cur_run is None else cur_run.counts.get(node)
@@ -377,10 +357,10 @@ def judge_pair(
     labels = (plan.reference, plan.candidate)
     settle(
         state,
-        perf._item,
-        perf._key,
+        perf.item,
+        perf.key,
         result,
-        lambda: counts.counts_failure(perf._key, verdict, labels=labels),
+        lambda: counts.counts_failure(perf.key, verdict, labels=labels),
     )
     return result
 

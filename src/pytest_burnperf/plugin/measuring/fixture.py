@@ -23,10 +23,10 @@ def make_perf(request: pytest.FixtureRequest, case: Case) -> PerfBase:
 
     state = request.config.stash[STATE]
     assert case.entry is not None and case.entry.device is not None
+    module, key = module_and_key(request.node, state.run.rootpath)
     if not state.run.mode.measures:
         case.entry.device.reseed(0)
-        return SmokePerf(state, request.node, case)
-    module, key = module_and_key(request.node, state.run.rootpath)
+        return SmokePerf(state, request.node, case, module, key)
     if state.run.mode.compares:  # same-session comparison: no baseline is read
         case.entry.device.reseed(0)
         return ComparePerf(state, request.node, case, module, key)

@@ -37,10 +37,9 @@ def choose(state: PerfState, device: Device, settings: Settings, nodeid: str) ->
     return registry.choose(situation(state, device, settings, nodeid))
 
 
-def open_clock(instrument: Instrument, device: Device, settings: Settings) -> ClockParts:
+def open_clock(instrument: Clock, device: Device, settings: Settings) -> ClockParts:
     """The clock's timer, flush and capture for ``device``; a skip with the reason where the
     device cannot give them."""
-    assert isinstance(instrument, Clock), instrument
     try:
         return instrument.open(device, flush_l2=settings.flush_l2)
     except Unavailable as exc:

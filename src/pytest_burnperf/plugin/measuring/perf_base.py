@@ -21,7 +21,7 @@ from pytest_burnperf.devices.array_device import call_place
 from pytest_burnperf.devices.base import Device
 from pytest_burnperf.instruments.instrument import Prepare
 from pytest_burnperf.plugin.measuring.profile_rerun import profiled
-from pytest_burnperf.plugin.measuring.result_record import keep_smoked
+from pytest_burnperf.plugin.measuring.result_record import Benchmarked, keep_smoked
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
@@ -117,11 +117,16 @@ class PerfBase:
     checked and kept; the call made ready again for ``--perf-profile``. What each kind does
     with the call is :meth:`_call` and :meth:`_pedantic_call`."""
 
-    def __init__(self, state: PerfState, item: pytest.Item, case: Case) -> None:
+    def __init__(
+        self, state: PerfState, item: pytest.Item, case: Case, module: str, key: str
+    ) -> None:
         assert case.entry is not None and case.entry.device is not None
         self._state = state
         self._item = item
         self._case = case
+        #: The baseline file (the test module's path under the rootdir) and key in it.
+        self._module = module
+        self._key = key
         self.device = case.entry.device
         self.dtype = case.dtype
         self.settings = state.run.settings_for(case.spec)
@@ -313,6 +318,21 @@ class PerfBase:
         """What this kind does with a checked ``perf.pedantic``: one untimed round."""
         __tracebackhide__ = True
         return call_once(self.device, fn, args, kwargs, setup, teardown)
+
+    def _benchmarked(self) -> Benchmarked:
+        """This benchmark as judging and recording read it, now (after the call chose its
+        device, with the ``extra_info`` and ``group`` the test set)."""
+        return Benchmarked(
+            state=self._state,
+            item=self._item,
+            case=self._case,
+            module=self._module,
+            key=self._key,
+            settings=self.settings,
+            device=self.device,
+            extra_info=dict(self.extra_info),
+            group=self.group,
+        )
 
     def _profiled(self, result: Result) -> Result:
         """--perf-profile: ``result`` with its profile, where this run profiles it (once more

@@ -4,8 +4,9 @@ whether its verdict fails its test (:func:`settle`, by core/judging/outcome.py's
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -13,48 +14,53 @@ from pytest_burnperf.core.judging.outcome import outcome
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline
-from pytest_burnperf.devices.base import DeviceBase
+from pytest_burnperf.devices.base import Device, DeviceBase
 from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.report.terminal import wrap
 
 
-class Measuring(Protocol):
-    """What :func:`make_result` reads of a measuring ``perf`` object (``Perf``, ``ComparePerf``)."""
+@dataclass(frozen=True)
+class Benchmarked:
+    """One benchmark as its ``perf`` fixture hands it to judging and recording
+    (PerfBase._benchmarked), taken when it is judged: its test, case, baseline file and key,
+    settings, device (the call's, for a pytest-benchmark test), and pytest-benchmark's
+    ``extra_info`` and ``group``."""
 
-    _case: Case
-    _item: pytest.Item
-    _module: str
-    _key: str
-    _state: PerfState
+    state: PerfState
+    item: pytest.Item
+    case: Case
+    module: str
+    key: str
     settings: Settings
-    extra_info: dict[str, object]
+    device: Device
+    extra_info: Mapping[str, object]
     group: str | None
 
 
-def make_result(perf: Measuring, **fields: Any) -> Result:
-    """The :class:`Result` of ``perf``'s benchmark: its identity from the fixture object, the
-    measurement and verdict from ``fields`` (``runs`` as lists, ``baseline`` None by default)."""
+def make_result(b: Benchmarked, **fields: Any) -> Result:
+    """The :class:`Result` of ``b``: its identity from the fixture, the measurement and
+    verdict from ``fields`` (``runs`` as lists, ``baseline`` None by default)."""
 
-    case = perf._case
+    case = b.case
     assert case.entry is not None
     runs = fields.pop("runs")
     fields.setdefault("baseline", None)
-    params, param = test_params(perf._item, case)
+    params, param = test_params(b.item, case)
     return Result(
-        nodeid=perf._item.nodeid,
-        module=perf._module,
-        key=perf._key,
-        benchmark=perf._key.split("[", 1)[0],
+        nodeid=b.item.nodeid,
+        module=b.module,
+        key=b.key,
+        benchmark=b.key.split("[", 1)[0],
         device_id=case.entry.id,
         kind=case.entry.kind,
         library=case.entry.library,
         dtype=case.dtype,
-        settings=perf.settings,
+        settings=b.settings,
         runs=tuple(tuple(r) for r in runs),
-        extra_info=dict(perf.extra_info),
-        group=perf.group,
-        sampling_rounds=perf._state.schedule.sampling_rounds,
+        extra_info=dict(b.extra_info),
+        group=b.group,
+        sampling_rounds=b.state.schedule.sampling_rounds,
         params=params,
         param=param,
         **fields,

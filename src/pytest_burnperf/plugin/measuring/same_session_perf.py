@@ -29,7 +29,6 @@ from pytest_burnperf.host.activity import Window
 from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
 from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T, call_once
 from pytest_burnperf.plugin.measuring.result_record import make_result, settle
-from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.runs.comparison.same_session import summaries
 
@@ -45,11 +44,6 @@ class ComparePerf(PerfBase):
     paired by round. A benchmark judged here by its stored counts baseline (auto) is profiled
     in this process where the run profiles (PerfBase._profiled); what is compared in the
     session is profiled in each environment instead (pair_profiles)."""
-
-    def __init__(self, state: PerfState, item: pytest.Item, case: Case, module: str, key: str):
-        super().__init__(state, item, case)
-        self._module = module
-        self._key = key
 
     def _call(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
         __tracebackhide__ = True
@@ -82,9 +76,9 @@ class ComparePerf(PerfBase):
             c = state.counts()
             if c.measure.per_benchmark and node not in c.in_session:
                 # counted here, judged by its counts baseline
-                counts_judging.judge(self, None, make_result, self._profiled)
+                counts_judging.judge(self._benchmarked(), None, self._profiled)
             else:
-                counts_judging.judge_pair(self, None, make_result)
+                counts_judging.judge_pair(self._benchmarked(), None)
             return
         paired = time_verdict(state, self.settings, node)
         if paired is None:
@@ -126,7 +120,7 @@ class ComparePerf(PerfBase):
             l2_flush=bool(last.get("l2_flush", False)),
         )
         result = make_result(
-            self,
+            self._benchmarked(),
             fingerprint=escape_strings(self.device.fingerprint()),
             sample=sample,
             verdict=verdict,
@@ -141,7 +135,7 @@ class ComparePerf(PerfBase):
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both
             pair = counts_judging.counts_pair_verdict(state, self.settings, node)
             if pair is None or not counts.undecidable(pair):
-                counts_judging.judge_pair(self, result, make_result)
+                counts_judging.judge_pair(self._benchmarked(), result)
                 return
             # counts cannot tell a change of the threshold's size apart: the session's time
             # rounds judge it, as under auto (session_counts.counted_in_session)

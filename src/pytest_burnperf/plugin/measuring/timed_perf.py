@@ -23,9 +23,7 @@ from pytest_burnperf.devices.event_timer import timer_messages
 from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.instruments.instruction_counts import CountsHere, CountsJudge
-from pytest_burnperf.instruments.instrument import Instrument
-from pytest_burnperf.instruments.profiler import ProfileHere
+from pytest_burnperf.instruments.instrument import Clock
 from pytest_burnperf.plugin.measuring import counting, counts_judging
 from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_clock
 from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T
@@ -45,10 +43,6 @@ if TYPE_CHECKING:
     from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 
 
-#: What Perf._unclocked returns when the clock measures the benchmark.
-_TIMED = object()
-
-
 class Perf(PerfBase):
     """The ``perf`` fixture of a run that measures: warm-up, calibration and samples on the
     benchmark's clock (or its counts, or its profile: the instrument that measures it), then
@@ -64,16 +58,12 @@ class Perf(PerfBase):
         baseline: StoredBaseline | None,
         legacy: bool = False,
     ) -> None:
-        super().__init__(state, item, case)
-        self._module = module
-        self._key = key
+        super().__init__(state, item, case, module, key)
         self._baseline = baseline
         #: The baseline comes from the directory of the machine id before hardware classes.
         self._legacy = legacy
         #: Thread pools running more threads than the benchmark's limit (host/threads.py).
         self._pools: list[str] = []
-        #: What measures the calls (instrument_choice.choose), chosen when the benchmark calls perf.
-        self._instrument: Instrument | None = None
 
     def _start(self, fn: object, what: str) -> None:
         __tracebackhide__ = True
@@ -84,19 +74,16 @@ class Perf(PerfBase):
 
     def _call(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
         __tracebackhide__ = True
-        assert self._rerun is not None
-        counted = self._unclocked(self._rerun)
-        if counted is not _TIMED:
-            return cast(T, counted)
-        s = self.settings
-        # timed only for the change beside its counts (auto): this one round, no adaptive samples
-        beside = counting.time_beside(self._state, self.device.kind, self._item.nodeid)
-        pooled = 1 if beside else self._state.schedule.sampling_rounds
-        goal = precision_goal(s.threshold, pooled)
-        first, most = round_sampling(s.samples, s.max_samples, pooled)
-        return cast(
-            T,
-            self._measure(
+
+        def time_calls(clock: Clock) -> object:
+            s = self.settings
+            # timed only for the change beside its counts (auto): one round, no adaptive samples
+            beside = counting.time_beside(self._state, self.device.kind, self._item.nodeid)
+            pooled = 1 if beside else self._state.schedule.sampling_rounds
+            goal = precision_goal(s.threshold, pooled)
+            first, most = round_sampling(s.samples, s.max_samples, pooled)
+            return self._measure(
+                clock,
                 measure,
                 fn,
                 args,
@@ -109,46 +96,25 @@ class Perf(PerfBase):
                 max_time=0.0 if beside else s.max_time,
                 settle=settles(self.device.kind, s.warmup),
                 turns=self._state.turn_side,
-            ),
-        )
+            )
 
-    def _unclocked(self, make_call: Callable[[], tuple[Callable[[], object], Any]]) -> Any:
-        """What the instrument (instrument_choice.choose) does where it is no clock: in a profiled
-        process, profile the calls; in a counted round, count them; where counts alone judge
-        this benchmark, call it once, untimed, and judge its counts. Else :data:`_TIMED` (a
-        clock measures it)."""
+        return cast(T, self._measured(time_calls))
+
+    def _measured(self, time_calls: Callable[[Clock], object]) -> object:
+        """The benchmark's calls measured by the instrument that measures them here
+        (instrument_choice.choose), through this fixture's :class:`_Calls`; the call's result."""
         __tracebackhide__ = True
-        state = self._state
         if self._work is not None:  # its rates need a time: one round beside its counts
-            counting.time_for_rates(state, self.device.kind, self._item.nodeid)
-        self._instrument = choose(state, self.device, self.settings, self._item.nodeid)
-        if isinstance(self._instrument, ProfileHere):
-            return profile_here(
-                state,
-                self._case,
-                self._item.nodeid,
-                make_call,
-                threads=self.settings.threads,
-                repeat=self._repeat,
-            )
-        if isinstance(self._instrument, CountsHere):
-            return counting.count_here(
-                state, self._item.nodeid, self.device, self.settings, make_call
-            )
-        if isinstance(self._instrument, CountsJudge):
-            call, after = make_call()
-            result = call()
-            self.device.sync()
-            if after is not None:
-                after()
-            counts_judging.judge(self, None, make_result, self._profiled)
-            return result
-        return _TIMED
+            counting.time_for_rates(self._state, self.device.kind, self._item.nodeid)
+        instrument = choose(self._state, self.device, self.settings, self._item.nodeid)
+        return instrument.measure(_Calls(self, time_calls))
 
-    def _measure(self, sampler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _measure(
+        self, instrument: Clock, sampler: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> Any:
         """Run ``sampler`` (timing.measure or measure_pedantic) with this benchmark's threads,
-        clock, L2 flush and memory meter, watching the host; judge the sample; return the
-        function's result."""
+        clock (``instrument``, opened here), L2 flush and memory meter, watching the host; judge
+        the sample; return the function's result."""
         __tracebackhide__ = True
         import time
 
@@ -156,8 +122,7 @@ class Perf(PerfBase):
         single = self.device.kind == "cpu" and self.settings.threads == 1
         active = getattr(self.device, "active", contextlib.nullcontext)
         with self.device.threads(self.settings.threads), active():
-            assert self._instrument is not None
-            clock = open_clock(self._instrument, self.device, self.settings)
+            clock = open_clock(instrument, self.device, self.settings)
             timer, flush, capture = clock.timer, clock.flush, clock.capture
             if capture is not None:
                 kwargs["capture"] = capture
@@ -224,26 +189,31 @@ class Perf(PerfBase):
         s = self.settings
         sampled = shape.rounds is None
         rounds = s.samples if shape.rounds is None else shape.rounds
-        counted = self._unclocked(self._rerun)
-        if counted is not _TIMED:
-            return cast(T, counted)
-        result = self._measure(
-            measure_pedantic,
-            fn,
-            args,
-            kwargs,
-            setup=setup,
-            teardown=teardown,
-            rounds=rounds,
-            iterations=shape.iterations,
-            warmup_rounds=shape.warmup_rounds,
-            # not given: as many single-call rounds as fill the samples' time (at min_time each,
-            # within max_time), between samples and max_samples
-            sampled=(rounds, max(rounds, s.max_samples), min(s.max_time, s.samples * s.min_time))
-            if sampled
-            else None,
-        )
-        return cast(T, result)
+
+        def time_calls(clock: Clock) -> object:
+            return self._measure(
+                clock,
+                measure_pedantic,
+                fn,
+                args,
+                kwargs,
+                setup=setup,
+                teardown=teardown,
+                rounds=rounds,
+                iterations=shape.iterations,
+                warmup_rounds=shape.warmup_rounds,
+                # not given: as many single-call rounds as fill the samples' time (at min_time
+                # each, within max_time), between samples and max_samples
+                sampled=(
+                    rounds,
+                    max(rounds, s.max_samples),
+                    min(s.max_time, s.samples * s.min_time),
+                )
+                if sampled
+                else None,
+            )
+
+        return cast(T, self._measured(time_calls))
 
     def _judge(
         self,
@@ -305,7 +275,7 @@ class Perf(PerfBase):
         if self.device.kind == "cpu":
             verdict = own_threads(verdict, evidence.windows, s.threads, self._pools)
         result = make_result(
-            self,
+            self._benchmarked(),
             fingerprint=fingerprint,
             sample=sample,
             verdict=verdict,
@@ -321,7 +291,7 @@ class Perf(PerfBase):
             pedantic=self._pedantic,
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
-            counts_judging.judge(self, result, make_result, self._profiled)
+            counts_judging.judge(self._benchmarked(), result, self._profiled)
             return
         fallback = counting.fallback_note(state, node)
         if fallback is not None:  # too slow to count: the clock judges it
@@ -373,3 +343,46 @@ def _host_evidence(
         baseline_probe=None if baseline is None else baseline.host_probe,
         device_bound=device_bound,
     )
+
+
+class _Calls:
+    """The :class:`~pytest_burnperf.instruments.instrument.Measurement` a :class:`Perf` hands
+    the instrument that measures its benchmark: each step on the call ``perf`` or
+    ``perf.pedantic`` was given (made ready again by ``perf._rerun``); ``time_calls`` is that
+    entry's own sampling."""
+
+    def __init__(self, perf: Perf, time_calls: Callable[[Clock], object]) -> None:
+        assert perf._rerun is not None
+        self._perf = perf
+        self._make_call = perf._rerun
+        self.time_calls = time_calls
+
+    def call_once(self) -> object:
+        __tracebackhide__ = True
+        call, after = self._make_call()
+        result = call()
+        self._perf.device.sync()
+        if after is not None:
+            after()
+        return result
+
+    def count_calls(self) -> object:
+        __tracebackhide__ = True
+        p = self._perf
+        return counting.count_here(p._state, p._item.nodeid, p.device, p.settings, self._make_call)
+
+    def judge_counts(self) -> None:
+        __tracebackhide__ = True
+        counts_judging.judge(self._perf._benchmarked(), None, self._perf._profiled)
+
+    def profile_calls(self) -> object:
+        __tracebackhide__ = True
+        p = self._perf
+        return profile_here(
+            p._state,
+            p._case,
+            p._item.nodeid,
+            self._make_call,
+            threads=p.settings.threads,
+            repeat=p._repeat,
+        )
