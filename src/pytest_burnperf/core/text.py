@@ -60,6 +60,16 @@ def format_time(seconds: float) -> str:
     raise AssertionError("unreachable")
 
 
+def format_bytes(n: object) -> str:
+    """``12.0 MiB``: a byte count as the tables show it; ``-`` when unknown."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
 def format_count(value: float | None) -> str:
     """``1.51 M``: a count (instructions, estimated cycles) to three significant digits in k, M
     or G; ``-`` for what is not a finite count."""

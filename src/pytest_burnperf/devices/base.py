@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pytest_burnperf.host import nvml
 from pytest_burnperf.host.hardware import IDENTITY_VERSION, cpu_identity
 
+#: Makes one call of a benchmark ready: (the call, what to run after it or None).
+MakeCall = Callable[[], tuple[Callable[[], object], Callable[[], object] | None]]
+
 if TYPE_CHECKING:
     from pytest_burnperf.core.clocks import Timer
+    from pytest_burnperf.core.memory.allocations import Allocations
     from pytest_burnperf.core.timing import Capture
 
 
@@ -81,6 +85,11 @@ class Device(Protocol):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         """Run ``call`` once; the peak memory it allocated on this device in bytes, or None."""
 
+    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+        """Each of a few calls' memory (bytes allocated, allocations, peak above its start)
+        and the meter's name for the memory key; or why this device's memory is not tracked.
+        ``make_call`` makes each call ready and gives what to run after it."""
+
     def gpu_slowdown(self) -> str | None:
         """Why the device is slowing itself down right now (a thermal slowdown...), or None."""
 
@@ -125,6 +134,12 @@ class DeviceBase:
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         call()
         return None
+
+    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+        return (
+            f"memory per call is not tracked on {self.id} yet (the CPU's numpy, torch and "
+            "Python allocations are)"
+        )
 
     def precision(self) -> dict[str, object]:
         """The library's precision modes now (``precision.py``); {} where it has none."""

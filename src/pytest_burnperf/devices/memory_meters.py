@@ -29,6 +29,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import (
+    MARKER_BYTES,
+    Event,
+    EventKind,
+    arena_bytes,
+    per_call,
+)
 
 
 def tracemalloc_peak(call: Callable[[], object]) -> int:
@@ -98,36 +105,85 @@ def allocator_unavailable() -> str | None:
 
 
 def allocator_track(call: Callable[[], object], work: Path | None = None) -> Allocations:
-    """Run ``call`` once under memray and return what it allocated. The capture file goes to
-    a temporary folder (under ``work`` where given) and is removed."""
+    """Run ``call`` once under memray and return what it allocated (:func:`track_calls`)."""
+    return track_calls(lambda: (call, None), 1, work)[0]
+
+
+def track_calls(
+    make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
+    calls: int,
+    work: Path | None = None,
+) -> list[Allocations]:
+    """Make ``calls`` calls one after another under one memray tracker and return what each
+    allocated (core/memory/call_figures.py): ``make_call`` makes each call ready (a pedantic
+    round's setup) and gives what to run after it (its teardown); a marker mapping on both sides
+    of each call keeps those out of its figures, and Python's arenas are left out. The capture
+    file goes to a temporary folder (under ``work`` where given) and is removed.
+    :class:`TrackerBusy` where memray cannot track here (raised before any call ran)."""
     why = allocator_unavailable()
     if why is not None:
         raise TrackerBusy(why)
+    import mmap
+
     import memray
     from memray import AllocatorType, FileReader
 
-    frees = {AllocatorType.FREE, AllocatorType.MUNMAP, AllocatorType.PYMALLOC_FREE}
+    def mark() -> None:
+        mmap.mmap(-1, MARKER_BYTES).close()
+
     with tempfile.TemporaryDirectory(prefix="burnperf-memory-", dir=work) as tmp:
-        capture = Path(tmp) / "call.memray"
+        capture = Path(tmp) / "calls.memray"
         tracker = memray.Tracker(capture, native_traces=False, trace_python_allocators=False)
         try:
             tracker.__enter__()
         except RuntimeError as exc:  # another tracker runs (pytest-memray's, a user's)
             raise TrackerBusy(f"memray already tracks this process: {exc}") from None
         try:
-            call()
+            for _ in range(calls):
+                call, after = make_call()
+                mark()
+                call()
+                mark()
+                if after is not None:
+                    after()
         finally:
             tracker.__exit__(None, None, None)
         reader = FileReader(capture)
-        count = allocated = 0
-        for record in reader.get_allocation_records():
-            if AllocatorType(record.allocator) in frees:
-                continue
-            count += 1
-            allocated += record.size
-        peak = int(reader.metadata.peak_memory)
-        reader.close()
-    return Allocations(allocated=allocated, count=count, peak=peak)
+        try:
+            kinds: dict[AllocatorType, EventKind] = {
+                AllocatorType.FREE: "free",
+                AllocatorType.MUNMAP: "unmap",
+                AllocatorType.MMAP: "map",
+            }
+            events = [
+                Event(kinds.get(AllocatorType(r.allocator), "alloc"), r.address, r.size)
+                for r in reader.get_allocation_records()
+                if AllocatorType(r.allocator) != AllocatorType.PYMALLOC_FREE
+            ]
+        finally:
+            reader.close()
+    stretches = per_call(events, calls=2 * calls - 1, skip_maps_of=frozenset({arena_bytes()}))
+    return stretches[::2]
+
+
+#: Calls tracked per benchmark: the first may still fill a cache or map an arena; the verdict
+#: takes the figures where the calls agree (core/memory/memory_verdict.agreed).
+TRACKED_CALLS = 3
+
+#: The name of the allocator meter in a memory key (core/memory/allocations.memory_key).
+ALLOCATOR = "allocator (memray)"
+
+
+def host_calls(
+    make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
+    calls: int = TRACKED_CALLS,
+) -> tuple[list[Allocations], str] | str:
+    """Each call's figures through the allocator and the meter's name, or why memory is not
+    tracked here (memray missing, or another tracker running: pytest-memray's)."""
+    try:
+        return track_calls(make_call, calls), ALLOCATOR
+    except TrackerBusy as exc:
+        return str(exc)
 
 
 #: What the allocator meter measures, in words (a device's ``memory_meter``).

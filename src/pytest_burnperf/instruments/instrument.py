@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pytest_burnperf.devices.base import Device
 
 #: The instruments' names, as reports, results and baselines call them.
-InstrumentName = Literal["counts", "counted", "profile", "host", "device", "graph"]
+InstrumentName = Literal["counts", "counted", "profile", "host", "device", "graph", "memory"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class Situation:
     counts_judge: bool = False
     #: The benchmark's ``timer`` setting: ``host``, ``device`` or ``graph``.
     timer: str = "host"
+    #: The process is an extra timing round for its parent (``Mode.ROUND``).
+    timing_round: bool = False
 
 
 class Measurement(Protocol):

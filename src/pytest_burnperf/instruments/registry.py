@@ -1,7 +1,8 @@
 """Every instrument, in the order they are asked whether they measure a benchmark
 (:func:`choose`): a profiled process profiles, a counted process counts, counts alone judge
-where ``--perf-measure counts`` says so, else the benchmark's clock. A new measure is one module
-of this folder and one line here."""
+where ``--perf-measure counts`` says so, else the benchmark's clock; and those that measure
+beside it (:data:`BESIDE`: memory). A new measure is one module of this folder and one line
+here."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pytest_burnperf.instruments.device_events import DEVICE_EVENTS
 from pytest_burnperf.instruments.host_clock import HOST_CLOCK
 from pytest_burnperf.instruments.instruction_counts import COUNTS_HERE, COUNTS_JUDGE
 from pytest_burnperf.instruments.instrument import Instrument, Situation
+from pytest_burnperf.instruments.memory_tracking import MEMORY_TRACKING
 from pytest_burnperf.instruments.profiler import PROFILE_HERE
 
 #: The instruments, first asked first.
@@ -21,6 +23,10 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     DEVICE_EVENTS,
     GRAPH_REPLAYS,
 )
+
+#: Instruments that measure beside the one :func:`choose` picks, where they apply: memory per
+#: call (its own verdict beside the time or counts verdict).
+BESIDE = (MEMORY_TRACKING,)
 
 
 #: Modules of this folder that hold what an instrument keeps over a run, not an instrument:

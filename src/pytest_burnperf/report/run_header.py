@@ -213,9 +213,21 @@ def precision_lines(results: Sequence[Result]) -> list[str]:
 
 
 def counts_line(results: Iterable[Result]) -> str:
-    counts = Counter(r.verdict.status for r in results)
+    """``3 unchanged, 1 regressed; memory: 1 regressed, 3 unchanged``: the verdicts by status,
+    then the memory verdicts beside them (where memory was tracked)."""
+    listed = list(results)
+    counts = Counter(r.verdict.status for r in listed)
     parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
-    return ", ".join(parts) if parts else "no benchmark ran"
+    memory = Counter(r.memory.status for r in listed if r.memory is not None)
+    said = ", ".join(f"{n} {status}" for status, n in sorted(memory.items(), key=_memory_order))
+    if not parts:
+        return "no benchmark ran"
+    return ", ".join(parts) + (f"; memory: {said}" if said else "")
+
+
+def _memory_order(item: tuple[str, int]) -> int:
+    order = ("regressed", "improved", "unchanged", "varies", "incomparable", "no-baseline")
+    return order.index(item[0]) if item[0] in order else len(order)
 
 
 def host_state(windows: Sequence[Window], cpus: int) -> str:

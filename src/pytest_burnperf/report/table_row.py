@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.core.records.roofline_figures import format_rate
-from pytest_burnperf.core.text import device_within
+from pytest_burnperf.core.text import device_within, format_bytes
 
 
 def _number(value: object) -> float | None:
@@ -26,16 +26,6 @@ def _number(value: object) -> float | None:
 
 def _map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
-
-
-def format_bytes(n: object) -> str:
-    """``12.0 MiB``: a byte count as the tables show it; ``-`` when unknown."""
-    if isinstance(n, bool) or not isinstance(n, int):
-        return "-"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
 
 
 def change_text(verdict: Mapping[str, object], measure: object = "time") -> str:
@@ -109,6 +99,7 @@ class TableRow:
     p: str
     detects: str
     peak_mem: str
+    memory: str
     arith: str
     bandwidth: str
     verdict: str
@@ -164,9 +155,52 @@ class TableRow:
             + (" (MPS driver)" if isinstance(peak, int) and entry.get("kind") == "metal" else ""),
             arith=_rate(roof, "gflops", "GF/s", "arith_pct"),
             bandwidth=_rate(roof, "gbps", "GB/s", "mem_pct"),
-            verdict=str(v.get("status") or "?"),
+            memory=memory_text(entry.get("memory")),
+            verdict=_verdict_text(v, entry.get("memory")),
             reason=str(v.get("reason") or ""),
         )
+
+
+def memory_status(memory: object) -> str | None:
+    """The memory verdict's status of a results entry's ``memory``, or None where not tracked."""
+    if not isinstance(memory, Mapping):
+        return None
+    status = memory.get("status")
+    return status if isinstance(status, str) else None
+
+
+def memory_text(memory: object) -> str:
+    """The memory cell: the peak per call judged (``7.6 MiB``), with its change where it moved
+    past the minimum effect (``15.3 MiB +100%``); ``varies``, ``no base``, ``other key`` where
+    it was not judged; ``-`` where not tracked."""
+    status = memory_status(memory)
+    if status is None or not isinstance(memory, Mapping):
+        return "-"
+    figures, base = _map(memory.get("figures")), _map(memory.get("baseline"))
+    peak, was = figures.get("peak_bytes"), base.get("peak_bytes")
+    if status == "varies":
+        return "varies"
+    shown = format_bytes(peak)
+    if status in ("regressed", "improved") and isinstance(peak, int) and isinstance(was, int):
+        change = "new" if was == 0 else f"{100.0 * (peak - was) / was:+.0f}%"
+        allocated, before = figures.get("allocated_bytes"), base.get("allocated_bytes")
+        if peak == was and isinstance(allocated, int) and isinstance(before, int) and before:
+            change = f"{100.0 * (allocated - before) / before:+.0f}% alloc"
+        return f"{shown} {change}"
+    if status == "no-baseline":
+        return f"{shown} (no base)"
+    if status == "incomparable":
+        return f"{shown} (other key)"
+    return shown
+
+
+def _verdict_text(verdict: Mapping[str, object], memory: object) -> str:
+    """The verdict cell: the time or counts verdict's status, or ``memory regressed`` where
+    that verdict passes and the memory verdict beside it regressed."""
+    status = str(verdict.get("status") or "?")
+    if memory_status(memory) == "regressed" and status not in ("regressed", "failed"):
+        return "memory regressed"
+    return status
 
 
 def _value(value: object, timer: str) -> str:

@@ -33,6 +33,7 @@ _HEADER_TEXT = {
     "change": "change [95% CI]",
     "time": "time change",
     "peak_mem": "peak mem",
+    "memory": "memory/call",
     "bandwidth": "mem",
 }
 COLUMNS = tuple(_HEADER_TEXT.get(k, k) for k in COLUMN_KEYS)
@@ -69,6 +70,7 @@ DROP_ORDER: tuple[str, ...] = (
     "peak_mem",
     "baseline",
     "detects",
+    "memory",
     "bandwidth",
     "arith",
     "backend",
@@ -85,6 +87,7 @@ _RIGHT = {
     "p",
     "detects",
     "peak_mem",
+    "memory",
     "arith",
     "bandwidth",
 }
@@ -235,6 +238,8 @@ def table_rows(
             chosen.insert(chosen.index("change") + 1, "time")
     elif not columns and "time" in chosen:
         chosen.remove("time")
+    if not columns and "memory" not in chosen and any(_memory_moved(r) for r in results):
+        chosen.insert(chosen.index("verdict"), "memory")  # what the memory verdict judged
     fit = not columns  # -v too: every column that fits COLUMNS, then the narrowest names
     ordered = list(results)
     if sort:
@@ -247,9 +252,10 @@ def table_rows(
         return indent + "  ".join(_cell(rw[c], ws[c], c in _RIGHT) for c in cols).rstrip()
 
     def lines_of(r: Result, rw: dict[str, str]) -> list[tuple[str, str | None]]:
+        status = row_status(r)
         if not stacked:
-            return [(fmt(rw), r.verdict.status)]
-        return [(escape(rw["benchmark"]), r.verdict.status), (fmt(rw), r.verdict.status)]
+            return [(fmt(rw), status)]
+        return [(escape(rw["benchmark"]), status), (fmt(rw), status)]
 
     head: list[tuple[str, str | None]] = [
         (fmt(headers_for(rows)), None),
@@ -272,6 +278,18 @@ def table_rows(
             lines.extend(lines_of(r, rw))
         lines.append(("", None))
     return lines[:-1]
+
+
+def _memory_moved(r: Result) -> bool:
+    return r.memory is not None and r.memory.status in (REGRESSED, IMPROVED)
+
+
+def row_status(r: Result) -> str:
+    """What colours ``r``'s row: its verdict's status, or ``regressed`` where its memory
+    regressed beside a verdict that passes."""
+    if r.memory is not None and r.memory.status == REGRESSED and r.verdict.status != FAILED:
+        return REGRESSED
+    return r.verdict.status
 
 
 #: How a table row is coloured on a terminal that takes colour (pytest's ``--color``): a failure
@@ -353,6 +371,13 @@ def notes(
         if v.reason and v.status not in ("no-baseline",):
             name = r.key if verbose else shorten(r.key, BRIEF_NAME)
             line = f"{name}: {v.status}: {v.reason}"
+            cut = line if verbose else brief(line, width)
+            left_out = left_out or cut != line
+            lines.append(cut)
+        m = r.memory
+        if m is not None and (m.status not in ("unchanged", "no-baseline") or verbose):
+            name = r.key if verbose else shorten(r.key, BRIEF_NAME)
+            line = f"{name}: {m.line()}"
             cut = line if verbose else brief(line, width)
             left_out = left_out or cut != line
             lines.append(cut)

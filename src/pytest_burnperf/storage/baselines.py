@@ -188,6 +188,11 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
         if counts.get("interpreter") is not None:
             f.number(counts["interpreter"], f"{where}.counts.interpreter", low=0.0, high=1.0)
+    memory = f.opt_obj(e.get("memory"), f"{where}.memory")
+    if memory is not None:  # memory per call (core/memory/allocations.py) and its key
+        for name in ("allocated_bytes", "allocations", "peak_bytes"):
+            f.integer(memory.get(name), f"{where}.memory.{name}")
+        f.plain(f.opt_obj(memory.get("key"), f"{where}.memory.key"), f"{where}.memory.key")
     if e.get("profile") is not None:  # recorded with --perf-profile (core/records/profiles.py)
         try:
             ProfileSummary.from_json(e["profile"], f"{where}.profile")

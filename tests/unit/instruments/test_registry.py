@@ -12,6 +12,7 @@ import pytest
 import pytest_burnperf.instruments as package
 from pytest_burnperf.instruments.instrument import Clock, InstrumentName, Measurement, Situation
 from pytest_burnperf.instruments.registry import (
+    BESIDE,
     INSTRUMENTS,
     RUN_STATE_MODULES,
     NoInstrument,
@@ -46,18 +47,19 @@ def test_a_timer_no_instrument_knows_is_said_with_the_instruments_there_are() ->
 
 
 def test_every_instrument_says_its_unit_what_it_records_and_what_it_cannot_see() -> None:
-    names = [i.name for i in INSTRUMENTS]
+    every = (*INSTRUMENTS, *BESIDE)
+    names = [i.name for i in every]
     assert len(set(names)) == len(names)
     assert set(names) == set(typing.get_args(InstrumentName))
-    for instrument in INSTRUMENTS:
-        assert instrument.unit in ("s", "instructions", "profile"), instrument
+    for instrument in every:
+        assert instrument.unit in ("s", "instructions", "profile", "bytes"), instrument
         assert len(instrument.records) > 20 and len(instrument.blind_to) > 20, instrument
 
 
 def test_every_instrument_module_registers_what_it_defines() -> None:
     """A new measure is one module of instruments/ and one line in registry.py: an instrument
     defined in a module but not registered would never measure anything."""
-    registered = {id(i) for i in INSTRUMENTS}
+    registered = {id(i) for i in (*INSTRUMENTS, *BESIDE)}
     seen = 0
     for info in pkgutil.iter_modules(package.__path__):
         if info.name in ("instrument", "registry", *RUN_STATE_MODULES):
@@ -72,7 +74,7 @@ def test_every_instrument_module_registers_what_it_defines() -> None:
         for instrument in defined:
             seen += 1
             assert id(instrument) in registered, f"{info.name}: {instrument} not in the registry"
-    assert seen == len(INSTRUMENTS)
+    assert seen == len(INSTRUMENTS) + len(BESIDE)
 
 
 class _Steps:

@@ -10,7 +10,7 @@ from pytest_burnperf.core.judging.verdict import INCOMPARABLE, UNCHANGED, Verdic
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.records.roofline_figures import Peaks, Work
-from pytest_burnperf.report.table_row import format_bytes
+from pytest_burnperf.core.text import format_bytes
 from pytest_burnperf.report.terminal import notes, row, speedups
 
 

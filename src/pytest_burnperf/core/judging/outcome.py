@@ -1,7 +1,9 @@
 """The one rule from a verdict to its test's outcome, for every measure (time, device time,
-counts) and every mode (stored baselines, same-session comparisons): while a run records,
-nothing fails; ``regressed`` fails; under ``--perf-strict``, ``inconclusive`` and
-``no-baseline`` fail too; every other verdict passes. The plugin raises what this decides
+counts, memory) and every mode (stored baselines, same-session comparisons): while a run
+records, nothing fails; ``regressed`` fails; under ``--perf-strict``, ``inconclusive`` and
+``no-baseline`` of the time or counts verdict fail too; every other verdict passes. The memory
+verdict beside them fails its test where it regressed; what it could not judge is said, never
+failed (its abstentions do not decide whether the benchmark was judged). The plugin raises what this decides
 (plugin/measuring/result_record.settle); nothing else maps a verdict to pass or fail."""
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pytest_burnperf.core.judging.verdict import (
     Status,
     Verdict,
 )
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
 
 #: What --perf-strict fails besides a regression: the benchmarks a run could not judge for
 #: want of a decision (its samples or the host) or of a baseline.
@@ -41,6 +44,11 @@ def fails(status: Status, *, strict: bool, records: bool = False) -> bool:
     return status == REGRESSED or (strict and status in STRICT_FAILS)
 
 
+def memory_fails(memory: MemoryVerdict | None, *, records: bool = False) -> bool:
+    """Whether the memory verdict beside a benchmark's verdict fails its test."""
+    return not records and memory is not None and memory.status == REGRESSED
+
+
 def outcome(
     verdict: Verdict,
     *,
@@ -49,13 +57,18 @@ def outcome(
     records: bool,
     regression: Callable[[], str],
     why: str = "",
+    memory: MemoryVerdict | None = None,
 ) -> Outcome:
-    """The outcome of ``test_id``'s test from its ``verdict``: ``regression`` builds the line a
-    regression fails with (the measure's own: time or counts), ``why`` follows it (what grew,
-    from --perf-profile)."""
-    if not fails(verdict.status, strict=strict, records=records):
-        return PASSES
-    if verdict.status == REGRESSED:
-        return Outcome(True, regression() + (f"\n{why}" if why else ""))
-    reason = f" ({verdict.reason})" if verdict.reason else ""
-    return Outcome(True, f"{test_id}: {verdict.status}{reason}; --perf-strict fails it")
+    """The outcome of ``test_id``'s test from its ``verdict`` and its ``memory`` verdict:
+    ``regression`` builds the line a regression fails with (the measure's own: time or counts),
+    ``why`` follows it (what grew, from --perf-profile)."""
+    lines = []
+    if fails(verdict.status, strict=strict, records=records):
+        if verdict.status == REGRESSED:
+            lines.append(regression() + (f"\n{why}" if why else ""))
+        else:
+            reason = f" ({verdict.reason})" if verdict.reason else ""
+            lines.append(f"{test_id}: {verdict.status}{reason}; --perf-strict fails it")
+    if memory is not None and memory_fails(memory, records=records):
+        lines.append(f"{test_id}: {memory.line()}")
+    return Outcome(True, "\n".join(lines)) if lines else PASSES

@@ -7,6 +7,8 @@ No pytest here.
 
 from __future__ import annotations
 
+import platform
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -45,3 +47,22 @@ class Allocations:
                 )
             values.append(value)
         return cls(*values)
+
+
+def memory_key(fingerprint: Mapping[str, object], meter: str) -> dict[str, object]:
+    """What makes two benchmarks' memory figures comparable: the ``meter`` that read them, the
+    Python (its objects' sizes), the platform, the device's library and its versions, and the
+    code paths the library chose on this CPU (its dispatch: an instruction set may bring its own
+    scratch buffers); not the BLAS core, whose buffers are allocated once, before any tracked
+    call."""
+    dispatch = fingerprint.get("dispatch")
+    return {
+        "meter": meter,
+        "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
+        "platform": f"{sys.platform}-{platform.machine()}",
+        "library": fingerprint.get("library"),
+        "versions": fingerprint.get("versions"),
+        "dispatch": {k: v for k, v in dispatch.items() if k != "blas"}
+        if isinstance(dispatch, Mapping)
+        else None,
+    }

@@ -36,6 +36,7 @@ COLUMN_KEYS: tuple[str, ...] = (
     "p",
     "detects",
     "peak_mem",
+    "memory",
     "arith",
     "bandwidth",
     "verdict",

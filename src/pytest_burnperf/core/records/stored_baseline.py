@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.counting.counts import Counted
+from pytest_burnperf.core.memory.allocations import Allocations, AllocationsError
 from pytest_burnperf.core.options.pedantic_shape import PedanticShape
 from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.host.activity import Window
@@ -37,6 +38,9 @@ class StoredBaseline:
     counts_key: Mapping[str, object] | None = None
     #: The profile recorded beside it (--perf-update --perf-profile).
     profile: ProfileSummary | None = None
+    #: The memory per call recorded beside it and the key it was tracked under.
+    memory: Allocations | None = None
+    memory_key: Mapping[str, object] | None = None
     #: Who recorded it, when, on which commit (``results.provenance``).
     recorded: Mapping[str, object] | None = None
 
@@ -65,8 +69,19 @@ class StoredBaseline:
             counts=Counted.from_json(counts) if isinstance(counts, Mapping) else None,
             counts_key=_mapping_or_none(jf.mapping(counts).get("key")),
             profile=_profile(entry.get("profile")),
+            memory=_memory(entry.get("memory")),
+            memory_key=_mapping_or_none(jf.mapping(entry.get("memory")).get("key")),
             recorded=_mapping_or_none(entry.get("recorded")),
         )
+
+
+def _memory(doc: object) -> Allocations | None:
+    if not isinstance(doc, Mapping):
+        return None
+    try:
+        return Allocations.from_json(doc, "memory")
+    except AllocationsError:  # the check before this names it
+        return None
 
 
 def _mapping_or_none(value: object) -> Mapping[str, object] | None:

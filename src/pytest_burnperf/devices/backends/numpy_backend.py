@@ -7,8 +7,16 @@ from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pytest_burnperf.devices.base import NUMPY_DTYPE_NAMES, DeviceBase, Probe, fill_random, identity
-from pytest_burnperf.devices.memory_meters import host_peak, tracemalloc_peak
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.devices.base import (
+    NUMPY_DTYPE_NAMES,
+    DeviceBase,
+    MakeCall,
+    Probe,
+    fill_random,
+    identity,
+)
+from pytest_burnperf.devices.memory_meters import host_calls, host_peak, tracemalloc_peak
 from pytest_burnperf.devices.thread_limits import blas_threads, cpu_threads
 from pytest_burnperf.host.hardware import (
     blas_core,
@@ -91,6 +99,9 @@ class NumpyDevice(DeviceBase):
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return host_peak(call, tracemalloc_peak)  # numpy reports its buffers to tracemalloc
+
+    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+        return host_calls(make_call)
 
     def fingerprint(self) -> dict[str, object]:
         blas = "unknown"

@@ -13,8 +13,9 @@ import contextlib
 import platform
 from collections.abc import Callable, Iterator, Sequence
 
-from pytest_burnperf.devices.base import DeviceBase, identity
-from pytest_burnperf.devices.memory_meters import host_peak, tracemalloc_peak
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.devices.base import DeviceBase, MakeCall, identity
+from pytest_burnperf.devices.memory_meters import host_calls, host_peak, tracemalloc_peak
 from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 
@@ -84,6 +85,9 @@ class PythonDevice(DeviceBase):
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return host_peak(call, tracemalloc_peak)
+
+    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+        return host_calls(make_call)
 
     def fingerprint(self) -> dict[str, object]:
         return {

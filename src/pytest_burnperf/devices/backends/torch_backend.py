@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.clocks import GraphCaptureError
 from pytest_burnperf.core.judging.precision import torch_modes
+from pytest_burnperf.core.memory.allocations import Allocations
 from pytest_burnperf.core.timing import Capture
 from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,
     DeviceBase,
+    MakeCall,
     Probe,
     capture_failure,
     identity,
@@ -33,7 +35,7 @@ from pytest_burnperf.devices.base import (
 )
 from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
 from pytest_burnperf.devices.l2_flush import flush_bytes
-from pytest_burnperf.devices.memory_meters import host_meter, host_peak, rss_peak
+from pytest_burnperf.devices.memory_meters import host_calls, host_meter, host_peak, rss_peak
 from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
@@ -260,6 +262,14 @@ class TorchDevice(DeviceBase):
             self.sync()
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
         return host_peak(call, rss_peak)
+
+    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+        if self.kind == "cpu":
+            return host_calls(make_call)
+        return (
+            f"memory per call is not tracked on {self.id} yet (torch's caching-allocator "
+            "statistics are the plan); the CPU's numpy, torch and Python allocations are"
+        )
 
     def precision(self) -> dict[str, object]:
 

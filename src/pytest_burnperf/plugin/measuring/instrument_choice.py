@@ -29,6 +29,7 @@ def situation(state: PerfState, device: Device, settings: Settings, nodeid: str)
         counting_round=state.run.mode.counts_calls,
         counts_judge=counting.counts_only(state, device.kind, nodeid),
         timer=settings.timer,
+        timing_round=state.run.mode.in_round,
     )
 
 

@@ -23,9 +23,10 @@ from pytest_burnperf.devices.event_timer import timer_messages
 from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
+from pytest_burnperf.instruments import registry
 from pytest_burnperf.instruments.instrument import Clock
 from pytest_burnperf.plugin.measuring import counting, counts_judging
-from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_clock
+from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_clock, situation
 from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T
 from pytest_burnperf.plugin.measuring.profile_rerun import profile_here
 from pytest_burnperf.plugin.measuring.result_record import (
@@ -40,6 +41,7 @@ from pytest_burnperf.plugin.session.cases import Case
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
 if TYPE_CHECKING:
+    from pytest_burnperf.core.records.results import Result
     from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 
 
@@ -108,6 +110,36 @@ class Perf(PerfBase):
             counting.time_for_rates(self._state, self.device.kind, self._item.nodeid)
         instrument = choose(self._state, self.device, self.settings, self._item.nodeid)
         return instrument.measure(_Calls(self, time_calls))
+
+    def _finished(self, result: Result) -> Result:
+        """``result`` with what the instruments beside the judging one measured (memory per
+        call, instruments/registry.BESIDE) and --perf-profile's profile: the calls are warm,
+        the verdict of its time or counts made, the test not yet settled."""
+        __tracebackhide__ = True
+        return self._profiled(self._with_memory(result))
+
+    def _with_memory(self, result: Result) -> Result:
+        __tracebackhide__ = True
+        if self._rerun is None:
+            return result
+        where = situation(self._state, self.device, self.settings, self._item.nodeid)
+        base = result.baseline
+        active = getattr(self.device, "active", contextlib.nullcontext)
+        for instrument in registry.BESIDE:
+            if not instrument.applies(where):
+                continue
+            with self.device.threads(self.settings.threads), active():
+                tracked = instrument.track(
+                    self.device,
+                    self._rerun,
+                    fingerprint=result.fingerprint,
+                    baseline=None if base is None else base.memory,
+                    baseline_key=None if base is None else base.memory_key,
+                    threshold=self.settings.chosen_threshold,
+                )
+            if not isinstance(tracked, str):
+                result = replace(result, memory=tracked.verdict, memory_key=tracked.key)
+        return result
 
     def _measure(
         self, instrument: Clock, sampler: Callable[..., Any], *args: Any, **kwargs: Any
@@ -291,13 +323,13 @@ class Perf(PerfBase):
             pedantic=self._pedantic,
         )
         if counting.by_counts(state, self.device.kind, node):  # --perf-measure both: counts judge
-            counts_judging.judge(self._benchmarked(), result, self._profiled)
+            counts_judging.judge(self._benchmarked(), result, self._finished)
             return
         fallback = counting.fallback_note(state, node)
         if fallback is not None:  # too slow to count: the clock judges it
             verdict = replace(verdict, notes=(*verdict.notes, fallback))
             result = replace(result, verdict=verdict)
-        result = self._profiled(result)
+        result = self._finished(result)
         verdict = result.verdict
         if state.run.mode.records:
             from pytest_burnperf.core.judging.more_rounds import recording_floor
@@ -373,7 +405,7 @@ class _Calls:
 
     def judge_counts(self) -> None:
         __tracebackhide__ = True
-        counts_judging.judge(self._perf._benchmarked(), None, self._perf._profiled)
+        counts_judging.judge(self._perf._benchmarked(), None, self._perf._finished)
 
     def profile_calls(self) -> object:
         __tracebackhide__ = True

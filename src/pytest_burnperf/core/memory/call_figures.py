@@ -1,0 +1,105 @@
+"""Each call's figures (:class:`~.allocations.Allocations`) from one stream of allocator events
+that tracked several calls in a row: the calls are told apart by a marker mapping (an anonymous
+``mmap`` of :data:`MARKER_BYTES`, mapped and unmapped between two calls), so one tracker serves
+all of a benchmark's tracked calls (starting one costs more than the calls, with torch loaded).
+
+What a call holds is followed by address: an allocation adds its size, its free takes it back
+(a free of what was allocated before tracking began is unknown and left out, as the allocator
+tracker does). The peak is the most held during the call above what was held when it started.
+
+Mappings of Python's small-object arenas (:func:`arena_bytes`) are left out: which call maps a
+new arena depends on what ran before it, not on what the call does, and would move a
+pure-Python call's peak by a megabyte from one process to the next. A call's containers and
+buffers over 512 bytes come from ``malloc`` and count; its small objects do not. No pytest here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from pytest_burnperf.core.memory.allocations import Allocations
+
+#: The marker mapping's size: 37 pages of 4 KiB, a size no allocator rounds to.
+MARKER_BYTES: Final = 37 * 4096
+
+EventKind = Literal["alloc", "free", "map", "unmap"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One allocator event: an allocation (``malloc``, ``calloc``, ``realloc``,
+    ``posix_memalign``...), a free, a mapping or an unmapping, with its address and size (a
+    free's size is unknown: 0)."""
+
+    kind: EventKind
+    address: int
+    size: int
+
+
+def arena_bytes(version: tuple[int, int] = sys.version_info[:2]) -> int:
+    """The size of one of Python's small-object arenas: 1 MiB since 3.10 (64-bit builds), 256
+    KiB before."""
+    return 1 << 20 if version >= (3, 10) else 256 << 10
+
+
+class MarkersMissing(ValueError):
+    """The stream does not hold the markers around the calls (the message says what it held)."""
+
+
+def per_call(
+    events: Iterable[Event], *, calls: int, skip_maps_of: frozenset[int] = frozenset()
+) -> list[Allocations]:
+    """The figures of what ran between each two markers of ``events``, in order: ``calls + 1``
+    marker mappings (a call between each two; a caller that marks both sides of each call takes
+    every other stretch). Mappings of a size in ``skip_maps_of`` (the arenas) and their
+    unmappings are left out."""
+    held = 0
+    sizes: dict[int, int] = {}
+    skipped: set[int] = set()
+    marker: int | None = None  # the address of a marker mapping not yet unmapped
+    markers = 0
+    figures: list[Allocations] = []
+    start = peak = allocated = count = 0
+    in_call = False
+    for e in events:
+        if e.kind == "map" and e.size == MARKER_BYTES and marker is None:
+            if in_call:  # the marker after a call ends it
+                figures.append(Allocations(allocated=allocated, count=count, peak=peak - start))
+                in_call = False
+            marker = e.address
+            markers += 1
+            continue
+        if e.kind == "unmap" and marker is not None and e.address == marker:
+            marker = None
+            if markers <= calls:  # the next call starts
+                in_call = True
+                start = peak = held
+                allocated = count = 0
+            continue
+        if e.kind in ("alloc", "map"):
+            if e.kind == "map" and e.size in skip_maps_of:
+                skipped.add(e.address)
+                continue
+            held += e.size
+            sizes[e.address] = sizes.get(e.address, 0) + e.size
+            if in_call and marker is None:
+                allocated += e.size
+                count += 1
+                peak = max(peak, held)
+        elif e.kind == "unmap" and e.address in skipped:
+            skipped.discard(e.address)
+        else:  # a free or an unmapping: what that address held goes (an unmapping: its size)
+            known = sizes.pop(e.address, 0)
+            gone = known if e.kind == "free" else min(known, e.size)
+            if e.kind == "unmap" and known > gone:
+                sizes[e.address] = known - gone
+            held -= gone
+    if markers != calls + 1 or len(figures) != calls:
+        raise MarkersMissing(
+            f"expected {calls + 1} marker mappings around {calls} calls, found {markers} "
+            f"markers and {len(figures)} whole calls"
+        )
+    return figures

@@ -1,0 +1,177 @@
+"""The memory verdict: a benchmark's memory per call (:class:`~.allocations.Allocations`)
+against its baseline's, compared exactly with a small minimum effect. A verdict of its own,
+beside the time or counts verdict of the same benchmark: its abstentions (no memory baseline,
+another key, calls that allocate differently) are said on the benchmark's line and never make
+the benchmark "not judged", which its time or counts verdict decides. No pytest here.
+
+- The tracked calls must agree (within the minimum effect) before anything is judged: a call
+  whose memory moves from call to call (a cache warming up, a pool growing) is said, not
+  judged (``varies``).
+- ``regressed`` where the peak or the bytes allocated per call grew past the minimum effect:
+  the user's threshold (``threshold``, where one is set) or :data:`DEFAULT_SHARE`, and never
+  under :data:`FLOOR_BYTES`; ``improved`` where one shrank past it and neither grew; else
+  ``unchanged``. The number of allocations is shown, not judged (more, smaller allocations of
+  the same bytes are the clock's business).
+- A baseline recorded under another key (allocator, Python, the device's library and its
+  version, the platform) is not compared (``incomparable``), and says which fields differ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.text import format_bytes
+
+MemoryStatus = Literal[
+    "regressed", "unchanged", "improved", "varies", "no-baseline", "incomparable"
+]
+
+#: Statuses that compared the figures with a baseline.
+JUDGED: Final[frozenset[str]] = frozenset({"regressed", "unchanged", "improved"})
+
+#: The minimum effect where the user set no threshold: 1% of the baseline's figure.
+DEFAULT_SHARE: Final = 0.01
+#: ... and never less than this many bytes (an allocator's rounding, a small header).
+FLOOR_BYTES: Final = 4096
+
+
+@dataclass(frozen=True)
+class MemoryVerdict:
+    status: MemoryStatus
+    #: The figures judged (the tracked calls' largest), None where the calls varied.
+    figures: Allocations | None
+    #: The baseline's figures, where there is one.
+    baseline: Allocations | None = None
+    #: The growth in bytes each figure had to pass (peak, allocated): the minimum effect.
+    effect: tuple[int, int] = (FLOOR_BYTES, FLOOR_BYTES)
+    #: Why it is not a verdict, or what the verdict rests on.
+    reason: str = ""
+
+    @property
+    def judged(self) -> bool:
+        return self.status in JUDGED
+
+    def change_text(self) -> str:
+        """``peak +7.6 MiB (+100.0%), allocated +7.6 MiB (+50.0%)``: the change of each judged
+        figure; ``-`` where nothing was compared."""
+        if self.figures is None or self.baseline is None or not self.judged:
+            return "-"
+        parts = []
+        for name, now, base in (
+            ("peak", self.figures.peak, self.baseline.peak),
+            ("allocated", self.figures.allocated, self.baseline.allocated),
+        ):
+            parts.append(f"{name} {_signed_bytes(now - base)} ({_share(now, base)})")
+        return ", ".join(parts)
+
+    def line(self) -> str:
+        """What the benchmark's report says of its memory, in one line."""
+        f = self.figures
+        figures = (
+            ""
+            if f is None
+            else f"peak {format_bytes(f.peak)}, {format_bytes(f.allocated)} in {f.count} "
+            "allocations per call"
+        )
+        if self.status == "regressed":
+            return f"memory regressed: {self.change_text()} ({figures}; {self.reason})"
+        if self.judged:
+            change = self.change_text()
+            return f"memory {self.status}: {figures}" + ("" if change == "-" else f" ({change})")
+        return f"memory not judged: {self.reason}" + (f" ({figures})" if figures else "")
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "status": self.status,
+            "figures": None if self.figures is None else self.figures.to_json(),
+            "baseline": None if self.baseline is None else self.baseline.to_json(),
+            "min_effect_bytes": {"peak": self.effect[0], "allocated": self.effect[1]},
+            "reason": self.reason,
+        }
+
+
+def _signed_bytes(n: int) -> str:
+    return ("+" if n >= 0 else "-") + format_bytes(abs(n))
+
+
+def _share(now: int, base: int) -> str:
+    if base == 0:
+        return "new" if now else "+0.0%"
+    return f"{100.0 * (now - base) / base:+.1f}%"
+
+
+def minimum_effect(base: int, threshold: float | None) -> int:
+    """The growth in bytes of a figure of ``base`` bytes that is a change."""
+    share = DEFAULT_SHARE if threshold is None else threshold
+    return max(FLOOR_BYTES, math.ceil(share * base))
+
+
+def agreed(calls: Sequence[Allocations]) -> Allocations | str:
+    """The figures of the tracked ``calls`` where they agree within :data:`FLOOR_BYTES` (the
+    largest of each), else why they do not: the figures of each call."""
+    if not calls:
+        return "no call was tracked"
+    peaks = [c.peak for c in calls]
+    allocated = [c.allocated for c in calls]
+    if max(peaks) - min(peaks) > FLOOR_BYTES or max(allocated) - min(allocated) > FLOOR_BYTES:
+        each = ", ".join(
+            f"peak {format_bytes(c.peak)} / {format_bytes(c.allocated)}" for c in calls
+        )
+        return (
+            f"its calls allocate differently ({each}): a cache or a pool that grows from call "
+            "to call; memory is judged where calls repeat"
+        )
+    return Allocations(allocated=max(allocated), count=max(c.count for c in calls), peak=max(peaks))
+
+
+def judge(
+    calls: Sequence[Allocations],
+    baseline: Allocations | None,
+    *,
+    key: Mapping[str, object],
+    baseline_key: Mapping[str, object] | None,
+    threshold: float | None,
+) -> MemoryVerdict:
+    """The memory verdict of the tracked ``calls`` against ``baseline`` (recorded under
+    ``baseline_key``); ``threshold`` is the user's, where one is set."""
+    figures = agreed(calls)
+    if isinstance(figures, str):
+        return MemoryVerdict("varies", None, baseline, reason=figures)
+    if baseline is None:
+        return MemoryVerdict(
+            "no-baseline",
+            figures,
+            reason="no memory baseline (recorded by --update-baselines from this release on)",
+        )
+    moved = sorted(
+        name
+        for name in set(key) | set(baseline_key or {})
+        if key.get(name) != (baseline_key or {}).get(name)
+    )
+    if moved:
+        said = "; ".join(f"{n}: {(baseline_key or {}).get(n)!r} -> {key.get(n)!r}" for n in moved)
+        return MemoryVerdict(
+            "incomparable",
+            figures,
+            baseline,
+            reason=f"memory baseline recorded under another key ({said}); record it again here",
+        )
+    effect = (
+        minimum_effect(baseline.peak, threshold),
+        minimum_effect(baseline.allocated, threshold),
+    )
+    grew = (figures.peak - baseline.peak, figures.allocated - baseline.allocated)
+    source = "the threshold" if threshold is not None else f"{DEFAULT_SHARE:.0%} of the baseline"
+    rule = (
+        f"a change is over {format_bytes(effect[0])} of peak or {format_bytes(effect[1])} "
+        f"allocated ({source}, at least {format_bytes(FLOOR_BYTES)})"
+    )
+    if grew[0] > effect[0] or grew[1] > effect[1]:
+        return MemoryVerdict("regressed", figures, baseline, effect, rule)
+    if grew[0] < -effect[0] or grew[1] < -effect[1]:
+        return MemoryVerdict("improved", figures, baseline, effect, rule)
+    return MemoryVerdict("unchanged", figures, baseline, effect, rule)

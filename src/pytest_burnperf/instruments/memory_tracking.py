@@ -1,0 +1,76 @@
+"""Memory per call, beside the clock or the counts: a benchmark's calls made a few more times
+under the allocator's tracker (devices/memory_meters.py on the CPU: memray, every library's
+``malloc`` and ``mmap``), each call's bytes allocated, number of allocations and peak above its
+start, judged exactly against the baseline's (core/memory/memory_verdict.py).
+
+It measures beside the instrument that judges the benchmark's time or counts, in the process
+that judges (never in a round, counted or profiled process), after that instrument measured:
+the calls are warm. Its verdict is its own; a regression fails the test by core/judging/
+outcome's rule, what it cannot judge is said."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_burnperf.core.memory.allocations import Allocations, memory_key
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge
+from pytest_burnperf.devices.base import Device, MakeCall
+from pytest_burnperf.instruments.instrument import InstrumentName, Situation
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """What tracking a benchmark's memory gave: its verdict and the key it was tracked under."""
+
+    verdict: MemoryVerdict
+    key: dict[str, object]
+
+
+@dataclass(frozen=True)
+class MemoryTracking:
+    name: InstrumentName = "memory"
+    unit: str = "bytes"
+    records: str = (
+        "bytes allocated, number of allocations and peak above the call's start, per call, "
+        "and the key they compare under (meter, Python, platform, library, versions, dispatch)"
+    )
+    blind_to: str = (
+        "Python's small objects (inside its arenas: which call maps one depends on what ran "
+        "before), what is freed and reallocated at once inside the peak, memory a GPU holds "
+        "(not tracked yet), and time: a slower call of the same bytes is the clock's"
+    )
+
+    def applies(self, situation: Situation) -> bool:
+        """Beside the judging instrument, in the process that judges."""
+        return not (situation.profiling_round or situation.counting_round or situation.timing_round)
+
+    def track(
+        self,
+        device: Device,
+        make_call: MakeCall,
+        *,
+        fingerprint: Mapping[str, object],
+        baseline: Allocations | None,
+        baseline_key: Mapping[str, object] | None,
+        threshold: float | None,
+    ) -> Tracked | str:
+        """Track a few calls on ``device`` and judge them against ``baseline``; or why this
+        device's memory is not tracked."""
+        got = device.memory_per_call(make_call)
+        if isinstance(got, str):
+            return got
+        calls, meter = got
+        key = memory_key(fingerprint, meter)
+        # the first call may still fill a cache or map what later calls reuse: the others judge
+        verdict = judge(
+            calls[1:] or calls,
+            baseline,
+            key=key,
+            baseline_key=baseline_key,
+            threshold=threshold,
+        )
+        return Tracked(verdict, key)
+
+
+MEMORY_TRACKING = MemoryTracking()

@@ -1,0 +1,154 @@
+"""Memory per call judged beside time: a benchmark's calls tracked through the allocator
+(memray) after its samples, its figures kept beside the baseline it records, and a memory
+regression failing its own test while its time does not move. The time comes from the virtual
+clock (so the time verdict is steady on a busy machine); the memory is real, of numpy buffers
+whose sizes do not depend on the machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.devices.memory_meters import allocator_unavailable
+
+from ._helpers import FAST, use_virtual_clock
+
+pytestmark = pytest.mark.skipif(
+    allocator_unavailable() is not None, reason=str(allocator_unavailable())
+)
+
+BENCH = """
+import os
+
+import numpy as np
+import pytest
+
+from virtual_clock import spin
+
+A = np.ones(1_000_000)
+CACHE = []
+
+
+def add():
+    if os.environ.get("BURNPERF_TEST_PLANT") == "held":
+        held = np.empty_like(A)  # a temporary of the input's size, never touched: no time
+        out = A + 1.0
+        del held
+    elif os.environ.get("BURNPERF_TEST_PLANT") == "copy":
+        out = A.copy() + 1.0  # numpy reuses the copy for the sum: no more memory
+    else:
+        out = A + 1.0
+    spin(200e-6)
+    return out
+
+
+def resized():
+    # a buffer whose size moves from call to call (a pool resized as it goes)
+    CACHE.append(len(CACHE) % 5 + 1)
+    np.ones(100_000 * CACHE[-1])
+    spin(200e-6)
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_add(perf):
+    assert perf(add).shape == A.shape
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_resized(perf):
+    perf(resized)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_mem_bench=BENCH)
+    return pytester
+
+
+def _entries(project: pytest.Pytester) -> dict[str, dict[str, object]]:
+    (path,) = Path(project.path, "baselines").rglob("test_mem_bench.json")
+    return dict(json.loads(path.read_text())["benchmarks"])
+
+
+def _results(project: pytest.Pytester) -> dict[str, dict[str, object]]:
+    doc = json.loads(Path(project.path, "r.json").read_text())
+    return {r["name"]: r for r in doc["results"]}
+
+
+def test_a_held_temporary_fails_its_test_by_memory_while_its_time_is_unchanged(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=2)
+    entries = _entries(project)
+    memory = entries["test_add[numpy-cpu-f64]"]["memory"]
+    assert isinstance(memory, dict)
+    assert memory["peak_bytes"] == memory["allocated_bytes"] == 8_000_000
+    assert memory["allocations"] == 1
+    key = memory["key"]
+    assert isinstance(key, dict) and key["meter"] == "allocator (memray)"
+    assert key["versions"] == {"numpy": np_version()}
+    # calls that allocate differently are not recorded: nothing to compare with later
+    assert "memory" not in entries["test_resized[numpy-cpu-f64]"]
+
+    same = project.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    same.assert_outcomes(passed=2)
+    results = _results(project)
+    assert results["test_add[numpy-cpu-f64]"]["memory"]["status"] == "unchanged"
+    resized = results["test_resized[numpy-cpu-f64]"]["memory"]
+    assert resized["status"] == "varies" and resized["figures"] is None
+    assert "allocate differently" in resized["reason"]
+    assert "memory: 1 unchanged, 1 varies" in same.stdout.str()
+
+    monkeypatch.setenv("BURNPERF_TEST_PLANT", "held")
+    planted = project.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    planted.assert_outcomes(passed=1, failed=1)
+    out = planted.stdout.str()
+    assert "test_add[numpy-cpu-f64]: memory regressed: peak +7.6 MiB (+100.0%)" in out
+    assert "memory regressed" in out  # the table's verdict cell
+    r = _results(project)["test_add[numpy-cpu-f64]"]
+    assert r["verdict"]["status"] != "regressed"  # the time did not move
+    assert r["memory"]["status"] == "regressed"
+    assert r["memory"]["figures"]["peak_bytes"] == 16_000_000
+    assert r["memory"]["baseline"]["peak_bytes"] == 8_000_000
+
+    # a copy numpy reuses for the sum holds no more memory: not a memory regression
+    monkeypatch.setenv("BURNPERF_TEST_PLANT", "copy")
+    project.runpytest("--perf", "--perf-json", "r.json", *FAST).assert_outcomes(passed=2)
+    assert _results(project)["test_add[numpy-cpu-f64]"]["memory"]["status"] == "unchanged"
+
+
+def np_version() -> str:
+    import numpy as np
+
+    return str(np.__version__)
+
+
+def test_a_baseline_under_another_key_is_said_not_judged_and_a_bad_one_named(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=2)
+    (path,) = Path(project.path, "baselines").rglob("test_mem_bench.json")
+    doc = json.loads(path.read_text())
+    entry = doc["benchmarks"]["test_add[numpy-cpu-f64]"]
+    entry["memory"]["key"]["versions"] = {"numpy": "0.0.1"}
+    entry["memory"]["peak_bytes"] = 1  # whatever it held, another key is not compared
+    path.write_text(json.dumps(doc))
+    monkeypatch.setenv("BURNPERF_TEST_PLANT", "held")
+    other = project.runpytest("--perf", "--perf-json", "r.json", "-v", *FAST)
+    other.assert_outcomes(passed=2)
+    m = _results(project)["test_add[numpy-cpu-f64]"]["memory"]
+    assert m["status"] == "incomparable"
+    assert "versions: {'numpy': '0.0.1'} -> {'numpy': '" in m["reason"]
+
+    entry["memory"]["peak_bytes"] = "lots"
+    path.write_text(json.dumps(doc))
+    before = path.read_text()
+    bad = project.runpytest("--perf", *FAST)
+    bad.assert_outcomes(errors=2)  # as any bad baseline file: each benchmark of it errors
+    out = bad.stdout.str()
+    assert "memory.peak_bytes" in out and "must be a whole number" in out
+    assert path.read_text() == before  # left untouched

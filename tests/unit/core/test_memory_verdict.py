@@ -1,0 +1,144 @@
+"""The memory verdict (core/memory/memory_verdict.py) and each call's figures from one stream of
+allocator events (core/memory/call_figures.py): pure logic, figures written by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import (
+    MARKER_BYTES,
+    Event,
+    MarkersMissing,
+    arena_bytes,
+    per_call,
+)
+from pytest_burnperf.core.memory.memory_verdict import FLOOR_BYTES, agreed, judge
+
+MiB = 1 << 20
+KEY = {"allocator": "memray", "python": "3.11", "library": "numpy 2.1.0"}
+
+
+def _marker(address: int = 1) -> list[Event]:
+    return [
+        Event("map", address, MARKER_BYTES),
+        Event("alloc", 99, 800),
+        Event("unmap", address, MARKER_BYTES),
+    ]
+
+
+def test_each_call_between_two_markers_gets_its_bytes_count_and_peak() -> None:
+    events = [
+        Event("alloc", 500, 1000),  # before the first marker: held, not a call's
+        *_marker(),
+        Event("alloc", 10, 8 * MiB),
+        Event("alloc", 11, 4 * MiB),
+        Event("free", 10, 0),
+        Event("free", 11, 0),
+        *_marker(),
+        Event("alloc", 12, 8 * MiB),
+        Event("free", 12, 0),
+        Event("alloc", 13, 8 * MiB),  # kept past the call: counts in its peak
+        *_marker(),
+    ]
+    first, second = per_call(events, calls=2)
+    assert first == Allocations(allocated=12 * MiB, count=2, peak=12 * MiB)
+    assert second == Allocations(allocated=16 * MiB, count=2, peak=8 * MiB)
+
+
+def test_a_free_of_what_was_held_before_the_call_lowers_its_start_not_its_peak() -> None:
+    events = [
+        Event("alloc", 1, 5 * MiB),
+        *_marker(7),
+        Event("free", 1, 0),  # frees 5 MiB held before: the call held less than at its start
+        Event("alloc", 2, 3 * MiB),
+        Event("free", 2, 0),
+        Event("free", 12345, 0),  # allocated before tracking began: unknown, left out
+        *_marker(7),
+    ]
+    assert per_call(events, calls=1) == [Allocations(allocated=3 * MiB, count=1, peak=0)]
+
+
+def test_arena_mappings_are_left_out_and_other_mappings_count() -> None:
+    arena = arena_bytes()
+    events = [
+        *_marker(),
+        Event("map", 20, arena),
+        Event("map", 21, 2 * MiB + 4096),
+        Event("unmap", 21, 2 * MiB + 4096),
+        Event("unmap", 20, arena),
+        *_marker(),
+    ]
+    got = per_call(events, calls=1, skip_maps_of=frozenset({arena}))
+    assert got == [Allocations(allocated=2 * MiB + 4096, count=1, peak=2 * MiB + 4096)]
+    assert arena_bytes((3, 11)) == MiB and arena_bytes((3, 9)) == 256 << 10
+
+
+def test_a_stream_without_its_markers_is_refused_saying_what_it_held() -> None:
+    with pytest.raises(MarkersMissing, match="expected 3 marker mappings around 2 calls, found 2"):
+        per_call([*_marker(), Event("alloc", 1, 10), *_marker()], calls=2)
+
+
+def _calls(peak: int, allocated: int, n: int = 3) -> list[Allocations]:
+    return [Allocations(allocated=allocated, count=1, peak=peak)] * n
+
+
+def test_a_planted_temporary_of_the_inputs_size_regresses_naming_both_figures() -> None:
+    base = Allocations(allocated=8 * MiB, count=1, peak=8 * MiB)
+    v = judge(_calls(16 * MiB, 16 * MiB), base, key=KEY, baseline_key=KEY, threshold=None)
+    assert v.status == "regressed"
+    assert v.change_text() == "peak +8.0 MiB (+100.0%), allocated +8.0 MiB (+100.0%)"
+    assert v.line().startswith("memory regressed: peak +8.0 MiB (+100.0%)")
+    assert "1% of the baseline" in v.reason
+
+
+def test_growth_under_the_minimum_effect_is_unchanged_and_the_floor_holds_for_small_calls() -> None:
+    base = Allocations(allocated=8 * MiB, count=1, peak=8 * MiB)
+    tiny = judge(_calls(8 * MiB + 40_000, 8 * MiB), base, key=KEY, baseline_key=KEY, threshold=None)
+    assert tiny.status == "unchanged"  # under 1% of 8 MiB
+    small = Allocations(allocated=100, count=1, peak=100)
+    v = judge(_calls(100 + FLOOR_BYTES, 100), small, key=KEY, baseline_key=KEY, threshold=None)
+    assert v.status == "unchanged" and v.effect == (FLOOR_BYTES, FLOOR_BYTES)
+    grew = judge(_calls(101 + FLOOR_BYTES, 100), small, key=KEY, baseline_key=KEY, threshold=None)
+    assert grew.status == "regressed"
+
+
+def test_the_users_threshold_sets_the_minimum_effect() -> None:
+    base = Allocations(allocated=10 * MiB, count=1, peak=10 * MiB)
+    now = _calls(10 * MiB + MiB // 2, 10 * MiB)  # +5%
+    assert judge(now, base, key=KEY, baseline_key=KEY, threshold=None).status == "regressed"
+    v = judge(now, base, key=KEY, baseline_key=KEY, threshold=0.10)
+    assert v.status == "unchanged" and "the threshold" in v.reason
+
+
+def test_smaller_is_improved_and_the_count_alone_is_not_judged() -> None:
+    base = Allocations(allocated=16 * MiB, count=2, peak=16 * MiB)
+    assert (
+        judge(_calls(8 * MiB, 8 * MiB), base, key=KEY, baseline_key=KEY, threshold=None).status
+        == "improved"
+    )
+    many = [Allocations(allocated=16 * MiB, count=200, peak=16 * MiB)] * 3
+    assert judge(many, base, key=KEY, baseline_key=KEY, threshold=None).status == "unchanged"
+
+
+def test_calls_that_allocate_differently_are_said_not_judged() -> None:
+    growing = [Allocations(allocated=MiB * i, count=i, peak=MiB * i) for i in (1, 2, 3)]
+    base = Allocations(allocated=MiB, count=1, peak=MiB)
+    v = judge(growing, base, key=KEY, baseline_key=KEY, threshold=None)
+    assert v.status == "varies" and not v.judged and v.figures is None
+    assert "allocate differently" in v.reason and v.line().startswith("memory not judged")
+    # within the floor they agree, the largest of each taken
+    close = [Allocations(100, 1, 1000), Allocations(200, 2, 1000 + FLOOR_BYTES)]
+    assert agreed(close) == Allocations(200, 2, 1000 + FLOOR_BYTES)
+    assert agreed([]) == "no call was tracked"
+
+
+def test_no_memory_baseline_or_another_key_is_said_with_what_differs() -> None:
+    calls = _calls(MiB, MiB)
+    none = judge(calls, None, key=KEY, baseline_key=None, threshold=None)
+    assert none.status == "no-baseline" and "--update-baselines" in none.reason
+    other = {**KEY, "library": "numpy 2.2.0"}
+    v = judge(calls, Allocations(MiB, 1, MiB), key=KEY, baseline_key=other, threshold=None)
+    assert v.status == "incomparable"
+    assert "library: 'numpy 2.2.0' -> 'numpy 2.1.0'" in v.reason
+    assert v.as_json()["status"] == "incomparable"

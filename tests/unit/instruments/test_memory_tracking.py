@@ -1,0 +1,67 @@
+"""The memory instrument (instruments/memory_tracking.py): where it measures, and what it
+makes of a device's tracked calls; devices faked, no tracker started."""
+
+from __future__ import annotations
+
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.instruments.instrument import Situation
+from pytest_burnperf.instruments.memory_tracking import MEMORY_TRACKING, Tracked
+from pytest_burnperf.instruments.registry import BESIDE
+
+FINGERPRINT = {
+    "library": "numpy",
+    "versions": {"numpy": "2.1.0"},
+    "dispatch": {"numpy": "X86_V3", "blas": "Haswell"},
+}
+
+
+class _Device:
+    """Gives back what a device's memory_per_call would."""
+
+    def __init__(self, got: object) -> None:
+        self.got = got
+        self.made = 0
+
+    def memory_per_call(self, make_call: object) -> object:
+        self.made += 1
+        return self.got
+
+
+def _track(device: _Device, baseline: Allocations | None = None) -> Tracked | str:
+    return MEMORY_TRACKING.track(
+        device,  # type: ignore[arg-type]
+        lambda: (lambda: None, None),
+        fingerprint=FINGERPRINT,
+        baseline=baseline,
+        baseline_key=None,
+        threshold=None,
+    )
+
+
+def test_it_measures_beside_in_the_process_that_judges_only() -> None:
+    assert MEMORY_TRACKING in BESIDE
+    assert MEMORY_TRACKING.applies(Situation(timer="host"))
+    assert MEMORY_TRACKING.applies(Situation(counts_judge=True))
+    for busy in (
+        Situation(profiling_round=True),
+        Situation(counting_round=True),
+        Situation(timing_round=True),
+    ):
+        assert not MEMORY_TRACKING.applies(busy)
+
+
+def test_a_device_that_cannot_track_says_why_and_nothing_is_judged() -> None:
+    assert _track(_Device("memory per call is not tracked on cuda0 yet")) == (
+        "memory per call is not tracked on cuda0 yet"
+    )
+
+
+def test_the_first_tracked_call_is_left_out_and_the_key_names_the_meter_not_the_blas() -> None:
+    first = Allocations(allocated=5 << 20, count=9, peak=5 << 20)  # it filled a cache
+    later = Allocations(allocated=1 << 20, count=1, peak=1 << 20)
+    tracked = _track(_Device(([first, later, later], "allocator (test)")))
+    assert isinstance(tracked, Tracked)
+    assert tracked.verdict.status == "no-baseline" and tracked.verdict.figures == later
+    assert tracked.key["meter"] == "allocator (test)"
+    assert tracked.key["dispatch"] == {"numpy": "X86_V3"}
+    assert tracked.key["versions"] == {"numpy": "2.1.0"}
