@@ -189,8 +189,8 @@ def test_summary_table_columns(pytester: pytest.Pytester) -> None:
             "*pytest-burnperf*",
             "baselines in baselines/*",
             "benchmark  shape  backend  device  dtype  clock  *median  IQR %  baseline  "
-            "change [[]95% CI[]]  p  detects  peak mem  arith  mem  verdict",
-            "test_mm    -      numpy    cpu     f32    host  * -  *-  -  *-  * KiB      -    -  "
+            "change [[]95% CI[]]  p  detects  peak mem  *memory/call  arith  mem  verdict",
+            "test_mm    -      numpy    cpu     f32    host  * -  *-  -  *-  * KiB  * (no base)  * -    -  "
             "no-baseline",
             "perf: 1 no-baseline",
             "perf: judged 0 of 1 benchmarks (0%); NOT judged: 1 (1 no reference)",

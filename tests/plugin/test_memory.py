@@ -101,7 +101,7 @@ def test_a_held_temporary_fails_its_test_by_memory_while_its_time_is_unchanged(
     resized = results["test_resized[numpy-cpu-f64]"]["memory"]
     assert resized["status"] == "varies" and resized["figures"] is None
     assert "allocate differently" in resized["reason"]
-    assert "memory: 1 unchanged, 1 varies" in same.stdout.str()
+    assert "perf: memory per call: 1 unchanged, 1 varies" in same.stdout.str()
 
     monkeypatch.setenv("BURNPERF_TEST_PLANT", "held")
     planted = project.runpytest("--perf", "--perf-json", "r.json", *FAST)
@@ -152,3 +152,62 @@ def test_a_baseline_under_another_key_is_said_not_judged_and_a_bad_one_named(
     out = bad.stdout.str()
     assert "memory.peak_bytes" in out and "must be a whole number" in out
     assert path.read_text() == before  # left untouched
+
+
+def test_memory_off_tracks_nothing_and_a_bad_value_names_the_option(
+    project: pytest.Pytester,
+) -> None:
+    project.runpytest("--perf", "--update-baselines", "--perf-memory", "off", *FAST)
+    assert all("memory" not in e for e in _entries(project).values())
+    off = project.runpytest("--perf", "--perf-memory=off", "--perf-json", "r.json", *FAST)
+    off.assert_outcomes(passed=2)
+    assert all("memory" not in r for r in _results(project).values())
+    assert "memory per call" not in off.stdout.str()
+    bad = project.runpytest("--perf", "--perf-memory=sometimes", *FAST)
+    assert bad.ret != 0
+    bad.stderr.fnmatch_lines(["*--perf-memory*must be on (memory per call*) or off*sometimes*"])
+
+
+def test_pedantic_rounds_given_make_no_extra_calls_and_sampled_rounds_are_tracked(
+    pytester: pytest.Pytester,
+) -> None:
+    use_virtual_clock(pytester)
+    pytester.makepyfile(
+        test_rounds_bench="""
+        import numpy as np
+        import pytest
+
+        from virtual_clock import spin
+
+        SETUPS = []
+
+
+        def setup():
+            SETUPS.append(1)
+            return (np.ones(1000),), {}
+
+
+        def body(a):
+            spin(200e-6)
+            return a * 2.0
+
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+        def test_given(perf):
+            SETUPS.clear()
+            perf.pedantic(body, setup=setup, rounds=4, warmup_rounds=1)
+            assert len(SETUPS) == 5
+
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+        def test_sampled(perf):
+            perf.pedantic(body, setup=setup)
+        """
+    )
+    result = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    result.assert_outcomes(passed=2)
+    doc = json.loads(Path(pytester.path, "r.json").read_text())
+    got = {r["name"]: r.get("memory") for r in doc["results"]}
+    assert got["test_given[numpy-cpu-f64]"] is None
+    sampled = got["test_sampled[numpy-cpu-f64]"]
+    assert sampled is not None and sampled["figures"]["allocated_bytes"] == 8000  # a * 2.0

@@ -213,21 +213,24 @@ def precision_lines(results: Sequence[Result]) -> list[str]:
 
 
 def counts_line(results: Iterable[Result]) -> str:
-    """``3 unchanged, 1 regressed; memory: 1 regressed, 3 unchanged``: the verdicts by status,
-    then the memory verdicts beside them (where memory was tracked)."""
-    listed = list(results)
-    counts = Counter(r.verdict.status for r in listed)
+    counts = Counter(r.verdict.status for r in results)
     parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
-    memory = Counter(r.memory.status for r in listed if r.memory is not None)
-    said = ", ".join(f"{n} {status}" for status, n in sorted(memory.items(), key=_memory_order))
-    if not parts:
-        return "no benchmark ran"
-    return ", ".join(parts) + (f"; memory: {said}" if said else "")
+    return ", ".join(parts) if parts else "no benchmark ran"
 
 
-def _memory_order(item: tuple[str, int]) -> int:
-    order = ("regressed", "improved", "unchanged", "varies", "incomparable", "no-baseline")
-    return order.index(item[0]) if item[0] in order else len(order)
+#: The memory verdicts' statuses in the order the summary names them.
+_MEMORY_ORDER = ("regressed", "improved", "unchanged", "varies", "incomparable", "no-baseline")
+
+
+def memory_line(results: Iterable[Result]) -> str | None:
+    """``memory per call: 1 regressed, 3 unchanged``: the memory verdicts beside the verdicts
+    by status; None where no benchmark's memory was tracked."""
+    memory: Counter[str] = Counter(r.memory.status for r in results if r.memory is not None)
+    if not memory:
+        return None
+    return "memory per call: " + ", ".join(
+        f"{memory[status]} {status}" for status in _MEMORY_ORDER if memory[status]
+    )
 
 
 def host_state(windows: Sequence[Window], cpus: int) -> str:

@@ -296,6 +296,16 @@ def parse_profile(value: object, where: str) -> Profile:
     )
 
 
+def parse_memory(value: object, where: str) -> bool:
+    """``--perf-memory``: ``on`` (memory per call judged beside time and counts) or ``off``."""
+    if isinstance(value, str) and value.strip() in ("on", "off"):
+        return value.strip() == "on"
+    raise SettingsError(
+        f"{where}: must be on (memory per call judged beside time and counts, where the "
+        f"device's memory is tracked) or off, got {_show(value)}"
+    )
+
+
 MACHINE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 

@@ -203,6 +203,7 @@ def configure(config: pytest.Config) -> None:
             or (project.strict if project.strict is not None else flag_value(config, "perf_strict"))
         ),
         trust_host=trust_host,
+        memory=pick("perf_memory") is not False,
         recalibrate=bool(
             flag_value(config, "perf_recalibrate") or config.getoption("perf_recalibrate")
         ),

@@ -288,6 +288,14 @@ VALUE_OPTIONS: tuple[tuple[str, str, Callable[[str, str], Any], str], ...] = (
         "Default: off",
     ),
     (
+        "--perf-memory",
+        "perf_memory",
+        run_options.parse_memory,
+        "judge each benchmark's memory per call (bytes allocated and peak, tracked through the "
+        "allocator on the CPU's numpy, torch and Python) beside its time or counts, against "
+        "the memory its baseline recorded: on or off. Default: on",
+    ),
+    (
         "--perf-profile-dir",
         "perf_profile_dir",
         run_options.parse_path,

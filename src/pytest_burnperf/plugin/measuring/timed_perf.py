@@ -119,8 +119,12 @@ class Perf(PerfBase):
         return self._profiled(self._with_memory(result))
 
     def _with_memory(self, result: Result) -> Result:
+        """``result`` with its memory verdict, where an instrument beside tracks it: not for
+        ``perf.pedantic`` with ``rounds`` given, whose calls are exactly the rounds asked."""
         __tracebackhide__ = True
-        if self._rerun is None:
+        if not self._state.run.memory or self._rerun is None:
+            return result
+        if self._pedantic is not None and self._pedantic.rounds:
             return result
         where = situation(self._state, self.device, self.settings, self._item.nodeid)
         base = result.baseline

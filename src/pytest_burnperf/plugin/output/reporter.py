@@ -29,7 +29,7 @@ from pytest_burnperf.plugin.session.perf_state import (
     PerfState,
     rel,
 )
-from pytest_burnperf.report.run_header import counts_line, header
+from pytest_burnperf.report.run_header import counts_line, header, memory_line
 from pytest_burnperf.report.terminal import (
     VERDICT_MARKUP,
     notes,
@@ -287,6 +287,9 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         if state.run.plan is not None and state.run.plan.option == "--perf-versions":
             _versions_tables(write_line, state, results)
     write_line(f"perf: {counts_line(results)}")
+    memory = memory_line(results)
+    if memory is not None:
+        write_line(f"perf: {memory}")
     if state.findings.shard_info is not None:
         info = state.findings.shard_info
         write_line(

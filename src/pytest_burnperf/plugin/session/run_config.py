@@ -84,6 +84,8 @@ class RunConfig:
     #: BURNPERF_TRUST_HOST=1 (read once, in configure.py): the host state and the reference
     #: probe are measured and reported but change no verdict and no round.
     trust_host: bool = False
+    #: --perf-memory: memory per call judged beside time and counts (instruments/memory_tracking.py).
+    memory: bool = True
     recalibrate: bool = False
     count: CountOptions = field(default_factory=lambda: CountOptions())
     #: From the configuration file (project_config.py): test functions to run, free
