@@ -36,6 +36,7 @@ GOOD_BAD = {
     "count_limit": ('"400M"', "1"),
     "count_jobs": ("2", "-1"),
     "profile": ('"regressed"', '"sometimes"'),
+    "memory": ('"off"', '"sometimes"'),
     "profile_dir": ('"perf-profiles"', "7"),
     "size": ('"tiny"', '"huge"'),
     "columns": ('["median", "change"]', '["speed"]'),
