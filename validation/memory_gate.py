@@ -37,7 +37,7 @@ from pytest_burnperf.host.hardware import cpu_model, hardware_class
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
-PLANTS = '''
+PLANTS = """
 import os
 
 import numpy as np
@@ -91,7 +91,7 @@ def test_python_doubled(benchmark):  # pytest-benchmark's fixture, no arrays: py
         return [x * 2.0 for x in data]
 
     benchmark(f)
-'''
+"""
 
 HOG = "import time\nend = time.time() + 36000\nwhile time.time() < end:\n    pass\n"
 
@@ -127,7 +127,9 @@ def _pytest(
     )
     wall = time.perf_counter() - start
     if not out.is_file():
-        raise SystemExit(f"{' '.join(cmd)} wrote no results (rc {proc.returncode}):\n{proc.stdout[-3000:]}")
+        raise SystemExit(
+            f"{' '.join(cmd)} wrote no results (rc {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
     return wall, json.loads(out.read_text())
 
 
@@ -220,7 +222,9 @@ def summary(data: dict[str, Any]) -> None:
     every = Counter(name for name, _ in planted)
     for name in sorted(every):
         times = Counter(r["time"] for n, r in planted if n == name)
-        print(f"planted {name}: caught {caught[name]} of {every[name]}; time verdicts {dict(times)}")
+        print(
+            f"planted {name}: caught {caught[name]} of {every[name]}; time verdicts {dict(times)}"
+        )
     on = [w["wall_s"] for w in data["walls"] if w["memory"] == "on"]
     off = [w["wall_s"] for w in data["walls"] if w["memory"] == "off"]
     if on and off:

@@ -211,3 +211,42 @@ def test_pedantic_rounds_given_make_no_extra_calls_and_sampled_rounds_are_tracke
     assert got["test_given[numpy-cpu-f64]"] is None
     sampled = got["test_sampled[numpy-cpu-f64]"]
     assert sampled is not None and sampled["figures"]["allocated_bytes"] == 8000  # a * 2.0
+
+
+@pytest.mark.slow
+def test_counted_a_held_buffer_fails_by_memory_and_both_baselines_keep_it(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default measure on the CPU (counts, where valgrind runs): memory is recorded beside
+    the counts and beside the time recorded with them, and a buffer allocated and held but
+    never touched (a few instructions: the counts do not move past their minimum effect) fails
+    the test by its memory."""
+    from pytest_burnperf.host import callgrind
+
+    from ._helpers import belongs_in_the_slow_tier, this_plugin_alone
+
+    reason = callgrind.unsupported_reason()
+    if reason is None and callgrind.find_valgrind() is None:
+        reason = "valgrind is not installed"
+    if reason is not None:
+        pytest.skip(reason)
+    belongs_in_the_slow_tier("count under valgrind")
+    this_plugin_alone(monkeypatch)
+    monkeypatch.delenv("BURNPERF_MEASURE")  # the tests' time, not the default's auto
+    sel = ("-k", "test_add")
+    project.runpytest("--perf", "--update-baselines", *sel, *FAST).assert_outcomes(passed=1)
+    stores = {
+        p.parent.name: p for p in Path(project.path, "baselines").rglob("test_mem_bench.json")
+    }
+    assert len(stores) == 2 and any(name.startswith("counts-") for name in stores)
+    for path in stores.values():
+        (entry,) = json.loads(path.read_text())["benchmarks"].values()
+        assert entry["memory"]["peak_bytes"] == 8_000_000, path
+
+    monkeypatch.setenv("BURNPERF_TEST_PLANT", "held")
+    planted = project.runpytest("--perf", "--perf-json", "r.json", *sel, *FAST)
+    planted.assert_outcomes(failed=1)
+    r = _results(project)["test_add[numpy-cpu-f64]"]
+    assert r["measure"] == "counts" and r["verdict"]["status"] == "unchanged"
+    assert r["memory"]["status"] == "regressed"
+    assert "memory regressed: peak +7.6 MiB (+100.0%)" in planted.stdout.str()

@@ -5,6 +5,7 @@ written is left untouched and named."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pytest_burnperf import json_fields as jf
@@ -28,6 +29,8 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, object]) -> b
         for one in (r, r.time):
             if one is None:
                 continue
+            if one is r.time and one.memory is None:  # memory was tracked once, beside both
+                one = replace(one, memory=r.memory, memory_key=r.memory_key)
             entry = one.baseline_entry(provenance(state.git, libs, now))
             if one.judged_by.counted:  # into the counts baselines, which travel
                 counted.setdefault(r.module, {})[r.key] = entry
