@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 72's third GPU run, for the next session with a lent GPU (about 9 minutes): what the
+# Issue 72's third GPU run, for the next session with a lent GPU (about 10 minutes): what the
 # H200 runs of 2026-11-28 left (docs/validation.md, "The gate at the GPU's own noise").
 #  1. another-day: the H200's baselines of that day (kept in docs/data/gpu-gate-h200.json)
 #     judged here: on an H200 of the same host class an A/A comparison across days and cards;
@@ -7,6 +7,8 @@
 #  2. stored: torch and cupy at the plugin's defaults (a device-bound kernel judged at 1.5%),
 #     A/A and +3% on every workload alternating, as many sessions as the step's time allows.
 #  3. shared: the same baselines with another process's kernels beside, live.
+#  4. memory (issue 75): memory per call on torch-cuda from the caching allocator's counters,
+#     recorded, then 2 A/A and 2 planted sessions (a tensor of the input's size held).
 # Prepare as for gpu_issue72.sh (the package's wheel and array-api-compat installed). The
 # archive $OUT/issue72c.tgz is rewritten after every step.
 set -u
@@ -39,6 +41,8 @@ step stored 300 python3 -m validation.gpu_gate --mode stored --sessions 16 --min
     --plant 1.03 --select "$sel" --work "$work" --out "$out/stored.md"
 step shared 130 python3 -m validation.gpu_gate --mode stored --sessions 2 --minutes 0.6 --shared \
     --keep-baselines --select "$sel" --work "$work" --out "$out/shared.md"
+step memory 120 python3 -m validation.memory_gate --json "$out/memory-gate-gpu.json" --gpu \
+    --sessions 2 --walls 0 --hog 0
 mkdir -p "$out/raw"
 for f in "$work"/s*.json; do cp "$f" "$out/raw/stored-$(basename "$f")"; done 2>/dev/null
 for f in "$old"/s*.json; do cp "$f" "$out/raw/another-day-$(basename "$f")"; done 2>/dev/null

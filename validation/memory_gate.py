@@ -11,6 +11,10 @@ pytest processes.
    valgrind runs) with ``--perf-memory on`` and ``off``, alternated.
 
     python -m validation.memory_gate --json docs/data/memory-gate.json [--sessions 6]
+    python -m validation.memory_gate --json OUT.json --gpu --sessions 2 --walls 0 --hog 0
+
+``--gpu``: the plant on torch-cuda instead (a tensor of the input's size held on the GPU), and
+no shipped suite: the caching allocator's counters, on a lent GPU.
 
 The A/A and planted sessions time with ``--perf-measure time --perf-quick``: the memory
 verdict does not depend on how the time was taken, and one round keeps a session short.
@@ -93,6 +97,32 @@ def test_python_doubled(benchmark):  # pytest-benchmark's fixture, no arrays: py
     benchmark(f)
 """
 
+GPU_PLANTS = """
+import os
+
+import pytest
+
+PLANT = os.environ.get("BURNPERF_MEMORY_PLANT") == "1"
+N = 1 << 22
+
+
+@pytest.mark.perf(backends=["cuda"], dtypes=["f32"])
+def test_cuda_scale(perf):
+    import torch
+
+    a = torch.rand(N, device="cuda")
+
+    def f():
+        if PLANT:
+            t = a.clone()
+            out = a * 2.0
+            del t
+            return out
+        return a * 2.0
+
+    perf(f)
+"""
+
 HOG = "import time\nend = time.time() + 36000\nwhile time.time() < end:\n    pass\n"
 
 
@@ -151,22 +181,25 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=6, help="A/A sessions (and planted ones)")
     ap.add_argument("--walls", type=int, default=2, help="default runs with memory on and off")
     ap.add_argument("--hog", type=int, default=1, help="CPU-bound processes beside the sessions")
+    ap.add_argument("--gpu", action="store_true", help="the plant on torch-cuda, no shipped suite")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="burnperf-memory-gate-"))
     shutil.copytree(REPO / "perf_tests", work / "perf_tests")
-    (work / "test_memory_plants.py").write_text(PLANTS)
+    (work / "test_memory_plants.py").write_text(GPU_PLANTS if args.gpu else PLANTS)
     quick = ["--perf", "--perf-measure", "time", "--perf-quick"]
-    shipped = ["perf_tests", "--perf-backends", "numpy"]
+    shipped = [] if args.gpu else ["perf_tests", "--perf-backends", "numpy"]
     data: dict[str, Any] = {
         "machine": f"{cpu_model()} ({hardware_class()}), {os.cpu_count()} CPUs",
         "python": platform.python_version(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(["python -m validation.memory_gate", *sys.argv[1:]]),
         "hog": args.hog,
+        "gpu": args.gpu,
     }
     _log("recording the shipped numpy benchmarks and the plants")
-    _pytest(work, [*quick, "--perf-update", *shipped])
+    if shipped:
+        _pytest(work, [*quick, "--perf-update", *shipped])
     _pytest(work, [*quick, "--perf-update", "test_memory_plants.py"])
 
     hogs = [

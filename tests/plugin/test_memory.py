@@ -250,3 +250,55 @@ def test_counted_a_held_buffer_fails_by_memory_and_both_baselines_keep_it(
     assert r["measure"] == "counts" and r["verdict"]["status"] == "unchanged"
     assert r["memory"]["status"] == "regressed"
     assert "memory regressed: peak +7.6 MiB (+100.0%)" in planted.stdout.str()
+
+
+def test_max_memory_is_a_hard_ceiling_named_in_the_failure_and_said_where_not_checked(
+    pytester: pytest.Pytester,
+) -> None:
+    use_virtual_clock(pytester)
+    pytester.makepyfile(
+        test_ceiling_bench="""
+        import numpy as np
+        import pytest
+
+        from virtual_clock import spin
+
+        A = np.ones(1_000_000)
+
+
+        def add():
+            spin(200e-6)
+            return A + 1.0  # 8 MB
+
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f64"], max_memory="4 MB")
+        def test_over(perf):
+            perf(add)
+
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f64"], max_memory="64 MiB")
+        def test_under(perf):
+            perf(add)
+
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f64"], max_memory="lots")
+        def test_bad(perf):
+            perf(add)
+        """
+    )
+    result = pytester.runpytest("--perf", "--perf-json", "r.json", *FAST)
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    out = result.stdout.str()
+    assert "test_over[numpy-cpu-f64]: memory over max_memory: a call's peak of 7.6 MiB" in out
+    assert "max_memory must be a size such as '64 MB'" in out and "'lots'" in out
+    got = {
+        r["name"]: r["memory"]
+        for r in json.loads(Path(pytester.path, "r.json").read_text())["results"]
+    }
+    assert got["test_over[numpy-cpu-f64]"]["status"] == "over-limit"
+    assert got["test_under[numpy-cpu-f64]"]["max_memory_bytes"] == 64 * 2**20
+    off = pytester.runpytest("--perf", "--perf-memory", "off", "-k", "over", *FAST)
+    off.assert_outcomes(passed=1)
+    assert "test_over[numpy-cpu-f64]: max_memory not checked: --perf-memory off" in " ".join(
+        off.stdout.str().split()
+    )

@@ -54,9 +54,10 @@ class MemoryTracking:
         baseline: Allocations | None,
         baseline_key: Mapping[str, object] | None,
         threshold: float | None,
+        ceiling: int | None = None,
     ) -> Tracked | str:
-        """Track a few calls on ``device`` and judge them against ``baseline``; or why this
-        device's memory is not tracked."""
+        """Track a few calls on ``device`` and judge them against ``baseline`` and the
+        marker's ``ceiling`` (``max_memory``); or why this device's memory is not tracked."""
         got = device.memory_per_call(make_call)
         if isinstance(got, str):
             return got
@@ -69,6 +70,7 @@ class MemoryTracking:
             key=key,
             baseline_key=baseline_key,
             threshold=threshold,
+            ceiling=ceiling,
         )
         return Tracked(verdict, key)
 

@@ -219,7 +219,15 @@ def counts_line(results: Iterable[Result]) -> str:
 
 
 #: The memory verdicts' statuses in the order the summary names them.
-_MEMORY_ORDER = ("regressed", "improved", "unchanged", "varies", "incomparable", "no-baseline")
+_MEMORY_ORDER = (
+    "over-limit",
+    "regressed",
+    "improved",
+    "unchanged",
+    "varies",
+    "incomparable",
+    "no-baseline",
+)
 
 
 def memory_line(results: Iterable[Result]) -> str | None:

@@ -180,6 +180,8 @@ def memory_text(memory: object) -> str:
     peak, was = figures.get("peak_bytes"), base.get("peak_bytes")
     if status == "varies":
         return "varies"
+    if status == "over-limit":
+        return f"{format_bytes(peak)} > max"
     shown = format_bytes(peak)
     if status in ("regressed", "improved") and isinstance(peak, int) and isinstance(was, int):
         change = "new" if was == 0 else f"{100.0 * (peak - was) / was:+.0f}%"
@@ -198,7 +200,10 @@ def _verdict_text(verdict: Mapping[str, object], memory: object) -> str:
     """The verdict cell: the time or counts verdict's status, or ``memory regressed`` where
     that verdict passes and the memory verdict beside it regressed."""
     status = str(verdict.get("status") or "?")
-    if memory_status(memory) == "regressed" and status not in ("regressed", "failed"):
+    memory_said = memory_status(memory)
+    if memory_said == "over-limit" and status != "failed":
+        return "over max_memory"
+    if memory_said == "regressed" and status not in ("regressed", "failed"):
         return "memory regressed"
     return status
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_burnperf.core.judging.outcome import memory_fails
 from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.core.judging.verdict import (
     FAILED,
@@ -281,13 +282,13 @@ def table_rows(
 
 
 def _memory_moved(r: Result) -> bool:
-    return r.memory is not None and r.memory.status in (REGRESSED, IMPROVED)
+    return r.memory is not None and r.memory.status in (REGRESSED, IMPROVED, "over-limit")
 
 
 def row_status(r: Result) -> str:
     """What colours ``r``'s row: its verdict's status, or ``regressed`` where its memory
     regressed beside a verdict that passes."""
-    if r.memory is not None and r.memory.status == REGRESSED and r.verdict.status != FAILED:
+    if r.verdict.status != FAILED and memory_fails(r.memory):
         return REGRESSED
     return r.verdict.status
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_burnperf.core.options.settings import without_options
+from pytest_burnperf.core.options.command_args import without_options
 from pytest_burnperf.core.text import clock, shorten
 from pytest_burnperf.storage.jsonfile import Fields, dumps, finite, read_json
 

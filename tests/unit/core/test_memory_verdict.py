@@ -142,3 +142,30 @@ def test_no_memory_baseline_or_another_key_is_said_with_what_differs() -> None:
     assert v.status == "incomparable"
     assert "library: 'numpy 2.2.0' -> 'numpy 2.1.0'" in v.reason
     assert v.as_json()["status"] == "incomparable"
+
+
+def test_a_call_over_max_memory_is_over_the_limit_with_or_without_a_baseline() -> None:
+    calls = _calls(16 * MiB, 16 * MiB)
+    alone = judge(calls, None, key=KEY, baseline_key=None, threshold=None, ceiling=8 * MiB)
+    assert alone.status == "over-limit" and alone.ceiling == 8 * MiB
+    assert "peak of 16.0 MiB (16,777,216 bytes) is over max_memory=8.0 MiB" in alone.reason
+    assert alone.line().startswith("memory over max_memory: a call's peak of 16.0 MiB")
+    # calls that vary are judged against the ceiling by their largest
+    varied = [Allocations(MiB, 1, MiB), Allocations(9 * MiB, 1, 9 * MiB)]
+    v = judge(varied, None, key=KEY, baseline_key=None, threshold=None, ceiling=8 * MiB)
+    assert v.status == "over-limit"
+    under = judge(calls, None, key=KEY, baseline_key=None, threshold=None, ceiling=16 * MiB)
+    assert under.status == "no-baseline" and under.ceiling == 16 * MiB  # at the ceiling: within
+    assert under.as_json()["max_memory_bytes"] == 16 * MiB
+
+
+def test_max_memory_reads_sizes_with_their_units_and_names_what_is_allowed() -> None:
+    from pytest_burnperf.core.options.settings import SettingsError, parse_max_memory
+
+    assert parse_max_memory("64 MB", "w") == 64_000_000
+    assert parse_max_memory("1.5 GiB", "w") == 3 * 2**29
+    assert parse_max_memory("512KiB", "w") == 512 * 1024
+    assert parse_max_memory(4096, "w") == 4096
+    for bad in ("lots", 0, True, "-1 MB", "64 MBs", 1.5):
+        with pytest.raises(SettingsError, match=r"t::x: max_memory must be a size such as"):
+            parse_max_memory(bad, "t::x")

@@ -78,7 +78,7 @@ def test_settings_merge_ignores_unset() -> None:
 def test_a_suggested_command_keeps_what_selects_and_configures_benchmarks() -> None:
     """-v, output files, profiles, pytest's temporary folder and the comparison itself are this
     run's business, not the suggested command's; test paths, -k, -m and --perf-* settings stay."""
-    from pytest_burnperf.core.options.settings import suggested_args
+    from pytest_burnperf.core.options.command_args import suggested_args
 
     run = [
         "--perf",
@@ -123,7 +123,7 @@ def test_a_suggested_command_keeps_what_selects_and_configures_benchmarks() -> N
 def test_a_recording_command_leaves_out_what_the_run_compared_with() -> None:
     """--perf-update goes with no --perf-against, --perf-versions, --perf-reference or
     --perf-base: a suggested recording command that repeated them would be refused."""
-    from pytest_burnperf.core.options.settings import recording_args
+    from pytest_burnperf.core.options.command_args import recording_args
 
     run = ["t.py", "--perf-against", "auto", "--perf-base=v1.0", "-k", "a", "-v"]
     assert recording_args(run) == ["t.py", "-k", "a"]

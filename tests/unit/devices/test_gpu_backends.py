@@ -343,7 +343,7 @@ def fake_stream_context(stream: FakeTorchStream) -> Iterator[None]:
 
 
 def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
-    mem = {"allocated": 100, "peak": 100, "driver": 2**20}
+    mem = {"allocated": 100, "peak": 100, "driver": 2**20, "total": 100, "count": 1}
     log: list[str] = []
     current = FakeTorchStream(name="current")
     props = SimpleNamespace(
@@ -381,6 +381,10 @@ def fake_torch_gpu(*, hip: str | None = None) -> SimpleNamespace:
             reset_peak_memory_stats=reset_peak,
             memory_allocated=lambda dev: mem["allocated"],
             max_memory_allocated=lambda dev: mem["peak"],
+            memory_stats=lambda dev: {
+                "allocated_bytes.all.allocated": mem["total"],
+                "allocation.all.allocated": mem["count"],
+            },
         ),
         backends=SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False)),
         mps=SimpleNamespace(
@@ -414,6 +418,34 @@ def test_torch_cuda_clock_flush_memory_and_fingerprint() -> None:
     fp = gpu.fingerprint()
     assert (fp["memory_bytes"], fp["compute_units"], fp["capability"]) == (80 * 2**30, 132, "9.0")
     assert fp["runtime"] == "CUDA 12.8"
+
+
+def test_torch_cuda_memory_per_call_from_the_caching_allocators_counters() -> None:
+    torch = fake_torch_gpu()
+    gpu = torch_backend.probe(torch).devices[1]
+    mem = torch._mem
+    made: list[str] = []
+
+    def call() -> None:  # two blocks of 1 MiB, one freed before the other is made
+        for _ in range(2):
+            mem["allocated"] += 2**20
+            mem["total"] += 2**20
+            mem["count"] += 1
+            mem["peak"] = max(mem["peak"], mem["allocated"])
+            mem["allocated"] -= 2**20
+
+    def make_call() -> tuple[Any, Any]:
+        made.append("setup")
+        return call, lambda: made.append("teardown")
+
+    got = gpu.memory_per_call(make_call)
+    assert not isinstance(got, str)
+    calls, meter = got
+    assert meter == torch_backend.CACHING_ALLOCATOR
+    assert [(c.allocated, c.count, c.peak) for c in calls] == [(2**21, 2, 2**20)] * len(calls)
+    assert made == ["setup", "teardown"] * len(calls)
+    metal = torch_backend.TorchDevice(torch, "metal")
+    assert "not tracked on torch-metal" in str(metal.memory_per_call(make_call))
 
 
 def test_torch_flush_buffer_is_at_least_256_mib_and_twice_l2() -> None:

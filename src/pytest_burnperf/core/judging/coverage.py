@@ -35,7 +35,7 @@ from pytest_burnperf.core.judging.verdict import (
     REGRESSED,
     UNCHANGED,
 )
-from pytest_burnperf.core.options.settings import without_options
+from pytest_burnperf.core.options.command_args import without_options
 
 #: Statuses that are a verdict on the code.
 JUDGED = (REGRESSED, UNCHANGED, IMPROVED)

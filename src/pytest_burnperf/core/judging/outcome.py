@@ -19,7 +19,7 @@ from pytest_burnperf.core.judging.verdict import (
     Status,
     Verdict,
 )
-from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
+from pytest_burnperf.core.memory.memory_verdict import FAILING, MemoryVerdict
 
 #: What --perf-strict fails besides a regression: the benchmarks a run could not judge for
 #: want of a decision (its samples or the host) or of a baseline.
@@ -46,7 +46,7 @@ def fails(status: Status, *, strict: bool, records: bool = False) -> bool:
 
 def memory_fails(memory: MemoryVerdict | None, *, records: bool = False) -> bool:
     """Whether the memory verdict beside a benchmark's verdict fails its test."""
-    return not records and memory is not None and memory.status == REGRESSED
+    return not records and memory is not None and memory.status in FAILING
 
 
 def outcome(

@@ -51,10 +51,10 @@ class Allocations:
 
 def memory_key(fingerprint: Mapping[str, object], meter: str) -> dict[str, object]:
     """What makes two benchmarks' memory figures comparable: the ``meter`` that read them, the
-    Python (its objects' sizes), the platform, the device's library and its versions, and the
-    code paths the library chose on this CPU (its dispatch: an instruction set may bring its own
-    scratch buffers); not the BLAS core, whose buffers are allocated once, before any tracked
-    call."""
+    Python (its objects' sizes), the platform, the device's library and its versions, the code
+    paths the library chose on this CPU (its dispatch: an instruction set may bring its own
+    scratch buffers; not the BLAS core, whose buffers are allocated once, before any tracked
+    call), and a GPU's compute capability (its kernels' workspaces)."""
     dispatch = fingerprint.get("dispatch")
     return {
         "meter": meter,
@@ -65,4 +65,5 @@ def memory_key(fingerprint: Mapping[str, object], meter: str) -> dict[str, objec
         "dispatch": {k: v for k, v in dispatch.items() if k != "blas"}
         if isinstance(dispatch, Mapping)
         else None,
+        "capability": fingerprint.get("capability"),
     }

@@ -12,6 +12,8 @@ the benchmark "not judged", which its time or counts verdict decides. No pytest 
   under :data:`FLOOR_BYTES`; ``improved`` where one shrank past it and neither grew; else
   ``unchanged``. The number of allocations is shown, not judged (more, smaller allocations of
   the same bytes are the clock's business).
+- ``over-limit`` where a tracked call's peak is over the marker's ``max_memory`` (a hard
+  ceiling, with or without a baseline, whether the calls agree or not): it fails the test.
 - A baseline recorded under another key (allocator, Python, the device's library and its
   version, the platform) is not compared (``incomparable``), and says which fields differ.
 """
@@ -20,15 +22,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from pytest_burnperf.core.memory.allocations import Allocations
 from pytest_burnperf.core.text import format_bytes
 
 MemoryStatus = Literal[
-    "regressed", "unchanged", "improved", "varies", "no-baseline", "incomparable"
+    "over-limit", "regressed", "unchanged", "improved", "varies", "no-baseline", "incomparable"
 ]
+
+#: Statuses that fail the benchmark's test (core/judging/outcome.memory_fails).
+FAILING: Final[frozenset[str]] = frozenset({"over-limit", "regressed"})
 
 #: Statuses that compared the figures with a baseline.
 JUDGED: Final[frozenset[str]] = frozenset({"regressed", "unchanged", "improved"})
@@ -50,6 +55,8 @@ class MemoryVerdict:
     effect: tuple[int, int] = (FLOOR_BYTES, FLOOR_BYTES)
     #: Why it is not a verdict, or what the verdict rests on.
     reason: str = ""
+    #: The marker's ``max_memory`` in bytes, where one was given.
+    ceiling: int | None = None
 
     @property
     def judged(self) -> bool:
@@ -79,6 +86,8 @@ class MemoryVerdict:
         )
         if self.status == "regressed":
             return f"memory regressed: {self.change_text()} ({figures}; {self.reason})"
+        if self.status == "over-limit":
+            return f"memory over max_memory: {self.reason}"
         if self.judged:
             change = self.change_text()
             return f"memory {self.status}: {figures}" + ("" if change == "-" else f" ({change})")
@@ -91,6 +100,7 @@ class MemoryVerdict:
             "baseline": None if self.baseline is None else self.baseline.to_json(),
             "min_effect_bytes": {"peak": self.effect[0], "allocated": self.effect[1]},
             "reason": self.reason,
+            "max_memory_bytes": self.ceiling,
         }
 
 
@@ -135,9 +145,34 @@ def judge(
     key: Mapping[str, object],
     baseline_key: Mapping[str, object] | None,
     threshold: float | None,
+    ceiling: int | None = None,
 ) -> MemoryVerdict:
     """The memory verdict of the tracked ``calls`` against ``baseline`` (recorded under
-    ``baseline_key``); ``threshold`` is the user's, where one is set."""
+    ``baseline_key``); ``threshold`` is the user's, where one is set; ``ceiling`` the marker's
+    ``max_memory``."""
+    verdict = _judge(calls, baseline, key=key, baseline_key=baseline_key, threshold=threshold)
+    top = max((c.peak for c in calls), default=None)
+    if ceiling is None:
+        return verdict
+    if top is not None and top > ceiling:
+        return replace(
+            verdict,
+            status="over-limit",
+            ceiling=ceiling,
+            reason=f"a call's peak of {format_bytes(top)} ({top:,} bytes) is over "
+            f"max_memory={format_bytes(ceiling)} ({ceiling:,} bytes)",
+        )
+    return replace(verdict, ceiling=ceiling)
+
+
+def _judge(
+    calls: Sequence[Allocations],
+    baseline: Allocations | None,
+    *,
+    key: Mapping[str, object],
+    baseline_key: Mapping[str, object] | None,
+    threshold: float | None,
+) -> MemoryVerdict:
     figures = agreed(calls)
     if isinstance(figures, str):
         return MemoryVerdict("varies", None, baseline, reason=figures)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
@@ -256,6 +256,40 @@ def parse_max_time(value: object, where: str) -> float:
     return parse_seconds(value, where, "max_time")
 
 
+#: Units of a memory size (``max_memory``): decimal and binary multiples, as they are written.
+_BYTE_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_max_memory(value: object, where: str) -> int:
+    """``max_memory``: the most a call may hold at its peak, in bytes: a whole number of bytes,
+    or a size with its unit (``'64 MB'``: 10^6 bytes a MB; ``'1.5 GiB'``: 2^30 a GiB)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, str) and value.isascii():
+        m = _SIZE_RE.match(value)
+        unit = (m.group(2) or "B").upper() if m else ""
+        if m and unit in _BYTE_UNITS:
+            n = int(float(m.group(1)) * _BYTE_UNITS[unit])
+            if n >= 1:
+                return n
+    raise SettingsError(
+        f"{where}: max_memory must be a size such as '64 MB', '512 KiB' or '1.5 GiB' (KB, MB, "
+        f"GB: powers of 1000; KiB, MiB, GiB: of 1024) or a whole number of bytes of at least "
+        f"1, got {_show(value)}"
+    )
+
+
 @dataclass(frozen=True)
 class Settings:
     """How to time and how to judge. Defaults, then ini, then marker, then command line."""
@@ -275,6 +309,9 @@ class Settings:
     #: Whether ``threshold`` was chosen (ini, marker or command line) rather than left at its
     #: default: a device-bound GPU kernel's default is its own (``verdict.DEVICE_THRESHOLD``).
     threshold_given: bool = False
+    #: The marker's ``max_memory``: the most one call may hold at its peak, in bytes (a hard
+    #: ceiling, judged with the memory per call), or None.
+    max_memory: int | None = None
 
     @property
     def chosen_threshold(self) -> float | None:
@@ -302,6 +339,7 @@ SETTING_PARSERS = {
     "threads": parse_threads,
     "max_samples": parse_max_samples,
     "max_time": parse_max_time,
+    "max_memory": parse_max_memory,
 }
 
 MARKER_KEYWORDS: tuple[str, ...] = ("backends", "dtypes", *SETTING_PARSERS)
@@ -333,6 +371,7 @@ _MARKER_TYPES: dict[str, tuple[str, tuple[type, ...]]] = {
     "threshold": ("a number (or a percentage string such as '5%')", (int, float)),
     "flush_l2": ("True or False", (bool,)),
     "timer": ("a string", (str,)),
+    "max_memory": ("a size such as '64 MB' or a whole number of bytes", (int, str)),
     "backends": ("a name or a list of names", (str, list, tuple)),
     "dtypes": ("a name or a list of names", (str, list, tuple)),
 }
@@ -380,92 +419,3 @@ def parse_marker(test: str, args: tuple[Any, ...], kwargs: Mapping[str, object])
     for key, value in kwargs.items():
         _check_marker_type(key, value, f"{where}({key}=...)")
     return PerfSpec(backends=backends, dtypes=dtypes, overrides=overrides)
-
-
-def without_options(
-    args: Sequence[str], valued: Sequence[str], flags: Sequence[str] = ()
-) -> list[str]:
-    """``args`` without the options ``valued`` (with their value: ``--opt V`` or ``--opt=V``)
-    and the flags ``flags``: a round's process gets its parent's command line less what only
-    the parent acts on, a suggested command its run's less what it sets itself."""
-    out: list[str] = []
-    skip = False
-    for a in args:
-        if skip:
-            skip = False
-            continue
-        if a in flags:
-            continue
-        if a in valued:
-            skip = True
-            continue
-        if any(a.startswith(o + "=") for o in valued):
-            continue
-        out.append(a)
-    return out
-
-
-#: What a command the run suggests (record, judge, accept) leaves out of the run's own command
-#: line: options that neither select nor configure benchmarks, only what this run printed or
-#: wrote (verbosity, tracebacks, colours, output files, profiles, pytest's temporary folder) and
-#: what the suggestion sets itself. Everything else is kept, unknown options included.
-INCIDENTAL_VALUED = (
-    "--perf-json",
-    "--perf-markdown",
-    "--perf-profile-dir",
-    "--perf-store",
-    "--perf-columns",
-    "--junitxml",
-    "--junit-xml",
-    "--basetemp",
-    "--tb",
-    "--color",
-    "--capture",
-    "--durations",
-    "--durations-min",
-    "--perf-against",
-    "--perf-min-judged",
-)
-INCIDENTAL_FLAGS = (
-    "--perf",
-    "--perf-update",
-    "--update-baselines",
-    "--perf-profile",
-    "--verbose",
-    "--quiet",
-    "--exitfirst",
-    "--showlocals",
-    "--no-header",
-    "--no-summary",
-    "--pdb",
-    "--trace",
-    "-s",
-    "-x",
-    "-l",
-)
-_VERBOSITY = re.compile(r"^-(v+|q+|r[a-zA-Z]*)$")
-
-
-def suggested_args(invocation: Sequence[str]) -> list[str]:
-    """The run's command-line arguments a suggested command repeats: those that select and
-    configure benchmarks (test paths, ``-k``, ``-m``, ``--perf-*`` settings), without
-    :data:`INCIDENTAL_VALUED` and :data:`INCIDENTAL_FLAGS` (``--perf-profile=regressed`` too)
-    and without ``-v``/``-q``/``-r...``."""
-    args = list(invocation)
-    for i in range(len(args) - 1, 0, -1):  # --perf-profile's optional value, given apart
-        if args[i - 1] == "--perf-profile" and args[i] in ("off", "all", "regressed"):
-            del args[i]
-    kept = without_options(args, INCIDENTAL_VALUED, INCIDENTAL_FLAGS)
-    return [a for a in kept if not _VERBOSITY.match(a) and not a.startswith("--perf-profile=")]
-
-
-#: Options that say what a run compares with (a reference, versions, the base --perf-against
-#: auto takes): a suggested command that records baselines (--perf-update goes with none of
-#: them) or names its own comparison leaves them out.
-COMPARISON_VALUED = ("--perf-against", "--perf-versions", "--perf-reference", "--perf-base")
-
-
-def recording_args(invocation: Sequence[str]) -> list[str]:
-    """:func:`suggested_args` less :data:`COMPARISON_VALUED`: what a suggested command that
-    records baselines, or that names its own comparison, repeats of the run's command line."""
-    return without_options(suggested_args(invocation), COMPARISON_VALUED)

@@ -35,7 +35,13 @@ from pytest_burnperf.devices.base import (
 )
 from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
 from pytest_burnperf.devices.l2_flush import flush_bytes
-from pytest_burnperf.devices.memory_meters import host_calls, host_meter, host_peak, rss_peak
+from pytest_burnperf.devices.memory_meters import (
+    TRACKED_CALLS,
+    host_calls,
+    host_meter,
+    host_peak,
+    rss_peak,
+)
 from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 from pytest_burnperf.host.nvml import Watch, pci_address, slowdown
@@ -53,6 +59,14 @@ _NATIVE = {
     "i32": "int32",
     "i64": "int64",
 }
+
+
+#: torch's caching allocator's counters (torch.cuda.memory_stats): bytes and blocks allocated
+#: since the process started, every pool, as the allocator rounds them.
+_ALLOCATED_BYTES = "allocated_bytes.all.allocated"
+_ALLOCATIONS = "allocation.all.allocated"
+#: The meter's name in a memory key.
+CACHING_ALLOCATOR = "torch caching allocator (torch.cuda.memory_stats)"
 
 
 class TorchDevice(DeviceBase):
@@ -266,10 +280,33 @@ class TorchDevice(DeviceBase):
     def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
         if self.kind == "cpu":
             return host_calls(make_call)
-        return (
-            f"memory per call is not tracked on {self.id} yet (torch's caching-allocator "
-            "statistics are the plan); the CPU's numpy, torch and Python allocations are"
-        )
+        if self.kind not in ("cuda", "rocm"):
+            return (
+                f"memory per call is not tracked on {self.id} (Metal's driver tells what it "
+                "holds, not what a call allocated)"
+            )
+        cuda, dev = self._torch.cuda, self._dev
+        out = []
+        for _ in range(TRACKED_CALLS):
+            call, after = make_call()
+            self.sync()
+            before = cuda.memory_stats(dev)
+            held = int(cuda.memory_allocated(dev))
+            cuda.reset_peak_memory_stats(dev)
+            call()
+            self.sync()
+            now = cuda.memory_stats(dev)
+            out.append(
+                Allocations(
+                    allocated=int(now.get(_ALLOCATED_BYTES, 0))
+                    - int(before.get(_ALLOCATED_BYTES, 0)),
+                    count=int(now.get(_ALLOCATIONS, 0)) - int(before.get(_ALLOCATIONS, 0)),
+                    peak=max(0, int(cuda.max_memory_allocated(dev)) - held),
+                )
+            )
+            if after is not None:
+                after()
+        return out, CACHING_ALLOCATOR
 
     def precision(self) -> dict[str, object]:
 

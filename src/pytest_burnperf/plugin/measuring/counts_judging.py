@@ -27,7 +27,7 @@ from pytest_burnperf.core.judging.verdict import (
     failure_message,
     format_ratio,
 )
-from pytest_burnperf.core.options import settings
+from pytest_burnperf.core.options import command_args
 from pytest_burnperf.core.text import escape_strings, redact
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.counts_run import Counting
@@ -223,7 +223,7 @@ def another_key_note(state: PerfState, moved: list[str], *, same_session: bool) 
     c = state.counting
     assert c is not None
     against = "in this session" if same_session else "against their time baselines"
-    args = [redact(a) for a in settings.recording_args(state.run.invocation)]
+    args = [redact(a) for a in command_args.recording_args(state.run.invocation)]
     record = shlex.join(["pytest", "--perf", "--perf-update", *args])
     return (
         f"{len(moved)} CPU benchmark(s) with counts baselines judged by time {against}: their "

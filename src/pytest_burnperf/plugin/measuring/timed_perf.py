@@ -122,9 +122,15 @@ class Perf(PerfBase):
         """``result`` with its memory verdict, where an instrument beside tracks it: not for
         ``perf.pedantic`` with ``rounds`` given, whose calls are exactly the rounds asked."""
         __tracebackhide__ = True
-        if not self._state.run.memory or self._rerun is None:
-            return result
-        if self._pedantic is not None and self._pedantic.rounds:
+        ceiling = self.settings.max_memory
+        why = ""
+        if not self._state.run.memory:
+            why = "--perf-memory off"
+        elif self._pedantic is not None and self._pedantic.rounds:
+            why = f"perf.pedantic(rounds={self._pedantic.rounds}) makes no calls beyond its rounds"
+        if why or self._rerun is None:
+            if ceiling is not None and why:
+                self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {why}")
             return result
         where = situation(self._state, self.device, self.settings, self._item.nodeid)
         base = result.baseline
@@ -140,9 +146,12 @@ class Perf(PerfBase):
                     baseline=None if base is None else base.memory,
                     baseline_key=None if base is None else base.memory_key,
                     threshold=self.settings.chosen_threshold,
+                    ceiling=ceiling,
                 )
             if not isinstance(tracked, str):
                 result = replace(result, memory=tracked.verdict, memory_key=tracked.key)
+            elif ceiling is not None:
+                self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {tracked}")
         return result
 
     def _measure(

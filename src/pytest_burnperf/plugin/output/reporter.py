@@ -16,7 +16,7 @@ import pytest
 
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.verdict import NO_BASELINE, REGRESSED, format_ratio
-from pytest_burnperf.core.options import settings
+from pytest_burnperf.core.options import command_args
 from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.text import command_lines, escape, redact, rounds_text
 from pytest_burnperf.host.hardware import cpu_identity, describe
@@ -171,7 +171,7 @@ def accept_line(
         return None
     rest = [
         a
-        for a in settings.without_options(
+        for a in command_args.without_options(
             tuple(rest_args(state.run.invocation, recording=True)), ("-k",), ()
         )
         if not (a.startswith("-k") and not a.startswith("--"))  # -kEXPR

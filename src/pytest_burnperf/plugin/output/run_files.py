@@ -13,7 +13,7 @@ import pytest
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.coverage import advice, coverage, shortfall
-from pytest_burnperf.core.options import settings
+from pytest_burnperf.core.options import command_args
 from pytest_burnperf.core.text import redact
 from pytest_burnperf.host.machine import now_utc
 from pytest_burnperf.plugin.output.baseline_writing import write_baselines
@@ -251,11 +251,15 @@ def _junit_properties(config: pytest.Config, state: PerfState) -> None:
 
 
 def rest_args(invocation: tuple[str, ...], *, recording: bool = False) -> list[str]:
-    """The run's arguments a command its summary suggests repeats (core/options/settings.suggested_args:
+    """The run's arguments a command its summary suggests repeats (core/options/command_args.suggested_args:
     what selects and configures benchmarks, not what only this run printed or wrote), with no
     password of a URL in them. ``recording``: for a command that records baselines, without
-    what the run compared with (settings.recording_args: --perf-update goes with none of it)."""
-    args = settings.recording_args(invocation) if recording else settings.suggested_args(invocation)
+    what the run compared with (command_args.recording_args: --perf-update goes with none of it)."""
+    args = (
+        command_args.recording_args(invocation)
+        if recording
+        else command_args.suggested_args(invocation)
+    )
     return [redact(a) for a in args]
 
 
