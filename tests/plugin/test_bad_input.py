@@ -17,7 +17,7 @@ from ._helpers import FAST
             "perf(backends=['numpy'], sample=3)",
             "test_bad.py::test_x: @pytest.mark.perf got unknown keyword 'sample'; "
             "allowed: backends, dtypes, samples, warmup, min_time, alpha, threshold, timer, "
-            "flush_l2, threads, max_samples, max_time",
+            "flush_l2, threads, max_samples, max_time, max_memory",
         ),
         (
             "perf(backends=['gpu'])",

@@ -247,7 +247,8 @@ def test_counted_a_held_buffer_fails_by_memory_and_both_baselines_keep_it(
     planted = project.runpytest("--perf", "--perf-json", "r.json", *sel, *FAST)
     planted.assert_outcomes(failed=1)
     r = _results(project)["test_add[numpy-cpu-f64]"]
-    assert r["measure"] == "counts" and r["verdict"]["status"] == "unchanged"
+    # the counts do not call it slower (here they moved by under 1%, either way)
+    assert r["measure"] == "counts" and r["verdict"]["status"] in ("unchanged", "improved")
     assert r["memory"]["status"] == "regressed"
     assert "memory regressed: peak +7.6 MiB (+100.0%)" in planted.stdout.str()
 
