@@ -7,6 +7,7 @@ whose sizes do not depend on the machine."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,18 @@ def test_a_held_temporary_fails_its_test_by_memory_while_its_time_is_unchanged(
     planted.assert_outcomes(passed=1, failed=1)
     out = planted.stdout.str()
     assert "test_add[numpy-cpu-f64]: memory regressed: peak +7.6 MiB (+100.0%)" in out
+    # where: the planted line, new against the sites the baseline kept
+    flat = " ".join(out.split())
+    found = re.search(
+        r"grew at add \(test_mem_bench.py:(\d+)\) \[held = np.empty_like\(A\)[^]]*\] "
+        r"\+7.6 MiB \(new\)(;| \()",
+        flat,
+    )
+    assert found, flat
+    planted_line = (
+        Path(project.path, "test_mem_bench.py").read_text().splitlines()[int(found.group(1)) - 1]
+    )
+    assert "held = np.empty_like(A)" in planted_line
     assert "memory regressed" in out  # the table's verdict cell
     r = _results(project)["test_add[numpy-cpu-f64]"]
     assert r["verdict"]["status"] != "regressed"  # the time did not move

@@ -18,7 +18,7 @@ MakeCall = Callable[[], tuple[Callable[[], object], Callable[[], object] | None]
 
 if TYPE_CHECKING:
     from pytest_burnperf.core.clocks import Timer
-    from pytest_burnperf.core.memory.allocations import Allocations
+    from pytest_burnperf.core.memory.call_figures import MemoryCalls
     from pytest_burnperf.core.timing import Capture
 
 
@@ -85,9 +85,10 @@ class Device(Protocol):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         """Run ``call`` once; the peak memory it allocated on this device in bytes, or None."""
 
-    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
-        """Each of a few calls' memory (bytes allocated, allocations, peak above its start)
-        and the meter's name for the memory key; or why this device's memory is not tracked.
+    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
+        """Each of a few calls' memory (bytes allocated, allocations, peak above its start),
+        the meter's name for the memory key and where the last call allocated; or why this
+        device's memory is not tracked.
         ``make_call`` makes each call ready and gives what to run after it."""
 
     def gpu_slowdown(self) -> str | None:
@@ -135,7 +136,7 @@ class DeviceBase:
         call()
         return None
 
-    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
         return (
             f"memory per call is not tracked on {self.id} yet (the CPU's numpy, torch and "
             "Python allocations are)"

@@ -33,8 +33,11 @@ from pytest_burnperf.core.memory.call_figures import (
     MARKER_BYTES,
     Event,
     EventKind,
+    MemoryCalls,
     arena_bytes,
     per_call,
+    sites_per_call,
+    top_sites,
 )
 
 
@@ -115,11 +118,26 @@ def track_calls(
     work: Path | None = None,
 ) -> list[Allocations]:
     """Make ``calls`` calls one after another under one memray tracker and return what each
-    allocated (core/memory/call_figures.py): ``make_call`` makes each call ready (a pedantic
-    round's setup) and gives what to run after it (its teardown); a marker mapping on both sides
-    of each call keeps those out of its figures, and Python's arenas are left out. The capture
-    file goes to a temporary folder (under ``work`` where given) and is removed.
-    :class:`TrackerBusy` where memray cannot track here (raised before any call ran)."""
+    allocated (:func:`track_calls_with_sites`)."""
+    return track_calls_with_sites(make_call, calls, work)[0]
+
+
+#: Allocations of at least this many bytes are traced to the Python line that made them.
+SITE_BYTES = 4096
+
+
+def track_calls_with_sites(
+    make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
+    calls: int,
+    work: Path | None = None,
+) -> tuple[list[Allocations], list[dict[str, int]]]:
+    """Make ``calls`` calls one after another under one memray tracker; what each allocated
+    (core/memory/call_figures.py) and where (bytes per allocating Python line, allocations of
+    at least :data:`SITE_BYTES`). ``make_call`` makes each call ready (a pedantic round's setup)
+    and gives what to run after it (its teardown); a marker mapping on both sides of each call
+    keeps those out of its figures, and Python's arenas are left out. The capture file goes to
+    a temporary folder (under ``work`` where given) and is removed. :class:`TrackerBusy` where
+    memray cannot track here (raised before any call ran)."""
     why = allocator_unavailable()
     if why is not None:
         raise TrackerBusy(why)
@@ -155,15 +173,50 @@ def track_calls(
                 AllocatorType.MUNMAP: "unmap",
                 AllocatorType.MMAP: "map",
             }
-            events = [
-                Event(kinds.get(AllocatorType(r.allocator), "alloc"), r.address, r.size)
-                for r in reader.get_allocation_records()
-                if AllocatorType(r.allocator) != AllocatorType.PYMALLOC_FREE
-            ]
+            events = []
+            for r in reader.get_allocation_records():
+                allocator = AllocatorType(r.allocator)
+                if allocator == AllocatorType.PYMALLOC_FREE:
+                    continue
+                kind = kinds.get(allocator, "alloc")
+                site = ""
+                if kind in ("alloc", "map") and r.size >= SITE_BYTES and r.size != MARKER_BYTES:
+                    site = _site(r.stack_trace())
+                events.append(Event(kind, r.address, r.size, site))
         finally:
             reader.close()
-    stretches = per_call(events, calls=2 * calls - 1, skip_maps_of=frozenset({arena_bytes()}))
-    return stretches[::2]
+    skip = frozenset({arena_bytes()})
+    stretches = per_call(events, calls=2 * calls - 1, skip_maps_of=skip)
+    sites = sites_per_call(events, calls=2 * calls - 1, skip_maps_of=skip)
+    return stretches[::2], sites[::2]
+
+
+#: Frames of these folders are libraries' (the installed packages, the standard library, this
+#: plugin): an allocation is named by the innermost frame outside them, the benchmark's own.
+_LIBRARY_PARTS = ("site-packages", "dist-packages", f"{os.sep}pytest_burnperf{os.sep}")
+
+
+def _site(frames: list[tuple[str, str, int]]) -> str:
+    """``add (bench.py:22) [t = a.copy()]``: the innermost frame of ``frames`` outside the
+    libraries (else the innermost), by its function, file name, line and the line's text (which
+    names the line where an edit above it moved its number)."""
+    import linecache
+    import sysconfig
+
+    stdlib = sysconfig.get_paths().get("stdlib", "\0")
+    chosen = next(
+        (
+            f
+            for f in frames
+            if not any(part in f[1] for part in _LIBRARY_PARTS) and not f[1].startswith(stdlib)
+        ),
+        frames[0] if frames else None,
+    )
+    if chosen is None:
+        return ""
+    function, filename, line = chosen
+    text = " ".join(linecache.getline(filename, line).split())[:60]
+    return f"{function} ({os.path.basename(filename)}:{line})" + (f" [{text}]" if text else "")
 
 
 #: Calls tracked per benchmark: the first may still fill a cache or map an arena; the verdict
@@ -177,13 +230,15 @@ ALLOCATOR = "allocator (memray)"
 def host_calls(
     make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
     calls: int = TRACKED_CALLS,
-) -> tuple[list[Allocations], str] | str:
-    """Each call's figures through the allocator and the meter's name, or why memory is not
-    tracked here (memray missing, or another tracker running: pytest-memray's)."""
+) -> MemoryCalls | str:
+    """Each call's figures through the allocator, the meter's name and where the last call
+    allocated; or why memory is not tracked here (memray missing, or another tracker running:
+    pytest-memray's)."""
     try:
-        return track_calls(make_call, calls), ALLOCATOR
+        figures, sites = track_calls_with_sites(make_call, calls)
     except TrackerBusy as exc:
         return str(exc)
+    return MemoryCalls(figures, ALLOCATOR, top_sites(sites[-1]) if sites else {})
 
 
 #: What the allocator meter measures, in words (a device's ``memory_meter``).

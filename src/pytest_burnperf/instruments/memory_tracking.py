@@ -11,10 +11,12 @@ outcome's rule, what it cannot judge is said."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_burnperf.core.memory.allocations import Allocations, memory_key
+from pytest_burnperf.core.memory.call_figures import where_grew
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge
+from pytest_burnperf.core.text import format_bytes
 from pytest_burnperf.devices.base import Device, MakeCall
 from pytest_burnperf.instruments.instrument import InstrumentName, Situation
 
@@ -55,14 +57,15 @@ class MemoryTracking:
         baseline_key: Mapping[str, object] | None,
         threshold: float | None,
         ceiling: int | None = None,
+        baseline_sites: Mapping[str, int] | None = None,
     ) -> Tracked | str:
         """Track a few calls on ``device`` and judge them against ``baseline`` and the
         marker's ``ceiling`` (``max_memory``); or why this device's memory is not tracked."""
         got = device.memory_per_call(make_call)
         if isinstance(got, str):
             return got
-        calls, meter = got
-        key = memory_key(fingerprint, meter)
+        calls = got.calls
+        key = memory_key(fingerprint, got.meter)
         # the first call may still fill a cache or map what later calls reuse: the others judge
         verdict = judge(
             calls[1:] or calls,
@@ -72,6 +75,14 @@ class MemoryTracking:
             threshold=threshold,
             ceiling=ceiling,
         )
+        verdict = replace(verdict, sites=got.sites)
+        if verdict.status == "regressed" and got.sites:
+            if baseline_sites:  # where it grew against what the baseline kept
+                grew = where_grew(got.sites, baseline_sites)
+                verdict = replace(verdict, where=f"grew at {grew}" if grew else "")
+            else:  # a baseline recorded without them: where the call allocates most
+                most = ", ".join(f"{s} {format_bytes(b)}" for s, b in list(got.sites.items())[:3])
+                verdict = replace(verdict, where=f"allocated most at {most}")
         return Tracked(verdict, key)
 
 

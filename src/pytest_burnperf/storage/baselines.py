@@ -193,6 +193,10 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
         for name in ("allocated_bytes", "allocations", "peak_bytes"):
             f.integer(memory.get(name), f"{where}.memory.{name}")
         f.plain(f.opt_obj(memory.get("key"), f"{where}.memory.key"), f"{where}.memory.key")
+        sites = f.opt_obj(memory.get("sites"), f"{where}.memory.sites")
+        for site, size in (sites or {}).items():  # bytes per allocating line
+            f.text(site, f"{where}.memory.sites")
+            f.integer(size, f"{where}.memory.sites[{json.dumps(site)}]")
     if e.get("profile") is not None:  # recorded with --perf-profile (core/records/profiles.py)
         try:
             ProfileSummary.from_json(e["profile"], f"{where}.profile")

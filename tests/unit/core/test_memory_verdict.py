@@ -12,6 +12,9 @@ from pytest_burnperf.core.memory.call_figures import (
     MarkersMissing,
     arena_bytes,
     per_call,
+    sites_per_call,
+    top_sites,
+    where_grew,
 )
 from pytest_burnperf.core.memory.memory_verdict import FLOOR_BYTES, agreed, judge
 
@@ -169,3 +172,40 @@ def test_max_memory_reads_sizes_with_their_units_and_names_what_is_allowed() -> 
     for bad in ("lots", 0, True, "-1 MB", "64 MBs", 1.5):
         with pytest.raises(SettingsError, match=r"t::x: max_memory must be a size such as"):
             parse_max_memory(bad, "t::x")
+
+
+def test_each_calls_sites_are_its_own_and_arenas_and_siteless_allocations_are_left_out() -> None:
+    arena = arena_bytes()
+    events = [
+        Event("alloc", 1, 5 * MiB, "setup (b.py:3)"),  # before the first marker
+        *_marker(),
+        Event("alloc", 10, 8 * MiB, "add (b.py:8)"),
+        Event("alloc", 11, 8 * MiB, "add (b.py:8)"),
+        Event("alloc", 12, 100),  # small: no site
+        Event("map", 13, arena, "add (b.py:9)"),
+        *_marker(),
+        Event("alloc", 14, MiB, "add (b.py:9)"),
+        *_marker(),
+    ]
+    got = sites_per_call(events, calls=2, skip_maps_of=frozenset({arena}))
+    assert got == [{"add (b.py:8)": 16 * MiB}, {"add (b.py:9)": MiB}]
+
+
+def test_where_grew_names_the_sites_that_grew_most_and_new_ones() -> None:
+    before = {"f (b.py:1) [a = x * 2]": MiB, "f (b.py:2) [b = a + 1]": 2 * MiB}
+    now = {
+        "f (b.py:1) [a = x * 2]": 3 * MiB,
+        "f (b.py:2) [b = a + 1]": MiB,
+        "f (b.py:5) [c = a.copy()]": 8 * MiB,
+    }
+    assert where_grew(now, before) == (
+        "f (b.py:5) [c = a.copy()] +8.0 MiB (new), f (b.py:1) [a = x * 2] +2.0 MiB"
+    )
+    assert where_grew(before, before) == ""
+
+
+def test_a_line_moved_by_an_edit_above_it_is_the_same_line() -> None:
+    before = {"f (b.py:10) [out = a * 2]": 8 * MiB}
+    now = {"f (b.py:10) [t = a.copy()]": 8 * MiB, "f (b.py:11) [out = a * 2]": 8 * MiB}
+    assert where_grew(now, before) == "f (b.py:10) [t = a.copy()] +8.0 MiB (new)"
+    assert list(top_sites({"a": 1, "b": 3, "c": 2}, 2)) == ["b", "c"]

@@ -440,8 +440,8 @@ def test_torch_cuda_memory_per_call_from_the_caching_allocators_counters() -> No
 
     got = gpu.memory_per_call(make_call)
     assert not isinstance(got, str)
-    calls, meter = got
-    assert meter == torch_backend.CACHING_ALLOCATOR
+    calls, meter = got.calls, got.meter
+    assert meter == torch_backend.CACHING_ALLOCATOR and got.sites == {}
     assert [(c.allocated, c.count, c.peak) for c in calls] == [(2**21, 2, 2**20)] * len(calls)
     assert made == ["setup", "teardown"] * len(calls)
     metal = torch_backend.TorchDevice(torch, "metal")

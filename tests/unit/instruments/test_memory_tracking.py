@@ -4,6 +4,7 @@ makes of a device's tracked calls; devices faked, no tracker started."""
 from __future__ import annotations
 
 from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.instruments.instrument import Situation
 from pytest_burnperf.instruments.memory_tracking import MEMORY_TRACKING, Tracked
 from pytest_burnperf.instruments.registry import BESIDE
@@ -59,9 +60,47 @@ def test_a_device_that_cannot_track_says_why_and_nothing_is_judged() -> None:
 def test_the_first_tracked_call_is_left_out_and_the_key_names_the_meter_not_the_blas() -> None:
     first = Allocations(allocated=5 << 20, count=9, peak=5 << 20)  # it filled a cache
     later = Allocations(allocated=1 << 20, count=1, peak=1 << 20)
-    tracked = _track(_Device(([first, later, later], "allocator (test)")))
+    tracked = _track(_Device(MemoryCalls([first, later, later], "allocator (test)", {})))
     assert isinstance(tracked, Tracked)
     assert tracked.verdict.status == "no-baseline" and tracked.verdict.figures == later
     assert tracked.key["meter"] == "allocator (test)"
     assert tracked.key["dispatch"] == {"numpy": "X86_V3"}
     assert tracked.key["versions"] == {"numpy": "2.1.0"}
+
+
+def test_a_regression_names_where_it_grew_against_the_baselines_sites() -> None:
+    base = Allocations(allocated=1 << 20, count=1, peak=1 << 20)
+    grown = Allocations(allocated=2 << 20, count=2, peak=2 << 20)
+    sites = {"add (b.py:9) [out = a * 2]": 1 << 20, "add (b.py:8) [t = a.copy()]": 1 << 20}
+    got = MemoryCalls([grown] * 3, "allocator (test)", sites)
+    tracked = MEMORY_TRACKING.track(
+        _Device(got),  # type: ignore[arg-type]
+        lambda: (lambda: None, None),
+        fingerprint=FINGERPRINT,
+        baseline=base,
+        baseline_key=memory_key_of(FINGERPRINT),
+        threshold=None,
+        baseline_sites={"add (b.py:8) [out = a * 2]": 1 << 20},  # one line up, before the edit
+    )
+    assert isinstance(tracked, Tracked) and tracked.verdict.status == "regressed"
+    assert tracked.verdict.where == "grew at add (b.py:8) [t = a.copy()] +1.0 MiB (new)"
+    assert "; grew at add (b.py:8) [t = a.copy()] +1.0 MiB (new) (peak" in tracked.verdict.line()
+    # no sites kept with the baseline: where the call allocated most
+    alone = MEMORY_TRACKING.track(
+        _Device(got),  # type: ignore[arg-type]
+        lambda: (lambda: None, None),
+        fingerprint=FINGERPRINT,
+        baseline=base,
+        baseline_key=memory_key_of(FINGERPRINT),
+        threshold=None,
+    )
+    assert isinstance(alone, Tracked)
+    assert alone.verdict.where == (
+        "allocated most at add (b.py:9) [out = a * 2] 1.0 MiB, add (b.py:8) [t = a.copy()] 1.0 MiB"
+    )
+
+
+def memory_key_of(fingerprint: dict[str, object]) -> dict[str, object]:
+    from pytest_burnperf.core.memory.allocations import memory_key
+
+    return memory_key(fingerprint, "allocator (test)")

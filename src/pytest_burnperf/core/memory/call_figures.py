@@ -15,12 +15,14 @@ buffers over 512 bytes come from ``malloc`` and count; its small objects do not.
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.text import format_bytes
 
 #: The marker mapping's size: 37 pages of 4 KiB, a size no allocator rounds to.
 MARKER_BYTES: Final = 37 * 4096
@@ -37,6 +39,8 @@ class Event:
     kind: EventKind
     address: int
     size: int
+    #: Where an allocation was made (its Python line: ``add (bench.py:22)``), where known.
+    site: str = ""
 
 
 def arena_bytes(version: tuple[int, int] = sys.version_info[:2]) -> int:
@@ -103,3 +107,85 @@ def per_call(
             f"markers and {len(figures)} whole calls"
         )
     return figures
+
+
+def sites_per_call(
+    events: Iterable[Event], *, calls: int, skip_maps_of: frozenset[int] = frozenset()
+) -> list[dict[str, int]]:
+    """The bytes allocated at each site during each stretch between two markers (the stretches
+    :func:`per_call` gives figures of), allocations without a site left out."""
+    marker: int | None = None
+    markers = 0
+    out: list[dict[str, int]] = []
+    here: dict[str, int] | None = None
+    for e in events:
+        if e.kind == "map" and e.size == MARKER_BYTES and marker is None:
+            if here is not None:
+                out.append(here)
+                here = None
+            marker = e.address
+            markers += 1
+        elif e.kind == "unmap" and marker is not None and e.address == marker:
+            marker = None
+            if markers <= calls:
+                here = {}
+        elif here is not None and marker is None and e.site and e.kind in ("alloc", "map"):
+            if e.kind == "map" and e.size in skip_maps_of:
+                continue
+            here[e.site] = here.get(e.site, 0) + e.size
+    return out
+
+
+@dataclass(frozen=True)
+class MemoryCalls:
+    """What a device's meter gave of a benchmark's tracked calls: each call's figures, the
+    meter's name (for the memory key), and where the last call allocated (bytes per site, the
+    largest allocations; empty where the meter cannot tell)."""
+
+    calls: list[Allocations]
+    meter: str
+    sites: dict[str, int]
+
+
+def top_sites(sites: dict[str, int], n: int = 5) -> dict[str, int]:
+    """The ``n`` sites that allocated the most, most first."""
+    return dict(sorted(sites.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
+
+
+_LINE_NUMBER = re.compile(r":[0-9]+\)")
+
+
+def _unnumbered(site: str) -> str:
+    """A site without its line number: ``add (bench.py) [t = a.copy()]``, the same where an
+    edit above the line moved it."""
+    return _LINE_NUMBER.sub(")", site, count=1)
+
+
+def _number(site: str) -> int:
+    found = re.search(r":([0-9]+)\)", site)
+    return int(found.group(1)) if found else 0
+
+
+def where_grew(now: Mapping[str, int], before: Mapping[str, int], n: int = 3) -> str:
+    """``add (bench.py:22) [t = a.copy()] +7.6 MiB (new)``: the sites whose bytes grew the
+    most from ``before`` to ``now`` (in the code's order where they grew alike), matched by
+    function, file and the line's text (not its number); empty where none grew."""
+    was: dict[str, int] = {}
+    for site, size in before.items():
+        was[_unnumbered(site)] = was.get(_unnumbered(site), 0) + size
+    named: dict[str, str] = {}  # unnumbered -> a current site, with its number
+    is_now: dict[str, int] = {}
+    for site, size in now.items():
+        key = _unnumbered(site)
+        is_now[key] = is_now.get(key, 0) + size
+        named.setdefault(key, site)
+    grown = sorted(
+        ((key, is_now.get(key, 0) - was.get(key, 0)) for key in set(is_now) | set(was)),
+        key=lambda kv: (-kv[1], _number(named.get(kv[0], "")), kv[0]),
+    )
+    parts = [
+        f"{named.get(key, key)} +{format_bytes(delta)}" + (" (new)" if key not in was else "")
+        for key, delta in grown[:n]
+        if delta > 0
+    ]
+    return ", ".join(parts)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from pytest_burnperf.core.memory.allocations import Allocations
@@ -57,6 +57,11 @@ class MemoryVerdict:
     reason: str = ""
     #: The marker's ``max_memory`` in bytes, where one was given.
     ceiling: int | None = None
+    #: Where the last tracked call allocated (bytes per allocating Python line, the largest),
+    #: and for a regression where it grew against the baseline's (``grew at add (b.py:22)
+    #: +7.6 MiB (new)``), or where it allocated most where the baseline kept no sites.
+    sites: Mapping[str, int] = field(default_factory=dict)
+    where: str = ""
 
     @property
     def judged(self) -> bool:
@@ -85,7 +90,8 @@ class MemoryVerdict:
             "allocations per call"
         )
         if self.status == "regressed":
-            return f"memory regressed: {self.change_text()} ({figures}; {self.reason})"
+            where = f"; {self.where}" if self.where else ""
+            return f"memory regressed: {self.change_text()}{where} ({figures}; {self.reason})"
         if self.status == "over-limit":
             return f"memory over max_memory: {self.reason}"
         if self.judged:
@@ -101,6 +107,8 @@ class MemoryVerdict:
             "min_effect_bytes": {"peak": self.effect[0], "allocated": self.effect[1]},
             "reason": self.reason,
             "max_memory_bytes": self.ceiling,
+            "sites": dict(self.sites),
+            "where": self.where,
         }
 
 

@@ -197,7 +197,11 @@ class Result:
         if self.profile is not None:
             entry["profile"] = self.profile.summary.as_json()
         if self.memory is not None and self.memory.figures is not None:
-            entry["memory"] = {**self.memory.figures.to_json(), "key": dict(self.memory_key or {})}
+            entry["memory"] = {
+                **self.memory.figures.to_json(),
+                "key": dict(self.memory_key or {}),
+                "sites": dict(self.memory.sites),
+            }
         return entry
 
     def sampling(self) -> dict[str, object]:

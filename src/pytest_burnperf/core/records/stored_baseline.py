@@ -41,6 +41,8 @@ class StoredBaseline:
     #: The memory per call recorded beside it and the key it was tracked under.
     memory: Allocations | None = None
     memory_key: Mapping[str, object] | None = None
+    #: Where the recorded call allocated: bytes per allocating Python line (the largest).
+    memory_sites: Mapping[str, int] | None = None
     #: Who recorded it, when, on which commit (``results.provenance``).
     recorded: Mapping[str, object] | None = None
 
@@ -71,8 +73,15 @@ class StoredBaseline:
             profile=_profile(entry.get("profile")),
             memory=_memory(entry.get("memory")),
             memory_key=_mapping_or_none(jf.mapping(entry.get("memory")).get("key")),
+            memory_sites=_sites(jf.mapping(entry.get("memory")).get("sites")),
             recorded=_mapping_or_none(entry.get("recorded")),
         )
+
+
+def _sites(doc: object) -> Mapping[str, int] | None:
+    if not isinstance(doc, Mapping):
+        return None
+    return {str(k): v for k, v in doc.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _memory(doc: object) -> Allocations | None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.devices.base import (
     NUMPY_DTYPE_NAMES,
     DeviceBase,
@@ -100,7 +100,7 @@ class NumpyDevice(DeviceBase):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return host_peak(call, tracemalloc_peak)  # numpy reports its buffers to tracemalloc
 
-    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
         return host_calls(make_call)
 
     def fingerprint(self) -> dict[str, object]:

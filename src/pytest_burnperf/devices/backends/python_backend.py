@@ -13,7 +13,7 @@ import contextlib
 import platform
 from collections.abc import Callable, Iterator, Sequence
 
-from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.devices.base import DeviceBase, MakeCall, identity
 from pytest_burnperf.devices.memory_meters import host_calls, host_peak, tracemalloc_peak
 from pytest_burnperf.devices.thread_limits import cpu_threads
@@ -86,7 +86,7 @@ class PythonDevice(DeviceBase):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return host_peak(call, tracemalloc_peak)
 
-    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
         return host_calls(make_call)
 
     def fingerprint(self) -> dict[str, object]:

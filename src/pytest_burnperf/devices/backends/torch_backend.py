@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pytest_burnperf.core.clocks import GraphCaptureError
 from pytest_burnperf.core.judging.precision import torch_modes
 from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.core.timing import Capture
 from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,
@@ -277,7 +278,7 @@ class TorchDevice(DeviceBase):
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
         return host_peak(call, rss_peak)
 
-    def memory_per_call(self, make_call: MakeCall) -> tuple[list[Allocations], str] | str:
+    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
         if self.kind == "cpu":
             return host_calls(make_call)
         if self.kind not in ("cuda", "rocm"):
@@ -306,7 +307,7 @@ class TorchDevice(DeviceBase):
             )
             if after is not None:
                 after()
-        return out, CACHING_ALLOCATOR
+        return MemoryCalls(out, CACHING_ALLOCATOR, {})
 
     def precision(self) -> dict[str, object]:
 

@@ -147,6 +147,7 @@ class Perf(PerfBase):
                     baseline_key=None if base is None else base.memory_key,
                     threshold=self.settings.chosen_threshold,
                     ceiling=ceiling,
+                    baseline_sites=None if base is None else base.memory_sites,
                 )
             if not isinstance(tracked, str):
                 result = replace(result, memory=tracked.verdict, memory_key=tracked.key)
