@@ -85,10 +85,10 @@ class Device(Protocol):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         """Run ``call`` once; the peak memory it allocated on this device in bytes, or None."""
 
-    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
+    def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         """Each of a few calls' memory (bytes allocated, allocations, peak above its start),
         the meter's name for the memory key and where the last call allocated; or why this
-        device's memory is not tracked.
+        device's memory is not tracked. ``calls``: how many calls are tracked.
         ``make_call`` makes each call ready and gives what to run after it."""
 
     def gpu_slowdown(self) -> str | None:
@@ -136,7 +136,7 @@ class DeviceBase:
         call()
         return None
 
-    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
+    def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         return (
             f"memory per call is not tracked on {self.id} yet (the CPU's numpy, torch and "
             "Python allocations are)"

@@ -219,17 +219,13 @@ def _site(frames: list[tuple[str, str, int]]) -> str:
     return f"{function} ({os.path.basename(filename)}:{line})" + (f" [{text}]" if text else "")
 
 
-#: Calls tracked per benchmark: the first may still fill a cache or map an arena; the verdict
-#: takes the figures where the calls agree (core/memory/memory_verdict.agreed).
-TRACKED_CALLS = 3
-
 #: The name of the allocator meter in a memory key (core/memory/allocations.memory_key).
 ALLOCATOR = "allocator (memray)"
 
 
 def host_calls(
     make_call: Callable[[], tuple[Callable[[], object], Callable[[], object] | None]],
-    calls: int = TRACKED_CALLS,
+    calls: int = 3,
 ) -> MemoryCalls | str:
     """Each call's figures through the allocator, the meter's name and where the last call
     allocated; or why memory is not tracked here (memray missing, or another tracker running:

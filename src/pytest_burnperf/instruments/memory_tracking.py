@@ -20,6 +20,13 @@ from pytest_burnperf.core.text import format_bytes
 from pytest_burnperf.devices.base import Device, MakeCall
 from pytest_burnperf.instruments.instrument import InstrumentName, Situation
 
+#: Calls tracked per benchmark: the first may still fill a cache or map an arena, the others
+#: must agree (core/memory/memory_verdict.agreed).
+TRACKED_CALLS = 3
+#: Seconds the tracked calls may take: a benchmark whose calls take longer (its median time)
+#: gets two, the first left out and the second judged.
+BUDGET_S = 1.0
+
 
 @dataclass(frozen=True)
 class Tracked:
@@ -58,10 +65,12 @@ class MemoryTracking:
         threshold: float | None,
         ceiling: int | None = None,
         baseline_sites: Mapping[str, int] | None = None,
+        seconds_per_call: float | None = None,
     ) -> Tracked | str:
         """Track a few calls on ``device`` and judge them against ``baseline`` and the
         marker's ``ceiling`` (``max_memory``); or why this device's memory is not tracked."""
-        got = device.memory_per_call(make_call)
+        long = seconds_per_call is not None and seconds_per_call * TRACKED_CALLS > BUDGET_S
+        got = device.memory_per_call(make_call, 2 if long else TRACKED_CALLS)
         if isinstance(got, str):
             return got
         calls = got.calls

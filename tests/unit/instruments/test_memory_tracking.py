@@ -21,10 +21,10 @@ class _Device:
 
     def __init__(self, got: object) -> None:
         self.got = got
-        self.made = 0
+        self.asked: list[int] = []
 
-    def memory_per_call(self, make_call: object) -> object:
-        self.made += 1
+    def memory_per_call(self, make_call: object, calls: int = 3) -> object:
+        self.asked.append(calls)
         return self.got
 
 
@@ -104,3 +104,19 @@ def memory_key_of(fingerprint: dict[str, object]) -> dict[str, object]:
     from pytest_burnperf.core.memory.allocations import memory_key
 
     return memory_key(fingerprint, "allocator (test)")
+
+
+def test_long_calls_get_two_tracked_calls_short_ones_three() -> None:
+    calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
+    for seconds, asked in ((None, 3), (0.01, 3), (0.5, 2)):
+        device = _Device(MemoryCalls(calls, "allocator (test)", {}))
+        MEMORY_TRACKING.track(
+            device,  # type: ignore[arg-type]
+            lambda: (lambda: None, None),
+            fingerprint=FINGERPRINT,
+            baseline=None,
+            baseline_key=None,
+            threshold=None,
+            seconds_per_call=seconds,
+        )
+        assert device.asked == [asked], seconds

@@ -100,8 +100,8 @@ class NumpyDevice(DeviceBase):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return host_peak(call, tracemalloc_peak)  # numpy reports its buffers to tracemalloc
 
-    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
-        return host_calls(make_call)
+    def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
+        return host_calls(make_call, calls)
 
     def fingerprint(self) -> dict[str, object]:
         blas = "unknown"

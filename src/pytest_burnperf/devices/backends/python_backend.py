@@ -86,8 +86,8 @@ class PythonDevice(DeviceBase):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return host_peak(call, tracemalloc_peak)
 
-    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
-        return host_calls(make_call)
+    def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
+        return host_calls(make_call, calls)
 
     def fingerprint(self) -> dict[str, object]:
         return {

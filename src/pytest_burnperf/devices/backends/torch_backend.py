@@ -37,7 +37,6 @@ from pytest_burnperf.devices.base import (
 from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
 from pytest_burnperf.devices.l2_flush import flush_bytes
 from pytest_burnperf.devices.memory_meters import (
-    TRACKED_CALLS,
     host_calls,
     host_meter,
     host_peak,
@@ -278,9 +277,9 @@ class TorchDevice(DeviceBase):
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
         return host_peak(call, rss_peak)
 
-    def memory_per_call(self, make_call: MakeCall) -> MemoryCalls | str:
+    def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         if self.kind == "cpu":
-            return host_calls(make_call)
+            return host_calls(make_call, calls)
         if self.kind not in ("cuda", "rocm"):
             return (
                 f"memory per call is not tracked on {self.id} (Metal's driver tells what it "
@@ -288,7 +287,7 @@ class TorchDevice(DeviceBase):
             )
         cuda, dev = self._torch.cuda, self._dev
         out = []
-        for _ in range(TRACKED_CALLS):
+        for _ in range(calls):
             call, after = make_call()
             self.sync()
             before = cuda.memory_stats(dev)

@@ -148,6 +148,7 @@ class Perf(PerfBase):
                     threshold=self.settings.chosen_threshold,
                     ceiling=ceiling,
                     baseline_sites=None if base is None else base.memory_sites,
+                    seconds_per_call=_seconds_per_call(result),
                 )
             if not isinstance(tracked, str):
                 result = replace(result, memory=tracked.verdict, memory_key=tracked.key)
@@ -363,6 +364,17 @@ class Perf(PerfBase):
             result,
             lambda: failure_message(self._key, verdict, policy),
         )
+
+
+def _seconds_per_call(result: Result) -> float | None:
+    """The median seconds of one call of ``result``'s benchmark (counted: of the time measured
+    beside its counts), where it was timed."""
+    import statistics
+
+    timed = result.time if result.judged_by.counted else result
+    if timed is None or not timed.sample.values or timed.judged_by.counted:
+        return None
+    return statistics.median(timed.sample.values)  # seconds per call
 
 
 def _host_evidence(
