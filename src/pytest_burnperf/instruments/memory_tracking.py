@@ -10,6 +10,7 @@ outcome's rule, what it cannot judge is said."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -70,7 +71,9 @@ class MemoryTracking:
         """Track a few calls on ``device`` and judge them against ``baseline`` and the
         marker's ``ceiling`` (``max_memory``); or why this device's memory is not tracked."""
         long = seconds_per_call is not None and seconds_per_call * TRACKED_CALLS > BUDGET_S
+        start = time.perf_counter()
         got = device.memory_per_call(make_call, 2 if long else TRACKED_CALLS)
+        took = time.perf_counter() - start
         if isinstance(got, str):
             return got
         calls = got.calls
@@ -84,7 +87,7 @@ class MemoryTracking:
             threshold=threshold,
             ceiling=ceiling,
         )
-        verdict = replace(verdict, sites=got.sites)
+        verdict = replace(verdict, sites=got.sites, tracked_s=took)
         if verdict.status == "regressed" and got.sites:
             if baseline_sites:  # where it grew against what the baseline kept
                 grew = where_grew(got.sites, baseline_sites)

@@ -62,6 +62,8 @@ class MemoryVerdict:
     #: +7.6 MiB (new)``), or where it allocated most where the baseline kept no sites.
     sites: Mapping[str, int] = field(default_factory=dict)
     where: str = ""
+    #: Seconds the tracked calls took, the tracker included: what judging memory cost.
+    tracked_s: float = 0.0
 
     @property
     def judged(self) -> bool:
@@ -109,6 +111,7 @@ class MemoryVerdict:
             "max_memory_bytes": self.ceiling,
             "sites": dict(self.sites),
             "where": self.where,
+            "tracked_s": round(self.tracked_s, 4),
         }
 
 
