@@ -10,6 +10,7 @@ outcome's rule, what it cannot judge is said."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -77,7 +78,7 @@ class MemoryTracking:
         if isinstance(got, str):
             return got
         calls = got.calls
-        key = memory_key(fingerprint, got.meter)
+        key = memory_key(fingerprint, got.meter, interpreter_allocation())
         # the first call may still fill a cache or map what later calls reuse: the others judge
         verdict = judge(
             calls[1:] or calls,
@@ -99,3 +100,24 @@ class MemoryTracking:
 
 
 MEMORY_TRACKING = MemoryTracking()
+
+
+def interpreter_allocation() -> str:
+    """The interpreter's settings that decide what the allocator sees: those the counts key
+    holds (``-O``, ``-X`` options such as ``-X dev``, the GIL), Python's own allocator
+    (``PYTHONMALLOC``) and whether tracemalloc traces; ``default`` where none differs."""
+    import sys
+    import tracemalloc
+
+    from pytest_burnperf.core.counting.counts_key import INTERPRETER_FLAGS, interpreter_settings
+
+    settings = interpreter_settings(
+        {name: getattr(sys.flags, name, None) for name, _ in INTERPRETER_FLAGS}, sys._xoptions
+    )
+    parts = [] if settings == "default" else [settings]
+    allocator = os.environ.get("PYTHONMALLOC", "")
+    if allocator:
+        parts.append(f"PYTHONMALLOC={allocator}")
+    if tracemalloc.is_tracing():
+        parts.append("tracemalloc")
+    return ", ".join(parts) or "default"

@@ -230,14 +230,26 @@ _MEMORY_ORDER = (
 )
 
 
+#: How the summary names each memory status: in words of its own, so that a line searched for
+#: the time verdicts' ``no-baseline`` or ``incomparable`` finds only those.
+_MEMORY_WORDS = {
+    "over-limit": "over max_memory",
+    "varies": "calls vary",
+    "incomparable": "memory baseline of another key",
+    "no-baseline": "no memory baseline",
+}
+
+
 def memory_line(results: Iterable[Result]) -> str | None:
-    """``memory per call: 1 regressed, 3 unchanged``: the memory verdicts beside the verdicts
-    by status; None where no benchmark's memory was tracked."""
+    """``memory per call: 1 regressed, 3 unchanged, 2 no memory baseline``: the memory
+    verdicts beside the verdicts, by status; None where no benchmark's memory was tracked."""
     memory: Counter[str] = Counter(r.memory.status for r in results if r.memory is not None)
     if not memory:
         return None
     return "memory per call: " + ", ".join(
-        f"{memory[status]} {status}" for status in _MEMORY_ORDER if memory[status]
+        f"{memory[status]} {_MEMORY_WORDS.get(status, status)}"
+        for status in _MEMORY_ORDER
+        if memory[status]
     )
 
 

@@ -49,12 +49,16 @@ class Allocations:
         return cls(*values)
 
 
-def memory_key(fingerprint: Mapping[str, object], meter: str) -> dict[str, object]:
+def memory_key(
+    fingerprint: Mapping[str, object], meter: str, interpreter: str = "default"
+) -> dict[str, object]:
     """What makes two benchmarks' memory figures comparable: the ``meter`` that read them, the
     Python (its objects' sizes), the platform, the device's library and its versions, the code
     paths the library chose on this CPU (its dispatch: an instruction set may bring its own
     scratch buffers; not the BLAS core, whose buffers are allocated once, before any tracked
-    call), and a GPU's compute capability (its kernels' workspaces)."""
+    call), a GPU's compute capability (its kernels' workspaces), and the ``interpreter``'s
+    settings that decide what the allocator sees (``PYTHONMALLOC=malloc`` sends every small
+    object to it; tracemalloc allocates beside each allocation it traces; ``-X dev``)."""
     dispatch = fingerprint.get("dispatch")
     return {
         "meter": meter,
@@ -66,4 +70,5 @@ def memory_key(fingerprint: Mapping[str, object], meter: str) -> dict[str, objec
         if isinstance(dispatch, Mapping)
         else None,
         "capability": fingerprint.get("capability"),
+        "interpreter": interpreter,
     }
