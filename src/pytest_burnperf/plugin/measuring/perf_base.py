@@ -7,6 +7,7 @@ test run. The measuring one is timed_perf.Perf, the comparing one same_session_p
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
@@ -19,7 +20,9 @@ from pytest_burnperf.core.text import escape
 from pytest_burnperf.core.timing import Prepared
 from pytest_burnperf.devices.array_device import call_place
 from pytest_burnperf.devices.base import Device
+from pytest_burnperf.instruments import registry
 from pytest_burnperf.instruments.instrument import Prepare
+from pytest_burnperf.plugin.measuring.instrument_choice import situation
 from pytest_burnperf.plugin.measuring.profile_rerun import profiled
 from pytest_burnperf.plugin.measuring.result_record import Benchmarked, keep_smoked
 from pytest_burnperf.plugin.session.cases import Case
@@ -334,6 +337,51 @@ class PerfBase:
             group=self.group,
         )
 
+    def _finished(self, result: Result) -> Result:
+        """``result`` with what the instruments beside the judging one measured (memory per
+        call, instruments/registry.BESIDE) and --perf-profile's profile: the calls are warm,
+        the verdict of its time or counts made, the test not yet settled."""
+        __tracebackhide__ = True
+        return self._profiled(self._with_memory(result))
+
+    def _with_memory(self, result: Result) -> Result:
+        """``result`` with its memory verdict, where an instrument beside tracks it: not for
+        ``perf.pedantic`` with ``rounds`` given, whose calls are exactly the rounds asked."""
+        __tracebackhide__ = True
+        ceiling = self.settings.max_memory
+        why = ""
+        if not self._state.run.memory:
+            why = "--perf-memory off"
+        elif self._pedantic is not None and self._pedantic.rounds:
+            why = f"perf.pedantic(rounds={self._pedantic.rounds}) makes no calls beyond its rounds"
+        if why or self._rerun is None:
+            if ceiling is not None and why:
+                self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {why}")
+            return result
+        where = situation(self._state, self.device, self.settings, self._item.nodeid)
+        base = result.baseline
+        active = getattr(self.device, "active", contextlib.nullcontext)
+        for instrument in registry.BESIDE:
+            if not instrument.applies(where):
+                continue
+            with self.device.threads(self.settings.threads), active():
+                tracked = instrument.track(
+                    self.device,
+                    self._rerun,
+                    fingerprint=result.fingerprint,
+                    baseline=None if base is None else base.memory,
+                    baseline_key=None if base is None else base.memory_key,
+                    threshold=self.settings.chosen_threshold,
+                    ceiling=ceiling,
+                    baseline_sites=None if base is None else base.memory_sites,
+                    seconds_per_call=_seconds_per_call(result),
+                )
+            if not isinstance(tracked, str):
+                result = replace(result, memory=tracked.verdict, memory_key=tracked.key)
+            elif ceiling is not None:
+                self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {tracked}")
+        return result
+
     def _profiled(self, result: Result) -> Result:
         """--perf-profile: ``result`` with its profile, where this run profiles it (once more
         under a profiler, after its samples or counts; profile_rerun.profiled)."""
@@ -347,6 +395,17 @@ class PerfBase:
             self._rerun,
             repeat=self._repeat,
         )
+
+
+def _seconds_per_call(result: Result) -> float | None:
+    """The median seconds of one call of ``result``'s benchmark (counted: of the time measured
+    beside its counts), where it was timed."""
+    import statistics
+
+    timed = result.time if result.judged_by.counted else result
+    if timed is None or not timed.sample.values or timed.judged_by.counted:
+        return None
+    return statistics.median(timed.sample.values)  # seconds per call
 
 
 class SmokePerf(PerfBase):

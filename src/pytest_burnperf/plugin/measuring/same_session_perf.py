@@ -41,9 +41,10 @@ class ComparePerf(PerfBase):
     ``--perf-versions``): the rounds measured the benchmark in every environment before the
     tests ran, so here the function is called once, untimed (its result and the test's own
     checks still count), and the verdict judges the candidate's runs against the reference's,
-    paired by round. A benchmark judged here by its stored counts baseline (auto) is profiled
-    in this process where the run profiles (PerfBase._profiled); what is compared in the
-    session is profiled in each environment instead (pair_profiles)."""
+    paired by round. A benchmark judged here by its stored counts baseline (auto) has its
+    memory judged against that baseline's and is profiled in this process where the run
+    profiles (PerfBase._finished); what is compared in the session is profiled in each
+    environment instead (pair_profiles), its memory not yet compared."""
 
     def _call(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
         __tracebackhide__ = True
@@ -76,7 +77,7 @@ class ComparePerf(PerfBase):
             c = state.counts()
             if c.measure.per_benchmark and node not in c.in_session:
                 # counted here, judged by its counts baseline
-                counts_judging.judge(self._benchmarked(), None, self._profiled)
+                counts_judging.judge(self._benchmarked(), None, self._finished)
             else:
                 counts_judging.judge_pair(self._benchmarked(), None)
             return
