@@ -39,6 +39,7 @@ from pytest_burnperf.core.memory.call_figures import (
     sites_per_call,
     top_sites,
 )
+from pytest_burnperf.core.text import escape
 
 
 def tracemalloc_peak(call: Callable[[], object]) -> int:
@@ -215,7 +216,8 @@ def _site(frames: list[tuple[str, str, int]]) -> str:
     if chosen is None:
         return ""
     function, filename, line = chosen
-    text = " ".join(linecache.getline(filename, line).split())[:60]
+    # a line of source is the user's text: no control character reaches a terminal from it
+    text = escape(" ".join(linecache.getline(filename, line).split())[:60])
     return f"{function} ({os.path.basename(filename)}:{line})" + (f" [{text}]" if text else "")
 
 

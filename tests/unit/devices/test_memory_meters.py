@@ -84,3 +84,15 @@ def test_inside_another_memray_tracker_the_meter_falls_back_and_the_call_runs_on
         assert host_peak(call, lambda c: (c(), 7)[1]) == 7
     assert calls == [1]
     assert host_peak(call, lambda c: (c(), 7)[1]) >= 100_000  # its own tracker again
+
+
+def test_an_allocation_is_named_by_the_benchmarks_own_line_escaped(tmp_path: Path) -> None:
+    from pytest_burnperf.devices.memory_meters import _site
+
+    bench = tmp_path / "bench.py"
+    bench.write_text('x = 1\ny = "\x1b[31m"  # a colour in the source\n', encoding="utf-8")
+    library = str(tmp_path / "site-packages" / "numpy" / "core.py")
+    frames = [("add", library, 10), ("body", str(bench), 2)]
+    assert _site(frames) == 'body (bench.py:2) [y = "\\x1b[31m" # a colour in the source]'
+    assert _site([("add", library, 10)]) == "add (core.py:10)"  # no text: the file is not there
+    assert _site([]) == ""
