@@ -70,6 +70,12 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def _about(got: int, buffer: int) -> bool:
+    """``got`` bytes are ``buffer`` and at most a few small allocations beside it (the same on
+    every CPU: the sizes a library asks its allocator for)."""
+    return buffer <= got < buffer + 4096
+
+
 def _entries(project: pytest.Pytester) -> dict[str, dict[str, object]]:
     (path,) = Path(project.path, "baselines").rglob("test_mem_bench.json")
     return dict(json.loads(path.read_text())["benchmarks"])
@@ -87,8 +93,9 @@ def test_a_held_temporary_fails_its_test_by_memory_while_its_time_is_unchanged(
     entries = _entries(project)
     memory = entries["test_add[numpy-cpu-f64]"]["memory"]
     assert isinstance(memory, dict)
-    assert memory["peak_bytes"] == memory["allocated_bytes"] == 8_000_000
-    assert memory["allocations"] == 1
+    # the result's buffer; another numpy may add a small allocation of its own beside it
+    assert _about(memory["peak_bytes"], 8_000_000) and _about(memory["allocated_bytes"], 8_000_000)
+    assert memory["allocations"] >= 1
     key = memory["key"]
     assert isinstance(key, dict) and key["meter"] == "allocator (memray)"
     assert key["versions"] == {"numpy": np_version()}
@@ -121,12 +128,15 @@ def test_a_held_temporary_fails_its_test_by_memory_while_its_time_is_unchanged(
         Path(project.path, "test_mem_bench.py").read_text().splitlines()[int(found.group(1)) - 1]
     )
     assert "held = np.empty_like(A)" in planted_line
+    # how to accept it where intended, fit to the measure
+    assert "if the memory growth is intended, record it as the new baseline:" in flat
+    assert "pytest --perf --update-baselines" in flat and "-k 'test_add[numpy-cpu-f64]'" in flat
     assert "memory regressed" in out  # the table's verdict cell
     r = _results(project)["test_add[numpy-cpu-f64]"]
     assert r["verdict"]["status"] != "regressed"  # the time did not move
     assert r["memory"]["status"] == "regressed"
-    assert r["memory"]["figures"]["peak_bytes"] == 16_000_000
-    assert r["memory"]["baseline"]["peak_bytes"] == 8_000_000
+    assert _about(r["memory"]["figures"]["peak_bytes"], 16_000_000)
+    assert _about(r["memory"]["baseline"]["peak_bytes"], 8_000_000)
 
     # a copy numpy reuses for the sum holds no more memory: not a memory regression
     monkeypatch.setenv("BURNPERF_TEST_PLANT", "copy")
@@ -223,7 +233,7 @@ def test_pedantic_rounds_given_make_no_extra_calls_and_sampled_rounds_are_tracke
     got = {r["name"]: r.get("memory") for r in doc["results"]}
     assert got["test_given[numpy-cpu-f64]"] is None
     sampled = got["test_sampled[numpy-cpu-f64]"]
-    assert sampled is not None and sampled["figures"]["allocated_bytes"] == 8000  # a * 2.0
+    assert sampled is not None and _about(sampled["figures"]["allocated_bytes"], 8000)  # a * 2.0
 
 
 @pytest.mark.slow
@@ -254,7 +264,7 @@ def test_counted_a_held_buffer_fails_by_memory_and_both_baselines_keep_it(
     assert len(stores) == 2 and any(name.startswith("counts-") for name in stores)
     for path in stores.values():
         (entry,) = json.loads(path.read_text())["benchmarks"].values()
-        assert entry["memory"]["peak_bytes"] == 8_000_000, path
+        assert _about(entry["memory"]["peak_bytes"], 8_000_000), path
 
     monkeypatch.setenv("BURNPERF_TEST_PLANT", "held")
     planted = project.runpytest("--perf", "--perf-json", "r.json", *sel, *FAST)

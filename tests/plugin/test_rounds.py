@@ -529,11 +529,14 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
     from pytest_burnperf.core.judging.verdict import REGRESSED, UNCHANGED
     from pytest_burnperf.plugin.output.reporter import accept_line
 
-    def res(benchmark: str, status: str, params: str = "[numpy-cpu-f32]") -> Any:
+    def res(
+        benchmark: str, status: str, params: str = "[numpy-cpu-f32]", memory: str | None = None
+    ) -> Any:
         return types.SimpleNamespace(
             benchmark=benchmark,
             key=benchmark + params,
             verdict=types.SimpleNamespace(status=status),
+            memory=None if memory is None else types.SimpleNamespace(status=memory),
         )
 
     from pytest_burnperf.core.options.run_mode import Mode
@@ -544,6 +547,15 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
         )
     )
     rows = [res("TestK::test_m", REGRESSED), res("test_a", REGRESSED), res("test_b", UNCHANGED)]
+    # a memory regression beside an unchanged time is accepted the same way, said as what it is;
+    # a call over max_memory is not (recording does not move the ceiling)
+    bigger = [
+        res("test_b", UNCHANGED, memory=REGRESSED),
+        res("test_c", UNCHANGED, memory="over-limit"),
+    ]
+    line = accept_line(state, bigger)
+    assert line is not None and line.startswith("if the memory growth is intended, record it")
+    assert "test_b[numpy-cpu-f32]" in line and "test_c" not in line
     # each regressed case exactly (not every case of its function), within the run's own -k
     assert accept_line(state, rows) == (
         "if the slowdown is intended, record it as the new baseline: pytest --perf "

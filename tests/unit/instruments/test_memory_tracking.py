@@ -28,14 +28,15 @@ class _Device:
         return self.got
 
 
-def _track(device: _Device, baseline: Allocations | None = None) -> Tracked | str:
+def _track(device: _Device, baseline: Allocations | None = None, **more: object) -> Tracked | str:
+    """Track through ``device``; ``more``: the other keywords of MemoryTracking.track."""
+    given: dict[str, object] = {"baseline_key": None, "threshold": None, **more}
     return MEMORY_TRACKING.track(
         device,  # type: ignore[arg-type]
         lambda: (lambda: None, None),
         fingerprint=FINGERPRINT,
         baseline=baseline,
-        baseline_key=None,
-        threshold=None,
+        **given,  # type: ignore[arg-type]
     )
 
 
@@ -73,27 +74,14 @@ def test_a_regression_names_where_it_grew_against_the_baselines_sites() -> None:
     grown = Allocations(allocated=2 << 20, count=2, peak=2 << 20)
     sites = {"add (b.py:9) [out = a * 2]": 1 << 20, "add (b.py:8) [t = a.copy()]": 1 << 20}
     got = MemoryCalls([grown] * 3, "allocator (test)", sites)
-    tracked = MEMORY_TRACKING.track(
-        _Device(got),  # type: ignore[arg-type]
-        lambda: (lambda: None, None),
-        fingerprint=FINGERPRINT,
-        baseline=base,
-        baseline_key=memory_key_of(FINGERPRINT),
-        threshold=None,
-        baseline_sites={"add (b.py:8) [out = a * 2]": 1 << 20},  # one line up, before the edit
-    )
+    key = memory_key_of(FINGERPRINT)
+    before = {"add (b.py:8) [out = a * 2]": 1 << 20}  # one line up, before the edit
+    tracked = _track(_Device(got), base, baseline_key=key, baseline_sites=before)
     assert isinstance(tracked, Tracked) and tracked.verdict.status == "regressed"
     assert tracked.verdict.where == "grew at add (b.py:8) [t = a.copy()] +1.0 MiB (new)"
     assert "; grew at add (b.py:8) [t = a.copy()] +1.0 MiB (new) (peak" in tracked.verdict.line()
     # no sites kept with the baseline: where the call allocated most
-    alone = MEMORY_TRACKING.track(
-        _Device(got),  # type: ignore[arg-type]
-        lambda: (lambda: None, None),
-        fingerprint=FINGERPRINT,
-        baseline=base,
-        baseline_key=memory_key_of(FINGERPRINT),
-        threshold=None,
-    )
+    alone = _track(_Device(got), base, baseline_key=key)
     assert isinstance(alone, Tracked)
     assert alone.verdict.where == (
         "allocated most at add (b.py:9) [out = a * 2] 1.0 MiB, add (b.py:8) [t = a.copy()] 1.0 MiB"
@@ -110,13 +98,5 @@ def test_long_calls_get_two_tracked_calls_short_ones_three() -> None:
     calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
     for seconds, asked in ((None, 3), (0.01, 3), (0.5, 2)):
         device = _Device(MemoryCalls(calls, "allocator (test)", {}))
-        MEMORY_TRACKING.track(
-            device,  # type: ignore[arg-type]
-            lambda: (lambda: None, None),
-            fingerprint=FINGERPRINT,
-            baseline=None,
-            baseline_key=None,
-            threshold=None,
-            seconds_per_call=seconds,
-        )
+        _track(device, seconds_per_call=seconds)
         assert device.asked == [asked], seconds

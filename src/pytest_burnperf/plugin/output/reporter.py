@@ -166,7 +166,13 @@ def accept_line(
     ``ours``: --update-baselines is this plugin's option (a conftest.py may own that name;
     then --perf-update is said). Within ``width`` the command goes on lines of its own with
     shell continuations (core/text.command_lines), still one command to paste."""
-    names = sorted({_selected_as(r) for r in results if r.verdict.status == REGRESSED})
+    slower = {_selected_as(r) for r in results if r.verdict.status == REGRESSED}
+    # a memory regression is accepted the same way; a call over max_memory is not: recording
+    # does not move the ceiling
+    bigger = {
+        _selected_as(r) for r in results if r.memory is not None and r.memory.status == REGRESSED
+    }
+    names = sorted(slower | bigger)
     if not names or not state.run.mode.judges_baselines:
         return None
     rest = [
@@ -182,7 +188,8 @@ def accept_line(
     if users:
         chosen = f"({users}) and ({chosen})"
     command = ["pytest", "--perf", update, *rest, "-k", chosen]
-    lead = "if the slowdown is intended, record it as the new baseline:"
+    what = " or ".join(w for w, some in (("slowdown", slower), ("memory growth", bigger)) if some)
+    lead = f"if the {what} is intended, record it as the new baseline:"
     return "\n".join(command_lines(lead, command, width))
 
 
