@@ -267,3 +267,86 @@ def test_github_refuses_to_overwrite_what_it_did_not_write(
     with pytest.raises(SystemExit):
         main([*base, "--limit", "10"])
     assert "--limit: must be at least 2000" in capsys.readouterr().err
+
+
+def memory_file(path: Path, peak: int, *, key: str = "2.1.0", tracked: bool = True) -> Path:
+    """A results file whose one benchmark's memory per call was tracked (peak = bytes)."""
+    results_file(path, 1.0)
+    doc = json.loads(path.read_text())
+    doc["results"][0]["memory"] = {
+        "status": "no-baseline",
+        "figures": {"allocated_bytes": peak, "allocations": 2, "peak_bytes": peak}
+        if tracked
+        else None,
+        "key": {"meter": "memray", "versions": {"numpy": key}},
+        "sites": {"add (t.py:9) [c = a + b]": peak},
+        "reason": "" if tracked else "its calls allocate differently (peak 1 MiB / 2 MiB)",
+        "max_memory_bytes": None,
+    }
+    doc["machine"] = {"hardware_class": "x86-64-v3-f23m49"}
+    doc["created"] = f"2026-11-29T10:{peak % 60:02d}:00+00:00"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_compare_judges_memory_per_call_beside_the_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The time is the same; the memory per call doubled: exit 1, the growth and where it was
+    allocated said; the same figures pass; what cannot be compared is counted, not failed."""
+    mib = 1 << 20
+    old = memory_file(tmp_path / "old.json", 8 * mib)
+    assert main(["compare", str(old), str(memory_file(tmp_path / "same.json", 8 * mib))]) == 0
+    out = capsys.readouterr().out
+    assert "memory per call: 1 unchanged" in out and "memory regressed" not in out
+    assert main(["compare", str(old), str(memory_file(tmp_path / "big.json", 16 * mib))]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("inconclusive    +0.0%")  # the time passed (one process a side)
+    assert "t.py::test_a: memory regressed: peak +8.0 MiB (+100.0%)" in out
+    assert "memory per call: 1 regressed" in out
+    # a growth under the threshold given is no change; a memory key of another numpy is not compared
+    assert main(["compare", "--threshold", "150%", str(old), str(tmp_path / "big.json")]) == 0
+    other = memory_file(tmp_path / "other.json", 16 * mib, key="2.2.0")
+    assert main(["compare", str(old), str(other)]) == 0
+    assert "1 memory baseline of another key" in capsys.readouterr().out
+    varied = memory_file(tmp_path / "varied.json", 16 * mib, tracked=False)
+    assert main(["compare", str(old), str(varied)]) == 0
+    assert "memory per call: 1 calls vary" in capsys.readouterr().out
+    assert main(["compare", str(results_file(tmp_path / "none.json", 1.0)), str(other)]) == 0
+    assert "1 no memory baseline" in capsys.readouterr().out
+
+
+def test_compare_names_a_memory_figure_that_is_not_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = memory_file(tmp_path / "bad.json", 1 << 20)
+    doc = json.loads(bad.read_text())
+    doc["results"][0]["memory"]["figures"]["peak_bytes"] = -5
+    bad.write_text(json.dumps(doc))
+    assert main(["compare", str(bad), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: results[0].memory.figures: peak_bytes must be a whole number" in err
+
+
+def test_compare_history_judges_memory_against_the_newest_stored_run_that_tracked_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("ruptures")
+    mib = 1 << 20
+    store = ["--store", str(tmp_path / "h.sqlite")]
+    for i, peak in enumerate((4 * mib, 8 * mib)):
+        f = memory_file(tmp_path / f"run{i}.json", peak + i)
+        assert main(["import-results", *store, str(f)]) == 0
+    capsys.readouterr()
+    now = memory_file(tmp_path / "now.json", 8 * mib + 1)
+    assert main(["compare-history", *store, str(now)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "memory per call: 1 unchanged (each against the newest stored run that tracked it)" in out
+    )
+    grown = memory_file(tmp_path / "grown.json", 12 * mib)
+    assert main(["compare-history", *store, str(grown)]) == 1
+    out = capsys.readouterr().out
+    assert "t.py::test_a: memory regressed: peak +4.0 MiB (+50.0%)" in out
+    assert "grew at add (t.py:9) [c = a + b] +4.0 MiB" in out

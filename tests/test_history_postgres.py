@@ -101,3 +101,29 @@ def test_concurrent_writers_lose_nothing_and_duplicate_nothing(database: str) ->
             ).scalar_one()
     assert keys == (3 * RUNS_EACH, 3 * RUNS_EACH)
     assert per_run == 0  # every run whole
+
+
+def test_a_version_1_store_gains_the_memory_columns_on_postgresql(database: str) -> None:
+    """The schema 1 to 2 migration (the memory columns) on PostgreSQL's ALTER TABLE."""
+    from pytest_burnperf.storage.history.store import SCHEMA_VERSION, Store
+
+    with Store(database) as store:
+        store.record(_doc(0, 0))
+        with store.engine.begin() as conn:
+            for col in ("memory_peak", "memory_allocated", "memory_allocations", "memory"):
+                conn.execute(sa.text(f"ALTER TABLE burnperf_results DROP COLUMN {col}"))
+            conn.execute(sa.text("UPDATE burnperf_meta SET value = '1'"))
+    doc = _doc(0, 1)
+    doc["results"][0]["memory"] = {
+        "figures": {"allocated_bytes": 4096, "allocations": 1, "peak_bytes": 8192},
+        "key": {"meter": "memray"},
+    }
+    with Store(database) as store:
+        store.record(doc)
+        points = store.points(with_memory=True)
+        with store.engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
+    assert version == str(SCHEMA_VERSION)
+    peaks = sorted((p["memory_peak"] or 0) for p in points)
+    assert peaks == [0, 0, 0, 0, 0, 8192]
+    assert [p["memory"]["key"] for p in points if p["memory"]] == [{"meter": "memray"}]

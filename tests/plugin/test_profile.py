@@ -83,7 +83,7 @@ def test_a_regression_names_what_grew_against_the_recorded_profile(
     assert Path(project.path, r["profile"]["file"]).is_file()
     assert r["profile"]["file"].startswith("perf-profiles/")
     summary_md = Path(project.path, "summary.md").read_text()
-    assert "**Profiles**" in summary_md and "planted\\_extra\\_pass" in summary_md
+    assert "**Where it grew**" in summary_md and "planted\\_extra\\_pass" in summary_md
 
     pytest.importorskip("plotly")
     from pytest_burnperf.cli import main

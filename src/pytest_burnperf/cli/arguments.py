@@ -15,7 +15,7 @@ from pytest_burnperf.core.options.settings import (
     parse_threshold,
 )
 from pytest_burnperf.core.records.results import RESULTS_SCHEMA
-from pytest_burnperf.report.results_json import read_results
+from pytest_burnperf.report.results_json import read_memory, read_results
 from pytest_burnperf.storage.history import resolve_url
 from pytest_burnperf.storage.history.select import ExpressionError, matcher
 from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
@@ -49,9 +49,16 @@ def judging_args(p: argparse.ArgumentParser, alpha_help: str) -> None:
     p.add_argument(
         "--threshold",
         type=spec_type(parse_threshold, "--threshold"),
-        default=0.05,
-        help="minimum slowdown of the median (0.05 or 5%%). Default: 0.05",
+        default=None,
+        help="minimum slowdown of the median (0.05 or 5%%), and the minimum growth of memory "
+        "per call where it is given. Default: 0.05 for time and counts; for memory 1%% of the "
+        "figure, at least 4 KiB",
     )
+
+
+def time_threshold(args: argparse.Namespace) -> float:
+    """The ``--threshold`` that judges time and counts: the one given, else 0.05."""
+    return 0.05 if args.threshold is None else float(args.threshold)
 
 
 def store_arg(p: argparse.ArgumentParser) -> None:
@@ -147,6 +154,7 @@ def results_doc(path: Path) -> dict[str, object]:
         if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
             raise InputError(f"{path}: not a pytest-burnperf results file (--perf-json)")
         read_results(path)  # every sample checked
+        read_memory(path)  # and every memory figure
     except FileFormatError as exc:
         raise InputError(str(exc)) from None
     return doc

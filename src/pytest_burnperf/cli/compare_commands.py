@@ -1,5 +1,6 @@
 """``burnperf compare`` (two ``--perf-json`` files) and ``burnperf compare-history`` (a results
-file against the last N stored runs): the plugin's gate on files, exit 1 on a regression."""
+file against the last N stored runs): the plugin's gate on files, exit 1 on a regression of
+time, counts or memory per call (core/judging/outcome's rule)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,18 @@ from pytest_burnperf.cli.arguments import (
     positive,
     results_doc,
     store_arg,
+    time_threshold,
 )
 from pytest_burnperf.core import measures
+from pytest_burnperf.core.judging.outcome import memory_fails
 from pytest_burnperf.core.judging.verdict import REGRESSED, Policy, failure_message, judge
+from pytest_burnperf.core.memory.allocations import AllocationsError
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, memory_summary
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
 from pytest_burnperf.core.text import format_time
-from pytest_burnperf.report.results_json import read_results, result_timers
-from pytest_burnperf.storage.history.query import against_history
+from pytest_burnperf.report.results_json import read_memory, read_results, result_timers
+from pytest_burnperf.storage.history import redact
+from pytest_burnperf.storage.history.query import against_history, memory_before
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 
@@ -33,13 +40,34 @@ def _load_results(path: Path) -> dict[str, list[list[float]]]:
         raise InputError(str(exc)) from None
 
 
+def _load_memory(path: Path) -> dict[str, RecordedMemory]:
+
+    try:
+        return read_memory(path)
+    except FileFormatError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _memory_said(test: str, verdict: MemoryVerdict) -> bool:
+    """Print what a benchmark's memory verdict has to say (a failure, an improvement) under its
+    line; whether it fails."""
+    if memory_fails(verdict):
+        print(f"  {test}: {verdict.line()}")
+        return True
+    if verdict.status == "improved":
+        print(f"  {verdict.line()}")
+    return False
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
 
     old = _load_results(args.old)
     new = _load_results(args.new)
+    old_memory, new_memory = _load_memory(args.old), _load_memory(args.new)
     timers = result_timers(args.new)
-    policy = Policy(alpha=args.alpha, threshold=args.threshold)
+    policy = Policy(alpha=args.alpha, threshold=time_threshold(args))
     regressed = 0
+    memory: list[str] = []
     for test in sorted(new):
         v = judge(old.get(test), new[test], policy)
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
@@ -48,20 +76,41 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base = "-" if v.baseline_median is None else shown.format(v.baseline_median)
         now = shown.format(v.current_median)
         print(f"{v.status:<12} {change:>8} {base:>10} -> {now:>10}  {test}")
-        if v.status == REGRESSED:
-            regressed += 1
+        failed = v.status == REGRESSED
+        if failed:
             print(f"  {failure_message(test, v, policy)}")
+        if test in new_memory:
+            mv = judge_recorded(
+                new_memory[test],
+                old_memory.get(test),
+                threshold=args.threshold,
+                before_name=str(args.old),
+            )
+            memory.append(mv.status)
+            failed = _memory_said(test, mv) or failed
+        regressed += failed
+    summary = memory_summary(memory)
+    if summary:
+        print(summary)
     return EXIT_REGRESSED if regressed else EXIT_OK
 
 
 def cmd_compare_history(args: argparse.Namespace) -> int:
 
     doc = results_doc(args.new)
+    now_memory = _load_memory(args.new)
     with open_store(args) as store:
-        points = store.points(last=args.last, branch=args.branch, with_runs=True)
-    judged = against_history(doc, points, alpha=args.alpha, threshold=args.threshold)
-    policy = Policy(alpha=args.alpha, threshold=args.threshold, comparisons=max(1, len(judged)))
+        points = store.points(last=args.last, branch=args.branch, with_runs=True, with_memory=True)
+        try:
+            before = memory_before(doc, points)
+        except AllocationsError as exc:
+            raise InputError(f"{redact(store.url)}: {exc}") from None
+    judged = against_history(doc, points, alpha=args.alpha, threshold=time_threshold(args))
+    policy = Policy(
+        alpha=args.alpha, threshold=time_threshold(args), comparisons=max(1, len(judged))
+    )
     regressed = 0
+    memory: list[str] = []
     where = f"the last {args.last} runs" + (f" on {args.branch}" if args.branch else "")
     for test, v, used in judged:
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
@@ -70,10 +119,19 @@ def cmd_compare_history(args: argparse.Namespace) -> int:
             f"{v.status:<12} {change:>8} {base:>10} -> {format_time(v.current_median):>10}  "
             f"{test}  ({used} stored runs)"
         )
-        if v.status == REGRESSED:
-            regressed += 1
+        failed = v.status == REGRESSED
+        if failed:
             print(f"  {failure_message(test, v, policy)}")
+        if test in now_memory:
+            was, name = before.get(test, (None, f"{where} of the same hardware class"))
+            mv = judge_recorded(now_memory[test], was, threshold=args.threshold, before_name=name)
+            memory.append(mv.status)
+            failed = _memory_said(test, mv) or failed
+        regressed += failed
     print(f"judged against {where} of the same hardware class")
+    summary = memory_summary(memory)
+    if summary:
+        print(f"{summary} (each against the newest stored run that tracked it)")
     return EXIT_REGRESSED if regressed else EXIT_OK
 
 

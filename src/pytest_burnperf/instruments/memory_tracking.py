@@ -16,9 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pytest_burnperf.core.memory.allocations import Allocations, memory_key
-from pytest_burnperf.core.memory.call_figures import where_grew
-from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge
-from pytest_burnperf.core.text import format_bytes
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, located
 from pytest_burnperf.devices.base import Device, MakeCall
 from pytest_burnperf.instruments.instrument import InstrumentName, Situation
 
@@ -88,14 +86,7 @@ class MemoryTracking:
             threshold=threshold,
             ceiling=ceiling,
         )
-        verdict = replace(verdict, sites=got.sites, tracked_s=took)
-        if verdict.status == "regressed" and got.sites:
-            if baseline_sites:  # where it grew against what the baseline kept
-                grew = where_grew(got.sites, baseline_sites)
-                verdict = replace(verdict, where=f"grew at {grew}" if grew else "")
-            else:  # a baseline recorded without them: where the call allocates most
-                most = ", ".join(f"{s} {format_bytes(b)}" for s, b in list(got.sites.items())[:3])
-                verdict = replace(verdict, where=f"allocated most at {most}")
+        verdict = located(replace(verdict, tracked_s=took), got.sites, baseline_sites)
         return Tracked(verdict, key)
 
 

@@ -27,6 +27,10 @@ RESULT_COLUMNS = (
     "status",
     "rounds",
     "samples",
+    "memory_status",
+    "memory_peak_bytes",
+    "memory_allocated_bytes",
+    "memory_allocations",
 )
 HISTORY_COLUMNS = (
     "created",
@@ -41,6 +45,9 @@ HISTORY_COLUMNS = (
     "ci95_low_s",
     "ci95_high_s",
     "status",
+    "memory_peak_bytes",
+    "memory_allocated_bytes",
+    "memory_allocations",
 )
 
 
@@ -74,6 +81,8 @@ def results_csv(doc: Mapping[str, object]) -> str:
         ci: list[float | None] = [*jf.floats(v.get("ratio_ci95"))] or [None, None]
         runs = jf.sequence(r.get("runs"))
         mds = jf.number(v.get("min_detectable_slowdown"))
+        memory = jf.mapping(r.get("memory"))
+        figures = jf.mapping(memory.get("figures"))
         w.writerow(
             _cell(x)
             for x in (
@@ -92,6 +101,10 @@ def results_csv(doc: Mapping[str, object]) -> str:
                 v.get("status"),
                 len(runs),
                 sum(len(jf.sequence(x)) for x in runs) or len(jf.sequence(r.get("samples"))),
+                memory.get("status"),
+                figures.get("peak_bytes"),
+                figures.get("allocated_bytes"),
+                figures.get("allocations"),
             )
         )
     return out.getvalue()
@@ -117,6 +130,9 @@ def history_csv(points: Sequence[Mapping[str, object]]) -> str:
                 p.get("low"),
                 p.get("high"),
                 p.get("status"),
+                p.get("memory_peak"),
+                p.get("memory_allocated"),
+                p.get("memory_allocations"),
             )
         )
     return out.getvalue()

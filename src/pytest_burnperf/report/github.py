@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core.memory.memory_verdict import FAILING as MEMORY_FAILING
 from pytest_burnperf.report.markdown import escape, render
 
 #: GitHub refuses an issue comment longer than this many characters.
@@ -26,8 +27,8 @@ VERDICTS = ("regressed", "failed", "improved", "unchanged", "inconclusive", "no-
 
 
 def counts(doc: Mapping[str, object] | None) -> dict[str, int]:
-    """Benchmarks per verdict, and ``judged``/``not-judged``/``total`` from the run's coverage
-    (the results document of ``--perf-json``; None: the run wrote none)."""
+    """Benchmarks per verdict, ``judged``/``not-judged``/``total`` from the run's coverage (the
+    results document of ``--perf-json``; None: the run wrote none), and ``memory-regressed``."""
     results = jf.mappings((doc or {}).get("results"))
     seen = Counter(str(jf.mapping(r.get("verdict")).get("status", "?")) for r in results)
     out = {v: seen.get(v, 0) for v in VERDICTS}
@@ -41,6 +42,11 @@ def counts(doc: Mapping[str, object] | None) -> dict[str, int]:
     out["judged"] = judged
     out["not-judged"] = max(total - judged, 0)
     out["total"] = total
+    # benchmarks whose memory per call failed (regressed, or over max_memory): their tests
+    # failed whatever their time's verdict
+    out["memory-regressed"] = sum(
+        1 for r in results if jf.mapping(r.get("memory")).get("status") in MEMORY_FAILING
+    )
     return out
 
 

@@ -87,6 +87,7 @@ def _results_table(results: Sequence[Mapping[str, object]]) -> str:
             f'<td class="num">{_e(row.baseline)}</td>'
             f'<td class="num">{_e(row.change)}</td>'
             f'<td class="num">{_e(row.detects)}</td>'
+            f'<td class="num">{_e(row.memory)}</td>'
             f'<td class="status" style="color:{_COLORS.get(row.verdict, "#222")}">'
             f"{_e(row.verdict)}</td>"
             f'<td class="why">{_e(row.reason)}</td>'
@@ -102,6 +103,7 @@ def _results_table(results: Sequence[Mapping[str, object]]) -> str:
             "before",
             "change [95% CI]",
             "detects",
+            "memory/call",
             "verdict",
             "why",
         )
@@ -260,6 +262,36 @@ def _history(s: Series, plots: _Plots) -> str:
     return plots.html(fig)
 
 
+def _memory_history(s: Series, plots: _Plots) -> str | None:
+    """A series' memory per call over its runs (peak and bytes allocated), where any of its
+    runs tracked it; None where none did."""
+    import plotly.graph_objects as go
+
+    tracked = [(i, p) for i, p in enumerate(s.points) if isinstance(p.get("memory_peak"), int)]
+    if not tracked:
+        return None
+    fig = go.Figure()
+    for field, name in (("memory_peak", "peak"), ("memory_allocated", "allocated")):
+        fig.add_trace(
+            go.Scatter(
+                x=[i for i, _ in tracked],
+                y=[p.get(field) for _, p in tracked],
+                mode="lines+markers",
+                name=name,
+                text=[_e(str(p.get("commit") or "-")[:10]) for _, p in tracked],
+                hovertemplate="%{text}<br>%{y:,} bytes<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        title=f"memory per call: {_e(s.name)} [{_e(s.device)} {_e(s.dtype)}, "
+        f"{_e(s.hardware_class)}]",
+        xaxis_title="run (oldest first)",
+        yaxis_title="bytes per call",
+        height=280,
+    )
+    return plots.html(fig)
+
+
 #: In the head of every page this module writes: what ``burnperf report`` may replace.
 GENERATOR = '<meta name="generator" content="pytest-burnperf">'
 
@@ -302,7 +334,11 @@ def render(
         parts.append("<h2>History</h2>")
         shifts = sum(len(s.changes) for s in history)
         parts.append(f'<p class="meta">{len(history)} series, {shifts} shift(s) found</p>')
-        parts += [_history(s, plots) for s in history]
+        for s in history:
+            parts.append(_history(s, plots))
+            memory = _memory_history(s, plots)
+            if memory is not None:
+                parts.append(memory)
     if plots.count == 0:
         parts.append("<p>Nothing to plot.</p>")
     body = "\n".join(parts)

@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core.memory.memory_verdict import FAILING, memory_summary
 from pytest_burnperf.core.text import escape as visible
-from pytest_burnperf.report.table_row import TableRow
+from pytest_burnperf.report.table_row import TableRow, memory_status
 from pytest_burnperf.storage import paths
 from pytest_burnperf.storage.jsonfile import atomic_write_text
 
@@ -75,19 +76,23 @@ def _row(r: Mapping[str, object], cells: Sequence[str]) -> str:
         "detects": row.detects,
         "verdict": escape(row.verdict),
         "reason": escape(row.reason) or "-",
+        "memory": escape(row.memory),
     }
     return "| " + " | ".join(got[c] for c in cells) + " |"
 
 
 def _what_grew(results: Sequence[Mapping[str, object]]) -> list[str]:
-    """--perf-profile: each regressed benchmark's note of what grew, and its profile's file."""
+    """Each regressed benchmark's note of what grew (--perf-profile) and where its memory grew."""
     lines = []
     for r in results:
+        name = escape(r.get("name", r.get("test", "?")))
         prof = r.get("profile")
         if isinstance(prof, Mapping) and isinstance(prof.get("note"), str):
-            name = escape(r.get("name", r.get("test", "?")))
             lines.append(f"- {name}: {escape(prof['note'])}")
-    return ["**Profiles**", "", *lines, ""] if lines else []
+        where = jf.mapping(r.get("memory")).get("where")
+        if isinstance(where, str) and where:  # where a memory regression allocates
+            lines.append(f"- {name}: memory {escape(where)}")
+    return ["**Where it grew**", "", *lines, ""] if lines else []
 
 
 def _table(
@@ -104,6 +109,15 @@ def render(doc: Mapping[str, object]) -> str:
     status = [str(jf.mapping(r.get("verdict")).get("status", "?")) for r in results]
     counts = Counter(status)
     parts = [f"{counts[s]} {s}" for s in (*_ORDER, "no-baseline") if counts[s]]
+    memory = [memory_status(r.get("memory")) for r in results]
+    # a benchmark whose time or counts passed and whose memory per call failed
+    memory_failed = [
+        r
+        for r, st, m in zip(results, status, memory, strict=True)
+        if m in FAILING and st not in ("regressed", "failed")
+    ]
+    if memory_failed:
+        parts.append(f"{len(memory_failed)} memory regressed")
     title = ", ".join(parts) if parts else "no benchmark ran"
     machine = jf.mapping(doc.get("machine"))
     settings = jf.mapping(doc.get("settings"))
@@ -132,15 +146,22 @@ def render(doc: Mapping[str, object]) -> str:
         f"{jf.number(settings.get('alpha', 0.01)) or 0.0:g} over the run; {escape(doc.get('created', ''))}."
     )
     lines.append("")
+    said = memory_summary(m for m in memory if m is not None)
+    if said:
+        lines += [f"{escape(said[0].upper() + said[1:])}.", ""]
     lines += _coverage_lines(doc.get("coverage"), settings.get("reference"))
     by = {s: [r for r, st in zip(results, status, strict=True) if st == s] for s in counts}
-    slow = by.get("regressed", []) + by.get("failed", [])
+    slow = by.get("regressed", []) + by.get("failed", []) + memory_failed
+    # the memory per call beside the time, where it was tracked
+    mem: tuple[tuple[str, ...], tuple[str, ...]] = (
+        (("memory", "verdict"), ("memory/call", "verdict")) if said else ((), ())
+    )
     if slow:
         lines += [f"### Regressions ({len(slow)})", ""]
         lines += _table(
             slow,
-            ("benchmark", "device", "dtype", "baseline", "current", "change", "p"),
-            ("benchmark", "device", "dtype", "before", "now", "change [95% CI]", "p"),
+            ("benchmark", "device", "dtype", "baseline", "current", "change", "p", *mem[0]),
+            ("benchmark", "device", "dtype", "before", "now", "change [95% CI]", "p", *mem[1]),
         )
         lines.append("")
         lines += _what_grew(slow)
@@ -167,9 +188,20 @@ def render(doc: Mapping[str, object]) -> str:
             for _, r in sorted(zip(status, results, strict=True), key=lambda p: rank.get(p[0], 99))
         ]
         lines += [f"<details><summary>All {len(results)} results</summary>", ""]
+        memory_cell = ("memory",) if said else ()
         lines += _table(
             ordered,
-            ("benchmark", "device", "dtype", "current", "baseline", "change", "detects", "verdict"),
+            (
+                "benchmark",
+                "device",
+                "dtype",
+                "current",
+                "baseline",
+                "change",
+                "detects",
+                *memory_cell,
+                "verdict",
+            ),
             (
                 "benchmark",
                 "device",
@@ -178,6 +210,7 @@ def render(doc: Mapping[str, object]) -> str:
                 "before",
                 "change [95% CI]",
                 "detects",
+                *("memory/call" for _ in memory_cell),
                 "verdict",
             ),
         )

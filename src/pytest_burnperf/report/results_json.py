@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_burnperf.core import measures
+from pytest_burnperf.core.memory.allocations import AllocationsError
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
 from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
 
@@ -65,6 +67,22 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
             out[test] = [values(run, f"{where}.runs[{j}]") for j, run in enumerate(runs)]
         else:
             out[test] = [values(r.get("samples"), f"{where}.samples")]
+    return out
+
+
+def read_memory(path: Path) -> dict[str, RecordedMemory]:
+    """The memory each result of a ``--perf-json`` file (read by :func:`read_results` first)
+    recorded, by test id; a result whose memory was not tracked has none. Raises
+    FileFormatError naming the field at fault."""
+    doc = read_json(path)
+    out: dict[str, RecordedMemory] = {}
+    for i, r in enumerate(doc.get("results") or [] if isinstance(doc, dict) else []):
+        if not isinstance(r, dict) or r.get("memory") is None:
+            continue
+        try:
+            out[str(r.get("test"))] = RecordedMemory.from_json(r["memory"], f"results[{i}].memory")
+        except AllocationsError as exc:
+            raise FileFormatError(path, str(exc)) from None
     return out
 
 

@@ -12,6 +12,7 @@ from pytest_burnperf.core.judging import precision
 from pytest_burnperf.core.judging.verdict import (
     VERDICTS,
 )
+from pytest_burnperf.core.memory.memory_verdict import memory_summary
 from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.text import (
     rounds_text,
@@ -218,39 +219,10 @@ def counts_line(results: Iterable[Result]) -> str:
     return ", ".join(parts) if parts else "no benchmark ran"
 
 
-#: The memory verdicts' statuses in the order the summary names them.
-_MEMORY_ORDER = (
-    "over-limit",
-    "regressed",
-    "improved",
-    "unchanged",
-    "varies",
-    "incomparable",
-    "no-baseline",
-)
-
-
-#: How the summary names each memory status: in words of its own, so that a line searched for
-#: the time verdicts' ``no-baseline`` or ``incomparable`` finds only those.
-_MEMORY_WORDS = {
-    "over-limit": "over max_memory",
-    "varies": "calls vary",
-    "incomparable": "memory baseline of another key",
-    "no-baseline": "no memory baseline",
-}
-
-
 def memory_line(results: Iterable[Result]) -> str | None:
     """``memory per call: 1 regressed, 3 unchanged, 2 no memory baseline``: the memory
     verdicts beside the verdicts, by status; None where no benchmark's memory was tracked."""
-    memory: Counter[str] = Counter(r.memory.status for r in results if r.memory is not None)
-    if not memory:
-        return None
-    return "memory per call: " + ", ".join(
-        f"{memory[status]} {_MEMORY_WORDS.get(status, status)}"
-        for status in _MEMORY_ORDER
-        if memory[status]
-    )
+    return memory_summary(r.memory.status for r in results if r.memory is not None)
 
 
 def host_state(windows: Sequence[Window], cpus: int) -> str:

@@ -127,3 +127,30 @@ def test_the_summary_names_a_device_kernels_own_threshold() -> None:
     doc["results"] = [*doc["results"], gpu]  # type: ignore[misc]
     assert "threshold 5% (1.5% on 1 device-bound GPU kernel), alpha" in markdown.render(doc)
     assert "threshold 5%, alpha" in markdown.render(DOC)
+
+
+def test_a_memory_regression_is_listed_with_its_figure_where_it_grew_and_the_counts() -> None:
+    """A benchmark whose time is unchanged and whose memory per call regressed is a regression
+    of the summary, with its memory cell and where it grew; the memory verdicts are counted."""
+    grown = result("test_copy[numpy-cpu-f32]", "unchanged", 1.0)
+    grown["memory"] = {
+        "status": "regressed",
+        "figures": {"allocated_bytes": 16 << 20, "allocations": 2, "peak_bytes": 16 << 20},
+        "baseline": {"allocated_bytes": 8 << 20, "allocations": 1, "peak_bytes": 8 << 20},
+        "where": "grew at copy (b.py:4) [t = a.copy()] +8.0 MiB (new)",
+    }
+    same = result("test_ok[numpy-cpu-f32]", "unchanged", 1.0)
+    same["memory"] = {
+        "status": "unchanged",
+        "figures": {"allocated_bytes": 1 << 20, "allocations": 1, "peak_bytes": 1 << 20},
+    }
+    text = markdown.render({**DOC, "results": [grown, same, result("t[x]", "unchanged", 1.0)]})
+    assert text.startswith("## pytest-burnperf: 3 unchanged, 1 memory regressed")
+    assert "Memory per call: 1 regressed, 1 unchanged." in text
+    regress = text.split("### Regressions (1)", 1)[1].split("###", 1)[0]
+    row = next(ln for ln in regress.splitlines() if ln.startswith("| test\\_copy"))
+    assert row.endswith("| 16.0 MiB +100% | memory regressed |")
+    assert "- test\\_copy\\[numpy-cpu-f32\\]: memory grew at copy (b.py:4)" in text
+    assert "| memory/call | verdict |" in text.split("<details>", 1)[1]
+    plain = markdown.render(DOC)  # no memory tracked: no memory column
+    assert "memory/call" not in plain and "Memory per call" not in plain

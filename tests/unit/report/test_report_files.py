@@ -91,6 +91,21 @@ def test_html_has_every_plot_and_escapes_names() -> None:
     assert "shift(s) found" in page
 
 
+def test_html_draws_memory_per_call_where_runs_tracked_it() -> None:
+    doc = results_doc()
+    doc["results"][0]["memory"] = {
+        "status": "unchanged",
+        "figures": {"allocated_bytes": 3 << 20, "allocations": 2, "peak_bytes": 2 << 20},
+    }
+    points = history_points("test_a[numpy-cpu-f32]")
+    for p in points[5:]:
+        p.update(memory_peak=2 << 20, memory_allocated=3 << 20, memory_allocations=2)
+    page = render(doc, series(points))
+    assert "<th>memory/call</th>" in page and '<td class="num">2.0 MiB</td>' in page
+    assert 'document.body.dataset.figures = "5"' in page  # the memory history beside the time's
+    assert "bytes per call" in page
+
+
 def test_html_gives_the_reason_of_each_verdict() -> None:
     doc = results_doc()
     doc["results"][0]["verdict"] = {
@@ -110,6 +125,26 @@ def test_csv_of_results_and_of_history() -> None:
     assert row["status"] == "regressed" and row["rounds"] == "2" and row["samples"] == "6"
     hist = list(csv.DictReader(io.StringIO(history_csv(history_points("test_a")))))
     assert len(hist) == 20 and hist[0]["branch"] == "main"
+    assert row["memory_status"] == row["memory_peak_bytes"] == ""  # not tracked
+    assert hist[0]["memory_peak_bytes"] == ""
+
+
+def test_csv_carries_memory_per_call() -> None:
+    doc = results_doc()
+    doc["results"][0]["memory"] = {
+        "status": "unchanged",
+        "figures": {"allocated_bytes": 3000, "allocations": 2, "peak_bytes": 2048},
+    }
+    (row,) = csv.DictReader(io.StringIO(results_csv(doc)))
+    assert (row["memory_status"], row["memory_peak_bytes"], row["memory_allocated_bytes"]) == (
+        "unchanged",
+        "2048",
+        "3000",
+    )
+    points = history_points("test_a")
+    points[0].update(memory_peak=2048, memory_allocated=3000, memory_allocations=2)
+    first = next(csv.DictReader(io.StringIO(history_csv(points))))
+    assert (first["memory_peak_bytes"], first["memory_allocations"]) == ("2048", "2")
 
 
 def test_cli_report_picks_the_format_by_suffix(

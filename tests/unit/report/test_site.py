@@ -167,3 +167,30 @@ def test_a_publish_killed_half_way_leaves_the_old_site(
         publish(series(fleet_points()), out)
     assert (out / "index.html").read_text() == before and _site_whole(out)
     assert not list(tmp_path.glob(".site.new-*"))
+
+
+def test_memory_per_call_has_its_figure_and_its_column_where_runs_tracked_it(
+    tmp_path: Path,
+) -> None:
+    """Runs that tracked memory per call: the benchmark's page draws it over the runs, the index
+    gives the latest peak; a series never tracked has neither, and names in it stay escaped."""
+    pts = fleet_points()
+    mib = 1 << 20
+    for i, p in enumerate(pts):
+        if p["test"].endswith("[numpy-cpu-f32]") and i >= 3:
+            p.update(memory_peak=8 * mib, memory_allocated=12 * mib, memory_allocations=3)
+        if "alert" in str(p["test"]):
+            p.update(memory_peak=mib, memory_allocated=mib, memory_allocations=1)
+    out = tmp_path / "site"
+    done = publish(series(pts), out)
+    assert done == {"series": 3, "benchmarks": 2, "figures": 5}  # + numpy's and the evil one's
+    page = (out / "b" / f"{slug('t.py::test_a')}.html").read_text()
+    assert page.count('class="plot"') == 3 and "memory per call: test_a[numpy-cpu-f32]" in page
+    index = (out / "index.html").read_text()
+    assert "<th>latest peak/call</th>" in index
+    rows = index.split("<tr>")[2:]  # after the header's
+    numpy_row = next(r for r in rows if ">numpy " in r)
+    torch_row = next(r for r in rows if ">torch " in r)
+    assert numpy_row.split("</tr>")[0].endswith('<td class="num">8.0 MiB</td>')
+    assert torch_row.split("</tr>")[0].endswith('<td class="num">-</td>')
+    assert "<script>alert(1)" not in index

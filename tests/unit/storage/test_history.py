@@ -137,18 +137,92 @@ def test_schema_versions(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     def add_note(conn: Any) -> None:
         conn.execute(sa.text("ALTER TABLE burnperf_runs ADD COLUMN note VARCHAR(64)"))
 
-    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(store_mod, "MIGRATIONS", {1: add_note})
+    now = store_mod.SCHEMA_VERSION
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", now + 1)
+    monkeypatch.setattr(store_mod, "MIGRATIONS", {now: add_note})
     with Store(url) as s:
         assert s.counts() == (1, 2)
         with s.engine.connect() as conn:
             cols = {c["name"] for c in sa.inspect(conn).get_columns("burnperf_runs")}
             version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
-    assert "note" in cols and version == "2"
+    assert "note" in cols and version == str(now + 1)
     # and an older pytest-burnperf refuses the newer store instead of writing into it
-    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", 1)
-    with pytest.raises(StoreError, match="schema version 2 was written by a newer"):
+    monkeypatch.setattr(store_mod, "SCHEMA_VERSION", now)
+    with pytest.raises(StoreError, match=f"schema version {now + 1} was written by a newer"):
         Store(url)
+
+
+MiB = 1 << 20
+MEMORY_KEY = {"meter": "memray", "python": "3.11", "versions": {"numpy": "2.1.0"}}
+
+
+def with_memory(d: dict[str, Any], peak: int, key: dict[str, Any] = MEMORY_KEY) -> dict[str, Any]:
+    """``d`` with its first result's memory per call tracked (the --perf-json ``memory``)."""
+    d["results"][0]["memory"] = {
+        "status": "unchanged",
+        "figures": {"allocated_bytes": peak, "allocations": 2, "peak_bytes": peak},
+        "key": key,
+        "sites": {"add (t.py:9) [c = a + b]": peak},
+        "reason": "",
+        "max_memory_bytes": None,
+    }
+    return d
+
+
+def test_memory_per_call_is_stored_beside_the_time(url: str) -> None:
+    from pytest_burnperf.storage.history.query import memory_before
+
+    with Store(url) as s:
+        s.record(with_memory(doc(0), 8 * MiB))
+        s.record(with_memory(doc(1), 9 * MiB))
+        s.record(doc(2))  # memory not tracked in this run
+        s.record(with_memory(doc(3, hw="other-class"), 1 * MiB))
+        points = s.points()
+        whole = s.points(with_memory=True)
+    a = [
+        p
+        for p in points
+        if p["test"].startswith("t.py::test_a") and p["hardware_class"] != "other-class"
+    ]
+    assert [p["memory_peak"] for p in a] == [8 * MiB, 9 * MiB, None]
+    assert {p["memory_peak"] for p in points if "test_b" in p["test"]} == {None}
+    assert "memory" not in points[0] and "memory" in whole[0]
+    before = memory_before(doc(4), whole)  # the newest of the same class that tracked it
+    (test,) = before
+    record, name = before[test]
+    assert record.figures is not None and record.figures.peak == 9 * MiB
+    assert record.key == MEMORY_KEY and record.sites == {"add (t.py:9) [c = a + b]": 9 * MiB}
+    assert name == "the stored run of 0000000000 (2026-11-01T01:00)"
+    (shown,) = series(a)
+    assert shown.as_json()["points"][0]["memory_peak"] == 8 * MiB
+    assert any(line.endswith("peak 8.0 MiB/call") for line in text([shown]))
+
+
+def test_a_memory_record_that_is_not_one_stores_nothing(url: str) -> None:
+    bad = with_memory(doc(0), MiB)
+    bad["results"][0]["memory"]["figures"]["peak_bytes"] = "a lot"
+    with Store(url) as s:
+        with pytest.raises(StoreError, match=r"results\[0\]\.memory\.figures: peak_bytes"):
+            s.record(bad)
+        assert s.counts() == (0, 0)
+
+
+def test_a_version_1_store_gains_the_memory_columns(url: str) -> None:
+    """A store written before memory was kept (schema 1): opening it adds the columns, its
+    runs kept, their memory null; a new run's memory is stored."""
+    with Store(url) as s:
+        s.record(doc(0))
+        with s.engine.begin() as conn:  # back to version 1's table
+            for col in ("memory_peak", "memory_allocated", "memory_allocations", "memory"):
+                conn.execute(sa.text(f"ALTER TABLE burnperf_results DROP COLUMN {col}"))
+            conn.execute(sa.text("UPDATE burnperf_meta SET value = '1'"))
+    with Store(url) as s:
+        s.record(with_memory(doc(1), 4 * MiB))
+        points = s.points()
+        with s.engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
+    assert version == str(store_mod.SCHEMA_VERSION) == "2"
+    assert [p["memory_peak"] for p in points if "test_a" in p["test"]] == [None, 4 * MiB]
 
 
 def test_a_schema_version_that_is_not_a_number_is_named_and_left_untouched(url: str) -> None:

@@ -21,11 +21,13 @@ the benchmark "not judged", which its time or counts verdict decides. No pytest 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import where_grew
 from pytest_burnperf.core.text import format_bytes
 
 MemoryStatus = Literal[
@@ -149,6 +151,14 @@ def agreed(calls: Sequence[Allocations]) -> Allocations | str:
     return Allocations(allocated=max(allocated), count=max(c.count for c in calls), peak=max(peaks))
 
 
+def key_changes(key: Mapping[str, object], baseline_key: Mapping[str, object] | None) -> str:
+    """``versions: {...} -> {...}; meter: ...``: each field of the two memory keys that
+    differs, before and now; empty where they are the same key."""
+    before = baseline_key or {}
+    moved = sorted(name for name in set(key) | set(before) if key.get(name) != before.get(name))
+    return "; ".join(f"{n}: {before.get(n)!r} -> {key.get(n)!r}" for n in moved)
+
+
 def judge(
     calls: Sequence[Allocations],
     baseline: Allocations | None,
@@ -193,13 +203,8 @@ def _judge(
             figures,
             reason="no memory baseline (recorded by --update-baselines from this release on)",
         )
-    moved = sorted(
-        name
-        for name in set(key) | set(baseline_key or {})
-        if key.get(name) != (baseline_key or {}).get(name)
-    )
-    if moved:
-        said = "; ".join(f"{n}: {(baseline_key or {}).get(n)!r} -> {key.get(n)!r}" for n in moved)
+    said = key_changes(key, baseline_key)
+    if said:
         return MemoryVerdict(
             "incomparable",
             figures,
@@ -221,3 +226,54 @@ def _judge(
     if grew[0] < -effect[0] or grew[1] < -effect[1]:
         return MemoryVerdict("improved", figures, baseline, effect, rule)
     return MemoryVerdict("unchanged", figures, baseline, effect, rule)
+
+
+def located(
+    verdict: MemoryVerdict,
+    sites: Mapping[str, int],
+    baseline_sites: Mapping[str, int] | None,
+) -> MemoryVerdict:
+    """``verdict`` with the ``sites`` where its calls allocated, and for a regression where it
+    grew: against the ``baseline_sites`` where the baseline kept them, else where the call
+    allocates most."""
+    verdict = replace(verdict, sites=dict(sites))
+    if verdict.status != "regressed" or not sites:
+        return verdict
+    if baseline_sites:
+        grew = where_grew(sites, baseline_sites)
+        return replace(verdict, where=f"grew at {grew}" if grew else "")
+    most = ", ".join(f"{s} {format_bytes(b)}" for s, b in list(sites.items())[:3])
+    return replace(verdict, where=f"allocated most at {most}")
+
+
+#: The memory verdicts' statuses in the order a summary names them.
+SUMMARY_ORDER: Final = (
+    "over-limit",
+    "regressed",
+    "improved",
+    "unchanged",
+    "varies",
+    "incomparable",
+    "no-baseline",
+)
+#: How a summary names each memory status: in words of its own, so that a line searched for
+#: the time verdicts' ``no-baseline`` or ``incomparable`` finds only those.
+SUMMARY_WORDS: Final = {
+    "over-limit": "over max_memory",
+    "varies": "calls vary",
+    "incomparable": "memory baseline of another key",
+    "no-baseline": "no memory baseline",
+}
+
+
+def memory_summary(statuses: Iterable[str]) -> str | None:
+    """``memory per call: 1 regressed, 3 unchanged, 2 no memory baseline``: memory verdicts
+    counted by status; None where there is none."""
+    memory: Counter[str] = Counter(statuses)
+    if not memory:
+        return None
+    return "memory per call: " + ", ".join(
+        f"{memory[status]} {SUMMARY_WORDS.get(status, status)}"
+        for status in SUMMARY_ORDER
+        if memory[status]
+    )

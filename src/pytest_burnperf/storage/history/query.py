@@ -10,7 +10,8 @@ from typing import Any
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging.verdict import Policy, judge
-from pytest_burnperf.core.text import format_time
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
+from pytest_burnperf.core.text import format_bytes, format_time
 from pytest_burnperf.storage.history.changepoints import ChangePoint, find
 
 
@@ -34,7 +35,18 @@ class Series:
             "points": [
                 {
                     k: p.get(k)
-                    for k in ("created", "commit", "branch", "median", "low", "high", "status")
+                    for k in (
+                        "created",
+                        "commit",
+                        "branch",
+                        "median",
+                        "low",
+                        "high",
+                        "status",
+                        "memory_peak",
+                        "memory_allocated",
+                        "memory_allocations",
+                    )
                 }
                 for p in self.points
             ],
@@ -99,9 +111,11 @@ def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
             if i in starts:
                 mark = f"  <- shift {100 * (starts[i].ratio - 1):+.1f}% begins here"
             median = format_time(jf.number(p.get("median")) or 0.0)
+            peak = p.get("memory_peak")
+            memory = f"  peak {format_bytes(peak)}/call" if isinstance(peak, int) else ""
             line = (
                 f"  {str(p.get('created') or '')[:16]:<16}  {commit:<16} "
-                f"{p.get('branch') or '-':<12} {median:>10}{interval}{mark}"
+                f"{p.get('branch') or '-':<12} {median:>10}{interval}{memory}{mark}"
             )
             lines.append(line[: max(width, 60)] if not mark else line)
         if not s.changes:
@@ -139,4 +153,26 @@ def against_history(
         test = str(r.get("test"))
         current = [x for x in jf.rounds(r.get("runs")) if x] or [jf.floats(r.get("samples"))]
         out.append((test, judge(by_test.get(test), current, policy), used.get(test, 0)))
+    return out
+
+
+def memory_before(
+    doc: Mapping[str, object], points: Sequence[Mapping[str, object]]
+) -> dict[str, tuple[RecordedMemory, str]]:
+    """For each test of ``doc``: the memory of the newest run in ``points`` (oldest first,
+    fetched ``with_memory``) of the same hardware class that tracked it, and which run that
+    was (``the stored run of 0123abcd (2026-11-28T10:00)``). Raises AllocationsError naming
+    the stored run whose memory is not a record."""
+    machine = jf.mapping(doc.get("machine"))
+    hw = machine.get("hardware_class")
+    out: dict[str, tuple[RecordedMemory, str]] = {}
+    for p in points:
+        if p.get("hardware_class") != hw or p.get("memory") is None:
+            continue
+        commit = str(p.get("commit") or "no commit")[:10]
+        name = f"the stored run of {commit} ({str(p.get('created') or '')[:16]})"
+        out[str(p["test"])] = (
+            RecordedMemory.from_json(p.get("memory"), f"stored run {p.get('run')}: memory"),
+            name,
+        )
     return out

@@ -11,7 +11,12 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``burnperf_meta``):
   ``high`` (geometric mean of the process rounds' medians, t interval over the rounds),
   ``status``, ``ratio``, ``mds`` (minimum detectable slowdown), the raw ``runs`` (JSON), and
   ``detail`` (JSON: the whole verdict, the device fingerprint with its library versions, the
-  host state of each round, the benchmark's settings and its baseline).
+  host state of each round, the benchmark's settings and its baseline), and its memory per
+  call where it was tracked: ``memory_peak``, ``memory_allocated``, ``memory_allocations``
+  (bytes, bytes, count; null where not tracked or where its calls varied) and ``memory`` (JSON:
+  core/memory/recorded_memory.RecordedMemory, with the key the figures compare under).
+
+Version 2 added the memory columns to version 1's (:func:`_add_memory`).
 
 Opening a store creates the tables, or migrates an older schema step by step
 (:data:`MIGRATIONS`) inside one transaction; a store written by a newer version is refused.
@@ -32,11 +37,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core.memory.allocations import AllocationsError
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
 from pytest_burnperf.core.records.versions import level
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: How long a write waits for another process that holds a SQLite store's write lock, in steps
 #: of SQLite's own busy timeout (:data:`BUSY_STEP_S`) so that Ctrl-C acts within one step.
 LOCK_WAIT_S = 15.0
@@ -88,6 +95,10 @@ results = sa.Table(
     sa.Column("mds", sa.Float),
     sa.Column("runs", sa.JSON),
     sa.Column("detail", sa.JSON),
+    sa.Column("memory_peak", sa.BigInteger),
+    sa.Column("memory_allocated", sa.BigInteger),
+    sa.Column("memory_allocations", sa.BigInteger),
+    sa.Column("memory", sa.JSON),
     sa.UniqueConstraint("run_id", "test"),
     sa.Index("ix_burnperf_results_test_run", "test", "run_id"),
 )
@@ -95,6 +106,20 @@ results = sa.Table(
 
 class StoreError(Exception):
     """A store that cannot be used; the message names it (password hidden) and why."""
+
+
+def _add_memory(conn: Connection) -> None:
+    """Version 1 to 2: the memory columns (null in the runs stored before)."""
+    for name, kind in (
+        ("memory_peak", "BIGINT"),
+        ("memory_allocated", "BIGINT"),
+        ("memory_allocations", "BIGINT"),
+        ("memory", "JSON"),
+    ):
+        conn.execute(sa.text(f"ALTER TABLE burnperf_results ADD COLUMN {name} {kind}"))
+
+
+MIGRATIONS[1] = _add_memory
 
 
 def _finite(x: object) -> float | None:
@@ -301,9 +326,13 @@ class Store:
         branch: str | None = None,
         hardware_class: str | None = None,
         with_runs: bool = False,
+        with_memory: bool = False,
     ) -> list[dict[str, object]]:
         """Every stored result (newest ``last`` per test and hardware class), oldest first,
-        with its run's date, commit, branch and class."""
+        with its run's date, commit, branch and class, and its memory per call's figures
+        (``memory_peak``, ``memory_allocated``, ``memory_allocations``); ``with_runs`` adds
+        its raw samples, ``with_memory`` its whole memory record (``memory``: its key, where
+        it allocated)."""
         cols = [
             results.c.test,
             results.c.name,
@@ -316,6 +345,9 @@ class Store:
             results.c.status,
             results.c.ratio,
             results.c.mds,
+            results.c.memory_peak,
+            results.c.memory_allocated,
+            results.c.memory_allocations,
             runs.c.created,
             runs.c.commit,
             runs.c.branch,
@@ -326,6 +358,8 @@ class Store:
         ]
         if with_runs:
             cols.append(results.c.runs)
+        if with_memory:
+            cols.append(results.c.memory)
         where = []
         if branch is not None:
             where.append(runs.c.branch == branch)
@@ -388,7 +422,7 @@ def _rows(
         "settings": dict(jf.mapping(doc.get("settings"))),
     }
     out = []
-    for r in _results(doc):
+    for i, r in enumerate(_results(doc)):
         run_list = [x for x in jf.rounds(r.get("runs")) if x] or [jf.floats(r.get("samples"))]
         run_list = [x for x in run_list if x]
         if not run_list:
@@ -397,6 +431,8 @@ def _rows(
         v = r.get("verdict") if isinstance(r.get("verdict"), Mapping) else {}
         assert isinstance(v, Mapping)
         name = str(r.get("name") or r.get("test"))
+        memory = _memory(r.get("memory"), f"results[{i}].memory")
+        figures = None if memory is None else memory.figures
         out.append(
             {
                 "test": str(r.get("test") or name),
@@ -420,9 +456,24 @@ def _rows(
                     "settings": r.get("settings"),
                     "baseline": r.get("baseline"),
                 },
+                "memory_peak": None if figures is None else figures.peak,
+                "memory_allocated": None if figures is None else figures.allocated,
+                "memory_allocations": None if figures is None else figures.count,
+                "memory": None if memory is None else memory.to_json(),
             }
         )
     return run, out
+
+
+def _memory(doc: object, where: str) -> RecordedMemory | None:
+    """A result's memory record, None where it was not tracked; StoreError where it is not one
+    (nothing is stored)."""
+    if doc is None:
+        return None
+    try:
+        return RecordedMemory.from_json(doc, where)
+    except AllocationsError as exc:
+        raise StoreError(f"{exc}; nothing was stored") from None
 
 
 def _results(doc: Mapping[str, object]) -> Iterable[Mapping[str, object]]:

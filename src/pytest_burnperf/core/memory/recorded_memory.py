@@ -1,0 +1,122 @@
+"""A benchmark's memory as a run recorded it (the ``memory`` of a ``--perf-json`` result, the
+memory of a result in the results store), read back strictly and judged against another
+recorded run's by the rule a run judges by (:func:`~.memory_verdict.judge`): ``burnperf
+compare``, ``burnperf compare-history``. No pytest here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from pytest_burnperf.core.memory.allocations import Allocations, AllocationsError
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, key_changes, located
+
+
+@dataclass(frozen=True)
+class RecordedMemory:
+    """What a run kept of a benchmark's memory: the figures judged (None where its calls
+    allocated differently: ``reason`` says how), the key they were tracked under, where the
+    calls allocated, and the marker's ``max_memory``."""
+
+    figures: Allocations | None
+    key: Mapping[str, object] = field(default_factory=dict)
+    reason: str = ""
+    sites: Mapping[str, int] = field(default_factory=dict)
+    ceiling: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """What the store keeps (read back by :meth:`from_json`)."""
+        return {
+            "figures": None if self.figures is None else self.figures.to_json(),
+            "key": dict(self.key),
+            "reason": self.reason,
+            "sites": dict(self.sites),
+            "max_memory_bytes": self.ceiling,
+        }
+
+    @classmethod
+    def from_json(cls, doc: object, where: str) -> RecordedMemory:
+        """A result's ``memory`` object (core/records/results.Result.as_json, or
+        :meth:`to_json`'s); :class:`AllocationsError` naming ``where`` and the field at fault."""
+        if not isinstance(doc, Mapping):
+            raise AllocationsError(f"{where}: must be an object, got {doc!r:.60}")
+        figures = doc.get("figures")
+        key = doc.get("key")
+        if key is not None and not isinstance(key, Mapping):
+            raise AllocationsError(f"{where}.key: must be an object or null, got {key!r:.60}")
+        sites = doc.get("sites")
+        if sites is not None and not (
+            isinstance(sites, Mapping)
+            and all(
+                isinstance(s, str) and isinstance(n, int) and not isinstance(n, bool)
+                for s, n in sites.items()
+            )
+        ):
+            raise AllocationsError(
+                f"{where}.sites: must map each allocating line to its bytes, got {sites!r:.60}"
+            )
+        ceiling = doc.get("max_memory_bytes")
+        if ceiling is not None and (
+            isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling <= 0
+        ):
+            raise AllocationsError(
+                f"{where}.max_memory_bytes: must be a whole number over 0 or null, "
+                f"got {ceiling!r:.60}"
+            )
+        reason = doc.get("reason")
+        return cls(
+            figures=None if figures is None else Allocations.from_json(figures, f"{where}.figures"),
+            key=dict(key or {}),
+            reason=reason if isinstance(reason, str) else "",
+            sites=dict(sites or {}),
+            ceiling=ceiling,
+        )
+
+
+def judge_recorded(
+    now: RecordedMemory,
+    before: RecordedMemory | None,
+    *,
+    threshold: float | None,
+    before_name: str,
+) -> MemoryVerdict:
+    """``now`` judged against ``before`` (``before_name`` says which run that was, for the
+    reasons) as a run judges against a memory baseline: calls that varied are said, memory
+    tracked under another key is not compared, the marker's ``max_memory`` still holds."""
+    if now.figures is None:
+        return MemoryVerdict(
+            "varies", None, reason=now.reason or "its calls allocated differently in this run"
+        )
+    if before is not None and before.figures is not None:
+        verdict = judge(
+            [now.figures],
+            before.figures,
+            key=now.key,
+            baseline_key=before.key,
+            threshold=threshold,
+            ceiling=now.ceiling,
+        )
+        if verdict.status == "incomparable":
+            said = key_changes(now.key, before.key)
+            verdict = replace(
+                verdict,
+                reason=f"{before_name} tracked its memory under another key ({said}): not compared",
+            )
+        return located(verdict, now.sites, before.sites)
+    verdict = judge(
+        [now.figures],
+        None,
+        key=now.key,
+        baseline_key=None,
+        threshold=threshold,
+        ceiling=now.ceiling,
+    )
+    if verdict.status != "no-baseline":
+        return verdict
+    why = (
+        f"{before_name} kept no memory figures for it"
+        if before is None
+        else f"its calls allocated differently in {before_name}"
+    )
+    return replace(verdict, reason=why)
