@@ -16,8 +16,9 @@ pytest processes.
     python -m validation.memory_gate --json docs/data/memory-gate.json [--sessions 6]
     python -m validation.memory_gate --json OUT.json --gpu --sessions 2 --walls 0 --hog 0
 
-``--gpu``: the plant on torch-cuda instead (a tensor of the input's size held on the GPU), and
-no shipped suite: the caching allocator's counters, on a lent GPU.
+``--gpu``: the plant on torch-cuda and cupy instead (an array of the input's size held on the
+GPU), and no shipped suite: torch's caching allocator's counters and a hook on cupy's pool, on
+a lent GPU.
 
 The A/A and planted sessions time with ``--perf-measure time --perf-quick``: the memory
 verdict does not depend on how the time was taken, and one round keeps a session short.
@@ -118,6 +119,23 @@ def test_cuda_scale(perf):
     def f():
         if PLANT:
             t = a.clone()
+            out = a * 2.0
+            del t
+            return out
+        return a * 2.0
+
+    perf(f)
+
+
+@pytest.mark.perf(backends=["cupy"], dtypes=["f32"])
+def test_cupy_scale(perf):
+    import cupy
+
+    a = cupy.random.random(N, dtype=cupy.float32)
+
+    def f():
+        if PLANT:
+            t = a.copy()
             out = a * 2.0
             del t
             return out

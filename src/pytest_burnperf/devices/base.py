@@ -138,8 +138,9 @@ class DeviceBase:
 
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         return (
-            f"memory per call is not tracked on {self.id} yet (the CPU's numpy, torch and "
-            "Python allocations are)"
+            f"memory per call is not tracked on {self.id}: its API does not say what a call "
+            "allocated (tracked: numpy, torch and Python on the CPU, torch on CUDA and ROCm, "
+            "cupy)"
         )
 
     def precision(self) -> dict[str, object]:

@@ -46,8 +46,10 @@ class MemoryTracking:
     )
     blind_to: str = (
         "Python's small objects (inside its arenas: which call maps one depends on what ran "
-        "before), what is freed and reallocated at once inside the peak, memory a GPU holds "
-        "(not tracked yet), and time: a slower call of the same bytes is the clock's"
+        "before), what is freed and reallocated at once inside the peak, a GPU's allocations "
+        "outside torch's caching allocator and cupy's pool (cuBLAS workspaces), OpenCL's and "
+        "Vulkan's (their APIs do not say), and time: a slower call of the same bytes is the "
+        "clock's"
     )
 
     def applies(self, situation: Situation) -> bool:

@@ -42,6 +42,8 @@ class FileFormatError(Exception):
     """A file that cannot be used. ``str()`` is ``path: field: problem`` (field may be empty)."""
 
     def __init__(self, path: Path, problem: str, field: str = "") -> None:
+        # a field's name may hold a key from the file: escaped, so no line of its own
+        field, problem = escape(field), escape(problem)
         super().__init__(f"{path}: {field + ': ' if field else ''}{problem}")
         self.path = path
         self.field = field

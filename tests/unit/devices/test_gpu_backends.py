@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_burnperf.core.clocks import GraphCaptureError
+from pytest_burnperf.core.memory.allocations import Allocations
 from pytest_burnperf.devices.backends import cupy_backend, torch_backend
 from pytest_burnperf.devices.base import graph_unsupported
 from pytest_burnperf.devices.device_errors import device_error
@@ -765,6 +766,41 @@ def test_cupy_times_meters_and_flushes_inside_its_device() -> None:
         cupy_backend.peak_hook = real  # type: ignore[assignment]
     assert "enter 1" in FakeCupyDevice.log
     assert "memory hook" in gpu.fingerprint()["memory_meter"]
+
+
+def test_cupy_memory_per_call_from_a_hook_on_its_pool() -> None:
+    """Each tracked call gets its own hook: the blocks the pool handed out (reused or not),
+    their bytes and the high-water mark above the call's start; a block allocated before the
+    call and freed in it does not lower the figures."""
+    gpu = cupy_backend.probe(fake_cupy(count=1)).devices[0]
+    hooks: list[Any] = []
+    real = cupy_backend.peak_hook
+
+    def keep(cp: Any) -> Any:
+        hooks.append(real(cp))
+        return hooks[-1]
+
+    def make_call() -> tuple[Any, Any]:
+        def call() -> None:  # a 1 MiB temporary freed, then the 1 MiB result kept
+            hook = hooks[-1]
+            hook.malloc_postprocess(device_id=0, size=10**6, mem_size=2**20, mem_ptr=1, pmem_id=1)
+            hook.malloc_postprocess(device_id=0, size=10**6, mem_size=2**20, mem_ptr=2, pmem_id=2)
+            hook.free_postprocess(device_id=0, mem_size=2**20, mem_ptr=1, pmem_id=1)
+            hook.free_postprocess(device_id=0, mem_size=2**20, mem_ptr=77, pmem_id=7)  # older
+
+        ran.append("call")
+        return call, lambda: ran.append("after")
+
+    ran: list[str] = []
+    cupy_backend.peak_hook = keep  # type: ignore[assignment]
+    try:
+        got = gpu.memory_per_call(make_call, calls=3)
+    finally:
+        cupy_backend.peak_hook = real  # type: ignore[assignment]
+    assert not isinstance(got, str)
+    assert got.calls == [Allocations(allocated=2 * 2**20, count=2, peak=2 * 2**20)] * 3
+    assert got.meter == cupy_backend.POOL_METER and len(hooks) == 3
+    assert ran == ["call", "after"] * 3
 
 
 def test_the_flush_clears_the_infinity_cache_too() -> None:

@@ -96,6 +96,12 @@ def test_opencl_device_has_no_array_namespace_and_says_what_to_use() -> None:
     dev = opencl_backend.probe(fake_cl([FakePlatform("pocl", [FakeCLDevice("x", 2)])])).devices[0]
     with pytest.raises(AttributeError, match="opencl-pocl-cpu0 has no array namespace"):
         dev.xp  # noqa: B018
+    # nor a query of what a call allocated: its memory per call is said, not tracked
+    said = dev.memory_per_call(lambda: (lambda: None, None))
+    assert said == (
+        "memory per call is not tracked on opencl-pocl-cpu0: its API does not say what a call "
+        "allocated (tracked: numpy, torch and Python on the CPU, torch on CUDA and ROCm, cupy)"
+    )
 
 
 class FakeAdapter:

@@ -117,3 +117,11 @@ def test_a_valid_file_reads_back_exactly(tmp_path: Path) -> None:
 def test_escape_makes_control_characters_visible() -> None:
     assert escape("plain ünïcode") == "plain ünïcode"
     assert escape("a\nb\x1b[2J\x7f\x9b") == "a\\x0ab\\x1b[2J\\x7f\\x9b"
+
+
+def test_a_field_named_by_a_key_of_the_file_is_escaped(tmp_path: Path) -> None:
+    """A key from the file (a baseline's host_probe holds any names) with a newline in it
+    cannot start a line of its own in the message (found by tests/reliability's fuzzing)."""
+    exc = FileFormatError(tmp_path / "b.json", "must be a number, got false", "probe.\n\x1b[2J")
+    assert "\n" not in str(exc) and "\x1b" not in str(exc)
+    assert str(exc).endswith("probe.\\x0a\\x1b[2J: must be a number, got false")

@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.clocks import GraphCaptureError
 from pytest_burnperf.core.judging.precision import cupy_modes
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.core.timing import Capture
 from pytest_burnperf.devices.base import (
     GRAPH_DEVICES,
     NUMPY_DTYPE_NAMES,
     DeviceBase,
+    MakeCall,
     Probe,
     capture_failure,
     fill_random,
@@ -46,10 +49,15 @@ extern "C" __global__ void burnperf_spin(long long cycles) {
 """
 
 
+#: The meter of cupy's memory per call, as the memory key names it.
+POOL_METER = "cupy memory pool (memory hook)"
+
+
 def peak_hook(cupy: ModuleType) -> cp.cuda.MemoryHook:
     """A ``cupy.cuda.MemoryHook`` that follows the bytes in use from the pool (every
     ``malloc``/``free`` of a pool block, whether the pool reused it or allocated it) and keeps
-    their high-water mark above the level at entry, as ``peak``."""
+    their high-water mark above the level at entry, as ``peak``; ``allocated`` and ``count``
+    sum the blocks handed out (the pool's rounded sizes) and their number."""
 
     class PeakHook(cupy.cuda.MemoryHook):  # type: ignore[name-defined,misc]  # cupy: no types
         name = "burnperf_peak"
@@ -59,12 +67,16 @@ def peak_hook(cupy: ModuleType) -> cp.cuda.MemoryHook:
             self.live: dict[int, int] = {}
             self.used = 0
             self.peak = 0
+            self.allocated = 0
+            self.count = 0
 
         def malloc_postprocess(self, **kw: object) -> None:
             size = _whole(kw.get("mem_size") or kw.get("size"))
             self.live[_whole(kw.get("mem_ptr"))] = size
             self.used += size
             self.peak = max(self.peak, self.used)
+            self.allocated += size
+            self.count += 1
 
         def free_postprocess(self, **kw: object) -> None:
             self.used -= self.live.pop(_whole(kw.get("mem_ptr")), 0)
@@ -239,6 +251,24 @@ class CupyDevice(DeviceBase):
             call()
             self.sync()
         return int(hook.peak)
+
+    def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
+        """Each call's blocks from cupy's pool, from one memory hook per call: bytes and blocks
+        handed out (the pool's rounded sizes, reused blocks included) and the high-water mark
+        above the call's start. Allocations outside the pool (cuBLAS and cuFFT workspaces,
+        another library's allocator) are not seen."""
+        out = []
+        for _ in range(calls):
+            call, after = make_call()
+            hook = peak_hook(self._cp)
+            self.sync()
+            with self._dev, hook:
+                call()
+                self.sync()
+            out.append(Allocations(allocated=hook.allocated, count=hook.count, peak=hook.peak))
+            if after is not None:
+                after()
+        return MemoryCalls(out, POOL_METER, {})
 
     def fingerprint(self) -> dict[str, object]:
         cp, p = self._cp, self._props
