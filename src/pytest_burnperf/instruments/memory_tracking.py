@@ -68,9 +68,11 @@ class MemoryTracking:
         ceiling: int | None = None,
         baseline_sites: Mapping[str, int] | None = None,
         seconds_per_call: float | None = None,
+        threads: int | None = None,
     ) -> Tracked | str:
-        """Track a few calls on ``device`` and judge them against ``baseline`` and the
-        marker's ``ceiling`` (``max_memory``); or why this device's memory is not tracked."""
+        """Track a few calls on ``device`` (run with ``threads`` threads) and judge them
+        against ``baseline`` and the marker's ``ceiling`` (``max_memory``); or why this
+        device's memory is not tracked."""
         long = seconds_per_call is not None and seconds_per_call * TRACKED_CALLS > BUDGET_S
         start = time.perf_counter()
         got = device.memory_per_call(make_call, 2 if long else TRACKED_CALLS)
@@ -78,7 +80,7 @@ class MemoryTracking:
         if isinstance(got, str):
             return got
         calls = got.calls
-        key = memory_key(fingerprint, got.meter, interpreter_allocation())
+        key = memory_key(fingerprint, got.meter, interpreter_allocation(), threads)
         # the first call may still fill a cache or map what later calls reuse: the others judge
         verdict = judge(
             calls[1:] or calls,

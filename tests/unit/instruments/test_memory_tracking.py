@@ -100,3 +100,20 @@ def test_long_calls_get_two_tracked_calls_short_ones_three() -> None:
         device = _Device(MemoryCalls(calls, "allocator (test)", {}))
         _track(device, seconds_per_call=seconds)
         assert device.asked == [asked], seconds
+
+
+def test_the_threads_a_benchmark_runs_with_are_in_its_memory_key() -> None:
+    """OpenBLAS and torch keep a buffer per thread: figures tracked with 4 threads are of
+    another key than a baseline of 1 (said, not a regression)."""
+    calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
+    one = _track(_Device(MemoryCalls(calls, "allocator (test)", {})), threads=1)
+    assert isinstance(one, Tracked) and one.key["threads"] == 1
+    more = [Allocations(allocated=3 << 19, count=2, peak=3 << 19)] * 3
+    four = _track(
+        _Device(MemoryCalls(more, "allocator (test)", {})),
+        calls[0],
+        baseline_key=one.key,
+        threads=4,
+    )
+    assert isinstance(four, Tracked) and four.verdict.status == "incomparable"
+    assert "threads: 1 -> 4" in four.verdict.reason

@@ -50,7 +50,10 @@ class Allocations:
 
 
 def memory_key(
-    fingerprint: Mapping[str, object], meter: str, interpreter: str = "default"
+    fingerprint: Mapping[str, object],
+    meter: str,
+    interpreter: str = "default",
+    threads: int | None = None,
 ) -> dict[str, object]:
     """What makes two benchmarks' memory figures comparable: the ``meter`` that read them, the
     Python (its objects' sizes), the platform, the device's library and its versions, the code
@@ -58,7 +61,9 @@ def memory_key(
     scratch buffers; not the BLAS core, whose buffers are allocated once, before any tracked
     call), a GPU's compute capability (its kernels' workspaces), and the ``interpreter``'s
     settings that decide what the allocator sees (``PYTHONMALLOC=malloc`` sends every small
-    object to it; tracemalloc allocates beside each allocation it traces; ``-X dev``)."""
+    object to it; tracemalloc allocates beside each allocation it traces; ``-X dev``), and the
+    ``threads`` the benchmark runs with (OpenBLAS and torch keep a buffer per thread: 4 threads
+    instead of 1 moved 11 of 119 shipped benchmarks' figures, docs/validation.md)."""
     dispatch = fingerprint.get("dispatch")
     return {
         "meter": meter,
@@ -71,4 +76,5 @@ def memory_key(
         else None,
         "capability": fingerprint.get("capability"),
         "interpreter": interpreter,
+        "threads": threads,
     }

@@ -375,6 +375,7 @@ class PerfBase:
                     ceiling=ceiling,
                     baseline_sites=None if base is None else base.memory_sites,
                     seconds_per_call=_seconds_per_call(result),
+                    threads=self.settings.threads,
                 )
             if not isinstance(tracked, str):
                 result = replace(result, memory=tracked.verdict, memory_key=tracked.key)
