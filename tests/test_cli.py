@@ -350,3 +350,67 @@ def test_compare_history_judges_memory_against_the_newest_stored_run_that_tracke
     out = capsys.readouterr().out
     assert "t.py::test_a: memory regressed: peak +4.0 MiB (+50.0%)" in out
     assert "grew at add (t.py:9) [c = a + b] +4.0 MiB" in out
+
+
+def _counts_key() -> dict[str, object]:
+    from pytest_burnperf.core.counting.counts_key import KEY_FIELDS
+
+    return {name: f"{name} here" for name in KEY_FIELDS}
+
+
+COUNTS_KEY = _counts_key()
+
+
+def counted_file(path: Path, factor: float, *, numpy: str = "2.4.6") -> Path:
+    """A results file whose one benchmark was counted (instructions per counted call)."""
+    calls = [factor * 1_000_000 + i for i in range(8)]
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "pytest-burnperf-results",
+                "version": 1,
+                "results": [
+                    {
+                        "test": "t.py::test_a",
+                        "timer": "counts",
+                        "samples": calls,
+                        "runs": [calls],
+                        "counts": {
+                            "instructions": calls,
+                            "interpreter": 0.1,
+                            "key": {**COUNTS_KEY, "libraries": {"numpy": numpy}},
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    return path
+
+
+def test_compare_judges_counted_results_by_the_counts_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Counts are judged as the run judged them (their minimum effect, no between-process
+    prior): the same counts are unchanged, +5% regressed; another key or a timed side is said."""
+    old = counted_file(tmp_path / "old.json", 1.0)
+    assert main(["compare", str(old), str(counted_file(tmp_path / "same.json", 1.0))]) == 0
+    assert capsys.readouterr().out.startswith("unchanged      +0.00% 1.00 M instr")
+    assert main(["compare", str(old), str(counted_file(tmp_path / "more.json", 1.05))]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("regressed      +5.00%")
+    assert "t.py::test_a: instructions per call 1.00 M -> 1.05 M (+5.00%" in out
+    other = counted_file(tmp_path / "other.json", 1.05, numpy="2.5.0")
+    assert main(["compare", str(old), str(other)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("incomparable")
+    assert "  counts baseline recorded with numpy 2.4.6, this run has 2.5.0" in out
+    timed = results_file(tmp_path / "timed.json", 1.0)
+    assert main(["compare", str(timed), str(old)]) == 0
+    assert "incomparable" in capsys.readouterr().out
+    bad = counted_file(tmp_path / "bad.json", 1.0)
+    doc = json.loads(bad.read_text())
+    doc["results"][0]["counts"]["key"] = "numpy"
+    bad.write_text(json.dumps(doc))
+    assert main(["compare", str(old), str(bad)]) == 2
+    assert "results[0].counts.key: must be an object" in capsys.readouterr().err

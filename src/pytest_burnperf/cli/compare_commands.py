@@ -20,13 +20,30 @@ from pytest_burnperf.cli.arguments import (
     time_threshold,
 )
 from pytest_burnperf.core import measures
+from pytest_burnperf.core.counting import counts as counted
+from pytest_burnperf.core.counting.counts_key import key_difference
+from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.outcome import memory_fails
-from pytest_burnperf.core.judging.verdict import REGRESSED, Policy, failure_message, judge
+from pytest_burnperf.core.judging.verdict import (
+    INCOMPARABLE,
+    REGRESSED,
+    Policy,
+    Verdict,
+    failure_message,
+    judge,
+    not_comparable,
+)
 from pytest_burnperf.core.memory.allocations import AllocationsError
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, memory_summary
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
 from pytest_burnperf.core.text import format_time
-from pytest_burnperf.report.results_json import read_memory, read_results, result_timers
+from pytest_burnperf.report.results_json import (
+    CountsRecord,
+    read_counts,
+    read_memory,
+    read_results,
+    result_timers,
+)
 from pytest_burnperf.storage.history import redact
 from pytest_burnperf.storage.history.query import against_history, memory_before
 from pytest_burnperf.storage.jsonfile import FileFormatError
@@ -40,12 +57,51 @@ def _load_results(path: Path) -> dict[str, list[list[float]]]:
         raise InputError(str(exc)) from None
 
 
+def _load_counts(path: Path) -> dict[str, CountsRecord]:
+
+    try:
+        return read_counts(path)
+    except FileFormatError as exc:
+        raise InputError(str(exc)) from None
+
+
 def _load_memory(path: Path) -> dict[str, RecordedMemory]:
 
     try:
         return read_memory(path)
     except FileFormatError as exc:
         raise InputError(str(exc)) from None
+
+
+def _counts_verdict(
+    test: str,
+    old: list[list[float]] | None,
+    new: list[list[float]],
+    old_counts: CountsRecord | None,
+    new_counts: CountsRecord,
+    args: argparse.Namespace,
+) -> Verdict:
+    """A counted benchmark judged as the plugin judges counts (core/counting/counts.judge_counts:
+    its minimum effect, the interpreter's share), where both files counted it under one key."""
+    values = [v for run in new for v in run]
+    if old is None or old_counts is None:
+        base = None if old is None else [v for run in old for v in run]
+        if base is None:
+            return counted.judge_counts(None, values, alpha_each=args.alpha)
+        return not_comparable(
+            values, base, f"{args.old} timed it, {args.new} counted it", Cause.COUNTS_KEY
+        )
+    diff = key_difference(old_counts.key, new_counts.key)
+    base = [v for run in old for v in run]
+    if diff:
+        return not_comparable(values, base, diff, Cause.COUNTS_KEY)
+    return counted.judge_counts(
+        base,
+        values,
+        alpha_each=args.alpha,
+        interpreter=max(old_counts.interpreter, new_counts.interpreter),
+        threshold=args.threshold,
+    )
 
 
 def _memory_said(test: str, verdict: MemoryVerdict) -> bool:
@@ -68,17 +124,32 @@ def cmd_compare(args: argparse.Namespace) -> int:
     policy = Policy(alpha=args.alpha, threshold=time_threshold(args))
     regressed = 0
     memory: list[str] = []
+    old_counts, new_counts = _load_counts(args.old), _load_counts(args.new)
     for test in sorted(new):
-        v = judge(old.get(test), new[test], policy)
-        change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
         timer = timers.get(test, "host")  # a counted result's values are instructions
         shown = measures.of_field(timer)
+        if test in new_counts:  # judged by the counts rule, as the run judged it
+            v = _counts_verdict(
+                test, old.get(test), new[test], old_counts.get(test), new_counts[test], args
+            )
+        else:
+            v = judge(old.get(test), new[test], policy)
+        change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
+        if test in new_counts and v.change_pct is not None:
+            change = f"{v.change_pct:+.2f}%"
         base = "-" if v.baseline_median is None else shown.format(v.baseline_median)
         now = shown.format(v.current_median)
         print(f"{v.status:<12} {change:>8} {base:>10} -> {now:>10}  {test}")
         failed = v.status == REGRESSED
+        if test in new_counts and v.status == INCOMPARABLE:
+            print(f"  {v.reason}")  # why the counts do not compare
         if failed:
-            print(f"  {failure_message(test, v, policy)}")
+            said = (
+                counted.counts_failure(test, v)
+                if test in new_counts
+                else failure_message(test, v, policy)
+            )
+            print(f"  {said}")
         if test in new_memory:
             mv = judge_recorded(
                 new_memory[test],

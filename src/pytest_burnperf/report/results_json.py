@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_burnperf.core import measures
@@ -67,6 +68,33 @@ def read_results(path: Path) -> dict[str, list[list[float]]]:
             out[test] = [values(run, f"{where}.runs[{j}]") for j, run in enumerate(runs)]
         else:
             out[test] = [values(r.get("samples"), f"{where}.samples")]
+    return out
+
+
+@dataclass(frozen=True)
+class CountsRecord:
+    """What a counted result keeps beside its instructions: the key they compare under and the
+    share of them the Python interpreter ran (core/counting/counts.judge_counts)."""
+
+    key: dict[str, object]
+    interpreter: float
+
+
+def read_counts(path: Path) -> dict[str, CountsRecord]:
+    """The counts record of each counted result (``timer`` ``counts``) of a ``--perf-json``
+    file read by :func:`read_results` first. Raises FileFormatError naming the field at
+    fault."""
+    doc = read_json(path)
+    f = Fields(path)
+    out: dict[str, CountsRecord] = {}
+    for i, r in enumerate(doc.get("results") or [] if isinstance(doc, dict) else []):
+        if not isinstance(r, dict) or not measures.of_field(r.get("timer")).counted:
+            continue
+        counts = f.obj(r.get("counts"), f"results[{i}].counts")
+        key = f.obj(counts.get("key"), f"results[{i}].counts.key")
+        share = counts.get("interpreter", 0.0)
+        interpreter = f.number(share, f"results[{i}].counts.interpreter", low=0.0, high=1.0)
+        out[str(r.get("test"))] = CountsRecord(dict(key), float(interpreter))
     return out
 
 
