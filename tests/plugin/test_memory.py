@@ -99,6 +99,7 @@ def test_a_held_temporary_fails_its_test_by_memory_while_its_time_is_unchanged(
     key = memory["key"]
     assert isinstance(key, dict) and key["meter"] == "allocator (memray)"
     assert key["versions"] == {"numpy": np_version()}
+    assert key["threads"] == 1  # the benchmark's thread count (--perf-threads' default)
     # calls that allocate differently are not recorded: nothing to compare with later
     assert "memory" not in entries["test_resized[numpy-cpu-f64]"]
 
