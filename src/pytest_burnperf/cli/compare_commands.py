@@ -74,32 +74,34 @@ def _load_memory(path: Path) -> dict[str, RecordedMemory]:
 
 
 def _counts_verdict(
-    test: str,
     old: list[list[float]] | None,
     new: list[list[float]],
     old_counts: CountsRecord | None,
-    new_counts: CountsRecord,
+    new_counts: CountsRecord | None,
+    old_counted: bool,
     args: argparse.Namespace,
 ) -> Verdict:
     """A counted benchmark judged as the plugin judges counts (core/counting/counts.judge_counts:
-    its minimum effect, the interpreter's share), where both files counted it under one key."""
+    its minimum effect, the interpreter's share), where both files counted it under one key (a
+    file without the counts' record, one made by hand, is compared without its key)."""
     values = [v for run in new for v in run]
-    if old is None or old_counts is None:
-        base = None if old is None else [v for run in old for v in run]
-        if base is None:
-            return counted.judge_counts(None, values, alpha_each=args.alpha)
+    if old is None:
+        return counted.judge_counts(None, values, alpha_each=args.alpha)
+    base = [v for run in old for v in run]
+    if not old_counted:
         return not_comparable(
             values, base, f"{args.old} timed it, {args.new} counted it", Cause.COUNTS_KEY
         )
-    diff = key_difference(old_counts.key, new_counts.key)
-    base = [v for run in old for v in run]
-    if diff:
-        return not_comparable(values, base, diff, Cause.COUNTS_KEY)
+    if old_counts is not None and new_counts is not None:
+        diff = key_difference(old_counts.key, new_counts.key)
+        if diff:
+            return not_comparable(values, base, diff, Cause.COUNTS_KEY)
+    shares = [c.interpreter for c in (old_counts, new_counts) if c is not None]
     return counted.judge_counts(
         base,
         values,
         alpha_each=args.alpha,
-        interpreter=max(old_counts.interpreter, new_counts.interpreter),
+        interpreter=max(shares, default=0.0),
         threshold=args.threshold,
     )
 
@@ -125,29 +127,41 @@ def cmd_compare(args: argparse.Namespace) -> int:
     regressed = 0
     memory: list[str] = []
     old_counts, new_counts = _load_counts(args.old), _load_counts(args.new)
+    old_timers = result_timers(args.old)
     for test in sorted(new):
         timer = timers.get(test, "host")  # a counted result's values are instructions
         shown = measures.of_field(timer)
-        if test in new_counts:  # judged by the counts rule, as the run judged it
+        is_counted = shown.counted
+        if is_counted:  # judged by the counts rule, as the run judged it
             v = _counts_verdict(
-                test, old.get(test), new[test], old_counts.get(test), new_counts[test], args
+                old.get(test),
+                new[test],
+                old_counts.get(test),
+                new_counts.get(test),
+                measures.of_field(old_timers.get(test, "host")).counted,
+                args,
+            )
+        elif test in old and measures.of_field(old_timers.get(test, "host")).counted:
+            v = not_comparable(
+                [x for run in new[test] for x in run],
+                [x for run in old[test] for x in run],
+                f"{args.old} counted it, {args.new} timed it",
+                Cause.COUNTS_KEY,
             )
         else:
             v = judge(old.get(test), new[test], policy)
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
-        if test in new_counts and v.change_pct is not None:
+        if is_counted and v.change_pct is not None:
             change = f"{v.change_pct:+.2f}%"
         base = "-" if v.baseline_median is None else shown.format(v.baseline_median)
         now = shown.format(v.current_median)
         print(f"{v.status:<12} {change:>8} {base:>10} -> {now:>10}  {test}")
         failed = v.status == REGRESSED
-        if test in new_counts and v.status == INCOMPARABLE:
+        if v.status == INCOMPARABLE and v.reason:
             print(f"  {v.reason}")  # why the counts do not compare
         if failed:
             said = (
-                counted.counts_failure(test, v)
-                if test in new_counts
-                else failure_message(test, v, policy)
+                counted.counts_failure(test, v) if is_counted else failure_message(test, v, policy)
             )
             print(f"  {said}")
         if test in new_memory:

@@ -82,13 +82,15 @@ class CountsRecord:
 
 def read_counts(path: Path) -> dict[str, CountsRecord]:
     """The counts record of each counted result (``timer`` ``counts``) of a ``--perf-json``
-    file read by :func:`read_results` first. Raises FileFormatError naming the field at
-    fault."""
+    file read by :func:`read_results` first, where it has one. Raises FileFormatError naming
+    the field at fault."""
     doc = read_json(path)
     f = Fields(path)
     out: dict[str, CountsRecord] = {}
     for i, r in enumerate(doc.get("results") or [] if isinstance(doc, dict) else []):
         if not isinstance(r, dict) or not measures.of_field(r.get("timer")).counted:
+            continue
+        if r.get("counts") is None:  # a file made by hand, or before results kept it
             continue
         counts = f.obj(r.get("counts"), f"results[{i}].counts")
         key = f.obj(counts.get("key"), f"results[{i}].counts.key")
