@@ -416,3 +416,29 @@ def test_compare_judges_counted_results_by_the_counts_rule(
     bad.write_text(json.dumps(doc))
     assert main(["compare", str(old), str(bad)]) == 2
     assert "results[0].counts.key: must be an object" in capsys.readouterr().err
+
+
+def test_compare_history_judges_counted_results_by_the_counts_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("ruptures")
+    store = ["--store", str(tmp_path / "h.sqlite")]
+
+    def run(name: str, factor: float) -> Path:
+        path = counted_file(tmp_path / name, factor)
+        doc = json.loads(path.read_text())
+        doc["machine"] = {"hardware_class": "x86-64-v3-f23m49"}
+        doc["created"] = f"2026-11-29T10:00:{len(name):02d}+00:00"
+        path.write_text(json.dumps(doc))
+        return path
+
+    for name in ("a.json", "bb.json"):
+        assert main(["import-results", *store, str(run(name, 1.0))]) == 0
+    capsys.readouterr()
+    assert main(["compare-history", *store, str(run("now.json", 1.0))]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("unchanged      +0.00% 1.00 M instr -> 1.00 M instr  t.py::test_a")
+    assert "(2 stored runs)" in out
+    assert main(["compare-history", *store, str(run("more.json", 1.05))]) == 1
+    assert "t.py::test_a: instructions per call 1.00 M -> 1.05 M (+5.00%" in capsys.readouterr().out

@@ -110,7 +110,13 @@ def test_a_version_1_store_gains_the_memory_columns_on_postgresql(database: str)
     with Store(database) as store:
         store.record(_doc(0, 0))
         with store.engine.begin() as conn:
-            for col in ("memory_peak", "memory_allocated", "memory_allocations", "memory"):
+            for col in (
+                "memory_peak",
+                "memory_allocated",
+                "memory_allocations",
+                "memory",
+                "counts",
+            ):
                 conn.execute(sa.text(f"ALTER TABLE burnperf_results DROP COLUMN {col}"))
             conn.execute(sa.text("UPDATE burnperf_meta SET value = '1'"))
     doc = _doc(0, 1)

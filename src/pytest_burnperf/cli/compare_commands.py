@@ -36,7 +36,6 @@ from pytest_burnperf.core.judging.verdict import (
 from pytest_burnperf.core.memory.allocations import AllocationsError
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, memory_summary
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
-from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.results_json import (
     CountsRecord,
     read_counts,
@@ -190,7 +189,14 @@ def cmd_compare_history(args: argparse.Namespace) -> int:
             before = memory_before(doc, points)
         except AllocationsError as exc:
             raise InputError(f"{redact(store.url)}: {exc}") from None
-    judged = against_history(doc, points, alpha=args.alpha, threshold=time_threshold(args))
+    judged = against_history(
+        doc,
+        points,
+        alpha=args.alpha,
+        threshold=time_threshold(args),
+        threshold_given=args.threshold,
+    )
+    timers = result_timers(args.new)
     policy = Policy(
         alpha=args.alpha, threshold=time_threshold(args), comparisons=max(1, len(judged))
     )
@@ -198,15 +204,25 @@ def cmd_compare_history(args: argparse.Namespace) -> int:
     memory: list[str] = []
     where = f"the last {args.last} runs" + (f" on {args.branch}" if args.branch else "")
     for test, v, used in judged:
+        shown = measures.of_field(timers.get(test, "host"))
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
-        base = "-" if v.baseline_median is None else format_time(v.baseline_median)
+        if shown.counted and v.change_pct is not None:
+            change = f"{v.change_pct:+.2f}%"
+        base = "-" if v.baseline_median is None else shown.format(v.baseline_median)
         print(
-            f"{v.status:<12} {change:>8} {base:>10} -> {format_time(v.current_median):>10}  "
+            f"{v.status:<12} {change:>8} {base:>10} -> {shown.format(v.current_median):>10}  "
             f"{test}  ({used} stored runs)"
         )
         failed = v.status == REGRESSED
+        if v.status == INCOMPARABLE and v.reason:
+            print(f"  {v.reason}")
         if failed:
-            print(f"  {failure_message(test, v, policy)}")
+            said = (
+                counted.counts_failure(test, v)
+                if shown.counted
+                else failure_message(test, v, policy)
+            )
+            print(f"  {said}")
         if test in now_memory:
             was, name = before.get(test, (None, f"{where} of the same hardware class"))
             mv = judge_recorded(now_memory[test], was, threshold=args.threshold, before_name=name)

@@ -213,7 +213,13 @@ def test_a_version_1_store_gains_the_memory_columns(url: str) -> None:
     with Store(url) as s:
         s.record(doc(0))
         with s.engine.begin() as conn:  # back to version 1's table
-            for col in ("memory_peak", "memory_allocated", "memory_allocations", "memory"):
+            for col in (
+                "memory_peak",
+                "memory_allocated",
+                "memory_allocations",
+                "memory",
+                "counts",
+            ):
                 conn.execute(sa.text(f"ALTER TABLE burnperf_results DROP COLUMN {col}"))
             conn.execute(sa.text("UPDATE burnperf_meta SET value = '1'"))
     with Store(url) as s:
@@ -420,3 +426,63 @@ def test_judged_against_the_last_runs(url: str) -> None:
     assert v.status == "regressed" and v.runs_baseline == 15 and v.runs_current == 3
     same = dict((t, v) for t, v, _ in against_history(doc(11), pts, alpha=0.01, threshold=0.05))
     assert {v.status for v in same.values()} == {"unchanged"}
+
+
+def counted_doc(i: int, level: float = 1e6, numpy: str = "2.4.6", **kw: Any) -> dict[str, Any]:
+    """``doc(i)`` with its first result counted: instructions per call, with the counts' key."""
+    from pytest_burnperf.core.counting.counts_key import KEY_FIELDS
+
+    d = doc(i, **kw)
+    calls = [level + k for k in range(8)]
+    d["results"][0].update(
+        timer="counts",
+        runs=[calls],
+        counts={
+            "instructions": calls,
+            "interpreter": 0.2,
+            "key": {
+                **{name: f"{name} here" for name in KEY_FIELDS},
+                "libraries": {"numpy": numpy},
+            },
+        },
+    )
+    return d
+
+
+def test_counted_results_are_judged_against_the_stored_counts_of_their_key(url: str) -> None:
+    """compare-history judges a counted result by the counts rule against the stored runs that
+    counted it under its key (the time rule's prior would call equal counts inconclusive)."""
+    with Store(url) as s:
+        for i in range(3):
+            s.record(counted_doc(i))
+        s.record(counted_doc(3, numpy="2.5.0"))  # another key: not a baseline for 2.4.6
+        pts = s.points(last=20, with_runs=True)
+    test = "t.py::test_a[numpy-cpu-f32]"
+
+    def verdict(d: dict[str, Any]) -> tuple[str, int, str]:
+        v, used = {t: (v, n) for t, v, n in against_history(d, pts, alpha=0.01, threshold=0.05)}[
+            test
+        ]
+        return v.status, used, v.reason
+
+    assert verdict(counted_doc(10))[:2] == ("unchanged", 3)
+    assert verdict(counted_doc(11, level=1.05e6))[:2] == ("regressed", 3)
+    status, used, reason = verdict(counted_doc(12, numpy="2.6.0"))
+    assert (status, used) == ("incomparable", 0)
+    assert "counts baseline recorded with numpy 2.5.0, this run has 2.6.0" in reason
+    timed = doc(13)  # the same test timed now: the stored counts are not its baseline
+    status, used, reason = verdict(timed)
+    assert (status, used, reason) == (
+        "incomparable",
+        0,
+        "the stored runs counted it; this run timed it",
+    )
+
+
+def test_a_counts_record_that_is_not_one_stores_nothing(url: str) -> None:
+    bad = counted_doc(0)
+    bad["results"][0]["counts"]["key"] = "numpy"
+    with Store(url) as s:
+        with pytest.raises(StoreError, match=r"results\[0\]\.counts: must hold a key"):
+            s.record(bad)
+        assert s.counts() == (0, 0)

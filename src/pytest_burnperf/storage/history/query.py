@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.judging.verdict import Policy, judge
+from pytest_burnperf.core import measures
+from pytest_burnperf.core.counting import counts as counted
+from pytest_burnperf.core.counting.counts_key import key_difference
+from pytest_burnperf.core.judging.abstention import Cause
+from pytest_burnperf.core.judging.verdict import Policy, Verdict, judge, not_comparable
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
 from pytest_burnperf.core.text import format_bytes, format_time
 from pytest_burnperf.storage.history.changepoints import ChangePoint, find
@@ -130,30 +134,89 @@ def against_history(
     *,
     alpha: float,
     threshold: float,
+    threshold_given: float | None = None,
 ) -> list[tuple[str, Any, int]]:
     """Each result of ``doc`` judged against the stored runs in ``points`` (same hardware class
-    and test; every process round of every stored run counts as one baseline run):
+    and test, fetched ``with_runs``): a timed result by the time rule (every process round of
+    every stored run counts as one baseline run), a counted one by the counts rule
+    (core/counting/counts.judge_counts) against the stored runs that counted it under the same
+    key, with ``threshold_given`` (the user's, or None) as the plugin judges counts:
     ``[(test, verdict, stored runs used)]``."""
 
     machine = doc.get("machine") if isinstance(doc.get("machine"), Mapping) else {}
     assert isinstance(machine, Mapping)
     hw = machine.get("hardware_class")
-    by_test: dict[str, list[list[float]]] = {}
-    used: dict[str, int] = {}
+    stored: dict[str, list[Mapping[str, object]]] = {}
     for p in points:
-        if p.get("hardware_class") != hw:
-            continue
-        rounds = [r for r in jf.rounds(p.get("runs")) if r]
-        by_test.setdefault(str(p["test"]), []).extend(rounds)
-        used[str(p["test"])] = used.get(str(p["test"]), 0) + 1
+        if p.get("hardware_class") == hw:
+            stored.setdefault(str(p["test"]), []).append(p)
     tests = jf.mappings(doc.get("results"))
     policy = Policy(alpha=alpha, threshold=threshold, comparisons=max(1, len(tests)))
     out = []
     for r in tests:
         test = str(r.get("test"))
         current = [x for x in jf.rounds(r.get("runs")) if x] or [jf.floats(r.get("samples"))]
-        out.append((test, judge(by_test.get(test), current, policy), used.get(test, 0)))
+        runs = stored.get(test, [])
+        if measures.of_field(r.get("timer")).counted:
+            verdict, used = _counted_against(
+                r, current, runs, alpha_each=policy.alpha_each, threshold=threshold_given
+            )
+            out.append((test, verdict, used))
+            continue
+        timed = [p for p in runs if p.get("counts") is None]
+        base = [x for p in timed for x in jf.rounds(p.get("runs")) if x]
+        if len(timed) < len(runs) and not timed:
+            verdict = not_comparable(
+                [v for run in current for v in run],
+                [],
+                "the stored runs counted it; this run timed it",
+                Cause.COUNTS_KEY,
+            )
+            out.append((test, verdict, 0))
+            continue
+        out.append((test, judge(base or None, current, policy), len(timed)))
     return out
+
+
+def _counted_against(
+    r: Mapping[str, object],
+    current: Sequence[Sequence[float]],
+    runs: Sequence[Mapping[str, object]],
+    *,
+    alpha_each: float,
+    threshold: float | None,
+) -> tuple[Verdict, int]:
+    """A counted result against the stored runs that counted it under its key."""
+    values = [float(v) for run in current for v in run]
+    counts = jf.mapping(r.get("counts"))
+    key = jf.mapping(counts.get("key"))
+    share = jf.number(counts.get("interpreter")) or 0.0
+    same: list[Mapping[str, object]] = []
+    other = ""
+    for p in runs:
+        record = jf.mapping(p.get("counts"))
+        if not record:
+            other = other or "the stored runs timed it (or were stored before counts were kept)"
+            continue
+        diff = key_difference(jf.mapping(record.get("key")), key)
+        if diff:
+            other = f"{diff} (newest stored run of another key)"
+            continue
+        same.append(p)
+    if not same:
+        if not runs:
+            return counted.judge_counts(None, values, alpha_each=alpha_each), 0
+        return not_comparable(values, [], other, Cause.COUNTS_KEY), 0
+    base = [float(v) for p in same for run in jf.rounds(p.get("runs")) for v in run]
+    shares = [jf.number(jf.mapping(p.get("counts")).get("interpreter")) or 0.0 for p in same]
+    verdict = counted.judge_counts(
+        base,
+        values,
+        alpha_each=alpha_each,
+        interpreter=max([share, *shares]),
+        threshold=threshold,
+    )
+    return verdict, len(same)
 
 
 def memory_before(

@@ -14,9 +14,11 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``burnperf_meta``):
   host state of each round, the benchmark's settings and its baseline), and its memory per
   call where it was tracked: ``memory_peak``, ``memory_allocated``, ``memory_allocations``
   (bytes, bytes, count; null where not tracked or where its calls varied) and ``memory`` (JSON:
-  core/memory/recorded_memory.RecordedMemory, with the key the figures compare under).
+  core/memory/recorded_memory.RecordedMemory, with the key the figures compare under), and for
+  a counted result ``counts`` (JSON: the ``key`` its instructions compare under and the
+  ``interpreter``'s share of them; null for a timed one).
 
-Version 2 added the memory columns to version 1's (:func:`_add_memory`).
+Version 2 added the memory and counts columns to version 1's (:func:`_add_memory_and_counts`).
 
 Opening a store creates the tables, or migrates an older schema step by step
 (:data:`MIGRATIONS`) inside one transaction; a store written by a newer version is refused.
@@ -26,22 +28,16 @@ not race; each run is written in one transaction, so a run is stored whole or no
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.memory.allocations import AllocationsError
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
-from pytest_burnperf.core.records.versions import level
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
+from pytest_burnperf.storage.history.stored_rows import RowError, rows_of, run_key
 
 SCHEMA_VERSION = 2
 #: How long a write waits for another process that holds a SQLite store's write lock, in steps
@@ -99,6 +95,7 @@ results = sa.Table(
     sa.Column("memory_allocated", sa.BigInteger),
     sa.Column("memory_allocations", sa.BigInteger),
     sa.Column("memory", sa.JSON),
+    sa.Column("counts", sa.JSON),
     sa.UniqueConstraint("run_id", "test"),
     sa.Index("ix_burnperf_results_test_run", "test", "run_id"),
 )
@@ -108,22 +105,20 @@ class StoreError(Exception):
     """A store that cannot be used; the message names it (password hidden) and why."""
 
 
-def _add_memory(conn: Connection) -> None:
-    """Version 1 to 2: the memory columns (null in the runs stored before)."""
+def _add_memory_and_counts(conn: Connection) -> None:
+    """Version 1 to 2: the memory and counts columns (null in the runs stored before: their
+    counted results are not judged against by ``compare-history``, whose key is unknown)."""
     for name, kind in (
         ("memory_peak", "BIGINT"),
         ("memory_allocated", "BIGINT"),
         ("memory_allocations", "BIGINT"),
         ("memory", "JSON"),
+        ("counts", "JSON"),
     ):
         conn.execute(sa.text(f"ALTER TABLE burnperf_results ADD COLUMN {name} {kind}"))
 
 
-MIGRATIONS[1] = _add_memory
-
-
-def _finite(x: object) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+MIGRATIONS[1] = _add_memory_and_counts
 
 
 def engine_for(url: str) -> Engine:
@@ -293,7 +288,10 @@ class Store:
                 "stored, since history and change points would read them as a whole run"
             )
         key = run_key(doc)
-        row, rows = _rows(doc, key, source)
+        try:
+            row, rows = rows_of(doc, key, source)
+        except RowError as exc:
+            raise StoreError(f"{exc}; nothing was stored") from None
 
         def write() -> bool:
             with self.engine.begin() as conn:
@@ -331,7 +329,8 @@ class Store:
         """Every stored result (newest ``last`` per test and hardware class), oldest first,
         with its run's date, commit, branch and class, and its memory per call's figures
         (``memory_peak``, ``memory_allocated``, ``memory_allocations``); ``with_runs`` adds
-        its raw samples, ``with_memory`` its whole memory record (``memory``: its key, where
+        its raw samples and its counts record (``counts``: key and interpreter share, None for
+        a timed result), ``with_memory`` its whole memory record (``memory``: its key, where
         it allocated)."""
         cols = [
             results.c.test,
@@ -357,7 +356,7 @@ class Store:
             runs.c.id.label("run"),
         ]
         if with_runs:
-            cols.append(results.c.runs)
+            cols.extend((results.c.runs, results.c.counts))
         if with_memory:
             cols.append(results.c.memory)
         where = []
@@ -395,86 +394,3 @@ class Store:
 def _why(exc: BaseException) -> str:
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def run_key(doc: Mapping[str, object]) -> str:
-    """The identity of a run: the sha256 of its results document written canonically."""
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _rows(
-    doc: Mapping[str, object], key: str, source: str
-) -> tuple[dict[str, object], list[dict[str, object]]]:
-    machine = doc.get("machine") if isinstance(doc.get("machine"), Mapping) else {}
-    git = doc.get("git") if isinstance(doc.get("git"), Mapping) else {}
-    assert isinstance(machine, Mapping) and isinstance(git, Mapping)
-    run = {
-        "run_key": key,
-        "created": str(doc.get("created") or ""),
-        "machine_id": str(machine.get("id") or "unknown"),
-        "hardware_class": str(machine.get("hardware_class") or "unknown"),
-        "commit": git.get("commit"),
-        "branch": git.get("branch"),
-        "dirty": git.get("dirty"),
-        "source": source,
-        "machine": dict(machine),
-        "settings": dict(jf.mapping(doc.get("settings"))),
-    }
-    out = []
-    for i, r in enumerate(_results(doc)):
-        run_list = [x for x in jf.rounds(r.get("runs")) if x] or [jf.floats(r.get("samples"))]
-        run_list = [x for x in run_list if x]
-        if not run_list:
-            continue
-        med, low, high = level(run_list)
-        v = r.get("verdict") if isinstance(r.get("verdict"), Mapping) else {}
-        assert isinstance(v, Mapping)
-        name = str(r.get("name") or r.get("test"))
-        memory = _memory(r.get("memory"), f"results[{i}].memory")
-        figures = None if memory is None else memory.figures
-        out.append(
-            {
-                "test": str(r.get("test") or name),
-                "name": name,
-                "benchmark": str(r.get("benchmark") or name.split("[", 1)[0]),
-                "backend": str(r.get("backend") or ""),
-                "kind": str(r.get("kind") or ""),
-                "dtype": str(r.get("dtype") or ""),
-                "median": med,
-                "low": low,
-                "high": high,
-                "status": str(v.get("status") or "unknown"),
-                "ratio": _finite(v.get("ratio")),
-                "mds": _finite(v.get("min_detectable_slowdown")),
-                "runs": run_list,
-                "detail": {
-                    "verdict": dict(v),
-                    "device": r.get("device"),
-                    "host": r.get("host"),
-                    "host_disturbed": r.get("host_disturbed"),
-                    "settings": r.get("settings"),
-                    "baseline": r.get("baseline"),
-                },
-                "memory_peak": None if figures is None else figures.peak,
-                "memory_allocated": None if figures is None else figures.allocated,
-                "memory_allocations": None if figures is None else figures.count,
-                "memory": None if memory is None else memory.to_json(),
-            }
-        )
-    return run, out
-
-
-def _memory(doc: object, where: str) -> RecordedMemory | None:
-    """A result's memory record, None where it was not tracked; StoreError where it is not one
-    (nothing is stored)."""
-    if doc is None:
-        return None
-    try:
-        return RecordedMemory.from_json(doc, where)
-    except AllocationsError as exc:
-        raise StoreError(f"{exc}; nothing was stored") from None
-
-
-def _results(doc: Mapping[str, object]) -> Iterable[Mapping[str, object]]:
-    yield from jf.mappings(doc.get("results"))
