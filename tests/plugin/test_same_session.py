@@ -49,9 +49,11 @@ def planted_extra_pass():
 
 
 def work():
+    held = bytearray(4_000_000 if FACTOR > 1.2 else 0)  # the slower version's extra buffer
     if FACTOR > 1.2:
         planted_extra_pass()
     spin(300e-6 * FACTOR)
+    del held
     return FACTOR
 """
 
@@ -111,6 +113,9 @@ def test_a_docs_only_commit_against_its_parent_passes(
     # --perf-profile=regressed: nothing regressed, so nothing was profiled in either environment
     assert "profiling" not in out
     assert not (repo / "perf-profiles").exists()
+    # both environments' memory per call tracked, one process each, and compared
+    assert "burnperf: tracking memory of 1 benchmark(s) in base ..." in out
+    assert "perf: memory per call: 1 unchanged" in out
 
 
 @pytest.mark.slow
@@ -132,6 +137,12 @@ def test_a_30_percent_slower_commit_fails_with_both_medians(
     assert 1.2 < res["verdict"]["ratio"] < 1.4
     assert res["baseline"]["reference"] == "docs"
     assert [v["label"] for v in res["versions"]] == ["docs", "current"]
+    # the slower version also holds a 4 MB buffer during the call: its memory regressed
+    # against the reference's, named where it was allocated
+    memory = res["memory"]
+    assert memory["status"] == "regressed", memory
+    assert memory["figures"]["peak_bytes"] - memory["baseline"]["peak_bytes"] >= 4_000_000
+    assert "bytearray(4_000_000" in memory["where"]
     same = doc["settings"]["same_session"]
     assert same["reference"] == "docs" and same["candidate"] == "current"
     assert len(same["round_orders"]) >= 3

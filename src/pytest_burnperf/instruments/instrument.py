@@ -14,7 +14,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pytest_burnperf.devices.base import Device
 
 #: The instruments' names, as reports, results and baselines call them.
-InstrumentName = Literal["counts", "counted", "profile", "host", "device", "graph", "memory"]
+InstrumentName = Literal[
+    "counts", "counted", "profile", "host", "device", "graph", "memory", "memory-side"
+]
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,9 @@ class Situation:
     timer: str = "host"
     #: The process is an extra timing round for its parent (``Mode.ROUND``).
     timing_round: bool = False
+    #: The process tracks one side's memory per call for a same-session comparison
+    #: (runs/memory_sides.py, ``Mode.TRACK``).
+    memory_round: bool = False
 
 
 class Measurement(Protocol):
@@ -62,6 +67,11 @@ class Measurement(Protocol):
 
     def profile_calls(self) -> object:
         """In a profiled process: the calls run under the library's profiler."""
+        ...
+
+    def track_memory(self) -> object:
+        """In a memory process: one call, then a few tracked for their memory per call; the
+        record goes to the parent."""
         ...
 
 

@@ -6,7 +6,9 @@ start, judged exactly against the baseline's (core/memory/memory_verdict.py).
 It measures beside the instrument that judges the benchmark's time or counts, in the process
 that judges (never in a round, counted or profiled process), after that instrument measured:
 the calls are warm. Its verdict is its own; a regression fails the test by core/judging/
-outcome's rule, what it cannot judge is said."""
+outcome's rule, what it cannot judge is said. In a same-session comparison, what is compared
+in the session is tracked in a memory process of each environment instead (:data:`MEMORY_HERE`,
+runs/memory_sides.py), and the candidate's judged against the reference's."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass, replace
 from pytest_burnperf.core.memory.allocations import Allocations, memory_key
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, located
 from pytest_burnperf.devices.base import Device, MakeCall
-from pytest_burnperf.instruments.instrument import InstrumentName, Situation
+from pytest_burnperf.instruments.instrument import InstrumentName, Measurement, Situation
 
 #: Calls tracked per benchmark: the first may still fill a cache or map an arena, the others
 #: must agree (core/memory/memory_verdict.agreed).
@@ -54,7 +56,12 @@ class MemoryTracking:
 
     def applies(self, situation: Situation) -> bool:
         """Beside the judging instrument, in the process that judges."""
-        return not (situation.profiling_round or situation.counting_round or situation.timing_round)
+        return not (
+            situation.profiling_round
+            or situation.counting_round
+            or situation.timing_round
+            or situation.memory_round
+        )
 
     def track(
         self,
@@ -95,6 +102,27 @@ class MemoryTracking:
 
 
 MEMORY_TRACKING = MemoryTracking()
+
+
+@dataclass(frozen=True)
+class MemoryHere:
+    """The memory instrument in a memory process (runs/memory_sides.py: one per environment
+    of a same-session comparison): it measures each benchmark, nothing else does there; what
+    it finds goes to the parent, which judges the candidate's against the reference's."""
+
+    name: InstrumentName = "memory-side"
+    unit: str = "bytes"
+    records: str = MemoryTracking.records
+    blind_to: str = MemoryTracking.blind_to
+
+    def applies(self, situation: Situation) -> bool:
+        return situation.memory_round
+
+    def measure(self, calls: Measurement) -> object:
+        return calls.track_memory()
+
+
+MEMORY_HERE = MemoryHere()
 
 
 def interpreter_allocation() -> str:

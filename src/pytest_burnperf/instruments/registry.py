@@ -1,5 +1,6 @@
 """Every instrument, in the order they are asked whether they measure a benchmark
-(:func:`choose`): a profiled process profiles, a counted process counts, counts alone judge
+(:func:`choose`): a memory process tracks memory, a profiled process profiles, a counted
+process counts, counts alone judge
 where ``--perf-measure counts`` says so, else the benchmark's clock; and those that measure
 beside it (:data:`BESIDE`: memory). A new measure is one module of this folder and one line
 here."""
@@ -11,11 +12,12 @@ from pytest_burnperf.instruments.device_events import DEVICE_EVENTS
 from pytest_burnperf.instruments.host_clock import HOST_CLOCK
 from pytest_burnperf.instruments.instruction_counts import COUNTS_HERE, COUNTS_JUDGE
 from pytest_burnperf.instruments.instrument import Instrument, Situation
-from pytest_burnperf.instruments.memory_tracking import MEMORY_TRACKING
+from pytest_burnperf.instruments.memory_tracking import MEMORY_HERE, MEMORY_TRACKING
 from pytest_burnperf.instruments.profiler import PROFILE_HERE
 
 #: The instruments, first asked first.
 INSTRUMENTS: tuple[Instrument, ...] = (
+    MEMORY_HERE,
     PROFILE_HERE,
     COUNTS_HERE,
     COUNTS_JUDGE,

@@ -36,6 +36,7 @@ from pathlib import Path
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
 from pytest_burnperf.core.judging.between_runs import joint_source
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
 from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.runs.comparison.environments import Env
@@ -64,8 +65,7 @@ class Side:
     """One environment the rounds run in."""
 
     label: str
-    #: Its interpreter.
-    python: str
+    python: str  # its interpreter
     #: Its environment variables (None: this process's).
     environ: Mapping[str, str] | None = None
     #: For messages: what it is (``numpy==2.2.6 in a cached overlay``).
@@ -119,15 +119,15 @@ class Measured:
     problems: list[str] = field(default_factory=list)
     #: The order of the environments in each round, as run.
     orders: list[list[str]] = field(default_factory=list)
-    #: Benchmarks still undecided when the round budget stopped the adaptive rounds (0: it did
-    #: not).
+    #: Benchmarks still undecided when the round budget stopped the adaptive rounds (0: none).
     budget_stopped: int = 0
-    #: Rounds run.
-    rounds: int = 0
-    #: --perf-profile (plugin/measuring/pair_profiles.py): per environment label, each profiled
-    #: benchmark's profile (runs/profiled.SideProfile), and why others it was asked for have none.
+    rounds: int = 0  # rounds run
+    #: Per environment label (plugin/measuring/side_processes.py): --perf-profile's profiles and
+    #: memory per call of the benchmarks asked for, and why the others have none.
     profiles: dict[str, dict[str, SideProfile]] = field(default_factory=dict)
     profile_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
+    memory: dict[str, dict[str, RecordedMemory]] = field(default_factory=dict)
+    memory_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def add(self, label: str, nodeid: str, rec: Mapping[str, object]) -> None:
         self.runs.setdefault(label, {}).setdefault(nodeid, []).append(jf.floats(rec["values"]))

@@ -97,3 +97,19 @@ def test_max_memory_holds_whatever_the_other_run_was() -> None:
         v = judge_recorded(over, before, threshold=None, before_name="old.json")
         assert v.status == "over-limit", before
         assert "over max_memory=64.0 MiB" in v.reason
+
+
+def test_the_sides_of_a_comparison_compare_across_library_versions_not_threads() -> None:
+    """--perf-versions compares numpy releases: their memory compares; a side run with
+    other threads does not; a reference whose memory process failed says why."""
+    from pytest_burnperf.core.memory.recorded_memory import judge_sides
+
+    ref = recorded(8 * MiB)
+    cur = recorded(16 * MiB, key={**KEY, "versions": {"numpy": "2.3.5"}})
+    v = judge_sides(cur, ref, threshold=None, label="numpy==2.2.6")
+    assert v.status == "regressed" and "peak +8.0 MiB (+100.0%)" in v.line()
+    threads = recorded(8 * MiB, key={**KEY, "threads": 4})
+    v = judge_sides(threads, ref, threshold=None, label="main")
+    assert v.status == "incomparable" and "threads: None -> 4" in v.reason
+    v = judge_sides(cur, None, threshold=None, label="main", gap="its memory process failed")
+    assert (v.status, v.reason) == ("no-baseline", "main: not tracked (its memory process failed)")

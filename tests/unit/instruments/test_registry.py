@@ -26,6 +26,12 @@ def test_a_profiled_process_profiles_whatever_else_holds() -> None:
     assert choose(s).name == "profile"
 
 
+def test_a_memory_process_tracks_memory_and_nothing_tracks_it_beside() -> None:
+    s = Situation(memory_round=True, timing_round=True, counts_judge=True, timer="device")
+    assert choose(s).name == "memory-side"
+    assert not any(b.applies(s) for b in BESIDE)  # not tracked twice
+
+
 def test_a_counted_process_counts_and_counts_alone_judge_without_a_clock() -> None:
     assert choose(Situation(counting_round=True, counts_judge=True, timer="device")).name == (
         "counts"
@@ -105,11 +111,16 @@ class _Steps:
         self.steps.append("profile_calls")
         return "profile_calls"
 
+    def track_memory(self) -> object:
+        self.steps.append("track_memory")
+        return "track_memory"
+
 
 @pytest.mark.parametrize(
     ("name", "steps", "returned"),
     [
         ("profile", ["profile_calls"], "profile_calls"),
+        ("memory-side", ["track_memory"], "track_memory"),
         ("counts", ["count_calls"], "count_calls"),
         # the test's own checks see the call's result; its counts judge after it
         ("counted", ["call_once", "judge_counts"], "call_once"),

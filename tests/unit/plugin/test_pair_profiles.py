@@ -1,4 +1,4 @@
-"""Both environments' profiles beside a same-session verdict (plugin/pair_profiles.attach): the
+"""Both environments' profiles beside a same-session verdict (plugin/side_processes.attach): the
 note of what grew from the reference to the candidate, and what is said where one environment
 has no profile. The state is a stand-in; the profiles are made-up summaries."""
 
@@ -13,7 +13,7 @@ from pytest_burnperf.core.judging.verdict import REGRESSED, Verdict
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.profiles import summarize
 from pytest_burnperf.core.records.results import Result
-from pytest_burnperf.plugin.measuring.pair_profiles import attach
+from pytest_burnperf.plugin.measuring.side_processes import attach
 from pytest_burnperf.runs.profiled import SideProfile
 from pytest_burnperf.runs.scheduler import Measured
 
@@ -90,3 +90,62 @@ def test_nothing_is_added_where_nothing_was_profiled() -> None:
     assert attach(_state({}, {}), plain) is plain
     profiled = _state({"main": _side("main", BEFORE), "current": _side("current", AFTER)}, {})
     assert attach(_state(profiled.findings.measured.profiles, {}, "off"), plain) is plain
+
+
+# --------------------------------------------------------------------------------------------
+# memory per call of both sides (side_processes.attach_memory)
+
+
+def _memory_state(memory: dict[str, Any], gaps: dict[str, dict[str, str]]) -> Any:
+    return types.SimpleNamespace(
+        run=types.SimpleNamespace(
+            plan=types.SimpleNamespace(reference="main", candidate="current"),
+            rootpath=ROOT,
+            memory=True,
+        ),
+        findings=types.SimpleNamespace(measured=Measured(memory=memory, memory_gaps=gaps)),
+    )
+
+
+def _recorded(peak: int) -> Any:
+    from pytest_burnperf.core.memory.allocations import Allocations
+    from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
+
+    return RecordedMemory(
+        figures=Allocations(allocated=peak, count=1, peak=peak),
+        key={"meter": "allocator (memray)", "versions": {"numpy": "2.4.6"}, "threads": 1},
+        sites={"work (pkg.py:9) [t = a.copy()]": peak},
+    )
+
+
+def test_the_candidates_memory_is_judged_against_the_references() -> None:
+    from pytest_burnperf.plugin.measuring.side_processes import attach_memory
+
+    mib = 1 << 20
+    state = _memory_state(
+        {"main": {NODE: _recorded(8 * mib)}, "current": {NODE: _recorded(16 * mib)}}, {}
+    )
+    r = attach_memory(state, _result(), None)
+    assert r.memory is not None and r.memory.status == "regressed"
+    assert r.memory.baseline is not None and r.memory.baseline.peak == 8 * mib
+    assert r.memory_key is not None and r.memory_key["threads"] == 1
+    same = attach_memory(
+        _memory_state({"main": {NODE: _recorded(mib)}, "current": {NODE: _recorded(mib)}}, {}),
+        _result(),
+        None,
+    )
+    assert same.memory is not None and same.memory.status == "unchanged"
+
+
+def test_a_reference_without_memory_is_said_and_nothing_is_added_where_none_was_tracked() -> None:
+    from pytest_burnperf.plugin.measuring.side_processes import attach_memory
+
+    state = _memory_state(
+        {"main": {}, "current": {NODE: _recorded(1 << 20)}},
+        {"main": {NODE: "its memory process failed (exit 3)"}},
+    )
+    r = attach_memory(state, _result(), None)
+    assert r.memory is not None and r.memory.status == "no-baseline"
+    assert r.memory.reason == "main: not tracked (its memory process failed (exit 3))"
+    plain = _result()
+    assert attach_memory(_memory_state({}, {}), plain, None) is plain

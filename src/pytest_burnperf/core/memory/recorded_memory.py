@@ -120,3 +120,35 @@ def judge_recorded(
         else f"its calls allocated differently in {before_name}"
     )
     return replace(verdict, reason=why)
+
+
+#: What may differ between the two sides of a same-session comparison and still compare: the
+#: library's versions (what ``--perf-versions`` compares; a reference commit may pin others).
+SIDES_MAY_DIFFER = frozenset({"versions"})
+
+
+def judge_sides(
+    candidate: RecordedMemory,
+    reference: RecordedMemory | None,
+    *,
+    threshold: float | None,
+    label: str,
+    gap: str = "",
+) -> MemoryVerdict:
+    """The candidate environment's memory against the reference environment's (``label``),
+    measured in one session: the rule a run judges by against a memory baseline, the
+    libraries' versions free to differ (the rest of the key must match: the meter, Python, the
+    dispatch, the threads). ``gap``: why the reference has none, where it has none."""
+
+    def common(m: RecordedMemory) -> RecordedMemory:
+        return replace(m, key={k: v for k, v in m.key.items() if k not in SIDES_MAY_DIFFER})
+
+    verdict = judge_recorded(
+        common(candidate),
+        None if reference is None else common(reference),
+        threshold=threshold,
+        before_name=label,
+    )
+    if reference is None and verdict.status == "no-baseline" and gap:
+        verdict = replace(verdict, reason=f"{label}: not tracked ({gap})")
+    return verdict

@@ -15,6 +15,8 @@ ROUND    one process round for a parent: measures, writes its samples file,     
 COUNT    a ROUND under valgrind: counts each benchmark's calls, not their time  the parent
 PROFILE  a ROUND for one side of a comparison with ``--perf-profile``:          the parent
          profiles each benchmark, times nothing
+TRACK    a ROUND for one side of a comparison: tracks each benchmark's memory   the parent
+         per call, times nothing
 SERVE    a round server: collects once, then forks one ROUND per request        the parent
 =======  =====================================================================  ===================
 
@@ -37,6 +39,7 @@ class Mode(enum.Enum):
     ROUND = "round"
     COUNT = "count"
     PROFILE = "profile"
+    TRACK = "track"
     SERVE = "serve"
 
     @property
@@ -58,7 +61,7 @@ class Mode(enum.Enum):
     def in_round(self) -> bool:
         """A process round measuring for a parent session: writes its samples file, judges
         nothing, records nothing, prints no header or summary of its own."""
-        return self in (Mode.ROUND, Mode.COUNT, Mode.PROFILE, Mode.SERVE)
+        return self in (Mode.ROUND, Mode.COUNT, Mode.PROFILE, Mode.TRACK, Mode.SERVE)
 
     @property
     def counts_calls(self) -> bool:
@@ -70,6 +73,12 @@ class Mode(enum.Enum):
         """A profiled round: each benchmark runs under its library's profiler for one side of a
         same-session comparison (runs/profiled.py), untimed."""
         return self is Mode.PROFILE
+
+    @property
+    def tracks_memory(self) -> bool:
+        """A memory round: each benchmark's memory per call is tracked for one side of a
+        same-session comparison (runs/memory_sides.py), untimed."""
+        return self is Mode.TRACK
 
     @property
     def serves_rounds(self) -> bool:
@@ -117,12 +126,14 @@ def decide(
     counted: bool,
     profiled: bool = False,
     serves: bool = False,
+    tracked: bool = False,
 ) -> Mode:
     """The mode of a run from its options: ``perf`` (``--perf``), ``smoke`` (smoke runs on),
     ``update`` (``--perf-update``), ``same_session`` (a comparison plan was made),
     ``round_process`` (``--perf-round-process-out``: started by a parent), ``counted``
     (``--perf-count-dir``: under valgrind), ``profiled`` (``--perf-round-process-profile-side``: one side
-    of a comparison profiled), ``serves`` (``--perf-round-process-serve``: a round server). A round
+    of a comparison profiled), ``tracked`` (``--perf-round-process-memory-side``: one side's memory
+    per call tracked), ``serves`` (``--perf-round-process-serve``: a round server). A round
     process's own ``update`` and comparison are
     its parent's business, so they do not make it another mode."""
     if not perf:
@@ -132,6 +143,8 @@ def decide(
             return Mode.COUNT
         if profiled:
             return Mode.PROFILE
+        if tracked:
+            return Mode.TRACK
         return Mode.SERVE if serves else Mode.ROUND
     if same_session:
         return Mode.COMPARE

@@ -169,6 +169,7 @@ def configure(config: pytest.Config) -> None:
         round_process=round_process,
         counted=bool(count_dir),
         profiled=round_process and bool(config.getoption("perf_profile_side")),
+        tracked=round_process and bool(config.getoption("perf_memory_side")),
         serves=bool(serve),
     )
     rounds, max_rounds = _rounds(

@@ -161,6 +161,12 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help=argparse.SUPPRESS,
     )
+    group.addoption(  # a memory process (runs/memory_sides.py): the environment it tracks
+        "--perf-round-process-memory-side",
+        dest="perf_memory_side",
+        default=None,
+        help=argparse.SUPPRESS,
+    )
     group.addoption(
         "--perf-round-process-rounds",
         dest="perf_round_process_rounds",

@@ -74,6 +74,19 @@ def counts_only(state: PerfState, kind: str, nodeid: str | None = None) -> bool:
     return c.measure.counts_alone
 
 
+def judged_by_stored_counts(state: PerfState, kind: str, nodeid: str) -> bool:
+    """In a same-session comparison under --perf-measure auto: whether such a benchmark is
+    counted in this process and judged by its stored counts baseline (its memory by that
+    baseline's), not compared in the session."""
+    c: Counting | None = state.counting
+    return (
+        c is not None
+        and c.measure.per_benchmark
+        and counts_only(state, kind, nodeid)
+        and nodeid not in c.in_session
+    )
+
+
 def time_for_rates(state: PerfState, kind: str, nodeid: str) -> None:
     """At the call of a benchmark that declares its work (perf.work) and that counts alone
     would judge under --perf-measure auto (no time baseline): time it one round beside its

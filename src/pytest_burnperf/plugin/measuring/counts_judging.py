@@ -31,7 +31,7 @@ from pytest_burnperf.core.options import command_args
 from pytest_burnperf.core.text import escape_strings, redact
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.counts_run import Counting
-from pytest_burnperf.plugin.measuring import counting, pair_profiles
+from pytest_burnperf.plugin.measuring import counting, side_processes
 from pytest_burnperf.plugin.measuring.result_record import Benchmarked, make_result, settle
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
 from pytest_burnperf.storage.baselines import BaselineError
@@ -353,7 +353,8 @@ def judge_pair(perf: Benchmarked, timed: Result | None) -> Result:
         counts_key={**c.key_base(), **(cur_run.keys.get(node, {}) if cur_run else {})},
         time=timed,
     )
-    result = pair_profiles.attach(state, result)
+    result = side_processes.attach(state, result)
+    result = side_processes.attach_memory(state, result, perf.settings.chosen_threshold)
     labels = (plan.reference, plan.candidate)
     settle(
         state,

@@ -5,7 +5,7 @@ grew against the baseline's profile summary (core/records/profiles.py).
 Only the session the user started profiles this way (not a round process: its samples would
 not be the parent's); with ``regressed`` only a benchmark that regressed, so a run where nothing
 did pays nothing. The environments of a same-session comparison are profiled by a profiled
-process each (:func:`profile_here` runs in it; plugin/measuring/pair_profiles.py starts them). The
+process each (:func:`profile_here` runs in it; plugin/measuring/side_processes.py starts them). The
 profiled calls never enter a sample, a verdict or a baseline's timing; recorded with
 ``--perf-update``, the profile's summary is kept beside the baseline for later runs."""
 

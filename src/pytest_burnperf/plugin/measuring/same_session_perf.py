@@ -26,7 +26,7 @@ from pytest_burnperf.core.options.pedantic_shape import PedanticShape
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.timing import Prepared
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles
+from pytest_burnperf.plugin.measuring import counting, counts_judging, side_processes
 from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T, call_once
 from pytest_burnperf.plugin.measuring.result_record import make_result, settle
 from pytest_burnperf.plugin.session.perf_state import PerfState
@@ -43,8 +43,9 @@ class ComparePerf(PerfBase):
     checks still count), and the verdict judges the candidate's runs against the reference's,
     paired by round. A benchmark judged here by its stored counts baseline (auto) has its
     memory judged against that baseline's and is profiled in this process where the run
-    profiles (PerfBase._finished); what is compared in the session is profiled in each
-    environment instead (pair_profiles), its memory not yet compared."""
+    profiles (PerfBase._finished); what is compared in the session is profiled and has its
+    memory per call tracked in each environment instead (side_processes), the candidate's
+    memory judged against the reference's."""
 
     def _call(self, fn: Callable[..., T], args: tuple[object, ...], kwargs: dict[str, object]) -> T:
         __tracebackhide__ = True
@@ -73,13 +74,12 @@ class ComparePerf(PerfBase):
         plan, got = state.run.plan, state.findings.measured
         assert plan is not None
         node = self._item.nodeid
+        if counting.judged_by_stored_counts(state, self.device.kind, node):
+            # counted here, judged by its counts baseline (its memory by the baseline's)
+            counts_judging.judge(self._benchmarked(), None, self._finished)
+            return
         if counting.counts_only(state, self.device.kind, node):
-            c = state.counts()
-            if c.measure.per_benchmark and node not in c.in_session:
-                # counted here, judged by its counts baseline
-                counts_judging.judge(self._benchmarked(), None, self._finished)
-            else:
-                counts_judging.judge_pair(self._benchmarked(), None)
+            counts_judging.judge_pair(self._benchmarked(), None)
             return
         paired = time_verdict(state, self.settings, node)
         if paired is None:
@@ -143,7 +143,8 @@ class ComparePerf(PerfBase):
             fallback = f"counts not judged: {counts.undecided_text(pair)}; judged by time"
         if fallback is not None:
             result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
-        result = pair_profiles.attach(state, result)
+        result = side_processes.attach(state, result)
+        result = side_processes.attach_memory(state, result, self.settings.chosen_threshold)
         verdict = result.verdict
         labels = (plan.reference, plan.candidate)
         settle(

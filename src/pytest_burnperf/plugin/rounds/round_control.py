@@ -22,7 +22,12 @@ from pytest_burnperf.core.judging.more_rounds import needs_more_rounds
 from pytest_burnperf.core.judging.verdict import REGRESSED, Policy
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin.measuring import counting, counts_judging, pair_profiles, session_counts
+from pytest_burnperf.plugin.measuring import (
+    counting,
+    counts_judging,
+    session_counts,
+    side_processes,
+)
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
 from pytest_burnperf.plugin.rounds.report_back import RoundProcess
 from pytest_burnperf.plugin.session.perf_state import (
@@ -205,13 +210,26 @@ def run_same_session(
         )
     state.findings.measured.envs = dict(envs)
     everything = [item.nodeid for item in by_id.values() if case_of(item) is not None]
-    pair_profiles.profile_sides(session, state, everything, sides, _regressed(state, by_id))
+    side_processes.profile_sides(session, state, everything, sides, _regressed(state, by_id))
+    side_processes.memory_sides(session, state, _compared_here(state, by_id), sides)
     if state.findings.measured.budget_stopped:
         state.notes.append(
             budget_text(
                 state.schedule.round_budget, state.findings.measured.budget_stopped, len(items)
             )
         )
+
+
+def _compared_here(state: PerfState, by_id: Mapping[str, pytest.Item]) -> list[str]:
+    """The benchmarks the session compares between its environments: not those counted here
+    and judged by their stored counts baselines (whose memory is judged by those baselines')."""
+    return [
+        nodeid
+        for nodeid, item in by_id.items()
+        if (case := case_of(item)) is not None
+        and case.entry is not None
+        and not counting.judged_by_stored_counts(state, case.entry.kind, nodeid)
+    ]
 
 
 def _to_time(state: PerfState, items: list[pytest.Item]) -> list[pytest.Item]:

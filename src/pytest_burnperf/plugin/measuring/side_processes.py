@@ -1,0 +1,228 @@
+"""What a same-session comparison (``--perf-against``, ``--perf-versions``) runs in each
+environment beside its rounds, one process per environment after the rounds (and the counted
+pass), and what their findings add to each benchmark's verdict:
+
+- ``--perf-profile``: :func:`profile_sides` starts one profiled process per environment
+  (runs/profiled.py) for the benchmarks to profile (with ``regressed`` only those whose verdict
+  from the rounds is ``regressed``, with ``all`` every one); each reruns its benchmarks under
+  their library's profiler; :func:`attach` puts both profiles and the note of what grew beside
+  the verdict.
+- Memory per call (``--perf-memory``, on by default): :func:`memory_sides` starts one memory
+  process per environment (runs/memory_sides.py) for the benchmarks compared in the session;
+  :func:`track_here` is what each does with a benchmark's calls; :func:`attach_memory` judges
+  the candidate's memory against the reference's beside the verdict, by the rule a run judges
+  memory against a baseline (core/memory/recorded_memory.judge_sides)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_sides
+from pytest_burnperf.core.records.profiles import ProfileRecord, grew_note, what_grew, where_it_grew
+from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.text import clock
+from pytest_burnperf.instruments.instrument import Prepare
+from pytest_burnperf.instruments.memory_tracking import MEMORY_TRACKING
+from pytest_burnperf.plugin.measuring.result_record import keep_round_record
+from pytest_burnperf.plugin.session.perf_state import PerfState, line_writer, rel
+from pytest_burnperf.runs import memory_sides as memory_runs
+from pytest_burnperf.runs import profiled
+from pytest_burnperf.runs.round_launcher import round_args
+
+
+def profile_sides(
+    session: pytest.Session,
+    state: PerfState,
+    nodes: Sequence[str],
+    sides: Sequence[Any],
+    regressed: Callable[[str], bool],
+) -> None:
+    """Profile ``nodes`` (those ``regressed`` says regressed, with ``--perf-profile=regressed``)
+    in every environment of ``sides`` (the scheduler's), one process each; what they wrote goes
+    to ``state.findings.measured.profiles``."""
+    when = state.output.profile
+    got = state.findings.measured
+    if when == "off" or got is None or session.config.option.collectonly:
+        return
+    wanted = [n for n in nodes if when == "all" or regressed(n)]
+    if not wanted:
+        return
+    write = line_writer(session.config)
+
+    plan = state.run.plan
+    assert plan is not None
+    args = round_args(state.run.invocation)
+    # the two the verdict compares (--perf-versions may list more)
+    for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
+        t0 = time.monotonic()
+        write(f"burnperf: profiling {len(wanted)} benchmark(s) in {side.label} ...")
+
+        def say(done: int, t0: float = t0, label: str = side.label) -> None:
+            write(
+                f"burnperf: profiled {done}/{len(wanted)} in {label} "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+
+        run = profiled.run(
+            python=side.python,
+            args=args,
+            label=side.label,
+            wanted=wanted,
+            cwd=session.config.invocation_params.dir,
+            say=say,
+            env=side.environ,
+        )
+        got.profiles[side.label] = dict(run.profiles)
+        got.profile_gaps[side.label] = dict(run.missing)
+        state.notes.extend(f"{side.label}: {p}" for p in run.problems)
+        write(
+            f"burnperf: profiled {len(run.profiles)}/{len(wanted)} benchmark(s) in "
+            f"{side.label} in {clock(run.seconds)}"
+        )
+
+
+def attach(state: PerfState, result: Result) -> Result:
+    """``result`` with both environments' profiles and the note of what grew from the
+    reference to the candidate, where this run profiled its benchmark."""
+    plan, got = state.run.plan, state.findings.measured
+    if plan is None or got is None or state.output.profile == "off":
+        return result
+    node = result.nodeid
+    ref = got.profiles.get(plan.reference, {}).get(node)
+    cur = got.profiles.get(plan.candidate, {}).get(node)
+    if ref is None and cur is None:
+        return result
+    root = state.run.rootpath
+    if ref is None or cur is None:
+        have, label, other = (
+            (cur, plan.reference, plan.candidate)
+            if ref is None
+            else (ref, plan.candidate, plan.reference)
+        )
+        assert have is not None
+        why = got.profile_gaps.get(label, {}).get(node) or "not profiled"
+        note = f"profile of {other}: {rel(have.path, root)}; {label} has none ({why})"
+    else:
+        grown = what_grew(ref.summary, cur.summary)
+        note = grew_note(
+            grown, plan.reference, plan.candidate, where_it_grew(ref.summary, cur.summary)
+        )
+        note += f" ({rel(ref.path, root)}, {rel(cur.path, root)})"
+    mine = cur or ref
+    assert mine is not None
+    both = ref is not None and cur is not None
+    profile = ProfileRecord(
+        tool=mine.summary.tool,
+        file=rel(mine.path, root),
+        summary=mine.summary,
+        note=note,
+        against=plan.reference if both else None,
+        against_file=rel(ref.path, root) if both and ref is not None else None,
+        against_summary=ref.summary if both and ref is not None else None,
+    )
+    verdict = replace(result.verdict, notes=(*result.verdict.notes, note))
+    return replace(result, profile=profile, verdict=verdict)
+
+
+def memory_sides(
+    session: pytest.Session, state: PerfState, nodes: Sequence[str], sides: Sequence[Any]
+) -> None:
+    """Track the memory per call of ``nodes`` (those compared in the session) in the two
+    environments the verdict compares, one process each; what they found goes to
+    ``state.findings.measured.memory``."""
+    got = state.findings.measured
+    if not state.run.memory or got is None or session.config.option.collectonly or not nodes:
+        return
+    write = line_writer(session.config)
+    plan = state.run.plan
+    assert plan is not None
+    args = round_args(state.run.invocation)
+    for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
+        t0 = time.monotonic()
+        write(f"burnperf: tracking memory of {len(nodes)} benchmark(s) in {side.label} ...")
+
+        def say(done: int, t0: float = t0, label: str = side.label) -> None:
+            write(
+                f"burnperf: tracked {done}/{len(nodes)} in {label} "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+
+        run = memory_runs.run(
+            python=side.python,
+            args=args,
+            label=side.label,
+            wanted=list(nodes),
+            cwd=session.config.invocation_params.dir,
+            say=say,
+            env=side.environ,
+        )
+        got.memory[side.label] = dict(run.memory)
+        got.memory_gaps[side.label] = dict(run.missing)
+        state.notes.extend(f"{side.label}: {p}" for p in run.problems)
+        write(
+            f"burnperf: tracked memory of {len(run.memory)}/{len(nodes)} benchmark(s) in "
+            f"{side.label} in {clock(run.seconds)}"
+        )
+
+
+def track_here(
+    state: PerfState, device: Any, nodeid: str, prepare: Prepare, *, threads: int
+) -> object:
+    """In a memory process (runs/memory_sides.py): one call (the test's own checks see its
+    result), then the memory instrument tracks a few; what it found goes to the process's file
+    for the parent. Returns the first call's result."""
+    __tracebackhide__ = True
+    call, after = prepare()
+    with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
+        first = call()
+        device.sync()
+    if after is not None:
+        after()
+    with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
+        tracked = MEMORY_TRACKING.track(
+            device,
+            prepare,
+            fingerprint=device.fingerprint(),
+            baseline=None,
+            baseline_key=None,
+            threshold=None,
+            threads=threads,
+        )
+    if isinstance(tracked, str):
+        keep_round_record(state, nodeid, {"memory_error": tracked})
+        return first
+    v = tracked.verdict
+    recorded = RecordedMemory(
+        figures=v.figures, key=tracked.key, reason=v.reason, sites=v.sites, ceiling=None
+    )
+    keep_round_record(state, nodeid, {"memory": recorded.to_json()})
+    return first
+
+
+def attach_memory(state: PerfState, result: Result, threshold: float | None) -> Result:
+    """``result`` with the memory verdict of the candidate's memory per call against the
+    reference's, where this run tracked both sides' (``threshold``: the user's, or None); the
+    marker's ``max_memory`` holds for the candidate."""
+    plan, got = state.run.plan, state.findings.measured
+    if plan is None or got is None or not state.run.memory:
+        return result
+    node = result.nodeid
+    cur = got.memory.get(plan.candidate, {}).get(node)
+    ref = got.memory.get(plan.reference, {}).get(node)
+    if cur is None:
+        return result  # not tracked here: said in the run's notes where a process failed
+    ceiling = result.settings.max_memory
+    verdict = judge_sides(
+        replace(cur, ceiling=ceiling),
+        ref,
+        threshold=threshold,
+        label=plan.reference,
+        gap=got.memory_gaps.get(plan.reference, {}).get(node, ""),
+    )
+    return replace(result, memory=verdict, memory_key=dict(cur.key))

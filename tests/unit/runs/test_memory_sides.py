@@ -1,0 +1,88 @@
+"""The memory processes of a same-session comparison (runs/memory_sides.py): what one wrote, read
+back strictly, and a process that writes nothing or leaves a benchmark out (fake interpreters,
+no pytest)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.runs import memory_sides
+from pytest_burnperf.storage.jsonfile import FileFormatError
+
+from .test_profiled import _fake_python
+
+MEMORY = {
+    "figures": {"allocated_bytes": 8192, "allocations": 2, "peak_bytes": 4096},
+    "key": {"meter": "allocator (memray)", "threads": 1},
+    "reason": "",
+    "sites": {"work (pkg.py:3) [t = a.copy()]": 4096},
+    "max_memory_bytes": None,
+}
+
+
+def test_memory_and_the_reasons_for_none_are_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(
+        json.dumps(
+            {
+                "t.py::a": {"memory": MEMORY},
+                "t.py::b": {"memory_error": "memory per call is not tracked on opencl-x"},
+            }
+        )
+    )
+    got, errors = memory_sides.read_memory(path)
+    figures = got["t.py::a"].figures
+    assert figures is not None and (figures.peak, figures.allocated) == (4096, 8192)
+    assert got["t.py::a"].key == {"meter": "allocator (memray)", "threads": 1}
+    assert errors == {"t.py::b": "memory per call is not tracked on opencl-x"}
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ([], "document"),
+        ({"t.py::a": {"memory": {**MEMORY, "figures": {"peak_bytes": 1}}}}, "allocated_bytes"),
+        ({"t.py::a": {"memory": {**MEMORY, "key": 3}}}, '["t.py::a"].memory.key'),
+        ({"t.py::a": {"memory_error": 3}}, '["t.py::a"].memory_error'),
+    ],
+)
+def test_a_bad_file_names_its_field(tmp_path: Path, doc: object, field: str) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FileFormatError) as info:
+        memory_sides.read_memory(path)
+    assert field in str(info.value) and str(path) in str(info.value)
+
+
+def test_a_process_that_writes_nothing_leaves_every_benchmark_untracked(tmp_path: Path) -> None:
+    python = _fake_python(tmp_path, "import sys; print('boom'); sys.exit(3)\n")
+    run = memory_sides.run(
+        python=python, args=[], label="main", wanted=["t.py::a"], cwd=tmp_path, say=lambda n: None
+    )
+    assert run.memory == {}
+    assert run.missing == {"t.py::a": "its memory process failed (exit 3)"}
+    assert "boom" in run.problems[0]
+
+
+def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -> None:
+    body = (
+        "import json, sys\n"
+        "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--perf-round-process-out='))\n"
+        "assert any(a == '" + memory_sides.SIDE_OPTION + "=main' for a in sys.argv)\n"
+        f"memory = {MEMORY!r}\n"
+        "json.dump({'t.py::a': {'memory': memory}}, open(out, 'w'))\n"
+    )
+    python = _fake_python(tmp_path, body)
+    run = memory_sides.run(
+        python=python,
+        args=[],
+        label="main",
+        wanted=["t.py::a", "t.py::b"],
+        cwd=tmp_path,
+        say=lambda n: None,
+    )
+    assert set(run.memory) == {"t.py::a"}
+    assert run.missing == {"t.py::b": "it failed or was skipped in the memory process"}
