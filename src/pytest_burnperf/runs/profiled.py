@@ -11,17 +11,13 @@ per environment, one after the other (a profile is not a timing: it needs no int
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
-from pytest_burnperf.core.text import tail
-from pytest_burnperf.runs.round_launcher import run_round_process
-from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
+from pytest_burnperf.runs.round_launcher import SidePass, side_pass
+from pytest_burnperf.storage.jsonfile import Fields, read_json
 
 #: The hidden option that makes a round process a profiled one: the environment's label (the
 #: profile files are named by it).
@@ -34,17 +30,6 @@ class SideProfile:
 
     summary: ProfileSummary
     path: Path
-
-
-@dataclass
-class ProfiledRun:
-    """What one environment's profiled process wrote: a profile per node id, and why others
-    have none."""
-
-    profiles: dict[str, SideProfile] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    seconds: float = 0.0
 
 
 def read_profiles(path: Path) -> tuple[dict[str, SideProfile], dict[str, str]]:
@@ -71,51 +56,8 @@ def read_profiles(path: Path) -> tuple[dict[str, SideProfile], dict[str, str]]:
     return profiles, errors
 
 
-def run(
-    *,
-    python: str,
-    args: Sequence[str],
-    label: str,
-    wanted: Sequence[str],
-    cwd: Path,
-    say: Callable[[int], None],
-    env: Mapping[str, str] | None = None,
-) -> ProfiledRun:
+def run(*, label: str, **launch: Any) -> SidePass:
     """Profile the benchmarks ``wanted`` (node ids) in one process of ``python -m pytest args``
-    (``args`` name the profile folder), their files named by ``label``."""
-    got = ProfiledRun()
-    t0 = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="burnperf-profiles-"))
-    try:
-        code, output, out = run_round_process(
-            python,
-            args,
-            wanted=wanted,
-            work=work,
-            cwd=cwd,
-            say=say,
-            options=[f"{SIDE_OPTION}={label}"],
-            env=env,
-        )
-        if not out.exists():
-            why = f"its profiled process failed (exit {code})"
-            got.problems.append(f"{why}:\n{tail(output)}")
-            got.missing = {n: why for n in wanted}
-            return got
-        try:
-            got.profiles, errors = read_profiles(out)
-        except FileFormatError as exc:
-            why = f"its profiled process wrote a bad file ({exc})"
-            got.problems.append(why)
-            got.missing = {n: why for n in wanted}
-            return got
-        got.missing.update(errors)
-        for n in wanted:
-            if n not in got.profiles and n not in got.missing:
-                got.missing[n] = "it failed or was skipped in the profiled process" + (
-                    f" (exit {code})" if code not in (0, 1) else ""
-                )
-    finally:
-        got.seconds = time.monotonic() - t0
-        shutil.rmtree(work, ignore_errors=True)
-    return got
+    (``args`` name the profile folder), their files named by ``label``: the profiles found
+    (``found``: :class:`SideProfile` by node id) and why the others have none."""
+    return side_pass(option=f"{SIDE_OPTION}={label}", what="profiled", read=read_profiles, **launch)

@@ -9,17 +9,19 @@ parent reads it and prints ``round 2/3: 41/125 done, 1:12 elapsed`` every
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.options.command_args import without_options
-from pytest_burnperf.core.text import clock, shorten
-from pytest_burnperf.storage.jsonfile import Fields, dumps, finite, read_json
+from pytest_burnperf.core.text import clock, shorten, tail
+from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, dumps, finite, read_json
 
 if TYPE_CHECKING:
     pass
@@ -300,6 +302,64 @@ def run_round_process(
     ]
     code, output = run_process(cmd, cwd=cwd, out=out, todo=wanted, say=say, env=env)
     return code, output, out
+
+
+@dataclass
+class SidePass:
+    """What one pass of a side process (profiled, memory) over its benchmarks found: a record
+    per node id, why the others have none, its problems and its seconds."""
+
+    found: dict[str, Any] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def side_pass(
+    python: str,
+    args: Sequence[str],
+    *,
+    wanted: Sequence[str],
+    cwd: Path,
+    say: Callable[[int], None],
+    option: str,
+    what: str,
+    read: Callable[[Path], tuple[dict[str, Any], dict[str, str]]],
+    env: Mapping[str, str] | None = None,
+) -> SidePass:
+    """One ``what`` process (``profiled``, ``memory``: the hidden ``option`` says which) over
+    the node ids ``wanted``; ``read`` reads what it wrote (records, and why others have none;
+    FileFormatError on a bad file). A process that wrote nothing, or garbage, leaves every
+    benchmark without a record, with why."""
+    got = SidePass()
+    t0 = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix=f"burnperf-{what}-"))
+    try:
+        code, output, out = run_round_process(
+            python, args, wanted=wanted, work=work, cwd=cwd, say=say, options=[option], env=env
+        )
+        if not out.exists():
+            why = f"its {what} process failed (exit {code})"
+            got.problems.append(f"{why}:\n{tail(output)}")
+            got.missing = {n: why for n in wanted}
+            return got
+        try:
+            got.found, errors = read(out)
+        except FileFormatError as exc:
+            why = f"its {what} process wrote a bad file ({exc})"
+            got.problems.append(why)
+            got.missing = {n: why for n in wanted}
+            return got
+        got.missing.update(errors)
+        for n in wanted:
+            if n not in got.found and n not in got.missing:
+                got.missing[n] = f"it failed or was skipped in the {what} process" + (
+                    f" (exit {code})" if code not in (0, 1) else ""
+                )
+    finally:
+        got.seconds = time.monotonic() - t0
+        shutil.rmtree(work, ignore_errors=True)
+    return got
 
 
 def round_args(invocation: Sequence[str]) -> list[str]:

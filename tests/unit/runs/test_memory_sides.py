@@ -62,7 +62,7 @@ def test_a_process_that_writes_nothing_leaves_every_benchmark_untracked(tmp_path
     run = memory_sides.run(
         python=python, args=[], label="main", wanted=["t.py::a"], cwd=tmp_path, say=lambda n: None
     )
-    assert run.memory == {}
+    assert run.found == {}
     assert run.missing == {"t.py::a": "its memory process failed (exit 3)"}
     assert "boom" in run.problems[0]
 
@@ -84,5 +84,5 @@ def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -
         cwd=tmp_path,
         say=lambda n: None,
     )
-    assert set(run.memory) == {"t.py::a"}
+    assert set(run.found) == {"t.py::a"}
     assert run.missing == {"t.py::b": "it failed or was skipped in the memory process"}

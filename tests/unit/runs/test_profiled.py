@@ -67,7 +67,7 @@ def test_a_process_that_writes_nothing_leaves_every_benchmark_unprofiled(tmp_pat
     run = profiled.run(
         python=python, args=[], label="main", wanted=["t.py::a"], cwd=tmp_path, say=lambda n: None
     )
-    assert run.profiles == {}
+    assert run.found == {}
     assert run.missing == {"t.py::a": "its profiled process failed (exit 3)"}
     assert "boom" in run.problems[0]
 
@@ -92,5 +92,5 @@ def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -
         cwd=tmp_path,
         say=lambda n: None,
     )
-    assert run.profiles["t.py::a"].path == Path("main.pstats")
+    assert run.found["t.py::a"].path == Path("main.pstats")
     assert run.missing == {"t.py::b": "it failed or was skipped in the profiled process"}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +34,47 @@ from pytest_burnperf.plugin.session.perf_state import PerfState, line_writer, re
 from pytest_burnperf.runs import memory_sides as memory_runs
 from pytest_burnperf.runs import profiled
 from pytest_burnperf.runs.round_launcher import round_args
+
+
+def _each_compared_side(
+    session: pytest.Session,
+    state: PerfState,
+    sides: Sequence[Any],
+    wanted: Sequence[str],
+    *,
+    doing: str,
+    did: str,
+    run: Callable[..., Any],
+) -> Iterator[tuple[Any, Any]]:
+    """In each of the two environments the verdict compares (--perf-versions may list more):
+    ``run`` (profiled.run, memory_sides.run) over ``wanted``, its progress said; yields each
+    side with what its process found."""
+    write = line_writer(session.config)
+    plan = state.run.plan
+    assert plan is not None
+    args = round_args(state.run.invocation)
+    for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
+        t0 = time.monotonic()
+        write(f"burnperf: {doing} {len(wanted)} benchmark(s) in {side.label} ...")
+
+        def say(done: int, t0: float = t0, label: str = side.label) -> None:
+            write(
+                f"burnperf: {did} {done}/{len(wanted)} in {label} "
+                f"({clock(time.monotonic() - t0)} elapsed) ..."
+            )
+
+        yield (
+            side,
+            run(
+                python=side.python,
+                args=args,
+                label=side.label,
+                wanted=list(wanted),
+                cwd=session.config.invocation_params.dir,
+                say=say,
+                env=side.environ,
+            ),
+        )
 
 
 def profile_sides(
@@ -54,35 +95,14 @@ def profile_sides(
     if not wanted:
         return
     write = line_writer(session.config)
-
-    plan = state.run.plan
-    assert plan is not None
-    args = round_args(state.run.invocation)
-    # the two the verdict compares (--perf-versions may list more)
-    for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
-        t0 = time.monotonic()
-        write(f"burnperf: profiling {len(wanted)} benchmark(s) in {side.label} ...")
-
-        def say(done: int, t0: float = t0, label: str = side.label) -> None:
-            write(
-                f"burnperf: profiled {done}/{len(wanted)} in {label} "
-                f"({clock(time.monotonic() - t0)} elapsed) ..."
-            )
-
-        run = profiled.run(
-            python=side.python,
-            args=args,
-            label=side.label,
-            wanted=wanted,
-            cwd=session.config.invocation_params.dir,
-            say=say,
-            env=side.environ,
-        )
-        got.profiles[side.label] = dict(run.profiles)
+    for side, run in _each_compared_side(
+        session, state, sides, wanted, doing="profiling", did="profiled", run=profiled.run
+    ):
+        got.profiles[side.label] = dict(run.found)
         got.profile_gaps[side.label] = dict(run.missing)
         state.notes.extend(f"{side.label}: {p}" for p in run.problems)
         write(
-            f"burnperf: profiled {len(run.profiles)}/{len(wanted)} benchmark(s) in "
+            f"burnperf: profiled {len(run.found)}/{len(wanted)} benchmark(s) in "
             f"{side.label} in {clock(run.seconds)}"
         )
 
@@ -140,33 +160,14 @@ def memory_sides(
     if not state.run.memory or got is None or session.config.option.collectonly or not nodes:
         return
     write = line_writer(session.config)
-    plan = state.run.plan
-    assert plan is not None
-    args = round_args(state.run.invocation)
-    for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
-        t0 = time.monotonic()
-        write(f"burnperf: tracking memory of {len(nodes)} benchmark(s) in {side.label} ...")
-
-        def say(done: int, t0: float = t0, label: str = side.label) -> None:
-            write(
-                f"burnperf: tracked {done}/{len(nodes)} in {label} "
-                f"({clock(time.monotonic() - t0)} elapsed) ..."
-            )
-
-        run = memory_runs.run(
-            python=side.python,
-            args=args,
-            label=side.label,
-            wanted=list(nodes),
-            cwd=session.config.invocation_params.dir,
-            say=say,
-            env=side.environ,
-        )
-        got.memory[side.label] = dict(run.memory)
+    for side, run in _each_compared_side(
+        session, state, sides, nodes, doing="tracking memory of", did="tracked", run=memory_runs.run
+    ):
+        got.memory[side.label] = dict(run.found)
         got.memory_gaps[side.label] = dict(run.missing)
         state.notes.extend(f"{side.label}: {p}" for p in run.problems)
         write(
-            f"burnperf: tracked memory of {len(run.memory)}/{len(nodes)} benchmark(s) in "
+            f"burnperf: tracked memory of {len(run.found)}/{len(nodes)} benchmark(s) in "
             f"{side.label} in {clock(run.seconds)}"
         )
 
