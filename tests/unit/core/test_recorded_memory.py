@@ -45,6 +45,25 @@ def test_a_record_that_is_not_one_is_named_by_its_field(doc: object, names: str)
         RecordedMemory.from_json(doc, "results[0].memory")
 
 
+def test_text_from_a_file_reaches_no_terminal_raw() -> None:
+    """A results file (or a store) is read back with its sites' lines and reasons escaped: a
+    verdict's line printed by burnperf compare cannot clear the screen."""
+    doc = {
+        **recorded(MiB).to_json(),
+        "sites": {"f (a.py:1) [x = \x1b[2J]": MiB},
+        "reason": "calls\nvary",
+    }
+    mem = RecordedMemory.from_json(doc, "memory")
+    assert list(mem.sites) == ["f (a.py:1) [x = \\x1b[2J]"] and mem.reason == "calls\\x0avary"
+    v = judge_recorded(
+        recorded(2 * MiB, sites={"g (a.py:2) [y]": 2 * MiB}),
+        mem,
+        threshold=None,
+        before_name="old.json",
+    )
+    assert "\x1b" not in v.line() and "\n" not in v.line()
+
+
 def test_a_grown_call_regresses_and_says_where_it_grew() -> None:
     before = recorded(8 * MiB, sites={"add (b.py:3) [t = a + b]": 8 * MiB})
     now = recorded(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from pytest_burnperf.core.memory.allocations import Allocations, AllocationsError
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, key_changes, located
+from pytest_burnperf.core.text import escape
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,9 @@ class RecordedMemory:
         return cls(
             figures=None if figures is None else Allocations.from_json(figures, f"{where}.figures"),
             key=dict(key or {}),
-            reason=reason if isinstance(reason, str) else "",
-            sites=dict(sites or {}),
+            # what a file holds reaches a terminal in a verdict's line: no control character
+            reason=escape(reason) if isinstance(reason, str) else "",
+            sites={escape(site): size for site, size in (sites or {}).items()},
             ceiling=ceiling,
         )
 
