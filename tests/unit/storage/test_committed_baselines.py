@@ -68,3 +68,26 @@ def test_the_other_kind_of_cpu_has_another_baselines_directory(
         flipped = other_kind(ident)
         monkeypatch.setattr(hardware, "cpu_identity", lambda flipped=flipped: flipped)
         assert default_machine_id() not in committed
+
+
+def test_committed_memory_is_of_another_key_on_a_cpu_of_other_code_paths() -> None:
+    """The memory kept beside a committed counts baseline was tracked on one CPU; on a runner
+    whose numpy or torch take other code paths (AVX-512) its key differs: said, never a
+    regression, even where that runner's calls allocate twice as much. Where the paths are the
+    same, it is judged."""
+    from pytest_burnperf.core.memory.allocations import Allocations
+    from pytest_burnperf.core.memory.memory_verdict import judge
+
+    kept = [(name, entry["memory"]) for name, entry in entries() if "memory" in entry]
+    assert kept, "no committed baseline keeps memory"
+    for name, memory in kept:
+        key = memory["key"]
+        assert key.get("dispatch"), name  # the code paths are in the key
+        base = Allocations.from_json(memory, name)
+        grown = Allocations(allocated=2 * base.allocated, count=base.count, peak=2 * base.peak)
+        other = {**key, "dispatch": {k: f"{v}-AVX512" for k, v in key["dispatch"].items()}}
+        v = judge([grown], base, key=other, baseline_key=key, threshold=None)
+        assert v.status == "incomparable", name
+        assert judge([base], base, key=key, baseline_key=key, threshold=None).status == (
+            "unchanged"
+        ), name
