@@ -83,6 +83,7 @@ def test_a_dry_run_on_the_cpu_writes_its_report(tmp_path: Path) -> None:
     (session,) = raw["sessions"]
     assert session["i"] == 1 and session["knobs"] == knobs_for(1)  # --first 1: a planted one
     seen = {(v["workload"], v["device"]) for v in session["verdicts"]}
+    assert {v["measure"] for v in session["verdicts"]} == {"time"}  # timed, as on a GPU
     # every CPU workload on numpy and torch, the model on torch only; the graph one skips
     for name in ("matmul", "axpy", "reduce", "chain"):
         assert {(name, "numpy-cpu"), (name, "torch-cpu")} <= seen

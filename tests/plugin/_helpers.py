@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -166,16 +168,6 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def this_plugin_alone(monkeypatch: Any) -> None:
-    """Projects run with this plugin alone, not every plugin this test environment has
-    installed (hypothesis, pytest-xdist, pytest-benchmark): a counted process starts pytest
-    under valgrind, where loading those took about 20 s of a one-benchmark run's 40. For the
-    tests of counting and bisecting, which involve no other plugin
-    (tests/plugin/test_benchmark_compat.py runs the counted default beside pytest-benchmark)."""
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.setenv("PYTEST_PLUGINS", "pytest_burnperf.plugin.hooks")
-
-
 #: Whether the test running in this process is marked ``slow`` (set by tests/plugin/conftest.py).
 RUNNING_SLOW = [False]
 
@@ -185,3 +177,20 @@ def belongs_in_the_slow_tier(what: str) -> None:
     fast tier, the README's test command, starts no real measurement (docs/development.md)."""
     if not RUNNING_SLOW[0]:
         pytest.fail(f"this test is about to {what}: mark it @pytest.mark.slow", pytrace=False)
+
+
+class RecordedOnce:
+    """Baselines that every test of a module records alike (the same benchmarks, the same
+    options, on the virtual clock or counted): the first test records them in its project, the
+    others get a copy of that ``baselines/`` folder in theirs instead of recording again."""
+
+    def __init__(self, keep: Path) -> None:
+        self.keep = keep
+
+    def into(self, project: Path, record: Callable[[], object], key: str = "") -> None:
+        kept = self.keep / (key or "baselines")
+        if kept.is_dir():
+            shutil.copytree(kept, project / "baselines", dirs_exist_ok=True)
+            return
+        record()
+        shutil.copytree(project / "baselines", kept)

@@ -12,7 +12,7 @@ import scipy.stats  # noqa: F401
 import pytest_burnperf.core.records.roofline_figures
 import pytest_burnperf.core.timing
 
-from ._helpers import LOOP_MODULE, RUNNING_SLOW, use_virtual_clock
+from ._helpers import LOOP_MODULE, RUNNING_SLOW, RecordedOnce, use_virtual_clock
 
 # pytester's in-process runs restore sys.modules afterwards, and numpy or torch cannot be imported
 # twice in one process; importing them here, before any run, keeps them loaded across runs.
@@ -56,6 +56,18 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _this_plugin_alone(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The projects run here load this plugin alone, not every plugin this test environment has
+    installed (hypothesis, pytest-xdist, pytest-benchmark): loading those cost each pytest
+    process about 1.3 s of CPU, and a run starts one for each of its rounds (a counted process
+    starts pytest under valgrind, where they took about 20 s of a one-benchmark run's 40). A
+    test whose projects need them (pytest-benchmark's suites) is marked ``installed_plugins``."""
+    if request.node.get_closest_marker("installed_plugins") is None:
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        monkeypatch.setenv("PYTEST_PLUGINS", "pytest_burnperf.plugin.hooks")
+
+
+@pytest.fixture(autouse=True)
 def _tier(request: pytest.FixtureRequest) -> Iterator[None]:
     """Which tier the running test is in, for _helpers.belongs_in_the_slow_tier."""
     RUNNING_SLOW[0] = request.node.get_closest_marker("slow") is not None
@@ -83,6 +95,12 @@ def loop_project(pytester: pytest.Pytester) -> pytest.Pytester:
     use_virtual_clock(pytester)
     pytester.makepyfile(test_bench=LOOP_MODULE)
     return pytester
+
+
+@pytest.fixture(scope="module")
+def recorded_once(tmp_path_factory: pytest.TempPathFactory) -> RecordedOnce:
+    """:class:`RecordedOnce` for one test module."""
+    return RecordedOnce(tmp_path_factory.mktemp("burnperf-recorded"))
 
 
 @pytest.fixture(scope="module")

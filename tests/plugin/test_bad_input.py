@@ -187,6 +187,7 @@ def test_bad_baseline_file_errors_its_benchmarks_only_and_is_left_untouched(
     assert good.read_bytes() != good_before  # the healthy file was updated by the second run
 
 
+@pytest.mark.installed_plugins  # pytest-xdist's -n
 def test_perf_refuses_xdist(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     pytester.makepyfile("def test_x(): pass")

@@ -11,6 +11,9 @@ import pytest
 
 from ._helpers import FAST, use_virtual_clock
 
+#: These projects are pytest-benchmark's suites: they load it, as every installed plugin.
+pytestmark = pytest.mark.installed_plugins
+
 #: On the virtual clock (_helpers.use_virtual_clock), so a planted slowdown is exact.
 SUITE = """
 import os

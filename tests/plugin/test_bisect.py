@@ -17,7 +17,7 @@ from pytest_burnperf.core.judging.bisection import dependency_changes
 from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION
 from pytest_burnperf.runs import bisect_probe
 
-from ._helpers import FAST, git, this_plugin_alone, use_virtual_clock
+from ._helpers import FAST, git, use_virtual_clock
 from .test_counts import LOOP_BENCH, LOOP_PACKAGE, _need_valgrind
 from .test_same_session import PYPROJECT
 
@@ -53,7 +53,6 @@ def history(pytester: pytest.Pytester, env_cache: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("BURNPERF_ENV_CACHE", str(env_cache))
     monkeypatch.setenv("PYTHONPATH", str(root / "src"))
     monkeypatch.chdir(root)
-    this_plugin_alone(monkeypatch)
     return root
 
 
@@ -96,9 +95,11 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
     assert step["dependency_files"] == []  # pyproject.toml is the same at both ends of the step
 
     # the weekly workflow's script: what the weekly run judged regressed, from the reference it
-    # compared with, into bisect.md and the job summary (one commit at a time: --jobs 1)
+    # compared with, into bisect.md and the job summary (one commit at a time: --jobs 1); that
+    # reference is the last commit before the broken build, so the script's search is short
     weekly = _results({f"{name}": "regressed", "other": "unchanged"})
-    weekly["settings"] = {"reference": {"ref": "good", "baselines": False}}
+    reference = git(history, "rev-parse", "HEAD~3")  # "docs 3"
+    weekly["settings"] = {"reference": {"ref": reference, "baselines": False}}
     (history / "weekly.json").write_text(json.dumps(weekly))
     summary = history / "summary.md"
     env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary))
@@ -116,7 +117,7 @@ def test_bisect_names_the_commit_that_slowed_a_benchmark_past_one_that_does_not_
     assert "skipped " in ran.stdout and '"broken build"' in ran.stdout
     written = (history / "bisect.md").read_text()
     assert (
-        written.startswith("## pytest-burnperf: bisect `good HEAD`")
+        written.startswith(f"## pytest-burnperf: bisect `{reference} HEAD`")
         and "slower, build fixed" in written
     )
     assert summary.read_text() == written

@@ -32,7 +32,7 @@ from pytest_burnperf.host import callgrind, leftovers
 from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes, time_moved_more
 
 from .._devices import required
-from ._helpers import belongs_in_the_slow_tier, git, this_plugin_alone
+from ._helpers import RecordedOnce, belongs_in_the_slow_tier, git
 
 # A pure-Python loop: its counts grow with N and with nothing else.
 BENCH = """
@@ -86,11 +86,6 @@ def _need_valgrind() -> None:
     if "valgrind" in required():
         pytest.fail(f"BURNPERF_REQUIRE_DEVICES has valgrind, but: {reason}", pytrace=False)
     pytest.skip(reason)
-
-
-@pytest.fixture(autouse=True)
-def _this_plugin_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    this_plugin_alone(monkeypatch)
 
 
 def test_a_fast_test_that_would_start_valgrind_fails_saying_so() -> None:
@@ -328,7 +323,11 @@ def test_strict_fails_a_counted_benchmark_without_a_counts_baseline(
     ],
 )
 def test_an_interpreter_setting_in_the_environment_is_never_a_regression(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, setting: str, value: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_once: RecordedOnce,
+    setting: str,
+    value: str,
 ) -> None:
     """Counts recorded in a plain environment, judged with one interpreter setting in it:
     those that change the instructions of all Python code are not passed to the counted
@@ -339,8 +338,13 @@ def test_an_interpreter_setting_in_the_environment_is_never_a_regression(
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_counted_loop=BENCH)
     (pytester.path / "size.txt").write_text("3000", encoding="utf-8")
-    _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")[0].assert_outcomes(
-        passed=1
+    # recorded in a plain environment once, by the first of these tests (the same for all)
+    recorded_once.into(
+        pytester.path,
+        lambda: _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")[
+            0
+        ].assert_outcomes(passed=1),
+        key="plain-interpreter",
     )
     monkeypatch.setenv(setting, value)
     result, doc = _run(pytester, "--perf-measure", "counts", "--perf-quick")

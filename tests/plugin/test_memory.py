@@ -247,7 +247,7 @@ def test_counted_a_held_buffer_fails_by_memory_and_both_baselines_keep_it(
     the test by its memory."""
     from pytest_burnperf.host import callgrind
 
-    from ._helpers import belongs_in_the_slow_tier, this_plugin_alone
+    from ._helpers import belongs_in_the_slow_tier
 
     reason = callgrind.unsupported_reason()
     if reason is None and callgrind.find_valgrind() is None:
@@ -255,7 +255,6 @@ def test_counted_a_held_buffer_fails_by_memory_and_both_baselines_keep_it(
     if reason is not None:
         pytest.skip(reason)
     belongs_in_the_slow_tier("count under valgrind")
-    this_plugin_alone(monkeypatch)
     monkeypatch.delenv("BURNPERF_MEASURE")  # the tests' time, not the default's auto
     sel = ("-k", "test_add")
     project.runpytest("--perf", "--update-baselines", *sel, *FAST).assert_outcomes(passed=1)

@@ -14,7 +14,7 @@ import pytest
 from pytest_burnperf.cli import main
 from validation.hostile_fleet import EDITS
 
-from ._helpers import FAST, use_virtual_clock
+from ._helpers import FAST, RecordedOnce, use_virtual_clock
 
 SUITE = """
 import os
@@ -35,7 +35,7 @@ def test_{name}(perf):
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def suite(pytester: pytest.Pytester, recorded_once: RecordedOnce) -> pytest.Pytester:
     # each benchmark's wobble starts afresh: its samples do not depend on which benchmarks ran
     # before it in its process, so a shard replays the unsharded run's samples exactly
     use_virtual_clock(
@@ -50,7 +50,11 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
         for i in range(6)
     )
     pytester.makepyfile(test_suite=SUITE.format(tests=tests))
-    pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=12)
+    # recorded by the module's first test, copied into the others' projects (the same samples)
+    recorded_once.into(
+        pytester.path,
+        lambda: pytester.runpytest("--perf", "--perf-update", *FAST).assert_outcomes(passed=12),
+    )
     # each baseline keeps the wall time its benchmark took: what the split deals out by
     [path] = (pytester.path / "baselines").rglob("test_suite.json")
     entries = json.loads(path.read_text())["benchmarks"].values()
