@@ -28,8 +28,8 @@ from that commit has no knobs: it is the unchanged code).
 issue 33: what the tool reports when the GPU is shared); its verdicts should be ``inconclusive``
 naming the other process, not ``regressed``.
 
-``--backend cpu`` runs the same harness on the CPU devices (a dry run: it checks the harness,
-not the GPU). Writes a Markdown report and the raw verdicts (``.json`` beside it).
+``--backend cpu`` runs the same harness on the CPU devices, timed as a GPU is (a dry run: it
+checks the harness, not the GPU). Writes a Markdown report and the raw verdicts (``.json`` beside it).
 """
 
 from __future__ import annotations
