@@ -10,14 +10,13 @@ process per environment, one after the other (memory per call does not move with
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.memory.allocations import AllocationsError
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
-from pytest_burnperf.runs.round_launcher import SidePass, side_pass
-from pytest_burnperf.storage.jsonfile import Fields, read_json
+from pytest_burnperf.runs.round_launcher import SidePass, read_side_file, side_pass
+from pytest_burnperf.storage.jsonfile import Fields
 
 #: The hidden option that makes a round process a memory process: the environment's label.
 SIDE_OPTION = "--perf-round-process-memory-side"
@@ -27,21 +26,14 @@ def read_memory(path: Path) -> tuple[dict[str, RecordedMemory], dict[str, str]]:
     """What a memory process wrote (``{nodeid: {"memory": RecordedMemory}}``) and the
     benchmarks whose memory it could not track (``{nodeid: {"memory_error": why}}``), each field
     checked (``FileFormatError`` names a bad one)."""
-    doc = read_json(path)
-    f = Fields(path)
-    memory: dict[str, RecordedMemory] = {}
-    errors: dict[str, str] = {}
-    for nodeid, value in f.obj(doc, "document").items():
-        where = f"[{json.dumps(nodeid)}]"
-        rec = f.obj(value, where)
-        if "memory_error" in rec:
-            errors[nodeid] = f.text(rec["memory_error"], f"{where}.memory_error")
-            continue
+
+    def parse(f: Fields, rec: dict[str, object], where: str) -> RecordedMemory:
         try:
-            memory[nodeid] = RecordedMemory.from_json(rec.get("memory"), f"{where}.memory")
+            return RecordedMemory.from_json(rec.get("memory"), f"{where}.memory")
         except AllocationsError as exc:
             f.fail("", str(exc))
-    return memory, errors
+
+    return read_side_file(path, error="memory_error", parse=parse)
 
 
 def run(*, label: str, **launch: Any) -> SidePass:

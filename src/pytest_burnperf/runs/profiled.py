@@ -10,14 +10,13 @@ per environment, one after the other (a profile is not a timing: it needs no int
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
-from pytest_burnperf.runs.round_launcher import SidePass, side_pass
-from pytest_burnperf.storage.jsonfile import Fields, read_json
+from pytest_burnperf.runs.round_launcher import SidePass, read_side_file, side_pass
+from pytest_burnperf.storage.jsonfile import Fields
 
 #: The hidden option that makes a round process a profiled one: the environment's label (the
 #: profile files are named by it).
@@ -36,24 +35,17 @@ def read_profiles(path: Path) -> tuple[dict[str, SideProfile], dict[str, str]]:
     """The profiles a profiled process wrote (``{nodeid: {"profile": {"file", "summary"}}}``)
     and the benchmarks it could not profile (``{nodeid: {"profile_error": why}}``), each field
     checked (``FileFormatError`` names a bad one)."""
-    doc = read_json(path)
-    f = Fields(path)
-    profiles: dict[str, SideProfile] = {}
-    errors: dict[str, str] = {}
-    for nodeid, value in f.obj(doc, "document").items():
-        where = f"[{json.dumps(nodeid)}]"
-        rec = f.obj(value, where)
-        if "profile_error" in rec:
-            errors[nodeid] = f.text(rec["profile_error"], f"{where}.profile_error")
-            continue
+
+    def parse(f: Fields, rec: dict[str, object], where: str) -> SideProfile:
         prof = f.obj(rec.get("profile"), f"{where}.profile")
         file = f.text(prof.get("file"), f"{where}.profile.file")
         try:
             summary = ProfileSummary.from_json(prof.get("summary"), f"{where}.profile.summary")
         except ProfileFormatError as exc:
             f.fail(exc.field, exc.problem)
-        profiles[nodeid] = SideProfile(summary=summary, path=Path(file))
-    return profiles, errors
+        return SideProfile(summary=summary, path=Path(file))
+
+    return read_side_file(path, error="profile_error", parse=parse)
 
 
 def run(*, label: str, **launch: Any) -> SidePass:

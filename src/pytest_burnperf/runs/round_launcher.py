@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from pytest_burnperf.core.options.command_args import without_options
 from pytest_burnperf.core.text import clock, shorten, tail
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, dumps, finite, read_json
 
-if TYPE_CHECKING:
-    pass
+#: What a side process's file holds per benchmark (runs/profiled.py, runs/memory_sides.py).
+T = TypeVar("T")
 
 #: Seconds between two progress lines of one round (a last line is always printed at its end).
 PROGRESS_EVERY_S = 15.0
@@ -313,6 +313,26 @@ class SidePass:
     missing: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+
+def read_side_file(
+    path: Path, *, error: str, parse: Callable[[Fields, dict[str, object], str], T]
+) -> tuple[dict[str, T], dict[str, str]]:
+    """What a side process (profiled, memory) wrote, ``{nodeid: record}``: ``parse(fields,
+    record, where)`` reads one benchmark's record, and a record holding ``error`` says why that
+    benchmark has none. Every field checked (``FileFormatError`` names a bad one)."""
+    doc = read_json(path)
+    f = Fields(path)
+    found: dict[str, T] = {}
+    errors: dict[str, str] = {}
+    for nodeid, value in f.obj(doc, "document").items():
+        where = f"[{json.dumps(nodeid)}]"
+        rec = f.obj(value, where)
+        if error in rec:
+            errors[nodeid] = f.text(rec[error], f"{where}.{error}")
+        else:
+            found[nodeid] = parse(f, rec, where)
+    return found, errors
 
 
 def side_pass(

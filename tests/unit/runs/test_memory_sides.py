@@ -57,16 +57,6 @@ def test_a_bad_file_names_its_field(tmp_path: Path, doc: object, field: str) -> 
     assert field in str(info.value) and str(path) in str(info.value)
 
 
-def test_a_process_that_writes_nothing_leaves_every_benchmark_untracked(tmp_path: Path) -> None:
-    python = _fake_python(tmp_path, "import sys; print('boom'); sys.exit(3)\n")
-    run = memory_sides.run(
-        python=python, args=[], label="main", wanted=["t.py::a"], cwd=tmp_path, say=lambda n: None
-    )
-    assert run.found == {}
-    assert run.missing == {"t.py::a": "its memory process failed (exit 3)"}
-    assert "boom" in run.problems[0]
-
-
 def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -> None:
     body = (
         "import json, sys\n"

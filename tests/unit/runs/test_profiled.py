@@ -1,16 +1,18 @@
 """The profiled processes of a same-session comparison (runs/profiled.py): what one wrote, read
-back strictly, and a process that writes nothing or garbage (fake interpreters, no pytest)."""
+back strictly, and a process that writes nothing or garbage (fake interpreters, no pytest); a
+side process that writes nothing, profiled or memory (runs/round_launcher.side_pass)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_burnperf.core.records.profiles import summarize
-from pytest_burnperf.runs import profiled
+from pytest_burnperf.runs import memory_sides, profiled
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 SUMMARY = summarize("cProfile", 5, [("work (pkg.py)", 1e-3, 5, 2e-3)]).as_json()
@@ -62,13 +64,16 @@ def _fake_python(tmp_path: Path, body: str) -> str:
     return str(runner)
 
 
-def test_a_process_that_writes_nothing_leaves_every_benchmark_unprofiled(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("side", "what"), [(profiled, "profiled"), (memory_sides, "memory")])
+def test_a_side_process_that_writes_nothing_leaves_every_benchmark_without_a_record(
+    tmp_path: Path, side: Any, what: str
+) -> None:
     python = _fake_python(tmp_path, "import sys; print('boom'); sys.exit(3)\n")
-    run = profiled.run(
+    run = side.run(
         python=python, args=[], label="main", wanted=["t.py::a"], cwd=tmp_path, say=lambda n: None
     )
     assert run.found == {}
-    assert run.missing == {"t.py::a": "its profiled process failed (exit 3)"}
+    assert run.missing == {"t.py::a": f"its {what} process failed (exit 3)"}
     assert "boom" in run.problems[0]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -33,10 +33,10 @@ from pytest_burnperf.plugin.measuring.result_record import keep_round_record
 from pytest_burnperf.plugin.session.perf_state import PerfState, line_writer, rel
 from pytest_burnperf.runs import memory_sides as memory_runs
 from pytest_burnperf.runs import profiled
-from pytest_burnperf.runs.round_launcher import round_args
+from pytest_burnperf.runs.round_launcher import SidePass, round_args
 
 
-def _each_compared_side(
+def _run_compared_sides(
     session: pytest.Session,
     state: PerfState,
     sides: Sequence[Any],
@@ -44,11 +44,15 @@ def _each_compared_side(
     *,
     doing: str,
     did: str,
-    run: Callable[..., Any],
-) -> Iterator[tuple[Any, Any]]:
+    done: str,
+    run: Callable[..., SidePass],
+    found: dict[str, dict[str, Any]],
+    gaps: dict[str, dict[str, str]],
+) -> None:
     """In each of the two environments the verdict compares (--perf-versions may list more):
-    ``run`` (profiled.run, memory_sides.run) over ``wanted``, its progress said; yields each
-    side with what its process found."""
+    ``run`` (profiled.run, memory_sides.run) over ``wanted``, its progress said (``doing``,
+    ``did`` so far, ``done`` at the end); what each side's process found goes to
+    ``found[label]``, why the others have none to ``gaps[label]``, its problems to the notes."""
     write = line_writer(session.config)
     plan = state.run.plan
     assert plan is not None
@@ -57,23 +61,27 @@ def _each_compared_side(
         t0 = time.monotonic()
         write(f"burnperf: {doing} {len(wanted)} benchmark(s) in {side.label} ...")
 
-        def say(done: int, t0: float = t0, label: str = side.label) -> None:
+        def say(n: int, t0: float = t0, label: str = side.label) -> None:
             write(
-                f"burnperf: {did} {done}/{len(wanted)} in {label} "
+                f"burnperf: {did} {n}/{len(wanted)} in {label} "
                 f"({clock(time.monotonic() - t0)} elapsed) ..."
             )
 
-        yield (
-            side,
-            run(
-                python=side.python,
-                args=args,
-                label=side.label,
-                wanted=list(wanted),
-                cwd=session.config.invocation_params.dir,
-                say=say,
-                env=side.environ,
-            ),
+        got = run(
+            python=side.python,
+            args=args,
+            label=side.label,
+            wanted=list(wanted),
+            cwd=session.config.invocation_params.dir,
+            say=say,
+            env=side.environ,
+        )
+        found[side.label] = dict(got.found)
+        gaps[side.label] = dict(got.missing)
+        state.notes.extend(f"{side.label}: {p}" for p in got.problems)
+        write(
+            f"burnperf: {done} {len(got.found)}/{len(wanted)} "
+            f"benchmark(s) in {side.label} in {clock(got.seconds)}"
         )
 
 
@@ -94,17 +102,11 @@ def profile_sides(
     wanted = [n for n in nodes if when == "all" or regressed(n)]
     if not wanted:
         return
-    write = line_writer(session.config)
-    for side, run in _each_compared_side(
-        session, state, sides, wanted, doing="profiling", did="profiled", run=profiled.run
-    ):
-        got.profiles[side.label] = dict(run.found)
-        got.profile_gaps[side.label] = dict(run.missing)
-        state.notes.extend(f"{side.label}: {p}" for p in run.problems)
-        write(
-            f"burnperf: profiled {len(run.found)}/{len(wanted)} benchmark(s) in "
-            f"{side.label} in {clock(run.seconds)}"
-        )
+    _run_compared_sides(
+        session, state, sides, wanted, doing="profiling", did="profiled", done="profiled",
+        run=profiled.run,
+        found=got.profiles, gaps=got.profile_gaps,
+    )  # fmt: skip
 
 
 def attach(state: PerfState, result: Result) -> Result:
@@ -159,17 +161,10 @@ def memory_sides(
     got = state.findings.measured
     if not state.run.memory or got is None or session.config.option.collectonly or not nodes:
         return
-    write = line_writer(session.config)
-    for side, run in _each_compared_side(
-        session, state, sides, nodes, doing="tracking memory of", did="tracked", run=memory_runs.run
-    ):
-        got.memory[side.label] = dict(run.found)
-        got.memory_gaps[side.label] = dict(run.missing)
-        state.notes.extend(f"{side.label}: {p}" for p in run.problems)
-        write(
-            f"burnperf: tracked memory of {len(run.found)}/{len(nodes)} benchmark(s) in "
-            f"{side.label} in {clock(run.seconds)}"
-        )
+    _run_compared_sides(
+        session, state, sides, nodes, doing="tracking memory of", did="tracked",
+        done="tracked memory of", run=memory_runs.run, found=got.memory, gaps=got.memory_gaps,
+    )  # fmt: skip
 
 
 def track_here(
