@@ -12,7 +12,7 @@ import pytest
 from pytest_burnperf.runs import memory_sides
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
-from .test_profiled import _fake_python
+from .test_profiled import run_side_writing_one
 
 MEMORY = {
     "figures": {"allocated_bytes": 8192, "allocations": 2, "peak_bytes": 4096},
@@ -58,21 +58,8 @@ def test_a_bad_file_names_its_field(tmp_path: Path, doc: object, field: str) -> 
 
 
 def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -> None:
-    body = (
-        "import json, sys\n"
-        "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--perf-round-process-out='))\n"
-        "assert any(a == '" + memory_sides.SIDE_OPTION + "=main' for a in sys.argv)\n"
-        f"memory = {MEMORY!r}\n"
-        "json.dump({'t.py::a': {'memory': memory}}, open(out, 'w'))\n"
-    )
-    python = _fake_python(tmp_path, body)
-    run = memory_sides.run(
-        python=python,
-        args=[],
-        label="main",
-        wanted=["t.py::a", "t.py::b"],
-        cwd=tmp_path,
-        say=lambda n: None,
+    run = run_side_writing_one(
+        tmp_path, memory_sides, f"{{'memory': {MEMORY!r}}} if label == 'main' else {{}}"
     )
     assert set(run.found) == {"t.py::a"}
     assert run.missing == {"t.py::b": "it failed or was skipped in the memory process"}

@@ -77,25 +77,25 @@ def test_a_side_process_that_writes_nothing_leaves_every_benchmark_without_a_rec
     assert "boom" in run.problems[0]
 
 
-def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -> None:
+def run_side_writing_one(tmp_path: Path, side: Any, record: str) -> Any:
+    """``side.run`` (profiled, memory_sides) over ``t.py::a`` and ``t.py::b`` in a fake process
+    that writes ``record`` (a Python expression; ``label`` is the side's label it was given)
+    for ``t.py::a`` alone."""
     body = (
         "import json, sys\n"
         "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--perf-round-process-out='))\n"
-        "side = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('"
-        + profiled.SIDE_OPTION
-        + "='))\n"
-        f"summary = {SUMMARY!r}\n"
-        "json.dump({'t.py::a': {'profile': {'file': side + '.pstats', 'summary': summary}}}, "
-        "open(out, 'w'))\n"
-    )
+        f"label = next(a.split('=', 1)[1] for a in sys.argv if a.startswith({side.SIDE_OPTION + '='!r}))\n"
+        f"json.dump({{'t.py::a': {record}}}, open(out, 'w'))\n"
+    )  # fmt: skip
     python = _fake_python(tmp_path, body)
-    run = profiled.run(
-        python=python,
-        args=[],
-        label="main",
-        wanted=["t.py::a", "t.py::b"],
-        cwd=tmp_path,
-        say=lambda n: None,
+    wanted = ["t.py::a", "t.py::b"]
+    return side.run(
+        python=python, args=[], label="main", wanted=wanted, cwd=tmp_path, say=lambda n: None
     )
+
+
+def test_a_benchmark_the_process_did_not_write_is_said_missing(tmp_path: Path) -> None:
+    record = f"{{'profile': {{'file': label + '.pstats', 'summary': {SUMMARY!r}}}}}"
+    run = run_side_writing_one(tmp_path, profiled, record)
     assert run.found["t.py::a"].path == Path("main.pstats")
     assert run.missing == {"t.py::b": "it failed or was skipped in the profiled process"}
