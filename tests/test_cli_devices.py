@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,3 +89,33 @@ def test_devices_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
         for kind in kinds:
             found = any(d["library"] == library and d["kind"] == kind for d in doc["devices"])
             assert found or kind in doc["absent"].get(library, {}), (library, kind)
+
+
+@pytest.mark.parametrize("runtime_dir", [None, "not-a-directory"])
+def test_devices_leaves_no_runtime_dir_behind(
+    fake_probes: None,
+    runtime_dir: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Mesa gets a private XDG_RUNTIME_DIR while the devices are probed; the listing removes it
+    and restores the setting it found (each listing left a directory in the temp folder)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    if runtime_dir is None:
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    else:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", runtime_dir)
+    seen: list[str | None] = []
+    real_probe = devices.PROBES["torch"]
+    monkeypatch.setitem(
+        devices.PROBES,
+        "torch",
+        lambda: (seen.append(os.environ.get("XDG_RUNTIME_DIR")), real_probe())[1],
+    )
+    assert main(["devices"]) == 0
+    capsys.readouterr()
+    (private,) = seen
+    assert private is not None and Path(private).parent == tmp_path  # a private one while probing
+    assert os.environ.get("XDG_RUNTIME_DIR") == runtime_dir
+    assert list(tmp_path.iterdir()) == []

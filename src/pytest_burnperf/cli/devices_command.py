@@ -4,7 +4,12 @@ but does not, why."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
@@ -38,27 +43,34 @@ def _gib(n: object) -> str:
     return f"{int(n) / 2**30:.1f} GiB" if isinstance(n, int) and n > 0 else "-"
 
 
-def _quiet_mesa() -> None:
+@contextlib.contextmanager
+def _quiet_mesa() -> Iterator[None]:
     """Mesa's Vulkan driver complains on stderr when XDG_RUNTIME_DIR is unset or unusable (each
-    time it loads); give it a private directory so the listing is not interleaved with that."""
-    import os
-    import stat
-    import tempfile
-
+    time it loads); give it a private directory while the devices are listed, so the listing is
+    not interleaved with that, and remove the directory and the setting afterwards."""
     current = os.environ.get("XDG_RUNTIME_DIR")
     try:
         ok = current is not None and stat.S_IMODE(os.stat(current).st_mode) == 0o700
     except OSError:
         ok = False
-    if not ok:
-        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="burnperf-xdg-")
+    if ok:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="burnperf-xdg-") as private:
+        os.environ["XDG_RUNTIME_DIR"] = private
+        try:
+            yield
+        finally:
+            if current is None:
+                os.environ.pop("XDG_RUNTIME_DIR", None)
+            else:
+                os.environ["XDG_RUNTIME_DIR"] = current
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-
-    _quiet_mesa()
-    probes = Registry().probe_all()
-    infos = [device_info(d) for p in probes for d in p.devices]
+    with _quiet_mesa():
+        probes = Registry().probe_all()
+        infos = [device_info(d) for p in probes for d in p.devices]
     absent = {p.library: p.absent for p in probes if p.absent}
     if args.json:
         print(json.dumps({"devices": infos, "absent": absent}, indent=1, sort_keys=True))
