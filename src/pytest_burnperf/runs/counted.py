@@ -125,17 +125,9 @@ INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 #: (optimisation, -X options, warnings, the GIL) is kept and held in the counts key instead
 #: (core/counting/counts_key.interpreter_settings).
 DROPPED_ENV = (
-    "PYTHONMALLOC",
-    "PYTHONMALLOCSTATS",
-    "PYTHONDEVMODE",
-    "PYTHONTRACEMALLOC",
-    "PYTHONASYNCIODEBUG",
-    "PYTHONPROFILEIMPORTTIME",
-    "PYTHONPERFSUPPORT",
-    "PYTHON_PERF_JIT_SUPPORT",
-    "PYTHONVERBOSE",
-    "PYTHONDEBUG",
-    "PYTHONINSPECT",
+    *("PYTHONMALLOC", "PYTHONMALLOCSTATS", "PYTHONDEVMODE", "PYTHONTRACEMALLOC"),
+    *("PYTHONASYNCIODEBUG", "PYTHONPROFILEIMPORTTIME", "PYTHONPERFSUPPORT"),
+    *("PYTHON_PERF_JIT_SUPPORT", "PYTHONVERBOSE", "PYTHONDEBUG", "PYTHONINSPECT"),
 )
 
 
@@ -176,6 +168,8 @@ class _Launch:
     env: Mapping[str, str] | None
     #: Simulate the caches (estimated cycles): host/callgrind.command.
     caches: bool = False
+    #: Each benchmark's device id, where every one has one (:func:`backends_option`).
+    devices: Mapping[str, str] | None = None
 
 
 #: The scratch folders of counted processes under the temporary directory.
@@ -293,13 +287,16 @@ def run(
     env: Mapping[str, str] | None = None,
     jobs: int = 1,
     caches: bool = False,
+    devices: Mapping[str, str] | None = None,
 ) -> CountedRun:
     """Count the benchmarks ``wanted`` (node ids) in ``jobs`` processes of ``python -m pytest
     args`` under callgrind, each over its share (:func:`shares`): counts do not depend on the
-    host's load, so they may run side by side. A benchmark that kills its process (a segfault,
-    ``os._exit``) costs only itself: the process notes each benchmark before it starts and each
-    record as it finishes (plugin/rounds/report_back.py), so the run names the benchmark it died
-    on, keeps what it had counted, and counts the rest in a fresh process."""
+    host's load, so they may run side by side; with ``devices`` (each benchmark's device id)
+    each probes only its own benchmarks' devices (:func:`backends_option`). A benchmark that
+    kills its process (a segfault, ``os._exit``) costs only itself: the process notes each
+    benchmark before it starts and each record as it finishes (plugin/rounds/report_back.py),
+    so the run names the benchmark it died on, keeps what it had counted, and counts the rest
+    in a fresh process."""
     got = CountedRun()
     t0 = time.monotonic()
     sweep(SCRATCH_PREFIX)  # what counted runs killed before their end left on disk
@@ -310,8 +307,8 @@ def run(
     try:
         mark_owner(work)
         (work / "dumps").mkdir()
-        launch = _Launch(valgrind, python, args, work, cwd, env, caches)
-        parts = shares(wanted, jobs)
+        launch = _Launch(valgrind, python, args, work, cwd, env, caches, devices)
+        parts = shares(wanted, jobs, devices)
         if len(parts) == 1:
             _count_share(launch, got, parts[0], 0, say)
         else:
@@ -345,11 +342,41 @@ def run(
     return got
 
 
-def shares(wanted: Sequence[str], jobs: int) -> list[list[str]]:
-    """``wanted`` dealt over at most ``jobs`` processes in turn (neighbours, often of one module
-    and alike in cost, go to different processes), none of them empty."""
+def shares(
+    wanted: Sequence[str], jobs: int, devices: Mapping[str, str] | None = None
+) -> list[list[str]]:
+    """``wanted`` dealt over at most ``jobs`` processes, none of them empty, their sizes within
+    one of each other. Without ``devices``, in turn (neighbours, often of one module and alike
+    in cost, go to different processes). With each benchmark's device, a device's benchmarks go
+    to as few processes as that balance allows (the devices in the order they first come,
+    each over the next processes in line), and in turn among those: a process imports only
+    the libraries of its own devices."""
     n = max(1, min(jobs, len(wanted)))
-    return [list(wanted[i::n]) for i in range(n)]
+    if devices is None:
+        return [list(wanted[i::n]) for i in range(n)]
+    device = {nodeid: devices.get(nodeid, "") for nodeid in wanted}
+    # process i takes the places [bounds[i], bounds[i + 1]) of the benchmarks grouped by device
+    bounds = [len(wanted) * i // n for i in range(n + 1)]
+    out: list[list[str]] = [[] for _ in range(n)]
+    start = 0
+    for d in dict.fromkeys(device.values()):
+        mine = [nodeid for nodeid in wanted if device[nodeid] == d]
+        end = start + len(mine)
+        room = [max(0, min(end, bounds[i + 1]) - max(start, bounds[i])) for i in range(n)]
+        turns = sorted((k, i) for i in range(n) for k in range(room[i]))  # in turn
+        for nodeid, (_, i) in zip(mine, turns, strict=True):
+            out[i].append(nodeid)
+        start = end
+    return out
+
+
+def backends_option(devices: Mapping[str, str] | None, todo: Sequence[str]) -> list[str]:
+    """The ``--perf-backends`` (the last given wins) that picks the devices of the benchmarks
+    ``todo`` alone, or none where one's device is unknown: a counted process then imports no
+    other array library (importing torch took 16 s of CPU under valgrind here)."""
+    if devices is None or any(devices.get(n) is None for n in todo):
+        return []
+    return [f"--perf-backends={','.join(sorted({devices[n] for n in todo}))}"]
 
 
 def _count_share(
@@ -393,7 +420,11 @@ def _one_process(
         work=here,
         cwd=launch.cwd,
         say=lambda done: say(already + done),
-        options=[f"{COUNT_OPTION}={work / 'dumps'}", *VALGRIND_WARNINGS],
+        options=[
+            f"{COUNT_OPTION}={work / 'dumps'}",
+            *VALGRIND_WARNINGS,
+            *backends_option(launch.devices, todo),
+        ],
         prefix=[
             *dying_with_parent(),
             *callgrind.command(launch.valgrind, work / "dumps", launch.caches),

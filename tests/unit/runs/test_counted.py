@@ -25,6 +25,8 @@ arg = lambda name: next(a.split("=", 1)[1] for a in sys.argv if a.startswith(nam
 out = Path(arg("--perf-round-process-out"))
 wanted = Path(arg("--perf-round-process-only")).read_text().split()
 Path("starts").open("a").write("start " + " ".join(wanted) + "\\n")
+picked = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--perf-backends=")]
+Path("backends").open("a").write((picked[-1] if picked else "-") + " " + " ".join(wanted) + "\\n")
 print("==1== valgrind cache warning")
 records = {}
 for n in wanted:
@@ -52,7 +54,9 @@ def _valgrind(tmp_path: Path) -> str:
     return str(runner)
 
 
-def _run(tmp_path: Path, wanted: list[str], jobs: int = 1) -> counted.CountedRun:
+def _run(
+    tmp_path: Path, wanted: list[str], jobs: int = 1, devices: dict[str, str] | None = None
+) -> counted.CountedRun:
     said: list[int] = []
     got = counted.run(
         valgrind=_valgrind(tmp_path),
@@ -62,6 +66,7 @@ def _run(tmp_path: Path, wanted: list[str], jobs: int = 1) -> counted.CountedRun
         cwd=tmp_path,
         say=said.append,
         jobs=jobs,
+        devices=devices,
     )
     assert all(n <= len(wanted) for n in said)
     assert not said or said[-1] == len(got.counts) + len(got.missing) + len(got.timed_instead)
@@ -171,12 +176,55 @@ def test_benchmarks_are_dealt_over_the_processes_in_turn() -> None:
     assert counted.shares(["a", "b"], 0) == [["a", "b"]]
 
 
+def test_each_devices_benchmarks_go_to_as_few_processes_as_the_balance_allows() -> None:
+    """A process imports the libraries of its own devices only (torch alone took 16 s of CPU to
+    import under valgrind): a device's benchmarks are not spread over every process, the
+    processes stay within one benchmark of each other, and in turn within a device."""
+    numpy = {f"n{i}": "numpy-cpu" for i in range(6)}
+    torch = {"t0": "torch-cpu", "t1": "torch-cpu"}
+    devices = {**numpy, **torch}
+    # torch's two benchmarks among numpy's, as "cpu" parametrises them: one process gets both
+    wanted = ["n0", "t0", "n1", "n2", "n3", "t1", "n4", "n5"]
+    got = counted.shares(wanted, 2, devices)
+    assert [sorted({devices[n] for n in share}) for share in got] == [
+        ["numpy-cpu"],
+        ["numpy-cpu", "torch-cpu"],
+    ]
+    assert sorted(n for share in got for n in share) == sorted(wanted)
+    assert [len(share) for share in got] == [4, 4]
+    assert got[0][:2] == ["n0", "n2"]  # in turn within numpy: neighbours to different ones
+    # one benchmark a device: each process one device
+    assert counted.shares(["a", "b"], 2, {"a": "numpy-cpu", "b": "torch-cpu"}) == [["a"], ["b"]]
+    # a device with fewer benchmarks than its place spans stays whole: y in one of four
+    got = counted.shares(list("abcdef"), 4, dict(zip("abcdef", "xxxxyy", strict=True)))
+    assert got == [["a"], ["b", "d"], ["c"], ["e", "f"]]
+
+
 def test_processes_side_by_side_each_count_their_share(tmp_path: Path) -> None:
     wanted = [f"t.py::b{i}" for i in range(5)]
     got = _run(tmp_path, wanted, jobs=2)
     assert sorted(got.counts) == wanted and not got.missing and not got.problems
     starts = sorted((tmp_path / "starts").read_text().splitlines())
     assert starts == ["start t.py::b0 t.py::b2 t.py::b4", "start t.py::b1 t.py::b3"]
+
+
+def test_each_process_probes_only_the_devices_of_its_own_benchmarks(tmp_path: Path) -> None:
+    """``--perf-backends`` (the last given wins) names each process's own devices, a fresh
+    process after a crash the rest's; where one benchmark's device is unknown (a
+    pytest-benchmark test's interpreter), none is named and nothing is restricted."""
+    devices = {"t.py::a": "numpy-cpu", "t.py::crash-segv": "torch-cpu", "t.py::t": "torch-cpu"}
+    devices |= {"t.py::b": "numpy-cpu", "t.py::c": "numpy-cpu"}
+    wanted = ["t.py::a", "t.py::crash-segv", "t.py::t", "t.py::b", "t.py::c"]
+    got = _run(tmp_path, wanted, jobs=2, devices=devices)
+    assert sorted(got.counts) == ["t.py::a", "t.py::b", "t.py::c", "t.py::t"]
+    lines = sorted((tmp_path / "backends").read_text().splitlines())
+    assert lines == [
+        "numpy-cpu t.py::a t.py::c",  # numpy's alone: no torch imported there
+        "numpy-cpu,torch-cpu t.py::b t.py::crash-segv t.py::t",
+        "torch-cpu t.py::t",  # after the crash: torch's alone
+    ]
+    assert counted.backends_option({"t.py::a": "numpy-cpu"}, ["t.py::a", "t.py::x"]) == []
+    assert counted.backends_option(None, ["t.py::a"]) == []
 
 
 def test_a_crash_beside_costs_only_its_benchmark(tmp_path: Path) -> None:

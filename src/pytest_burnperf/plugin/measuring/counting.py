@@ -34,8 +34,8 @@ from pytest_burnperf.instruments.instrument import Unavailable
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
 from pytest_burnperf.plugin.session.perf_state import (
     PerfState,
-    backends_of,
     case_of,
+    devices_of,
     line_writer,
     module_and_key,
 )
@@ -188,11 +188,9 @@ def count_pass(
 
     settings = state.run.base.merged(state.run.cmdline)
     args = [*round_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
-    # the counted process probes only the devices it counts on (the last --perf-backends wins):
+    # each counted process probes only the devices it counts on (runs/counted.backends_option):
     # probing torch, cupy or an OpenCL driver costs tens of seconds under valgrind
-    restrict = backends_of(items, set(wanted))
-    if restrict is not None:
-        args.append(f"--perf-backends={restrict}")
+    devices = devices_of(items, set(wanted))
     scratch = None
     if always:
         # a scratch folder like the counted process's own: owned, and swept by the next counted
@@ -202,7 +200,7 @@ def count_pass(
         (scratch / "always").write_text("\n".join(always), encoding="utf-8")
         args.append(f"{COUNT_ALWAYS}={scratch / 'always'}")
     try:
-        _count_sides(session, state, args, wanted, sides, write)
+        _count_sides(session, state, args, wanted, devices, sides, write)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -307,12 +305,13 @@ def _count_sides(
     state: PerfState,
     args: list[str],
     wanted: list[str],
+    devices: dict[str, str] | None,
     sides: list[Side] | None,
     write: Callable[[str], None],
 ) -> None:
     """The counted process of each side (one, against stored baselines)."""
     assert state.counting is not None
-    jobs = len(counted.shares(wanted, count_jobs(state.run.count.jobs)))
+    jobs = len(counted.shares(wanted, count_jobs(state.run.count.jobs), devices))
     processes = "one process" if jobs == 1 else f"{jobs} processes"
     each: list[Side | None] = [*sides] if sides else [None]
     for side in each:
@@ -339,6 +338,7 @@ def _count_sides(
             env=None if side is None else side.environ,
             jobs=jobs,
             caches=state.counting.caches,
+            devices=devices,
         )
         if side is None:
             state.counting.run = got

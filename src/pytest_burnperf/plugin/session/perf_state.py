@@ -203,17 +203,24 @@ def module_and_key(item: pytest.Item, rootpath: Path) -> tuple[str, str]:
     return module, key
 
 
-def backends_of(items: list[pytest.Item], wanted: set[str]) -> str | None:
-    """The ``--perf-backends`` value that selects the devices of the benchmarks ``wanted`` (node
-    ids) and no others; None where one of them is on a device no such name picks (the
-    interpreter of a pytest-benchmark test), so nothing is restricted. A counted or round process
-    started with it probes no other library: probing torch, cupy or an OpenCL driver costs
-    seconds natively and tens of seconds under valgrind."""
-    entries = [
-        c.entry
+def devices_of(items: list[pytest.Item], wanted: set[str]) -> dict[str, str] | None:
+    """The device id (a ``--perf-backends`` name) of each benchmark ``wanted`` (node ids); None
+    where one of them is on a device no such name picks (the interpreter of a pytest-benchmark
+    test), so nothing is restricted."""
+    devices = {
+        i.nodeid: c.entry
         for i in items
         if i.nodeid in wanted and (c := case_of(i)) is not None and c.entry is not None
-    ]
-    if not entries or any(e.library not in LIBRARY_KINDS for e in entries):
+    }
+    if not devices or any(e.library not in LIBRARY_KINDS for e in devices.values()):
         return None
-    return ",".join(sorted({e.id for e in entries}))
+    return {nodeid: e.id for nodeid, e in devices.items()}
+
+
+def backends_of(items: list[pytest.Item], wanted: set[str]) -> str | None:
+    """The ``--perf-backends`` value that selects the devices of the benchmarks ``wanted`` (node
+    ids) and no others, or None (:func:`devices_of`). A round process started with it probes no
+    other library: probing torch, cupy or an OpenCL driver costs seconds natively and tens of
+    seconds under valgrind."""
+    devices = devices_of(items, wanted)
+    return None if devices is None else ",".join(sorted(set(devices.values())))
