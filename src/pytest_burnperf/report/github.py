@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.memory.memory_verdict import FAILING as MEMORY_FAILING
 from pytest_burnperf.report.markdown import escape, render
+from pytest_burnperf.report.side_verdicts import MEMORY
 
 #: GitHub refuses an issue comment longer than this many characters.
 COMMENT_LIMIT = 65_536
@@ -44,9 +44,7 @@ def counts(doc: Mapping[str, object] | None) -> dict[str, int]:
     out["total"] = total
     # benchmarks whose memory per call failed (regressed, or over max_memory): their tests
     # failed whatever their time's verdict
-    out["memory-regressed"] = sum(
-        1 for r in results if jf.mapping(r.get("memory")).get("status") in MEMORY_FAILING
-    )
+    out["memory-regressed"] = sum(1 for r in results if MEMORY.fails(r))
     return out
 
 

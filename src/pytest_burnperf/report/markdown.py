@@ -15,9 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.memory.memory_verdict import FAILING, memory_summary
 from pytest_burnperf.core.text import escape as visible
-from pytest_burnperf.report.table_row import TableRow, memory_status
+from pytest_burnperf.report.side_verdicts import (
+    MEMORY,
+    failed_beside,
+    failed_beside_text,
+    summaries,
+)
+from pytest_burnperf.report.table_row import TableRow
 from pytest_burnperf.storage import paths
 from pytest_burnperf.storage.jsonfile import atomic_write_text
 
@@ -109,15 +114,9 @@ def render(doc: Mapping[str, object]) -> str:
     status = [str(jf.mapping(r.get("verdict")).get("status", "?")) for r in results]
     counts = Counter(status)
     parts = [f"{counts[s]} {s}" for s in (*_ORDER, "no-baseline") if counts[s]]
-    memory = [memory_status(r.get("memory")) for r in results]
-    # a benchmark whose time or counts passed and whose memory per call failed
-    memory_failed = [
-        r
-        for r, st, m in zip(results, status, memory, strict=True)
-        if m in FAILING and st not in ("regressed", "failed")
-    ]
-    if memory_failed:
-        parts.append(f"{len(memory_failed)} memory regressed")
+    # benchmarks whose time or counts passed and whose memory per call (a side) failed
+    failed_alone = sorted({i for _, places in failed_beside(results) for i in places})
+    parts += failed_beside_text(results)
     title = ", ".join(parts) if parts else "no benchmark ran"
     machine = jf.mapping(doc.get("machine"))
     settings = jf.mapping(doc.get("settings"))
@@ -146,15 +145,15 @@ def render(doc: Mapping[str, object]) -> str:
         f"{jf.number(settings.get('alpha', 0.01)) or 0.0:g} over the run; {escape(doc.get('created', ''))}."
     )
     lines.append("")
-    said = memory_summary(m for m in memory if m is not None)
-    if said:
+    for said in summaries(results):
         lines += [f"{escape(said[0].upper() + said[1:])}.", ""]
     lines += _coverage_lines(doc.get("coverage"), settings.get("reference"))
     by = {s: [r for r, st in zip(results, status, strict=True) if st == s] for s in counts}
-    slow = by.get("regressed", []) + by.get("failed", []) + memory_failed
+    slow = by.get("regressed", []) + by.get("failed", []) + [results[i] for i in failed_alone]
     # the memory per call beside the time, where it was tracked
+    tracked = any(MEMORY.status(r) is not None for r in results)
     mem: tuple[tuple[str, ...], tuple[str, ...]] = (
-        (("memory", "verdict"), ("memory/call", "verdict")) if said else ((), ())
+        (("memory", "verdict"), ("memory/call", "verdict")) if tracked else ((), ())
     )
     if slow:
         lines += [f"### Regressions ({len(slow)})", ""]
@@ -188,7 +187,7 @@ def render(doc: Mapping[str, object]) -> str:
             for _, r in sorted(zip(status, results, strict=True), key=lambda p: rank.get(p[0], 99))
         ]
         lines += [f"<details><summary>All {len(results)} results</summary>", ""]
-        memory_cell = ("memory",) if said else ()
+        memory_cell = ("memory",) if tracked else ()
         lines += _table(
             ordered,
             (

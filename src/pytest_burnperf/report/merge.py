@@ -19,10 +19,9 @@ from pytest_burnperf.core.judging import abstention
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.coverage import coverage, shortfall
 from pytest_burnperf.core.judging.verdict import VERDICTS
-from pytest_burnperf.core.memory.memory_verdict import FAILING, memory_summary
 from pytest_burnperf.core.options.shards import selection_id
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.report.table_row import memory_status
+from pytest_burnperf.report.side_verdicts import SIDES, failed_beside, failed_beside_text, summaries
 
 #: What every shard of one run must agree on: (where in the document, what it is called).
 _SAME = (
@@ -237,18 +236,12 @@ def verdict(merged: Mapping[str, object]) -> tuple[int, str]:
     short = None
     if isinstance(minimum, (int, float)) and minimum > 0:
         short = shortfall(coverage(_cases(results)), float(minimum))
-    memory = [memory_status(r.get("memory")) for r in results]
-    # a benchmark whose time or counts passed and whose memory per call failed fails too
-    memory_bad = sum(
-        1
-        for st, m in zip(status, memory, strict=True)
-        if m in FAILING and st not in ("regressed", "failed")
-    )
-    if memory_bad:
-        text += f", {memory_bad} memory regressed"
-    bad = counts.get("regressed", 0) + counts.get("failed", 0) + memory_bad
-    said = memory_summary(m for m in memory if m is not None)
-    line = f"{text}; {judged}" + (f"; {short}" if short else "") + (f"; {said}" if said else "")
+    # a benchmark whose time or counts passed and whose memory per call (a side) failed fails too
+    failed_alone = {i for _, places in failed_beside(results) for i in places}
+    text = ", ".join([text, *failed_beside_text(results)])
+    bad = counts.get("regressed", 0) + counts.get("failed", 0) + len(failed_alone)
+    said = "".join(f"; {line}" for line in summaries(results))
+    line = f"{text}; {judged}" + (f"; {short}" if short else "") + said
     return (1 if bad or short else 0), line
 
 
@@ -262,17 +255,18 @@ def junit(merged: Mapping[str, object]) -> str:
         test = str(r.get("test", "?"))
         module, _, name = test.partition("::")
         body = ""
-        memory = jf.mapping(r.get("memory"))
+        failed_sides = [side for side in SIDES if side.fails(r)]
         if v.get("status") in ("regressed", "failed"):
             failures += 1
             body = (
                 f"<failure message={quoteattr(escape(str(v.get('reason') or v.get('status'))))}>"
                 f"{xml_escape(escape(str(v.get('reason', ''))))}</failure>"
             )
-        elif memory_status(memory) in FAILING:
+        elif failed_sides:
             failures += 1
-            said = f"memory {memory.get('status')}: " + "; ".join(
-                str(x) for x in (memory.get("where"), memory.get("reason")) if x
+            side = jf.mapping(r.get(failed_sides[0].field))
+            said = f"{failed_sides[0].field} {side.get('status')}: " + "; ".join(
+                str(x) for x in (side.get("where"), side.get("reason")) if x
             )
             body = (
                 f"<failure message={quoteattr(escape(said))}>{xml_escape(escape(said))}</failure>"

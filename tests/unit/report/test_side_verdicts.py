@@ -1,0 +1,47 @@
+"""The verdicts judged beside the time or counts verdict, as the reports read them."""
+
+from __future__ import annotations
+
+from pytest_burnperf.report import side_verdicts
+from pytest_burnperf.report.side_verdicts import MEMORY, SIDES
+
+
+def _entry(verdict: str, memory: str | None) -> dict[str, object]:
+    out: dict[str, object] = {"verdict": {"status": verdict}}
+    if memory is not None:
+        out["memory"] = {"status": memory}
+    return out
+
+
+def test_a_side_fails_alone_only_where_the_time_or_counts_passed() -> None:
+    results = [
+        _entry("unchanged", "regressed"),  # fails on its memory alone
+        _entry("regressed", "regressed"),  # failed by its time already: not counted twice
+        _entry("improved", "over-limit"),  # over max_memory: fails alone
+        _entry("unchanged", "unchanged"),
+        _entry("inconclusive", None),  # memory not tracked
+        {"verdict": "not a mapping", "memory": ["not", "one"]},  # a damaged entry: no status
+    ]
+    assert side_verdicts.failed_beside(results) == [(MEMORY, [0, 2])]
+    assert side_verdicts.failed_beside_text(results) == ["2 memory regressed"]
+    assert MEMORY.status(results[4]) is None and MEMORY.status(results[5]) is None
+    assert [side_verdicts.main_failed(r) for r in results] == [
+        False, True, False, False, False, False,
+    ]  # fmt: skip
+
+
+def test_each_sides_summary_counts_the_benchmarks_that_have_it() -> None:
+    results = [_entry("unchanged", "regressed"), _entry("unchanged", None)]
+    results.append(_entry("unchanged", "no-baseline"))
+    (said,) = side_verdicts.summaries(results)
+    assert said.startswith("memory per call: 1 regressed") and "1 no memory baseline" in said
+    assert side_verdicts.summaries([_entry("unchanged", None)]) == []
+    assert side_verdicts.failed_beside([_entry("unchanged", None)]) == []
+
+
+def test_every_side_reads_its_own_field_and_fails_on_its_own_statuses() -> None:
+    assert MEMORY in SIDES and len({s.field for s in SIDES}) == len(SIDES)
+    for side in SIDES:
+        assert side.failing and side.failed_text
+        assert side.fails({side.field: {"status": sorted(side.failing)[0]}})
+        assert not side.fails({side.field: {"status": "unchanged"}})
