@@ -45,12 +45,6 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the virtual clock, which does no work to count, so they are timed unless a test names a
     # measure; the tests of auto's choices unset this (tests/plugin/test_counts.py).
     monkeypatch.setenv("BURNPERF_MEASURE", "time")
-    # One counted process a run: the suite already runs a test per CPU (pytest-xdist), so a
-    # second counted process beside the first (the default, one per CPU) gains no time and pays
-    # valgrind's start-up and the imports again, about 5 s; the tests of the dealing over
-    # several processes name --perf-count-jobs, which wins over this ini value.
-    addopts = os.environ.get("PYTEST_ADDOPTS", "")
-    monkeypatch.setenv("PYTEST_ADDOPTS", f"{addopts} -o perf_count_jobs=1".strip())
     # A developer's machine, also when the suite itself runs in CI (.ci/run sets CI=true): there
     # --perf would default to --perf-against auto and fail runs that judged under 90%. The tests
     # of those CI defaults set these variables themselves (tests/plugin/test_reference.py).
@@ -60,6 +54,20 @@ def _peak_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # runs, which pytest-benchmark would take for xdist workers (and turn its timing off).
     for name in XDIST_WORKER:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _one_counted_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project's run counts in one process: the suite already runs a test per CPU
+    (pytest-xdist), so a second counted process beside the first (the default, one per CPU)
+    gains no time and pays valgrind's start-up and the imports again, about 5 s. The tests of
+    the dealing over several processes name --perf-count-jobs, which wins over this ini value.
+    Set after pytester's own setup, which clears PYTEST_ADDOPTS."""
+    if "pytester" not in request.fixturenames:
+        return
+    request.getfixturevalue("pytester")
+    addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"{addopts} -o perf_count_jobs=1".strip())
 
 
 @pytest.fixture(autouse=True)
