@@ -17,6 +17,13 @@ from pytest_burnperf.core.memory import memory_verdict
 MAIN_FAILING = frozenset({"regressed", "failed"})
 
 
+def status_of(side: object) -> str | None:
+    """The status in a side's field of a results entry (``entry["memory"]``), or None where
+    that is missing or not a verdict."""
+    status = jf.mapping(side).get("status")
+    return status if isinstance(status, str) else None
+
+
 @dataclass(frozen=True)
 class Side:
     """One verdict judged beside the time or counts verdict."""
@@ -32,8 +39,7 @@ class Side:
 
     def status(self, entry: Mapping[str, object]) -> str | None:
         """Its status in a results entry, or None where the entry has none (not tracked)."""
-        status = jf.mapping(entry.get(self.field)).get("status")
-        return status if isinstance(status, str) else None
+        return status_of(entry.get(self.field))
 
     def fails(self, entry: Mapping[str, object]) -> bool:
         return self.status(entry) in self.failing

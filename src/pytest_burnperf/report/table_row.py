@@ -15,6 +15,7 @@ from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.core.records.roofline_figures import format_rate
 from pytest_burnperf.core.text import device_within, format_bytes
+from pytest_burnperf.report.side_verdicts import status_of
 
 
 def _number(value: object) -> float | None:
@@ -161,19 +162,11 @@ class TableRow:
         )
 
 
-def memory_status(memory: object) -> str | None:
-    """The memory verdict's status of a results entry's ``memory``, or None where not tracked."""
-    if not isinstance(memory, Mapping):
-        return None
-    status = memory.get("status")
-    return status if isinstance(status, str) else None
-
-
 def memory_text(memory: object) -> str:
     """The memory cell: the peak per call judged (``7.6 MiB``), with its change where it moved
     past the minimum effect (``15.3 MiB +100%``); ``varies``, ``no base``, ``other key`` where
     it was not judged; ``-`` where not tracked."""
-    status = memory_status(memory)
+    status = status_of(memory)
     if status is None or not isinstance(memory, Mapping):
         return "-"
     figures, base = _map(memory.get("figures")), _map(memory.get("baseline"))
@@ -200,7 +193,7 @@ def _verdict_text(verdict: Mapping[str, object], memory: object) -> str:
     """The verdict cell: the time or counts verdict's status, or ``memory regressed`` where
     that verdict passes and the memory verdict beside it regressed."""
     status = str(verdict.get("status") or "?")
-    memory_said = memory_status(memory)
+    memory_said = status_of(memory)
     if memory_said == "over-limit" and status != "failed":
         return "over max_memory"
     if memory_said == "regressed" and status not in ("regressed", "failed"):

@@ -33,7 +33,12 @@ from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.core.text import tail
 from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
-from pytest_burnperf.runs.round_launcher import journal_path, read_journal, run_round_process
+from pytest_burnperf.runs.round_launcher import (
+    backends_option,
+    journal_path,
+    read_journal,
+    run_round_process,
+)
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, read_json
 from pytest_burnperf.storage.paths import cache_root
 
@@ -368,15 +373,6 @@ def shares(
             out[i].append(nodeid)
         start = end
     return out
-
-
-def backends_option(devices: Mapping[str, str] | None, todo: Sequence[str]) -> list[str]:
-    """The ``--perf-backends`` (the last given wins) that picks the devices of the benchmarks
-    ``todo`` alone, or none where one's device is unknown: a counted process then imports no
-    other array library (importing torch took 16 s of CPU under valgrind here)."""
-    if devices is None or any(devices.get(n) is None for n in todo):
-        return []
-    return [f"--perf-backends={','.join(sorted({devices[n] for n in todo}))}"]
 
 
 def _count_share(

@@ -268,6 +268,17 @@ def interpreter_args(
     return out
 
 
+def backends_option(devices: Mapping[str, str] | None, todo: Sequence[str]) -> list[str]:
+    """The ``--perf-backends`` (the last given wins) that picks the devices of the benchmarks
+    ``todo`` (node ids -> device id: ``devices``) alone, or none where one's device is unknown
+    (the interpreter of a pytest-benchmark test): a round or counted process started with it
+    probes and imports no other device library (importing torch took 16 s of CPU under
+    valgrind here, probing an OpenCL driver seconds natively)."""
+    if devices is None or any(devices.get(n) is None for n in todo):
+        return []
+    return [f"--perf-backends={','.join(sorted({devices[n] for n in todo}))}"]
+
+
 def run_round_process(
     python: str,
     args: Sequence[str],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.host import leftovers
-from pytest_burnperf.runs import counted
+from pytest_burnperf.runs import counted, round_launcher
 
 #: A counted process: every benchmark noted before it starts and journalled as it finishes,
 #: the whole file written at its end; a benchmark named ``crash-exit`` ends it with os._exit,
@@ -223,8 +223,8 @@ def test_each_process_probes_only_the_devices_of_its_own_benchmarks(tmp_path: Pa
         "numpy-cpu,torch-cpu t.py::b t.py::crash-segv t.py::t",
         "torch-cpu t.py::t",  # after the crash: torch's alone
     ]
-    assert counted.backends_option({"t.py::a": "numpy-cpu"}, ["t.py::a", "t.py::x"]) == []
-    assert counted.backends_option(None, ["t.py::a"]) == []
+    assert round_launcher.backends_option({"t.py::a": "numpy-cpu"}, ["t.py::a", "t.py::x"]) == []
+    assert round_launcher.backends_option(None, ["t.py::a"]) == []
 
 
 def test_a_crash_beside_costs_only_its_benchmark(tmp_path: Path) -> None:

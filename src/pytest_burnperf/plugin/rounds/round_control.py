@@ -33,8 +33,8 @@ from pytest_burnperf.plugin.rounds.report_back import RoundProcess
 from pytest_burnperf.plugin.session.perf_state import (
     STATE,
     PerfState,
-    backends_of,
     case_of,
+    devices_of,
     line_writer,
     module_and_key,
 )
@@ -43,6 +43,7 @@ from pytest_burnperf.runs.comparison.environments import CURRENT, EnvError, reso
 from pytest_burnperf.runs.comparison.same_session import side_of
 from pytest_burnperf.runs.forkserver import can_fork, run_items, serve
 from pytest_burnperf.runs.round_launcher import (
+    backends_option,
     budget_text,
     round_args,
 )
@@ -69,9 +70,8 @@ def run_rounds(
     interpreter. ``wanted`` are the node ids this session will time."""
     config = session.config
     args = round_args(state.run.invocation)
-    restrict = backends_of(session.items, set(wanted))
-    if restrict is not None:  # the rounds probe only the devices they time on
-        args.append(f"--perf-backends={restrict}")
+    # the rounds probe only the devices they time on
+    args += backends_option(devices_of(session.items, set(wanted)), wanted)
     # every round samples as the pooled session's rounds do (stats.round_samples)
     args.append(f"--perf-round-process-rounds={state.schedule.rounds}")
     write = line_writer(config)

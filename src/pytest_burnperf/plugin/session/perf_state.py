@@ -215,12 +215,3 @@ def devices_of(items: list[pytest.Item], wanted: set[str]) -> dict[str, str] | N
     if not devices or any(e.library not in LIBRARY_KINDS for e in devices.values()):
         return None
     return {nodeid: e.id for nodeid, e in devices.items()}
-
-
-def backends_of(items: list[pytest.Item], wanted: set[str]) -> str | None:
-    """The ``--perf-backends`` value that selects the devices of the benchmarks ``wanted`` (node
-    ids) and no others, or None (:func:`devices_of`). A round process started with it probes no
-    other library: probing torch, cupy or an OpenCL driver costs seconds natively and tens of
-    seconds under valgrind."""
-    devices = devices_of(items, wanted)
-    return None if devices is None else ",".join(sorted(set(devices.values())))
