@@ -119,3 +119,28 @@ def test_devices_leaves_no_runtime_dir_behind(
     assert private is not None and Path(private).parent == tmp_path  # a private one while probing
     assert os.environ.get("XDG_RUNTIME_DIR") == runtime_dir
     assert list(tmp_path.iterdir()) == []
+
+
+def test_devices_keeps_a_usable_runtime_dir(
+    fake_probes: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A private XDG_RUNTIME_DIR of the user's (mode 0700) is used as it is, and left there."""
+    mine = tmp_path / "runtime"
+    mine.mkdir(mode=0o700)
+    mine.chmod(0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(mine))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen: list[str | None] = []
+    real_probe = devices.PROBES["torch"]
+    monkeypatch.setitem(
+        devices.PROBES,
+        "torch",
+        lambda: (seen.append(os.environ.get("XDG_RUNTIME_DIR")), real_probe())[1],
+    )
+    assert main(["devices"]) == 0
+    capsys.readouterr()
+    assert seen == [str(mine)] and os.environ["XDG_RUNTIME_DIR"] == str(mine)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runtime"]  # nothing made beside it
