@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import escape as visible
+from pytest_burnperf.report.side_verdicts import SIDES
 from pytest_burnperf.report.table_row import TableRow, change_text
 
 if TYPE_CHECKING:
@@ -87,8 +88,8 @@ def _results_table(results: Sequence[Mapping[str, object]]) -> str:
             f'<td class="num">{_e(row.baseline)}</td>'
             f'<td class="num">{_e(row.change)}</td>'
             f'<td class="num">{_e(row.detects)}</td>'
-            f'<td class="num">{_e(row.memory)}</td>'
-            f'<td class="status" style="color:{_COLORS.get(row.verdict, "#222")}">'
+            + "".join(f'<td class="num">{_e(row.sides[side.field])}</td>' for side in SIDES)
+            + f'<td class="status" style="color:{_COLORS.get(row.verdict, "#222")}">'
             f"{_e(row.verdict)}</td>"
             f'<td class="why">{_e(row.reason)}</td>'
             "</tr>"
@@ -103,7 +104,7 @@ def _results_table(results: Sequence[Mapping[str, object]]) -> str:
             "before",
             "change [95% CI]",
             "detects",
-            "memory/call",
+            *(_e(side.column) for side in SIDES),
             "verdict",
             "why",
         )

@@ -17,10 +17,11 @@ from pathlib import Path
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.report.side_verdicts import (
-    MEMORY,
     failed_beside,
     failed_beside_text,
+    grew,
     summaries,
+    tracked,
 )
 from pytest_burnperf.report.table_row import TableRow
 from pytest_burnperf.storage import paths
@@ -81,22 +82,22 @@ def _row(r: Mapping[str, object], cells: Sequence[str]) -> str:
         "detects": row.detects,
         "verdict": escape(row.verdict),
         "reason": escape(row.reason) or "-",
-        "memory": escape(row.memory),
+        **{key: escape(cell) for key, cell in row.sides.items()},
     }
     return "| " + " | ".join(got[c] for c in cells) + " |"
 
 
 def _what_grew(results: Sequence[Mapping[str, object]]) -> list[str]:
-    """Each regressed benchmark's note of what grew (--perf-profile) and where its memory grew."""
+    """Each regressed benchmark's note of what grew (--perf-profile) and where a side verdict's
+    regression grew (memory per call)."""
     lines = []
     for r in results:
         name = escape(r.get("name", r.get("test", "?")))
         prof = r.get("profile")
         if isinstance(prof, Mapping) and isinstance(prof.get("note"), str):
             lines.append(f"- {name}: {escape(prof['note'])}")
-        where = jf.mapping(r.get("memory")).get("where")
-        if isinstance(where, str) and where:  # where a memory regression allocates
-            lines.append(f"- {name}: memory {escape(where)}")
+        for side, where in grew(r):
+            lines.append(f"- {name}: {escape(side.field)} {escape(where)}")
     return ["**Where it grew**", "", *lines, ""] if lines else []
 
 
@@ -150,10 +151,12 @@ def render(doc: Mapping[str, object]) -> str:
     lines += _coverage_lines(doc.get("coverage"), settings.get("reference"))
     by = {s: [r for r, st in zip(results, status, strict=True) if st == s] for s in counts}
     slow = by.get("regressed", []) + by.get("failed", []) + [results[i] for i in failed_alone]
-    # the memory per call beside the time, where it was tracked
-    tracked = any(MEMORY.status(r) is not None for r in results)
+    # the verdicts judged beside the time (memory per call), where any was
+    beside = tracked(results)
+    side_keys = tuple(side.field for side in beside)
+    side_labels = tuple(side.column for side in beside)
     mem: tuple[tuple[str, ...], tuple[str, ...]] = (
-        (("memory", "verdict"), ("memory/call", "verdict")) if tracked else ((), ())
+        ((*side_keys, "verdict"), (*side_labels, "verdict")) if beside else ((), ())
     )
     if slow:
         lines += [f"### Regressions ({len(slow)})", ""]
@@ -187,7 +190,6 @@ def render(doc: Mapping[str, object]) -> str:
             for _, r in sorted(zip(status, results, strict=True), key=lambda p: rank.get(p[0], 99))
         ]
         lines += [f"<details><summary>All {len(results)} results</summary>", ""]
-        memory_cell = ("memory",) if tracked else ()
         lines += _table(
             ordered,
             (
@@ -198,7 +200,7 @@ def render(doc: Mapping[str, object]) -> str:
                 "baseline",
                 "change",
                 "detects",
-                *memory_cell,
+                *side_keys,
                 "verdict",
             ),
             (
@@ -209,7 +211,7 @@ def render(doc: Mapping[str, object]) -> str:
                 "before",
                 "change [95% CI]",
                 "detects",
-                *("memory/call" for _ in memory_cell),
+                *side_labels,
                 "verdict",
             ),
         )

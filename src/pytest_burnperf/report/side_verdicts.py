@@ -1,8 +1,10 @@
 """The verdicts judged beside a benchmark's time or counts verdict, as a results document holds
 them: which field of a results entry each is in, which of its statuses fail the benchmark's
-test, what a summary calls such a failure and the run's one line on each. The reports (the
-Markdown summary, a merged run's verdict and JUnit file, the GitHub outputs) read them through
-here, so a measure judged beside is one entry of :data:`SIDES`. No pytest here.
+test, what a summary calls such a failure, the run's one line on each, and what a table shows
+of each (its column, its cell, the verdict cell where it alone fails the test, where a
+regression of it grew). The reports (the terminal's, Markdown and HTML tables, the Markdown
+summary, a merged run's verdict and JUnit file, the GitHub outputs) read them through here, so
+a measure judged beside is one entry of :data:`SIDES`. No pytest here.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.memory import memory_verdict
+from pytest_burnperf.core.memory import memory_cells, memory_verdict
 
 #: The statuses of a time or counts verdict that fail the test by themselves.
 MAIN_FAILING = frozenset({"regressed", "failed"})
@@ -36,6 +38,17 @@ class Side:
     failed_text: str
     #: The run's one line on it, from its statuses (None where none was judged).
     summary: Callable[[Iterable[str]], str | None]
+    #: Its table column's header (its ``--perf-columns`` key is :attr:`field`).
+    column: str
+    #: Its cell, from its field's value (``-`` where not tracked).
+    cell: Callable[[object], str]
+    #: The verdict cell's words where it decides it, from its field's value and the time or
+    #: counts verdict's status; None where that status stands.
+    verdict_words: Callable[[object, str], str | None]
+    #: Its statuses that put its column in a table whose columns the user did not choose.
+    shown: frozenset[str]
+    #: Where a regression of it grew, from its field's value (None where not located).
+    grew: Callable[[object], str | None]
 
     def status(self, entry: Mapping[str, object]) -> str | None:
         """Its status in a results entry, or None where the entry has none (not tracked)."""
@@ -45,8 +58,18 @@ class Side:
         return self.status(entry) in self.failing
 
 
-#: Memory per call (core/memory/memory_verdict.py): regressed, or over the marker's max_memory.
-MEMORY = Side("memory", memory_verdict.FAILING, "memory regressed", memory_verdict.memory_summary)
+#: Memory per call (core/memory/): regressed, or over the marker's max_memory.
+MEMORY = Side(
+    field="memory",
+    failing=memory_verdict.FAILING,
+    failed_text="memory regressed",
+    summary=memory_verdict.memory_summary,
+    column="memory/call",
+    cell=memory_cells.memory_cell,
+    verdict_words=memory_cells.memory_verdict_words,
+    shown=frozenset({"regressed", "improved", "over-limit"}),
+    grew=memory_cells.memory_grew,
+)
 
 #: Every verdict judged beside, in the order the reports say them.
 SIDES: tuple[Side, ...] = (MEMORY,)
@@ -82,3 +105,35 @@ def summaries(results: Sequence[Mapping[str, object]]) -> list[str]:
         if said:
             out.append(said)
     return out
+
+
+def cells(entry: Mapping[str, object]) -> dict[str, str]:
+    """Each side's cell of a results entry, by its column key."""
+    return {side.field: side.cell(entry.get(side.field)) for side in SIDES}
+
+
+def verdict_text(entry: Mapping[str, object]) -> str:
+    """The verdict cell: the time or counts verdict's status, or the words of the first side
+    that decides it (``memory regressed`` beside a verdict that passes)."""
+    status = str(jf.mapping(entry.get("verdict")).get("status") or "?")
+    for side in SIDES:
+        words = side.verdict_words(entry.get(side.field), status)
+        if words is not None:
+            return words
+    return status
+
+
+def tracked(results: Iterable[Mapping[str, object]]) -> tuple[Side, ...]:
+    """The sides any of ``results`` has a verdict of: the columns a table of them shows."""
+    entries = list(results)
+    return tuple(s for s in SIDES if any(s.status(r) is not None for r in entries))
+
+
+def moved(entry: Mapping[str, object]) -> tuple[Side, ...]:
+    """The sides whose status in ``entry`` is worth a column the user did not ask for."""
+    return tuple(s for s in SIDES if s.status(entry) in s.shown)
+
+
+def grew(entry: Mapping[str, object]) -> list[tuple[Side, str]]:
+    """Each side's note of where a regression of it grew, where located."""
+    return [(s, where) for s in SIDES if (where := s.grew(entry.get(s.field))) is not None]

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.core.records.roofline_figures import format_rate
 from pytest_burnperf.core.text import device_within, format_bytes
-from pytest_burnperf.report.side_verdicts import status_of
+from pytest_burnperf.report import side_verdicts
 
 
 def _number(value: object) -> float | None:
@@ -83,7 +83,9 @@ def label(name: str, benchmark: str, device_id: str, dtype: str) -> str:
 @dataclass(frozen=True)
 class TableRow:
     """One benchmark's cells, keyed as ``--perf-columns`` names them (core/options/run_options.py's
-    COLUMN_KEYS), plus the full test name and the verdict's reason."""
+    COLUMN_KEYS), plus the full test name and the verdict's reason. The cells of the verdicts
+    judged beside (memory per call) are in :attr:`sides`, by column key
+    (report/side_verdicts.py)."""
 
     name: str
     benchmark: str
@@ -100,11 +102,11 @@ class TableRow:
     p: str
     detects: str
     peak_mem: str
-    memory: str
     arith: str
     bandwidth: str
     verdict: str
     reason: str
+    sides: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -114,6 +116,8 @@ class TableRow:
         )
 
     def cell(self, key: str) -> str:
+        if key in self.sides:
+            return self.sides[key]
         return str(getattr(self, key))
 
     def cells(self, keys: Sequence[str]) -> tuple[str, ...]:
@@ -156,49 +160,10 @@ class TableRow:
             + (" (MPS driver)" if isinstance(peak, int) and entry.get("kind") == "metal" else ""),
             arith=_rate(roof, "gflops", "GF/s", "arith_pct"),
             bandwidth=_rate(roof, "gbps", "GB/s", "mem_pct"),
-            memory=memory_text(entry.get("memory")),
-            verdict=_verdict_text(v, entry.get("memory")),
+            verdict=side_verdicts.verdict_text(entry),
             reason=str(v.get("reason") or ""),
+            sides=side_verdicts.cells(entry),
         )
-
-
-def memory_text(memory: object) -> str:
-    """The memory cell: the peak per call judged (``7.6 MiB``), with its change where it moved
-    past the minimum effect (``15.3 MiB +100%``); ``varies``, ``no base``, ``other key`` where
-    it was not judged; ``-`` where not tracked."""
-    status = status_of(memory)
-    if status is None or not isinstance(memory, Mapping):
-        return "-"
-    figures, base = _map(memory.get("figures")), _map(memory.get("baseline"))
-    peak, was = figures.get("peak_bytes"), base.get("peak_bytes")
-    if status == "varies":
-        return "varies"
-    if status == "over-limit":
-        return f"{format_bytes(peak)} > max"
-    shown = format_bytes(peak)
-    if status in ("regressed", "improved") and isinstance(peak, int) and isinstance(was, int):
-        change = "new" if was == 0 else f"{100.0 * (peak - was) / was:+.0f}%"
-        allocated, before = figures.get("allocated_bytes"), base.get("allocated_bytes")
-        if peak == was and isinstance(allocated, int) and isinstance(before, int) and before:
-            change = f"{100.0 * (allocated - before) / before:+.0f}% alloc"
-        return f"{shown} {change}"
-    if status == "no-baseline":
-        return f"{shown} (no base)"
-    if status == "incomparable":
-        return f"{shown} (other key)"
-    return shown
-
-
-def _verdict_text(verdict: Mapping[str, object], memory: object) -> str:
-    """The verdict cell: the time or counts verdict's status, or ``memory regressed`` where
-    that verdict passes and the memory verdict beside it regressed."""
-    status = str(verdict.get("status") or "?")
-    memory_said = status_of(memory)
-    if memory_said == "over-limit" and status != "failed":
-        return "over max_memory"
-    if memory_said == "regressed" and status not in ("regressed", "failed"):
-        return "memory regressed"
-    return status
 
 
 def _value(value: object, timer: str) -> str:

@@ -26,6 +26,7 @@ from pytest_burnperf.core.text import (
     format_time,
     shorten,
 )
+from pytest_burnperf.report.side_verdicts import SIDES, moved
 from pytest_burnperf.report.table_row import TableRow
 
 #: Headers of the table's columns where they differ from their --perf-columns key.
@@ -34,8 +35,8 @@ _HEADER_TEXT = {
     "change": "change [95% CI]",
     "time": "time change",
     "peak_mem": "peak mem",
-    "memory": "memory/call",
     "bandwidth": "mem",
+    **{side.field: side.column for side in SIDES},
 }
 COLUMNS = tuple(_HEADER_TEXT.get(k, k) for k in COLUMN_KEYS)
 
@@ -43,7 +44,11 @@ COLUMNS = tuple(_HEADER_TEXT.get(k, k) for k in COLUMN_KEYS)
 def row(r: Result) -> tuple[str, ...]:
     """The table's cells of ``r``, in COLUMN_KEYS order: the row model every table shares
     (table_row.py), built from the entry the results document holds for it."""
-    return TableRow.of(r.as_json()).cells(COLUMN_KEYS)
+    return _row_of(r.as_json())
+
+
+def _row_of(entry: dict[str, Any]) -> tuple[str, ...]:
+    return TableRow.of(entry).cells(COLUMN_KEYS)
 
 
 HEADERS = dict(zip(COLUMN_KEYS, COLUMNS, strict=True))
@@ -71,7 +76,7 @@ DROP_ORDER: tuple[str, ...] = (
     "peak_mem",
     "baseline",
     "detects",
-    "memory",
+    *(side.field for side in SIDES),
     "bandwidth",
     "arith",
     "backend",
@@ -88,7 +93,7 @@ _RIGHT = {
     "p",
     "detects",
     "peak_mem",
-    "memory",
+    *(side.field for side in SIDES),
     "arith",
     "bandwidth",
 }
@@ -239,13 +244,16 @@ def table_rows(
             chosen.insert(chosen.index("change") + 1, "time")
     elif not columns and "time" in chosen:
         chosen.remove("time")
-    if not columns and "memory" not in chosen and any(_memory_moved(r) for r in results):
-        chosen.insert(chosen.index("verdict"), "memory")  # what the memory verdict judged
     fit = not columns  # -v too: every column that fits COLUMNS, then the narrowest names
     ordered = list(results)
     if sort:
         ordered.sort(key=_sort_key(sort))
-    rows = [dict(zip(COLUMN_KEYS, row(r), strict=True)) for r in ordered]
+    entries = [r.as_json() for r in ordered]
+    if not columns:  # what a side verdict judged, where it moved (memory per call)
+        for side in SIDES:
+            if side.field not in chosen and any(side in moved(e) for e in entries):
+                chosen.insert(chosen.index("verdict"), side.field)
+    rows = [dict(zip(COLUMN_KEYS, _row_of(e), strict=True)) for e in entries]
     cols, ws, stacked = _layout(rows, chosen, width, fit)
     indent = "  " if stacked else ""
 
@@ -279,10 +287,6 @@ def table_rows(
             lines.extend(lines_of(r, rw))
         lines.append(("", None))
     return lines[:-1]
-
-
-def _memory_moved(r: Result) -> bool:
-    return r.memory is not None and r.memory.status in (REGRESSED, IMPROVED, "over-limit")
 
 
 def row_status(r: Result) -> str:

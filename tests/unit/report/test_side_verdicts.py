@@ -45,3 +45,27 @@ def test_every_side_reads_its_own_field_and_fails_on_its_own_statuses() -> None:
         assert side.failing and side.failed_text
         assert side.fails({side.field: {"status": sorted(side.failing)[0]}})
         assert not side.fails({side.field: {"status": "unchanged"}})
+
+
+def test_a_table_reads_each_sides_cell_column_and_verdict_words_from_the_registry() -> None:
+    regressed = _entry("unchanged", "regressed")
+    regressed["memory"] = {
+        "status": "regressed",
+        "figures": {"peak_bytes": 2048},
+        "baseline": {"peak_bytes": 1024},
+        "where": "grew at copy (b.py:4)",
+    }
+    plain = _entry("regressed", None)
+    assert side_verdicts.cells(regressed) == {"memory": "2.0 KiB +100%"}
+    assert side_verdicts.cells(plain) == {"memory": "-"}
+    assert side_verdicts.verdict_text(regressed) == "memory regressed"
+    assert side_verdicts.verdict_text(plain) == "regressed"  # no side decides it
+    assert side_verdicts.verdict_text({}) == "?"
+    assert side_verdicts.tracked([plain, regressed]) == (MEMORY,)
+    assert side_verdicts.tracked([plain]) == ()
+    assert side_verdicts.moved(regressed) == (MEMORY,)
+    assert side_verdicts.moved(_entry("unchanged", "unchanged")) == ()
+    assert side_verdicts.grew(regressed) == [(MEMORY, "grew at copy (b.py:4)")]
+    assert side_verdicts.grew(plain) == []
+    # every side has a column of its own, named by its field (its --perf-columns key)
+    assert len({s.field for s in SIDES}) == len(SIDES) and all(s.column for s in SIDES)

@@ -1,0 +1,67 @@
+"""What the tables say of a memory verdict, read from its field of a results entry
+(``entry["memory"]``: the JSON that :class:`~.memory_verdict.MemoryVerdict` writes there, or a
+results file read back, which may hold anything): the ``memory/call`` cell, the verdict cell's
+words where memory alone fails the test, and where a regression allocates. The reports reach
+these through report/side_verdicts.MEMORY. No pytest here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pytest_burnperf.core.text import format_bytes
+
+
+def _map(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _status(memory: object) -> str | None:
+    status = _map(memory).get("status")
+    return status if isinstance(status, str) else None
+
+
+def memory_cell(memory: object) -> str:
+    """The memory cell: the peak per call judged (``7.6 MiB``), with its change where it moved
+    past the minimum effect (``15.3 MiB +100%``); ``varies``, ``no base``, ``other key`` where
+    it was not judged; ``-`` where not tracked."""
+    status = _status(memory)
+    if status is None:
+        return "-"
+    figures, base = _map(_map(memory).get("figures")), _map(_map(memory).get("baseline"))
+    peak, was = figures.get("peak_bytes"), base.get("peak_bytes")
+    if status == "varies":
+        return "varies"
+    if status == "over-limit":
+        return f"{format_bytes(peak)} > max"
+    shown = format_bytes(peak)
+    if status in ("regressed", "improved") and isinstance(peak, int) and isinstance(was, int):
+        change = "new" if was == 0 else f"{100.0 * (peak - was) / was:+.0f}%"
+        allocated, before = figures.get("allocated_bytes"), base.get("allocated_bytes")
+        if peak == was and isinstance(allocated, int) and isinstance(before, int) and before:
+            change = f"{100.0 * (allocated - before) / before:+.0f}% alloc"
+        return f"{shown} {change}"
+    if status == "no-baseline":
+        return f"{shown} (no base)"
+    if status == "incomparable":
+        return f"{shown} (other key)"
+    return shown
+
+
+def memory_verdict_words(memory: object, main_status: str) -> str | None:
+    """The verdict cell where memory decides it: ``over max_memory`` (the marker's ceiling)
+    beside any verdict but ``failed``, ``memory regressed`` beside one that passes; else None
+    (the time or counts verdict's status stands)."""
+    status = _status(memory)
+    if status == "over-limit" and main_status != "failed":
+        return "over max_memory"
+    if status == "regressed" and main_status not in ("regressed", "failed"):
+        return "memory regressed"
+    return None
+
+
+def memory_grew(memory: object) -> str | None:
+    """Where a memory regression grew (``grew at copy (b.py:4)``), as the verdict located it;
+    None where it did not."""
+    where = _map(memory).get("where")
+    return where if isinstance(where, str) and where else None
