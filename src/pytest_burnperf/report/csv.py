@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.text import escape
+from pytest_burnperf.report import side_verdicts
 from pytest_burnperf.report.table_row import judged_median
 
 RESULT_COLUMNS = (
@@ -27,10 +28,7 @@ RESULT_COLUMNS = (
     "status",
     "rounds",
     "samples",
-    "memory_status",
-    "memory_peak_bytes",
-    "memory_allocated_bytes",
-    "memory_allocations",
+    *side_verdicts.csv_columns(),  # memory per call's: status, peak, allocated, allocations
 )
 HISTORY_COLUMNS = (
     "created",
@@ -81,8 +79,6 @@ def results_csv(doc: Mapping[str, object]) -> str:
         ci: list[float | None] = [*jf.floats(v.get("ratio_ci95"))] or [None, None]
         runs = jf.sequence(r.get("runs"))
         mds = jf.number(v.get("min_detectable_slowdown"))
-        memory = jf.mapping(r.get("memory"))
-        figures = jf.mapping(memory.get("figures"))
         w.writerow(
             _cell(x)
             for x in (
@@ -101,10 +97,7 @@ def results_csv(doc: Mapping[str, object]) -> str:
                 v.get("status"),
                 len(runs),
                 sum(len(jf.sequence(x)) for x in runs) or len(jf.sequence(r.get("samples"))),
-                memory.get("status"),
-                figures.get("peak_bytes"),
-                figures.get("allocated_bytes"),
-                figures.get("allocations"),
+                *side_verdicts.csv_values(r),
             )
         )
     return out.getvalue()

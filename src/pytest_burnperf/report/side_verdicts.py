@@ -49,6 +49,9 @@ class Side:
     shown: frozenset[str]
     #: Where a regression of it grew, from its field's value (None where not located).
     grew: Callable[[object], str | None]
+    #: Its columns of the results CSV, and their values from its field's value.
+    csv_columns: tuple[str, ...]
+    csv_values: Callable[[object], tuple[object, ...]]
 
     def status(self, entry: Mapping[str, object]) -> str | None:
         """Its status in a results entry, or None where the entry has none (not tracked)."""
@@ -69,6 +72,8 @@ MEMORY = Side(
     verdict_words=memory_cells.memory_verdict_words,
     shown=frozenset({"regressed", "improved", "over-limit"}),
     grew=memory_cells.memory_grew,
+    csv_columns=memory_cells.CSV_COLUMNS,
+    csv_values=memory_cells.memory_csv,
 )
 
 #: Every verdict judged beside, in the order the reports say them.
@@ -105,6 +110,16 @@ def summaries(results: Sequence[Mapping[str, object]]) -> list[str]:
         if said:
             out.append(said)
     return out
+
+
+def csv_columns() -> tuple[str, ...]:
+    """Every side's columns of the results CSV, in :data:`SIDES` order."""
+    return tuple(c for side in SIDES for c in side.csv_columns)
+
+
+def csv_values(entry: Mapping[str, object]) -> tuple[object, ...]:
+    """The values of :func:`csv_columns` for a results entry."""
+    return tuple(v for side in SIDES for v in side.csv_values(entry.get(side.field)))
 
 
 def cells(entry: Mapping[str, object]) -> dict[str, str]:

@@ -74,3 +74,17 @@ def test_where_it_grew_is_read_only_from_a_located_regression() -> None:
     assert memory_grew({"status": "regressed", "where": ""}) is None
     assert memory_grew({"status": "regressed", "where": 4}) is None
     assert memory_grew(None) is None
+
+
+def test_the_csv_columns_hold_the_status_and_the_figures_judged() -> None:
+    from pytest_burnperf.core.memory.memory_cells import CSV_COLUMNS, memory_csv
+
+    memory = _memory("regressed", 16 * MiB, 8 * MiB)
+    memory["figures"].update(allocated_bytes=32 * MiB, allocations=3)  # type: ignore[attr-defined]
+    assert dict(zip(CSV_COLUMNS, memory_csv(memory), strict=True)) == {
+        "memory_status": "regressed",
+        "memory_peak_bytes": 16 * MiB,
+        "memory_allocated_bytes": 32 * MiB,
+        "memory_allocations": 3,
+    }
+    assert memory_csv(None) == (None, None, None, None)  # not tracked: empty cells

@@ -1,13 +1,14 @@
-"""What the tables say of a memory verdict, read from its field of a results entry
+"""What the reports say of a memory verdict, read from its field of a results entry
 (``entry["memory"]``: the JSON that :class:`~.memory_verdict.MemoryVerdict` writes there, or a
-results file read back, which may hold anything): the ``memory/call`` cell, the verdict cell's
-words where memory alone fails the test, and where a regression allocates. The reports reach
-these through report/side_verdicts.MEMORY. No pytest here.
+results file read back, which may hold anything): the tables' ``memory/call`` cell, the verdict
+cell's words where memory alone fails the test, where a regression grew, and the CSV's memory
+columns. The reports reach these through report/side_verdicts.MEMORY. No pytest here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from pytest_burnperf.core.text import format_bytes
 
@@ -65,3 +66,23 @@ def memory_grew(memory: object) -> str | None:
     None where it did not."""
     where = _map(memory).get("where")
     return where if isinstance(where, str) and where else None
+
+
+#: The results CSV's memory columns (report/csv.py), in :func:`memory_csv`'s order.
+CSV_COLUMNS: Final = (
+    "memory_status",
+    "memory_peak_bytes",
+    "memory_allocated_bytes",
+    "memory_allocations",
+)
+
+
+def memory_csv(memory: object) -> tuple[object, ...]:
+    """The values of :data:`CSV_COLUMNS`: the status and the figures judged (None: empty)."""
+    figures = _map(_map(memory).get("figures"))
+    return (
+        _status(memory),
+        figures.get("peak_bytes"),
+        figures.get("allocated_bytes"),
+        figures.get("allocations"),
+    )
