@@ -6,7 +6,9 @@ process started once by the parent session: it collects, imports, and then waits
 the parent writes a request file ``DIR/<n>.req`` (JSON: the samples file to write and, for an
 adaptive round, the node ids to run); the server forks a child, which runs those tests exactly as
 a round's process does, writes its samples file and exits; the server then writes ``DIR/<n>.done``
-with the child's exit status. ``DIR/stop`` (or the parent's death) ends the server.
+with the child's exit status, and a byte into a pipe the parent waits on (its descriptor in
+``DIR/done.fd``), so the parent sees the answer at once. ``DIR/stop`` (or the parent's death)
+ends the server.
 
 Each child allocates its own buffers, so the physical pages under a benchmark's data, the main
 between-process effect measured on these machines, are drawn afresh each round;
@@ -16,8 +18,10 @@ between-process effect measured on these machines, are drawn afresh each round;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -52,6 +56,28 @@ def done_path(ctl: Path, n: int) -> Path:
 
 def stop_path(ctl: Path) -> Path:
     return ctl / "stop"
+
+
+def done_fd_path(ctl: Path) -> Path:
+    """The number of the descriptor, inherited from the parent, that the server writes a byte to
+    after each answer (absent: a server started by hand or by an older parent)."""
+    return ctl / "done.fd"
+
+
+def _notifier(ctl: Path) -> Callable[[], None]:
+    """What the server calls after each answer: a byte written to the parent's pipe, where the
+    parent gave one (a parent gone, or a descriptor not inherited, is no reason to stop)."""
+    try:
+        fd = int(done_fd_path(ctl).read_text(encoding="utf-8"))
+        os.set_blocking(fd, False)  # a pipe nobody drains (rounds taken in turns) never blocks
+    except (OSError, ValueError):
+        return lambda: None
+
+    def notify() -> None:
+        with contextlib.suppress(OSError):
+            os.write(fd, b".")
+
+    return notify
 
 
 def resident_path(ctl: Path) -> Path:
@@ -108,6 +134,7 @@ def serve(
     round, and answers 0 or 1. Returns the number of rounds served when ``stop`` appears or the
     parent is gone."""
     first_parent = os.getppid()
+    notify = _notifier(ctl)
     resident = resident_path(ctl).exists()
     if resident:
         resident_ack_path(ctl).touch()
@@ -132,6 +159,7 @@ def serve(
                 sys.stdout.flush()
                 sys.stderr.flush()
             _answer(ctl, n, code)
+            notify()
             n += 1
             continue
         pid = fork()
@@ -148,6 +176,7 @@ def serve(
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
         _answer(ctl, n, os.waitstatus_to_exitcode(status))
+        notify()
         n += 1
 
 
@@ -175,15 +204,32 @@ class ForkServer:
             resident_path(self.ctl).touch()
         self.log = (tmp / (self.ctl.name + ".log")).open("w+", encoding="utf-8", errors="replace")
         self.n = 0
-        self.proc = subprocess.Popen(
-            [*cmd, f"--perf-round-process-serve={self.ctl}"],
-            cwd=cwd,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=None if env is None else dict(env),
-        )
+        # the server writes a byte here after each answer: the parent's wait ends at once
+        self._answered, answers = os.pipe()
+        done_fd_path(self.ctl).write_text(str(answers), encoding="utf-8")
+        try:
+            self.proc = subprocess.Popen(
+                [*cmd, f"--perf-round-process-serve={self.ctl}"],
+                cwd=cwd,
+                stdout=self.log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                env=None if env is None else dict(env),
+                pass_fds=(answers,),
+            )
+        except BaseException:
+            os.close(self._answered)
+            raise
+        finally:
+            os.close(answers)
+
+    def wait(self, s: float) -> None:
+        """Wait ``s`` seconds, or less where the server answers a round in between (a server
+        that writes no byte, an older release's, is waited on for the whole ``s``)."""
+        ready, _, _ = select.select([self._answered], [], [], s)
+        if ready and not os.read(self._answered, 4096):
+            time.sleep(s)  # the server closed it (gone): its end is running()'s to see
 
     def forked_instead(self, label: str) -> str | None:
         """Why a resident server was asked for but the one started forked its rounds (its
@@ -253,6 +299,7 @@ class ForkServer:
             self.proc.wait()
         finally:
             self.log.close()
+            os.close(self._answered)
 
 
 def run_items(session: Any, items: Sequence[Any]) -> None:

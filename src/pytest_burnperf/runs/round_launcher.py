@@ -8,13 +8,16 @@ parent reads it and prints ``round 2/3: 41/125 done, 1:12 elapsed`` every
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,7 +31,8 @@ T = TypeVar("T")
 
 #: Seconds between two progress lines of one round (a last line is always printed at its end).
 PROGRESS_EVERY_S = 15.0
-#: How often the parent looks at the progress file.
+#: How often the parent looks at the progress file (a process's end is seen at once where the
+#: platform can wait on it: :func:`exit_waiter`).
 POLL_S = 0.5
 
 
@@ -181,18 +185,46 @@ def watch(
     every_s: float = PROGRESS_EVERY_S,
     poll_s: float = POLL_S,
     now: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    wait: Callable[[float], None] = time.sleep,
 ) -> None:
-    """While ``running()``: ``say(done)`` every ``every_s`` seconds when the count moved."""
+    """While ``running()``: ``say(done)`` every ``every_s`` seconds when the count moved.
+    ``wait(s)`` passes the time between two looks: ``s`` seconds, or less where it returns as
+    soon as what is watched ended (:func:`exit_waiter`)."""
     last_said, last_done = now(), -1
     while running():
-        sleep(poll_s)
+        wait(poll_s)
         if now() - last_said >= every_s:
             done = count_done(progress, wanted)
             if done != last_done:
                 say(done)
                 last_done = done
             last_said = now()
+
+
+@contextlib.contextmanager
+def exit_waiter(proc: subprocess.Popen[str]) -> Iterator[Callable[[float], None]]:
+    """A ``wait`` for :func:`watch` that returns at ``proc``'s exit rather than at the end of
+    its ``s`` seconds: a pidfd waited on with ``select`` (Linux), else ``Popen.wait``'s own
+    polling. Sleeping the whole interval instead, the parent noticed each process's end 0.25 s
+    late on average (a same-session run of 20 rounds: 5 s idle)."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, or a kernel before 5.3
+
+        def polled(s: float) -> None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=s)
+
+        yield polled
+        return
+
+    def on_exit(s: float) -> None:
+        select.select([fd], [], [], s)
+
+    try:
+        yield on_exit
+    finally:
+        os.close(fd)
 
 
 def run_process(
@@ -217,7 +249,8 @@ def run_process(
             env=None if env is None else dict(env),
         )
         try:
-            watch(lambda: proc.poll() is None, progress_path(out), todo, say)
+            with exit_waiter(proc) as wait:
+                watch(lambda: proc.poll() is None, progress_path(out), todo, say, wait=wait)
         finally:
             if proc.poll() is None:
                 proc.terminate()

@@ -402,7 +402,7 @@ class _Run:
         if server is not None:
 
             def wait(running: Callable[[], bool]) -> None:
-                watch(running, progress_path(out), group, say)
+                watch(running, progress_path(out), group, say, wait=server.wait)
 
             try:
                 # always the node ids: the server collected on its own, and may see a device

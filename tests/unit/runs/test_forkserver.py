@@ -13,6 +13,7 @@ import pytest
 from pytest_burnperf.runs.forkserver import (
     ForkServer,
     can_fork,
+    done_fd_path,
     done_path,
     read_request,
     request_path,
@@ -214,5 +215,49 @@ def test_a_server_that_predates_resident_rounds_is_told_apart(tmp_path: Path) ->
         status, _ = server.round(tmp_path / "r1.json", None, lambda running: _wait(running))
         assert status == 0
         assert "does not serve resident rounds" in (server.forked_instead("main") or "")
+    finally:
+        server.close()
+
+
+def test_the_server_writes_a_byte_to_the_parents_pipe_after_each_answer(tmp_path: Path) -> None:
+    """The parent waits on a pipe rather than looking for the answer file every 0.5 s; a pipe
+    nobody drains never blocks the server (non-blocking writes, dropped when full)."""
+    answered, answers = os.pipe()
+    try:
+        done_fd_path(tmp_path).write_text(str(answers))
+        resident_path(tmp_path).touch()  # in this process: no fork needed for the logic
+        for n in (1, 2, 3):
+            write_request(tmp_path, n, tmp_path / f"r{n}.json", None)
+        stop_path(tmp_path).touch()
+        assert serve(tmp_path, lambda out, only, turns: None) == 3
+        assert os.read(answered, 64) == b"..."
+        assert not os.get_blocking(answers)
+    finally:
+        os.close(answered)
+        os.close(answers)
+    # no descriptor given (a server started by hand): it answers by its files alone
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    resident_path(plain).touch()
+    write_request(plain, 1, plain / "r1.json", None)
+    stop_path(plain).touch()
+    assert serve(plain, lambda out, only, turns: None) == 1
+    assert done_path(plain, 1).read_text() == "0"
+
+
+@needs_fork
+def test_the_parents_wait_ends_when_the_server_answers(tmp_path: Path) -> None:
+    """A wait of a minute ends soon after a round that takes no time (far sooner than the
+    minute, whatever the machine's load)."""
+    import time
+
+    server = ForkServer([sys.executable, "-c", SERVER], cwd=tmp_path, tmp=tmp_path)
+    try:
+        running = server.start(tmp_path / "r1.json", None)
+        started = time.monotonic()
+        while running():
+            server.wait(60.0)
+        assert time.monotonic() - started < 30.0
+        assert server.result()[0] == 0
     finally:
         server.close()

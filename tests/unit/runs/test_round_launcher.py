@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.runs.round_launcher import (
     count_done,
@@ -88,7 +90,7 @@ def test_watch_speaks_every_interval_only_when_the_count_moved(tmp_path: Path) -
         every_s=3,
         poll_s=1,
         now=lambda: t[0],
-        sleep=sleep,
+        wait=sleep,
     )
     # at t=3 three are done, at t=6 four, at t=9 still four: said once each time it moved
     assert said == [3, 4]
@@ -109,3 +111,31 @@ def test_a_child_python_is_started_with_the_interpreter_options_that_change_what
         SimpleNamespace(optimize=0), {"dev": True, "int_max_str_digits": "640"}, ["error"]
     )
     assert got == ["-X", "dev", "-X", "int_max_str_digits=640", "-W", "error"]
+
+
+def test_the_wait_between_two_looks_ends_when_the_process_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The parent sees a process's end at once, not at its next look (0.5 s apart): a process
+    that exits at once ends a wait of a minute far sooner (on Linux through a pidfd, elsewhere
+    through Popen.wait's own polling, taken here by a platform without pidfd_open)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from pytest_burnperf.runs.round_launcher import exit_waiter
+
+    def waited() -> float:
+        proc = subprocess.Popen([sys.executable, "-c", "pass"], text=True)
+        try:
+            with exit_waiter(proc) as wait:
+                started = time.monotonic()
+                wait(60.0)
+                return time.monotonic() - started
+        finally:
+            proc.wait()
+
+    assert waited() < 30.0
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    assert waited() < 30.0
