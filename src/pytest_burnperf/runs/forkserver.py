@@ -33,6 +33,9 @@ from typing import Any
 
 #: How often the server looks for a request (and the parent for an answer), in seconds.
 POLL_S = 0.01
+#: Whether a descriptor can be passed down to the server (POSIX): its answers then end the
+#: parent's wait at once; elsewhere the parent looks at the answer file every interval.
+PASS_FDS = os.name == "posix"
 #: Backends whose CPU devices are safe to use in a forked child.
 FORK_SAFE_BACKENDS = frozenset({"numpy", "python", "torch"})
 
@@ -205,8 +208,11 @@ class ForkServer:
         self.log = (tmp / (self.ctl.name + ".log")).open("w+", encoding="utf-8", errors="replace")
         self.n = 0
         # the server writes a byte here after each answer: the parent's wait ends at once
-        self._answered, answers = os.pipe()
-        done_fd_path(self.ctl).write_text(str(answers), encoding="utf-8")
+        self._answered: int | None = None
+        answers: int | None = None
+        if PASS_FDS:
+            self._answered, answers = os.pipe()
+            done_fd_path(self.ctl).write_text(str(answers), encoding="utf-8")
         try:
             self.proc = subprocess.Popen(
                 [*cmd, f"--perf-round-process-serve={self.ctl}"],
@@ -216,17 +222,22 @@ class ForkServer:
                 stdin=subprocess.DEVNULL,
                 text=True,
                 env=None if env is None else dict(env),
-                pass_fds=(answers,),
+                pass_fds=() if answers is None else (answers,),
             )
         except BaseException:
-            os.close(self._answered)
+            if self._answered is not None:
+                os.close(self._answered)
             raise
         finally:
-            os.close(answers)
+            if answers is not None:
+                os.close(answers)
 
     def wait(self, s: float) -> None:
         """Wait ``s`` seconds, or less where the server answers a round in between (a server
         that writes no byte, an older release's, is waited on for the whole ``s``)."""
+        if self._answered is None:
+            time.sleep(s)
+            return
         ready, _, _ = select.select([self._answered], [], [], s)
         if ready and not os.read(self._answered, 4096):
             time.sleep(s)  # the server closed it (gone): its end is running()'s to see
@@ -299,7 +310,8 @@ class ForkServer:
             self.proc.wait()
         finally:
             self.log.close()
-            os.close(self._answered)
+            if self._answered is not None:
+                os.close(self._answered)
 
 
 def run_items(session: Any, items: Sequence[Any]) -> None:

@@ -261,3 +261,23 @@ def test_the_parents_wait_ends_when_the_server_answers(tmp_path: Path) -> None:
         assert server.result()[0] == 0
     finally:
         server.close()
+
+
+@needs_fork
+def test_without_posix_descriptors_the_parent_looks_at_the_answer_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where descriptors cannot be passed down (Windows), no pipe is made: the parent's wait
+    sleeps its interval and sees the answer file, as before."""
+    from pytest_burnperf.runs import forkserver
+
+    monkeypatch.setattr(forkserver, "PASS_FDS", False)
+    server = ForkServer([sys.executable, "-c", SERVER], cwd=tmp_path, tmp=tmp_path)
+    try:
+        assert not done_fd_path(server.ctl).exists()
+        running = server.start(tmp_path / "r1.json", None)
+        while running():
+            server.wait(0.01)
+        assert server.result()[0] == 0
+    finally:
+        server.close()
