@@ -91,6 +91,22 @@ def test_devices_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
             assert found or kind in doc["absent"].get(library, {}), (library, kind)
 
 
+def _runtime_dirs_while_probing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> list[str | None]:
+    """``burnperf devices`` listed once, with the XDG_RUNTIME_DIR the torch probe saw."""
+    seen: list[str | None] = []
+    real_probe = devices.PROBES["torch"]
+    monkeypatch.setitem(
+        devices.PROBES,
+        "torch",
+        lambda: (seen.append(os.environ.get("XDG_RUNTIME_DIR")), real_probe())[1],
+    )
+    assert main(["devices"]) == 0
+    capsys.readouterr()
+    return seen
+
+
 @pytest.mark.parametrize("runtime_dir", [None, "not-a-directory"])
 def test_devices_leaves_no_runtime_dir_behind(
     fake_probes: None,
@@ -106,15 +122,7 @@ def test_devices_leaves_no_runtime_dir_behind(
         monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     else:
         monkeypatch.setenv("XDG_RUNTIME_DIR", runtime_dir)
-    seen: list[str | None] = []
-    real_probe = devices.PROBES["torch"]
-    monkeypatch.setitem(
-        devices.PROBES,
-        "torch",
-        lambda: (seen.append(os.environ.get("XDG_RUNTIME_DIR")), real_probe())[1],
-    )
-    assert main(["devices"]) == 0
-    capsys.readouterr()
+    seen = _runtime_dirs_while_probing(monkeypatch, capsys)
     (private,) = seen
     assert private is not None and Path(private).parent == tmp_path  # a private one while probing
     assert os.environ.get("XDG_RUNTIME_DIR") == runtime_dir
@@ -133,14 +141,6 @@ def test_devices_keeps_a_usable_runtime_dir(
     mine.chmod(0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(mine))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    seen: list[str | None] = []
-    real_probe = devices.PROBES["torch"]
-    monkeypatch.setitem(
-        devices.PROBES,
-        "torch",
-        lambda: (seen.append(os.environ.get("XDG_RUNTIME_DIR")), real_probe())[1],
-    )
-    assert main(["devices"]) == 0
-    capsys.readouterr()
+    seen = _runtime_dirs_while_probing(monkeypatch, capsys)
     assert seen == [str(mine)] and os.environ["XDG_RUNTIME_DIR"] == str(mine)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runtime"]  # nothing made beside it
