@@ -536,7 +536,7 @@ def test_the_accept_command_names_functions_and_the_option_that_is_ours() -> Non
             benchmark=benchmark,
             key=benchmark + params,
             verdict=types.SimpleNamespace(status=status),
-            memory=None if memory is None else types.SimpleNamespace(status=memory),
+            sides={} if memory is None else {"memory": types.SimpleNamespace(status=memory)},
         )
 
     from pytest_burnperf.core.options.run_mode import Mode

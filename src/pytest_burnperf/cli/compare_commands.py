@@ -23,7 +23,7 @@ from pytest_burnperf.core import measures
 from pytest_burnperf.core.counting import counts as counted
 from pytest_burnperf.core.counting.counts_key import key_difference
 from pytest_burnperf.core.judging.abstention import Cause
-from pytest_burnperf.core.judging.outcome import memory_fails
+from pytest_burnperf.core.judging.outcome import side_fails
 from pytest_burnperf.core.judging.verdict import (
     INCOMPARABLE,
     REGRESSED,
@@ -34,6 +34,7 @@ from pytest_burnperf.core.judging.verdict import (
     not_comparable,
 )
 from pytest_burnperf.core.memory.allocations import AllocationsError
+from pytest_burnperf.core.memory.memory_side import MEMORY
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, memory_summary
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
 from pytest_burnperf.report.results_json import (
@@ -108,7 +109,7 @@ def _counts_verdict(
 def _memory_said(test: str, verdict: MemoryVerdict) -> bool:
     """Print what a benchmark's memory verdict has to say (a failure, an improvement) under its
     line; whether it fails."""
-    if memory_fails(verdict):
+    if side_fails(MEMORY.field, verdict):
         print(f"  {test}: {verdict.line()}")
         return True
     if verdict.status == "improved":

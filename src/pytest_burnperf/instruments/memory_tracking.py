@@ -16,9 +16,13 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
-from pytest_burnperf.core.memory.allocations import Allocations, memory_key
+from pytest_burnperf.core.memory.allocations import memory_key
+from pytest_burnperf.core.memory.memory_side import MEMORY
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, located
+from pytest_burnperf.core.memory.recorded_memory import kept_memory
+from pytest_burnperf.core.sides.side_kind import Side
 from pytest_burnperf.devices.base import Device, MakeCall
 from pytest_burnperf.instruments.instrument import InstrumentName, Measurement, Situation
 
@@ -40,6 +44,8 @@ class Tracked:
 
 @dataclass(frozen=True)
 class MemoryTracking:
+    #: The verdict it judges beside (core/sides/): a result's and a baseline entry's field.
+    side: ClassVar[Side] = MEMORY
     name: InstrumentName = "memory"
     unit: str = "bytes"
     records: str = (
@@ -69,17 +75,16 @@ class MemoryTracking:
         make_call: MakeCall,
         *,
         fingerprint: Mapping[str, object],
-        baseline: Allocations | None,
-        baseline_key: Mapping[str, object] | None,
+        kept: Mapping[str, object] | None,
         threshold: float | None,
         ceiling: int | None = None,
-        baseline_sites: Mapping[str, int] | None = None,
         seconds_per_call: float | None = None,
         threads: int | None = None,
     ) -> Tracked | str:
         """Track a few calls on ``device`` (run with ``threads`` threads) and judge them
-        against ``baseline`` and the marker's ``ceiling`` (``max_memory``); or why this
-        device's memory is not tracked."""
+        against what the baseline ``kept`` of its memory (its entry's :attr:`side` field:
+        figures, key, sites; None: no baseline) and the marker's ``ceiling``
+        (``max_memory``); or why this device's memory is not tracked."""
         long = seconds_per_call is not None and seconds_per_call * TRACKED_CALLS > BUDGET_S
         start = time.perf_counter()
         got = device.memory_per_call(make_call, 2 if long else TRACKED_CALLS)
@@ -88,16 +93,18 @@ class MemoryTracking:
             return got
         calls = got.calls
         key = memory_key(fingerprint, got.meter, interpreter_allocation(), threads)
+        before = kept_memory(kept)
         # the first call may still fill a cache or map what later calls reuse: the others judge
         verdict = judge(
             calls[1:] or calls,
-            baseline,
+            None if before is None else before.figures,
             key=key,
-            baseline_key=baseline_key,
+            baseline_key=None if before is None else before.key,
             threshold=threshold,
             ceiling=ceiling,
         )
-        verdict = located(replace(verdict, tracked_s=took), got.sites, baseline_sites)
+        sites_before = None if before is None else before.sites
+        verdict = located(replace(verdict, tracked_s=took), got.sites, sites_before)
         return Tracked(verdict, key)
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.report.markdown import escape, render
-from pytest_burnperf.report.side_verdicts import MEMORY
 
 #: GitHub refuses an issue comment longer than this many characters.
 COMMENT_LIMIT = 65_536
@@ -42,9 +42,11 @@ def counts(doc: Mapping[str, object] | None) -> dict[str, int]:
     out["judged"] = judged
     out["not-judged"] = max(total - judged, 0)
     out["total"] = total
-    # benchmarks whose memory per call failed (regressed, or over max_memory): their tests
-    # failed whatever their time's verdict
-    out["memory-regressed"] = sum(1 for r in results if MEMORY.fails(r))
+    # per verdict judged beside, the benchmarks whose verdict of it failed (memory per call:
+    # regressed, or over max_memory; ``memory-regressed``): their tests failed whatever their
+    # time's verdict
+    for side in SIDES:
+        out[f"{side.field}-regressed"] = sum(1 for r in results if side.fails(r))
     return out
 
 

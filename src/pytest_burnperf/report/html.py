@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.core.text import escape as visible
-from pytest_burnperf.report.side_verdicts import SIDES
 from pytest_burnperf.report.table_row import TableRow, change_text
 
 if TYPE_CHECKING:

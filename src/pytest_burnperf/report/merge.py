@@ -20,8 +20,9 @@ from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.coverage import coverage, shortfall
 from pytest_burnperf.core.judging.verdict import VERDICTS
 from pytest_burnperf.core.options.shards import selection_id
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.core.text import escape
-from pytest_burnperf.report.side_verdicts import SIDES, failed_beside, failed_beside_text, summaries
+from pytest_burnperf.report.side_verdicts import failed_beside, failed_beside_text, summaries
 
 #: What every shard of one run must agree on: (where in the document, what it is called).
 _SAME = (

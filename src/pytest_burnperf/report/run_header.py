@@ -12,8 +12,8 @@ from pytest_burnperf.core.judging import precision
 from pytest_burnperf.core.judging.verdict import (
     VERDICTS,
 )
-from pytest_burnperf.core.memory.memory_verdict import memory_summary
 from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.core.text import (
     rounds_text,
 )
@@ -219,10 +219,17 @@ def counts_line(results: Iterable[Result]) -> str:
     return ", ".join(parts) if parts else "no benchmark ran"
 
 
-def memory_line(results: Iterable[Result]) -> str | None:
-    """``memory per call: 1 regressed, 3 unchanged, 2 no memory baseline``: the memory
-    verdicts beside the verdicts, by status; None where no benchmark's memory was tracked."""
-    return memory_summary(r.memory.status for r in results if r.memory is not None)
+def side_lines(results: Iterable[Result]) -> list[str]:
+    """``memory per call: 1 regressed, 3 unchanged, 2 no memory baseline``: per side
+    (core/sides/side_registry.SIDES), its verdicts beside the verdicts by status, where any
+    benchmark has one."""
+    done = list(results)
+    out = []
+    for side in SIDES:
+        said = side.summary(v.status for r in done if (v := r.sides.get(side.field)) is not None)
+        if said is not None:
+            out.append(said)
+    return out
 
 
 def host_state(windows: Sequence[Window], cpus: int) -> str:

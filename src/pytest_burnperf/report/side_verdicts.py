@@ -3,81 +3,20 @@ them: which field of a results entry each is in, which of its statuses fail the 
 test, what a summary calls such a failure, the run's one line on each, and what a table shows
 of each (its column, its cell, the verdict cell where it alone fails the test, where a
 regression of it grew). The reports (the terminal's, Markdown and HTML tables, the Markdown
-summary, a merged run's verdict and JUnit file, the GitHub outputs) read them through here, so
-a measure judged beside is one entry of :data:`SIDES`. No pytest here.
+summary, a merged run's verdict and JUnit file, the GitHub outputs) read them through here; the
+sides are core/sides/side_registry.SIDES, each a core/sides/side_kind.Side. No pytest here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.memory import memory_cells, memory_verdict
+from pytest_burnperf.core.sides.side_kind import Side
+from pytest_burnperf.core.sides.side_registry import SIDES
 
 #: The statuses of a time or counts verdict that fail the test by themselves.
 MAIN_FAILING = frozenset({"regressed", "failed"})
-
-
-def status_of(side: object) -> str | None:
-    """The status in a side's field of a results entry (``entry["memory"]``), or None where
-    that is missing or not a verdict."""
-    status = jf.mapping(side).get("status")
-    return status if isinstance(status, str) else None
-
-
-@dataclass(frozen=True)
-class Side:
-    """One verdict judged beside the time or counts verdict."""
-
-    #: The field of a results entry that holds it (its ``status`` among the rest).
-    field: str
-    #: Its statuses that fail the benchmark's test whatever the time or counts verdict.
-    failing: frozenset[str]
-    #: What a summary calls a benchmark whose time or counts passed and this failed.
-    failed_text: str
-    #: The run's one line on it, from its statuses (None where none was judged).
-    summary: Callable[[Iterable[str]], str | None]
-    #: Its table column's header (its ``--perf-columns`` key is :attr:`field`).
-    column: str
-    #: Its cell, from its field's value (``-`` where not tracked).
-    cell: Callable[[object], str]
-    #: The verdict cell's words where it decides it, from its field's value and the time or
-    #: counts verdict's status; None where that status stands.
-    verdict_words: Callable[[object, str], str | None]
-    #: Its statuses that put its column in a table whose columns the user did not choose.
-    shown: frozenset[str]
-    #: Where a regression of it grew, from its field's value (None where not located).
-    grew: Callable[[object], str | None]
-    #: Its columns of the results CSV, and their values from its field's value.
-    csv_columns: tuple[str, ...]
-    csv_values: Callable[[object], tuple[object, ...]]
-
-    def status(self, entry: Mapping[str, object]) -> str | None:
-        """Its status in a results entry, or None where the entry has none (not tracked)."""
-        return status_of(entry.get(self.field))
-
-    def fails(self, entry: Mapping[str, object]) -> bool:
-        return self.status(entry) in self.failing
-
-
-#: Memory per call (core/memory/): regressed, or over the marker's max_memory.
-MEMORY = Side(
-    field="memory",
-    failing=memory_verdict.FAILING,
-    failed_text="memory regressed",
-    summary=memory_verdict.memory_summary,
-    column="memory/call",
-    cell=memory_cells.memory_cell,
-    verdict_words=memory_cells.memory_verdict_words,
-    shown=frozenset({"regressed", "improved", "over-limit"}),
-    grew=memory_cells.memory_grew,
-    csv_columns=memory_cells.CSV_COLUMNS,
-    csv_values=memory_cells.memory_csv,
-)
-
-#: Every verdict judged beside, in the order the reports say them.
-SIDES: tuple[Side, ...] = (MEMORY,)
 
 
 def main_failed(entry: Mapping[str, object]) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_burnperf.core.judging.outcome import memory_fails
+from pytest_burnperf.core.judging.outcome import sides_fail
 from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.core.judging.verdict import (
     FAILED,
@@ -20,13 +20,14 @@ from pytest_burnperf.core.judging.verdict import (
 from pytest_burnperf.core.options.run_options import COLUMN_KEYS
 from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.records.versions import VersionSummary
+from pytest_burnperf.core.sides.side_registry import SIDES, side
 from pytest_burnperf.core.text import (
     escape,
     format_count,
     format_time,
     shorten,
 )
-from pytest_burnperf.report.side_verdicts import SIDES, moved
+from pytest_burnperf.report.side_verdicts import moved
 from pytest_burnperf.report.table_row import TableRow
 
 #: Headers of the table's columns where they differ from their --perf-columns key.
@@ -290,9 +291,9 @@ def table_rows(
 
 
 def row_status(r: Result) -> str:
-    """What colours ``r``'s row: its verdict's status, or ``regressed`` where its memory
-    regressed beside a verdict that passes."""
-    if r.verdict.status != FAILED and memory_fails(r.memory):
+    """What colours ``r``'s row: its verdict's status, or ``regressed`` where a verdict judged
+    beside it (memory per call's) failed beside a verdict that passes."""
+    if r.verdict.status != FAILED and sides_fail(r.sides):
         return REGRESSED
     return r.verdict.status
 
@@ -379,10 +380,11 @@ def notes(
             cut = line if verbose else brief(line, width)
             left_out = left_out or cut != line
             lines.append(cut)
-        m = r.memory
-        if m is not None and (m.status not in ("unchanged", "no-baseline") or verbose):
+        for field, beside in r.sides.items():
+            if beside.status in side(field).quiet and not verbose:
+                continue
             name = r.key if verbose else shorten(r.key, BRIEF_NAME)
-            line = f"{name}: {m.line()}"
+            line = f"{name}: {beside.line()}"
             cut = line if verbose else brief(line, width)
             left_out = left_out or cut != line
             lines.append(cut)

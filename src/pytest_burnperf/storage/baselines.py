@@ -45,6 +45,8 @@ from pytest_burnperf.core import measures
 from pytest_burnperf.core.clocks import SAMPLE_TIMERS
 from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline
+from pytest_burnperf.core.sides.side_kind import KeptError
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.host.activity import WINDOW_COUNTS, WINDOW_NUMBERS, WINDOW_TEXTS
 from pytest_burnperf.host.interrupts import Held, held_signals
@@ -188,15 +190,14 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
         if counts.get("interpreter") is not None:
             f.number(counts["interpreter"], f"{where}.counts.interpreter", low=0.0, high=1.0)
-    memory = f.opt_obj(e.get("memory"), f"{where}.memory")
-    if memory is not None:  # memory per call (core/memory/allocations.py) and its key
-        for name in ("allocated_bytes", "allocations", "peak_bytes"):
-            f.integer(memory.get(name), f"{where}.memory.{name}")
-        f.plain(f.opt_obj(memory.get("key"), f"{where}.memory.key"), f"{where}.memory.key")
-        sites = f.opt_obj(memory.get("sites"), f"{where}.memory.sites")
-        for site, size in (sites or {}).items():  # bytes per allocating line
-            f.text(site, f"{where}.memory.sites")
-            f.integer(size, f"{where}.memory.sites[{json.dumps(site)}]")
+    for side in SIDES:  # what each verdict judged beside keeps (core/sides/side_registry.py)
+        kept = f.opt_obj(e.get(side.field), f"{where}.{side.field}")
+        if kept is not None:
+            f.plain(kept, f"{where}.{side.field}")
+            try:
+                side.check_kept(kept)
+            except KeptError as exc:
+                f.fail(f"{where}.{exc.field}", exc.problem)
     if e.get("profile") is not None:  # recorded with --perf-profile (core/records/profiles.py)
         try:
             ProfileSummary.from_json(e["profile"], f"{where}.profile")

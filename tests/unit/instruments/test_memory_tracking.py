@@ -28,14 +28,26 @@ class _Device:
         return self.got
 
 
-def _track(device: _Device, baseline: Allocations | None = None, **more: object) -> Tracked | str:
-    """Track through ``device``; ``more``: the other keywords of MemoryTracking.track."""
-    given: dict[str, object] = {"baseline_key": None, "threshold": None, **more}
+def _track(
+    device: _Device,
+    baseline: Allocations | None = None,
+    baseline_key: dict[str, object] | None = None,
+    baseline_sites: dict[str, int] | None = None,
+    **more: object,
+) -> Tracked | str:
+    """Track through ``device`` against a baseline entry that kept ``baseline`` (with its key
+    and sites); ``more``: the other keywords of MemoryTracking.track."""
+    kept = (
+        None
+        if baseline is None
+        else {**baseline.to_json(), "key": baseline_key or {}, "sites": baseline_sites or {}}
+    )
+    given: dict[str, object] = {"threshold": None, **more}
     return MEMORY_TRACKING.track(
         device,  # type: ignore[arg-type]
         lambda: (lambda: None, None),
         fingerprint=FINGERPRINT,
-        baseline=baseline,
+        kept=kept,
         **given,  # type: ignore[arg-type]
     )
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.judging.verdict import REGRESSED, Verdict
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.profiles import summarize
 from pytest_burnperf.core.records.results import Result
@@ -118,6 +119,13 @@ def _recorded(peak: int) -> Any:
     )
 
 
+def _memory(r: Result) -> MemoryVerdict:
+    """The memory verdict judged beside ``r``'s (it must have one)."""
+    m = r.sides.get("memory")
+    assert isinstance(m, MemoryVerdict), r.sides
+    return m
+
+
 def test_the_candidates_memory_is_judged_against_the_references() -> None:
     from pytest_burnperf.plugin.measuring.side_processes import attach_memory
 
@@ -126,15 +134,17 @@ def test_the_candidates_memory_is_judged_against_the_references() -> None:
         {"main": {NODE: _recorded(8 * mib)}, "current": {NODE: _recorded(16 * mib)}}, {}
     )
     r = attach_memory(state, _result(), None)
-    assert r.memory is not None and r.memory.status == "regressed"
-    assert r.memory.baseline is not None and r.memory.baseline.peak == 8 * mib
-    assert r.memory_key is not None and r.memory_key["threads"] == 1
+    m = _memory(r)
+    assert m.status == "regressed"
+    assert m.baseline is not None and m.baseline.peak == 8 * mib
+    assert m.key is not None and m.key["threads"] == 1
+    assert r.as_json()["memory"]["key"] == dict(m.key)  # type: ignore[index]
     same = attach_memory(
         _memory_state({"main": {NODE: _recorded(mib)}, "current": {NODE: _recorded(mib)}}, {}),
         _result(),
         None,
     )
-    assert same.memory is not None and same.memory.status == "unchanged"
+    assert _memory(same).status == "unchanged"
 
 
 def test_a_reference_without_memory_is_said_and_nothing_is_added_where_none_was_tracked() -> None:
@@ -145,7 +155,7 @@ def test_a_reference_without_memory_is_said_and_nothing_is_added_where_none_was_
         {"main": {NODE: "its memory process failed (exit 3)"}},
     )
     r = attach_memory(state, _result(), None)
-    assert r.memory is not None and r.memory.status == "no-baseline"
-    assert r.memory.reason == "main: not tracked (its memory process failed (exit 3))"
+    assert _memory(r).status == "no-baseline"
+    assert _memory(r).reason == "main: not tracked (its memory process failed (exit 3))"
     plain = _result()
     assert attach_memory(_memory_state({}, {}), plain, None) is plain

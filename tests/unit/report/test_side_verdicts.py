@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from pytest_burnperf.core.memory.memory_side import MEMORY
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.report import side_verdicts
-from pytest_burnperf.report.side_verdicts import MEMORY, SIDES
 
 
 def _entry(verdict: str, memory: str | None) -> dict[str, object]:

@@ -2,7 +2,7 @@
 (``entry["memory"]``: the JSON that :class:`~.memory_verdict.MemoryVerdict` writes there, or a
 results file read back, which may hold anything): the tables' ``memory/call`` cell, the verdict
 cell's words where memory alone fails the test, where a regression grew, and the CSV's memory
-columns. The reports reach these through report/side_verdicts.MEMORY. No pytest here.
+columns. The reports reach these through memory_side.MEMORY. No pytest here.
 """
 
 from __future__ import annotations

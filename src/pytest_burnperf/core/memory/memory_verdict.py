@@ -34,7 +34,7 @@ MemoryStatus = Literal[
     "over-limit", "regressed", "unchanged", "improved", "varies", "no-baseline", "incomparable"
 ]
 
-#: Statuses that fail the benchmark's test (core/judging/outcome.memory_fails).
+#: Statuses that fail the benchmark's test (memory_side.MEMORY; core/judging/outcome.side_fails).
 FAILING: Final[frozenset[str]] = frozenset({"over-limit", "regressed"})
 
 #: Statuses that compared the figures with a baseline.
@@ -66,6 +66,9 @@ class MemoryVerdict:
     where: str = ""
     #: Seconds the tracked calls took, the tracker included: what judging memory cost.
     tracked_s: float = 0.0
+    #: The key its figures were tracked under (allocator, Python, the library's versions and
+    #: dispatch, the threads, the platform: allocations.memory_key); None where not said.
+    key: Mapping[str, object] | None = None
 
     @property
     def judged(self) -> bool:
@@ -114,7 +117,16 @@ class MemoryVerdict:
             "sites": dict(self.sites),
             "where": self.where,
             "tracked_s": round(self.tracked_s, 4),
+            "key": None if self.key is None else dict(self.key),
         }
+
+    def kept(self) -> dict[str, object] | None:
+        """What a baseline recorded from this verdict keeps (memory_side.check_kept checks it,
+        recorded_memory.RecordedMemory.from_kept reads it): the figures where the calls
+        agreed, their key and where the call allocated; None where the calls varied."""
+        if self.figures is None:
+            return None
+        return {**self.figures.to_json(), "key": dict(self.key or {}), "sites": dict(self.sites)}
 
 
 def _signed_bytes(n: int) -> str:
@@ -171,7 +183,10 @@ def judge(
     """The memory verdict of the tracked ``calls`` against ``baseline`` (recorded under
     ``baseline_key``); ``threshold`` is the user's, where one is set; ``ceiling`` the marker's
     ``max_memory``."""
-    verdict = _judge(calls, baseline, key=key, baseline_key=baseline_key, threshold=threshold)
+    verdict = replace(
+        _judge(calls, baseline, key=key, baseline_key=baseline_key, threshold=threshold),
+        key=dict(key),
+    )
     top = max((c.peak for c in calls), default=None)
     if ceiling is None:
         return verdict

@@ -76,6 +76,29 @@ class RecordedMemory:
         )
 
 
+def kept_memory(doc: object) -> RecordedMemory | None:
+    """What a baseline entry keeps of memory per call (its ``memory``, written by
+    :meth:`~.memory_verdict.MemoryVerdict.kept` and checked by memory_side.check_kept when the
+    file was read): the figures, their key and where the call allocated; None where it kept
+    none, or none that reads (the file's check names it; a verdict never fails on it)."""
+    if not isinstance(doc, Mapping):
+        return None
+    try:
+        figures = Allocations.from_json(doc, "memory")
+    except AllocationsError:
+        return None
+    key, sites = doc.get("key"), doc.get("sites")
+    return RecordedMemory(
+        figures,
+        key=dict(key) if isinstance(key, Mapping) else {},
+        sites={
+            str(s): n
+            for s, n in (sites.items() if isinstance(sites, Mapping) else ())
+            if isinstance(n, int) and not isinstance(n, bool)
+        },
+    )
+
+
 def judge_recorded(
     now: RecordedMemory,
     before: RecordedMemory | None,

@@ -19,12 +19,12 @@ from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.roofline_figures import achieved
 
 if TYPE_CHECKING:
-    from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
     from pytest_burnperf.core.options.pedantic_shape import PedanticShape
     from pytest_burnperf.core.records.profiles import ProfileRecord
     from pytest_burnperf.core.records.roofline_figures import Achieved, Peaks, Work
     from pytest_burnperf.core.records.stored_baseline import StoredBaseline
     from pytest_burnperf.core.records.versions import VersionSummary
+    from pytest_burnperf.core.sides.side_kind import SideVerdict
     from pytest_burnperf.host.activity import Window
 
 RESULTS_SCHEMA = "pytest-burnperf-results"
@@ -85,11 +85,9 @@ class Result:
     #: perf.pedantic's shape (comparability.PEDANTIC_KEYS): what one sample means; None for
     #: ``perf(fn)``.
     pedantic: PedanticShape | None = None
-    #: Memory per call (core/memory/memory_verdict.py): the tracked calls' figures and their
-    #: verdict against the baseline's, beside the time or counts verdict; its key (allocator,
-    #: Python, the library's versions and dispatch, the platform). None where not tracked.
-    memory: MemoryVerdict | None = None
-    memory_key: dict[str, object] | None = None
+    #: The verdicts judged beside the time or counts verdict (core/sides/side_registry.SIDES), by
+    #: their field: memory per call's (core/memory/memory_verdict.py) where it was tracked.
+    sides: Mapping[str, SideVerdict] = field(default_factory=dict)
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks; where
@@ -192,16 +190,14 @@ class Result:
 
     def _profile_entry(self) -> dict[str, object]:
         """Recorded with --perf-profile: the profile summary, for later runs to compare with;
-        and the memory per call where its calls agreed, with its key."""
+        and what each verdict judged beside keeps (memory per call where its calls agreed)."""
         entry: dict[str, object] = {}
         if self.profile is not None:
             entry["profile"] = self.profile.summary.as_json()
-        if self.memory is not None and self.memory.figures is not None:
-            entry["memory"] = {
-                **self.memory.figures.to_json(),
-                "key": dict(self.memory_key or {}),
-                "sites": dict(self.memory.sites),
-            }
+        for name, verdict in self.sides.items():
+            kept = verdict.kept()
+            if kept is not None:
+                entry[name] = kept
         return entry
 
     def sampling(self) -> dict[str, object]:
@@ -263,8 +259,8 @@ class Result:
             doc["time"] = self.time._as_json()
         if self.profile is not None:
             doc["profile"] = self.profile.as_json()
-        if self.memory is not None:
-            doc["memory"] = {**self.memory.as_json(), "key": self.memory_key}
+        for name, verdict in self.sides.items():
+            doc[name] = verdict.as_json()
         return doc
 
     def _as_json(self) -> dict[str, object]:

@@ -6,13 +6,13 @@ writes the entries these are read from."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.counting.counts import Counted
-from pytest_burnperf.core.memory.allocations import Allocations, AllocationsError
 from pytest_burnperf.core.options.pedantic_shape import PedanticShape
 from pytest_burnperf.core.records.profiles import ProfileFormatError, ProfileSummary
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.host.activity import Window
 
 
@@ -38,11 +38,9 @@ class StoredBaseline:
     counts_key: Mapping[str, object] | None = None
     #: The profile recorded beside it (--perf-update --perf-profile).
     profile: ProfileSummary | None = None
-    #: The memory per call recorded beside it and the key it was tracked under.
-    memory: Allocations | None = None
-    memory_key: Mapping[str, object] | None = None
-    #: Where the recorded call allocated: bytes per allocating Python line (the largest).
-    memory_sites: Mapping[str, int] | None = None
+    #: What each verdict judged beside it kept (core/sides/side_registry.SIDES: memory per call's
+    #: figures, key and sites), by its field, as the entry holds it: its side reads it.
+    sides: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     #: Who recorded it, when, on which commit (``results.provenance``).
     recorded: Mapping[str, object] | None = None
 
@@ -71,26 +69,13 @@ class StoredBaseline:
             counts=Counted.from_json(counts) if isinstance(counts, Mapping) else None,
             counts_key=_mapping_or_none(jf.mapping(counts).get("key")),
             profile=_profile(entry.get("profile")),
-            memory=_memory(entry.get("memory")),
-            memory_key=_mapping_or_none(jf.mapping(entry.get("memory")).get("key")),
-            memory_sites=_sites(jf.mapping(entry.get("memory")).get("sites")),
+            sides={
+                side.field: kept
+                for side in SIDES
+                if isinstance(kept := entry.get(side.field), Mapping)
+            },
             recorded=_mapping_or_none(entry.get("recorded")),
         )
-
-
-def _sites(doc: object) -> Mapping[str, int] | None:
-    if not isinstance(doc, Mapping):
-        return None
-    return {str(k): v for k, v in doc.items() if isinstance(v, int) and not isinstance(v, bool)}
-
-
-def _memory(doc: object) -> Allocations | None:
-    if not isinstance(doc, Mapping):
-        return None
-    try:
-        return Allocations.from_json(doc, "memory")
-    except AllocationsError:  # the check before this names it
-        return None
 
 
 def _mapping_or_none(value: object) -> Mapping[str, object] | None:

@@ -369,16 +369,15 @@ class PerfBase:
                     self.device,
                     self._rerun,
                     fingerprint=result.fingerprint,
-                    baseline=None if base is None else base.memory,
-                    baseline_key=None if base is None else base.memory_key,
+                    kept=None if base is None else base.sides.get(instrument.side.field),
                     threshold=self.settings.chosen_threshold,
                     ceiling=ceiling,
-                    baseline_sites=None if base is None else base.memory_sites,
                     seconds_per_call=_seconds_per_call(result),
                     threads=self.settings.threads,
                 )
             if not isinstance(tracked, str):
-                result = replace(result, memory=tracked.verdict, memory_key=tracked.key)
+                sides = {**result.sides, instrument.side.field: tracked.verdict}
+                result = replace(result, sides=sides)
             elif ceiling is not None:
                 self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {tracked}")
         return result

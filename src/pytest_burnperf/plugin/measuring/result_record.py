@@ -139,7 +139,7 @@ def settle(
         records=state.run.mode.records,
         regression=regression,
         why=result.profile.note if result.profile else "",
-        memory=result.memory,
+        sides=result.sides,
     )
     if decided.fails:  # within the terminal's width, as every line of the summary
         shown = item.config.pluginmanager.get_plugin("terminalreporter") is not None

@@ -185,8 +185,7 @@ def track_here(
             device,
             prepare,
             fingerprint=device.fingerprint(),
-            baseline=None,
-            baseline_key=None,
+            kept=None,
             threshold=None,
             threads=threads,
         )
@@ -221,4 +220,5 @@ def attach_memory(state: PerfState, result: Result, threshold: float | None) -> 
         label=plan.reference,
         gap=got.memory_gaps.get(plan.reference, {}).get(node, ""),
     )
-    return replace(result, memory=verdict, memory_key=dict(cur.key))
+    verdict = replace(verdict, key=dict(cur.key))  # the candidate's whole key, versions too
+    return replace(result, sides={**result.sides, MEMORY_TRACKING.side.field: verdict})

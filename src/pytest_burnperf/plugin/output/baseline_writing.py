@@ -29,8 +29,8 @@ def write_baselines(state: PerfState, now: str, machine: dict[str, object]) -> b
         for one in (r, r.time):
             if one is None:
                 continue
-            if one is r.time and one.memory is None:  # memory was tracked once, beside both
-                one = replace(one, memory=r.memory, memory_key=r.memory_key)
+            if one is r.time and not one.sides:  # judged once beside both (memory per call)
+                one = replace(one, sides=r.sides)
             entry = one.baseline_entry(provenance(state.git, libs, now))
             if one.judged_by.counted:  # into the counts baselines, which travel
                 counted.setdefault(r.module, {})[r.key] = entry

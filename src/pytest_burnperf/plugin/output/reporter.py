@@ -18,6 +18,7 @@ from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.verdict import NO_BASELINE, REGRESSED, format_ratio
 from pytest_burnperf.core.options import command_args
 from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.sides.side_registry import side
 from pytest_burnperf.core.text import command_lines, escape, redact, rounds_text
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals
@@ -29,7 +30,7 @@ from pytest_burnperf.plugin.session.perf_state import (
     PerfState,
     rel,
 )
-from pytest_burnperf.report.run_header import counts_line, header, memory_line
+from pytest_burnperf.report.run_header import counts_line, header, side_lines
 from pytest_burnperf.report.terminal import (
     VERDICT_MARKUP,
     notes,
@@ -167,10 +168,12 @@ def accept_line(
     then --perf-update is said). Within ``width`` the command goes on lines of its own with
     shell continuations (core/text.command_lines), still one command to paste."""
     slower = {_selected_as(r) for r in results if r.verdict.status == REGRESSED}
-    # a memory regression is accepted the same way; a call over max_memory is not: recording
-    # does not move the ceiling
+    # a regression judged beside (memory per call's) is accepted the same way; a call over
+    # max_memory is not: recording does not move the ceiling
     bigger = {
-        _selected_as(r) for r in results if r.memory is not None and r.memory.status == REGRESSED
+        _selected_as(r)
+        for r in results
+        if any(v.status in side(f).accepted_by_recording for f, v in r.sides.items())
     }
     names = sorted(slower | bigger)
     if not names or not state.run.mode.judges_baselines:
@@ -294,9 +297,8 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         if state.run.plan is not None and state.run.plan.option == "--perf-versions":
             _versions_tables(write_line, state, results)
     write_line(f"perf: {counts_line(results)}")
-    memory = memory_line(results)
-    if memory is not None:
-        write_line(f"perf: {memory}")
+    for said in side_lines(results):
+        write_line(f"perf: {said}")
     if state.findings.shard_info is not None:
         info = state.findings.shard_info
         write_line(

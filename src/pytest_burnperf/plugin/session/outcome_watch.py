@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_burnperf.core.judging.outcome import fails, memory_fails
+from pytest_burnperf.core.judging.outcome import fails, sides_fail
 from pytest_burnperf.core.judging.verdict import FAILED
 from pytest_burnperf.plugin.session.perf_state import STATE, PerfState, case_of
 
@@ -34,7 +34,7 @@ class OutcomeWatch:
                 r is not None
                 and r.verdict.status != FAILED
                 and not fails(r.verdict.status, strict=run.strict, records=run.mode.records)
-                and not memory_fails(r.memory, records=run.mode.records)
+                and not sides_fail(r.sides, records=run.mode.records)
             ):
                 # timed, then failed (an assert after perf(), a teardown): counted as failed
                 reason = f"the test failed in {report.when} after it was timed (see its failure)"

@@ -1,0 +1,59 @@
+"""Memory per call as a verdict judged beside the time or counts verdict: its :class:`Side`
+(core/sides/side_kind.py), registered in core/sides/side_registry.py. Its verdict is
+:class:`~.memory_verdict.MemoryVerdict`; what a baseline keeps of it is read by
+:meth:`~.recorded_memory.RecordedMemory.from_kept`. No pytest here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from pytest_burnperf.core.memory import memory_cells, memory_verdict
+from pytest_burnperf.core.sides.side_kind import KeptError, Side
+
+#: The field a results entry holds the memory verdict in, and a baseline entry its figures.
+FIELD = "memory"
+
+
+def check_kept(doc: Mapping[str, object]) -> None:
+    """A baseline entry's ``memory``: the figures per call recorded (``allocated_bytes``,
+    ``allocations``, ``peak_bytes``), the key they were tracked under, and where the call
+    allocated (bytes per allocating line). :class:`KeptError` names what is wrong."""
+    for name in ("allocated_bytes", "allocations", "peak_bytes"):
+        value = doc.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise KeptError(
+                f"{FIELD}.{name}", f"must be a whole number of at least 0, got {value!r:.60}"
+            )
+    key = doc.get("key")
+    if key is not None and not isinstance(key, Mapping):
+        raise KeptError(f"{FIELD}.key", "must be an object or null")
+    sites = doc.get("sites")
+    if sites is None:
+        return
+    if not isinstance(sites, Mapping):
+        raise KeptError(f"{FIELD}.sites", "must be an object or null")
+    for site, size in sites.items():
+        if not isinstance(site, str):
+            raise KeptError(f"{FIELD}.sites", "must be keyed by the allocating line")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise KeptError(f"{FIELD}.sites[{json.dumps(site)}]", "must be a whole number of bytes")
+
+
+MEMORY = Side(
+    field=FIELD,
+    failing=memory_verdict.FAILING,
+    accepted_by_recording=frozenset({"regressed"}),
+    quiet=frozenset({"unchanged", "no-baseline"}),
+    failed_text="memory regressed",
+    summary=memory_verdict.memory_summary,
+    check_kept=check_kept,
+    column="memory/call",
+    cell=memory_cells.memory_cell,
+    verdict_words=memory_cells.memory_verdict_words,
+    shown=frozenset({"regressed", "improved", "over-limit"}),
+    grew=memory_cells.memory_grew,
+    csv_columns=memory_cells.CSV_COLUMNS,
+    csv_values=memory_cells.memory_csv,
+)

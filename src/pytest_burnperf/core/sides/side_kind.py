@@ -1,0 +1,85 @@
+"""What a verdict judged beside a benchmark's time or counts verdict is to the layers that carry
+it without knowing which it is (memory per call, and any measure judged beside later): a
+:class:`SideVerdict` a result holds by its :attr:`Side.field`, and a :class:`Side`, which says
+how its verdicts fail a test, what a stored baseline keeps of one and how the reports show
+one. A measure judged beside is its own module, its ``Side`` and one line of
+core/sides/side_registry.py. No pytest here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class SideVerdict(Protocol):
+    """One benchmark's verdict of a side: its status (of its :attr:`Side.statuses`), its line
+    in the benchmark's report, what a results document holds of it (its ``status`` among the
+    rest) and what a baseline recorded from it keeps (None: nothing worth keeping)."""
+
+    @property
+    def status(self) -> str: ...
+
+    def line(self) -> str: ...
+
+    def as_json(self) -> dict[str, object]: ...
+
+    def kept(self) -> dict[str, object] | None: ...
+
+
+class KeptError(ValueError):
+    """A side's field of a baseline entry that is not what its side keeps: ``field`` names it
+    (``memory.sites``), ``problem`` says what it must be."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Side:
+    """One verdict judged beside the time or counts verdict: the field a results entry and a
+    baseline entry hold it in, how its statuses fail and read, and what the reports show of
+    it, from its field of a results entry (a document read back may hold anything there)."""
+
+    #: The field of a results entry (its verdict) and of a baseline entry (what it keeps).
+    field: str
+    #: Its statuses that fail the benchmark's test whatever the time or counts verdict
+    #: (core/judging/outcome.side_fails applies them).
+    failing: frozenset[str]
+    #: Its failing statuses that recording baselines accepts (a ceiling is not moved by it).
+    accepted_by_recording: frozenset[str]
+    #: Its statuses a benchmark's report leaves unsaid unless asked (``-v``).
+    quiet: frozenset[str]
+    #: What a summary calls a benchmark whose time or counts passed and this failed.
+    failed_text: str
+    #: The run's one line on it, from its statuses (None where none was judged).
+    summary: Callable[[Iterable[str]], str | None]
+    #: Checks its field of a baseline entry: :class:`KeptError` naming what is wrong.
+    check_kept: Callable[[Mapping[str, object]], None]
+    #: Its table column's header (its ``--perf-columns`` key is :attr:`field`).
+    column: str
+    #: Its cell, from its field's value (``-`` where not tracked).
+    cell: Callable[[object], str]
+    #: The verdict cell's words where it decides it, from its field's value and the time or
+    #: counts verdict's status; None where that status stands.
+    verdict_words: Callable[[object, str], str | None]
+    #: Its statuses that put its column in a table whose columns the user did not choose.
+    shown: frozenset[str]
+    #: Where a regression of it grew, from its field's value (None where not located).
+    grew: Callable[[object], str | None]
+    #: Its columns of the results CSV, and their values from its field's value.
+    csv_columns: tuple[str, ...]
+    csv_values: Callable[[object], tuple[object, ...]]
+
+    def status(self, entry: Mapping[str, object]) -> str | None:
+        """Its status in a results entry, or None where the entry has none (not tracked)."""
+        side = entry.get(self.field)
+        status = side.get("status") if isinstance(side, Mapping) else None
+        return status if isinstance(status, str) else None
+
+    def fails(self, entry: Mapping[str, object]) -> bool:
+        """Whether its verdict in a results entry failed the benchmark's test."""
+        return self.status(entry) in self.failing

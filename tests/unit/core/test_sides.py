@@ -1,0 +1,149 @@
+"""core/sides/: a verdict judged beside the time or counts verdict (memory per call's) carried
+through the layers that name no side: the result and its JSON, the baseline entry it records,
+the stored baseline read back and checked, the instrument's reading of what was kept, and the
+one outcome rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_burnperf.core.clocks import Sample
+from pytest_burnperf.core.judging.outcome import outcome, side_fails, sides_fail
+from pytest_burnperf.core.judging.verdict import UNCHANGED, Verdict
+from pytest_burnperf.core.memory.allocations import Allocations
+from pytest_burnperf.core.memory.memory_side import MEMORY
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge
+from pytest_burnperf.core.memory.recorded_memory import kept_memory
+from pytest_burnperf.core.options.settings import Settings
+from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.records.stored_baseline import StoredBaseline
+from pytest_burnperf.core.sides.side_kind import SideVerdict
+from pytest_burnperf.core.sides.side_registry import SIDES, side
+from pytest_burnperf.storage.baselines import check_entry
+from pytest_burnperf.storage.jsonfile import Fields, FileFormatError
+
+MIB = 1 << 20
+KEY: dict[str, object] = {"meter": "allocator (test)", "threads": 1}
+SITES = {"add (b.py:9)": MIB}
+
+
+def _memory(peak: int, base: int | None = None) -> MemoryVerdict:
+    now = Allocations(allocated=peak, count=1, peak=peak)
+    before = None if base is None else Allocations(allocated=base, count=1, peak=base)
+    verdict = judge([now], before, key=KEY, baseline_key=KEY, threshold=None)
+    return MemoryVerdict(**{**verdict.__dict__, "sites": SITES})
+
+
+def _result(sides: dict[str, SideVerdict]) -> Result:
+    return Result(
+        nodeid="t.py::test_k[numpy-cpu-f64]",
+        module="t.py",
+        key="test_k[numpy-cpu-f64]",
+        benchmark="test_k",
+        device_id="numpy-cpu",
+        kind="cpu",
+        library="numpy",
+        dtype="f64",
+        fingerprint={},
+        settings=Settings(),
+        sample=Sample(values=(3e-3,) * 3, loops=1, warmup_calls=1, timer="host"),
+        verdict=Verdict(UNCHANGED, 3e-3, ratio=1.0),
+        baseline=None,
+        sides=sides,
+    )
+
+
+def test_memory_is_the_registered_side_and_is_found_by_its_field() -> None:
+    assert SIDES == (MEMORY,)
+    assert side("memory") is MEMORY
+    with pytest.raises(ValueError, match="no verdict is judged beside under 'watts'"):
+        side("watts")
+
+
+def test_a_side_verdict_goes_into_the_results_document_and_the_baseline_entry_by_its_field() -> (
+    None
+):
+    m = _memory(2 * MIB, MIB)
+    assert m.status == "regressed" and m.key == KEY
+    r = _result({"memory": m})
+    assert r.as_json()["memory"] == m.as_json()
+    assert m.as_json()["key"] == KEY and m.as_json()["status"] == "regressed"
+    entry = r.baseline_entry({"date": "2026-11-30"})
+    assert entry["memory"] == {**m.figures.to_json(), "key": KEY, "sites": SITES}  # type: ignore[union-attr]
+    # calls that varied keep nothing: no figures to judge a later run by
+    varied = MemoryVerdict("varies", None, reason="its calls allocate differently")
+    assert varied.kept() is None
+    assert "memory" not in _result({"memory": varied}).baseline_entry({})
+    assert "memory" not in _result({}).as_json() and "memory" not in _result({}).baseline_entry({})
+
+
+def test_what_a_baseline_kept_is_checked_read_back_and_judged_by() -> None:
+    m = _memory(MIB)
+    entry = _result({"memory": m}).baseline_entry({"date": "2026-11-30"})
+    checked = check_entry(Fields(Path("b.json")), "test_k[numpy-cpu-f64]", entry)
+    stored = StoredBaseline.from_entry(checked)
+    assert stored.sides == {"memory": entry["memory"]}
+    before = kept_memory(stored.sides["memory"])
+    assert before is not None
+    assert before.figures == m.figures and before.key == KEY and before.sites == SITES
+    again = judge([Allocations(3 * MIB, 1, 3 * MIB)], before.figures, key=KEY,
+                  baseline_key=before.key, threshold=None)  # fmt: skip
+    assert again.status == "regressed"
+    assert StoredBaseline.from_entry({"samples": [1.0]}).sides == {}
+    assert kept_memory(None) is None and kept_memory({"peak_bytes": -1}) is None
+
+
+@pytest.mark.parametrize(
+    ("kept", "field", "problem"),
+    [
+        ([], ".memory", "must be an object"),
+        ({"allocated_bytes": 1, "allocations": 1}, ".memory.peak_bytes", "must be a whole number"),
+        (
+            {"allocated_bytes": 1, "allocations": 1, "peak_bytes": 1, "key": 3},
+            ".memory.key",
+            "must be an object or null",
+        ),
+        (
+            {"allocated_bytes": 1, "allocations": 1, "peak_bytes": 1, "sites": {"a": "8"}},
+            '.memory.sites["a"]',
+            "must be a whole number of bytes",
+        ),
+    ],
+)
+def test_a_bad_kept_field_names_the_file_and_the_field(
+    kept: object, field: str, problem: str
+) -> None:
+    entry = {"samples": [1.0], "memory": kept}
+    with pytest.raises(FileFormatError) as err:
+        check_entry(Fields(Path("b.json")), "t", entry)
+    text = str(err.value)
+    assert "b.json" in text and f'benchmarks["t"]{field}' in text and problem in text, text
+
+
+def test_the_outcome_fails_on_a_side_by_its_sides_statuses() -> None:
+    regressed, same = _memory(2 * MIB, MIB), _memory(MIB, MIB)
+    over = MemoryVerdict(**{**same.__dict__, "status": "over-limit", "reason": "over"})
+    assert side_fails("memory", regressed) and side_fails("memory", over)
+    assert not side_fails("memory", same) and not side_fails("memory", None)
+    assert not side_fails("memory", regressed, records=True)  # recording fails nothing
+    assert sides_fail({"memory": regressed}) and not sides_fail({"memory": same})
+    got = outcome(
+        Verdict(UNCHANGED, 1.0),
+        test_id="t[x]",
+        strict=False,
+        records=False,
+        regression=lambda: "slower",
+        sides={"memory": regressed},
+    )
+    assert got.fails and got.message == f"t[x]: {regressed.line()}"
+    assert "memory regressed: peak +1.0 MiB (+100.0%)" in got.message
+    passes = outcome(
+        Verdict(UNCHANGED, 1.0), test_id="t", strict=True, records=False,
+        regression=lambda: "slower", sides={"memory": same},
+    )  # fmt: skip
+    assert not passes.fails
+    # recording accepts a regression of memory, not a call over max_memory
+    assert "regressed" in MEMORY.accepted_by_recording
+    assert "over-limit" not in MEMORY.accepted_by_recording
