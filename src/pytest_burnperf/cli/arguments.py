@@ -15,7 +15,7 @@ from pytest_burnperf.core.options.settings import (
     parse_threshold,
 )
 from pytest_burnperf.core.records.results import RESULTS_SCHEMA
-from pytest_burnperf.report.results_json import read_memory, read_results
+from pytest_burnperf.report.results_json import read_results, read_sides
 from pytest_burnperf.storage.history import resolve_url
 from pytest_burnperf.storage.history.select import ExpressionError, matcher
 from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
@@ -154,7 +154,7 @@ def results_doc(path: Path) -> dict[str, object]:
         if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
             raise InputError(f"{path}: not a pytest-burnperf results file (--perf-json)")
         read_results(path)  # every sample checked
-        read_memory(path)  # and every memory figure
+        read_sides(path)  # and what every verdict judged beside recorded (memory per call)
     except FileFormatError as exc:
         raise InputError(str(exc)) from None
     return doc

@@ -5,6 +5,7 @@ time, counts or memory per call (core/judging/outcome's rule)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +36,12 @@ from pytest_burnperf.core.judging.verdict import (
 )
 from pytest_burnperf.core.memory.allocations import AllocationsError
 from pytest_burnperf.core.memory.memory_side import MEMORY
-from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, memory_summary
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.report.results_json import (
     CountsRecord,
     read_counts,
-    read_memory,
     read_results,
+    read_sides,
     result_timers,
 )
 from pytest_burnperf.storage.history import redact
@@ -65,10 +65,10 @@ def _load_counts(path: Path) -> dict[str, CountsRecord]:
         raise InputError(str(exc)) from None
 
 
-def _load_memory(path: Path) -> dict[str, RecordedMemory]:
+def _load_sides(path: Path) -> dict[str, dict[str, object]]:
 
     try:
-        return read_memory(path)
+        return read_sides(path)
     except FileFormatError as exc:
         raise InputError(str(exc)) from None
 
@@ -106,26 +106,48 @@ def _counts_verdict(
     )
 
 
-def _memory_said(test: str, verdict: MemoryVerdict) -> bool:
-    """Print what a benchmark's memory verdict has to say (a failure, an improvement) under its
-    line; whether it fails."""
-    if side_fails(MEMORY.field, verdict):
-        print(f"  {test}: {verdict.line()}")
-        return True
-    if verdict.status == "improved":
-        print(f"  {verdict.line()}")
-    return False
+class _Beside:
+    """The verdicts judged beside (core/sides/side_registry.SIDES) of one comparison: each
+    benchmark's judged against the other run's record, their statuses kept for the summary."""
+
+    def __init__(self, now: dict[str, dict[str, object]], threshold: float | None) -> None:
+        self.now, self.threshold = now, threshold
+        self.statuses: dict[str, list[str]] = {side.field: [] for side in SIDES}
+
+    def judge(self, test: str, before: Mapping[str, tuple[object | None, str]], name: str) -> bool:
+        """Judge ``test``'s record of each side against ``before[side.field]`` (the other run's
+        record, or None, and that run's name; where missing: none, in the run ``name``); print
+        what a verdict has to say (a failure, a change worth showing) under the benchmark's
+        line; whether one fails."""
+        failed = False
+        for side in SIDES:
+            now = self.now.get(side.field, {}).get(test)
+            if now is None:
+                continue
+            was, said = before.get(side.field, (None, name))
+            verdict = side.rejudge(now, was, self.threshold, said)
+            self.statuses[side.field].append(verdict.status)
+            if side_fails(side.field, verdict):
+                print(f"  {test}: {verdict.line()}")
+                failed = True
+            elif verdict.status in side.shown:
+                print(f"  {verdict.line()}")
+        return failed
+
+    def summaries(self) -> list[str]:
+        """Each side's line on the comparison, where any benchmark had that side."""
+        return [s for side in SIDES if (s := side.summary(self.statuses[side.field]))]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
 
     old = _load_results(args.old)
     new = _load_results(args.new)
-    old_memory, new_memory = _load_memory(args.old), _load_memory(args.new)
+    old_sides = _load_sides(args.old)
+    beside = _Beside(_load_sides(args.new), args.threshold)
     timers = result_timers(args.new)
     policy = Policy(alpha=args.alpha, threshold=time_threshold(args))
     regressed = 0
-    memory: list[str] = []
     old_counts, new_counts = _load_counts(args.old), _load_counts(args.new)
     old_timers = result_timers(args.old)
     for test in sorted(new):
@@ -164,18 +186,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 counted.counts_failure(test, v) if is_counted else failure_message(test, v, policy)
             )
             print(f"  {said}")
-        if test in new_memory:
-            mv = judge_recorded(
-                new_memory[test],
-                old_memory.get(test),
-                threshold=args.threshold,
-                before_name=str(args.old),
-            )
-            memory.append(mv.status)
-            failed = _memory_said(test, mv) or failed
+        then = {f: (records.get(test), str(args.old)) for f, records in old_sides.items()}
+        failed = beside.judge(test, then, str(args.old)) or failed
         regressed += failed
-    summary = memory_summary(memory)
-    if summary:
+    for summary in beside.summaries():
         print(summary)
     return EXIT_REGRESSED if regressed else EXIT_OK
 
@@ -183,11 +197,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_compare_history(args: argparse.Namespace) -> int:
 
     doc = results_doc(args.new)
-    now_memory = _load_memory(args.new)
+    beside = _Beside(_load_sides(args.new), args.threshold)
     with open_store(args) as store:
         points = store.points(last=args.last, branch=args.branch, with_runs=True, with_memory=True)
         try:
-            before = memory_before(doc, points)
+            # the store keeps memory per call's records (storage/history/store.py)
+            stored: dict[str, dict[str, tuple[object | None, str]]] = {
+                MEMORY.field: dict(memory_before(doc, points))
+            }
         except AllocationsError as exc:
             raise InputError(f"{redact(store.url)}: {exc}") from None
     judged = against_history(
@@ -202,7 +219,6 @@ def cmd_compare_history(args: argparse.Namespace) -> int:
         alpha=args.alpha, threshold=time_threshold(args), comparisons=max(1, len(judged))
     )
     regressed = 0
-    memory: list[str] = []
     where = f"the last {args.last} runs" + (f" on {args.branch}" if args.branch else "")
     for test, v, used in judged:
         shown = measures.of_field(timers.get(test, "host"))
@@ -224,15 +240,11 @@ def cmd_compare_history(args: argparse.Namespace) -> int:
                 else failure_message(test, v, policy)
             )
             print(f"  {said}")
-        if test in now_memory:
-            was, name = before.get(test, (None, f"{where} of the same hardware class"))
-            mv = judge_recorded(now_memory[test], was, threshold=args.threshold, before_name=name)
-            memory.append(mv.status)
-            failed = _memory_said(test, mv) or failed
+        then = {f: records[test] for f, records in stored.items() if test in records}
+        failed = beside.judge(test, then, f"{where} of the same hardware class") or failed
         regressed += failed
     print(f"judged against {where} of the same hardware class")
-    summary = memory_summary(memory)
-    if summary:
+    for summary in beside.summaries():
         print(f"{summary} (each against the newest stored run that tracked it)")
     return EXIT_REGRESSED if regressed else EXIT_OK
 

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_burnperf.core import measures
-from pytest_burnperf.core.memory.allocations import AllocationsError
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
 from pytest_burnperf.core.records.results import RESULTS_SCHEMA, RESULTS_VERSION, Result
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, loads, read_bytes, read_json
 
 
@@ -100,19 +99,22 @@ def read_counts(path: Path) -> dict[str, CountsRecord]:
     return out
 
 
-def read_memory(path: Path) -> dict[str, RecordedMemory]:
-    """The memory each result of a ``--perf-json`` file (read by :func:`read_results` first)
-    recorded, by test id; a result whose memory was not tracked has none. Raises
-    FileFormatError naming the field at fault."""
+def read_sides(path: Path) -> dict[str, dict[str, object]]:
+    """What each result of a ``--perf-json`` file (read by :func:`read_results` first) recorded
+    of each verdict judged beside (core/sides/side_registry.SIDES: memory per call), by the
+    side's field and test id (a result that has none of a side is left out), each read back by
+    its side. Raises FileFormatError naming the field at fault."""
     doc = read_json(path)
-    out: dict[str, RecordedMemory] = {}
+    out: dict[str, dict[str, object]] = {side.field: {} for side in SIDES}
     for i, r in enumerate(doc.get("results") or [] if isinstance(doc, dict) else []):
-        if not isinstance(r, dict) or r.get("memory") is None:
-            continue
-        try:
-            out[str(r.get("test"))] = RecordedMemory.from_json(r["memory"], f"results[{i}].memory")
-        except AllocationsError as exc:
-            raise FileFormatError(path, str(exc)) from None
+        for side in SIDES:
+            if not isinstance(r, dict) or r.get(side.field) is None:
+                continue
+            try:
+                read = side.read_recorded(r[side.field], f"results[{i}].{side.field}")
+            except ValueError as exc:
+                raise FileFormatError(path, str(exc)) from None
+            out[side.field][str(r.get("test"))] = read
     return out
 
 

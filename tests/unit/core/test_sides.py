@@ -147,3 +147,19 @@ def test_the_outcome_fails_on_a_side_by_its_sides_statuses() -> None:
     # recording accepts a regression of memory, not a call over max_memory
     assert "regressed" in MEMORY.accepted_by_recording
     assert "over-limit" not in MEMORY.accepted_by_recording
+
+
+def test_a_recorded_run_is_read_back_and_judged_again_by_its_side() -> None:
+    """``burnperf compare``: a results entry's field read back by its side and judged against
+    another run's by the rule a run judges by."""
+    now = MEMORY.read_recorded(_result({"memory": _memory(2 * MIB, MIB)}).as_json()["memory"], "x")
+    before = MEMORY.read_recorded(_result({"memory": _memory(MIB)}).as_json()["memory"], "x")
+    again = MEMORY.rejudge(now, before, None, "old.json")
+    assert again.status == "regressed" and side_fails("memory", again)
+    assert MEMORY.rejudge(before, before, None, "old.json").status == "unchanged"
+    missing = MEMORY.rejudge(now, None, None, "old.json")
+    assert missing.status == "no-baseline" and "old.json kept no memory figures" in missing.line()
+    with pytest.raises(ValueError, match=r"results\[2\]\.memory\.key: must be an object"):
+        MEMORY.read_recorded({"figures": None, "key": 3}, "results[2].memory")
+    with pytest.raises(TypeError, match="RecordedMemory"):
+        MEMORY.rejudge({"peak_bytes": 1}, None, None, "old.json")

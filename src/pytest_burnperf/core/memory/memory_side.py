@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 
 from pytest_burnperf.core.memory import memory_cells, memory_verdict
+from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
 from pytest_burnperf.core.sides.side_kind import KeptError, Side
 
 #: The field a results entry holds the memory verdict in, and a baseline entry its figures.
@@ -41,6 +43,21 @@ def check_kept(doc: Mapping[str, object]) -> None:
             raise KeptError(f"{FIELD}.sites[{json.dumps(site)}]", "must be a whole number of bytes")
 
 
+def read_recorded(doc: object, where: str) -> RecordedMemory:
+    """A results entry's ``memory`` read back strictly (an AllocationsError names ``where``)."""
+    return RecordedMemory.from_json(doc, where)
+
+
+def rejudge(
+    now: object, before: object | None, threshold: float | None, before_name: str
+) -> MemoryVerdict:
+    """``now`` (a :class:`RecordedMemory`) judged against ``before`` (one, or None) by the rule
+    a run judges by (recorded_memory.judge_recorded)."""
+    if not isinstance(now, RecordedMemory) or not isinstance(before, (RecordedMemory, type(None))):
+        raise TypeError(f"memory is judged from RecordedMemory, got {now!r:.60}, {before!r:.60}")
+    return judge_recorded(now, before, threshold=threshold, before_name=before_name)
+
+
 MEMORY = Side(
     field=FIELD,
     failing=memory_verdict.FAILING,
@@ -49,6 +66,8 @@ MEMORY = Side(
     failed_text="memory regressed",
     summary=memory_verdict.memory_summary,
     check_kept=check_kept,
+    read_recorded=read_recorded,
+    rejudge=rejudge,
     column="memory/call",
     cell=memory_cells.memory_cell,
     verdict_words=memory_cells.memory_verdict_words,

@@ -59,6 +59,14 @@ class Side:
     summary: Callable[[Iterable[str]], str | None]
     #: Checks its field of a baseline entry: :class:`KeptError` naming what is wrong.
     check_kept: Callable[[Mapping[str, object]], None]
+    #: Its field of a results entry read back strictly (``burnperf compare``), from the field's
+    #: value and where it is (``results[3].memory``): a record :attr:`rejudge` takes, or a
+    #: ValueError naming ``where`` and what is wrong.
+    read_recorded: Callable[[object, str], object]
+    #: A recorded run's record judged against another run's (None: that run has none) by the
+    #: rule a run judges by, ``threshold`` the user's (or None), the other run named
+    #: ``before_name`` in the reasons.
+    rejudge: Callable[[object, object | None, float | None, str], SideVerdict]
     #: Its table column's header (its ``--perf-columns`` key is :attr:`field`).
     column: str
     #: Its cell, from its field's value (``-`` where not tracked).
