@@ -415,6 +415,33 @@ def test_one_rule_maps_a_verdict_to_its_outcome() -> None:
     assert not found, found
 
 
+#: What carries the verdicts judged beside without naming one (core/sides/): their modules
+#: reach a side through its field and core/sides/side_registry.SIDES, never core/memory/.
+CARRY_SIDES = (
+    "pytest_burnperf.core.records.",
+    "pytest_burnperf.core.judging.",
+    "pytest_burnperf.core.sides.side_kind",
+    "pytest_burnperf.report.",
+    "pytest_burnperf.plugin.output.",
+    "pytest_burnperf.plugin.session.",
+    "pytest_burnperf.storage.baselines",
+)
+
+
+def test_what_carries_the_sides_names_none() -> None:
+    """A result, a stored baseline, the outcome, the reports, baseline writing and the session
+    carry memory per call as a side (``Result.sides``), so a measure judged beside is its own
+    module, its ``Side`` and one line of core/sides/side_registry.py."""
+    wrong = []
+    for module, path in _modules().items():
+        if not module.startswith(CARRY_SIDES):
+            continue
+        for name, line, _ in _imports(path):
+            if name.startswith("pytest_burnperf.core.memory"):
+                wrong.append(f"{module}:{line} imports {name}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_outcome_check_finds_a_copy_of_the_rule() -> None:
     copy = "if v.status == REGRESSED:\n    pytest.fail('slower')\n"
     assert _fails_on_a_status(ast.parse(copy)) == [1]
