@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -642,3 +643,38 @@ def test_a_round_process_imports_only_the_files_of_its_benchmarks(
     assert list(json.loads(out.read_text())) == ["sub/test_wanted.py::test_sum[numpy-cpu-f64]"]
     # without node ids (the parent, or a round over every benchmark) everything is collected
     assert pytester.runpytest("--perf", *FAST).ret == pytest.ExitCode.INTERRUPTED
+
+
+@pytest.mark.slow
+@pytest.mark.installed_plugins  # hypothesis's, as a user's environment has it
+def test_round_processes_start_without_hypothesiss_plugin_unless_the_run_names_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """hypothesis's pytest plugin imports all of hypothesis in its terminal summary, in every
+    process, whether a test used it or not: the round processes start without it, unless the
+    run names one of its options (then a child without it would refuse the option)."""
+    pytest.importorskip("_hypothesis_pytestplugin")
+    seen = pytester.path / "seen"
+    pytester.makepyfile(
+        test_h=f"""
+        import os
+        import pathlib
+
+        import pytest
+
+        @pytest.mark.perf(backends=["numpy"], dtypes=["f32"])
+        def test_k(perf, request):
+            loaded = request.config.pluginmanager.has_plugin("hypothesispytest")
+            folder = pathlib.Path({str(seen)!r})
+            folder.mkdir(exist_ok=True)
+            (folder / str(os.getpid())).write_text(str(loaded))
+            perf(lambda: None)
+        """
+    )
+    rounds = ("--perf", "--perf-update", "--perf-measure", "time", "--perf-rounds", "2")
+    for extra, in_children in (((), "False"), (("--hypothesis-seed=3",), "True")):
+        shutil.rmtree(seen, ignore_errors=True)
+        pytester.runpytest(*rounds, *FAST_ADAPTIVE, *extra).assert_outcomes(passed=1)
+        said = {p.name: p.read_text() for p in seen.iterdir()}
+        assert said.pop(str(os.getpid())) == "True", said  # this process keeps it
+        assert said and set(said.values()) == {in_children}, (extra, said)

@@ -425,6 +425,7 @@ def side_pass(
     return got
 
 
-def round_args(invocation: Sequence[str]) -> list[str]:
-    """The parent's command-line arguments without the options only the parent acts on."""
-    return without_options(invocation, PARENT_ONLY, PARENT_FLAGS)
+def round_args(invocation: Sequence[str], plugins_off: Sequence[str] = ()) -> list[str]:
+    """The parent's command-line arguments without the options only the parent acts on, and
+    the plugins the child starts without (``plugins_off``: command_args.left_out_of_children)."""
+    return [*without_options(invocation, PARENT_ONLY, PARENT_FLAGS), *plugins_off]

@@ -5,7 +5,7 @@ each command sets itself: ``suggested_args``, ``recording_args``). No pytest her
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 def without_options(
@@ -95,3 +95,24 @@ def recording_args(invocation: Sequence[str]) -> list[str]:
     """:func:`suggested_args` less :data:`COMPARISON_VALUED`: what a suggested command that
     records baselines, or that names its own comparison, repeats of the run's command line."""
     return without_options(suggested_args(invocation), COMPARISON_VALUED)
+
+
+#: Installed pytest plugins the measuring child processes start without, where the run named
+#: none of their options (the plugin's name -> a word its options and its own name contain):
+#: hypothesis's imports all of hypothesis in its terminal summary whether a test used it or not
+#: (about 1 s of CPU in every child, some 5 s under valgrind); a test written with hypothesis
+#: runs without it (hypothesis needs no pytest plugin).
+LEFT_OUT_OF_CHILDREN = {"hypothesispytest": "hypothesis"}
+
+
+def left_out_of_children(loaded: Callable[[str], bool], given: Iterable[str]) -> tuple[str, ...]:
+    """``-p no:NAME`` for each plugin of :data:`LEFT_OUT_OF_CHILDREN` that this run ``loaded``
+    and that none of the words ``given`` names (the command line, ``addopts``,
+    ``PYTEST_ADDOPTS``: a child reads them again, and would refuse an option of a plugin it
+    lacks)."""
+    words = list(given)
+    out: list[str] = []
+    for name, word in LEFT_OUT_OF_CHILDREN.items():
+        if loaded(name) and not any(word in w for w in words):
+            out += ["-p", f"no:{name}"]
+    return tuple(out)

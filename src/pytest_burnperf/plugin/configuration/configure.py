@@ -15,6 +15,7 @@ import pytest
 from pytest_burnperf.core import measures
 from pytest_burnperf.core.judging.coverage import default_min_share, in_ci
 from pytest_burnperf.core.options import run_options, settings
+from pytest_burnperf.core.options.command_args import left_out_of_children
 from pytest_burnperf.core.options.run_mode import Mode, decide
 from pytest_burnperf.core.options.run_options import Measure
 from pytest_burnperf.plugin.configuration.comparison import comparison
@@ -197,6 +198,14 @@ def configure(config: pytest.Config) -> None:
         machine_id=machine_id or "",
         rootpath=config.rootpath,
         invocation=tuple(str(a) for a in config.invocation_params.args),
+        child_plugins_off=left_out_of_children(
+            config.pluginmanager.has_plugin,
+            [
+                *map(str, config.invocation_params.args),
+                *map(str, config.getini("addopts")),
+                os.environ.get("PYTEST_ADDOPTS", ""),
+            ],
+        ),
         machine_explicit=pick("perf_machine") is not None,
         size=size,
         strict=bool(

@@ -187,7 +187,10 @@ def count_pass(
     write = line_writer(session.config)
 
     settings = state.run.base.merged(state.run.cmdline)
-    args = [*round_args(state.run.invocation), f"{COUNT_CALLS}={calls(state, settings)}"]
+    args = [
+        *round_args(state.run.invocation, state.run.child_plugins_off),
+        f"{COUNT_CALLS}={calls(state, settings)}",
+    ]
     # each counted process probes only the devices it counts on (runs/round_launcher.backends_option):
     # probing torch, cupy or an OpenCL driver costs tens of seconds under valgrind
     devices = devices_of(items, set(wanted))

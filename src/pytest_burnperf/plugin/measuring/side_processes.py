@@ -56,7 +56,7 @@ def _run_compared_sides(
     write = line_writer(session.config)
     plan = state.run.plan
     assert plan is not None
-    args = round_args(state.run.invocation)
+    args = round_args(state.run.invocation, state.run.child_plugins_off)
     for side in [s for s in sides if s.label in (plan.reference, plan.candidate)]:
         t0 = time.monotonic()
         write(f"burnperf: {doing} {len(wanted)} benchmark(s) in {side.label} ...")

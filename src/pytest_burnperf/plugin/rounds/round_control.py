@@ -69,7 +69,7 @@ def run_rounds(
     ``fork``, each round is a child forked from one round server (forkserver.py), else a fresh
     interpreter. ``wanted`` are the node ids this session will time."""
     config = session.config
-    args = round_args(state.run.invocation)
+    args = round_args(state.run.invocation, state.run.child_plugins_off)
     # the rounds probe only the devices they time on
     args += backends_option(devices_of(session.items, set(wanted)), wanted)
     # every round samples as the pooled session's rounds do (stats.round_samples)
@@ -202,7 +202,7 @@ def run_same_session(
                 else "fresh",
                 budget_s=state.schedule.round_budget,
             ),
-            args=round_args(state.run.invocation),
+            args=round_args(state.run.invocation, state.run.child_plugins_off),
             cwd=config.invocation_params.dir,
             wanted=[item.nodeid for item in items],
             more=more,

@@ -77,6 +77,10 @@ class RunConfig:
     machine_id: str
     rootpath: Path
     invocation: tuple[str, ...]
+    #: ``-p no:NAME`` for the installed plugins the measuring child processes start without
+    #: (core/options/command_args.left_out_of_children: hypothesis's, where the run names none
+    #: of its options).
+    child_plugins_off: tuple[str, ...] = ()
     #: The machine id came from --perf-machine or the ini file, not from this host.
     machine_explicit: bool = False
     size: str = "small"
