@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.judging.outcome import outcome, side_fails, sides_fail
 from pytest_burnperf.core.judging.verdict import UNCHANGED, Verdict
 from pytest_burnperf.core.memory.allocations import Allocations
 from pytest_burnperf.core.memory.memory_side import MEMORY
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge
 from pytest_burnperf.core.memory.recorded_memory import kept_memory
-from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.sides.side_kind import SideVerdict
 from pytest_burnperf.core.sides.side_registry import SIDES, side
 from pytest_burnperf.storage.baselines import check_entry
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError
+
+from .._results import numpy_result
 
 MIB = 1 << 20
 KEY: dict[str, object] = {"meter": "allocator (test)", "threads": 1}
@@ -37,22 +37,7 @@ def _memory(peak: int, base: int | None = None) -> MemoryVerdict:
 
 
 def _result(sides: dict[str, SideVerdict]) -> Result:
-    return Result(
-        nodeid="t.py::test_k[numpy-cpu-f64]",
-        module="t.py",
-        key="test_k[numpy-cpu-f64]",
-        benchmark="test_k",
-        device_id="numpy-cpu",
-        kind="cpu",
-        library="numpy",
-        dtype="f64",
-        fingerprint={},
-        settings=Settings(),
-        sample=Sample(values=(3e-3,) * 3, loops=1, warmup_calls=1, timer="host"),
-        verdict=Verdict(UNCHANGED, 3e-3, ratio=1.0),
-        baseline=None,
-        sides=sides,
-    )
+    return numpy_result(Verdict(UNCHANGED, 3e-3, ratio=1.0), sides=sides)
 
 
 def test_memory_is_the_registered_side_and_is_found_by_its_field() -> None:

@@ -8,18 +8,17 @@ import types
 from pathlib import Path
 from typing import Any
 
-from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.judging.verdict import REGRESSED, Verdict
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
-from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.profiles import summarize
 from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.plugin.measuring.side_processes import attach
 from pytest_burnperf.runs.profiled import SideProfile
 from pytest_burnperf.runs.scheduler import Measured
 
+from .._results import NODE, numpy_result
+
 ROOT = Path("/project")
-NODE = "t.py::test_k[numpy-cpu-f64]"
 BEFORE = summarize("cProfile", 10, [("work (pkg.py)", 1e-3, 10, 1e-3)])
 AFTER = summarize(
     "cProfile", 10, [("work (pkg.py)", 1e-3, 10, 3e-3), ("extra_pass (pkg.py)", 2e-3, 10, 2e-3)]
@@ -27,21 +26,7 @@ AFTER = summarize(
 
 
 def _result() -> Result:
-    return Result(
-        nodeid=NODE,
-        module="t.py",
-        key="test_k[numpy-cpu-f64]",
-        benchmark="test_k",
-        device_id="numpy-cpu",
-        kind="cpu",
-        library="numpy",
-        dtype="f64",
-        fingerprint={},
-        settings=Settings(),
-        sample=Sample(values=(3e-3,) * 3, loops=1, warmup_calls=1, timer="host"),
-        verdict=Verdict(REGRESSED, 3e-3, ratio=3.0),
-        baseline=None,
-    )
+    return numpy_result(Verdict(REGRESSED, 3e-3, ratio=3.0))
 
 
 def _state(profiles: dict[str, Any], gaps: dict[str, dict[str, str]], profile: str = "all") -> Any:
