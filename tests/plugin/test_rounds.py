@@ -295,7 +295,9 @@ def test_only_the_measuring_process_meters_peak_memory(
 ) -> None:
     """An extra round's process skips the metered call (its peak memory would be dropped, and
     tracemalloc slows pure Python many times over); the measuring process meters each benchmark
-    once. Both run in this interpreter, so the patched meter sees every call."""
+    once, or where its memory is tracked beside and the tracker is the device's meter, takes the
+    peak from the tracked calls (one tracking, not two). Both run in this interpreter, so the
+    patched meter sees every call."""
     from pytest_burnperf.devices.backends.numpy_backend import NumpyDevice
 
     metered: list[str] = []
@@ -311,9 +313,22 @@ def test_only_the_measuring_process_meters_peak_memory(
         passed=2
     )
     assert out.exists() and metered == []
-    loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST).assert_outcomes(passed=2)
+    off = ("--perf-memory", "off")
+    loop_project.runpytest("--perf", "--perf-json", "r.json", *off, *FAST).assert_outcomes(passed=2)
     assert metered == ["numpy-cpu", "numpy-cpu"]
     doc = json.loads(Path(loop_project.path, "r.json").read_text())
+    assert [r["peak_memory_bytes"] for r in doc["results"]] == [123, 123]
+    metered.clear()
+    loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST).assert_outcomes(passed=2)
+    doc = json.loads(Path(loop_project.path, "r.json").read_text())
+    assert metered == [], metered  # the peak of the calls tracked beside
+    for r in doc["results"]:
+        assert r["peak_memory_bytes"] == r["memory"]["figures"]["peak_bytes"], r["memory"]
+    # where the tracking then finds it cannot track, one call under the meter gives the peak
+    monkeypatch.setattr(NumpyDevice, "memory_per_call", lambda *_a, **_k: "not tracked (test)")
+    loop_project.runpytest("--perf", "--perf-json", "r.json", *FAST).assert_outcomes(passed=2)
+    doc = json.loads(Path(loop_project.path, "r.json").read_text())
+    assert metered == ["numpy-cpu", "numpy-cpu"]
     assert [r["peak_memory_bytes"] for r in doc["results"]] == [123, 123]
 
 

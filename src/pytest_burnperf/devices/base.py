@@ -85,6 +85,12 @@ class Device(Protocol):
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         """Run ``call`` once; the peak memory it allocated on this device in bytes, or None."""
 
+    def peak_is_tracked(self) -> bool:
+        """Whether :meth:`peak_memory` reads what :meth:`memory_per_call` tracks (the allocator
+        on the CPU): then a benchmark whose memory is tracked takes its peak from those calls
+        instead of a call of its own under the tracker (each tracking patches every loaded
+        library: tens of milliseconds, over 100 ms with torch and the device libraries)."""
+
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         """Each of a few calls' memory (bytes allocated, allocations, peak above its start),
         the meter's name for the memory key and where the last call allocated; or why this
@@ -135,6 +141,9 @@ class DeviceBase:
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         call()
         return None
+
+    def peak_is_tracked(self) -> bool:
+        return False
 
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         return (

@@ -36,10 +36,13 @@ BUDGET_S = 1.0
 
 @dataclass(frozen=True)
 class Tracked:
-    """What tracking a benchmark's memory gave: its verdict and the key it was tracked under."""
+    """What tracking a benchmark's memory gave: its verdict, the key it was tracked under and
+    the largest peak of the calls judged (a benchmark's peak memory where the device's peak
+    meter is the tracker: Device.peak_is_tracked)."""
 
     verdict: MemoryVerdict
     key: dict[str, object]
+    peak: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,11 +95,12 @@ class MemoryTracking:
         if isinstance(got, str):
             return got
         calls = got.calls
+        judged = calls[1:] or calls
         key = memory_key(fingerprint, got.meter, interpreter_allocation(), threads)
         before = kept_memory(kept)
         # the first call may still fill a cache or map what later calls reuse: the others judge
         verdict = judge(
-            calls[1:] or calls,
+            judged,
             None if before is None else before.figures,
             key=key,
             baseline_key=None if before is None else before.key,
@@ -105,7 +109,7 @@ class MemoryTracking:
         )
         sites_before = None if before is None else before.sites
         verdict = located(replace(verdict, tracked_s=took), got.sites, sites_before)
-        return Tracked(verdict, key)
+        return Tracked(verdict, key, max((c.peak for c in judged), default=0))
 
 
 MEMORY_TRACKING = MemoryTracking()

@@ -16,7 +16,12 @@ from pytest_burnperf.devices.base import (
     fill_random,
     identity,
 )
-from pytest_burnperf.devices.memory_meters import host_calls, host_peak, tracemalloc_peak
+from pytest_burnperf.devices.memory_meters import (
+    allocator_unavailable,
+    host_calls,
+    host_peak,
+    tracemalloc_peak,
+)
 from pytest_burnperf.devices.thread_limits import blas_threads, cpu_threads
 from pytest_burnperf.host.hardware import (
     blas_core,
@@ -98,7 +103,10 @@ class NumpyDevice(DeviceBase):
             yield
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
-        return host_peak(call, tracemalloc_peak)  # numpy reports its buffers to tracemalloc
+        return host_peak(call, tracemalloc_peak)
+
+    def peak_is_tracked(self) -> bool:
+        return allocator_unavailable() is None  # numpy reports its buffers to tracemalloc
 
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         return host_calls(make_call, calls)

@@ -15,7 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 
 from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.devices.base import DeviceBase, MakeCall, identity
-from pytest_burnperf.devices.memory_meters import host_calls, host_peak, tracemalloc_peak
+from pytest_burnperf.devices.memory_meters import (
+    allocator_unavailable,
+    host_calls,
+    host_peak,
+    tracemalloc_peak,
+)
 from pytest_burnperf.devices.thread_limits import cpu_threads
 from pytest_burnperf.host.hardware import cpu_count, cpu_model, memory_bytes
 
@@ -85,6 +90,9 @@ class PythonDevice(DeviceBase):
 
     def peak_memory(self, call: Callable[[], object]) -> int | None:
         return host_peak(call, tracemalloc_peak)
+
+    def peak_is_tracked(self) -> bool:
+        return allocator_unavailable() is None
 
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         return host_calls(make_call, calls)

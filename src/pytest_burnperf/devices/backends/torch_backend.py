@@ -37,6 +37,7 @@ from pytest_burnperf.devices.base import (
 from pytest_burnperf.devices.event_timer import EventTimer, SleepPad
 from pytest_burnperf.devices.l2_flush import flush_bytes
 from pytest_burnperf.devices.memory_meters import (
+    allocator_unavailable,
     host_calls,
     host_meter,
     host_peak,
@@ -276,6 +277,9 @@ class TorchDevice(DeviceBase):
             self.sync()
             return max(0, int(torch.mps.driver_allocated_memory()) - before)
         return host_peak(call, rss_peak)
+
+    def peak_is_tracked(self) -> bool:
+        return self.kind == "cpu" and allocator_unavailable() is None
 
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
         if self.kind == "cpu":

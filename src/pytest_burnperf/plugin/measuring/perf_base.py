@@ -143,6 +143,9 @@ class PerfBase:
         #: perf.pedantic's shape (rounds given or None, iterations, warm-up rounds, setup):
         #: what a sample means, kept with the baseline and compared (core/judging/comparability.py).
         self._pedantic: PedanticShape | None = None
+        #: The timed calls left their peak memory to the calls tracked beside them
+        #: (:meth:`_peak_from_tracking`), which fill it in (:meth:`_with_memory`).
+        self._peak_deferred = False
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, object] = {}
         self.group: str | None = None
@@ -344,20 +347,36 @@ class PerfBase:
         __tracebackhide__ = True
         return self._profiled(self._with_memory(result))
 
+    def _memory_not_tracked(self) -> str:
+        """Why this benchmark's memory per call is not tracked beside it, or empty."""
+        if not self._state.run.memory:
+            return "--perf-memory off"
+        if self._pedantic is not None and self._pedantic.rounds:
+            return f"perf.pedantic(rounds={self._pedantic.rounds}) makes no calls beyond its rounds"
+        return ""
+
+    def _peak_from_tracking(self) -> bool:
+        """Whether the timed calls leave their peak memory to the calls tracked beside them:
+        where memory is tracked and the device's peak meter is the tracker itself
+        (Device.peak_is_tracked), one tracking of the benchmark instead of two."""
+        tracked = getattr(self.device, "peak_is_tracked", None)
+        self._peak_deferred = (
+            not self._memory_not_tracked() and callable(tracked) and bool(tracked())
+        )
+        return self._peak_deferred
+
     def _with_memory(self, result: Result) -> Result:
         """``result`` with its memory verdict, where an instrument beside tracks it: not for
-        ``perf.pedantic`` with ``rounds`` given, whose calls are exactly the rounds asked."""
+        ``perf.pedantic`` with ``rounds`` given, whose calls are exactly the rounds asked; and
+        with its peak memory where the timed calls left it to the tracked ones."""
         __tracebackhide__ = True
         ceiling = self.settings.max_memory
-        why = ""
-        if not self._state.run.memory:
-            why = "--perf-memory off"
-        elif self._pedantic is not None and self._pedantic.rounds:
-            why = f"perf.pedantic(rounds={self._pedantic.rounds}) makes no calls beyond its rounds"
+        why = self._memory_not_tracked()
         if why or self._rerun is None:
             if ceiling is not None and why:
                 self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {why}")
             return result
+        peak: int | None = None
         where = situation(self._state, self.device, self.settings, self._item.nodeid)
         base = result.baseline
         active = getattr(self.device, "active", contextlib.nullcontext)
@@ -378,9 +397,26 @@ class PerfBase:
             if not isinstance(tracked, str):
                 sides = {**result.sides, instrument.side.field: tracked.verdict}
                 result = replace(result, sides=sides)
+                peak = tracked.peak
             elif ceiling is not None:
                 self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {tracked}")
-        return result
+        return self._with_peak(result, peak) if self._peak_deferred else result
+
+    def _with_peak(self, result: Result, peak: int | None) -> Result:
+        """``result`` whose timed sample left its peak memory to the tracked calls, with the
+        largest peak of those (``peak``), or where none was tracked one more call under the
+        device's meter."""
+        if peak is None and self._rerun is not None:
+            call, after = self._rerun()
+            with self.device.threads(self.settings.threads):
+                peak = self.device.peak_memory(call)
+            if after is not None:
+                after()
+        timed = result.time if result.time is not None else result
+        sample = replace(timed.sample, peak_memory=peak)
+        if result.time is not None:
+            return replace(result, time=replace(result.time, sample=sample))
+        return replace(result, sample=sample)
 
     def _profiled(self, result: Result) -> Result:
         """--perf-profile: ``result`` with its profile, where this run profiles it (once more

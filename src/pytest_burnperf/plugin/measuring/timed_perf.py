@@ -144,8 +144,11 @@ class Perf(PerfBase):
                     sync=self.device.sync,
                     timer=timer,
                     flush=flush,
-                    # peak memory is the measuring process's; an extra round's would be dropped
-                    meter=None if self._state.run.mode.in_round else self.device.peak_memory,
+                    # peak memory is the measuring process's (an extra round's would be
+                    # dropped), from the calls tracked beside where the tracker is its meter
+                    meter=None
+                    if self._state.run.mode.in_round or self._peak_from_tracking()
+                    else self.device.peak_memory,
                     cpu_clock=time.process_time_ns,
                     watch=watch,
                 )
