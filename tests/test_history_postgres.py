@@ -126,7 +126,7 @@ def test_a_version_1_store_gains_the_memory_columns_on_postgresql(database: str)
     }
     with Store(database) as store:
         store.record(doc)
-        points = store.points(with_memory=True)
+        points = store.points(with_sides=True)
         with store.engine.connect() as conn:
             version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
     assert version == str(SCHEMA_VERSION)

@@ -34,8 +34,6 @@ from pytest_burnperf.core.judging.verdict import (
     judge,
     not_comparable,
 )
-from pytest_burnperf.core.memory.allocations import AllocationsError
-from pytest_burnperf.core.memory.memory_side import MEMORY
 from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.report.results_json import (
     CountsRecord,
@@ -45,7 +43,7 @@ from pytest_burnperf.report.results_json import (
     result_timers,
 )
 from pytest_burnperf.storage.history import redact
-from pytest_burnperf.storage.history.query import against_history, memory_before
+from pytest_burnperf.storage.history.query import against_history, recorded_before
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 
@@ -199,13 +197,10 @@ def cmd_compare_history(args: argparse.Namespace) -> int:
     doc = results_doc(args.new)
     beside = _Beside(_load_sides(args.new), args.threshold)
     with open_store(args) as store:
-        points = store.points(last=args.last, branch=args.branch, with_runs=True, with_memory=True)
+        points = store.points(last=args.last, branch=args.branch, with_runs=True, with_sides=True)
         try:
-            # the store keeps memory per call's records (storage/history/store.py)
-            stored: dict[str, dict[str, tuple[object | None, str]]] = {
-                MEMORY.field: dict(memory_before(doc, points))
-            }
-        except AllocationsError as exc:
+            stored = recorded_before(doc, points)
+        except ValueError as exc:
             raise InputError(f"{redact(store.url)}: {exc}") from None
     judged = against_history(
         doc,

@@ -148,3 +148,20 @@ def test_a_recorded_run_is_read_back_and_judged_again_by_its_side() -> None:
         MEMORY.read_recorded({"figures": None, "key": 3}, "results[2].memory")
     with pytest.raises(TypeError, match="RecordedMemory"):
         MEMORY.rejudge({"peak_bytes": 1}, None, None, "old.json")
+
+
+def test_a_side_says_its_store_columns_and_what_a_stored_series_shows_of_it() -> None:
+    assert MEMORY.figure_columns == ("memory_peak", "memory_allocated", "memory_allocations")
+    assert [n for n, kind in MEMORY.stored_columns if kind == "json"] == ["memory"]
+    record = MEMORY.read_recorded(_result({"memory": _memory(2 * MIB)}).as_json()["memory"], "x")
+    row = MEMORY.stored_values(record)
+    assert set(row) == {n for n, _ in MEMORY.stored_columns}
+    assert (row["memory_peak"], row["memory_allocated"], row["memory_allocations"]) == (
+        2 * MIB,
+        2 * MIB,
+        1,
+    )
+    assert MEMORY.read_recorded(row["memory"], "store") == record  # the record, read back
+    assert MEMORY.stored_values(None) == dict.fromkeys(row)  # not tracked: all null
+    assert MEMORY.history_cell(row) == "  peak 2.0 MiB/call"
+    assert MEMORY.history_cell({"memory_peak": None}) == ""

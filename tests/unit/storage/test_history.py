@@ -13,6 +13,7 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("ruptures")
 
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory  # noqa: E402
 from pytest_burnperf.storage.history import redact, resolve_url  # noqa: E402
 from pytest_burnperf.storage.history import store as store_mod  # noqa: E402
 from pytest_burnperf.storage.history.changepoints import find  # noqa: E402
@@ -170,7 +171,7 @@ def with_memory(d: dict[str, Any], peak: int, key: dict[str, Any] = MEMORY_KEY) 
 
 
 def test_memory_per_call_is_stored_beside_the_time(url: str) -> None:
-    from pytest_burnperf.storage.history.query import memory_before
+    from pytest_burnperf.storage.history.query import recorded_before
 
     with Store(url) as s:
         s.record(with_memory(doc(0), 8 * MiB))
@@ -178,7 +179,7 @@ def test_memory_per_call_is_stored_beside_the_time(url: str) -> None:
         s.record(doc(2))  # memory not tracked in this run
         s.record(with_memory(doc(3, hw="other-class"), 1 * MiB))
         points = s.points()
-        whole = s.points(with_memory=True)
+        whole = s.points(with_sides=True)
     a = [
         p
         for p in points
@@ -187,9 +188,12 @@ def test_memory_per_call_is_stored_beside_the_time(url: str) -> None:
     assert [p["memory_peak"] for p in a] == [8 * MiB, 9 * MiB, None]
     assert {p["memory_peak"] for p in points if "test_b" in p["test"]} == {None}
     assert "memory" not in points[0] and "memory" in whole[0]
-    before = memory_before(doc(4), whole)  # the newest of the same class that tracked it
+    kept = recorded_before(doc(4), whole)  # the newest of the same class that tracked it
+    assert set(kept) == {"memory"}  # by the field of each verdict judged beside
+    before = kept["memory"]
     (test,) = before
     record, name = before[test]
+    assert isinstance(record, RecordedMemory)
     assert record.figures is not None and record.figures.peak == 9 * MiB
     assert record.key == MEMORY_KEY and record.sites == {"add (t.py:9) [c = a + b]": 9 * MiB}
     assert name == "the stored run of 0000000000 (2026-11-01T01:00)"

@@ -13,6 +13,7 @@ from pytest_burnperf.core.memory import memory_cells, memory_verdict
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
 from pytest_burnperf.core.sides.side_kind import KeptError, Side
+from pytest_burnperf.core.text import format_bytes
 
 #: The field a results entry holds the memory verdict in, and a baseline entry its figures.
 FIELD = "memory"
@@ -58,6 +59,36 @@ def rejudge(
     return judge_recorded(now, before, threshold=threshold, before_name=before_name)
 
 
+#: The results store's memory columns (storage/history/store.py): the figures judged, queryable,
+#: and the whole record (:meth:`RecordedMemory.to_json`).
+STORED_COLUMNS = (
+    ("memory_peak", "integer"),
+    ("memory_allocated", "integer"),
+    ("memory_allocations", "integer"),
+    (FIELD, "json"),
+)
+
+
+def stored_values(record: object | None) -> dict[str, object]:
+    """The store's memory columns for a result's record (None: not tracked; no figures where
+    its calls varied)."""
+    if record is not None and not isinstance(record, RecordedMemory):
+        raise TypeError(f"memory is stored from RecordedMemory, got {record!r:.60}")
+    figures = None if record is None else record.figures
+    return {
+        "memory_peak": None if figures is None else figures.peak,
+        "memory_allocated": None if figures is None else figures.allocated,
+        "memory_allocations": None if figures is None else figures.count,
+        FIELD: None if record is None else record.to_json(),
+    }
+
+
+def history_cell(point: Mapping[str, object]) -> str:
+    """``  peak 7.6 MiB/call`` on a stored series' line; empty where it was not tracked."""
+    peak = point.get("memory_peak")
+    return f"  peak {format_bytes(peak)}/call" if isinstance(peak, int) else ""
+
+
 MEMORY = Side(
     field=FIELD,
     failing=memory_verdict.FAILING,
@@ -68,6 +99,9 @@ MEMORY = Side(
     check_kept=check_kept,
     read_recorded=read_recorded,
     rejudge=rejudge,
+    stored_columns=STORED_COLUMNS,
+    stored_values=stored_values,
+    history_cell=history_cell,
     column="memory/call",
     cell=memory_cells.memory_cell,
     verdict_words=memory_cells.memory_verdict_words,

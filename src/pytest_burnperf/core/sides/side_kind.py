@@ -67,6 +67,15 @@ class Side:
     #: rule a run judges by, ``threshold`` the user's (or None), the other run named
     #: ``before_name`` in the reasons.
     rejudge: Callable[[object, object | None, float | None, str], SideVerdict]
+    #: Its columns of the results store's results table, by name and kind (``integer``,
+    #: ``json``): the ``json`` one named :attr:`field` holds the record (storage/history/).
+    stored_columns: tuple[tuple[str, str], ...]
+    #: Those columns' values for a record read back by :attr:`read_recorded` (None: the
+    #: result has none).
+    stored_values: Callable[[object | None], dict[str, object]]
+    #: What a line of a stored series says of it, from a stored point (its columns); empty
+    #: where the point has none.
+    history_cell: Callable[[Mapping[str, object]], str]
     #: Its table column's header (its ``--perf-columns`` key is :attr:`field`).
     column: str
     #: Its cell, from its field's value (``-`` where not tracked).
@@ -91,3 +100,8 @@ class Side:
     def fails(self, entry: Mapping[str, object]) -> bool:
         """Whether its verdict in a results entry failed the benchmark's test."""
         return self.status(entry) in self.failing
+
+    @property
+    def figure_columns(self) -> tuple[str, ...]:
+        """Its store columns that hold figures (not its record): what a stored point shows."""
+        return tuple(name for name, kind in self.stored_columns if kind != "json")

@@ -14,8 +14,8 @@ from pytest_burnperf.core.counting import counts as counted
 from pytest_burnperf.core.counting.counts_key import key_difference
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.verdict import Policy, Verdict, judge, not_comparable
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
-from pytest_burnperf.core.text import format_bytes, format_time
+from pytest_burnperf.core.sides.side_registry import SIDES
+from pytest_burnperf.core.text import format_time
 from pytest_burnperf.storage.history.changepoints import ChangePoint, find
 
 
@@ -47,9 +47,7 @@ class Series:
                         "low",
                         "high",
                         "status",
-                        "memory_peak",
-                        "memory_allocated",
-                        "memory_allocations",
+                        *(c for side in SIDES for c in side.figure_columns),
                     )
                 }
                 for p in self.points
@@ -115,11 +113,10 @@ def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
             if i in starts:
                 mark = f"  <- shift {100 * (starts[i].ratio - 1):+.1f}% begins here"
             median = format_time(jf.number(p.get("median")) or 0.0)
-            peak = p.get("memory_peak")
-            memory = f"  peak {format_bytes(peak)}/call" if isinstance(peak, int) else ""
+            beside = "".join(side.history_cell(p) for side in SIDES)
             line = (
                 f"  {str(p.get('created') or '')[:16]:<16}  {commit:<16} "
-                f"{p.get('branch') or '-':<12} {median:>10}{interval}{memory}{mark}"
+                f"{p.get('branch') or '-':<12} {median:>10}{interval}{beside}{mark}"
             )
             lines.append(line[: max(width, 60)] if not mark else line)
         if not s.changes:
@@ -219,23 +216,25 @@ def _counted_against(
     return verdict, len(same)
 
 
-def memory_before(
+def recorded_before(
     doc: Mapping[str, object], points: Sequence[Mapping[str, object]]
-) -> dict[str, tuple[RecordedMemory, str]]:
-    """For each test of ``doc``: the memory of the newest run in ``points`` (oldest first,
-    fetched ``with_memory``) of the same hardware class that tracked it, and which run that
-    was (``the stored run of 0123abcd (2026-11-28T10:00)``). Raises AllocationsError naming
-    the stored run whose memory is not a record."""
+) -> dict[str, dict[str, tuple[object, str]]]:
+    """Per verdict judged beside (core/sides/: by its field), for each test of ``doc``: the
+    record of the newest run in ``points`` (oldest first, fetched ``with_sides``) of the same
+    hardware class that kept one, read back by its side, and which run that was (``the stored
+    run of 0123abcd (2026-11-28T10:00)``). Raises ValueError naming the stored run whose record
+    is not one."""
     machine = jf.mapping(doc.get("machine"))
     hw = machine.get("hardware_class")
-    out: dict[str, tuple[RecordedMemory, str]] = {}
+    out: dict[str, dict[str, tuple[object, str]]] = {side.field: {} for side in SIDES}
     for p in points:
-        if p.get("hardware_class") != hw or p.get("memory") is None:
+        if p.get("hardware_class") != hw:
             continue
         commit = str(p.get("commit") or "no commit")[:10]
         name = f"the stored run of {commit} ({str(p.get('created') or '')[:16]})"
-        out[str(p["test"])] = (
-            RecordedMemory.from_json(p.get("memory"), f"stored run {p.get('run')}: memory"),
-            name,
-        )
+        for side in SIDES:
+            kept = p.get(side.field)
+            if kept is not None:
+                where = f"stored run {p.get('run')}: {side.field}"
+                out[side.field][str(p["test"])] = (side.read_recorded(kept, where), name)
     return out

@@ -11,10 +11,11 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``burnperf_meta``):
   ``high`` (geometric mean of the process rounds' medians, t interval over the rounds),
   ``status``, ``ratio``, ``mds`` (minimum detectable slowdown), the raw ``runs`` (JSON), and
   ``detail`` (JSON: the whole verdict, the device fingerprint with its library versions, the
-  host state of each round, the benchmark's settings and its baseline), and its memory per
-  call where it was tracked: ``memory_peak``, ``memory_allocated``, ``memory_allocations``
-  (bytes, bytes, count; null where not tracked or where its calls varied) and ``memory`` (JSON:
-  core/memory/recorded_memory.RecordedMemory, with the key the figures compare under), and for
+  host state of each round, the benchmark's settings and its baseline), the columns of each
+  verdict judged beside (core/sides/side_kind.Side.stored_columns; memory per call's where it
+  was tracked: ``memory_peak``, ``memory_allocated``, ``memory_allocations`` (bytes, bytes,
+  count; null where not tracked or where its calls varied) and ``memory`` (JSON:
+  core/memory/recorded_memory.RecordedMemory, with the key the figures compare under)), and for
   a counted result ``counts`` (JSON: the ``key`` its instructions compare under and the
   ``interpreter``'s share of them; null for a timed one).
 
@@ -35,6 +36,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
 from pytest_burnperf.storage.history.stored_rows import RowError, rows_of, run_key
@@ -91,10 +93,12 @@ results = sa.Table(
     sa.Column("mds", sa.Float),
     sa.Column("runs", sa.JSON),
     sa.Column("detail", sa.JSON),
-    sa.Column("memory_peak", sa.BigInteger),
-    sa.Column("memory_allocated", sa.BigInteger),
-    sa.Column("memory_allocations", sa.BigInteger),
-    sa.Column("memory", sa.JSON),
+    # each verdict judged beside keeps its own columns (core/sides/side_kind.Side.stored_columns)
+    *(
+        sa.Column(name, sa.JSON if kind == "json" else sa.BigInteger)
+        for side in SIDES
+        for name, kind in side.stored_columns
+    ),
     sa.Column("counts", sa.JSON),
     sa.UniqueConstraint("run_id", "test"),
     sa.Index("ix_burnperf_results_test_run", "test", "run_id"),
@@ -324,14 +328,14 @@ class Store:
         branch: str | None = None,
         hardware_class: str | None = None,
         with_runs: bool = False,
-        with_memory: bool = False,
+        with_sides: bool = False,
     ) -> list[dict[str, object]]:
         """Every stored result (newest ``last`` per test and hardware class), oldest first,
-        with its run's date, commit, branch and class, and its memory per call's figures
-        (``memory_peak``, ``memory_allocated``, ``memory_allocations``); ``with_runs`` adds
-        its raw samples and its counts record (``counts``: key and interpreter share, None for
-        a timed result), ``with_memory`` its whole memory record (``memory``: its key, where
-        it allocated)."""
+        with its run's date, commit, branch and class, and the figures of each verdict judged
+        beside (memory per call's ``memory_peak``, ``memory_allocated``,
+        ``memory_allocations``); ``with_runs`` adds its raw samples and its counts record
+        (``counts``: key and interpreter share, None for a timed result), ``with_sides`` each
+        side's whole record (``memory``: its key, where it allocated)."""
         cols = [
             results.c.test,
             results.c.name,
@@ -344,9 +348,7 @@ class Store:
             results.c.status,
             results.c.ratio,
             results.c.mds,
-            results.c.memory_peak,
-            results.c.memory_allocated,
-            results.c.memory_allocations,
+            *(results.c[name] for side in SIDES for name in side.figure_columns),
             runs.c.created,
             runs.c.commit,
             runs.c.branch,
@@ -357,8 +359,8 @@ class Store:
         ]
         if with_runs:
             cols.extend((results.c.runs, results.c.counts))
-        if with_memory:
-            cols.append(results.c.memory)
+        if with_sides:
+            cols.extend(results.c[side.field] for side in SIDES)
         where = []
         if branch is not None:
             where.append(runs.c.branch == branch)

@@ -1,6 +1,6 @@
 """A ``--perf-json`` results document as the results store's rows (storage/history/store.py):
 one for the run, one per benchmark (its median and interval from the process rounds, its
-verdict, raw runs, memory per call and counts record), and the run's identity. No database
+verdict, raw runs, each verdict judged beside and the counts record), and the run's identity. No database
 here."""
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from collections.abc import Iterable, Mapping
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import measures
-from pytest_burnperf.core.memory.allocations import AllocationsError
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
 from pytest_burnperf.core.records.versions import level
+from pytest_burnperf.core.sides.side_registry import SIDES
 
 
 class RowError(ValueError):
@@ -59,8 +58,7 @@ def rows_of(
         v = r.get("verdict") if isinstance(r.get("verdict"), Mapping) else {}
         assert isinstance(v, Mapping)
         name = str(r.get("name") or r.get("test"))
-        memory = _memory(r.get("memory"), f"results[{i}].memory")
-        figures = None if memory is None else memory.figures
+        beside = _sides(r, i)
         out.append(
             {
                 "test": str(r.get("test") or name),
@@ -84,10 +82,7 @@ def rows_of(
                     "settings": r.get("settings"),
                     "baseline": r.get("baseline"),
                 },
-                "memory_peak": None if figures is None else figures.peak,
-                "memory_allocated": None if figures is None else figures.allocated,
-                "memory_allocations": None if figures is None else figures.count,
-                "memory": None if memory is None else memory.to_json(),
+                **beside,
                 "counts": _counts(r, f"results[{i}].counts"),
             }
         )
@@ -111,14 +106,19 @@ def _counts(r: Mapping[str, object], where: str) -> dict[str, object] | None:
     return {"key": dict(key), "interpreter": float(share)}
 
 
-def _memory(doc: object, where: str) -> RecordedMemory | None:
-    """A result's memory record, None where it was not tracked; RowError where it is not one."""
-    if doc is None:
-        return None
-    try:
-        return RecordedMemory.from_json(doc, where)
-    except AllocationsError as exc:
-        raise RowError(str(exc)) from None
+def _sides(r: Mapping[str, object], i: int) -> dict[str, object]:
+    """The store's columns of each verdict judged beside (core/sides/): from its record in the
+    result, read back by its side (null where the result has none); RowError where a record
+    is not one."""
+    out: dict[str, object] = {}
+    for side in SIDES:
+        doc = r.get(side.field)
+        try:
+            record = None if doc is None else side.read_recorded(doc, f"results[{i}].{side.field}")
+        except ValueError as exc:
+            raise RowError(str(exc)) from None
+        out.update(side.stored_values(record))
+    return out
 
 
 def _results(doc: Mapping[str, object]) -> Iterable[Mapping[str, object]]:
