@@ -424,14 +424,38 @@ CARRY_SIDES = (
     "pytest_burnperf.report.",
     "pytest_burnperf.plugin.output.",
     "pytest_burnperf.plugin.session.",
-    "pytest_burnperf.storage.baselines",
+    "pytest_burnperf.core.options.",
+    "pytest_burnperf.storage.",
+    "pytest_burnperf.cli.",
 )
 
 
+def _side_names() -> set[str]:
+    """Every name a registered side gives its figures: its field, its store columns, its CSV
+    columns and headers (``memory``, ``memory_peak``, ``memory_peak_bytes``...)."""
+    from pytest_burnperf.core.sides.side_registry import SIDES
+
+    return {
+        name
+        for side in SIDES
+        for name in (
+            side.field,
+            *(column for column, _ in side.stored_columns),
+            *side.csv_columns,
+            *(f.csv_header for f in side.history.figures),
+        )
+    }
+
+
 def test_what_carries_the_sides_names_none() -> None:
-    """A result, a stored baseline, the outcome, the reports, baseline writing and the session
-    carry memory per call as a side (``Result.sides``), so a measure judged beside is its own
-    module, its ``Side`` and one line of core/sides/side_registry.py."""
+    """A result, a stored baseline, the outcome, the reports, the options, the results store,
+    the command line, baseline writing and the session carry memory per call as a side
+    (``Result.sides``, core/sides/side_kind.Side): none imports a side's module or spells one
+    of its names (a field, a store or CSV column) as a string, so a measure judged beside is
+    its own module, its ``Side`` and one line of core/sides/side_registry.py
+    (tests/unit/core/test_a_new_side.py follows one through them)."""
+    names = _side_names()
+    assert {"memory", "memory_peak", "memory_peak_bytes"} <= names
     wrong = []
     for module, path in _modules().items():
         if not module.startswith(CARRY_SIDES):
@@ -439,6 +463,9 @@ def test_what_carries_the_sides_names_none() -> None:
         for name, line, _ in _imports(path):
             if name.startswith("pytest_burnperf.core.memory"):
                 wrong.append(f"{module}:{line} imports {name}")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names:
+                wrong.append(f"{module}:{node.lineno} spells {node.value!r}")
     assert not wrong, "\n".join(wrong)
 
 

@@ -43,9 +43,7 @@ HISTORY_COLUMNS = (
     "ci95_low_s",
     "ci95_high_s",
     "status",
-    "memory_peak_bytes",
-    "memory_allocated_bytes",
-    "memory_allocations",
+    *side_verdicts.history_csv_columns(),  # memory per call's: peak, allocated, allocations
 )
 
 
@@ -123,9 +121,7 @@ def history_csv(points: Sequence[Mapping[str, object]]) -> str:
                 p.get("low"),
                 p.get("high"),
                 p.get("status"),
-                p.get("memory_peak"),
-                p.get("memory_allocated"),
-                p.get("memory_allocations"),
+                *side_verdicts.history_csv_values(p),
             )
         )
     return out.getvalue()

@@ -6,7 +6,8 @@ From a results document: per benchmark the distribution of its samples before an
 baseline's, or the reference's in a same-session comparison), the versions of a
 ``--perf-versions`` run as bars with their intervals, and the share of peak of the benchmarks
 that declared their work (roofline). From the results store: each series over time with its
-95% intervals, change points marked at the run where the shift begins.
+95% intervals, change points marked at the run where the shift begins, and each verdict
+judged beside (memory per call) over the runs that measured it.
 
 Every name that comes from a test or a file is escaped (``html.escape``) before it reaches the
 page or a plot's labels.
@@ -263,34 +264,42 @@ def _history(s: Series, plots: _Plots) -> str:
     return plots.html(fig)
 
 
-def _memory_history(s: Series, plots: _Plots) -> str | None:
-    """A series' memory per call over its runs (peak and bytes allocated), where any of its
-    runs tracked it; None where none did."""
+def _side_histories(s: Series, plots: _Plots) -> list[str]:
+    """A series' chart of each verdict judged beside (memory per call: peak and bytes
+    allocated) over the runs that measured it (core/sides/side_kind.SideHistory); none for a
+    side none of its runs measured."""
     import plotly.graph_objects as go
 
-    tracked = [(i, p) for i, p in enumerate(s.points) if isinstance(p.get("memory_peak"), int)]
-    if not tracked:
-        return None
-    fig = go.Figure()
-    for field, name in (("memory_peak", "peak"), ("memory_allocated", "allocated")):
-        fig.add_trace(
-            go.Scatter(
-                x=[i for i, _ in tracked],
-                y=[p.get(field) for _, p in tracked],
-                mode="lines+markers",
-                name=name,
-                text=[_e(str(p.get("commit") or "-")[:10]) for _, p in tracked],
-                hovertemplate="%{text}<br>%{y:,} bytes<extra>" + name + "</extra>",
+    charts = []
+    for side in SIDES:
+        h = side.history
+        measured = h.charted(s.points)
+        if not measured:
+            continue
+        fig = go.Figure()
+        for figure in h.figures:
+            if not figure.charted:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[i for i, _ in measured],
+                    y=[p.get(figure.column) for _, p in measured],
+                    mode="lines+markers",
+                    name=_e(figure.name),
+                    text=[_e(str(p.get("commit") or "-")[:10]) for _, p in measured],
+                    hovertemplate=f"%{{text}}<br>%{{y:,}} {_e(h.unit)}"
+                    f"<extra>{_e(figure.name)}</extra>",
+                )
             )
+        fig.update_layout(
+            title=f"{_e(h.title)}: {_e(s.name)} [{_e(s.device)} {_e(s.dtype)}, "
+            f"{_e(s.hardware_class)}]",
+            xaxis_title="run (oldest first)",
+            yaxis_title=_e(h.axis),
+            height=280,
         )
-    fig.update_layout(
-        title=f"memory per call: {_e(s.name)} [{_e(s.device)} {_e(s.dtype)}, "
-        f"{_e(s.hardware_class)}]",
-        xaxis_title="run (oldest first)",
-        yaxis_title="bytes per call",
-        height=280,
-    )
-    return plots.html(fig)
+        charts.append(plots.html(fig))
+    return charts
 
 
 #: In the head of every page this module writes: what ``burnperf report`` may replace.
@@ -337,9 +346,7 @@ def render(
         parts.append(f'<p class="meta">{len(history)} series, {shifts} shift(s) found</p>')
         for s in history:
             parts.append(_history(s, plots))
-            memory = _memory_history(s, plots)
-            if memory is not None:
-                parts.append(memory)
+            parts.extend(_side_histories(s, plots))
     if plots.count == 0:
         parts.append("<p>Nothing to plot.</p>")
     body = "\n".join(parts)

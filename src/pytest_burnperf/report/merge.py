@@ -265,10 +265,7 @@ def junit(merged: Mapping[str, object]) -> str:
             )
         elif failed_sides:
             failures += 1
-            side = jf.mapping(r.get(failed_sides[0].field))
-            said = f"{failed_sides[0].field} {side.get('status')}: " + "; ".join(
-                str(x) for x in (side.get("where"), side.get("reason")) if x
-            )
+            said = failed_sides[0].failure(r.get(failed_sides[0].field))
             body = (
                 f"<failure message={quoteattr(escape(said))}>{xml_escape(escape(said))}</failure>"
             )

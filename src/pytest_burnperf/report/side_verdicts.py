@@ -61,6 +61,16 @@ def csv_values(entry: Mapping[str, object]) -> tuple[object, ...]:
     return tuple(v for side in SIDES for v in side.csv_values(entry.get(side.field)))
 
 
+def history_csv_columns() -> tuple[str, ...]:
+    """Every side's columns of the history CSV (its figures in a stored series)."""
+    return tuple(f.csv_header for side in SIDES for f in side.history.figures)
+
+
+def history_csv_values(point: Mapping[str, object]) -> tuple[object, ...]:
+    """The values of :func:`history_csv_columns` for a stored point."""
+    return tuple(point.get(f.column) for side in SIDES for f in side.history.figures)
+
+
 def cells(entry: Mapping[str, object]) -> dict[str, str]:
     """Each side's cell of a results entry, by its column key."""
     return {side.field: side.cell(entry.get(side.field)) for side in SIDES}

@@ -5,8 +5,8 @@ here; plotly.js is written once into the folder, so the site works offline and n
 * ``index.html``: every series (benchmark x device x dtype x hardware class) with its latest
   median and verdict, runs and shifts found; a filter box (also ``#filter=TEXT`` in the address).
 * ``b/<name>.html``: one page per benchmark: each of its series over time with 95% intervals,
-  its change points marked, and the commits around each change; its memory per call (peak
-  and bytes allocated) over the runs that tracked it.
+  its change points marked, and the commits around each change; each verdict judged beside
+  (memory per call: peak and bytes allocated) over the runs that measured it.
 * ``compare.html``: the backends side by side on each hardware class (burn-bench's "which backend
   for this workload"): per benchmark and dtype the latest median of each device, fastest first.
 
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_burnperf import json_fields as jf
-from pytest_burnperf.core.text import format_bytes, format_time
+from pytest_burnperf.core.sides.side_registry import SIDES
+from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.html import _STYLE, GENERATOR, _e
 from pytest_burnperf.storage.paths import folder_problem
 
@@ -97,12 +98,6 @@ def _median(s: Series) -> float:
     return jf.number(_latest(s).get("median")) or 0.0
 
 
-def _peak(point: Mapping[str, object]) -> str:
-    """The memory per call's peak of a stored run, ``-`` where it was not tracked."""
-    peak = point.get("memory_peak")
-    return format_bytes(peak) if isinstance(peak, int) else "-"
-
-
 def _index(all_series: Sequence[Series], title: str) -> str:
     rows = []
     for s in all_series:
@@ -115,8 +110,8 @@ def _index(all_series: Sequence[Series], title: str) -> str:
             f'<td class="num">{len(s.points)}</td>'
             f'<td class="num">{_e(format_time(_median(s)) if last else "-")}</td>'
             f'<td class="status">{_e(status)}</td><td class="num">{len(s.changes)}</td>'
-            f'<td class="num">{_e(_peak(last))}</td>'
-            "</tr>"
+            + "".join(f'<td class="num">{_e(side.history.latest(last))}</td>' for side in SIDES)
+            + "</tr>"
         )
     body = (
         f"<h1>{_e(title)}</h1>\n"
@@ -124,14 +119,15 @@ def _index(all_series: Sequence[Series], title: str) -> str:
         f'<span class="meta"><span id="shown">{len(rows)}</span> of {len(rows)} series</span></p>\n'
         "<table><thead><tr><th>benchmark</th><th>device</th><th>dtype</th><th>hardware class</th>"
         "<th>runs</th><th>latest median</th><th>latest verdict</th><th>shifts</th>"
-        "<th>latest peak/call</th></tr></thead>"
+        + "".join(f"<th>{_e(side.history.latest_header)}</th>" for side in SIDES)
+        + "</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>\n<script>{_FILTER_JS}</script>"
     )
     return _page(title, body)
 
 
 def _benchmark_page(name: str, group: Sequence[Series], title: str) -> tuple[str, int]:
-    from pytest_burnperf.report.html import _history, _memory_history, _Plots
+    from pytest_burnperf.report.html import _history, _Plots, _side_histories
 
     parts = [f"<h1>{_e(name)}</h1>"]
     figures = 0
@@ -142,10 +138,9 @@ def _benchmark_page(name: str, group: Sequence[Series], title: str) -> tuple[str
         )
         parts.append(_history(s, _Plots(embed=False)))
         figures += 1
-        memory = _memory_history(s, _Plots(embed=False))
-        if memory is not None:
-            parts.append(memory)
-            figures += 1
+        beside = _side_histories(s, _Plots(embed=False))
+        parts.extend(beside)
+        figures += len(beside)
         if s.changes:
             items = []
             for c in s.changes:

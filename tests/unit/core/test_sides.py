@@ -163,5 +163,12 @@ def test_a_side_says_its_store_columns_and_what_a_stored_series_shows_of_it() ->
     )
     assert MEMORY.read_recorded(row["memory"], "store") == record  # the record, read back
     assert MEMORY.stored_values(None) == dict.fromkeys(row)  # not tracked: all null
-    assert MEMORY.history_cell(row) == "  peak 2.0 MiB/call"
-    assert MEMORY.history_cell({"memory_peak": None}) == ""
+    history = MEMORY.history
+    assert history.line(row) == "  peak 2.0 MiB/call"
+    assert history.line({"memory_peak": None}) == ""
+    assert (history.latest(row), history.latest({})) == ("2.0 MiB", "-")
+    # every figure a stored series shows is one of its store columns; the chart draws bytes
+    assert {f.column for f in history.figures} == set(MEMORY.figure_columns)
+    assert [f.name for f in history.figures if f.charted] == ["peak", "allocated"]
+    points = [row, {"memory_peak": None}, {"memory_allocated": 5}, {"memory_peak": True}]
+    assert [i for i, _ in history.charted(points)] == [0, 2]  # a bool is no figure

@@ -235,6 +235,31 @@ def test_a_version_1_store_gains_the_memory_columns(url: str) -> None:
     assert [p["memory_peak"] for p in points if "test_a" in p["test"]] == [None, 4 * MiB]
 
 
+def test_a_store_written_before_a_side_was_registered_gains_its_columns(url: str) -> None:
+    """A side's columns are no schema version's: a current store whose results table lacks
+    them (written before the side was registered) gains them when opened, null in its runs,
+    and nothing else changes; the version stays."""
+    side_columns = list(store_mod.SIDE_COLUMNS)
+    assert side_columns == ["memory_peak", "memory_allocated", "memory_allocations", "memory"]
+    with Store(url) as s:
+        s.record(doc(0))
+        with s.engine.begin() as conn:
+            for col in side_columns:
+                conn.execute(sa.text(f"ALTER TABLE burnperf_results DROP COLUMN {col}"))
+    with Store(url) as s:
+        s.record(with_memory(doc(1), 4 * MiB))
+        points = s.points(with_sides=True)
+        with s.engine.connect() as conn:
+            cols = [c["name"] for c in sa.inspect(conn).get_columns("burnperf_results")]
+            version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
+    assert version == str(store_mod.SCHEMA_VERSION)
+    assert cols[-len(side_columns) :] == side_columns  # added after the rest, once
+    assert [p["memory_peak"] for p in points if "test_a" in p["test"]] == [None, 4 * MiB]
+    assert [p["memory"] is None for p in points if "test_a" in p["test"]] == [True, False]
+    with Store(url) as s:  # opened again: nothing left to add
+        assert s.counts() == (2, 4)
+
+
 def test_a_schema_version_that_is_not_a_number_is_named_and_left_untouched(url: str) -> None:
     with Store(url) as s:
         s.record(doc(0))

@@ -1,8 +1,8 @@
 """What the reports say of a memory verdict, read from its field of a results entry
 (``entry["memory"]``: the JSON that :class:`~.memory_verdict.MemoryVerdict` writes there, or a
 results file read back, which may hold anything): the tables' ``memory/call`` cell, the verdict
-cell's words where memory alone fails the test, where a regression grew, and the CSV's memory
-columns. The reports reach these through memory_side.MEMORY. No pytest here.
+cell's words where memory alone fails the test, where a regression grew, what a failure says,
+and the CSV's memory columns. The reports reach these through memory_side.MEMORY. No pytest here.
 """
 
 from __future__ import annotations
@@ -66,6 +66,13 @@ def memory_grew(memory: object) -> str | None:
     None where it did not."""
     where = _map(memory).get("where")
     return where if isinstance(where, str) and where else None
+
+
+def memory_failure(memory: object) -> str:
+    """What a failed memory verdict says where a report names the failure (a merged run's
+    JUnit file): ``memory regressed: grew at copy (b.py:4); peak +1.0 MiB (+100.0%)``."""
+    said = [str(x) for x in (_map(memory).get("where"), _map(memory).get("reason")) if x]
+    return f"memory {_status(memory)}: " + "; ".join(said)
 
 
 #: The results CSV's memory columns (report/csv.py), in :func:`memory_csv`'s order.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pytest_burnperf.core.memory import memory_cells, memory_verdict
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
-from pytest_burnperf.core.sides.side_kind import KeptError, Side
+from pytest_burnperf.core.sides.side_kind import HistoryFigure, KeptError, Side, SideHistory
 from pytest_burnperf.core.text import format_bytes
 
 #: The field a results entry holds the memory verdict in, and a baseline entry its figures.
@@ -83,10 +83,31 @@ def stored_values(record: object | None) -> dict[str, object]:
     }
 
 
-def history_cell(point: Mapping[str, object]) -> str:
+def history_line(point: Mapping[str, object]) -> str:
     """``  peak 7.6 MiB/call`` on a stored series' line; empty where it was not tracked."""
     peak = point.get("memory_peak")
     return f"  peak {format_bytes(peak)}/call" if isinstance(peak, int) else ""
+
+
+def latest_peak(point: Mapping[str, object]) -> str:
+    """The peak per call of a series' newest stored run, ``-`` where it was not tracked."""
+    peak = point.get("memory_peak")
+    return format_bytes(peak) if isinstance(peak, int) else "-"
+
+
+HISTORY = SideHistory(
+    title="memory per call",
+    unit="bytes",
+    axis="bytes per call",
+    figures=(
+        HistoryFigure("memory_peak", "peak", "memory_peak_bytes"),
+        HistoryFigure("memory_allocated", "allocated", "memory_allocated_bytes"),
+        HistoryFigure("memory_allocations", "allocations", "memory_allocations", charted=False),
+    ),
+    latest_header="latest peak/call",
+    latest=latest_peak,
+    line=history_line,
+)
 
 
 MEMORY = Side(
@@ -101,12 +122,13 @@ MEMORY = Side(
     rejudge=rejudge,
     stored_columns=STORED_COLUMNS,
     stored_values=stored_values,
-    history_cell=history_cell,
+    history=HISTORY,
     column="memory/call",
     cell=memory_cells.memory_cell,
     verdict_words=memory_cells.memory_verdict_words,
     shown=frozenset({"regressed", "improved", "over-limit"}),
     grew=memory_cells.memory_grew,
+    failure=memory_cells.memory_failure,
     csv_columns=memory_cells.CSV_COLUMNS,
     csv_values=memory_cells.memory_csv,
 )

@@ -19,6 +19,7 @@ from pytest_burnperf.core.options.settings import (
     _whole_number,
     parse_seconds,
 )
+from pytest_burnperf.core.sides.side_registry import SIDES
 
 #: Columns of the results table (``--perf-columns``), in table order.
 COLUMN_KEYS: tuple[str, ...] = (
@@ -36,7 +37,7 @@ COLUMN_KEYS: tuple[str, ...] = (
     "p",
     "detects",
     "peak_mem",
-    "memory",
+    *(side.field for side in SIDES),  # each verdict judged beside's: memory per call's
     "arith",
     "bandwidth",
     "verdict",

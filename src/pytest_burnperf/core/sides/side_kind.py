@@ -39,6 +39,52 @@ class KeptError(ValueError):
 
 
 @dataclass(frozen=True)
+class HistoryFigure:
+    """One figure of a side in a stored series: its store column (one of
+    :attr:`Side.stored_columns`), its name on the series' chart and its history CSV header."""
+
+    column: str
+    name: str
+    csv_header: str
+    #: Whether the side's chart over a series' runs draws it (a figure in another unit than
+    #: :attr:`SideHistory.unit`, a count beside bytes, is not).
+    charted: bool = True
+
+
+@dataclass(frozen=True)
+class SideHistory:
+    """What the views of a stored series (``burnperf history``, its CSV, the HTML report and
+    site) show of a side, from a stored point (its store columns)."""
+
+    #: The title of its chart over a series' runs (``memory per call``).
+    title: str
+    #: The unit of its charted figures (``bytes``) and its chart's axis (``bytes per call``).
+    unit: str
+    axis: str
+    figures: tuple[HistoryFigure, ...]
+    #: The header of its column in the site's index of series (``latest peak/call``).
+    latest_header: str
+    #: That column's cell for a series' newest point (``-`` where it has none).
+    latest: Callable[[Mapping[str, object]], str]
+    #: What a line of ``burnperf history`` says of it; empty where the point has none.
+    line: Callable[[Mapping[str, object]], str]
+
+    def charted(
+        self, points: Iterable[Mapping[str, object]]
+    ) -> list[tuple[int, Mapping[str, object]]]:
+        """The points (by index) that hold any of its charted figures, for its chart."""
+        columns = [f.column for f in self.figures if f.charted]
+        return [
+            (i, p)
+            for i, p in enumerate(points)
+            if any(
+                isinstance(p.get(c), (int, float)) and not isinstance(p.get(c), bool)
+                for c in columns
+            )
+        ]
+
+
+@dataclass(frozen=True)
 class Side:
     """One verdict judged beside the time or counts verdict: the field a results entry and a
     baseline entry hold it in, how its statuses fail and read, and what the reports show of
@@ -73,9 +119,8 @@ class Side:
     #: Those columns' values for a record read back by :attr:`read_recorded` (None: the
     #: result has none).
     stored_values: Callable[[object | None], dict[str, object]]
-    #: What a line of a stored series says of it, from a stored point (its columns); empty
-    #: where the point has none.
-    history_cell: Callable[[Mapping[str, object]], str]
+    #: What the views of a stored series show of it.
+    history: SideHistory
     #: Its table column's header (its ``--perf-columns`` key is :attr:`field`).
     column: str
     #: Its cell, from its field's value (``-`` where not tracked).
@@ -87,6 +132,9 @@ class Side:
     shown: frozenset[str]
     #: Where a regression of it grew, from its field's value (None where not located).
     grew: Callable[[object], str | None]
+    #: What a failed verdict of it says where a report names the failure (a merged run's JUnit
+    #: file), from its field's value.
+    failure: Callable[[object], str]
     #: Its columns of the results CSV, and their values from its field's value.
     csv_columns: tuple[str, ...]
     csv_values: Callable[[object], tuple[object, ...]]

@@ -113,7 +113,7 @@ def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
             if i in starts:
                 mark = f"  <- shift {100 * (starts[i].ratio - 1):+.1f}% begins here"
             median = format_time(jf.number(p.get("median")) or 0.0)
-            beside = "".join(side.history_cell(p) for side in SIDES)
+            beside = "".join(side.history.line(p) for side in SIDES)
             line = (
                 f"  {str(p.get('created') or '')[:16]:<16}  {commit:<16} "
                 f"{p.get('branch') or '-':<12} {median:>10}{interval}{beside}{mark}"

@@ -19,7 +19,9 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``burnperf_meta``):
   a counted result ``counts`` (JSON: the ``key`` its instructions compare under and the
   ``interpreter``'s share of them; null for a timed one).
 
-Version 2 added the memory and counts columns to version 1's (:func:`_add_memory_and_counts`).
+Version 2 added the counts column to version 1's (:func:`_add_counts`). A side's columns are
+not a schema version's: opening a store adds those it lacks (:func:`_add_side_columns`), so
+registering a new verdict judged beside needs no migration.
 
 Opening a store creates the tables, or migrates an older schema step by step
 (:data:`MIGRATIONS`) inside one transaction; a store written by a newer version is refused.
@@ -72,6 +74,8 @@ runs = sa.Table(
     sa.Column("machine", sa.JSON),
     sa.Column("settings", sa.JSON),
 )
+#: The results table's columns of the verdicts judged beside, by name: their kinds.
+SIDE_COLUMNS = {name: kind for side in SIDES for name, kind in side.stored_columns}
 results = sa.Table(
     "burnperf_results",
     metadata,
@@ -96,8 +100,7 @@ results = sa.Table(
     # each verdict judged beside keeps its own columns (core/sides/side_kind.Side.stored_columns)
     *(
         sa.Column(name, sa.JSON if kind == "json" else sa.BigInteger)
-        for side in SIDES
-        for name, kind in side.stored_columns
+        for name, kind in SIDE_COLUMNS.items()
     ),
     sa.Column("counts", sa.JSON),
     sa.UniqueConstraint("run_id", "test"),
@@ -109,20 +112,29 @@ class StoreError(Exception):
     """A store that cannot be used; the message names it (password hidden) and why."""
 
 
-def _add_memory_and_counts(conn: Connection) -> None:
-    """Version 1 to 2: the memory and counts columns (null in the runs stored before: their
-    counted results are not judged against by ``compare-history``, whose key is unknown)."""
-    for name, kind in (
-        ("memory_peak", "BIGINT"),
-        ("memory_allocated", "BIGINT"),
-        ("memory_allocations", "BIGINT"),
-        ("memory", "JSON"),
-        ("counts", "JSON"),
-    ):
-        conn.execute(sa.text(f"ALTER TABLE burnperf_results ADD COLUMN {name} {kind}"))
+def _add_counts(conn: Connection) -> None:
+    """Version 1 to 2: the counts column (null in the runs stored before: their counted
+    results are not judged against by ``compare-history``, whose key is unknown). Memory per
+    call's columns, added by this step then, are now added as any side's
+    (:func:`_add_side_columns`)."""
+    conn.execute(sa.text("ALTER TABLE burnperf_results ADD COLUMN counts JSON"))
 
 
-MIGRATIONS[1] = _add_memory_and_counts
+MIGRATIONS[1] = _add_counts
+
+
+def _add_side_columns(conn: Connection) -> None:
+    """The columns of each verdict judged beside that the results table lacks (a store
+    written before its side was registered), added null: the runs stored before did not
+    measure it. A new side needs no schema version of its own."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("burnperf_results")}
+    quote = conn.dialect.identifier_preparer.quote
+    for column in results.columns:
+        if column.name not in have and column.name in SIDE_COLUMNS:
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.execute(
+                sa.text(f"ALTER TABLE burnperf_results ADD COLUMN {quote(column.name)} {kind}")
+            )
 
 
 def engine_for(url: str) -> Engine:
@@ -249,6 +261,7 @@ def prepare(conn: Connection, url: str = "") -> None:
         conn.execute(
             sa.update(meta).where(meta.c.key == "schema_version").values(value=str(version))
         )
+    _add_side_columns(conn)
 
 
 class Store:
