@@ -427,6 +427,9 @@ CARRY_SIDES = (
     "pytest_burnperf.core.options.",
     "pytest_burnperf.storage.",
     "pytest_burnperf.cli.",
+    "pytest_burnperf.runs.scheduler",
+    "pytest_burnperf.runs.tracked_sides",
+    "pytest_burnperf.plugin.measuring.side_processes",
 )
 
 
@@ -449,7 +452,8 @@ def _side_names() -> set[str]:
 
 def test_what_carries_the_sides_names_none() -> None:
     """A result, a stored baseline, the outcome, the reports, the options, the results store,
-    the command line, baseline writing and the session carry memory per call as a side
+    the command line, a comparison's tracking processes and their findings, baseline writing
+    and the session carry memory per call as a side
     (``Result.sides``, core/sides/side_kind.Side): none imports a side's module or spells one
     of its names (a field, a store or CSV column) as a string, so a measure judged beside is
     its own module, its ``Side`` and one line of core/sides/side_registry.py

@@ -7,15 +7,16 @@ the order they are asked which one measures a benchmark (:class:`Situation`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pytest_burnperf.devices.base import Device
+from pytest_burnperf.core.sides.side_kind import Side, SideVerdict
+from pytest_burnperf.devices.base import Device, MakeCall
 
 #: The instruments' names, as reports, results and baselines call them.
 InstrumentName = Literal[
-    "counts", "counted", "profile", "host", "device", "graph", "memory", "memory-side"
+    "counts", "counted", "profile", "host", "device", "graph", "memory", "tracked-side"
 ]
 
 
@@ -35,9 +36,9 @@ class Situation:
     timer: str = "host"
     #: The process is an extra timing round for its parent (``Mode.ROUND``).
     timing_round: bool = False
-    #: The process tracks one side's memory per call for a same-session comparison
-    #: (runs/memory_sides.py, ``Mode.TRACK``).
-    memory_round: bool = False
+    #: The process tracks what the instruments beside measure (memory per call) for one
+    #: environment of a same-session comparison (runs/tracked_sides.py, ``Mode.TRACK``).
+    tracking_round: bool = False
 
 
 class Measurement(Protocol):
@@ -69,9 +70,9 @@ class Measurement(Protocol):
         """In a profiled process: the calls run under the library's profiler."""
         ...
 
-    def track_memory(self) -> object:
-        """In a memory process: one call, then a few tracked for their memory per call; the
-        record goes to the parent."""
+    def track_sides(self) -> object:
+        """In a tracking process: one call, then each instrument beside measures a few
+        (memory per call); the records go to the parent."""
         ...
 
 
@@ -102,6 +103,64 @@ class Instrument(Protocol):
 
     def measure(self, calls: Measurement) -> object:
         """Measure the benchmark's calls through ``calls``; the call's result."""
+        ...
+
+
+class TrackedBeside(Protocol):
+    """What an instrument beside found for a benchmark: its verdict (judged against what the
+    baseline kept of it) and the largest peak memory of the calls it tracked, where its
+    tracker is the device's peak meter (None: it is not)."""
+
+    @property
+    def verdict(self) -> SideVerdict: ...
+
+    @property
+    def peak(self) -> int | None: ...
+
+
+class Beside(Protocol):
+    """An instrument that measures beside the one that judges (registry.BESIDE): its own
+    verdict, judged beside the time or counts verdict, under its :attr:`side`'s field."""
+
+    side: ClassVar[Side]
+
+    @property
+    def name(self) -> InstrumentName: ...
+
+    @property
+    def unit(self) -> str: ...
+
+    @property
+    def records(self) -> str: ...
+
+    @property
+    def blind_to(self) -> str: ...
+
+    def applies(self, situation: Situation) -> bool:
+        """Whether it measures beside the judging instrument in ``situation``."""
+        ...
+
+    def track(
+        self,
+        device: Device,
+        make_call: MakeCall,
+        *,
+        fingerprint: Mapping[str, object],
+        kept: Mapping[str, object] | None,
+        threshold: float | None,
+        ceiling: int | None = None,
+        seconds_per_call: float | None = None,
+        threads: int | None = None,
+    ) -> TrackedBeside | str:
+        """After the judging instrument measured: a few more calls made under it and judged
+        against what the baseline ``kept`` in its side's field (None: no baseline), the
+        marker's ``ceiling`` where its side has one; or why it does not measure this device."""
+        ...
+
+    def record(self, device: Device, make_call: MakeCall, *, threads: int | None) -> object:
+        """In a tracking process of a same-session comparison (registry.TRACKED_HERE): a few
+        calls measured without a baseline, the record the parent judges (the JSON its side's
+        ``read_recorded`` reads back), or a string saying why there is none."""
         ...
 
 

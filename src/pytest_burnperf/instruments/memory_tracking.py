@@ -7,8 +7,9 @@ It measures beside the instrument that judges the benchmark's time or counts, in
 that judges (never in a round, counted or profiled process), after that instrument measured:
 the calls are warm. Its verdict is its own; a regression fails the test by core/judging/
 outcome's rule, what it cannot judge is said. In a same-session comparison, what is compared
-in the session is tracked in a memory process of each environment instead (:data:`MEMORY_HERE`,
-runs/memory_sides.py), and the candidate's judged against the reference's."""
+in the session is tracked in a tracking process of each environment instead
+(:meth:`MemoryTracking.record`, instruments/tracked_here.py, runs/tracked_sides.py), and the
+candidate's judged against the reference's (core/memory/memory_side.between)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ from typing import ClassVar
 from pytest_burnperf.core.memory.allocations import memory_key
 from pytest_burnperf.core.memory.memory_side import MEMORY
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, located
-from pytest_burnperf.core.memory.recorded_memory import kept_memory
+from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, kept_memory
 from pytest_burnperf.core.sides.side_kind import Side
 from pytest_burnperf.devices.base import Device, MakeCall
-from pytest_burnperf.instruments.instrument import InstrumentName, Measurement, Situation
+from pytest_burnperf.instruments.instrument import InstrumentName, Situation
 
 #: Calls tracked per benchmark: the first may still fill a cache or map an arena, the others
 #: must agree (core/memory/memory_verdict.agreed).
@@ -69,7 +70,7 @@ class MemoryTracking:
             situation.profiling_round
             or situation.counting_round
             or situation.timing_round
-            or situation.memory_round
+            or situation.tracking_round
         )
 
     def track(
@@ -111,29 +112,27 @@ class MemoryTracking:
         verdict = located(replace(verdict, tracked_s=took), got.sites, sites_before)
         return Tracked(verdict, key, max((c.peak for c in judged), default=0))
 
+    def record(self, device: Device, make_call: MakeCall, *, threads: int | None) -> object:
+        """In a tracking process of a same-session comparison: a few calls tracked with no
+        baseline, what the parent judges (:class:`RecordedMemory`'s JSON, the key whole), or
+        why this device's memory is not tracked."""
+        tracked = self.track(
+            device,
+            make_call,
+            fingerprint=device.fingerprint(),
+            kept=None,
+            threshold=None,
+            threads=threads,
+        )
+        if isinstance(tracked, str):
+            return tracked
+        v = tracked.verdict
+        return RecordedMemory(
+            figures=v.figures, key=tracked.key, reason=v.reason, sites=v.sites, ceiling=None
+        ).to_json()
+
 
 MEMORY_TRACKING = MemoryTracking()
-
-
-@dataclass(frozen=True)
-class MemoryHere:
-    """The memory instrument in a memory process (runs/memory_sides.py: one per environment
-    of a same-session comparison): it measures each benchmark, nothing else does there; what
-    it finds goes to the parent, which judges the candidate's against the reference's."""
-
-    name: InstrumentName = "memory-side"
-    unit: str = "bytes"
-    records: str = MemoryTracking.records
-    blind_to: str = MemoryTracking.blind_to
-
-    def applies(self, situation: Situation) -> bool:
-        return situation.memory_round
-
-    def measure(self, calls: Measurement) -> object:
-        return calls.track_memory()
-
-
-MEMORY_HERE = MemoryHere()
 
 
 def interpreter_allocation() -> str:

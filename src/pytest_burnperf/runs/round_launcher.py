@@ -26,7 +26,7 @@ from pytest_burnperf.core.options.command_args import without_options
 from pytest_burnperf.core.text import clock, shorten, tail
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, dumps, finite, read_json
 
-#: What a side process's file holds per benchmark (runs/profiled.py, runs/memory_sides.py).
+#: What a side process's file holds per benchmark (runs/profiled.py, runs/tracked_sides.py).
 T = TypeVar("T")
 
 #: Seconds between two progress lines of one round (a last line is always printed at its end).
@@ -349,7 +349,7 @@ def run_round_process(
 
 @dataclass
 class SidePass:
-    """What one pass of a side process (profiled, memory) over its benchmarks found: a record
+    """What one pass of a side process (profiled, tracking) over its benchmarks found: a record
     per node id, why the others have none, its problems and its seconds."""
 
     found: dict[str, Any] = field(default_factory=dict)
@@ -359,11 +359,12 @@ class SidePass:
 
 
 def read_side_file(
-    path: Path, *, error: str, parse: Callable[[Fields, dict[str, object], str], T]
+    path: Path, *, error: str | None, parse: Callable[[Fields, dict[str, object], str], T]
 ) -> tuple[dict[str, T], dict[str, str]]:
-    """What a side process (profiled, memory) wrote, ``{nodeid: record}``: ``parse(fields,
-    record, where)`` reads one benchmark's record, and a record holding ``error`` says why that
-    benchmark has none. Every field checked (``FileFormatError`` names a bad one)."""
+    """What a side process (profiled, tracking) wrote, ``{nodeid: record}``: ``parse(fields,
+    record, where)`` reads one benchmark's record, and a record holding ``error`` (None: none
+    does) says why that benchmark has none. Every field checked (``FileFormatError`` names a
+    bad one)."""
     doc = read_json(path)
     f = Fields(path)
     found: dict[str, T] = {}
@@ -371,7 +372,7 @@ def read_side_file(
     for nodeid, value in f.obj(doc, "document").items():
         where = f"[{json.dumps(nodeid)}]"
         rec = f.obj(value, where)
-        if error in rec:
+        if error is not None and error in rec:
             errors[nodeid] = f.text(rec[error], f"{where}.{error}")
         else:
             found[nodeid] = parse(f, rec, where)
@@ -390,7 +391,7 @@ def side_pass(
     read: Callable[[Path], tuple[dict[str, Any], dict[str, str]]],
     env: Mapping[str, str] | None = None,
 ) -> SidePass:
-    """One ``what`` process (``profiled``, ``memory``: the hidden ``option`` says which) over
+    """One ``what`` process (``profiled``, ``tracking``: the hidden ``option`` says which) over
     the node ids ``wanted``; ``read`` reads what it wrote (records, and why others have none;
     FileFormatError on a bad file). A process that wrote nothing, or garbage, leaves every
     benchmark without a record, with why."""

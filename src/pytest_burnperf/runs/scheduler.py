@@ -36,7 +36,6 @@ from pathlib import Path
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
 from pytest_burnperf.core.judging.between_runs import joint_source
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory
 from pytest_burnperf.core.text import clock, escape, tail
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.runs.comparison.environments import Env
@@ -53,6 +52,7 @@ from pytest_burnperf.runs.round_launcher import (
     run_process,
     watch,
 )
+from pytest_burnperf.runs.tracked_sides import Tracked
 from pytest_burnperf.runs.turns import WINDOW_S, Seat, Table, TurnError, shared_cpu, table_address
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
@@ -123,11 +123,11 @@ class Measured:
     budget_stopped: int = 0
     rounds: int = 0  # rounds run
     #: Per environment label (plugin/measuring/side_processes.py): --perf-profile's profiles and
-    #: memory per call of the benchmarks asked for, and why the others have none.
+    #: what the instruments beside tracked of the benchmarks asked for; why the others have none.
     profiles: dict[str, dict[str, SideProfile]] = field(default_factory=dict)
     profile_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
-    memory: dict[str, dict[str, RecordedMemory]] = field(default_factory=dict)
-    memory_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
+    tracked: dict[str, dict[str, Tracked]] = field(default_factory=dict)
+    tracked_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def add(self, label: str, nodeid: str, rec: Mapping[str, object]) -> None:
         self.runs.setdefault(label, {}).setdefault(nodeid, []).append(jf.floats(rec["values"]))

@@ -76,6 +76,21 @@ def rejudge(
     return judge(now, before, threshold)
 
 
+def between(
+    now: object,
+    before: object | None,
+    threshold: float | None,
+    label: str,
+    gap: str,
+    settings: object,
+) -> EnergyVerdict:
+    """The candidate environment's joules against the reference's, measured in one session."""
+    verdict = rejudge(now, before, threshold, label)
+    if before is None and gap:
+        return EnergyVerdict(f"no-baseline ({label}: {gap})", verdict.joules)
+    return verdict
+
+
 def stored_values(record: object | None) -> dict[str, object]:
     if record is None:
         return {"energy_millijoules": None, FIELD: None}
@@ -118,6 +133,7 @@ ENERGY = Side(
     check_kept=check_kept,
     read_recorded=_joules,
     rejudge=rejudge,
+    between=between,
     stored_columns=(("energy_millijoules", "integer"), (FIELD, "json")),
     stored_values=stored_values,
     history=SideHistory(

@@ -11,6 +11,7 @@ import io
 import json
 import re
 import sys
+import types
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -45,6 +46,7 @@ from pytest_burnperf.core.options.settings import Settings  # noqa: E402
 from pytest_burnperf.core.options.shards import selection_id  # noqa: E402
 from pytest_burnperf.core.records.results import Result  # noqa: E402
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline  # noqa: E402
+from pytest_burnperf.plugin.measuring.side_processes import attach_tracked  # noqa: E402
 from pytest_burnperf.report import (  # noqa: E402
     csv,
     github,
@@ -56,6 +58,7 @@ from pytest_burnperf.report import (  # noqa: E402
     terminal,
 )
 from pytest_burnperf.report.results_json import json_document  # noqa: E402
+from pytest_burnperf.runs.tracked_sides import Tracked, read_tracked  # noqa: E402
 from pytest_burnperf.storage.baselines import check_entry  # noqa: E402
 from pytest_burnperf.storage.history.query import series, text  # noqa: E402
 from pytest_burnperf.storage.history.store import Store  # noqa: E402
@@ -152,6 +155,27 @@ out["history_html_chart"] = "energy per call: test_k" in html.render(history=sho
 site.publish(shown, work / "site")
 index = (work / "site" / "index.html").read_text(encoding="utf-8")
 out["site_index"] = ["latest energy/call" in index, "2000 mJ" in index]
+
+# a same-session comparison: a tracking process's file read back by each side, the
+# candidate's energy judged against the reference's beside the verdict
+(work / "tracked.json").write_text(
+    json.dumps({NODE: {"energy": {"joules": 2.0}, "memory_error": "not tracked on opencl-x"}})
+)
+found, _ = read_tracked(work / "tracked.json")
+out["tracked_read"] = [found[NODE].records, found[NODE].gaps]
+state = types.SimpleNamespace(
+    run=types.SimpleNamespace(
+        plan=types.SimpleNamespace(reference="main", candidate="current"), memory=True
+    ),
+    findings=types.SimpleNamespace(
+        measured=types.SimpleNamespace(
+            tracked={"main": {NODE: Tracked({"energy": 1.0})}, "current": found},
+            tracked_gaps={},
+        )
+    ),
+)
+compared = attach_tracked(state, result({}), None)  # type: ignore[arg-type]
+out["compared"] = {name: v.as_json() for name, v in compared.sides.items()}
 
 # burnperf compare and compare-history judge the recorded energy again
 (work / "old.json").write_text(json.dumps(document(before, 1)))

@@ -4,7 +4,9 @@ per call (energy_side_example.py, a measure the product does not have) registere
 no edit to any of them: the result and the baseline it records, the baseline file's check, the
 outcome, the run's reports (terminal, Markdown, HTML, CSV, GitHub outputs, a merged run and its
 JUnit file), the results store (its columns added to a store written before, its views: history
-lines, CSV, charts, the site) and ``burnperf compare`` / ``compare-history``."""
+lines, CSV, charts, the site), a same-session comparison's tracking files and verdict, and
+``burnperf compare`` / ``compare-history``. (Measuring it is its instrument's: one module of
+instruments/ and its line in instruments/registry.BESIDE.)"""
 
 from __future__ import annotations
 
@@ -82,6 +84,15 @@ def test_the_results_store_and_its_views_carry_it(walked: dict[str, Any]) -> Non
     ]
     assert walked["history_html_chart"] is True
     assert walked["site_index"] == [True, True]
+
+
+def test_a_same_session_comparison_judges_the_candidates_against_the_references(
+    walked: dict[str, Any],
+) -> None:
+    """A tracking process's file is read back by each side; the candidate's record is judged
+    against the reference's by the side's own rule (``between``)."""
+    assert walked["tracked_read"] == [{"energy": 2.0}, {"memory": "not tracked on opencl-x"}]
+    assert walked["compared"] == {"energy": {"status": "regressed", "joules": 2.0, "before": 1.0}}
 
 
 def test_compare_and_compare_history_judge_it_again(walked: dict[str, Any]) -> None:

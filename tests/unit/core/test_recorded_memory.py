@@ -120,7 +120,7 @@ def test_max_memory_holds_whatever_the_other_run_was() -> None:
 
 def test_the_sides_of_a_comparison_compare_across_library_versions_not_threads() -> None:
     """--perf-versions compares numpy releases: their memory compares; a side run with
-    other threads does not; a reference whose memory process failed says why."""
+    other threads does not; a reference whose tracking process failed says why."""
     from pytest_burnperf.core.memory.recorded_memory import judge_sides
 
     ref = recorded(8 * MiB)
@@ -130,5 +130,8 @@ def test_the_sides_of_a_comparison_compare_across_library_versions_not_threads()
     threads = recorded(8 * MiB, key={**KEY, "threads": 4})
     v = judge_sides(threads, ref, threshold=None, label="main")
     assert v.status == "incomparable" and "threads: None -> 4" in v.reason
-    v = judge_sides(cur, None, threshold=None, label="main", gap="its memory process failed")
-    assert (v.status, v.reason) == ("no-baseline", "main: not tracked (its memory process failed)")
+    v = judge_sides(cur, None, threshold=None, label="main", gap="its tracking process failed")
+    assert (v.status, v.reason) == (
+        "no-baseline",
+        "main: not tracked (its tracking process failed)",
+    )

@@ -50,6 +50,6 @@ def test_every_round_of_a_parent_is_in_a_round_and_prints_nothing_of_its_own() -
     assert not any(m.reports or m.records or m.compares for m in rounds)
     assert {m for m in Mode if m.counts_calls} == {Mode.COUNT}
     assert {m for m in Mode if m.profiles_calls} == {Mode.PROFILE}
-    assert {m for m in Mode if m.tracks_memory} == {Mode.TRACK}
+    assert {m for m in Mode if m.tracks_sides} == {Mode.TRACK}
     assert {m for m in Mode if m.serves_rounds} == {Mode.SERVE}
     assert {m for m in Mode if m.reports} == {Mode.JUDGE, Mode.RECORD, Mode.COMPARE}

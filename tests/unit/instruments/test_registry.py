@@ -26,9 +26,9 @@ def test_a_profiled_process_profiles_whatever_else_holds() -> None:
     assert choose(s).name == "profile"
 
 
-def test_a_memory_process_tracks_memory_and_nothing_tracks_it_beside() -> None:
-    s = Situation(memory_round=True, timing_round=True, counts_judge=True, timer="device")
-    assert choose(s).name == "memory-side"
+def test_a_memory_process_tracks_sides_and_nothing_tracks_it_beside() -> None:
+    s = Situation(tracking_round=True, timing_round=True, counts_judge=True, timer="device")
+    assert choose(s).name == "tracked-side"
     assert not any(b.applies(s) for b in BESIDE)  # not tracked twice
 
 
@@ -58,7 +58,8 @@ def test_every_instrument_says_its_unit_what_it_records_and_what_it_cannot_see()
     assert len(set(names)) == len(names)
     assert set(names) == set(typing.get_args(InstrumentName))
     for instrument in every:
-        assert instrument.unit in ("s", "instructions", "profile", "bytes"), instrument
+        # records: the tracking process's, each instrument beside's records in its own unit
+        assert instrument.unit in ("s", "instructions", "profile", "bytes", "records"), instrument
         assert len(instrument.records) > 20 and len(instrument.blind_to) > 20, instrument
 
 
@@ -111,16 +112,16 @@ class _Steps:
         self.steps.append("profile_calls")
         return "profile_calls"
 
-    def track_memory(self) -> object:
-        self.steps.append("track_memory")
-        return "track_memory"
+    def track_sides(self) -> object:
+        self.steps.append("track_sides")
+        return "track_sides"
 
 
 @pytest.mark.parametrize(
     ("name", "steps", "returned"),
     [
         ("profile", ["profile_calls"], "profile_calls"),
-        ("memory-side", ["track_memory"], "track_memory"),
+        ("tracked-side", ["track_sides"], "track_sides"),
         ("counts", ["count_calls"], "count_calls"),
         # the test's own checks see the call's result; its counts judge after it
         ("counted", ["call_once", "judge_counts"], "call_once"),

@@ -79,17 +79,25 @@ def test_nothing_is_added_where_nothing_was_profiled() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# memory per call of both sides (side_processes.attach_memory)
+# memory per call of both sides (side_processes.attach_tracked)
 
 
 def _memory_state(memory: dict[str, Any], gaps: dict[str, dict[str, str]]) -> Any:
+    """A comparison's state whose tracking processes found ``memory`` (records by environment
+    and node id) and ``gaps`` (why a benchmark has nothing, by environment and node id)."""
+    from pytest_burnperf.runs.tracked_sides import Tracked
+
+    tracked = {
+        label: {node: Tracked(records={"memory": rec}) for node, rec in found.items()}
+        for label, found in memory.items()
+    }
     return types.SimpleNamespace(
         run=types.SimpleNamespace(
             plan=types.SimpleNamespace(reference="main", candidate="current"),
             rootpath=ROOT,
             memory=True,
         ),
-        findings=types.SimpleNamespace(measured=Measured(memory=memory, memory_gaps=gaps)),
+        findings=types.SimpleNamespace(measured=Measured(tracked=tracked, tracked_gaps=gaps)),
     )
 
 
@@ -112,19 +120,19 @@ def _memory(r: Result) -> MemoryVerdict:
 
 
 def test_the_candidates_memory_is_judged_against_the_references() -> None:
-    from pytest_burnperf.plugin.measuring.side_processes import attach_memory
+    from pytest_burnperf.plugin.measuring.side_processes import attach_tracked
 
     mib = 1 << 20
     state = _memory_state(
         {"main": {NODE: _recorded(8 * mib)}, "current": {NODE: _recorded(16 * mib)}}, {}
     )
-    r = attach_memory(state, _result(), None)
+    r = attach_tracked(state, _result(), None)
     m = _memory(r)
     assert m.status == "regressed"
     assert m.baseline is not None and m.baseline.peak == 8 * mib
     assert m.key is not None and m.key["threads"] == 1
     assert r.as_json()["memory"]["key"] == dict(m.key)  # type: ignore[index]
-    same = attach_memory(
+    same = attach_tracked(
         _memory_state({"main": {NODE: _recorded(mib)}, "current": {NODE: _recorded(mib)}}, {}),
         _result(),
         None,
@@ -133,14 +141,23 @@ def test_the_candidates_memory_is_judged_against_the_references() -> None:
 
 
 def test_a_reference_without_memory_is_said_and_nothing_is_added_where_none_was_tracked() -> None:
-    from pytest_burnperf.plugin.measuring.side_processes import attach_memory
+    from pytest_burnperf.plugin.measuring.side_processes import attach_tracked
 
     state = _memory_state(
         {"main": {}, "current": {NODE: _recorded(1 << 20)}},
-        {"main": {NODE: "its memory process failed (exit 3)"}},
+        {"main": {NODE: "its tracking process failed (exit 3)"}},
     )
-    r = attach_memory(state, _result(), None)
+    r = attach_tracked(state, _result(), None)
     assert _memory(r).status == "no-baseline"
-    assert _memory(r).reason == "main: not tracked (its memory process failed (exit 3))"
+    assert _memory(r).reason == "main: not tracked (its tracking process failed (exit 3))"
     plain = _result()
-    assert attach_memory(_memory_state({}, {}), plain, None) is plain
+    assert attach_tracked(_memory_state({}, {}), plain, None) is plain
+    # a reference whose process tracked the benchmark but not its memory says why
+    from pytest_burnperf.runs.tracked_sides import Tracked
+
+    state = _memory_state({"current": {NODE: _recorded(1 << 20)}}, {})
+    state.findings.measured.tracked["main"] = {
+        NODE: Tracked(gaps={"memory": "memory per call is not tracked on opencl-x"})
+    }
+    said = _memory(attach_tracked(state, _result(), None)).reason
+    assert said == "main: not tracked (memory per call is not tracked on opencl-x)"

@@ -1,6 +1,6 @@
 """The profiled processes of a same-session comparison (runs/profiled.py): what one wrote, read
 back strictly, and a process that writes nothing or garbage (fake interpreters, no pytest); a
-side process that writes nothing, profiled or memory (runs/round_launcher.side_pass)."""
+side process that writes nothing, profiled or tracking (runs/round_launcher.side_pass)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_burnperf.core.records.profiles import summarize
-from pytest_burnperf.runs import memory_sides, profiled
+from pytest_burnperf.runs import profiled, tracked_sides
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 SUMMARY = summarize("cProfile", 5, [("work (pkg.py)", 1e-3, 5, 2e-3)]).as_json()
@@ -64,7 +64,7 @@ def _fake_python(tmp_path: Path, body: str) -> str:
     return str(runner)
 
 
-@pytest.mark.parametrize(("side", "what"), [(profiled, "profiled"), (memory_sides, "memory")])
+@pytest.mark.parametrize(("side", "what"), [(profiled, "profiled"), (tracked_sides, "tracking")])
 def test_a_side_process_that_writes_nothing_leaves_every_benchmark_without_a_record(
     tmp_path: Path, side: Any, what: str
 ) -> None:
@@ -78,7 +78,7 @@ def test_a_side_process_that_writes_nothing_leaves_every_benchmark_without_a_rec
 
 
 def run_side_writing_one(tmp_path: Path, side: Any, record: str) -> Any:
-    """``side.run`` (profiled, memory_sides) over ``t.py::a`` and ``t.py::b`` in a fake process
+    """``side.run`` (profiled, tracked_sides) over ``t.py::a`` and ``t.py::b`` in a fake process
     that writes ``record`` (a Python expression; ``label`` is the side's label it was given)
     for ``t.py::a`` alone."""
     body = (

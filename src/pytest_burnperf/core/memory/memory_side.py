@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pytest_burnperf.core.memory import memory_cells, memory_verdict
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_recorded
+from pytest_burnperf.core.memory.recorded_memory import (
+    RecordedMemory,
+    judge_recorded,
+    judge_sides,
+)
 from pytest_burnperf.core.sides.side_kind import HistoryFigure, KeptError, Side, SideHistory
 from pytest_burnperf.core.text import format_bytes
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.options.settings import Settings
 
 #: The field a results entry holds the memory verdict in, and a baseline entry its figures.
 FIELD = "memory"
@@ -57,6 +66,26 @@ def rejudge(
     if not isinstance(now, RecordedMemory) or not isinstance(before, (RecordedMemory, type(None))):
         raise TypeError(f"memory is judged from RecordedMemory, got {now!r:.60}, {before!r:.60}")
     return judge_recorded(now, before, threshold=threshold, before_name=before_name)
+
+
+def between(
+    now: object,
+    before: object | None,
+    threshold: float | None,
+    label: str,
+    gap: str,
+    settings: Settings,
+) -> MemoryVerdict:
+    """The candidate environment's memory (a :class:`RecordedMemory` tracked in the session)
+    against the reference environment's (``label``; None: it has none, ``gap`` says why) by
+    recorded_memory.judge_sides; the marker's ``max_memory`` holds for the candidate, and the
+    verdict keeps the candidate's whole key (its libraries' versions too)."""
+    if not isinstance(now, RecordedMemory) or not isinstance(before, (RecordedMemory, type(None))):
+        raise TypeError(f"memory is judged from RecordedMemory, got {now!r:.60}, {before!r:.60}")
+    verdict = judge_sides(
+        replace(now, ceiling=settings.max_memory), before, threshold=threshold, label=label, gap=gap
+    )
+    return replace(verdict, key=dict(now.key))
 
 
 #: The results store's memory columns (storage/history/store.py): the figures judged, queryable,
@@ -120,6 +149,7 @@ MEMORY = Side(
     check_kept=check_kept,
     read_recorded=read_recorded,
     rejudge=rejudge,
+    between=between,
     stored_columns=STORED_COLUMNS,
     stored_values=stored_values,
     history=HISTORY,

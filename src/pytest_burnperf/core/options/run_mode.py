@@ -75,9 +75,9 @@ class Mode(enum.Enum):
         return self is Mode.PROFILE
 
     @property
-    def tracks_memory(self) -> bool:
+    def tracks_sides(self) -> bool:
         """A memory round: each benchmark's memory per call is tracked for one side of a
-        same-session comparison (runs/memory_sides.py), untimed."""
+        same-session comparison (runs/tracked_sides.py), untimed."""
         return self is Mode.TRACK
 
     @property
@@ -132,7 +132,7 @@ def decide(
     ``update`` (``--perf-update``), ``same_session`` (a comparison plan was made),
     ``round_process`` (``--perf-round-process-out``: started by a parent), ``counted``
     (``--perf-count-dir``: under valgrind), ``profiled`` (``--perf-round-process-profile-side``: one side
-    of a comparison profiled), ``tracked`` (``--perf-round-process-memory-side``: one side's memory
+    of a comparison profiled), ``tracked`` (``--perf-round-process-tracked-side``: one side's memory
     per call tracked), ``serves`` (``--perf-round-process-serve``: a round server). A round
     process's own ``update`` and comparison are
     its parent's business, so they do not make it another mode."""

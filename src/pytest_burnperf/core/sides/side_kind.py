@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pytest_burnperf.core.options.settings import Settings
 
 
 class SideVerdict(Protocol):
@@ -113,6 +116,12 @@ class Side:
     #: rule a run judges by, ``threshold`` the user's (or None), the other run named
     #: ``before_name`` in the reasons.
     rejudge: Callable[[object, object | None, float | None, str], SideVerdict]
+    #: In a same-session comparison, the candidate environment's record (as
+    #: :attr:`read_recorded` gives it, tracked in the session) judged against the reference
+    #: environment's (None: it has none, ``gap`` says why where known), that environment named
+    #: ``label`` in the reasons, ``threshold`` the user's (or None); the benchmark's settings
+    #: say what its marker asks (memory: ``max_memory``).
+    between: Callable[[object, object | None, float | None, str, str, Settings], SideVerdict]
     #: Its columns of the results store's results table, by name and kind (``integer``,
     #: ``json``): the ``json`` one named :attr:`field` holds the record (storage/history/).
     stored_columns: tuple[tuple[str, str], ...]

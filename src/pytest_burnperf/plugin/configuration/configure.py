@@ -170,7 +170,7 @@ def configure(config: pytest.Config) -> None:
         round_process=round_process,
         counted=bool(count_dir),
         profiled=round_process and bool(config.getoption("perf_profile_side")),
-        tracked=round_process and bool(config.getoption("perf_memory_side")),
+        tracked=round_process and bool(config.getoption("perf_tracked_side")),
         serves=bool(serve),
     )
     rounds, max_rounds = _rounds(

@@ -161,9 +161,9 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help=argparse.SUPPRESS,
     )
-    group.addoption(  # a memory process (runs/memory_sides.py): the environment it tracks
-        "--perf-round-process-memory-side",
-        dest="perf_memory_side",
+    group.addoption(  # a memory process (runs/tracked_sides.py): the environment it tracks
+        "--perf-round-process-tracked-side",
+        dest="perf_tracked_side",
         default=None,
         help=argparse.SUPPRESS,
     )

@@ -354,7 +354,7 @@ def judge_pair(perf: Benchmarked, timed: Result | None) -> Result:
         time=timed,
     )
     result = side_processes.attach(state, result)
-    result = side_processes.attach_memory(state, result, perf.settings.chosen_threshold)
+    result = side_processes.attach_tracked(state, result, perf.settings.chosen_threshold)
     labels = (plan.reference, plan.candidate)
     settle(
         state,

@@ -26,7 +26,7 @@ def situation(state: PerfState, device: Device, settings: Settings, nodeid: str)
     """What decides the instrument for this benchmark in this process."""
     return Situation(
         profiling_round=state.run.mode.profiles_calls,
-        memory_round=state.run.mode.tracks_memory,
+        tracking_round=state.run.mode.tracks_sides,
         counting_round=state.run.mode.counts_calls,
         counts_judge=counting.counts_only(state, device.kind, nodeid),
         timer=settings.timer,

@@ -397,7 +397,8 @@ class PerfBase:
             if not isinstance(tracked, str):
                 sides = {**result.sides, instrument.side.field: tracked.verdict}
                 result = replace(result, sides=sides)
-                peak = tracked.peak
+                if tracked.peak is not None:  # its tracker is the device's peak meter
+                    peak = tracked.peak
             elif ceiling is not None:
                 self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {tracked}")
         return self._with_peak(result, peak) if self._peak_deferred else result

@@ -144,7 +144,7 @@ class ComparePerf(PerfBase):
         if fallback is not None:
             result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
         result = side_processes.attach(state, result)
-        result = side_processes.attach_memory(state, result, self.settings.chosen_threshold)
+        result = side_processes.attach_tracked(state, result, self.settings.chosen_threshold)
         verdict = result.verdict
         labels = (plan.reference, plan.candidate)
         settle(

@@ -8,8 +8,8 @@ pass), and what their findings add to each benchmark's verdict:
   their library's profiler; :func:`attach` puts both profiles and the note of what grew beside
   the verdict.
 - Memory per call (``--perf-memory``, on by default): :func:`memory_sides` starts one memory
-  process per environment (runs/memory_sides.py) for the benchmarks compared in the session;
-  :func:`track_here` is what each does with a benchmark's calls; :func:`attach_memory` judges
+  process per environment (runs/tracked_sides.py) for the benchmarks compared in the session;
+  :func:`track_here` is what each does with a benchmark's calls; :func:`attach_tracked` judges
   the candidate's memory against the reference's beside the verdict, by the rule a run judges
   memory against a baseline (core/memory/recorded_memory.judge_sides)."""
 
@@ -23,17 +23,18 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, judge_sides
 from pytest_burnperf.core.records.profiles import ProfileRecord, grew_note, what_grew, where_it_grew
 from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.core.text import clock
+from pytest_burnperf.instruments import registry
 from pytest_burnperf.instruments.instrument import Prepare
-from pytest_burnperf.instruments.memory_tracking import MEMORY_TRACKING
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
 from pytest_burnperf.plugin.session.perf_state import PerfState, line_writer, rel
-from pytest_burnperf.runs import memory_sides as memory_runs
 from pytest_burnperf.runs import profiled
+from pytest_burnperf.runs import tracked_sides as tracked_runs
 from pytest_burnperf.runs.round_launcher import SidePass, round_args
+from pytest_burnperf.runs.tracked_sides import ERROR_SUFFIX
 
 
 def _run_compared_sides(
@@ -50,7 +51,7 @@ def _run_compared_sides(
     gaps: dict[str, dict[str, str]],
 ) -> None:
     """In each of the two environments the verdict compares (--perf-versions may list more):
-    ``run`` (profiled.run, memory_sides.run) over ``wanted``, its progress said (``doing``,
+    ``run`` (profiled.run, tracked_sides.run) over ``wanted``, its progress said (``doing``,
     ``did`` so far, ``done`` at the end); what each side's process found goes to
     ``found[label]``, why the others have none to ``gaps[label]``, its problems to the notes."""
     write = line_writer(session.config)
@@ -152,27 +153,29 @@ def attach(state: PerfState, result: Result) -> Result:
     return replace(result, profile=profile, verdict=verdict)
 
 
-def memory_sides(
+def track_sides(
     session: pytest.Session, state: PerfState, nodes: Sequence[str], sides: Sequence[Any]
 ) -> None:
-    """Track the memory per call of ``nodes`` (those compared in the session) in the two
-    environments the verdict compares, one process each; what they found goes to
-    ``state.findings.measured.memory``."""
+    """Track what the instruments beside measure (memory per call) of ``nodes`` (those compared
+    in the session) in the two environments the verdict compares, one tracking process each;
+    what they found goes to ``state.findings.measured.tracked``."""
     got = state.findings.measured
     if not state.run.memory or got is None or session.config.option.collectonly or not nodes:
         return
+    what = " and ".join(i.side.field for i in registry.BESIDE)  # memory
     _run_compared_sides(
-        session, state, sides, nodes, doing="tracking memory of", did="tracked",
-        done="tracked memory of", run=memory_runs.run, found=got.memory, gaps=got.memory_gaps,
+        session, state, sides, nodes, doing=f"tracking {what} of", did="tracked",
+        done=f"tracked {what} of", run=tracked_runs.run, found=got.tracked, gaps=got.tracked_gaps,
     )  # fmt: skip
 
 
 def track_here(
     state: PerfState, device: Any, nodeid: str, prepare: Prepare, *, threads: int
 ) -> object:
-    """In a memory process (runs/memory_sides.py): one call (the test's own checks see its
-    result), then the memory instrument tracks a few; what it found goes to the process's file
-    for the parent. Returns the first call's result."""
+    """In a tracking process (runs/tracked_sides.py): one call (the test's own checks see its
+    result), then each instrument beside (registry.BESIDE) measures a few; what each found, or
+    why it found nothing, goes to the process's file for the parent under its side's field.
+    Returns the first call's result."""
     __tracebackhide__ = True
     call, after = prepare()
     with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
@@ -180,45 +183,38 @@ def track_here(
         device.sync()
     if after is not None:
         after()
-    with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
-        tracked = MEMORY_TRACKING.track(
-            device,
-            prepare,
-            fingerprint=device.fingerprint(),
-            kept=None,
-            threshold=None,
-            threads=threads,
-        )
-    if isinstance(tracked, str):
-        keep_round_record(state, nodeid, {"memory_error": tracked})
-        return first
-    v = tracked.verdict
-    recorded = RecordedMemory(
-        figures=v.figures, key=tracked.key, reason=v.reason, sites=v.sites, ceiling=None
-    )
-    keep_round_record(state, nodeid, {"memory": recorded.to_json()})
+    found: dict[str, object] = {}
+    for instrument in registry.BESIDE:
+        with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
+            record = instrument.record(device, prepare, threads=threads)
+        name = instrument.side.field
+        found[name + ERROR_SUFFIX if isinstance(record, str) else name] = record
+    keep_round_record(state, nodeid, found)
     return first
 
 
-def attach_memory(state: PerfState, result: Result, threshold: float | None) -> Result:
-    """``result`` with the memory verdict of the candidate's memory per call against the
-    reference's, where this run tracked both sides' (``threshold``: the user's, or None); the
-    marker's ``max_memory`` holds for the candidate."""
+def attach_tracked(state: PerfState, result: Result, threshold: float | None) -> Result:
+    """``result`` with each side's verdict of the candidate's record against the reference's
+    (core/sides/side_kind.Side.between: memory per call's, the marker's ``max_memory`` holding
+    for the candidate), where this run tracked the candidate's (``threshold``: the user's, or
+    None)."""
     plan, got = state.run.plan, state.findings.measured
     if plan is None or got is None or not state.run.memory:
         return result
     node = result.nodeid
-    cur = got.memory.get(plan.candidate, {}).get(node)
-    ref = got.memory.get(plan.reference, {}).get(node)
+    cur = got.tracked.get(plan.candidate, {}).get(node)
+    ref = got.tracked.get(plan.reference, {}).get(node)
     if cur is None:
         return result  # not tracked here: said in the run's notes where a process failed
-    ceiling = result.settings.max_memory
-    verdict = judge_sides(
-        replace(cur, ceiling=ceiling),
-        ref,
-        threshold=threshold,
-        label=plan.reference,
-        gap=got.memory_gaps.get(plan.reference, {}).get(node, ""),
-    )
-    verdict = replace(verdict, key=dict(cur.key))  # the candidate's whole key, versions too
-    return replace(result, sides={**result.sides, MEMORY_TRACKING.side.field: verdict})
+    whole_gap = got.tracked_gaps.get(plan.reference, {}).get(node, "")
+    sides = dict(result.sides)
+    for side in SIDES:
+        now = cur.records.get(side.field)
+        if now is None:
+            continue
+        before = None if ref is None else ref.records.get(side.field)
+        gap = (ref.gaps.get(side.field, "") if ref is not None else "") or whole_gap
+        sides[side.field] = side.between(
+            now, before, threshold, plan.reference, gap, result.settings
+        )
+    return replace(result, sides=sides)

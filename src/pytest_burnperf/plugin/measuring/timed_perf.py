@@ -390,7 +390,7 @@ class _Calls:
             repeat=p._repeat,
         )
 
-    def track_memory(self) -> object:
+    def track_sides(self) -> object:
         __tracebackhide__ = True
         p = self._perf
         return side_processes.track_here(

@@ -211,7 +211,7 @@ def run_same_session(
     state.findings.measured.envs = dict(envs)
     everything = [item.nodeid for item in by_id.values() if case_of(item) is not None]
     side_processes.profile_sides(session, state, everything, sides, _regressed(state, by_id))
-    side_processes.memory_sides(session, state, _compared_here(state, by_id), sides)
+    side_processes.track_sides(session, state, _compared_here(state, by_id), sides)
     if state.findings.measured.budget_stopped:
         state.notes.append(
             budget_text(
