@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.sides.side_kind import Side, SideVerdict
 from pytest_burnperf.devices.base import Device, MakeCall
 
@@ -140,21 +141,25 @@ class Beside(Protocol):
         """Whether it measures beside the judging instrument in ``situation``."""
         ...
 
-    def track(
+    def beside(
         self,
         device: Device,
         make_call: MakeCall,
         *,
         fingerprint: Mapping[str, object],
         kept: Mapping[str, object] | None,
-        threshold: float | None,
-        ceiling: int | None = None,
-        seconds_per_call: float | None = None,
-        threads: int | None = None,
+        settings: Settings,
+        seconds_per_call: float | None,
     ) -> TrackedBeside | str:
         """After the judging instrument measured: a few more calls made under it and judged
-        against what the baseline ``kept`` in its side's field (None: no baseline), the
-        marker's ``ceiling`` where its side has one; or why it does not measure this device."""
+        against what the baseline ``kept`` in its side's field (None: no baseline), by the
+        benchmark's ``settings`` (the user's threshold, the marker's limits, its threads);
+        or why it does not measure this device."""
+        ...
+
+    def unchecked(self, settings: Settings, why: str) -> str | None:
+        """The run's note on a benchmark it did not measure (``why``), where the benchmark
+        asked something of it (memory: ``max_memory not checked: ...``); None: nothing to say."""
         ...
 
     def record(self, device: Device, make_call: MakeCall, *, threads: int | None) -> object:

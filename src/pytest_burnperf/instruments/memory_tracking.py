@@ -23,6 +23,7 @@ from pytest_burnperf.core.memory.allocations import memory_key
 from pytest_burnperf.core.memory.memory_side import MEMORY
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, located
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, kept_memory
+from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.sides.side_kind import Side
 from pytest_burnperf.devices.base import Device, MakeCall
 from pytest_burnperf.instruments.instrument import InstrumentName, Situation
@@ -111,6 +112,33 @@ class MemoryTracking:
         sites_before = None if before is None else before.sites
         verdict = located(replace(verdict, tracked_s=took), got.sites, sites_before)
         return Tracked(verdict, key, max((c.peak for c in judged), default=0))
+
+    def beside(
+        self,
+        device: Device,
+        make_call: MakeCall,
+        *,
+        fingerprint: Mapping[str, object],
+        kept: Mapping[str, object] | None,
+        settings: Settings,
+        seconds_per_call: float | None,
+    ) -> Tracked | str:
+        """:meth:`track` by the benchmark's settings: the user's threshold, the marker's
+        ``max_memory``, its threads."""
+        return self.track(
+            device,
+            make_call,
+            fingerprint=fingerprint,
+            kept=kept,
+            threshold=settings.chosen_threshold,
+            ceiling=settings.max_memory,
+            seconds_per_call=seconds_per_call,
+            threads=settings.threads,
+        )
+
+    def unchecked(self, settings: Settings, why: str) -> str | None:
+        """``max_memory not checked: why`` where the marker set one; else nothing to say."""
+        return None if settings.max_memory is None else f"max_memory not checked: {why}"
 
     def record(self, device: Device, make_call: MakeCall, *, threads: int | None) -> object:
         """In a tracking process of a same-session comparison: a few calls tracked with no

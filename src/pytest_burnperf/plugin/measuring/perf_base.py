@@ -144,7 +144,7 @@ class PerfBase:
         #: what a sample means, kept with the baseline and compared (core/judging/comparability.py).
         self._pedantic: PedanticShape | None = None
         #: The timed calls left their peak memory to the calls tracked beside them
-        #: (:meth:`_peak_from_tracking`), which fill it in (:meth:`_with_memory`).
+        #: (:meth:`_peak_from_tracking`), which fill it in (:meth:`_with_sides`).
         self._peak_deferred = False
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, object] = {}
@@ -345,7 +345,7 @@ class PerfBase:
         call, instruments/registry.BESIDE) and --perf-profile's profile: the calls are warm,
         the verdict of its time or counts made, the test not yet settled."""
         __tracebackhide__ = True
-        return self._profiled(self._with_memory(result))
+        return self._profiled(self._with_sides(result))
 
     def _memory_not_tracked(self) -> str:
         """Why this benchmark's memory per call is not tracked beside it, or empty."""
@@ -365,16 +365,18 @@ class PerfBase:
         )
         return self._peak_deferred
 
-    def _with_memory(self, result: Result) -> Result:
-        """``result`` with its memory verdict, where an instrument beside tracks it: not for
-        ``perf.pedantic`` with ``rounds`` given, whose calls are exactly the rounds asked; and
-        with its peak memory where the timed calls left it to the tracked ones."""
+    def _with_sides(self, result: Result) -> Result:
+        """``result`` with the verdict of each instrument beside that measures it here
+        (registry.BESIDE: memory per call): not for ``perf.pedantic`` with ``rounds`` given,
+        whose calls are exactly the rounds asked; and with its peak memory where the timed
+        calls left it to the tracked ones."""
         __tracebackhide__ = True
-        ceiling = self.settings.max_memory
         why = self._memory_not_tracked()
         if why or self._rerun is None:
-            if ceiling is not None and why:
-                self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {why}")
+            for instrument in registry.BESIDE:
+                said = instrument.unchecked(self.settings, why) if why else None
+                if said is not None:
+                    self._state.notes.append(f"{self._item.nodeid}: {said}")
             return result
         peak: int | None = None
         where = situation(self._state, self.device, self.settings, self._item.nodeid)
@@ -384,23 +386,22 @@ class PerfBase:
             if not instrument.applies(where):
                 continue
             with self.device.threads(self.settings.threads), active():
-                tracked = instrument.track(
+                tracked = instrument.beside(
                     self.device,
                     self._rerun,
                     fingerprint=result.fingerprint,
                     kept=None if base is None else base.sides.get(instrument.side.field),
-                    threshold=self.settings.chosen_threshold,
-                    ceiling=ceiling,
+                    settings=self.settings,
                     seconds_per_call=_seconds_per_call(result),
-                    threads=self.settings.threads,
                 )
-            if not isinstance(tracked, str):
-                sides = {**result.sides, instrument.side.field: tracked.verdict}
-                result = replace(result, sides=sides)
-                if tracked.peak is not None:  # its tracker is the device's peak meter
-                    peak = tracked.peak
-            elif ceiling is not None:
-                self._state.notes.append(f"{self._item.nodeid}: max_memory not checked: {tracked}")
+            if isinstance(tracked, str):
+                said = instrument.unchecked(self.settings, tracked)
+                if said is not None:
+                    self._state.notes.append(f"{self._item.nodeid}: {said}")
+                continue
+            result = replace(result, sides={**result.sides, instrument.side.field: tracked.verdict})
+            if tracked.peak is not None:  # its tracker is the device's peak meter
+                peak = tracked.peak
         return self._with_peak(result, peak) if self._peak_deferred else result
 
     def _with_peak(self, result: Result, peak: int | None) -> Result:
