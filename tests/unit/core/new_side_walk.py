@@ -39,10 +39,8 @@ import energy_side_example as example  # noqa: E402
 side_registry.SIDES = (*side_registry.SIDES, example.ENERGY)  # the one registration line
 
 from pytest_burnperf import cli  # noqa: E402
-from pytest_burnperf.core.clocks import Sample  # noqa: E402
 from pytest_burnperf.core.judging.outcome import outcome  # noqa: E402
 from pytest_burnperf.core.judging.verdict import UNCHANGED, Verdict  # noqa: E402
-from pytest_burnperf.core.options.settings import Settings  # noqa: E402
 from pytest_burnperf.core.options.shards import selection_id  # noqa: E402
 from pytest_burnperf.core.records.results import Result  # noqa: E402
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline  # noqa: E402
@@ -64,26 +62,12 @@ from pytest_burnperf.storage.history.query import series, text  # noqa: E402
 from pytest_burnperf.storage.history.store import Store  # noqa: E402
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError  # noqa: E402
 
-NODE = "t.py::test_k[numpy-cpu-f64]"
+sys.path.insert(0, str(HERE.parents[2]))  # the repository: tests/unit/_results.py
+from tests.unit._results import NODE, numpy_result  # noqa: E402
 
 
 def result(sides: dict[str, object]) -> Result:
-    return Result(
-        nodeid=NODE,
-        module="t.py",
-        key="test_k[numpy-cpu-f64]",
-        benchmark="test_k",
-        device_id="numpy-cpu",
-        kind="cpu",
-        library="numpy",
-        dtype="f64",
-        fingerprint={},
-        settings=Settings(),
-        sample=Sample(values=(3e-3,) * 3, loops=1, warmup_calls=1, timer="host"),
-        verdict=Verdict(UNCHANGED, 3e-3, ratio=1.0),
-        baseline=None,
-        sides=sides,  # type: ignore[arg-type]
-    )
+    return numpy_result(Verdict(UNCHANGED, 3e-3, ratio=1.0), sides=sides)
 
 
 def document(r: Result, hour: int) -> dict[str, object]:
