@@ -25,10 +25,13 @@ class EnergyVerdict:
     status: str
     joules: float | None
     before: float | None = None
+    #: Why it has no baseline, where known.
+    reason: str = ""
 
     def line(self) -> str:
         was = "" if self.before is None else f" (baseline {self.before:.3g} J)"
-        return f"energy {self.status}: {self.joules:.3g} J/call{was}"
+        why = f" ({self.reason})" if self.reason else ""
+        return f"energy {self.status}: {self.joules:.3g} J/call{was}{why}"
 
     def as_json(self) -> dict[str, object]:
         return {"status": self.status, "joules": self.joules, "before": self.before}
@@ -87,7 +90,7 @@ def between(
     """The candidate environment's joules against the reference's, measured in one session."""
     verdict = rejudge(now, before, threshold, label)
     if before is None and gap:
-        return EnergyVerdict(f"no-baseline ({label}: {gap})", verdict.joules)
+        return EnergyVerdict("no-baseline", verdict.joules, reason=f"{label}: {gap}")
     return verdict
 
 
