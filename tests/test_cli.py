@@ -339,7 +339,7 @@ def test_compare_history_judges_memory_against_the_newest_stored_run_that_tracke
         f = memory_file(tmp_path / f"run{i}.json", peak + i)
         assert main(["import-results", *store, str(f)]) == 0
     capsys.readouterr()
-    now = memory_file(tmp_path / "now.json", 8 * mib + 1)
+    now = memory_file(tmp_path / "now.json", 8 * mib + 2)  # not run1 itself (8 MiB + 1)
     assert main(["compare-history", *store, str(now)]) == 0
     out = capsys.readouterr().out
     assert (
@@ -350,6 +350,35 @@ def test_compare_history_judges_memory_against_the_newest_stored_run_that_tracke
     out = capsys.readouterr().out
     assert "t.py::test_a: memory regressed: peak +4.0 MiB (+50.0%)" in out
     assert "grew at add (t.py:9) [c = a + b] +4.0 MiB" in out
+
+
+def test_compare_history_of_a_stored_run_leaves_the_run_itself_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run recorded in the store (--perf-store) and then judged by compare-history is no
+    baseline of its own: its memory is judged against the run before, not itself, and its
+    rounds do not count as stored runs; the newest ``--last`` others are the baseline."""
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("ruptures")
+    mib = 1 << 20
+    store = ["--store", str(tmp_path / "h.sqlite")]
+    before = memory_file(tmp_path / "before.json", 4 * mib)
+    grown = memory_file(tmp_path / "grown.json", 12 * mib)
+    for f in (before, grown):
+        assert main(["import-results", *store, str(f)]) == 0
+    capsys.readouterr()
+    assert main(["compare-history", *store, str(grown)]) == 1
+    out = capsys.readouterr().out
+    assert f"{grown} is stored itself: judged against the other stored runs" in out
+    assert "(1 stored runs)" in out
+    assert "t.py::test_a: memory regressed: peak +8.0 MiB (+200.0%)" in out
+    # --last 1 is the newest run other than itself
+    assert main(["compare-history", *store, "--last", "1", str(grown)]) == 1
+    assert "(1 stored runs)" in capsys.readouterr().out
+    # a run not stored says nothing of it
+    other = memory_file(tmp_path / "other.json", 4 * mib + 7)
+    assert main(["compare-history", *store, str(other)]) == 0
+    assert "is stored itself" not in capsys.readouterr().out
 
 
 def _counts_key() -> dict[str, object]:

@@ -44,6 +44,7 @@ from pytest_burnperf.report.results_json import (
 )
 from pytest_burnperf.storage.history import redact
 from pytest_burnperf.storage.history.query import against_history, recorded_before
+from pytest_burnperf.storage.history.stored_rows import run_key
 from pytest_burnperf.storage.jsonfile import FileFormatError
 
 
@@ -192,12 +193,31 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_REGRESSED if regressed else EXIT_OK
 
 
+def _others(points: list[dict[str, object]], own: str, last: int) -> list[dict[str, object]]:
+    """``points`` (oldest first) less those of the run whose key is ``own``, the newest
+    ``last`` of each test and hardware class."""
+    kept: dict[tuple[object, object], list[dict[str, object]]] = {}
+    for p in points:
+        if p.get("run_key") != own:
+            kept.setdefault((p.get("test"), p.get("hardware_class")), []).append(p)
+    newest = {id(p) for series in kept.values() for p in series[-last:]}
+    return [p for p in points if id(p) in newest]
+
+
 def cmd_compare_history(args: argparse.Namespace) -> int:
 
     doc = results_doc(args.new)
     beside = _Beside(_load_sides(args.new), args.threshold)
     with open_store(args) as store:
-        points = store.points(last=args.last, branch=args.branch, with_runs=True, with_sides=True)
+        # one more than asked: the run judged may be stored itself (--perf-store), and is no
+        # baseline of its own (its rounds would count twice, its memory be judged against itself)
+        fetched = store.points(
+            last=args.last + 1, branch=args.branch, with_runs=True, with_sides=True
+        )
+        own = run_key(doc)
+        points = _others(fetched, own, args.last)
+        if any(p.get("run_key") == own for p in fetched):
+            print(f"{args.new} is stored itself: judged against the other stored runs")
         try:
             stored = recorded_before(doc, points)
         except ValueError as exc:

@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 pytest.importorskip("plotly")
+pytest.importorskip("ruptures")  # the history views find change points
 
 WALK = Path(__file__).with_name("new_side_walk.py")
 

@@ -369,6 +369,7 @@ class Store:
             runs.c.hardware_class,
             runs.c.machine_id,
             runs.c.id.label("run"),
+            runs.c.run_key,
         ]
         if with_runs:
             cols.extend((results.c.runs, results.c.counts))
