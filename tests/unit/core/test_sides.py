@@ -172,3 +172,15 @@ def test_a_side_says_its_store_columns_and_what_a_stored_series_shows_of_it() ->
     assert [f.name for f in history.figures if f.charted] == ["peak", "allocated"]
     points = [row, {"memory_peak": None}, {"memory_allocated": 5}, {"memory_peak": True}]
     assert [i for i, _ in history.charted(points)] == [0, 2]  # a bool is no figure
+
+
+def test_a_side_that_cannot_be_stored_or_shown_as_it_says_is_refused_at_its_registration() -> None:
+    from dataclasses import replace
+
+    from pytest_burnperf.core.sides.side_kind import HistoryFigure
+
+    with pytest.raises(ValueError, match="no json store column named 'memory'"):
+        replace(MEMORY, stored_columns=MEMORY.stored_columns[:-1])
+    ghost = replace(MEMORY.history, figures=(HistoryFigure("memory_ghost", "ghost", "ghost"),))
+    with pytest.raises(ValueError, match=r"its history shows \['memory_ghost'\]"):
+        replace(MEMORY, history=ghost)

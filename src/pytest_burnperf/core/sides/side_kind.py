@@ -148,6 +148,19 @@ class Side:
     csv_columns: tuple[str, ...]
     csv_values: Callable[[object], tuple[object, ...]]
 
+    def __post_init__(self) -> None:
+        """A side that cannot be stored or shown as it says is a programming error, named at
+        its registration: its record must be a ``json`` column named :attr:`field`, and each
+        figure its history shows one of its figure columns."""
+        if (self.field, "json") not in self.stored_columns:
+            raise ValueError(f"side {self.field!r}: no json store column named {self.field!r}")
+        shown = {f.column for f in self.history.figures} - set(self.figure_columns)
+        if shown:
+            raise ValueError(
+                f"side {self.field!r}: its history shows {sorted(shown)}, not figure columns of "
+                f"its store columns {list(self.figure_columns)}"
+            )
+
     def status(self, entry: Mapping[str, object]) -> str | None:
         """Its status in a results entry, or None where the entry has none (not tracked)."""
         side = entry.get(self.field)
