@@ -119,6 +119,17 @@ def tail(output: str, lines: int = 15) -> str:
     return "\n".join(text[-lines:]) if text else "(no output of its own)"
 
 
+#: What each line of a process's output quoted in a message starts with.
+QUOTE = "    | "
+
+
+def quoted(output: str, lines: int = 15) -> str:
+    """:func:`tail` of a process's output, each line behind ``    | ``: quoted under the message
+    that shows it, so that another pytest's summary lines in it (``== short test summary info
+    ==``, ``2 failed in 3.1s``) never read as this run's."""
+    return "\n".join(QUOTE + line for line in tail(output, lines).splitlines())
+
+
 def device_within(library: str, device_id: str) -> str:
     """A device id without its library's prefix, as the tables name it under the library
     (``pocl-cpu0`` for ``opencl-pocl-cpu0`` of ``opencl``)."""

@@ -22,6 +22,7 @@ from pytest_burnperf.core.records.results import Result
 from pytest_burnperf.core.records.versions import VersionSummary
 from pytest_burnperf.core.sides.side_registry import SIDES, side
 from pytest_burnperf.core.text import (
+    QUOTE,
     escape,
     format_count,
     format_time,
@@ -80,8 +81,10 @@ DROP_ORDER: tuple[str, ...] = (
     *(side.field for side in SIDES),
     "bandwidth",
     "arith",
-    "backend",
+    # the device before the library: where neither tells rows apart, the library says more
+    # (``numpy`` over ``cpu``); where the device does (torch on the CPU and on a GPU), it stays
     "device",
+    "backend",
 )
 #: The rates of a benchmark that declares its work: kept over its name on the row (-v).
 _RATES = ("arith", "bandwidth")
@@ -319,11 +322,13 @@ def wrap(lines: Sequence[str], width: int | None) -> list[str]:
     out: list[str] = []
     for text in lines:
         for line in text.split("\n"):  # a message's own lines stay lines
+            # a process's output quoted in it (core.text.quoted) stays quoted where it folds
+            quote = line.startswith(QUOTE)
             out.extend(
                 textwrap.wrap(
                     line,
                     width=width,
-                    subsequent_indent="    ",
+                    subsequent_indent=QUOTE + "  " if quote else "    ",
                     break_on_hyphens=False,
                     break_long_words=False,  # a test id or a path stays whole, to copy
                 )

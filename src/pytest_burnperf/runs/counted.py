@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_burnperf.core.counting.counts import Counted
-from pytest_burnperf.core.text import tail
+from pytest_burnperf.core.text import quoted
 from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
 from pytest_burnperf.runs.round_launcher import (
@@ -441,10 +441,15 @@ def _one_process(
             got.missing[n] = "not counted: it failed or was skipped in the counted process" + (
                 f" ({ended(code)})" if code not in (0, 1) else ""
             )
-        if code not in (0, 1) or (code == 1 and left):
+        if code == 1 and left:
+            got.problems.append(
+                f"not judged by counts: {len(left)} benchmark(s) failed or were skipped in the "
+                f"counted process ({', '.join(left)}); its output ends:\n{quoted(output)}"
+            )
+        elif code not in (0, 1):
             got.problems.append(
                 f"the counted process ended with {ended(code)}; benchmarks it did not count "
-                f"are not judged by counts:\n{tail(output)}"
+                f"are not judged by counts:\n{quoted(output)}"
             )
         return []
     if not here.is_dir():
@@ -464,7 +469,7 @@ def _one_process(
     _keep(got, counts, keys, slow)
     if dying is None:
         why = f"the counted process failed ({ended(code)})"
-        got.problems.append(f"{why} before or between benchmarks:\n{tail(output)}")
+        got.problems.append(f"{why} before or between benchmarks:\n{quoted(output)}")
         got.missing.update({n: why for n in todo if n not in counts and n not in slow})
         return []
     why = (
@@ -479,7 +484,7 @@ def _one_process(
             "it under auto)"
         )
     got.missing[dying] = why
-    got.problems.append(f"{dying}: {why}:\n{tail(output)}")
+    got.problems.append(f"{dying}: {why}:\n{quoted(output)}")
     return [n for n in todo if n not in counts and n not in slow and n != dying]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_burnperf.core.options.command_args import without_options
-from pytest_burnperf.core.text import clock, shorten, tail
+from pytest_burnperf.core.text import clock, quoted, shorten
 from pytest_burnperf.storage.jsonfile import Fields, FileFormatError, dumps, finite, read_json
 
 #: What a side process's file holds per benchmark (runs/profiled.py, runs/tracked_sides.py).
@@ -404,7 +404,7 @@ def side_pass(
         )
         if not out.exists():
             why = f"its {what} process failed (exit {code})"
-            got.problems.append(f"{why}:\n{tail(output)}")
+            got.problems.append(f"{why}:\n{quoted(output)}")
             got.missing = {n: why for n in wanted}
             return got
         try:

@@ -36,7 +36,7 @@ from pathlib import Path
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging.assess import MIN_CLEAN_ROUNDS, busy_rounds, leave_out_busy
 from pytest_burnperf.core.judging.between_runs import joint_source
-from pytest_burnperf.core.text import clock, escape, tail
+from pytest_burnperf.core.text import clock, escape, quoted
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.runs.comparison.environments import Env
 from pytest_burnperf.runs.forkserver import POLL_S, ForkServer
@@ -370,7 +370,7 @@ class _Run:
             if problem.startswith("its process failed"):
                 got.problems.append(
                     f"round {r} in {how} failed (exit {code}); its samples are missing from the "
-                    f"verdicts:\n{tail(output)}"
+                    f"verdicts:\n{quoted(output)}"
                 )
             else:
                 got.problems.append(
@@ -432,7 +432,7 @@ class _Run:
 def _problem(side: Side, out: Path, code: int, output: str) -> str | None:
     """Why a side's round cannot be used, or None."""
     if not out.exists():
-        return f"its process failed (exit {code}):\n{tail(output)}"
+        return f"its process failed (exit {code}):\n{quoted(output)}"
     modules = out.with_name(out.name + ".modules")
     if side.overlay is not None and modules.exists():
         try:

@@ -3,7 +3,7 @@ message ended in the dump's outer frames, an ``os._exit`` one in a lone ".")."""
 
 from __future__ import annotations
 
-from pytest_burnperf.core.text import tail
+from pytest_burnperf.core.text import quoted, tail
 
 SEGFAULT = (
     """..
@@ -39,3 +39,11 @@ def test_progress_dots_at_the_end_are_not_the_last_word() -> None:
     assert tail("") == "(no output of its own)"
     plain = "\n".join(f"line {i}" for i in range(30))
     assert tail(plain).splitlines() == [f"line {i}" for i in range(15, 30)]
+
+
+def test_a_process_output_is_quoted_line_by_line() -> None:
+    out = "collected 2 items\n==== short test summary info ====\n1 failed in 2.0s\n..\n"
+    assert quoted(out) == (
+        "    | collected 2 items\n    | ==== short test summary info ====\n    | 1 failed in 2.0s"
+    )
+    assert quoted("") == "    | (no output of its own)"

@@ -11,6 +11,7 @@ from pytest_burnperf.core.judging.verdict import IMPROVED, REGRESSED, UNCHANGED,
 from pytest_burnperf.core.options.run_options import COLUMN_KEYS
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.records.results import Result
+from pytest_burnperf.core.text import quoted
 from pytest_burnperf.report.terminal import ESSENTIAL, HEADERS, table_rows, wrap
 
 
@@ -110,6 +111,13 @@ def test_wrap_keeps_short_lines_and_folds_long_ones() -> None:
     assert out[0] == "short" and all(len(x) <= 60 for x in out)
     assert out[2].startswith("    ")
     assert wrap([long], None) == [long]
+    # a process's output quoted in a note stays quoted where it folds
+    note = "the counted process failed:\n" + quoted(
+        "=" * 30 + " short test summary info " + "=" * 30
+    )
+    folded = wrap([note], 60)
+    assert folded[0] == "the counted process failed:"
+    assert len(folded) == 3 and all(line.startswith("    | ") for line in folded[1:])
 
 
 def _pb(params: str, device: str = "numpy-cpu", status: str = UNCHANGED) -> Result:
@@ -155,6 +163,23 @@ def test_80_columns_never_drop_the_backend_of_two_rows_of_one_test() -> None:
     assert "backend" in lines[0]
     assert len({line for line in lines[2:]}) == 2
     assert "numpy" in lines[2] and "torch" in lines[3]
+
+
+def test_where_neither_tells_rows_apart_the_library_is_kept_over_the_device() -> None:
+    # numpy-only rows too wide for 80 columns: `numpy` says more than `cpu`
+    long = "test_a_rather_long_benchmark_name_with_params"
+    rows = [result(long, "numpy-cpu", d, 1e-3, UNCHANGED, 1.0) for d in ("f32", "f64")]
+    whole = max(len(line) for line in table(rows))
+    # room for all but the baseline's median, the detectable change and one of the two
+    width = whole - len("  baseline") - len("  detects") - len("  device")
+    lines = table(rows, width=width)
+    assert all(len(line) <= width for line in lines)
+    assert "backend" in header_cells(lines) and "device" not in header_cells(lines)
+    assert all(" numpy " in line for line in lines[2:])
+    # where the device tells them apart (torch on the CPU and on a GPU), the device stays
+    torch = [result(long, d, "f32", 1e-3, UNCHANGED, 1.0) for d in ("torch-cpu", "torch-cuda0")]
+    lines = table(torch, width=width)
+    assert "device" in header_cells(lines)
 
 
 def test_names_that_would_read_the_same_go_on_a_line_of_their_own() -> None:

@@ -15,7 +15,8 @@ from pytest_burnperf.runs import counted, round_launcher
 #: A counted process: every benchmark noted before it starts and journalled as it finishes,
 #: the whole file written at its end; a benchmark named ``crash-exit`` ends it with os._exit,
 #: one named ``crash-segv`` with a segfault (SIGSEGV), as a broken extension would, and one
-#: named ``crash-sigill`` with SIGILL, as valgrind ends code built for AVX-512 (torch.compile's).
+#: named ``crash-sigill`` with SIGILL, as valgrind ends code built for AVX-512 (torch.compile's);
+#: one named ``fails`` fails its test: not recorded, and the process ends with pytest's exit 1.
 FAKE = """
 import json, os, signal, sys
 from pathlib import Path
@@ -37,11 +38,20 @@ for n in wanted:
         os.kill(os.getpid(), signal.SIGSEGV)
     if "crash-sigill" in n:
         os.kill(os.getpid(), signal.SIGILL)
+    if "fails" in n:
+        continue
     rec = {"values": [100.0], "counts": {"instructions": [100, 100], "cycles": [150, 150]},
            "key": {"python": "x"}}
     records[n] = rec
     note_record(out, n, rec)
 out.write_text(json.dumps(records))
+failed = [n for n in wanted if "fails" in n]
+if failed:
+    print("=========================== short test summary info ============================")
+    for n in failed:
+        print(f"FAILED {n} - AttributeError")
+    print(f"{len(failed)} failed, {len(records)} passed in 19.22s")
+    sys.exit(1)
 """
 
 
@@ -105,6 +115,28 @@ def test_a_benchmark_that_kills_the_process_costs_only_itself(
     # an instruction valgrind cannot run: said, with what to do
     advice = "an instruction valgrind cannot run" in got.missing[f"t.py::{name}"]
     assert advice == (name == "crash-sigill")
+
+
+def test_a_benchmark_that_fails_in_the_counted_process_is_named_and_its_output_quoted(
+    tmp_path: Path,
+) -> None:
+    """A benchmark whose test fails under the counted process (exit 1) is not judged by counts;
+    the note names it and quotes the process's last lines, so that its pytest summary never reads
+    as the run's own."""
+    got = _run(tmp_path, ["t.py::a", "t.py::fails", "t.py::b"])
+    assert sorted(got.counts) == ["t.py::a", "t.py::b"]
+    assert got.missing == {
+        "t.py::fails": "not counted: it failed or was skipped in the counted process"
+    }
+    (problem,) = got.problems
+    head, *quoted_lines = problem.splitlines()
+    assert head == (
+        "not judged by counts: 1 benchmark(s) failed or were skipped in the counted process "
+        "(t.py::fails); its output ends:"
+    )
+    assert quoted_lines and all(line.startswith("    | ") for line in quoted_lines)
+    assert "    | 1 failed, 2 passed in 19.22s" in quoted_lines
+    assert (tmp_path / "starts").read_text().count("start") == 1  # no fresh process for it
 
 
 def test_every_benchmark_crashing_stops_after_the_restart_limit(tmp_path: Path) -> None:

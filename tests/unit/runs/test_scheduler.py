@@ -120,7 +120,7 @@ def test_a_failed_round_ends_a_same_session_comparison() -> None:
     assert max(r for _, r, _ in fake.calls) == 2
     assert got.failures == {
         "base": "round 2 in base (base in a cached overlay): its process failed (exit 3):\n"
-        "round 2 of base crashed"
+        "    | round 2 of base crashed"
     }
     assert len(got.orders) == 2
 

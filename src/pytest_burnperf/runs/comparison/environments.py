@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_burnperf.core.text import has_control, tail
+from pytest_burnperf.core.text import has_control, quoted, tail
 
 #: Environment variable that moves the cache of reference environments.
 CACHE_ENV = "BURNPERF_ENV_CACHE"
@@ -434,7 +434,7 @@ def _fail(
         log.write_text(f"$ {' '.join(cmd)}\n{output}", encoding="utf-8")
     raise EnvError(
         f"{ref}: the reference environment could not be built: {step} failed "
-        f"(exit {done.returncode}); its whole output is in {log}. Last lines:\n{tail(output)}"
+        f"(exit {done.returncode}); its whole output is in {log}. Last lines:\n{quoted(output)}"
     )
 
 
