@@ -104,7 +104,8 @@ def test_concurrent_writers_lose_nothing_and_duplicate_nothing(database: str) ->
 
 
 def test_a_version_1_store_gains_the_memory_columns_on_postgresql(database: str) -> None:
-    """The schema 1 to 2 migration (the memory columns) on PostgreSQL's ALTER TABLE."""
+    """The schema 1 to 3 migrations (the counts, the measure; the memory columns) on
+    PostgreSQL's ALTER TABLE."""
     from pytest_burnperf.storage.history.store import SCHEMA_VERSION, Store
 
     with Store(database) as store:
@@ -116,6 +117,7 @@ def test_a_version_1_store_gains_the_memory_columns_on_postgresql(database: str)
                 "memory_allocations",
                 "memory",
                 "counts",
+                "measure",
             ):
                 conn.execute(sa.text(f"ALTER TABLE burnperf_results DROP COLUMN {col}"))
             conn.execute(sa.text("UPDATE burnperf_meta SET value = '1'"))
@@ -133,3 +135,29 @@ def test_a_version_1_store_gains_the_memory_columns_on_postgresql(database: str)
     peaks = sorted((p["memory_peak"] or 0) for p in points)
     assert peaks == [0, 0, 0, 0, 0, 8192]
     assert [p["memory"]["key"] for p in points if p["memory"]] == [{"meter": "memray"}]
+
+
+def test_a_version_2_store_learns_each_results_measure_on_postgresql(database: str) -> None:
+    """The schema 2 to 3 migration on PostgreSQL: a result that kept a counts record (JSON) was
+    counted, one whose record is JSON null was timed."""
+    from pytest_burnperf.storage.history.store import Store
+
+    doc = _doc(0, 0)
+    calls = [1e6 + k for k in range(4)]
+    doc["results"][0].update(
+        timer="counts",
+        runs=[calls],
+        counts={"instructions": calls, "interpreter": 0.1, "key": {"python": "CPython 3.11"}},
+    )
+    with Store(database) as store:
+        store.record(doc)
+        with store.engine.begin() as conn:
+            conn.execute(sa.text("ALTER TABLE burnperf_results DROP COLUMN measure"))
+            conn.execute(sa.text("UPDATE burnperf_meta SET value = '2'"))
+    with Store(database) as store:
+        points = store.points()
+    assert sorted((p["name"], p["measure"]) for p in points) == [
+        ("test_0[numpy-cpu-f32]", "counts"),
+        ("test_1[numpy-cpu-f32]", "time"),
+        ("test_2[numpy-cpu-f32]", "time"),
+    ]

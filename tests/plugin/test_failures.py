@@ -78,6 +78,7 @@ def test_verdict_properties_in_junit_after_a_comparison(loop_project: pytest.Pyt
     case = next(c for c in tree.iter("testcase") if c.get("name", "").startswith("test_loop"))
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["perf_verdict"] in ("unchanged", "inconclusive", "improved")
+    assert props["perf_measure"] == "time"
     for key in (
         "perf_median_s",
         "perf_baseline_median_s",

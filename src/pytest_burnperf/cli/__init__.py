@@ -59,7 +59,9 @@ FAMILIES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="burnperf", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="burnperf", description=__doc__.split("\n\n")[0].replace("``", "")
+    )
     parser.add_argument("--version", action="version", version=f"burnperf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for family in FAMILIES:

@@ -8,18 +8,24 @@ import io
 from collections.abc import Mapping, Sequence
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.text import escape
 from pytest_burnperf.report import side_verdicts
-from pytest_burnperf.report.table_row import judged_median
+from pytest_burnperf.report.table_row import baseline_median, judged_median
 
+#: Each figure's column names its unit: a timed benchmark's medians are seconds (``median_s``),
+#: a counted one's instructions (``median_instructions``); ``measure`` says which is filled.
 RESULT_COLUMNS = (
     "test",
     "name",
     "backend",
     "kind",
     "dtype",
+    "measure",
     "median_s",
     "baseline_median_s",
+    "median_instructions",
+    "baseline_median_instructions",
     "change_pct",
     "ci95_low_pct",
     "ci95_high_pct",
@@ -39,9 +45,11 @@ HISTORY_COLUMNS = (
     "backend",
     "kind",
     "dtype",
+    "measure",
     "median_s",
     "ci95_low_s",
     "ci95_high_s",
+    "median_instructions",
     "status",
     *side_verdicts.history_csv_columns(),  # memory per call's: peak, allocated, allocations
 )
@@ -50,7 +58,27 @@ HISTORY_COLUMNS = (
 def written_by_us(head: bytes) -> bool:
     """Whether a file starting with ``head`` is a CSV file this module wrote (its header row)."""
     first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", "replace")
-    return first in (",".join(RESULT_COLUMNS), ",".join(HISTORY_COLUMNS))
+    ours = (RESULT_COLUMNS, HISTORY_COLUMNS, *_EARLIER)
+    return first in (",".join(columns) for columns in ours)
+
+
+def _without(columns: Sequence[str], *left_out: str) -> tuple[str, ...]:
+    return tuple(c for c in columns if c not in left_out)
+
+
+#: The header rows this module wrote before the measure had columns of its own: a file of
+#: those is ours to overwrite too.
+_EARLIER = (
+    _without(RESULT_COLUMNS, "measure", "median_instructions", "baseline_median_instructions"),
+    _without(HISTORY_COLUMNS, "measure", "median_instructions"),
+)
+
+
+def _by_measure(counted: bool, *values: object) -> tuple[object, ...]:
+    """``values`` in the seconds columns and blanks in the instructions columns for a timed
+    benchmark; the other way round for a counted one."""
+    blank = (None,) * len(values)
+    return (*blank, *values) if counted else (*values, *blank)
 
 
 def _pct(ratio: object) -> float | str:
@@ -73,6 +101,7 @@ def results_csv(doc: Mapping[str, object]) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(RESULT_COLUMNS)
     for r in jf.mappings(doc.get("results")):
+        measure = measures.of_field(r.get("measure", r.get("timer")))
         v = jf.mapping(r.get("verdict"))
         ci: list[float | None] = [*jf.floats(v.get("ratio_ci95"))] or [None, None]
         runs = jf.sequence(r.get("runs"))
@@ -85,8 +114,8 @@ def results_csv(doc: Mapping[str, object]) -> str:
                 r.get("backend"),
                 r.get("kind"),
                 r.get("dtype"),
-                judged_median(r),
-                jf.mapping(r.get("baseline")).get("median"),
+                measure.name,
+                *_by_measure(measure.counted, judged_median(r), baseline_median(r)),
                 _pct(v.get("ratio")),
                 _pct(ci[0]),
                 _pct(ci[1]),
@@ -106,6 +135,8 @@ def history_csv(points: Sequence[Mapping[str, object]]) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(HISTORY_COLUMNS)
     for p in points:
+        measure = measures.of_field(p.get("measure"))
+        seconds = (p.get("median"), p.get("low"), p.get("high"))
         w.writerow(
             _cell(x)
             for x in (
@@ -117,9 +148,9 @@ def history_csv(points: Sequence[Mapping[str, object]]) -> str:
                 p.get("backend"),
                 p.get("kind"),
                 p.get("dtype"),
-                p.get("median"),
-                p.get("low"),
-                p.get("high"),
+                measure.name,
+                *(seconds if not measure.counted else (None, None, None)),
+                p.get("median") if measure.counted else None,
                 p.get("status"),
                 *side_verdicts.history_csv_values(p),
             )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.report.table_row import TableRow, change_text
@@ -113,6 +114,14 @@ def _results_table(results: Sequence[Mapping[str, object]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def _axis(measure: measures.Judged) -> tuple[float, str, str]:
+    """How a chart shows a measure's values: their scale, unit and axis title (seconds in
+    microseconds, instructions as counted)."""
+    if measure.counted:
+        return 1.0, "instructions", "instructions per call"
+    return 1e6, "us", "microseconds per call"
+
+
 def _distribution(r: Mapping[str, object], plots: _Plots) -> str | None:
     import plotly.graph_objects as go
 
@@ -122,14 +131,15 @@ def _distribution(r: Mapping[str, object], plots: _Plots) -> str | None:
     if not now:
         return None
     label = "reference " + _e(base["reference"]) if base.get("reference") else "baseline"
+    scale, _, axis = _axis(measures.of_field(r.get("measure", r.get("timer"))))
     fig = go.Figure()
     if before:
-        fig.add_trace(go.Box(x=[1e6 * v for v in before], name=label, boxpoints="outliers"))
-    fig.add_trace(go.Box(x=[1e6 * v for v in now], name="now", boxpoints="outliers"))
+        fig.add_trace(go.Box(x=[scale * v for v in before], name=label, boxpoints="outliers"))
+    fig.add_trace(go.Box(x=[scale * v for v in now], name="now", boxpoints="outliers"))
     v = jf.mapping(r.get("verdict"))
     fig.update_layout(
         title=f"{_e(r.get('name', '?'))}: {_e(v.get('status', '?'))} {_e(change_text(v, r.get('measure')))}",
-        xaxis_title="microseconds per call",
+        xaxis_title=axis,
         showlegend=False,
         height=260,
         margin={"l": 140, "r": 20, "t": 50, "b": 40},
@@ -229,9 +239,10 @@ def _history(s: Series, plots: _Plots) -> str:
     mids = [jf.number(p.get("median")) or 0.0 for p in s.points]
     highs = [jf.number(p.get("high")) for p in s.points]
     lows = [jf.number(p.get("low")) for p in s.points]
-    med = [1e6 * m for m in mids]
-    up = [1e6 * (h - m) if h is not None else 0 for m, h in zip(mids, highs, strict=True)]
-    down = [1e6 * (m - lo) if lo is not None else 0 for m, lo in zip(mids, lows, strict=True)]
+    scale, unit, axis = _axis(s.measure)
+    med = [scale * m for m in mids]
+    up = [scale * (h - m) if h is not None else 0 for m, h in zip(mids, highs, strict=True)]
+    down = [scale * (m - lo) if lo is not None else 0 for m, lo in zip(mids, lows, strict=True)]
     hover = [
         f"{_e(str(p.get('commit') or '-')[:10])} {_e(p.get('branch') or '')} "
         f"{_e(str(p.get('created') or '')[:16])}"
@@ -244,7 +255,7 @@ def _history(s: Series, plots: _Plots) -> str:
             mode="lines+markers",
             text=hover,
             error_y={"type": "data", "array": up, "arrayminus": down},
-            hovertemplate="%{text}<br>%{y:.4g} us<extra></extra>",
+            hovertemplate=f"%{{text}}<br>%{{y:.4g}} {unit}<extra></extra>",
         )
     )
     for c in s.changes:
@@ -258,7 +269,7 @@ def _history(s: Series, plots: _Plots) -> str:
     fig.update_layout(
         title=f"{_e(s.name)} [{_e(s.device)} {_e(s.dtype)}, {_e(s.hardware_class)}]",
         xaxis_title="run (oldest first)",
-        yaxis_title="microseconds per call",
+        yaxis_title=axis,
         height=320,
     )
     return plots.html(fig)

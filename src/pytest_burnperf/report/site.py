@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.sides.side_registry import SIDES
-from pytest_burnperf.core.text import format_time
 from pytest_burnperf.report.html import _STYLE, GENERATOR, _e
 from pytest_burnperf.storage.paths import folder_problem
 
@@ -108,7 +107,7 @@ def _index(all_series: Sequence[Series], title: str) -> str:
             f'<td><a href="b/{slug(_benchmark(s))}.html">{_e(s.name)}</a></td>'
             f"<td>{_e(s.device)}</td><td>{_e(s.dtype)}</td><td>{_e(s.hardware_class)}</td>"
             f'<td class="num">{len(s.points)}</td>'
-            f'<td class="num">{_e(format_time(_median(s)) if last else "-")}</td>'
+            f'<td class="num">{_e(s.measure.format(_median(s)) if last else "-")}</td>'
             f'<td class="status">{_e(status)}</td><td class="num">{len(s.changes)}</td>'
             + "".join(f'<td class="num">{_e(side.history.latest(last))}</td>' for side in SIDES)
             + "</tr>"
@@ -133,7 +132,8 @@ def _benchmark_page(name: str, group: Sequence[Series], title: str) -> tuple[str
     figures = 0
     for s in group:
         parts.append(
-            f"<h2>{_e(s.device)} {_e(s.dtype)} on {_e(s.hardware_class)}</h2>"
+            f"<h2>{_e(s.device)} {_e(s.dtype)} on {_e(s.hardware_class)}"
+            f"{', instructions counted' if s.measure.counted else ''}</h2>"
             f'<p class="meta">{len(s.points)} runs, {len(s.changes)} shift(s)</p>'
         )
         parts.append(_history(s, _Plots(embed=False)))
@@ -159,15 +159,18 @@ def _benchmark_page(name: str, group: Sequence[Series], title: str) -> tuple[str
 
 
 def _compare(all_series: Sequence[Series], title: str) -> str:
-    """Per hardware class, benchmark and dtype: each device's latest median, fastest first."""
-    groups: dict[tuple[str, str, str], list[Series]] = {}
+    """Per hardware class, benchmark, dtype and measure: each device's latest median, fastest
+    (or fewest instructions) first. Times and instruction counts are never ranked together."""
+    groups: dict[tuple[str, str, str, str], list[Series]] = {}
     for s in all_series:
         if s.points:
-            groups.setdefault((s.hardware_class, _benchmark(s), s.dtype), []).append(s)
+            key = (s.hardware_class, _benchmark(s), s.dtype, s.measure.name)
+            groups.setdefault(key, []).append(s)
     parts = [f"<h1>Backends compared - {_e(title)}</h1>"]
-    for (hw, bench, dtype), group in sorted(groups.items()):
+    for (hw, bench, dtype, _), group in sorted(groups.items()):
         if len(group) < 2:
             continue
+        counted = group[0].measure.counted
         ranked = sorted(group, key=_median)
         best = _median(ranked[0])
         rows = []
@@ -175,14 +178,16 @@ def _compare(all_series: Sequence[Series], title: str) -> str:
             med = _median(s)
             width = max(2, min(100, round(100 * best / med))) if med > 0 else 0
             rows.append(
-                f"<tr><td>{_e(s.device)}</td><td class='num'>{_e(format_time(med))}</td>"
+                f"<tr><td>{_e(s.device)}</td><td class='num'>{_e(s.measure.format(med))}</td>"
                 f"<td class='num'>{med / best if best > 0 else float('nan'):.2f}x</td>"
                 f'<td><div style="background:#455a64;height:0.8em;width:{width * 3}px"></div>'
                 "</td></tr>"
             )
         parts.append(
-            f"<h2>{_e(bench.split('::')[-1])} {_e(dtype)} on {_e(hw)}</h2>"
-            "<table><thead><tr><th>device</th><th>latest median</th><th>vs fastest</th>"
+            f"<h2>{_e(bench.split('::')[-1])} {_e(dtype)} on {_e(hw)}"
+            f"{', instructions counted' if counted else ''}</h2>"
+            "<table><thead><tr><th>device</th><th>latest median</th>"
+            f"<th>{'vs fewest' if counted else 'vs fastest'}</th>"
             f"<th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
     if len(parts) == 1:

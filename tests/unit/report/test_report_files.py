@@ -147,6 +147,55 @@ def test_csv_carries_memory_per_call() -> None:
     assert (first["memory_peak_bytes"], first["memory_allocations"]) == ("2048", "2")
 
 
+def counted(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``points`` as a counted benchmark's: instructions per call."""
+    return [dict(p, measure="counts", median=p["median"] * 1e10) for p in points]
+
+
+def test_csv_puts_each_figure_in_the_column_of_its_unit() -> None:
+    """A counted benchmark's medians are instructions: never in the ``_s`` columns."""
+    doc = results_doc()
+    doc["results"].append(
+        dict(
+            doc["results"][0],
+            test="t.py::test_c[numpy-cpu-f32]",
+            measure="counts",
+            timer="counts",
+            verdict={"status": "unchanged", "median": 10838669.0, "baseline_median": 10838669.0},
+        )
+    )
+    timed, count = csv.DictReader(io.StringIO(results_csv(doc)))
+    assert (timed["measure"], timed["median_instructions"]) == ("time", "")
+    assert float(timed["median_s"]) == pytest.approx(1.2e-3)
+    assert (count["measure"], count["median_s"], count["baseline_median_s"]) == ("counts", "", "")
+    assert count["median_instructions"] == count["baseline_median_instructions"] == "10838669.0"
+    points = history_points("test_a")[:1] + counted(history_points("test_a"))[:1]
+    t, c = csv.DictReader(io.StringIO(history_csv(points)))
+    assert t["measure"] == "time" and t["median_instructions"] == "" and float(t["median_s"]) > 0
+    assert (
+        c["measure"] == "counts" and c["median_s"] == "" and float(c["median_instructions"]) > 1e6
+    )
+
+
+def test_a_csv_written_before_the_measure_columns_is_ours_to_replace() -> None:
+    from pytest_burnperf.report.csv import RESULT_COLUMNS, written_by_us
+
+    earlier = ",".join(c for c in RESULT_COLUMNS if "instructions" not in c and c != "measure")
+    assert written_by_us(earlier.encode() + b"\nt,x\n")
+    assert not written_by_us(b"name,value\n")
+
+
+def test_html_charts_a_counted_series_in_instructions() -> None:
+    page = render(results_doc(), series(counted(history_points("test_a[numpy-cpu-f32]"))))
+    # the results file's versions and distribution charts are timed; the history is counted
+    assert "instructions per call" in page and page.count("microseconds per call") == 2
+    doc = results_doc()
+    doc["results"][0].update(measure="counts", runs=[[1e7, 1e7]], samples=[1e7])
+    doc["results"][0]["baseline"] = {"median": 1e7, "runs": [[1e7]]}
+    page = render(doc, None)  # its distribution: instructions, as counted
+    assert page.count("instructions per call") == 1
+
+
 def test_cli_report_picks_the_format_by_suffix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

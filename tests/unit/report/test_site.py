@@ -17,7 +17,7 @@ from pytest_burnperf.cli import main
 from pytest_burnperf.report.site import MARK, SiteError, publish, slug
 from pytest_burnperf.storage.history.query import series
 
-from .test_report_files import EVIL, history_points
+from .test_report_files import EVIL, counted, history_points
 
 
 def fleet_points() -> list[dict[str, Any]]:
@@ -194,3 +194,26 @@ def test_memory_per_call_has_its_figure_and_its_column_where_runs_tracked_it(
     assert numpy_row.split("</tr>")[0].endswith('<td class="num">8.0 MiB</td>')
     assert torch_row.split("</tr>")[0].endswith('<td class="num">-</td>')
     assert "<script>alert(1)" not in index
+
+
+def test_counted_series_read_in_instructions_and_are_never_ranked_against_times(
+    tmp_path: Path,
+) -> None:
+    """A benchmark counted on numpy and torch and timed on another runner: the index and the
+    pages read instructions, and the backends compared rank the counts apart from the times."""
+    numpy = history_points("test_a[numpy-cpu-f32]")
+    torch = [
+        dict(p, test="t.py::test_a[torch-cpu-f32]", name="test_a[torch-cpu-f32]",
+             backend="torch", median=2 * p["median"])
+        for p in history_points("test_a[torch-cpu-f32]")
+    ]  # fmt: skip
+    out = tmp_path / "site"
+    publish(series(counted(numpy) + counted(torch) + numpy[:3]), out)
+    index = (out / "index.html").read_text()
+    assert "M instr</td>" in index and index.count(" ms</td>") == 1  # the timed series
+    page = (out / "b" / f"{slug('t.py::test_a')}.html").read_text()
+    assert page.count("instructions counted</h2>") == 2
+    compare = (out / "compare.html").read_text()
+    assert compare.count("<h2>") == 1  # the timed series has no second device to rank against
+    assert "instructions counted</h2>" in compare and "<th>vs fewest</th>" in compare
+    assert "2.00x" in compare

@@ -223,6 +223,7 @@ def test_a_version_1_store_gains_the_memory_columns(url: str) -> None:
                 "memory_allocations",
                 "memory",
                 "counts",
+                "measure",
             ):
                 conn.execute(sa.text(f"ALTER TABLE burnperf_results DROP COLUMN {col}"))
             conn.execute(sa.text("UPDATE burnperf_meta SET value = '1'"))
@@ -231,7 +232,7 @@ def test_a_version_1_store_gains_the_memory_columns(url: str) -> None:
         points = s.points()
         with s.engine.connect() as conn:
             version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
-    assert version == str(store_mod.SCHEMA_VERSION) == "2"
+    assert version == str(store_mod.SCHEMA_VERSION) == "3"
     assert [p["memory_peak"] for p in points if "test_a" in p["test"]] == [None, 4 * MiB]
 
 
@@ -506,6 +507,74 @@ def test_counted_results_are_judged_against_the_stored_counts_of_their_key(url: 
         0,
         "the stored runs counted it; this run timed it",
     )
+
+
+def test_each_result_keeps_its_measure_and_a_version_2_store_learns_it(url: str) -> None:
+    """A stored result says what its median is (seconds or instructions); a version-2 store
+    (no measure column) learns it from the counts records its counted results kept."""
+    with Store(url) as s:
+        s.record(counted_doc(0))
+        with s.engine.begin() as conn:  # back to version 2's table
+            conn.execute(sa.text("ALTER TABLE burnperf_results DROP COLUMN measure"))
+            conn.execute(sa.text("UPDATE burnperf_meta SET value = '2'"))
+    with Store(url) as s:
+        s.record(counted_doc(1))
+        points = s.points()
+        with s.engine.connect() as conn:
+            version = conn.execute(sa.text("SELECT value FROM burnperf_meta")).scalar_one()
+    assert version == "3"
+    got = {(p["commit"][-1], p["test"].split("::")[1][:6]): p["measure"] for p in points}
+    assert got == {
+        ("0", "test_a"): "counts",
+        ("0", "test_b"): "time",
+        ("1", "test_a"): "counts",
+        ("1", "test_b"): "time",
+    }
+
+
+def test_a_result_of_an_unknown_measure_stores_nothing(url: str) -> None:
+    bad = doc(0)
+    bad["results"][1]["measure"] = "joules"
+    with Store(url) as s:
+        with pytest.raises(StoreError, match=r"results\[1\]\.measure: measure 'joules' is none of"):
+            s.record(bad)
+        assert s.counts() == (0, 0)
+
+
+def test_a_benchmark_timed_in_some_runs_and_counted_in_others_has_a_series_of_each() -> None:
+    """Seconds and instructions are never one line: no shift is found between them, and each
+    series reads in its own unit."""
+    base = {"name": "test_a", "backend": "numpy", "kind": "cpu", "dtype": "f32", "branch": "main"}
+    pts = [
+        {
+            **base,
+            "test": "t::test_a",
+            "hardware_class": "v3",
+            "created": f"2026-11-{i + 1:02d}",
+            "commit": f"c{i:02d}",
+            "status": "unchanged",
+            "low": None,
+            "high": None,
+            **(
+                {"measure": "time", "median": 2e-3}
+                if i % 2
+                else {"measure": "counts", "median": 10_838_669.0}
+            ),
+        }
+        for i in range(12)
+    ]
+    timed, counted = sorted(series(pts), key=lambda s: s.measure.name, reverse=True)
+    assert (timed.measure.name, counted.measure.name) == ("time", "counts")
+    assert len(timed.points) == len(counted.points) == 6
+    assert not timed.changes and not counted.changes
+    lines = text([timed, counted])
+    assert lines[0] == "test_a  [numpy cpu f32, class v3]"
+    assert "  2.00 ms" in lines[1]
+    (head,) = [ln for ln in lines if ln.startswith("test_a") and "counted" in ln]
+    assert head == "test_a  [numpy cpu f32, class v3, instructions counted]"
+    assert all("10.8 M instr" in ln for ln in lines if ln.split()[1:2] in (["c00"], ["c02"]))
+    assert not any("10838669" in ln for ln in lines)
+    assert counted.as_json()["unit"] == "instructions"
 
 
 def test_a_counts_record_that_is_not_one_stores_nothing(url: str) -> None:

@@ -96,14 +96,18 @@ def test_params(item: pytest.Item, case: Case) -> tuple[dict[str, object] | None
 
 
 def junit_properties(result: Result) -> list[tuple[str, object]]:
-    """The verdict as JUnit XML ``<property>`` elements (what CI systems show per test)."""
+    """The verdict as JUnit XML ``<property>`` elements (what CI systems show per test). The
+    medians' names carry their unit: ``perf_median_s`` (seconds) where the time judged,
+    ``perf_median_instructions`` where the counts did (``perf_measure`` says which)."""
     v = result.verdict
+    unit = result.judged_by.unit
     props: list[tuple[str, object]] = [
         ("perf_verdict", v.status),
-        ("perf_median_s", f"{v.current_median:.6g}"),
+        ("perf_measure", result.judged_by.name),
+        (f"perf_median_{unit}", f"{v.current_median:.6g}"),
     ]
     if v.baseline_median is not None:
-        props.append(("perf_baseline_median_s", f"{v.baseline_median:.6g}"))
+        props.append((f"perf_baseline_median_{unit}", f"{v.baseline_median:.6g}"))
     if v.change_pct is not None:
         props.append(("perf_change_pct", f"{v.change_pct:+.2f}"))
     if v.ratio_low is not None and v.ratio_high is not None:

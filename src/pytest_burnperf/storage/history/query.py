@@ -15,7 +15,6 @@ from pytest_burnperf.core.counting.counts_key import key_difference
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.verdict import Policy, Verdict, judge, not_comparable
 from pytest_burnperf.core.sides.side_registry import SIDES
-from pytest_burnperf.core.text import format_time
 from pytest_burnperf.storage.history.changepoints import ChangePoint, find
 
 
@@ -26,6 +25,8 @@ class Series:
     name: str
     device: str
     dtype: str
+    #: What its medians are: seconds per call, or instructions per call (``counts``).
+    measure: measures.Judged = measures.TIME
     points: list[dict[str, object]] = field(default_factory=list)
     changes: list[ChangePoint] = field(default_factory=list)
 
@@ -36,6 +37,8 @@ class Series:
             "name": self.name,
             "device": self.device,
             "dtype": self.dtype,
+            "measure": self.measure.name,
+            "unit": self.measure.unit,
             "points": [
                 {
                     k: p.get(k)
@@ -70,9 +73,11 @@ def series(
     keep: Callable[[str], bool] = lambda _t: True,
     device: str | None = None,
 ) -> list[Series]:
-    """Group ``points`` (oldest first) by hardware class and test; find each one's change
-    points. ``device`` keeps the series whose backend, kind or ``backend-kind`` equals it."""
-    out: dict[tuple[str, str], Series] = {}
+    """Group ``points`` (oldest first) by hardware class, test and measure (a benchmark timed
+    in some runs and counted in others has a series of each: seconds and instructions are never
+    one line, nor a shift between them); find each one's change points. ``device`` keeps the
+    series whose backend, kind or ``backend-kind`` equals it."""
+    out: dict[tuple[str, str, str], Series] = {}
     for p in points:
         test = str(p["test"])
         if not keep(test):
@@ -80,7 +85,8 @@ def series(
         backend, kind = str(p.get("backend") or ""), str(p.get("kind") or "")
         if device is not None and device not in (backend, kind, f"{backend}-{kind}"):
             continue
-        key = (str(p["hardware_class"]), test)
+        measure = measures.of_field(p.get("measure"))
+        key = (str(p["hardware_class"]), test, measure.name)
         s = out.get(key)
         if s is None:
             s = out[key] = Series(
@@ -89,11 +95,12 @@ def series(
                 str(p.get("name") or test),
                 f"{backend} {kind}".strip(),
                 str(p.get("dtype") or ""),
+                measure,
             )
         s.points.append(dict(p))
     for s in out.values():
         s.changes = find([jf.number(p.get("median")) or 0.0 for p in s.points])
-    return sorted(out.values(), key=lambda s: (s.hardware_class, s.test))
+    return sorted(out.values(), key=lambda s: (s.hardware_class, s.test, s.measure.name))
 
 
 def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
@@ -101,18 +108,21 @@ def text(all_series: Sequence[Series], *, width: int = 100) -> list[str]:
 
     lines: list[str] = []
     for s in all_series:
-        lines.append(f"{s.name}  [{s.device} {s.dtype}, class {s.hardware_class}]")
+        counted = ", instructions counted" if s.measure.counted else ""
+        lines.append(f"{s.name}  [{s.device} {s.dtype}, class {s.hardware_class}{counted}]")
         starts = {c.index: c for c in s.changes}
         for i, p in enumerate(s.points):
             low, high = jf.number(p.get("low")), jf.number(p.get("high"))
             interval = (
-                "" if low is None or high is None else f" [{format_time(low)}, {format_time(high)}]"
+                ""
+                if low is None or high is None
+                else f" [{s.measure.format(low)}, {s.measure.format(high)}]"
             )
             commit = str(p.get("commit") or "-")[:10] + ("+dirty" if p.get("dirty") else "")
             mark = ""
             if i in starts:
                 mark = f"  <- shift {100 * (starts[i].ratio - 1):+.1f}% begins here"
-            median = format_time(jf.number(p.get("median")) or 0.0)
+            median = s.measure.format(jf.number(p.get("median")) or 0.0)
             beside = "".join(side.history.line(p) for side in SIDES)
             line = (
                 f"  {str(p.get('created') or '')[:16]:<16}  {commit:<16} "

@@ -17,9 +17,11 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``burnperf_meta``):
   count; null where not tracked or where its calls varied) and ``memory`` (JSON:
   core/memory/recorded_memory.RecordedMemory, with the key the figures compare under)), and for
   a counted result ``counts`` (JSON: the ``key`` its instructions compare under and the
-  ``interpreter``'s share of them; null for a timed one).
+  ``interpreter``'s share of them; null for a timed one), and ``measure`` (``time``: ``median``,
+  ``low``, ``high`` and ``runs`` are seconds per call; ``counts``: instructions per call).
 
-Version 2 added the counts column to version 1's (:func:`_add_counts`). A side's columns are
+Version 2 added the counts column to version 1's (:func:`_add_counts`), version 3 the measure
+(:func:`_add_measure`). A side's columns are
 not a schema version's: opening a store adds those it lacks (:func:`_add_side_columns`), so
 registering a new verdict judged beside needs no migration.
 
@@ -43,7 +45,7 @@ from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
 from pytest_burnperf.storage.history.stored_rows import RowError, rows_of, run_key
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: How long a write waits for another process that holds a SQLite store's write lock, in steps
 #: of SQLite's own busy timeout (:data:`BUSY_STEP_S`) so that Ctrl-C acts within one step.
 LOCK_WAIT_S = 15.0
@@ -103,6 +105,7 @@ results = sa.Table(
         for name, kind in SIDE_COLUMNS.items()
     ),
     sa.Column("counts", sa.JSON),
+    sa.Column("measure", sa.String(16), nullable=False, server_default="time"),
     sa.UniqueConstraint("run_id", "test"),
     sa.Index("ix_burnperf_results_test_run", "test", "run_id"),
 )
@@ -121,6 +124,25 @@ def _add_counts(conn: Connection) -> None:
 
 
 MIGRATIONS[1] = _add_counts
+
+
+def _add_measure(conn: Connection) -> None:
+    """Version 2 to 3: what the median and the runs of each result are (``time`` or
+    ``counts``). The stored results that kept a counts record were counted; the rest timed (a
+    counted result stored without one, before version 2, reads as timed)."""
+    conn.execute(
+        sa.text(
+            "ALTER TABLE burnperf_results ADD COLUMN measure VARCHAR(16) NOT NULL DEFAULT 'time'"
+        )
+    )
+    conn.execute(
+        sa.update(results)
+        .where(results.c.counts.is_not(None), sa.cast(results.c.counts, sa.Text) != "null")
+        .values(measure="counts")
+    )
+
+
+MIGRATIONS[2] = _add_measure
 
 
 def _add_side_columns(conn: Connection) -> None:
@@ -344,7 +366,8 @@ class Store:
         with_sides: bool = False,
     ) -> list[dict[str, object]]:
         """Every stored result (newest ``last`` per test and hardware class), oldest first,
-        with its run's date, commit, branch and class, and the figures of each verdict judged
+        with its ``measure`` (``time`` or ``counts``: what its median is), its run's date,
+        commit, branch and class, and the figures of each verdict judged
         beside (memory per call's ``memory_peak``, ``memory_allocated``,
         ``memory_allocations``); ``with_runs`` adds its raw samples and its counts record
         (``counts``: key and interpreter share, None for a timed result), ``with_sides`` each
@@ -361,6 +384,7 @@ class Store:
             results.c.status,
             results.c.ratio,
             results.c.mds,
+            results.c.measure,
             *(results.c[name] for side in SIDES for name in side.figure_columns),
             runs.c.created,
             runs.c.commit,

@@ -84,9 +84,21 @@ def rows_of(
                 },
                 **beside,
                 "counts": _counts(r, f"results[{i}].counts"),
+                "measure": _measure(r, f"results[{i}]").name,
             }
         )
     return run, out
+
+
+def _measure(r: Mapping[str, object], where: str) -> measures.Judged:
+    """What a result's median and runs are: its ``measure``, or (a file written before the
+    field) its ``timer``'s; RowError for a measure no version wrote."""
+    if r.get("measure") is None:
+        return measures.of_field(r.get("timer"))
+    try:
+        return measures.judged(r.get("measure"))
+    except ValueError as exc:
+        raise RowError(f"{where}.measure: {exc}") from None
 
 
 def _counts(r: Mapping[str, object], where: str) -> dict[str, object] | None:
