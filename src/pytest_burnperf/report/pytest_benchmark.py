@@ -85,10 +85,16 @@ def document(
     results: Sequence[Any], *, machine: dict[str, object], created: str, git: dict[str, object]
 ) -> dict[str, object]:
     """The results of a run (``results.Result``) as a pytest-benchmark JSON document. The verdict
-    of each benchmark is kept under ``extra_info["burnperf"]``."""
+    of each benchmark is kept under ``extra_info["burnperf"]`` (with the measure that judged it).
+    Its ``stats`` are times, as every tool that reads the format takes them: a benchmark judged
+    by counts gives the time measured beside them, and one judged by counts alone (no time) is
+    left out of ``benchmarks`` and named under ``burnperf_not_timed`` (:func:`not_timed`)."""
 
     benchmarks = []
     for r in results:
+        t = r.timed()
+        if t is None:
+            continue
         s = r.settings
         name = r.key
         v = r.verdict
@@ -104,7 +110,8 @@ def document(
                     "burnperf": {
                         "device": r.device_id,
                         "dtype": r.dtype,
-                        "timer": r.sample.timer,
+                        "timer": t.sample.timer,
+                        "measure": r.judged_by.name,
                         "verdict": v.status,
                         "change_pct": v.change_pct,
                         "p_slower": v.p_slower,
@@ -113,15 +120,16 @@ def document(
                 },
                 "options": {
                     "disable_gc": True,
-                    "timer": r.sample.timer,
+                    "timer": t.sample.timer,
                     "min_rounds": s.samples,
                     "max_time": s.max_time,
                     "min_time": s.min_time,
                     "warmup": s.warmup > 0,
                 },
-                "stats": stats(r.sample.values, r.sample.loops),
+                "stats": stats(t.sample.values, t.sample.loops),
             }
         )
+    left_out = not_timed(results)
     return {
         "machine_info": {"node": machine.get("id"), **machine},
         "commit_info": {
@@ -132,7 +140,14 @@ def document(
         "benchmarks": benchmarks,
         "datetime": created,
         "version": f"pytest-burnperf {__version__}",
+        **({"burnperf_not_timed": left_out} if left_out else {}),
     }
+
+
+def not_timed(results: Sequence[Any]) -> list[str]:
+    """The benchmarks judged by instruction counts alone, with no time measured: pytest-benchmark's
+    JSON has no place for them (its ``stats`` are seconds), so they are named apart."""
+    return [f"{r.module}::{r.key}" for r in results if r.timed() is None]
 
 
 def looks_like_one(doc: object) -> bool:

@@ -71,3 +71,37 @@ def test_saved_run_checks(tmp_path: Path) -> None:
     path.write_text("{}")
     with pytest.raises(FileFormatError, match="is not a pytest-benchmark JSON file"):
         read_saved_run(path)
+
+
+def test_its_stats_are_times_and_a_benchmark_counted_alone_is_named_apart() -> None:
+    """pytest-benchmark's readers take ``stats`` as seconds: a counted benchmark gives the time
+    measured beside its counts; one judged by counts alone is left out and named."""
+    from dataclasses import replace
+
+    from pytest_burnperf.core.clocks import Sample
+    from pytest_burnperf.core.judging.verdict import UNCHANGED
+    from pytest_burnperf.report.pytest_benchmark import document
+
+    from .test_table import result
+
+    timed = result("test_t", "numpy-cpu", "f32", 2e-3, UNCHANGED, 1.0)
+    counts = Sample(values=(10_838_669.0,) * 4, loops=1, warmup_calls=1, timer="counts")
+    beside = replace(
+        result("test_b", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0),
+        measure="counts",
+        sample=counts,
+    )
+    beside = replace(beside, time=result("test_b", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0))
+    alone = replace(
+        result("test_c", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0), measure="counts", sample=counts
+    )
+    doc = document([timed, beside, alone], machine={"id": "m"}, created="now", git={})
+    got = {b["name"]: b for b in doc["benchmarks"]}
+    assert sorted(got) == ["test_b[numpy-cpu-f32]", "test_t[numpy-cpu-f32]"]
+    b = got["test_b[numpy-cpu-f32]"]
+    assert b["stats"]["median"] == pytest.approx(1e-3) and b["options"]["timer"] != "counts"
+    assert b["extra_info"]["burnperf"]["measure"] == "counts"
+    assert got["test_t[numpy-cpu-f32]"]["extra_info"]["burnperf"]["measure"] == "time"
+    assert doc["burnperf_not_timed"] == ["perf_tests/test_ops.py::test_c[numpy-cpu-f32]"]
+    both = document([timed], machine={"id": "m"}, created="now", git={})
+    assert "burnperf_not_timed" not in both

@@ -115,9 +115,15 @@ def write_up(session: pytest.Session, state: PerfState, exitstatus: int) -> None
     def benchmark_doc() -> dict[str, object]:
         from pytest_burnperf.report import pytest_benchmark as pytest_benchmark_json
 
-        return pytest_benchmark_json.document(
-            list(state.findings.results.values()), machine=machine, created=now, git=state.git
-        )
+        results = list(state.findings.results.values())
+        left_out = pytest_benchmark_json.not_timed(results)
+        if left_out:
+            state.notes.append(
+                f"pytest-benchmark's JSON holds times: {len(left_out)} benchmark(s) judged by "
+                "instruction counts alone are left out of its benchmarks (named under "
+                "burnperf_not_timed); --perf-measure both times them beside their counts"
+            )
+        return pytest_benchmark_json.document(results, machine=machine, created=now, git=state.git)
 
     if state.output.json_path is not None:
         doc = benchmark_doc() if state.output.json_format == "pytest-benchmark" else ours
