@@ -70,6 +70,46 @@ def test_user_errors_show_user_frames_and_failed_benchmarks_count_as_failed(
     assert props["test_wrong_after_timing[numpy-cpu-f32]"]["perf_verdict"] == "no-baseline"
 
 
+WRONG_CALL = """
+import pytest
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_wrong_call(perf):
+    perf(lambda: None, 1, 2)
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_wrong_pedantic(perf):
+    perf.pedantic(lambda: None, args=(1,), rounds=3)
+"""
+
+
+@pytest.mark.parametrize(
+    "measure", ["time", pytest.param("counts", marks=pytest.mark.slow, id="counts")]
+)
+def test_a_call_with_the_wrong_arguments_fails_at_the_tests_own_line(
+    pytester: pytest.Pytester, measure: str
+) -> None:
+    """perf(fn, *args) and perf.pedantic(fn, args=...) that fn cannot take: the traceback is
+    the test's line and the error, under either measure, with none of the plugin's frames."""
+    if measure == "counts":
+        import shutil
+
+        if shutil.which("valgrind") is None:
+            pytest.skip("no valgrind")
+    pytester.makepyfile(test_w=WRONG_CALL)
+    result = pytester.runpytest("--perf", *FAST, "--perf-measure", measure)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    failure = out.split("= FAILURES =", 1)[1].split("pytest-burnperf ==", 1)[0]
+    assert ">       perf(lambda: None, 1, 2)" in failure
+    assert "takes 0 positional arguments but 2 were given" in failure
+    assert ">       perf.pedantic(lambda: None, args=(1,), rounds=3)" in failure
+    assert "takes 0 positional arguments but 1 was given" in failure
+    assert "pytest_burnperf" not in failure.replace("pytest_burnperf.plugin.measuring", "")
+
+
 def test_verdict_properties_in_junit_after_a_comparison(loop_project: pytest.Pytester) -> None:
     rec = ("--perf", "--perf-update", "--perf-rounds", "1", *FAST)
     loop_project.runpytest(*rec).assert_outcomes(passed=2)

@@ -30,6 +30,7 @@ class GraphReplays:
         return situation.timer == "graph"
 
     def measure(self, calls: Measurement) -> object:
+        __tracebackhide__ = True  # a failing call shows the test's line
         return calls.time_calls(self)
 
     def open(self, device: Device, *, flush_l2: bool) -> ClockParts:

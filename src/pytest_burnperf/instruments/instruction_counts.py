@@ -67,6 +67,7 @@ class CountsHere:
         return situation.counting_round
 
     def measure(self, calls: Measurement) -> object:
+        __tracebackhide__ = True  # a failing call shows the test's line
         return calls.count_calls()
 
 
@@ -83,6 +84,7 @@ class CountsJudge:
         return situation.counts_judge
 
     def measure(self, calls: Measurement) -> object:
+        __tracebackhide__ = True  # a failing call shows the test's line
         result = calls.call_once()  # the test's own checks see its result
         calls.judge_counts()
         return result

@@ -26,6 +26,7 @@ class TrackedHere:
         return situation.tracking_round
 
     def measure(self, calls: Measurement) -> object:
+        __tracebackhide__ = True  # a failing call shows the test's line
         return calls.track_sides()
 
 

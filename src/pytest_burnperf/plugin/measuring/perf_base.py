@@ -80,6 +80,7 @@ def pedantic_call(
                 a, k = tuple(prepared[0]), dict(prepared[1])
 
         def call() -> object:
+            __tracebackhide__ = True
             out = None
             for _ in range(iterations):
                 out = fn(*a, **k)
@@ -228,7 +229,12 @@ class PerfBase:
         __tracebackhide__ = True  # an error inside fn shows the user's frames, not the plugin's
         self._start(fn, "perf()")
         self._take_place(fn, args, kwargs)
-        self._rerun = lambda: (lambda: fn(*args, **kwargs), None)
+
+        def again() -> T:
+            __tracebackhide__ = True
+            return fn(*args, **kwargs)
+
+        self._rerun = lambda: (again, None)
         return self._call(fn, args, kwargs)
 
     def pedantic(

@@ -76,6 +76,7 @@ class Perf(PerfBase):
         __tracebackhide__ = True
 
         def time_calls(clock: Clock) -> object:
+            __tracebackhide__ = True
             s = self.settings
             # timed only for the change beside its counts (auto): one round, no adaptive samples
             beside = counting.time_beside(self._state, self.device.kind, self._item.nodeid)
@@ -194,6 +195,7 @@ class Perf(PerfBase):
         rounds = s.samples if shape.rounds is None else shape.rounds
 
         def time_calls(clock: Clock) -> object:
+            __tracebackhide__ = True
             return self._measure(
                 clock,
                 measure_pedantic,
