@@ -436,9 +436,14 @@ def test_compare_judges_counted_results_by_the_counts_rule(
     assert "  counts baseline recorded with numpy 2.4.6, this run has 2.5.0" in out
     timed = results_file(tmp_path / "timed.json", 1.0)
     assert main(["compare", str(timed), str(old)]) == 0
-    assert f"  {timed} timed it, {old} counted it" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"  {timed} timed it, {old} counted it" in out
+    # each file's median in its own unit
+    assert "  1.01 s -> 1.00 M instr  t.py::test_a" in out
     assert main(["compare", str(old), str(timed)]) == 0  # seconds against instructions: never
-    assert f"  {old} counted it, {timed} timed it" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"  {old} counted it, {timed} timed it" in out
+    assert "1.00 M instr ->     1.01 s  t.py::test_a" in out
     bad = counted_file(tmp_path / "bad.json", 1.0)
     doc = json.loads(bad.read_text())
     doc["results"][0]["counts"]["key"] = "numpy"

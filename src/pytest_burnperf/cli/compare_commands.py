@@ -152,6 +152,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for test in sorted(new):
         timer = timers.get(test, "host")  # a counted result's values are instructions
         shown = measures.of_field(timer)
+        # each file's median in its own measure: one may have counted what the other timed
+        before = measures.of_field(old_timers.get(test, "host"))
         is_counted = shown.counted
         if is_counted:  # judged by the counts rule, as the run judged it
             v = _counts_verdict(
@@ -159,10 +161,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 new[test],
                 old_counts.get(test),
                 new_counts.get(test),
-                measures.of_field(old_timers.get(test, "host")).counted,
+                before.counted,
                 args,
             )
-        elif test in old and measures.of_field(old_timers.get(test, "host")).counted:
+        elif test in old and before.counted:
             v = not_comparable(
                 [x for run in new[test] for x in run],
                 [x for run in old[test] for x in run],
@@ -174,7 +176,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         change = "-" if v.change_pct is None else f"{v.change_pct:+.1f}%"
         if is_counted and v.change_pct is not None:
             change = f"{v.change_pct:+.2f}%"
-        base = "-" if v.baseline_median is None else shown.format(v.baseline_median)
+        base = "-" if v.baseline_median is None else before.format(v.baseline_median)
         now = shown.format(v.current_median)
         print(f"{v.status:<12} {change:>8} {base:>10} -> {now:>10}  {test}")
         failed = v.status == REGRESSED
