@@ -90,7 +90,7 @@ def header(
     elif beside:
         text += f"; {beside_text}"
     where = f"baselines in {baselines}" if same_session is None else same_session
-    host = host_state(windows, cpus)
+    host = host_state(windows, cpus, sum(1 for r in results if r.host))
     machine = f"machine {machine_id}: {hardware.describe(hardware.cpu_identity())}"
     timed = not counted or any(r.timed() is not None for r in results)
     return [
@@ -232,8 +232,11 @@ def side_lines(results: Iterable[Result]) -> list[str]:
     return out
 
 
-def host_state(windows: Sequence[Window], cpus: int) -> str:
-    """The header's host-state part: ``host quiet`` or what disturbed how many benchmarks."""
+def host_state(windows: Sequence[Window], cpus: int, benchmarks: int | None = None) -> str:
+    """The header's host-state part: ``host quiet`` or what disturbed how many benchmarks; of
+    how many timed rounds where the ``benchmarks`` were timed in more than one round each (a
+    window is one benchmark's round)."""
+    what = "benchmark(s)" if benchmarks in (None, len(windows)) else "timed round(s)"
     bad = [(w, w.disturbed()) for w in windows]
     bad = [(w, why) for w, why in bad if why]
     parts: list[str] = []
@@ -258,12 +261,12 @@ def host_state(windows: Sequence[Window], cpus: int) -> str:
         )
     elif not bad and short:
         state = (
-            f"host quiet during {len(windows) - short} of {len(windows)} benchmark(s) (the "
+            f"host quiet during {len(windows) - short} of {len(windows)} {what} (the "
             f"other {short} timed under {activity.MIN_WINDOW_S:g} s, too short to tell)"
         )
     elif not bad:
         state = "host quiet"
     else:
         worst = max(bad, key=lambda p: p[0].others_cpus or 0.0)
-        state = f"host BUSY during {len(bad)} of {len(windows)} benchmark(s) (worst: {worst[1]})"
+        state = f"host BUSY during {len(bad)} of {len(windows)} {what} (worst: {worst[1]})"
     return state + (f" ({', '.join(parts)})" if parts else "")

@@ -105,6 +105,16 @@ def test_the_headers_host_state_names_the_busy_benchmarks(monkeypatch: pytest.Mo
         "host quiet during 1 of 2 benchmark(s) (the other 1 timed under 0.25 s, too short"
     )
     assert host_state([busy, brief], 2).startswith("host BUSY during 1 of 2")
+    # one benchmark timed in two rounds: its rounds are counted, not called benchmarks
+    assert host_state([quiet, brief], 2, benchmarks=1).startswith(
+        "host quiet during 1 of 2 timed round(s) (the other 1"
+    )
+    assert host_state([busy, quiet], 2, benchmarks=1).startswith(
+        "host BUSY during 1 of 2 timed round(s)"
+    )
+    assert host_state([busy, quiet], 2, benchmarks=2).startswith(
+        "host BUSY during 1 of 2 benchmark(s)"
+    )
 
 
 def test_real_snapshot_reads_this_machine() -> None:
