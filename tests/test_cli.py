@@ -83,14 +83,22 @@ def test_machines_lists_classes_and_marks_this_host(
     from pytest_burnperf.host.hardware import hardware_class
     from pytest_burnperf.host.machine import default_machine_id, legacy_machine_id
 
-    def write(machine_dir: str, machine: dict[str, object]) -> None:
-        path = tmp_path / machine_dir / "perf_tests" / "test_x.json"
+    def write(
+        machine_dir: str,
+        machine: dict[str, object],
+        entry: dict[str, str] | None = None,
+        root: Path = tmp_path,
+    ) -> None:
+        path = root / machine_dir / "perf_tests" / "test_x.json"
         path.parent.mkdir(parents=True)
         doc = {
             "schema": "pytest-burnperf-baselines",
             "version": 1,
             "machine": machine,
-            "benchmarks": {"test_a[numpy-cpu-f32]": {}, "test_b[numpy-cpu-f32]": {}},
+            "benchmarks": {
+                "test_a[numpy-cpu-f32]": entry or {},
+                "test_b[numpy-cpu-f32]": entry or {},
+            },
         }
         path.write_text(json.dumps(doc))
 
@@ -127,7 +135,24 @@ def test_machines_lists_classes_and_marks_this_host(
     doc = json.loads(capsys.readouterr().out)
     assert [m["this_host"] for m in doc["machines"]].count(True) == 1
     assert main(["machines", "--baselines", str(tmp_path / "none")]) == 0
-    assert "no baselines for this host's class" in capsys.readouterr().out
+    assert "no time baselines for this host's class: pytest" in capsys.readouterr().out
+    # counts baselines are no class's: said for what they judge, never offered as a machine id
+    import platform
+
+    from pytest_burnperf.core.counting.counts_key import store_name
+
+    counts_dir = store_name(platform.system(), platform.machine())
+    only = tmp_path / "only-counts"
+    write(counts_dir, {"id": here, "hardware_class": hardware_class()}, {"timer": "counts"}, only)
+    write("counts-other-arch", {"hardware_class": "x"}, {"timer": "counts"}, only)
+    assert main(["machines", "--baselines", str(only)]) == 0
+    out = capsys.readouterr().out
+    assert f" * {counts_dir}: 2 benchmark(s) in 1 file(s); counts baselines (instructions" in out
+    assert "   counts-other-arch: 2 benchmark(s) in 1 file(s); counts baselines" in out
+    assert "of another OS or architecture" in out and "--perf-machine" not in out
+    assert "no time baselines for this host's class (the counts baselines judge its CPU" in out
+    assert main(["machines", "--baselines", str(only), "--json"]) == 0
+    assert [m["counts"] for m in json.loads(capsys.readouterr().out)["machines"]] == [True, True]
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from pytest_burnperf.cli.arguments import (
     EXIT_USAGE,
     InputError,
 )
+from pytest_burnperf.core import measures
+from pytest_burnperf.core.counting import counts_key
 from pytest_burnperf.core.judging.stats import summarize
 from pytest_burnperf.core.options.run_options import check_machine_id
 from pytest_burnperf.core.options.settings import SettingsError
@@ -35,7 +38,9 @@ from pytest_burnperf.storage.jsonfile import FileFormatError, read_json
 
 def machine_dirs(root: Path) -> list[dict[str, object]]:
     """One record per machine directory under a baselines directory: its id, hardware class and
-    CPU (from the files' ``machine`` section), how many files and benchmarks it holds."""
+    CPU (from the files' ``machine`` section), how many files and benchmarks it holds, and
+    whether it holds counts baselines (``counts``: instructions, for any machine of its OS and
+    architecture) rather than one class's times."""
 
     out: list[dict[str, object]] = []
     if not root.is_dir():
@@ -44,6 +49,7 @@ def machine_dirs(root: Path) -> list[dict[str, object]]:
         files = sorted(d.rglob("*.json"))
         info: dict[str, object] = {}
         benchmarks = 0
+        counted = False
         for f in files:
             try:
                 doc = read_json(f)
@@ -51,6 +57,10 @@ def machine_dirs(root: Path) -> list[dict[str, object]]:
                 continue
             if isinstance(doc, dict) and isinstance(doc.get("benchmarks"), dict):
                 benchmarks += len(doc["benchmarks"])
+                counted = counted or any(
+                    isinstance(e, dict) and measures.of_field(e.get("timer")).counted
+                    for e in doc["benchmarks"].values()
+                )
                 if not info and isinstance(doc.get("machine"), dict):
                     info = escape_strings(doc["machine"])
         if files:
@@ -62,6 +72,7 @@ def machine_dirs(root: Path) -> list[dict[str, object]]:
                     "cpu": info.get("cpu"),
                     "files": len(files),
                     "benchmarks": benchmarks,
+                    "counts": counted,
                 }
             )
     return out
@@ -95,9 +106,18 @@ def cmd_machines(args: argparse.Namespace) -> int:
     print(f"baselines in {args.baselines}:")
     if not dirs:
         print("  none")
+    ours = counts_key.store_name(platform.system(), platform.machine())
     for rec in dirs:
         mark = "*" if rec["this_host"] else " "
-        if rec["legacy"]:
+        if rec["counts"]:
+            here = str(rec["id"]) == ours or str(rec["id"]).startswith(f"{ours}-")
+            mark = "*" if here else " "
+            what = "counts baselines (instructions per call): " + (
+                "judge this host and every machine of its OS and architecture where valgrind runs"
+                if here
+                else "of another OS or architecture"
+            )
+        elif rec["legacy"]:
             what = "recorded before the hardware identity: never compared; re-record"
             if rec["id"] == legacy_machine_id():
                 what += " (this host's name in that scheme)"
@@ -112,8 +132,17 @@ def cmd_machines(args: argparse.Namespace) -> int:
         print(
             f" {mark} {rec['id']}: {rec['benchmarks']} benchmark(s) in {rec['files']} file(s); {what}"
         )
-    if not any(r["this_host"] for r in dirs):
-        print("no baselines for this host's class: pytest --perf --perf-update records them")
+    if not any(r["this_host"] for r in dirs if not r["counts"]):
+        counted = any(r["counts"] and str(r["id"]).startswith(ours) for r in dirs)
+        print(
+            "no time baselines for this host's class"
+            + (
+                " (the counts baselines judge its CPU benchmarks where valgrind runs)"
+                if counted
+                else ""
+            )
+            + ": pytest --perf --perf-update records them"
+        )
     return 0
 
 
