@@ -122,6 +122,10 @@ def test_perf_fixture_without_marker(pytester: pytest.Pytester) -> None:
             "*--perf-machine: machine id '../escape' is not allowed*",
         ),
         (
+            ["--perf-machine", "counts-linux-x86_64"],
+            "*--perf-machine: machine id 'counts-linux-x86_64' names a counts baselines folder*",
+        ),
+        (
             ["--perf-update"],
             "*--perf-update records benchmark results, so it needs --perf*",
         ),

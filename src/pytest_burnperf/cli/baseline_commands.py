@@ -20,7 +20,7 @@ from pytest_burnperf.cli.arguments import (
 from pytest_burnperf.core import measures
 from pytest_burnperf.core.counting import counts_key
 from pytest_burnperf.core.judging.stats import summarize
-from pytest_burnperf.core.options.run_options import check_machine_id
+from pytest_burnperf.core.options.run_options import check_machine_id, check_time_machine_id
 from pytest_burnperf.core.options.settings import SettingsError
 from pytest_burnperf.core.text import escape, escape_strings
 from pytest_burnperf.devices import Registry
@@ -159,7 +159,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"{args.file}: {why}")
     try:
         machine_id = (
-            check_machine_id(args.machine, "--machine") if args.machine else default_machine_id()
+            check_time_machine_id(args.machine, "--machine")
+            if args.machine
+            else default_machine_id()
         )
     except SettingsError as exc:
         raise InputError(str(exc)) from None

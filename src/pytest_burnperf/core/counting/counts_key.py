@@ -200,8 +200,12 @@ def key_notes(stored: Mapping[str, object] | None, current: Mapping[str, object]
     ]
 
 
+#: How the counts baselines' folders begin (:func:`store_name`): no machine's time baselines.
+FOLDER_PREFIX = "counts-"
+
+
 def store_name(system: str, arch: str) -> str:
     """The baselines folder of counts: ``counts-linux-x86_64``. Not the host's CPU model nor
     the valgrind version: counts baselines travel between runners that drew different CPUs and
     images (each entry's key says what must match)."""
-    return f"counts-{system.lower()}-{arch.lower()}"
+    return f"{FOLDER_PREFIX}{system.lower()}-{arch.lower()}"

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Literal, cast
 
 from pytest_burnperf.core import measures
+from pytest_burnperf.core.counting import counts_key
 from pytest_burnperf.core.options.settings import (
     SettingsError,
     _choice,
@@ -315,5 +316,20 @@ def check_machine_id(value: str, where: str) -> str:
         raise SettingsError(
             f"{where}: machine id {value!r} is not allowed; use letters, digits, '.', '_' and '-' "
             "(it becomes a folder name under the baselines directory)"
+        )
+    return value
+
+
+def check_time_machine_id(value: str, where: str) -> str:
+    """A machine id for time baselines (``--perf-machine``): also never a counts baselines'
+    folder, whose instructions it would read as times and whose entries a recording would
+    overwrite with times."""
+    check_machine_id(value, where)
+    if value.startswith(counts_key.FOLDER_PREFIX):
+        raise SettingsError(
+            f"{where}: machine id {value!r} names a counts baselines folder "
+            f"({counts_key.FOLDER_PREFIX}<os>-<arch>: instructions per call, found and judged "
+            "without it); a machine id names a folder of time baselines: choose one that does "
+            f"not begin with {counts_key.FOLDER_PREFIX!r}"
         )
     return value

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_burnperf.core.options import run_options, settings
-from pytest_burnperf.core.options.run_options import DEFAULT_ROUND_BUDGET_S, check_machine_id
+from pytest_burnperf.core.options.run_options import DEFAULT_ROUND_BUDGET_S, check_time_machine_id
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.options.shards import parse_shard
 from pytest_burnperf.runs.comparison.environments import check_ref, parse_refs
@@ -29,7 +29,7 @@ def refs_arg(value: str, option: str) -> tuple[str, ...]:
 
 def _machine_arg(value: str, where: str) -> str:
 
-    return check_machine_id(value, where)
+    return check_time_machine_id(value, where)
 
 
 DEFAULTS = Settings()
