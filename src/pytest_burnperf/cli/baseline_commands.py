@@ -110,11 +110,11 @@ def cmd_machines(args: argparse.Namespace) -> int:
     for rec in dirs:
         mark = "*" if rec["this_host"] else " "
         if rec["counts"]:
-            here = str(rec["id"]) == ours or str(rec["id"]).startswith(f"{ours}-")
-            mark = "*" if here else " "
+            judges_here = str(rec["id"]) == ours or str(rec["id"]).startswith(f"{ours}-")
+            mark = "*" if judges_here else " "
             what = "counts baselines (instructions per call): " + (
                 "judge this host and every machine of its OS and architecture where valgrind runs"
-                if here
+                if judges_here
                 else "of another OS or architecture"
             )
         elif rec["legacy"]:
