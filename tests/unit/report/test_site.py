@@ -20,16 +20,19 @@ from pytest_burnperf.storage.history.query import series
 from .test_report_files import EVIL, counted, history_points
 
 
-def fleet_points() -> list[dict[str, Any]]:
-    """A planted +20% step in test_a on numpy (run 10 on), test_a also on torch (slower), and
-    a benchmark whose name tries to inject markup."""
-    pts = history_points("test_a[numpy-cpu-f32]")
-    torch = [
+def torch_points() -> list[dict[str, Any]]:
+    """test_a on torch: twice numpy's median, the same +20% step."""
+    return [
         dict(p, test="t.py::test_a[torch-cpu-f32]", name="test_a[torch-cpu-f32]",
              backend="torch", median=2 * p["median"])
         for p in history_points("test_a[torch-cpu-f32]")
     ]  # fmt: skip
-    return pts + torch + history_points(EVIL)
+
+
+def fleet_points() -> list[dict[str, Any]]:
+    """A planted +20% step in test_a on numpy (run 10 on), test_a also on torch (slower), and
+    a benchmark whose name tries to inject markup."""
+    return history_points("test_a[numpy-cpu-f32]") + torch_points() + history_points(EVIL)
 
 
 def test_the_site_has_an_index_a_page_per_benchmark_and_the_backends_compared(
@@ -202,13 +205,8 @@ def test_counted_series_read_in_instructions_and_are_never_ranked_against_times(
     """A benchmark counted on numpy and torch and timed on another runner: the index and the
     pages read instructions, and the backends compared rank the counts apart from the times."""
     numpy = history_points("test_a[numpy-cpu-f32]")
-    torch = [
-        dict(p, test="t.py::test_a[torch-cpu-f32]", name="test_a[torch-cpu-f32]",
-             backend="torch", median=2 * p["median"])
-        for p in history_points("test_a[torch-cpu-f32]")
-    ]  # fmt: skip
     out = tmp_path / "site"
-    publish(series(counted(numpy) + counted(torch) + numpy[:3]), out)
+    publish(series(counted(numpy) + counted(torch_points()) + numpy[:3]), out)
     index = (out / "index.html").read_text()
     assert "M instr</td>" in index and index.count(" ms</td>") == 1  # the timed series
     page = (out / "b" / f"{slug('t.py::test_a')}.html").read_text()
