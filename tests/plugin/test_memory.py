@@ -235,6 +235,13 @@ def test_pedantic_rounds_given_make_no_extra_calls_and_sampled_rounds_are_tracke
     assert got["test_given[numpy-cpu-f64]"] is None
     sampled = got["test_sampled[numpy-cpu-f64]"]
     assert sampled is not None and _about(sampled["figures"]["allocated_bytes"], 8000)  # a * 2.0
+    # the one not tracked is said, with why, in memory's summary line
+    result.stdout.fnmatch_lines(
+        [
+            "perf: memory per call: 1 no memory baseline, 1 not measured (perf.pedantic(rounds=4) "
+            "makes no calls beyond its rounds)"
+        ]
+    )
 
 
 @pytest.mark.slow

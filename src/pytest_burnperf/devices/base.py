@@ -125,6 +125,7 @@ class DeviceBase:
 
     @property
     def xp(self) -> Any:
+        __tracebackhide__ = True  # the error shows the benchmark's line that asked
         if self.compat is not None:  # imported on first use, then a sys.modules lookup
             return importlib.import_module(f"array_api_compat.{self.compat}")
         raise AttributeError(

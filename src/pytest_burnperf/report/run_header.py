@@ -5,7 +5,7 @@ reached and what was counted."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging import precision
@@ -219,14 +219,28 @@ def counts_line(results: Iterable[Result]) -> str:
     return ", ".join(parts) if parts else "no benchmark ran"
 
 
-def side_lines(results: Iterable[Result]) -> list[str]:
+def side_lines(
+    results: Iterable[Result], gaps: Mapping[str, Mapping[str, str]] | None = None
+) -> list[str]:
     """``memory per call: 1 regressed, 3 unchanged, 2 no memory baseline``: per side
     (core/sides/side_registry.SIDES), its verdicts beside the verdicts by status, where any
-    benchmark has one."""
+    benchmark has one; and the benchmarks it did not measure, with why (``gaps``: per side
+    field, ``{node id: why}``): ``..., 1 not measured (perf.pedantic(rounds=10) makes no
+    calls beyond its rounds)``."""
     done = list(results)
     out = []
     for side in SIDES:
         said = side.summary(v.status for r in done if (v := r.sides.get(side.field)) is not None)
+        missed = Counter((gaps or {}).get(side.field, {}).values())
+        if missed:
+            n = sum(missed.values())
+            whys = (
+                next(iter(missed))
+                if len(missed) == 1
+                else "; ".join(f"{count}: {why}" for why, count in missed.most_common())
+            )
+            gap = f"{n} not measured ({whys})"
+            said = f"{said}, {gap}" if said is not None else f"{side.history.title}: {gap}"
         if said is not None:
             out.append(said)
     return out

@@ -70,3 +70,29 @@ def test_a_table_reads_each_sides_cell_column_and_verdict_words_from_the_registr
     assert side_verdicts.grew(plain) == []
     # every side has a column of its own, named by its field (its --perf-columns key)
     assert len({s.field for s in SIDES}) == len(SIDES) and all(s.column for s in SIDES)
+
+
+def test_the_summary_line_says_which_benchmarks_a_side_did_not_measure_and_why() -> None:
+    from dataclasses import replace
+
+    from pytest_burnperf.core.judging.verdict import UNCHANGED
+    from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
+    from pytest_burnperf.report.run_header import side_lines
+
+    from .test_table import result
+
+    tracked = replace(
+        result("test_a", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0),
+        sides={"memory": MemoryVerdict(status="unchanged", figures=None)},
+    )
+    pedantic = "perf.pedantic(rounds=4) makes no calls beyond its rounds"
+    device = "memory per call is not tracked on opencl-pocl-cpu0: its API does not say"
+    assert side_lines([tracked]) == ["memory per call: 1 unchanged"]
+    one = {"memory": {"t.py::b": pedantic}}
+    assert side_lines([tracked], one) == [
+        f"memory per call: 1 unchanged, 1 not measured ({pedantic})"
+    ]
+    several = {"memory": {"t.py::b": pedantic, "t.py::c": device, "t.py::d": device}}
+    assert side_lines([], several) == [
+        f"memory per call: 3 not measured (2: {device}; 1: {pedantic})"
+    ]
