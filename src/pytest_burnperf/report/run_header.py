@@ -5,7 +5,7 @@ reached and what was counted."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.judging import precision
@@ -20,6 +20,7 @@ from pytest_burnperf.core.text import (
 from pytest_burnperf.host import activity, hardware, probe
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.host.nvml import OTHERS_SM_MIN
+from pytest_burnperf.report import side_verdicts
 
 
 def probe_summary(results: Sequence[Result]) -> str:
@@ -219,28 +220,17 @@ def counts_line(results: Iterable[Result]) -> str:
     return ", ".join(parts) if parts else "no benchmark ran"
 
 
-def side_lines(
-    results: Iterable[Result], gaps: Mapping[str, Mapping[str, str]] | None = None
-) -> list[str]:
+def side_lines(results: Iterable[Result]) -> list[str]:
     """``memory per call: 1 regressed, 3 unchanged, 2 no memory baseline``: per side
-    (core/sides/side_registry.SIDES), its verdicts beside the verdicts by status, where any
-    benchmark has one; and the benchmarks it did not measure, with why (``gaps``: per side
-    field, ``{node id: why}``): ``..., 1 not measured (perf.pedantic(rounds=10) makes no
-    calls beyond its rounds)``."""
+    (core/sides/side_registry.SIDES), its verdicts beside the verdicts by status, and the
+    benchmarks it did not measure with why (``..., 1 not measured (perf.pedantic(rounds=10)
+    makes no calls beyond its rounds)``), where any benchmark has either."""
     done = list(results)
     out = []
     for side in SIDES:
         said = side.summary(v.status for r in done if (v := r.sides.get(side.field)) is not None)
-        missed = Counter((gaps or {}).get(side.field, {}).values())
-        if missed:
-            n = sum(missed.values())
-            whys = (
-                next(iter(missed))
-                if len(missed) == 1
-                else "; ".join(f"{count}: {why}" for why, count in missed.most_common())
-            )
-            gap = f"{n} not measured ({whys})"
-            said = f"{said}, {gap}" if said is not None else f"{side.history.title}: {gap}"
+        whys = [why for r in done if (why := r.not_measured.get(side.field)) is not None]
+        said = side_verdicts.with_not_measured(side, said, whys)
         if said is not None:
             out.append(said)
     return out

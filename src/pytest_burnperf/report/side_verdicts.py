@@ -9,6 +9,7 @@ sides are core/sides/side_registry.SIDES, each a core/sides/side_kind.Side. No p
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_burnperf import json_fields as jf
@@ -42,13 +43,31 @@ def failed_beside_text(results: Sequence[Mapping[str, object]]) -> list[str]:
 
 def summaries(results: Sequence[Mapping[str, object]]) -> list[str]:
     """Each side's line on the run (``memory per call: 1 regressed, 3 unchanged``), where any
-    benchmark has that side."""
+    benchmark has that side or was measured without it (its results entry's ``not_measured``)."""
     out = []
     for side in SIDES:
         said = side.summary(s for r in results if (s := side.status(r)) is not None)
+        whys = [jf.mapping(r.get("not_measured")).get(side.field) for r in results]
+        said = with_not_measured(side, said, [w for w in whys if isinstance(w, str)])
         if said:
             out.append(said)
     return out
+
+
+def with_not_measured(side: Side, said: str | None, whys: Sequence[str]) -> str | None:
+    """A side's summary line (``said``, None where it judged none) with the benchmarks it did
+    not measure counted, with why: ``..., 1 not measured (perf.pedantic(rounds=10) makes no
+    calls beyond its rounds)``; several reasons each with its count, the commonest first."""
+    missed = Counter(whys)
+    if not missed:
+        return said
+    told = (
+        next(iter(missed))
+        if len(missed) == 1
+        else "; ".join(f"{count}: {why}" for why, count in missed.most_common())
+    )
+    gap = f"{sum(missed.values())} not measured ({told})"
+    return f"{said}, {gap}" if said is not None else f"{side.history.title}: {gap}"
 
 
 def csv_columns() -> tuple[str, ...]:

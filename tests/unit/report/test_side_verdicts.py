@@ -73,26 +73,33 @@ def test_a_table_reads_each_sides_cell_column_and_verdict_words_from_the_registr
 
 
 def test_the_summary_line_says_which_benchmarks_a_side_did_not_measure_and_why() -> None:
+    """A benchmark measured without a side (memory on a device that does not tell, a pedantic
+    benchmark with rounds=) is counted in that side's line with why: from the run's results and
+    from a results document (``not_measured``) alike."""
     from dataclasses import replace
 
     from pytest_burnperf.core.judging.verdict import UNCHANGED
     from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict
+    from pytest_burnperf.core.records.results import Result
     from pytest_burnperf.report.run_header import side_lines
 
     from .test_table import result
 
-    tracked = replace(
-        result("test_a", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0),
-        sides={"memory": MemoryVerdict(status="unchanged", figures=None)},
-    )
+    base = result("test_a", "numpy-cpu", "f32", 1e-3, UNCHANGED, 1.0)
+    tracked = replace(base, sides={"memory": MemoryVerdict(status="unchanged", figures=None)})
     pedantic = "perf.pedantic(rounds=4) makes no calls beyond its rounds"
     device = "memory per call is not tracked on opencl-pocl-cpu0: its API does not say"
+
+    def gap(why: str) -> Result:
+        return replace(base, not_measured={"memory": why})
+
     assert side_lines([tracked]) == ["memory per call: 1 unchanged"]
-    one = {"memory": {"t.py::b": pedantic}}
-    assert side_lines([tracked], one) == [
+    assert side_lines([tracked, gap(pedantic)]) == [
         f"memory per call: 1 unchanged, 1 not measured ({pedantic})"
     ]
-    several = {"memory": {"t.py::b": pedantic, "t.py::c": device, "t.py::d": device}}
-    assert side_lines([], several) == [
-        f"memory per call: 3 not measured (2: {device}; 1: {pedantic})"
-    ]
+    several = [gap(pedantic), gap(device), gap(device)]
+    expected = [f"memory per call: 3 not measured (2: {device}; 1: {pedantic})"]
+    assert side_lines(several) == expected
+    docs = [r.as_json() for r in several]
+    assert docs[0]["not_measured"] == {"memory": pedantic} and "not_measured" not in base.as_json()
+    assert side_verdicts.summaries(docs) == expected

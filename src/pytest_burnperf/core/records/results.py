@@ -88,6 +88,10 @@ class Result:
     #: The verdicts judged beside the time or counts verdict (core/sides/side_registry.SIDES), by
     #: their field: memory per call's (core/memory/memory_verdict.py) where it was tracked.
     sides: Mapping[str, SideVerdict] = field(default_factory=dict)
+    #: The verdicts beside that could not be measured for it, by their field: why (memory per
+    #: call on a device that does not tell, perf.pedantic with rounds=); --perf-memory off asks
+    #: for none and leaves this empty.
+    not_measured: Mapping[str, str] = field(default_factory=dict)
 
     def roofline(self) -> Achieved | None:
         """Achieved GFLOP/s and GB/s at this process's median, and their % of the peaks; where
@@ -251,6 +255,8 @@ class Result:
     def as_json(self) -> dict[str, object]:
         doc = self._as_json()
         doc["measure"] = self.measure
+        if self.not_measured:
+            doc["not_measured"] = dict(self.not_measured)
         if self.pedantic is not None:
             doc["pedantic"] = self.pedantic.as_json()
         if self.counted is not None:

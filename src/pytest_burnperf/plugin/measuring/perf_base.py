@@ -379,13 +379,14 @@ class PerfBase:
         __tracebackhide__ = True
         why = self._memory_not_tracked()
         if why or self._rerun is None:
+            gaps: dict[str, str] = {}
             for instrument in registry.BESIDE:
                 said = instrument.unchecked(self.settings, why) if why else None
                 if said is not None:
                     self._state.notes.append(f"{self._item.nodeid}: {said}")
                 if why and self._state.run.memory:  # not when the user turned them off
-                    self._side_gap(instrument.side.field, why)
-            return result
+                    gaps[instrument.side.field] = why
+            return replace(result, not_measured=gaps) if gaps else result
         peak: int | None = None
         where = situation(self._state, self.device, self.settings, self._item.nodeid)
         base = result.baseline
@@ -406,17 +407,14 @@ class PerfBase:
                 said = instrument.unchecked(self.settings, tracked)
                 if said is not None:
                     self._state.notes.append(f"{self._item.nodeid}: {said}")
-                self._side_gap(instrument.side.field, tracked)
+                result = replace(
+                    result, not_measured={**result.not_measured, instrument.side.field: tracked}
+                )
                 continue
             result = replace(result, sides={**result.sides, instrument.side.field: tracked.verdict})
             if tracked.peak is not None:  # its tracker is the device's peak meter
                 peak = tracked.peak
         return self._with_peak(result, peak) if self._peak_deferred else result
-
-    def _side_gap(self, field: str, why: str) -> None:
-        """This benchmark was measured, but not by the instrument beside of side ``field``:
-        why, for that side's summary line."""
-        self._state.findings.side_gaps.setdefault(field, {})[self._item.nodeid] = why
 
     def _with_peak(self, result: Result, peak: int | None) -> Result:
         """``result`` whose timed sample left its peak memory to the tracked calls, with the

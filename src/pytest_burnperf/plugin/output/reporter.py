@@ -297,7 +297,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, state: PerfState) -> 
         if state.run.plan is not None and state.run.plan.option == "--perf-versions":
             _versions_tables(write_line, state, results)
     write_line(f"perf: {counts_line(results)}")
-    for said in side_lines(results, state.findings.side_gaps):
+    for said in side_lines(results):
         write_line(f"perf: {said}")
     if state.findings.shard_info is not None:
         info = state.findings.shard_info

@@ -45,10 +45,6 @@ class Findings:
     #: Benchmarks whose test failed before they left a result (an error before or in perf(),
     #: a crash of the process counting them): a miss in the coverage, ``{node id: when}``.
     unmeasured: dict[str, str] = field(default_factory=dict)
-    #: Benchmarks measured but not by an instrument beside (memory per call on a device that
-    #: does not tell, perf.pedantic with rounds=): ``{side field: {node id: why}}``, said in the
-    #: side's summary line (--perf-memory off asks for none and is not one).
-    side_gaps: dict[str, dict[str, str]] = field(default_factory=dict)
     interrupted: bool = False
     #: The run stopped with a usage error after the session began: no summary.
     aborted: bool = False
