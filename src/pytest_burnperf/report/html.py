@@ -16,6 +16,7 @@ page or a plot's labels.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -232,6 +233,28 @@ def _roofline(results: Sequence[Mapping[str, object]], plots: _Plots) -> str | N
     return plots.html(fig)
 
 
+def _runs_axis(runs: int) -> dict[str, object]:
+    """The x axis of a chart over a series' runs: whole runs only (about ten ticks at most),
+    never 0.2 of a run."""
+    return {"title": "run (oldest first)", "tick0": 0, "dtick": max(1, math.ceil(runs / 10))}
+
+
+def _values_axis(title: str, values: Sequence[float], counted: bool) -> dict[str, object]:
+    """The y axis of a series' chart: a flat series (within 1% of its middle, as counts mostly
+    are) gets a span of +-1% around it, so its ticks read as values and a later step shows to
+    scale; instructions read with SI prefixes (``10.84M``)."""
+    out: dict[str, object] = {"title": title}
+    if counted:
+        out["tickformat"] = ".4s"
+    finite = [v for v in values if math.isfinite(v)]
+    if finite:
+        low, high = min(finite), max(finite)
+        middle = (low + high) / 2
+        if middle > 0 and high - low < 0.02 * middle:
+            out["range"] = [middle * 0.99, middle * 1.01]
+    return out
+
+
 def _history(s: Series, plots: _Plots) -> str:
     import plotly.graph_objects as go
 
@@ -266,10 +289,12 @@ def _history(s: Series, plots: _Plots) -> str:
             line_color="#c62828",
             annotation_text=f"{100 * (c.ratio - 1):+.1f}% at {commit}",
         )
+    spread = [m + u for m, u in zip(med, up, strict=True)]
+    spread += [m - d for m, d in zip(med, down, strict=True)]
     fig.update_layout(
         title=f"{_e(s.name)} [{_e(s.device)} {_e(s.dtype)}, {_e(s.hardware_class)}]",
-        xaxis_title="run (oldest first)",
-        yaxis_title=axis,
+        xaxis=_runs_axis(len(s.points)),
+        yaxis=_values_axis(axis, spread, s.measure.counted),
         height=320,
     )
     return plots.html(fig)
@@ -305,8 +330,8 @@ def _side_histories(s: Series, plots: _Plots) -> list[str]:
         fig.update_layout(
             title=f"{_e(h.title)}: {_e(s.name)} [{_e(s.device)} {_e(s.dtype)}, "
             f"{_e(s.hardware_class)}]",
-            xaxis_title="run (oldest first)",
-            yaxis_title=_e(h.axis),
+            xaxis=_runs_axis(len(s.points)),
+            yaxis={"title": _e(h.axis), "rangemode": "tozero"},  # sizes and counts: never < 0
             height=280,
         )
         charts.append(plots.html(fig))

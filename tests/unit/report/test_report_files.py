@@ -196,6 +196,18 @@ def test_html_charts_a_counted_series_in_instructions() -> None:
     assert page.count("instructions per call") == 1
 
 
+def test_a_series_chart_counts_whole_runs_and_shows_a_flat_series_to_scale() -> None:
+    from pytest_burnperf.report.html import _runs_axis, _values_axis
+
+    assert _runs_axis(2)["dtick"] == 1 and _runs_axis(95)["dtick"] == 10
+    flat = _values_axis("instructions per call", [10_838_669.0, 10_838_670.0], counted=True)
+    assert flat["tickformat"] == ".4s"
+    low, high = flat["range"]  # type: ignore[misc]
+    assert low == pytest.approx(0.99 * 10_838_669.5) and high == pytest.approx(1.01 * 10_838_669.5)
+    stepped = _values_axis("microseconds per call", [100.0, 120.0], counted=False)
+    assert "range" not in stepped and "tickformat" not in stepped  # plotly's own range
+
+
 def test_cli_report_picks_the_format_by_suffix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
