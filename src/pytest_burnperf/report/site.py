@@ -2,8 +2,8 @@
 publish`` makes one: open ``index.html`` from the disk or host the folder (GitHub Pages). No pytest
 here; plotly.js is written once into the folder, so the site works offline and needs no CDN.
 
-* ``index.html``: every series (benchmark x device x dtype x hardware class) with its latest
-  median and verdict, runs and shifts found; a filter box (also ``#filter=TEXT`` in the address).
+* ``index.html``: every series (benchmark x device x dtype x hardware class x measure) with its
+  latest median (seconds or instructions, as its measure reads) and verdict, runs and shifts found; a filter box (also ``#filter=TEXT`` in the address).
 * ``b/<name>.html``: one page per benchmark: each of its series over time with 95% intervals,
   its change points marked, and the commits around each change; each verdict judged beside
   (memory per call: peak and bytes allocated) over the runs that measured it.
@@ -106,6 +106,7 @@ def _index(all_series: Sequence[Series], title: str) -> str:
             "<tr>"
             f'<td><a href="b/{slug(_benchmark(s))}.html">{_e(s.name)}</a></td>'
             f"<td>{_e(s.device)}</td><td>{_e(s.dtype)}</td><td>{_e(s.hardware_class)}</td>"
+            f"<td>{_e(s.measure.name)}</td>"
             f'<td class="num">{len(s.points)}</td>'
             f'<td class="num">{_e(s.measure.format(_median(s)) if last else "-")}</td>'
             f'<td class="status">{_e(status)}</td><td class="num">{len(s.changes)}</td>'
@@ -117,6 +118,7 @@ def _index(all_series: Sequence[Series], title: str) -> str:
         f'<p><input id="filter" type="search" placeholder="filter: matmul cuda f32" size="40"> '
         f'<span class="meta"><span id="shown">{len(rows)}</span> of {len(rows)} series</span></p>\n'
         "<table><thead><tr><th>benchmark</th><th>device</th><th>dtype</th><th>hardware class</th>"
+        "<th>measure</th>"
         "<th>runs</th><th>latest median</th><th>latest verdict</th><th>shifts</th>"
         + "".join(f"<th>{_e(side.history.latest_header)}</th>" for side in SIDES)
         + "</tr></thead>"

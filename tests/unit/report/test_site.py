@@ -209,6 +209,7 @@ def test_counted_series_read_in_instructions_and_are_never_ranked_against_times(
     publish(series(counted(numpy) + counted(torch_points()) + numpy[:3]), out)
     index = (out / "index.html").read_text()
     assert "M instr</td>" in index and index.count(" ms</td>") == 1  # the timed series
+    assert index.count("<td>counts</td>") == 2 and index.count("<td>time</td>") == 1
     page = (out / "b" / f"{slug('t.py::test_a')}.html").read_text()
     assert page.count("instructions counted</h2>") == 2
     compare = (out / "compare.html").read_text()
