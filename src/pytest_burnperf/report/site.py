@@ -3,7 +3,8 @@ publish`` makes one: open ``index.html`` from the disk or host the folder (GitHu
 here; plotly.js is written once into the folder, so the site works offline and needs no CDN.
 
 * ``index.html``: every series (benchmark x device x dtype x hardware class x measure) with its
-  latest median (seconds or instructions, as its measure reads) and verdict, runs and shifts found; a filter box (also ``#filter=TEXT`` in the address).
+  latest median (seconds or instructions, as its measure reads) and verdict, runs and shifts
+  found; a filter box (also ``#filter=TEXT`` in the address).
 * ``b/<name>.html``: one page per benchmark: each of its series over time with 95% intervals,
   its change points marked, and the commits around each change; each verdict judged beside
   (memory per call: peak and bytes allocated) over the runs that measured it.
