@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_burnperf import json_fields as jf
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.text import escape as visible
 from pytest_burnperf.report.side_verdicts import (
     failed_beside,
@@ -142,7 +143,7 @@ def render(doc: Mapping[str, object]) -> str:
     )
     lines.append(
         f"Machine {code(machine.get('id', machine.get('machine_id', '?')))}; {what}; "
-        f"threshold {100 * threshold:g}%{others}, alpha "
+        f"{_rules(results, settings, f'threshold {100 * threshold:g}%{others}')}, alpha "
         f"{jf.number(settings.get('alpha', 0.01)) or 0.0:g} over the run; {escape(doc.get('created', ''))}."
     )
     lines.append("")
@@ -217,6 +218,33 @@ def render(doc: Mapping[str, object]) -> str:
         )
         lines += ["", "</details>", ""]
     return "\n".join(lines)
+
+
+def _rules(
+    results: Sequence[Mapping[str, object]], settings: Mapping[str, object], threshold: str
+) -> str:
+    """What judged the run's benchmarks: the threshold (the timed ones', or the user's, which
+    every measure takes) and, for those judged by counted instructions, their minimum effects
+    (``1 judged by counted instructions (minimum effect 0.5-1.5%)``)."""
+    counted = [r for r in results if measures.of_field(r.get("measure", r.get("timer"))).counted]
+    said = []
+    if len(counted) < len(results) or settings.get("threshold_given") or not counted:
+        said.append(threshold + (" (timed)" if counted and len(counted) < len(results) else ""))
+    if counted:
+        effects = sorted(
+            e
+            for r in counted
+            if (e := jf.number(jf.mapping(r.get("verdict")).get("min_effect"))) is not None
+        )
+        span = (
+            "?"
+            if not effects
+            else f"{100 * effects[0]:.2g}%"
+            if f"{100 * effects[0]:.2g}" == f"{100 * effects[-1]:.2g}"
+            else f"{100 * effects[0]:.2g}-{100 * effects[-1]:.2g}%"
+        )
+        said.append(f"{len(counted)} judged by counted instructions (minimum effect {span})")
+    return ", ".join(said)
 
 
 def _coverage_lines(cov: object, reference: object) -> list[str]:

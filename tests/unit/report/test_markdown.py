@@ -129,6 +129,34 @@ def test_the_summary_names_a_device_kernels_own_threshold() -> None:
     assert "threshold 5%, alpha" in markdown.render(DOC)
 
 
+def test_the_summary_says_what_judged_the_counted_benchmarks() -> None:
+    """A counted benchmark is judged by its minimum effect, not the time threshold: the line
+    says so; the threshold is named for the timed ones, or where the user set it."""
+
+    def counted(name: str, effect: float) -> dict[str, Any]:
+        r = result(name, "unchanged", 1.0)
+        r["measure"] = "counts"
+        r["verdict"]["min_effect"] = effect
+        return r
+
+    only = {**DOC, "results": [counted("test_a[numpy-cpu-f32]", 0.015)]}
+    line = markdown.render(only).splitlines()[2]
+    assert "; 1 judged by counted instructions (minimum effect 1.5%), alpha 0.01" in line
+    assert "threshold" not in line
+    mixed = {
+        **DOC,
+        "results": [
+            *DOC["results"],  # type: ignore[misc]
+            counted("test_a[numpy-cpu-f32]", 0.005),
+            counted("test_b[numpy-cpu-f32]", 0.015),
+        ],
+    }
+    said = "threshold 5% (timed), 2 judged by counted instructions (minimum effect 0.5-1.5%), alpha"
+    assert said in markdown.render(mixed)
+    given = {**only, "settings": {**DOC["settings"], "threshold": 0.1, "threshold_given": True}}  # type: ignore[dict-item]
+    assert "; threshold 10%, 1 judged by counted instructions" in markdown.render(given)
+
+
 def test_a_memory_regression_is_listed_with_its_figure_where_it_grew_and_the_counts() -> None:
     """A benchmark whose time is unchanged and whose memory per call regressed is a regression
     of the summary, with its memory cell and where it grew; the memory verdicts are counted."""
