@@ -40,6 +40,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from pytest_burnperf.core import measures
 from pytest_burnperf.core.sides.side_registry import SIDES
 from pytest_burnperf.host.interrupts import held_signals
 from pytest_burnperf.storage.history import redact
@@ -105,7 +106,7 @@ results = sa.Table(
         for name, kind in SIDE_COLUMNS.items()
     ),
     sa.Column("counts", sa.JSON),
-    sa.Column("measure", sa.String(16), nullable=False, server_default="time"),
+    sa.Column("measure", sa.String(16), nullable=False, server_default=measures.TIME.name),
     sa.UniqueConstraint("run_id", "test"),
     sa.Index("ix_burnperf_results_test_run", "test", "run_id"),
 )
@@ -132,13 +133,14 @@ def _add_measure(conn: Connection) -> None:
     counted result stored without one, before version 2, reads as timed)."""
     conn.execute(
         sa.text(
-            "ALTER TABLE burnperf_results ADD COLUMN measure VARCHAR(16) NOT NULL DEFAULT 'time'"
+            "ALTER TABLE burnperf_results ADD COLUMN measure VARCHAR(16) NOT NULL "
+            f"DEFAULT '{measures.TIME.name}'"
         )
     )
     conn.execute(
         sa.update(results)
         .where(results.c.counts.is_not(None), sa.cast(results.c.counts, sa.Text) != "null")
-        .values(measure="counts")
+        .values(measure=measures.COUNTS.name)
     )
 
 
