@@ -148,6 +148,30 @@ def test_bad_ini_value_names_the_ini_option(pytester: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["-o", "perf_machine=counts-x"],
+            "*-o perf_machine=... on the command line: machine id 'counts-x' names a counts*",
+        ),
+        (["-o", "perf_threshold=lots"], "*-o perf_threshold=... on the command line: threshold*"),
+        (["-o", "perf_quick=maybe"], "*-o perf_quick=... on the command line: must be true*"),
+    ],
+)
+def test_bad_ini_value_given_with_o_names_the_command_line(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    """A value given with ``-o`` is the command line's, not the ini file's: the error says so
+    (it had named the ini file, where the user will not find the value)."""
+    pytester.makeini("[pytest]\nperf_threshold = 10%\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--perf", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "tox.ini" not in result.stderr.str()
+
+
 # threshold="1000%": these tests are about baseline files, not the gate, so timing noise
 # between runs must not fail them
 BENCH_A = """

@@ -29,6 +29,7 @@ from pytest_burnperf.plugin.configuration.options import (
     UPDATE_ALIAS_DEST,
     flag_value,
     ini_value,
+    ini_where,
     xdist_workers,
 )
 from pytest_burnperf.plugin.measuring import compat
@@ -90,7 +91,7 @@ def configure(config: pytest.Config) -> None:
             return "--" + ini.replace("_", "-")
         if project.values.get(ini) is not None:
             return f"{ini.removeprefix('perf_')} in {project.path}"
-        return f"ini option {ini} in {config.inipath}"
+        return ini_where(config, ini)
 
     enabled, smoke, update = _switches(config)
     settings_keys = (
@@ -378,7 +379,7 @@ def _refuse(
     """The usage error for ``problem`` with ``path``, naming the option or ini key it came from."""
     if problem:
         option = "--" + ini.replace("_", "-")
-        where = option if values[ini] is not None else f"ini option {ini} in {config.inipath}"
+        where = option if values[ini] is not None else ini_where(config, ini)
         raise pytest.UsageError(f"{where} {path}: {problem}")
 
 
@@ -416,7 +417,7 @@ def _rounds(
             most = None  # --perf-quick over the project's max_rounds
         elif most_given and not quick_given:
             quick = False  # --perf-max-rounds over the ini's perf_quick
-    quick_name = "--perf-quick" if quick_given else f"ini option perf_quick in {config.inipath}"
+    quick_name = "--perf-quick" if quick_given else ini_where(config, "perf_quick")
     try:
         return run_options.round_counts(
             pick("perf_rounds"),

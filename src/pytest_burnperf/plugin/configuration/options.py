@@ -216,8 +216,17 @@ def _ini_type(ini: str) -> Any:
     return None
 
 
+def ini_where(config: pytest.Config, ini: str) -> str:
+    """Where an ini key's value came from, for messages: ``-o KEY=...`` on the command line (it
+    wins over the file), else the key in the ini file pytest read."""
+    overrides = config.getoption("override_ini", None) or []
+    if any(str(o).split("=", 1)[0].strip() == ini for o in overrides):
+        return f"-o {ini}=... on the command line"
+    return f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
+
+
 def ini_value(config: pytest.Config, ini: str, parse: Callable[[Any, str], T]) -> T | None:
-    where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
+    where = ini_where(config, ini)
     try:
         raw = config.getini(ini)
     except (
@@ -239,7 +248,7 @@ def flag_value(config: pytest.Config, ini: str) -> bool:
     try:
         return bool(config.getini(ini))
     except (TypeError, ValueError, pytest.UsageError) as exc:
-        where = f"ini option {ini}" + (f" in {config.inipath}" if config.inipath else "")
+        where = ini_where(config, ini)
         raise pytest.UsageError(
             f"{where}: must be true or false (also 1/0, yes/no, on/off), {exc}"
         ) from None
