@@ -161,3 +161,30 @@ def test_a_reference_without_memory_is_said_and_nothing_is_added_where_none_was_
     }
     said = _memory(attach_tracked(state, _result(), None)).reason
     assert said == "main: not tracked (memory per call is not tracked on opencl-x)"
+
+
+def test_a_candidate_without_memory_is_counted_as_not_measured_with_why() -> None:
+    """The run's side line counts a benchmark the candidate's tracking found no memory of, with
+    why (``1 not measured (why)``), as a run against baselines does: it was left out silently."""
+    from pytest_burnperf.plugin.measuring.side_processes import attach_tracked
+    from pytest_burnperf.report.run_header import side_lines
+    from pytest_burnperf.runs.tracked_sides import Tracked
+
+    failed = _memory_state(
+        {"main": {NODE: _recorded(1 << 20)}},
+        {"current": {NODE: "its tracking process failed (exit 3)"}},
+    )
+    r = attach_tracked(failed, _result(), None)
+    assert "memory" not in r.sides
+    assert r.not_measured == {"memory": "its tracking process failed (exit 3)"}
+    assert r.as_json()["not_measured"] == {"memory": "its tracking process failed (exit 3)"}
+    (line,) = side_lines([r, _result()])
+    assert line.endswith("1 not measured (its tracking process failed (exit 3))"), line
+    # its process ran, but the device's API does not tell memory
+    state = _memory_state({"main": {NODE: _recorded(1 << 20)}}, {})
+    state.findings.measured.tracked["current"] = {
+        NODE: Tracked(gaps={"memory": "memory per call is not tracked on opencl-x"})
+    }
+    r = attach_tracked(state, _result(), None)
+    assert r.not_measured == {"memory": "memory per call is not tracked on opencl-x"}
+    assert "memory" not in r.sides

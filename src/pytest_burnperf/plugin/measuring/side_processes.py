@@ -197,24 +197,35 @@ def attach_tracked(state: PerfState, result: Result, threshold: float | None) ->
     """``result`` with each side's verdict of the candidate's record against the reference's
     (core/sides/side_kind.Side.between: memory per call's, the marker's ``max_memory`` holding
     for the candidate), where this run tracked the candidate's (``threshold``: the user's, or
-    None)."""
+    None); where the candidate's tracking found none, why, in ``result.not_measured`` (the
+    run's side line counts it: ``1 not measured (why)``)."""
     plan, got = state.run.plan, state.findings.measured
     if plan is None or got is None or not state.run.memory:
         return result
     node = result.nodeid
     cur = got.tracked.get(plan.candidate, {}).get(node)
     ref = got.tracked.get(plan.reference, {}).get(node)
+    cur_gap = got.tracked_gaps.get(plan.candidate, {}).get(node)
     if cur is None:
-        return result  # not tracked here: said in the run's notes where a process failed
+        if cur_gap is None:
+            return result  # not one the tracking processes were asked for
+        # its process failed or left it out: the notes quote the process
+        return replace(
+            result,
+            not_measured={**result.not_measured, **{s.field: cur_gap for s in SIDES}},
+        )
     whole_gap = got.tracked_gaps.get(plan.reference, {}).get(node, "")
     sides = dict(result.sides)
+    missing = dict(result.not_measured)
     for side in SIDES:
         now = cur.records.get(side.field)
         if now is None:
+            if side.field in cur.gaps:
+                missing[side.field] = cur.gaps[side.field]
             continue
         before = None if ref is None else ref.records.get(side.field)
         gap = (ref.gaps.get(side.field, "") if ref is not None else "") or whole_gap
         sides[side.field] = side.between(
             now, before, threshold, plan.reference, gap, result.settings
         )
-    return replace(result, sides=sides)
+    return replace(result, sides=sides, not_measured=missing)
