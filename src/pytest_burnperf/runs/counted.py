@@ -22,7 +22,6 @@ import platform
 import shutil
 import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +35,7 @@ from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_o
 from pytest_burnperf.runs.round_launcher import (
     backends_option,
     journal_path,
+    pooled,
     read_journal,
     run_round_process,
 )
@@ -317,21 +317,11 @@ def run(
         if len(parts) == 1:
             _count_share(launch, got, parts[0], 0, say)
         else:
-            done = [0] * len(parts)
-            lock = threading.Lock()
-
-            def told(i: int) -> Callable[[int], None]:
-                def tell(n: int) -> None:
-                    with lock:
-                        done[i] = n
-                        say(sum(done))
-
-                return tell
-
+            tells = pooled(len(parts), say)  # one line per interval, not one per process
             each = [CountedRun() for _ in parts]
             with ThreadPoolExecutor(max_workers=len(parts)) as pool:
                 for future in [
-                    pool.submit(_count_share, launch, each[i], part, i, told(i))
+                    pool.submit(_count_share, launch, each[i], part, i, tells[i])
                     for i, part in enumerate(parts)
                 ]:
                     future.result()

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -199,6 +200,32 @@ def watch(
                 say(done)
                 last_done = done
             last_said = now()
+
+
+def pooled(
+    n: int,
+    say: Callable[[int], None],
+    *,
+    every_s: float = PROGRESS_EVERY_S,
+    now: Callable[[], float] = time.monotonic,
+) -> list[Callable[[int], None]]:
+    """One ``say`` for ``n`` processes watched at once (each by :func:`watch`): a callback per
+    process that keeps its count; their sum said at most once per ``every_s`` (each process's
+    watcher would otherwise print its own line at the same moment). Thread-safe."""
+    done = [0] * n
+    lock = threading.Lock()
+    last: list[float | None] = [None]
+
+    def tell(i: int, count: int) -> None:
+        with lock:
+            done[i] = count
+            t = now()
+            if last[0] is not None and t - last[0] < every_s * 0.5:
+                return  # another process's line was just said
+            last[0] = t
+            say(sum(done))
+
+    return [lambda count, i=i: tell(i, count) for i in range(n)]
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ from pytest_burnperf.runs.round_launcher import (
     count_done,
     last_done,
     note_finished,
+    pooled,
     progress_line,
     watch,
 )
@@ -144,3 +145,25 @@ def test_the_wait_between_two_looks_ends_when_the_process_does(
         assert naps[-1] == 0.5
     finally:
         proc.wait()
+
+
+def test_processes_watched_at_once_say_one_line_per_interval_with_their_sum() -> None:
+    """Two counted processes each told their count every 15 s, and each told gave a line: two
+    lines at the same elapsed time (`counted 2/448 (0:15)`, `counted 4/448 (0:15)`). Pooled,
+    one line per interval says their sum."""
+    t = [0.0]
+    said: list[int] = []
+    a, b = pooled(2, said.append, every_s=15.0, now=lambda: t[0])
+    t[0] = 15.0
+    a(2)
+    t[0] = 15.2
+    b(4)  # the same moment: no second line
+    assert said == [2]
+    t[0] = 30.0
+    b(9)
+    t[0] = 30.1
+    a(6)
+    assert said == [2, 11]  # 2 + 9: a's 6, told just after, waits for the next interval
+    t[0] = 45.0
+    a(10)
+    assert said == [2, 11, 19]
