@@ -1263,6 +1263,51 @@ def test_the_default_measure_records_counts_beside_time_where_they_are_worth_cou
     )
 
 
+TWO_SPEEDS = """
+import pytest
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_fast(perf):
+    perf(sum, range(2000))
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_slow(perf):
+    perf(sum, range(300000))
+"""
+
+
+@pytest.mark.slow
+def test_recording_gives_adaptive_rounds_only_to_what_counts_will_not_judge(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--perf-measure auto, recording: a benchmark its timed rounds show surely under
+    --perf-count-limit is counted, and its counts judge it, so its time baseline (kept beside)
+    keeps the fixed rounds; one over the limit, judged by time, gets the adaptive rounds its
+    floor asks for (a 0.5% threshold: more than three rounds). On pint's 450 benchmarks every
+    counted one had run all 8 rounds, 5 of them for a baseline nothing judges by."""
+    _need_valgrind()
+    monkeypatch.delenv("BURNPERF_MEASURE", raising=False)
+    pytester.makepyfile(test_speeds=TWO_SPEEDS)
+    rec, doc = _run(
+        pytester, "--perf-update", "--perf-threshold", "0.5%", "--perf-count-limit", "0.5M"
+    )
+    rec.assert_outcomes(passed=2)
+    by_name = {r["name"].split("[")[0]: r for r in doc["results"]}
+    assert by_name["test_fast"]["measure"] == "counts", by_name["test_fast"]
+    assert by_name["test_slow"]["measure"] == "time", by_name["test_slow"]
+    (stored,) = [
+        p
+        for p in (pytester.path / "baselines").rglob("test_speeds.json")
+        if not p.parent.name.startswith("counts-")
+    ]
+    entries = json.loads(stored.read_text(encoding="utf-8"))["benchmarks"]
+    rounds = {k.split("[")[0]: len(v["runs"]) for k, v in entries.items()}
+    assert rounds["test_fast"] == 3, rounds  # the fixed rounds
+    assert rounds["test_slow"] > 3, rounds  # adaptive rounds (the budget allows up to 8)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("text", ['{"schema": "pytest-burnperf-baselines", "vers', "[]"])
 def test_a_corrupt_counts_baseline_fails_its_test_naming_the_file_under_the_default(

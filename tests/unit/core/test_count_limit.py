@@ -13,7 +13,11 @@ from pytest_burnperf.core.options.run_options import (
     parse_count_limit,
 )
 from pytest_burnperf.core.options.settings import SettingsError
-from pytest_burnperf.instruments.instruction_counts import too_slow_text, worth_counting
+from pytest_burnperf.instruments.instruction_counts import (
+    surely_counted,
+    too_slow_text,
+    worth_counting,
+)
 
 
 @pytest.mark.parametrize(
@@ -86,6 +90,17 @@ def test_only_calls_surely_over_the_limit_are_left_to_time_when_recording() -> N
         1.0, "torch", 150_000_000
     )
     assert worth_counting(100.0, "numpy", 0) and worth_counting(None, "numpy", 150_000_000)
+
+
+def test_only_calls_far_under_the_limit_skip_the_adaptive_recording_rounds() -> None:
+    """surely_counted: room for a host ten times slower per block than the floor's rate."""
+    assert surely_counted(0.01, "python", 150_000_000)  # 10 M at least: 100 M with room
+    assert not surely_counted(0.02, "python", 150_000_000)  # 20 M: 200 M with room, may be over
+    assert worth_counting(0.02, "python", 150_000_000)  # ... yet counted where it is under
+    assert surely_counted(0.05, "numpy", 150_000_000) and not surely_counted(
+        0.1, "numpy", 150_000_000
+    )
+    assert surely_counted(100.0, "numpy", 0)  # no limit: everything is counted
 
 
 def test_why_a_benchmark_is_timed_instead_names_the_measure_that_decided() -> None:

@@ -13,7 +13,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import pytest
@@ -279,6 +279,26 @@ def _other_key(
         return False
     c.incomparable[item.nodeid] = why
     return True
+
+
+def counted_after_recording(
+    state: PerfState, item: pytest.Item, runs: Sequence[Sequence[float]]
+) -> bool:
+    """--perf-measure auto, recording: whether this CPU benchmark's counts will surely be
+    recorded after its timed rounds (``runs`` so far: its calls far under --perf-count-limit,
+    instruction_counts.surely_counted), so that its counts judge it and its time baseline,
+    kept beside them, needs no adaptive rounds."""
+    c = state.counting
+    case = case_of(item)
+    if c is None or not c.measure.per_benchmark or not state.run.mode.records:
+        return False
+    if case is None or case.entry is None or not by_counts(state, case.entry.kind):
+        return False
+    samples = [v for r in runs for v in r]
+    if not samples:
+        return False
+    call_s = statistics.median(samples)
+    return instruction_counts.surely_counted(call_s, case.entry.library, state.run.count.limit)
 
 
 def _too_slow_to_count(state: PerfState, item: pytest.Item) -> str | None:
