@@ -9,6 +9,7 @@ parent reads it and prints ``round 2/3: 41/125 done, 1:12 elapsed`` every
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import select
@@ -225,7 +226,7 @@ def pooled(
             last[0] = t
             say(sum(done))
 
-    return [lambda count, i=i: tell(i, count) for i in range(n)]
+    return [functools.partial(tell, i) for i in range(n)]
 
 
 @contextlib.contextmanager
