@@ -1372,3 +1372,80 @@ def test_the_counted_process_runs_with_the_users_interpreter_options(
     (r,) = json.loads(out.read_text())["results"]
     assert r["verdict"]["status"] == INCOMPARABLE, r["verdict"]
     assert "optimize=1" in json.dumps(r["counts"]["key"]), r["counts"]["key"]
+
+
+# A suite whose first benchmark leaves state behind that the next one's work depends on, as a
+# registry, a cache or an interned table does (pint's unit registry moved a conversion's counts
+# by 5-7% with what ran before it: docs/pytest-benchmark-suites.md, "pint").
+LEAKY_SUITE = """
+import sys
+
+import pytest
+
+COUNTED = any(a.startswith("--perf-round-process-count-dir") for a in sys.argv)
+SEEN = []
+
+
+def remember():
+    if not SEEN:
+        SEEN.extend(range(3000))
+
+
+def look_up():
+    s = 0
+    for x in SEEN:
+        s += x
+    for i in range(2000):
+        s += i
+    return s
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_a_fills(perf):
+    perf(remember)
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_b_reads(perf):
+    perf(look_up)
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_b_reads_pedantic(perf):
+    perf.pedantic(look_up, setup=lambda: None, rounds=5)
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_c_fails_when_counted(perf):
+    assert not COUNTED, "this one fails in the counted process only"
+    perf(look_up)
+"""
+
+
+@pytest.mark.slow
+def test_counts_follow_the_benchmark_not_what_the_counted_process_ran_before(
+    pytester: pytest.Pytester,
+) -> None:
+    """Each benchmark is counted in a child forked after collection: recorded with the whole
+    suite and checked with -k, a benchmark whose work depends on what an earlier one left behind
+    counts the same (counted one after another in one process, the check read -60%: a false
+    improvement, and the other way round a false regression). A failure in the child reaches
+    the run with its message."""
+    _need_valgrind()
+    pytester.makepyfile(test_leaky=LEAKY_SUITE)
+    recorded, doc = _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")
+    # the one that fails in the counted process fails its test, not counted
+    recorded.assert_outcomes(passed=3, failed=1)
+    counted = {r["test"].split("::")[-1].split("[")[0]: r for r in doc["results"]}
+    assert {r["measure"] for r in counted.values()} == {"counts"}, doc
+    # the failure in the counted process only: named, with the child's own message
+    recorded.stdout.fnmatch_lines(
+        ["*test_c_fails_when_counted*", "*this one fails in the counted process only*"]
+    )
+
+    checked, doc = _run(pytester, "--perf-measure", "counts", "-k", "test_b")
+    checked.assert_outcomes(passed=2, deselected=2)
+    verdicts = {r["test"].split("::")[-1].split("[")[0]: r["verdict"] for r in doc["results"]}
+    assert set(verdicts) == {"test_b_reads", "test_b_reads_pedantic"}, doc
+    for verdict in verdicts.values():
+        assert verdict["status"] == UNCHANGED and abs(verdict["change_pct"]) < 1.0, verdict

@@ -14,6 +14,7 @@ import pytest
 from pytest_burnperf.host.leftovers import die_with_parent
 from pytest_burnperf.plugin.measuring.result_record import new_round
 from pytest_burnperf.plugin.output.session_end import held_end
+from pytest_burnperf.plugin.rounds.counted_children import forks, run_forked
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.runs.comparison.overlay import installed_from
 from pytest_burnperf.runs.comparison.same_session import shadowed_modules
@@ -54,6 +55,15 @@ class RoundProcess:
         self.out = out
         new_round(self.state)
         self.progress = progress_path(out)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> bool | None:
+        """In a counted process: each benchmark counted in a child forked for it
+        (counted_children.py), so that what ran before it here does not move its counts."""
+        if not self.state.run.mode.counts_calls or not forks(item):
+            return None
+        run_forked(item, self.state, self.out)
+        return True
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         if self.state.run.mode.journals:
