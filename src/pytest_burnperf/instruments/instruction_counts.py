@@ -287,7 +287,7 @@ def key(
         "calls_into": installed_files.called_distributions(objects or (), skip),
         "counting": callgrind_dumps.RULE,
         "cpuid": callgrind.cpuid_signature(),
-        "simulated_cpu": simulated_cpu(device),
+        "simulated_cpu": " ".join(filter(None, (simulated_cpu(device), compiled_for(objects)))),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "python_build": python_build(),
         "interpreter_settings": counts_key.interpreter_settings(
@@ -356,6 +356,22 @@ def simulated_cpu(device: Device) -> str:
     parts = [f"{k}={v}" for k, v in sorted(dispatch.items())]
     seen = callgrind.simulated_cpu()
     return " ".join([*parts, seen]).strip()
+
+
+def compiled_for(objects: set[str] | None, environ: Mapping[str, str] | None = None) -> str:
+    """Where the counted calls ran torch.compile's C++ kernels (an object file in the counted
+    processes' inductor cache, runs/counted.INDUCTOR_CACHE_ENV): the CPU they were built for
+    (``inductor=sandybridge``, runs/counted.COMPILED_MARCH_ENV; ``native`` where the run's
+    environment cleared it), a dispatch part of ``simulated_cpu`` that must match, so counts of
+    kernels built for another CPU are refused, not compared. Empty where none ran."""
+    env = os.environ if environ is None else environ
+    cache = env.get(counted.INDUCTOR_CACHE_ENV)
+    if not cache or not objects:
+        return ""
+    roots = {cache.rstrip("/") + "/", os.path.realpath(cache).rstrip("/") + "/"}
+    if not any(obj.startswith(root) for obj in objects for root in roots):
+        return ""
+    return f"inductor={env.get(counted.COMPILED_MARCH_ENV) or 'native'}"
 
 
 def baseline_counts(entry: StoredBaseline | None) -> list[float] | None:

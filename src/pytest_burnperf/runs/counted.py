@@ -71,11 +71,19 @@ PINNED_ENV = {
 #: hid AVX-512): a change in an FMA kernel alone is the clock's to see. The key holds OpenBLAS's
 #: core and torch's capability (``blas=``, ``torch:``) and, with torch, MKL's and oneDNN's caps
 #: (``mkl:``, ``onednn:``). Hosts without AVX get the SSE4.2 ones (:func:`kernel_env`).
+#: torch.compile's C++ kernels are built by a compiler that runs natively (valgrind does not
+#: follow the child processes), by default with ``-march=native``: on an AVX-512 host gcc
+#: vectorised them with AVX-512, which valgrind cannot run (a compiled transformer training
+#: step died with SIGILL in the counted process on an AMD family 25 host, where a family 23
+#: one, without AVX-512, had counted it). ``TORCHINDUCTOR_CPP_MARCH`` builds them for the same
+#: CPU as the other portable kernels, on every host alike; the key says so where compiled code
+#: ran (instruments/instruction_counts.compiled_for).
 PORTABLE_KERNELS = {
     "OPENBLAS_CORETYPE": "Sandybridge",
     "MKL_ENABLE_INSTRUCTIONS": "AVX",
     "ONEDNN_MAX_CPU_ISA": "AVX",
     "ATEN_CPU_CAPABILITY": "default",
+    "TORCHINDUCTOR_CPP_MARCH": "sandybridge",
 }
 #: The same without AVX (x86-64-v2 hosts).
 SSE_KERNELS = {
@@ -83,7 +91,10 @@ SSE_KERNELS = {
     "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
     "ONEDNN_MAX_CPU_ISA": "SSE41",
     "ATEN_CPU_CAPABILITY": "default",
+    "TORCHINDUCTOR_CPP_MARCH": "nehalem",
 }
+#: The setting of :data:`PORTABLE_KERNELS` that says what torch.compile's kernels were built for.
+COMPILED_MARCH_ENV = "TORCHINDUCTOR_CPP_MARCH"
 
 
 def kernel_env(machine: str, features: Sequence[str]) -> dict[str, str]:

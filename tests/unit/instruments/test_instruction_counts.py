@@ -21,6 +21,7 @@ from pytest_burnperf.instruments.instruction_counts import (
     against_baseline,
     baseline_counts,
     between,
+    compiled_for,
     count,
     counted_on,
     counted_threads,
@@ -91,6 +92,35 @@ def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_wh
     assert moved.status == INCOMPARABLE and "python 'CPython 3.12.1'" in moved.reason
     assert moved.cause is Cause.COUNTS_KEY
     assert "--perf-update" in moved.reason
+
+
+def test_torch_compiles_kernels_are_in_the_key_with_the_cpu_they_were_built_for() -> None:
+    """Counts of calls that ran torch.compile's C++ kernels (an object in the counted processes'
+    inductor cache) hold the CPU those were built for as a dispatch part of the key: kernels
+    built for another CPU (a baseline counted before the build was pinned, -march=native) are
+    refused with what differs, not compared; a benchmark without compiled code is unaffected."""
+    env = {"TORCHINDUCTOR_CACHE_DIR": "/cache/inductor", "TORCHINDUCTOR_CPP_MARCH": "sandybridge"}
+    kernel = "/cache/inductor/ab/cxyz.so"
+    libs = {"/usr/lib/libc.so.6", "/venv/torch/lib/libtorch_cpu.so"}
+    assert compiled_for({*libs, kernel}, env) == "inductor=sandybridge"
+    assert compiled_for(libs, env) == ""
+    assert compiled_for({kernel}, {"TORCHINDUCTOR_CACHE_DIR": "/cache/inductor"}) == (
+        "inductor=native"
+    )
+    assert compiled_for({"/cache/inductor-other/x.so"}, env) == ""  # another folder
+    assert compiled_for({kernel}, {}) == "" and compiled_for(None, env) == ""
+
+    pinned = {**KEY, "simulated_cpu": "torch:default inductor=sandybridge"}
+    native = {**KEY, "simulated_cpu": "torch:default"}
+    refused = against_baseline(_counted(5), _entry(5, native), pinned, alpha_each=0.01)
+    assert refused.status == INCOMPARABLE
+    # the part that differs, not both whole strings
+    assert refused.reason.startswith(
+        "counts baseline recorded with simulated_cpu '(no inductor=)', this run has "
+        "'inductor=sandybridge'"
+    ), refused.reason
+    same = against_baseline(_counted(5), _entry(5, pinned), pinned, alpha_each=0.01)
+    assert same.status == UNCHANGED
 
 
 class _Device:

@@ -180,7 +180,14 @@ def test_counted_processes_run_the_portable_kernels_unless_the_run_names_its_own
     avx = counted.kernel_env("x86_64", ["avx", "avx2", "fma"])
     assert avx["OPENBLAS_CORETYPE"] == "Sandybridge" and avx["ATEN_CPU_CAPABILITY"] == "default"
     assert avx["MKL_ENABLE_INSTRUCTIONS"] == "AVX" == avx["ONEDNN_MAX_CPU_ISA"]
-    assert counted.kernel_env("AMD64", ["sse4_2"])["OPENBLAS_CORETYPE"] == "Nehalem"
+    sse = counted.kernel_env("AMD64", ["sse4_2"])
+    assert sse["OPENBLAS_CORETYPE"] == "Nehalem"
+    # torch.compile's kernels, built by a native gcc: for the same CPU, never -march=native
+    # (an AVX-512 host's gcc vectorised them with instructions valgrind cannot run: SIGILL)
+    assert avx[counted.COMPILED_MARCH_ENV] == "sandybridge"
+    assert sse[counted.COMPILED_MARCH_ENV] == "nehalem"
+    avx512 = counted.kernel_env("x86_64", ["avx", "avx2", "fma", "avx512f"])
+    assert avx512[counted.COMPILED_MARCH_ENV] == "sandybridge"
     assert counted.kernel_env("aarch64", ["asimd"]) == {}
     env = counted.environment({"OPENBLAS_CORETYPE": "Haswell"})
     assert env["OPENBLAS_CORETYPE"] == "Haswell"

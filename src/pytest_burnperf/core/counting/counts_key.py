@@ -156,6 +156,8 @@ def key_difference(
             )
         if name == "simulated_cpu" and same_simulated_cpu(old, new):
             continue
+        if name == "simulated_cpu" and isinstance(old, str) and isinstance(new, str):
+            return f"counts baseline recorded with simulated_cpu {_cpu_difference(old, new)}"
         if old != new:
             return f"counts baseline recorded with {name} {old!r}, this run has {new!r}"
     return None
@@ -169,6 +171,22 @@ def _parts(text: str) -> dict[str, str]:
         cut = min((i for i in (token.find("="), token.find(":")) if i >= 0), default=len(token))
         out[token[: cut + 1]] = token
     return out
+
+
+def _cpu_difference(old: str, new: str) -> str:
+    """The parts of two ``simulated_cpu`` that keep them apart, as said after "recorded with
+    simulated_cpu": ``'blas=Haswell', this run has 'blas=Sandybridge'``, a part only one side
+    has as ``(no inductor=)``."""
+    a, b = _parts(old), _parts(new)
+    apart = [
+        name
+        for name in sorted(set(a) | set(b))
+        if a.get(name) != b.get(name)
+        and not (name.endswith(":") and (name not in a or name not in b))
+    ]
+    was = " ".join(a.get(n, f"(no {n})") for n in apart)
+    now = " ".join(b.get(n, f"(no {n})") for n in apart)
+    return f"{was!r}, this run has {now!r}"
 
 
 def same_simulated_cpu(old: object, new: object) -> bool:
