@@ -14,7 +14,7 @@ import pytest
 from pytest_burnperf.host.leftovers import die_with_parent
 from pytest_burnperf.plugin.measuring.result_record import new_round
 from pytest_burnperf.plugin.output.session_end import held_end
-from pytest_burnperf.plugin.rounds.counted_children import forks, run_forked
+from pytest_burnperf.plugin.rounds.counted_children import Zygote, child_path, forks, run_forked
 from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.runs.comparison.overlay import installed_from
 from pytest_burnperf.runs.comparison.same_session import shadowed_modules
@@ -46,6 +46,8 @@ class RoundProcess:
         #: one its request named (start_round); the frozen schedule is never replaced.
         self.out: Path = state.schedule.round_out
         self.progress = progress_path(self.out)
+        #: In a counted process: what forks each benchmark's child (counted_children.py).
+        self.zygote: Zygote | None = None
         if state.run.mode.counts_calls:
             die_with_parent()  # a counted process never outlives the run that reads it
 
@@ -62,7 +64,10 @@ class RoundProcess:
         (counted_children.py), so that what ran before it here does not move its counts."""
         if not self.state.run.mode.counts_calls or not forks(item):
             return None
-        run_forked(item, self.state, self.out)
+        if self.zygote is None or self.zygote.pid is None:
+            # before the first benchmark: every child is forked from this state
+            self.zygote = Zygote(item.session, self.state, child_path(self.out))
+        run_forked(item, self.state, self.zygote, self.out)
         return True
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
@@ -77,6 +82,8 @@ class RoundProcess:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
         held_end(session, self.state, self.write_samples)
 
     def write_samples(self) -> None:
