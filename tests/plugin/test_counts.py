@@ -1449,3 +1449,44 @@ def test_counts_follow_the_benchmark_not_what_the_counted_process_ran_before(
     assert set(verdicts) == {"test_b_reads", "test_b_reads_pedantic"}, doc
     for verdict in verdicts.values():
         assert verdict["status"] == UNCHANGED and abs(verdict["change_pct"]) < 1.0, verdict
+
+
+# Each benchmark notes the temporary folder pytest gives it in the counted process.
+TEMP_NOTING = """
+import sys
+
+import pytest
+
+COUNTED = any(a.startswith("--perf-round-process-count-dir") for a in sys.argv)
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.mark.perf(backends=["numpy"])
+@pytest.mark.parametrize("i", range(3))
+def test_walk(perf, data_dir, i):
+    if COUNTED:
+        with open("seen.txt", "a") as f:
+            f.write(str(data_dir) + "\\n")
+    perf(len, str(data_dir))
+"""
+
+
+@pytest.mark.slow
+def test_every_child_of_a_counted_process_gets_the_same_temporary_folder_of_its_own(
+    pytester: pytest.Pytester,
+) -> None:
+    """A counted process's children build their session fixtures under one temporary folder,
+    the same for each (left to pytest, each made the next numbered one, and a path that changed
+    over the run moved the counts of a suite that builds its data there), and not the run's own
+    --basetemp, which two counted processes would otherwise empty under each other."""
+    _need_valgrind()
+    pytester.makepyfile(test_temp=TEMP_NOTING)
+    result, _ = _run(pytester, "--perf-measure", "counts", "--perf-update", "--perf-quick")
+    result.assert_outcomes(passed=3)
+    seen = (pytester.path / "seen.txt").read_text(encoding="utf-8").split()
+    assert len(seen) == 3 and len(set(seen)) == 1, seen
+    assert "burnperf-counts-" in seen[0] and str(pytester.path) not in seen[0], seen

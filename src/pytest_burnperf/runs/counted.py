@@ -34,6 +34,7 @@ from pytest_burnperf.host import callgrind, hardware
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
 from pytest_burnperf.runs.round_launcher import (
     backends_option,
+    basetemp_option,
     journal_path,
     pooled,
     read_journal,
@@ -71,13 +72,9 @@ PINNED_ENV = {
 #: hid AVX-512): a change in an FMA kernel alone is the clock's to see. The key holds OpenBLAS's
 #: core and torch's capability (``blas=``, ``torch:``) and, with torch, MKL's and oneDNN's caps
 #: (``mkl:``, ``onednn:``). Hosts without AVX get the SSE4.2 ones (:func:`kernel_env`).
-#: torch.compile's C++ kernels are built by a compiler that runs natively (valgrind does not
-#: follow the child processes), by default with ``-march=native``: on an AVX-512 host gcc
-#: vectorised them with AVX-512, which valgrind cannot run (a compiled transformer training
-#: step died with SIGILL in the counted process on an AMD family 25 host, where a family 23
-#: one, without AVX-512, had counted it). ``TORCHINDUCTOR_CPP_MARCH`` builds them for the same
-#: CPU as the other portable kernels, on every host alike; the key says so where compiled code
-#: ran (instruments/instruction_counts.compiled_for).
+#: torch.compile's C++ is built by a native gcc with ``-march=native`` unless
+#: ``TORCHINDUCTOR_CPP_MARCH`` says otherwise: AVX-512 code on such a host, which valgrind cannot
+#: run (SIGILL); built for the portable kernels' CPU here (instruction_counts.compiled_for).
 PORTABLE_KERNELS = {
     "OPENBLAS_CORETYPE": "Sandybridge",
     "MKL_ENABLE_INSTRUCTIONS": "AVX",
@@ -421,6 +418,7 @@ def _one_process(
             f"{COUNT_OPTION}={work / 'dumps'}",
             *VALGRIND_WARNINGS,
             *backends_option(launch.devices, todo),
+            *basetemp_option(here),
         ],
         prefix=[
             *dying_with_parent(),

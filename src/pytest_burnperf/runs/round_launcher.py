@@ -328,6 +328,17 @@ def interpreter_args(
     return out
 
 
+def basetemp_option(here: Path) -> list[str]:
+    """pytest's temporary folder for a counted process (runs/counted.py): one of its own, in its scratch folder,
+    the same path for every benchmark's child (after the run's own ``--basetemp``, which it
+    overrides). Left to pytest, each child made the next numbered folder (``pytest-41``,
+    ``pytest-42``...): a suite whose session fixture builds its data under ``tmp_path_factory``
+    then counted a path that changed over the run, and on pint's suite parametrisations doing the
+    same work counted 60.8-62.3 k instructions a call in one recording; with one folder, within
+    20 of each other (docs/pytest-benchmark-suites.md, "pint")."""
+    return [f"--basetemp={here / 'basetemp'}"]
+
+
 def backends_option(devices: Mapping[str, str] | None, todo: Sequence[str]) -> list[str]:
     """The ``--perf-backends`` (the last given wins) that picks the devices of the benchmarks
     ``todo`` (node ids -> device id: ``devices``) alone, or none where one's device is unknown

@@ -279,3 +279,16 @@ def test_a_crash_beside_costs_only_its_benchmark(tmp_path: Path) -> None:
         "start t.py::b t.py::d t.py::f",
         "start t.py::e",
     ]
+
+
+def test_each_counted_process_has_its_own_temporary_folder_the_same_for_every_child(
+    tmp_path: Path,
+) -> None:
+    """pytest's numbered temporary folders grew over a long counted run (each benchmark's child
+    made the next one), and a suite whose session fixture writes there counted a path that
+    changed: the counted process gets one folder of its own, inside its scratch folder, given
+    after the run's own --basetemp so that it wins."""
+    here = tmp_path / "pass-0-0"
+    (option,) = round_launcher.basetemp_option(here)
+    assert option == f"--basetemp={here / 'basetemp'}"
+    assert round_launcher.basetemp_option(here) == [option]  # the same for every child of it
