@@ -36,7 +36,8 @@ from pytest_burnperf.host.callgrind import EVENTS
 #: taken by another rule do not compare.
 RULE = (
     "waits left out; allocator calls at a fixed cost; glibc copies with fixed tunables; "
-    "small calls counted once the interpreter settled; portable kernels (no FMA)"
+    "small calls counted once the interpreter settled; portable kernels (no FMA); "
+    "each benchmark in a child of its own"
 )
 #: Functions whose own instructions are a thread waiting for another, left out of the counts.
 #: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher
