@@ -220,3 +220,44 @@ def test_a_ctrl_c_in_pytests_own_cleanup_is_said_not_a_traceback(
     assert result.ret == pytest.ExitCode.OK
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
     result.stderr.fnmatch_lines(["*SIGINT received as pytest was ending*written whole*"])
+
+
+# a benchmark whose code is generated from a string (as dataclasses and namedtuple make their
+# methods) and is running when Ctrl-C arrives
+INTERRUPTED_IN_GENERATED_CODE = """
+import pytest
+
+from virtual_clock import spin
+
+GENERATED = '''
+import os
+import signal
+
+os.kill(os.getpid(), signal.SIGINT)
+for _ in range(10**6):
+    pass
+'''
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_generated(perf):
+    exec(GENERATED)
+    perf(spin, 200e-6)
+"""
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_in_code_made_from_a_string_ends_the_run_with_status_2(
+    pytester: pytest.Pytester,
+) -> None:
+    """CPython marks an interrupt that leaves code run by exec() of a string as unhandled even
+    where pytest catches it, and `python -m pytest` then ended by SIGINT (-2) after its
+    summary; the run ends interrupted with status 2, no baseline written."""
+    pytester.makepyfile(test_generated=INTERRUPTED_IN_GENERATED_CODE)
+    use_virtual_clock(pytester)
+    result = pytester.runpytest_subprocess("--perf", "--perf-update", *FAST)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, out + result.stderr.str()
+    assert "baselines NOT updated" in out
+    assert "Traceback" not in out + result.stderr.str()
+    assert not list(Path(pytester.path).rglob("baselines/**/*.json"))

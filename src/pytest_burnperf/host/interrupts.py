@@ -92,6 +92,19 @@ def release(*, until_exit: bool = False) -> None:
 _at_exit: list[Held] = []
 
 
+def forget_caught_interrupt() -> None:
+    """Clear CPython's note of an interrupt that left code run from a string, once the run has
+    caught it. ``exec`` or ``eval`` of a string (dataclasses' and namedtuple's generated
+    methods, made as a module is first imported) marks a ``KeyboardInterrupt`` that leaves it
+    as unhandled, even where a caller catches it, and ``python -m pytest`` then ends by SIGINT
+    (status -2, or 130 in a shell) after pytest's summary instead of with pytest's exit status
+    2: a Ctrl-C landing as a lazily imported module made its dataclasses did so, 2 times in 40
+    at random moments. Running any string through ``exec`` clears the mark (CPython sets it
+    again only when an interrupt leaves that code). Called at the end of the outermost run,
+    when pytest has dealt with every interrupt; signals arriving after it are held."""
+    exec("pass")  # a constant string: its only effect is to clear the mark
+
+
 def _say_late(held: Held) -> None:
     """At exit: say what was held, then ignore the signals for the rest of the process. Python's
     finalisation puts a signal whose handler is a Python function back to the default action,

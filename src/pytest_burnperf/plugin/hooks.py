@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pytest_burnperf.host.interrupts import raise_if_arrived, release
+from pytest_burnperf.host.interrupts import forget_caught_interrupt, raise_if_arrived, release
 from pytest_burnperf.plugin import collection
 from pytest_burnperf.plugin import hookspecs as hooks
 from pytest_burnperf.plugin.configuration import configure, modes
@@ -81,6 +81,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     this is its outermost run (a Ctrl-C in pytest's own cleanup is said in one line, not a
     traceback); a run inside another (pytester) gives them back to the one around it."""
     _RUNS.discard(id(config))
+    if not _RUNS:  # pytest has dealt with its interrupts: its exit status says so, not SIGINT
+        forget_caught_interrupt()
     release(until_exit=not _RUNS)
 
 
