@@ -2,8 +2,10 @@
 code before it (the "history" a recording and a later check never share), and which part of
 that is glibc's copy loops and which the allocators.
 
-Nine small pure-Python workloads (int arithmetic, objects and methods, dict building, a JSON
-round trip, set membership of objects, string work, a sort, recursion, a regular expression)
+Ten small pure-Python workloads (int arithmetic, objects and methods, dict building, a JSON
+round trip, set membership of objects, string work, a sort, recursion, a regular expression,
+attribute lookups through 40 classes: CPython's type attribute cache follows the addresses of
+the names, so where its lookups collide follows the process's memory layout)
 are counted as a counted process counts them (core/counting/counted_calls.count_calls, the counted call's
 events from host/callgrind_dumps.counted_events), in ``--histories`` processes that each first
 allocate and keep a different number of objects and import different modules. Once with glibc's
@@ -89,6 +91,16 @@ def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 
 
+# attribute lookups through 40 classes: CPython's type attribute cache is indexed by the name
+# string's address, so which lookups collide there follows the process's memory layout
+NAMES = ["attr_%d" % i for i in range(300)]
+BASES = []
+for depth in range(40):
+    ns = {{name: depth for name in NAMES[depth * 7 : (depth + 1) * 7]}}
+    BASES.append(type("Mixin%d" % depth, tuple(BASES[-1:]) or (object,), ns))
+DEEP = type("Deep", (BASES[-1],), {{}})()
+
+
 WORK = {{
     "int": lambda: sum(i * i % 7 for i in range(20000)),
     "objects": lambda: sum(p.f(3) for p in [P(i) for i in range(2000)]),
@@ -99,6 +111,7 @@ WORK = {{
     "sort": lambda: sorted([(i * 7919 % 1000, str(i)) for i in range(3000)]),
     "recursion": lambda: fib(16),
     "regex": lambda: re.findall(r"(\\w+)@(\\w+)\\.com", "x a@b.com y c@d.com " * 200),
+    "lookups": lambda: sum(getattr(DEEP, name) for name in NAMES[:280]),
 }}
 requests = callgrind.Requests(out.parent)
 got = {{}}
