@@ -261,3 +261,37 @@ def test_a_ctrl_c_in_code_made_from_a_string_ends_the_run_with_status_2(
     assert "baselines NOT updated" in out
     assert "Traceback" not in out + result.stderr.str()
     assert not list(Path(pytester.path).rglob("baselines/**/*.json"))
+
+
+# Ctrl-C during collection, and pytest's own report of it failing before the plugins hear of it
+# (as its traceback printer does on a frame with no line number: "tb_lineno - 1" on None)
+INTERRUPT_UNREPORTED = """
+import os
+import signal
+
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(10**6):
+        pass
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_keyboard_interrupt(excinfo):
+    raise TypeError("unsupported operand type(s) for -: 'NoneType' and 'int'")
+"""
+
+
+@pytest.mark.slow
+def test_an_interrupt_pytest_fails_to_report_still_leaves_no_baseline_and_says_why(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_a=LOOP_MODULE)
+    use_virtual_clock(pytester, INTERRUPT_UNREPORTED)
+    result = pytester.runpytest_subprocess("--perf", "--perf-update", *FAST)
+    out = result.stdout.str()
+    assert result.ret != pytest.ExitCode.OK
+    assert "baselines NOT updated: the run was interrupted" in out, out
+    assert not list(Path(pytester.path).rglob("baselines/**/*.json"))
