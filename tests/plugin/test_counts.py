@@ -30,7 +30,10 @@ from pytest_burnperf.core.judging.verdict import (
     Verdict,
 )
 from pytest_burnperf.host import callgrind, leftovers
-from pytest_burnperf.plugin.measuring.counts_judging import disagreement_notes, time_moved_more
+from pytest_burnperf.plugin.measuring.counts.counts_judging import (
+    disagreement_notes,
+    time_moved_more,
+)
 
 from .._devices import required
 from ._helpers import RecordedOnce, belongs_in_the_slow_tier, git
@@ -1490,3 +1493,60 @@ def test_every_child_of_a_counted_process_gets_the_same_temporary_folder_of_its_
     seen = (pytester.path / "seen.txt").read_text(encoding="utf-8").split()
     assert len(seen) == 3 and len(set(seen)) == 1, seen
     assert "burnperf-counts-" in seen[0] and str(pytester.path) not in seen[0], seen
+
+
+# 280 attribute lookups through 40 mixins: which of them collide in CPython's type attribute
+# cache, and walk the MRO on every call, follows the counted process's memory layout.
+LOOKUPS_BENCH = """
+import pytest
+
+NAMES = [f"attr_{i}" for i in range(300)]
+bases = []
+for depth in range(40):
+    ns = {name: depth for name in NAMES[depth * 7 : (depth + 1) * 7]}
+    bases.append(type(f"Mixin{depth}", tuple(bases[-1:]) or (object,), ns))
+OBJ = type("Deep", (bases[-1],), {})()
+
+
+def lookups():
+    return sum(getattr(OBJ, name) for name in NAMES[:280])
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_lookups(perf):
+    perf(lookups)
+"""
+
+
+@pytest.mark.slow
+def test_counts_that_follow_the_memory_layout_are_never_called_a_change_and_real_ones_are(
+    project: pytest.Pytester,
+) -> None:
+    """Interpreted code is recorded in three counted processes, each with a memory layout of
+    its own (one run's processes counted alike before: 462 k instructions a call in all three,
+    666 k in another run), so the baseline holds how far the layout moves its counts: a check
+    on unchanged code calls no change. A loop 10% longer is counted in a second process before
+    it is called regressed, and still is."""
+    project.makepyfile(test_lookups=LOOKUPS_BENCH)
+    recorded, _ = _run(project, "--perf-measure", "counts", "--perf-update")
+    recorded.assert_outcomes(passed=2)
+    assert "counted again in 2 more process(es) each and recorded" in recorded.stdout.str()
+    (path,) = (project.path / "baselines").glob("counts-linux-*/test_lookups.json")
+    entry = json.loads(path.read_text())["benchmarks"]["test_lookups[numpy-cpu-f32]"]
+    medians = entry["counts"]["process_medians"]
+    assert len(medians) == 3 and len(entry["counts"]["instructions"]) >= 6
+    assert max(medians) > 1.01 * min(medians), "three processes, three layouts"
+    for _ in range(2):
+        same, doc = _run(project, "--perf-measure", "counts")
+        same.assert_outcomes(passed=2)
+        verdicts = {r["test"].split("::")[-1]: r["verdict"] for r in doc["results"]}
+        assert verdicts["test_lookups[numpy-cpu-f32]"]["status"] in (UNCHANGED, INCONCLUSIVE)
+        assert verdicts["test_loop[numpy-cpu-f32]"]["status"] == UNCHANGED
+
+    (project.path / "size.txt").write_text("3300", encoding="utf-8")  # +10% more work
+    slower, doc = _run(project, "--perf-measure", "counts")
+    slower.assert_outcomes(passed=1, failed=1)
+    assert "counted again in 1 more process(es) each and judged" in slower.stdout.str()
+    (loop,) = [r for r in doc["results"] if "test_loop" in r["test"]]
+    assert loop["verdict"]["status"] == REGRESSED and 7 < loop["verdict"]["change_pct"] < 13
+    assert len(loop["counts"]["process_medians"]) == 2

@@ -1,7 +1,7 @@
 """What the counts instrument (instruction_counts.py) holds over a run that counts: the valgrind
 it counts with, what ``--perf-measure`` chose (core/measures.py), the counted processes
 (runs/counted.py) and the benchmarks it left to the clock, each with why. The plugin keeps one
-(``PerfState.counting``); plugin/measuring/counting.py fills it. No pytest here."""
+(``PerfState.counting``); plugin/measuring/counts/counting.py fills it. No pytest here."""
 
 from __future__ import annotations
 

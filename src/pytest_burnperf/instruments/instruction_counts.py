@@ -8,7 +8,7 @@ Two instruments share this measure:
   requests (host/callgrind.py, core/counting/counts.py) and returns the record the parent judges.
 - ``counted``, in the run that judges (``--perf-measure counts``): the call runs once, untimed
   (the test's own checks see its result), and the counted process's counts are judged
-  (plugin/measuring/counts_judging.py) against the counts baselines.
+  (plugin/measuring/counts/counts_judging.py) against the counts baselines.
 
 The key a count is kept under (what makes two counts comparable) is :func:`key` here and
 core/counting/counts_key.py."""
@@ -419,6 +419,7 @@ def against_baseline(
         base_values,
         values,
         alpha_each=alpha_each,
+        process_spread=counts.between_processes(got, stored),
         interpreter=max(got.interpreter, 0.0 if stored is None else stored.interpreter),
         threshold=threshold,
     )
@@ -488,12 +489,12 @@ def between(
     alpha_each: float,
     threshold: float | None = None,
 ) -> Verdict:
-    """The verdict from two environments' counts of one benchmark (a same-session comparison);
-    ``threshold``: the one the user set, or None (core/counting/counts.judge_counts)."""
+    """The verdict from two environments' counts of one benchmark (a same-session comparison)."""
     return counts.judge_counts(
         [float(v) for v in reference.values()],
         [float(v) for v in current.values()],
         alpha_each=alpha_each,
+        process_spread=counts.between_processes(reference, current),
         interpreter=max(reference.interpreter, current.interpreter),
         threshold=threshold,
     )

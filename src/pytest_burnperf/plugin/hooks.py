@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from pytest_burnperf.host import memory_layout
 from pytest_burnperf.host.interrupts import forget_caught_interrupt, raise_if_arrived, release
 from pytest_burnperf.plugin import collection
 from pytest_burnperf.plugin import hookspecs as hooks
@@ -41,6 +42,9 @@ from pytest_burnperf.runs.comparison.overlay import install as install_overlay
 # In a round's process of an installed reference ($BURNPERF_OVERLAY), its overlay goes first,
 # before anything imports the project (runs/comparison/overlay.py); elsewhere this does nothing.
 install_overlay()
+# In a counted process, its memory layout drawn before any test module is imported
+# (host/memory_layout.py); elsewhere this does nothing.
+memory_layout.draw_if_asked()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,16 +1,16 @@
 """The counted process: the selected CPU benchmarks run once more, in one process under
-callgrind, each counted around its calls only (plugin/measuring/counting.py counts inside it); this
-module starts it and reads what it wrote.
+callgrind, each counted around its calls only (plugin/measuring/counts/counting.py counts inside
+it); this module starts it and reads what it wrote.
 
 One process per CPU (``--perf-count-jobs``), each over its share of the benchmarks: counts do not
 depend on the host's load, so the processes do not disturb each other's figures; valgrind makes
 everything it runs 20-100x slower, and each process pays valgrind's start-up and the imports
-once. A benchmark that kills it costs only
-itself: the process notes each benchmark before it starts and each record as it finishes, and a
-fresh one counts the rest. The process dies with the run (host/leftovers.py), and the scratch
-folders of runs killed before their end are removed by the next. Nothing is instrumented until the
-first benchmark asks (``--instr-atstart=no``), so the imports and pytest's collection run at
-valgrind's uninstrumented speed.
+once. A benchmark that kills it costs only itself: the process notes each benchmark before it
+starts and each record as it finishes, and a fresh one counts the rest. The process dies with
+the run (host/leftovers.py), and the scratch folders of runs killed before their end are
+removed by the next. Nothing is instrumented until the first benchmark asks
+(``--instr-atstart=no``), so the imports and pytest's collection run at valgrind's
+uninstrumented speed.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.core.text import quoted
-from pytest_burnperf.host import callgrind, hardware
+from pytest_burnperf.host import callgrind, hardware, memory_layout
 from pytest_burnperf.host.leftovers import PARENT_ENV, dying_with_parent, mark_owner, sweep
 from pytest_burnperf.runs.round_launcher import (
     backends_option,
@@ -192,8 +192,8 @@ SCRATCH_PREFIX = "burnperf-counts-"
 def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The counted process's environment: the run's (or ``base``), with :data:`PINNED_ENV`
     and the portable kernels (:func:`kernel_env`) where unset, :data:`FORCED_ENV` always,
-    :data:`DROPPED_ENV` left out, and this process's id (the process dies with it:
-    host/leftovers.py)."""
+    :data:`DROPPED_ENV` left out, this process's id (the process dies with it:
+    host/leftovers.py) and a seed of its own for its memory layout (host/memory_layout.py)."""
     env = dict(os.environ if base is None else base)
     ident = hardware.cpu_identity()
     features = ident.get("features")
@@ -205,6 +205,7 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     for name in DROPPED_ENV:
         env.pop(name, None)
     env[PARENT_ENV] = str(os.getpid())
+    env[memory_layout.SEED_ENV] = str(int.from_bytes(os.urandom(4), "little"))
     return env
 
 

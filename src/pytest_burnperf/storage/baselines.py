@@ -190,6 +190,12 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
             f.plain(f.opt_obj(counts.get(name), f"{where}.counts.{name}"), f"{where}.counts.{name}")
         if counts.get("interpreter") is not None:
             f.number(counts["interpreter"], f"{where}.counts.interpreter", low=0.0, high=1.0)
+        medians = counts.get("process_medians")  # counted in several processes
+        if medians is not None:
+            if not isinstance(medians, list):
+                f.fail(f"{where}.counts.process_medians", "must be a list of counts")
+            for i, v in enumerate(medians):
+                f.integer(v, f"{where}.counts.process_medians[{i}]", low=1)
     for side in SIDES:  # what each verdict judged beside keeps (core/sides/side_registry.py)
         kept = f.opt_obj(e.get(side.field), f"{where}.{side.field}")
         if kept is not None:

@@ -778,3 +778,91 @@ def test_the_limit_is_in_basic_blocks_not_instructions() -> None:
     with pytest.raises(counted_calls.TooSlow) as info:
         _large_call([5_000_000_000], limit=400_000_000)
     assert info.value.blocks == 500_000_000 and info.value.instructions == 5_000_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# counts that follow the counted process's memory layout: several processes pooled
+
+
+def _one_process(median: int, interpreter: float = 0.9) -> counts.Counted:
+    return counts.Counted(
+        instructions=(median, median + 10),
+        cycles=(),
+        events={"Ir": median},
+        interpreter=interpreter,
+    )
+
+
+def test_pooled_processes_keep_every_call_and_each_processes_median() -> None:
+    parts = [_one_process(1_000_000), _one_process(1_060_000), _one_process(1_030_000, 0.8)]
+    got = counts.pooled(parts)
+    assert len(got.instructions) == 6 and got.process_medians == (1_000_005, 1_060_005, 1_030_005)
+    assert got.events == {"Ir": 1_030_000}  # the median process's
+    assert got.interpreter == 0.9
+    assert got.process_spread() == pytest.approx(60_000 / 1_030_005)
+    # pooled again (a recount at judging of a recorded pool): every process's median kept
+    again = counts.pooled([got, _one_process(1_010_000)])
+    assert again.process_medians == (1_000_005, 1_060_005, 1_030_005, 1_010_005)
+    assert counts.pooled([parts[0]]) is parts[0] and parts[0].process_spread() == 0.0
+    with pytest.raises(ValueError, match="no counts"):
+        counts.pooled([])
+    # the processes' medians travel through the baseline's JSON; one process writes none
+    assert counts.Counted.from_json(got.as_json()) == got
+    assert "process_medians" not in parts[0].as_json()
+
+
+def test_a_process_whose_layout_moved_its_counts_does_not_call_a_change() -> None:
+    """pint's shape: three recording processes agree, and the judging run's one process
+    counts 3% more (its memory layout, not the code). One process calls it regressed; pooled
+    with a second process that counts as the recording did, the change is within how far the
+    two processes moved apart, and the reason names the processes, not the calls."""
+    recorded = counts.pooled([_one_process(m) for m in (1_000_000, 1_001_000, 999_000)])
+    shifted = _one_process(1_030_000)
+    one = counts.judge_counts(
+        [float(v) for v in recorded.instructions],
+        [float(v) for v in shifted.instructions],
+        alpha_each=0.001,
+        process_spread=counts.between_processes(recorded, shifted),
+        interpreter=0.9,
+    )
+    assert one.status == REGRESSED
+    assert counts.needs_another_process(one, shifted)
+    assert not counts.needs_another_process(one, _one_process(1_030_000, interpreter=0.01))
+    both = counts.pooled([shifted, _one_process(1_000_500)])
+    assert not counts.needs_another_process(one, both)  # already counted in two
+    again = counts.judge_counts(
+        [float(v) for v in recorded.instructions],
+        [float(v) for v in both.instructions],
+        alpha_each=0.001,
+        process_spread=counts.between_processes(recorded, both),
+        interpreter=0.9,
+    )
+    assert again.status == INCONCLUSIVE and counts.undecidable(again)
+    assert again.reason.startswith("its counts moved 2.9% between the counted processes")
+    # a real change shows in both processes: still called, beyond their small spread
+    slower = counts.pooled([_one_process(1_100_000), _one_process(1_101_000)])
+    real = counts.judge_counts(
+        [float(v) for v in recorded.instructions],
+        [float(v) for v in slower.instructions],
+        alpha_each=0.001,
+        process_spread=counts.between_processes(recorded, slower),
+        interpreter=0.9,
+    )
+    assert real.status == REGRESSED and real.change_pct == pytest.approx(10.0, abs=0.2)
+
+
+def test_a_recording_whose_processes_moved_apart_widens_the_minimum_effect() -> None:
+    """Recorded in three processes 2% apart: a 2.5% move in the judging run's process is within
+    twice that spread, and the reason says the processes set it."""
+    recorded = counts.pooled([_one_process(m) for m in (1_000_000, 1_020_000, 1_010_000)])
+    cur = [1_035_000.0, 1_035_010.0]
+    v = counts.judge_counts(
+        [float(v) for v in recorded.instructions],
+        cur,
+        alpha_each=0.001,
+        process_spread=counts.between_processes(recorded),
+        interpreter=0.9,
+    )
+    assert v.status == UNCHANGED and v.effect == pytest.approx(2 * 0.02, rel=0.01)
+    assert "how far its counted processes moved apart" in v.reason
+    assert counts.between_processes(None, _one_process(5)) == counts.PROCESS_SPREAD

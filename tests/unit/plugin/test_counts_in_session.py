@@ -11,7 +11,7 @@ from typing import Any
 from pytest_burnperf.core import measures
 from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.instruments.counts_run import Counting
-from pytest_burnperf.plugin.measuring.session_counts import counted_in_session
+from pytest_burnperf.plugin.measuring.counts.session_counts import counted_in_session
 
 #: A compiled call's counts: alike in every environment, judged by counts.
 STEADY = Counted(instructions=(1_000_000, 1_000_000), cycles=())

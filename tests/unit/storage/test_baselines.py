@@ -179,6 +179,24 @@ def test_counts_without_cycles_are_kept_but_counts_without_instructions_are_refu
             BaselineStore(tmp_path, "c").get("t.py", "a")
 
 
+def test_the_counted_processes_medians_are_kept_and_checked(tmp_path: Path) -> None:
+    """A counts baseline recorded in several counted processes keeps each one's median; a
+    list that is no list of counts is refused, naming the field."""
+    counted = {"timer": "counts", "samples": [120.0, 121.0], "dtype": "f64"}
+    pooled = {"instructions": [120, 121], "cycles": [], "key": {}, "process_medians": [120, 121]}
+    s = BaselineStore(tmp_path, "c")
+    written, errors = s.save({"t.py": {"a": {**counted, "counts": pooled}}}, {})
+    assert errors == [] and written
+    assert BaselineStore(tmp_path, "c").get("t.py", "a")["counts"]["process_medians"] == [120, 121]
+    path = tmp_path / "c" / "t.json"
+    for bad, said in (("120", "must be a list of counts"), ([120, 0], r"\[1\].*between 1 and")):
+        doc = json.loads(path.read_text())
+        doc["benchmarks"]["a"]["counts"]["process_medians"] = bad
+        path.write_text(json.dumps(doc))
+        with pytest.raises(BaselineError, match=rf"counts\.process_medians.*{said}"):
+            BaselineStore(tmp_path, "c").get("t.py", "a")
+
+
 @pytest.mark.parametrize("interrupted", [False, True])
 def test_the_lock_object_is_gone_before_the_signal_hold_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupted: bool

@@ -67,6 +67,21 @@ INTERPRETER_FLOOR = 0.015
 #: Instructions a call running interpreted code may count more in another process, whatever its
 #: size (the interpreter's specialising state: a 60 k-instruction call counted 400 more once).
 INTERPRETER_STATE = 1500
+#: The interpreter's share of a benchmark's instructions from which its counts may follow the
+#: counted process's memory layout, so that one process cannot stand for every other: CPython
+#: indexes its type attribute cache by the address of the attribute name's string, so which
+#: lookups collide there (and walk the class's MRO on every call) depends on where memory
+#: landed (docs/gate.md, "Counts that follow the process's memory layout": 280 lookups through
+#: 40 mixins counted 232-580 k instructions a call in seven processes; pint's benchmarks moved
+#: up to 6% between processes). Such a benchmark is counted in :data:`RECORDED_PROCESSES`
+#: processes when recorded and in a second process where one process's counts call a change
+#: (:func:`needs_another_process`). Below it, a 10% move of the interpreter's instructions
+#: stays within :data:`COUNTS_FLOOR`.
+LAYOUT_SHARE = 0.05
+#: Counted processes that record a benchmark whose counts may follow the memory layout
+#: (:data:`LAYOUT_SHARE`): the baseline holds every process's calls, and the spread of their
+#: medians (:attr:`Counted.process_medians`) widens its minimum effect.
+RECORDED_PROCESSES = 3
 #: The end of the reason of a benchmark counts cannot decide (:func:`undecidable`).
 UNDECIDED_ADVICE = "judge it by time"
 
@@ -82,17 +97,28 @@ class Counted:
     events: dict[str, int] = field(default_factory=dict)
     #: The share of the median call's instructions run in the Python interpreter itself.
     interpreter: float = 0.0
+    #: Where several counted processes counted it (:func:`pooled`): each one's median
+    #: instructions a call, in the order they counted; empty where one process did.
+    process_medians: tuple[int, ...] = ()
 
     def values(self, metric: str = GATING) -> tuple[int, ...]:
         return self.cycles if metric == "cycles" else self.instructions
 
+    def process_spread(self) -> float:
+        """(max - min) / median of the processes' medians: how far the counts moved between
+        the counted processes that counted it (0.0 where one process did)."""
+        return relative_spread(self.process_medians)
+
     def as_json(self) -> dict[str, object]:
-        return {
+        doc: dict[str, object] = {
             "instructions": list(self.instructions),
             "cycles": list(self.cycles),
             "events": dict(self.events),
             "interpreter": self.interpreter,
         }
+        if self.process_medians:
+            doc["process_medians"] = list(self.process_medians)
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, object]) -> Counted:
@@ -105,7 +131,55 @@ class Counted:
                 if (n := jf.number(v)) is not None
             },
             interpreter=jf.number(doc.get("interpreter")) or 0.0,
+            process_medians=tuple(int(v) for v in jf.floats(doc.get("process_medians"))),
         )
+
+
+def pooled(parts: Sequence[Counted]) -> Counted:
+    """One benchmark's counts from several counted processes as one: every process's calls,
+    each process's median instructions (:attr:`Counted.process_medians`; a part that was
+    itself pooled brings its own), the median process's events, and the largest interpreter
+    share. Judged so, a change must stand beyond how far the processes moved apart."""
+    if not parts:
+        raise ValueError("no counts to pool")
+    if len(parts) == 1:
+        return parts[0]
+    medians: list[int] = []
+    for part in parts:
+        medians.extend(part.process_medians or (round(statistics.median(part.instructions)),))
+    order = sorted(parts, key=lambda p: statistics.median(p.instructions))
+    return Counted(
+        instructions=tuple(v for p in parts for v in p.instructions),
+        cycles=tuple(v for p in parts for v in p.cycles) if all(p.cycles for p in parts) else (),
+        events=dict(order[(len(order) - 1) // 2].events),
+        interpreter=max(p.interpreter for p in parts),
+        process_medians=tuple(medians),
+    )
+
+
+def may_follow_layout(counted: Counted) -> bool:
+    """Whether this benchmark's counts may follow the counted process's memory layout
+    (:data:`LAYOUT_SHARE`): where so, one process's counts do not stand for another's."""
+    return counted.interpreter >= LAYOUT_SHARE
+
+
+def needs_another_process(verdict: Verdict, counted: Counted) -> bool:
+    """Whether a counts verdict that calls a change (regressed or improved) rests on one
+    counted process of a benchmark whose counts may follow its memory layout: then another
+    process counts it before the change is called (pooled with this one, the change must stand
+    beyond how far the two moved apart)."""
+    return (
+        verdict.status in (REGRESSED, IMPROVED)
+        and may_follow_layout(counted)
+        and len(counted.process_medians) < 2
+    )
+
+
+def between_processes(*sides: Counted | None) -> float:
+    """The between-process spread a verdict on these counts allows for: the largest the
+    sides' own processes showed (:meth:`Counted.process_spread`), never below
+    :data:`PROCESS_SPREAD`."""
+    return max([PROCESS_SPREAD, *(s.process_spread() for s in sides if s is not None)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -136,6 +210,8 @@ def judge_counts(
     ``unchanged`` within the minimum effect. The minimum effect: the largest of ``floor``,
     :data:`SPREAD_FACTOR` times the larger of the sides' per-call spread and the between-process
     spread, and :data:`INTERPRETER_FLOOR` times the ``interpreter`` share of the instructions.
+    ``process_spread``: how far the counted processes of either side moved apart
+    (:func:`between_processes`).
     ``threshold``: the one the user set (command line, ini file, marker), the smallest change
     that fails or counts as an improvement here too; a change counts see below it is
     ``unchanged``, its figure and why said. None: the minimum effect alone gates."""
@@ -166,6 +242,8 @@ def judge_counts(
     spread = max(relative_spread(base), relative_spread(cur), process_spread)
     state = INTERPRETER_STATE / base_median if interpreter else 0.0
     effect = max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter, state)
+    # the spread is the processes' where they moved apart at least half as far as any calls
+    by_layout = process_spread > PROCESS_SPREAD and 2 * process_spread >= spread
     # Too few calls for the rank test to reach alpha (core/counting/counted_calls stops early only where the
     # calls agree): decided by their separation, beyond the minimum effect, instead; no p is
     # shown for a test that did not judge.
@@ -202,6 +280,12 @@ def judge_counts(
             why = (
                 f"a call of {format_count(base_median)} instructions running interpreted code, "
                 f"whose state may count up to {INTERPRETER_STATE} more in another process"
+            )
+        elif by_layout:
+            why = (
+                f"its counts moved {100 * spread:.2g}% between the counted processes that "
+                "counted it (interpreted code whose attribute lookups follow each process's "
+                "memory layout)"
             )
         else:
             why = (
@@ -257,7 +341,12 @@ def judge_counts(
         # a change counts saw beyond the floor the run's header states, not called a change
         # only because this benchmark's own minimum effect is larger: said, with what sets it
         terms = (
-            (SPREAD_FACTOR * spread, f"{SPREAD_FACTOR:g}x its counts' spread"),
+            (
+                SPREAD_FACTOR * spread,
+                f"{SPREAD_FACTOR:g}x how far its counted processes moved apart"
+                if by_layout
+                else f"{SPREAD_FACTOR:g}x its counts' spread",
+            ),
             (
                 INTERPRETER_FLOOR * interpreter,
                 f"{100 * INTERPRETER_FLOOR:g}% x its interpreter's share, {100 * interpreter:.0f}%",

@@ -18,7 +18,7 @@ from pytest_burnperf.instruments.instrument import (
     Situation,
     Unavailable,
 )
-from pytest_burnperf.plugin.measuring import counting
+from pytest_burnperf.plugin.measuring.counts import counting
 from pytest_burnperf.plugin.session.perf_state import PerfState
 
 

@@ -26,7 +26,8 @@ from pytest_burnperf.core.options.pedantic_shape import PedanticShape
 from pytest_burnperf.core.text import escape_strings
 from pytest_burnperf.core.timing import Prepared
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin.measuring import counting, counts_judging, side_processes
+from pytest_burnperf.plugin.measuring import side_processes
+from pytest_burnperf.plugin.measuring.counts import counting, counts_judging
 from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T, call_once
 from pytest_burnperf.plugin.measuring.result_record import make_result, settle
 from pytest_burnperf.plugin.session.perf_state import PerfState

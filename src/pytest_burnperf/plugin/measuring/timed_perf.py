@@ -24,7 +24,8 @@ from pytest_burnperf.host import activity, threads
 from pytest_burnperf.host import probe as _probe
 from pytest_burnperf.host.activity import Window
 from pytest_burnperf.instruments.instrument import Clock
-from pytest_burnperf.plugin.measuring import counting, counts_judging, side_processes
+from pytest_burnperf.plugin.measuring import side_processes
+from pytest_burnperf.plugin.measuring.counts import counting, counts_judging
 from pytest_burnperf.plugin.measuring.instrument_choice import choose, open_clock
 from pytest_burnperf.plugin.measuring.perf_base import PerfBase, T
 from pytest_burnperf.plugin.measuring.profile_rerun import profile_here

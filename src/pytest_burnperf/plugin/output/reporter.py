@@ -22,7 +22,7 @@ from pytest_burnperf.core.sides.side_registry import side
 from pytest_burnperf.core.text import command_lines, escape, redact, rounds_text
 from pytest_burnperf.host.hardware import cpu_identity, describe
 from pytest_burnperf.host.interrupts import held_signals
-from pytest_burnperf.plugin.measuring import counting
+from pytest_burnperf.plugin.measuring.counts import counting
 from pytest_burnperf.plugin.output import counting_text
 from pytest_burnperf.plugin.output.run_files import rest_args, write_up
 from pytest_burnperf.plugin.output.session_end import held_end

@@ -22,12 +22,8 @@ from pytest_burnperf.core.judging.more_rounds import needs_more_rounds
 from pytest_burnperf.core.judging.verdict import REGRESSED, Policy
 from pytest_burnperf.core.text import clock
 from pytest_burnperf.host.activity import Window
-from pytest_burnperf.plugin.measuring import (
-    counting,
-    counts_judging,
-    session_counts,
-    side_processes,
-)
+from pytest_burnperf.plugin.measuring import side_processes
+from pytest_burnperf.plugin.measuring.counts import counting, counts_judging, session_counts
 from pytest_burnperf.plugin.measuring.same_session_perf import time_verdict
 from pytest_burnperf.plugin.rounds.report_back import RoundProcess
 from pytest_burnperf.plugin.session.perf_state import (

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_burnperf.core.counting import counts
 from pytest_burnperf.instruments import instruction_counts
-from pytest_burnperf.plugin.measuring.counts_judging import another_key_note
+from pytest_burnperf.plugin.measuring.counts.counts_judging import another_key_note
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
 from pytest_burnperf.runs.counted import CountedRun
 from pytest_burnperf.storage.baselines import BaselineError

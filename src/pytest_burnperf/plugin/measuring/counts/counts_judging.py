@@ -5,7 +5,7 @@ counts; with ``both``, the time verdict beside it and a note where the two disag
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -31,9 +31,10 @@ from pytest_burnperf.core.options import command_args
 from pytest_burnperf.core.text import escape_strings, redact
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.counts_run import Counting
-from pytest_burnperf.plugin.measuring import counting, side_processes
+from pytest_burnperf.plugin.measuring import side_processes
+from pytest_burnperf.plugin.measuring.counts import counting, recounting
 from pytest_burnperf.plugin.measuring.result_record import Benchmarked, make_result, settle
-from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
+from pytest_burnperf.plugin.session.perf_state import PerfState
 from pytest_burnperf.storage.baselines import BaselineError
 
 if TYPE_CHECKING:
@@ -176,26 +177,10 @@ def leave_to_the_clock(
             c.run.timed_instead[node] = c.run.missing.pop(node)
             continue
         got = c.run.counts.get(node) if c.run is not None else None
-        case = case_of(item)
-        if got is None or case is None or case.entry is None or case.entry.device is None:
+        # the status only: incomparable, or undecidable at its threshold
+        verdict = None if got is None else recounting.stored_verdict(state, item, got, 0.05)
+        if verdict is None:
             continue
-        module, key = module_and_key(item, state.run.rootpath)
-        try:
-            entry = c.store().baseline(module, key)
-        except BaselineError:  # the benchmark's own test reports the file
-            continue
-        counted_key = c.run.keys.get(node, {}) if c.run is not None else {}
-        device: Mapping[str, object] = case.entry.device.fingerprint()
-        if case.benchmark_style:  # its call chose the device it was counted on (perf_base)
-            device = instruction_counts.counted_on(device, counted_key)
-        verdict = instruction_counts.against_baseline(
-            got,
-            entry,
-            {**c.key_base(), **counted_key},
-            alpha_each=0.05,  # the status only: incomparable, or undecidable at its threshold
-            device=device,
-            threshold=state.run.settings_for(case.spec).chosen_threshold,
-        )
         if verdict.status == INCOMPARABLE:
             why = verdict.reason.removesuffix(instruction_counts.RECORD_AGAIN)
             c.incomparable[node] = why or "its counts baseline was counted otherwise"

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from pytest_burnperf.host.leftovers import mark_owner
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.instruments.counts_run import Counting
 from pytest_burnperf.instruments.instrument import Unavailable
+from pytest_burnperf.plugin.measuring.counts import recounting
 from pytest_burnperf.plugin.measuring.result_record import keep_round_record
 from pytest_burnperf.plugin.session.perf_state import (
     PerfState,
@@ -40,6 +42,7 @@ from pytest_burnperf.plugin.session.perf_state import (
     module_and_key,
 )
 from pytest_burnperf.runs import counted
+from pytest_burnperf.runs.counted import CountedRun
 from pytest_burnperf.runs.round_launcher import round_args
 from pytest_burnperf.runs.scheduler import Side
 from pytest_burnperf.storage import project_config
@@ -203,7 +206,7 @@ def count_pass(
         (scratch / "always").write_text("\n".join(always), encoding="utf-8")
         args.append(f"{COUNT_ALWAYS}={scratch / 'always'}")
     try:
-        _count_sides(session, state, args, wanted, devices, sides, write)
+        _count_sides(session, state, args, items, wanted, devices, sides, write)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -327,52 +330,97 @@ def _count_sides(
     session: pytest.Session,
     state: PerfState,
     args: list[str],
+    items: list[pytest.Item],
     wanted: list[str],
     devices: dict[str, str] | None,
     sides: list[Side] | None,
     write: Callable[[str], None],
 ) -> None:
-    """The counted process of each side (one, against stored baselines)."""
-    assert state.counting is not None
-    jobs = len(counted.shares(wanted, count_jobs(state.run.count.jobs), devices))
-    processes = "one process" if jobs == 1 else f"{jobs} processes"
+    """The counted process of each side (one, against stored baselines); then those whose
+    counts may follow one process's memory layout counted again (recounting.py)."""
+    c = state.counting
+    assert c is not None
     each: list[Side | None] = [*sides] if sides else [None]
     for side in each:
-        where = "" if side is None else f" in {side.label}"
-        t0 = time.monotonic()
-        write(  # within 80 columns; the valgrind version is in the first lines and the summary
-            f"burnperf: counting {len(wanted)} CPU benchmark(s){where} under callgrind, "
-            f"{processes} ..."
+        [got] = _count_in(session, state, args, wanted, devices, side, write)
+        if side is None:
+            c.run = got
+        else:
+            c.sides[side.label] = got
+        state.notes.extend(f"{side.label}: {p}" if side else p for p in got.problems)
+    again, passes, why = recounting.to_count_again(state, items, wanted, sides is not None)
+    if not again:
+        return
+    for side in each:
+        first = c.run if side is None else c.sides.get(side.label)
+        assert first is not None
+        more = _count_in(session, state, args, again, devices, side, write, passes=passes, why=why)
+        notes = recounting.merge(first, more, again)
+        state.notes.extend(f"{side.label}: {p}" if side else p for p in notes)
+    done = "recorded from" if state.run.mode.records else "judged by"
+    state.notes.append(
+        f"{len(again)} counted CPU benchmark(s) running interpreted code ({why}) counted again "
+        f"in {passes} more process(es) each and {done} every process's counts together: "
+        "the interpreter's attribute cache follows each process's memory layout, so one "
+        "process's counts do not stand for another's (docs/gate.md)"
+    )
+
+
+def _count_in(
+    session: pytest.Session,
+    state: PerfState,
+    args: list[str],
+    wanted: list[str],
+    devices: dict[str, str] | None,
+    side: Side | None,
+    write: Callable[[str], None],
+    *,
+    passes: int = 1,
+    why: str = "",
+) -> list[CountedRun]:
+    """``wanted`` counted ``passes`` times over, each time in fresh processes, side by side
+    (the run's count jobs shared between them), in ``side``'s environment (None: this one)."""
+    assert state.counting is not None
+    jobs = max(1, count_jobs(state.run.count.jobs) // passes)
+    n = passes * len(counted.shares(wanted, jobs, devices))
+    processes = "one process" if n == 1 else f"{n} processes"
+    where = "" if side is None else f" in {side.label}"
+    t0 = time.monotonic()
+    again = f" again ({why})" if why else ""
+    write(  # within 80 columns; the valgrind version is in the first lines and the summary
+        f"burnperf: counting {len(wanted)} CPU benchmark(s){where}{again} under callgrind, "
+        f"{processes} ..."
+    )
+
+    def say(done: int) -> None:
+        write(
+            f"burnperf: counted {done}/{len(wanted)}{where}{again} "
+            f"({clock(time.monotonic() - t0)} elapsed) ..."
         )
 
-        def say(done: int, t0: float = t0, where: str = where) -> None:
-            write(
-                f"burnperf: counted {done}/{len(wanted)}{where} "
-                f"({clock(time.monotonic() - t0)} elapsed) ..."
-            )
-
-        got = counted.run(
+    def one(_: int) -> CountedRun:
+        assert state.counting is not None
+        return counted.run(
             valgrind=state.counting.valgrind,
             python=sys.executable if side is None else side.python,
             args=args,
             wanted=wanted,
             cwd=session.config.invocation_params.dir,
-            say=say,
+            say=say if passes == 1 else lambda done: None,
             env=None if side is None else side.environ,
             jobs=jobs,
             caches=state.counting.caches,
             devices=devices,
         )
-        if side is None:
-            state.counting.run = got
-        else:
-            state.counting.sides[side.label] = got
-        state.notes.extend(f"{side.label}: {p}" if side else p for p in got.problems)
-        slow = f"; {len(got.timed_instead)} timed instead" if got.timed_instead else ""
-        write(
-            f"burnperf: counted {len(got.counts)}/{len(wanted)} benchmark(s){where} under "
-            f"callgrind in {clock(got.seconds)}{slow}"
-        )
+
+    with ThreadPoolExecutor(max_workers=passes) as pool:
+        got = list(pool.map(one, range(passes)))
+    slow = sum(len(g.timed_instead) for g in got)
+    write(
+        f"burnperf: counted {len(got[0].counts)}/{len(wanted)} benchmark(s){where}{again} under "
+        f"callgrind in {clock(time.monotonic() - t0)}" + (f"; {slow} timed instead" if slow else "")
+    )
+    return got
 
 
 #: The hidden option that tells a counted process how many calls to count.

@@ -1,0 +1,48 @@
+"""Counting again in fresh processes (plugin/measuring/counts/recounting.py): which recorded
+benchmarks are counted in more processes, and how the processes' counts are pooled, with what
+a process that failed to count leaves (pure logic, on counted runs made by hand)."""
+
+from __future__ import annotations
+
+from pytest_burnperf.core.counting.counts import Counted
+from pytest_burnperf.plugin.measuring.counts import recounting
+from pytest_burnperf.runs.counted import CountedRun
+
+KEY = {"python": "CPython 3.11.2", "counting": "r9"}
+
+
+def _counted(median: int, interpreter: float) -> Counted:
+    return Counted(instructions=(median, median), cycles=(), interpreter=interpreter)
+
+
+def _run(counts: dict[str, Counted], **kw: object) -> CountedRun:
+    return CountedRun(counts=dict(counts), keys={n: dict(KEY) for n in counts}, **kw)  # type: ignore[arg-type]
+
+
+def test_only_benchmarks_running_interpreted_code_are_recorded_again() -> None:
+    first = _run({"py": _counted(10_000, 0.9), "blas": _counted(9_000_000, 0.001)})
+    assert recounting.to_record_again(first, ["blas", "py", "gone"]) == ["py"]
+
+
+def test_every_process_that_counted_it_is_pooled_and_one_that_failed_is_said() -> None:
+    first = _run({"a": _counted(1_000, 0.9), "b": _counted(2_000, 0.9), "c": _counted(5, 0.9)})
+    second = _run(
+        {"a": _counted(1_030, 0.9)},
+        missing={"b": "the counted process died while counting it (killed by SIGSEGV)"},
+        problems=["the counted process ended with exit 3"],
+    )
+    third = _run({"a": _counted(1_010, 0.9), "b": _counted(2_000, 0.9)})
+    third.keys["b"] = {**KEY, "python": "CPython 3.12.0"}
+    notes = recounting.merge(first, [second, third], ["a", "b", "absent"])
+    assert first.counts["a"].process_medians == (1_000, 1_030, 1_010)
+    assert len(first.counts["a"].instructions) == 6
+    # b: the second process died on it, the third counted it under another key: one process
+    assert first.counts["b"] == _counted(2_000, 0.9)
+    assert first.counts["c"].process_medians == ()  # not asked for: untouched
+    assert notes[0] == "the counted process ended with exit 3"
+    assert (
+        "b: counted again in a fresh process, which failed to count it (the counted process "
+        "died while counting it (killed by SIGSEGV))" in notes[1]
+    )
+    assert "(its counts key differed): its counts rest on 1 process(es)" in notes[2]
+    assert len(notes) == 3
