@@ -355,7 +355,7 @@ def _count_sides(
         first = c.run if side is None else c.sides.get(side.label)
         assert first is not None
         more = _count_in(session, state, args, again, devices, side, write, passes=passes, why=why)
-        notes = recounting.merge(first, more, again)
+        notes = recounting.merge(first, more, again, c.key_base())
         state.notes.extend(f"{side.label}: {p}" if side else p for p in notes)
     done = "recorded from" if state.run.mode.records else "judged by"
     state.notes.append(

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from pytest_burnperf.core.counting import counts
+from pytest_burnperf.core.counting import counts, counts_key
 from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.core.judging.verdict import Policy, Verdict
 from pytest_burnperf.instruments import instruction_counts
@@ -124,10 +124,16 @@ def to_compare_again(
     return again
 
 
-def merge(first: CountedRun, again: Sequence[CountedRun], wanted: Sequence[str]) -> list[str]:
+def merge(
+    first: CountedRun,
+    again: Sequence[CountedRun],
+    wanted: Sequence[str],
+    base: Mapping[str, object],
+) -> list[str]:
     """``first``'s counts of ``wanted`` pooled with those the processes of ``again`` counted
     (counts.pooled); a benchmark another process could not count, or counted under another
-    key, keeps ``first``'s counts, with a note of why. Returns the notes."""
+    key (``base``, the run's part of every key, with each process's own part), keeps
+    ``first``'s counts, with a note of why. Returns the notes."""
     notes: list[str] = []
     for nodeid in wanted:
         got = first.counts.get(nodeid)
@@ -137,8 +143,13 @@ def merge(first: CountedRun, again: Sequence[CountedRun], wanted: Sequence[str])
         for run in again:
             other = run.counts.get(nodeid)
             why = run.missing.get(nodeid) or run.timed_instead.get(nodeid) or "not counted"
-            if other is not None and run.keys.get(nodeid) != first.keys.get(nodeid):
-                other, why = None, "its counts key differed"
+            # keys compared as a judgement compares them (a library only one of the processes
+            # loaded is no difference: processes of other shares load other devices)
+            differs = counts_key.key_difference(
+                {**base, **first.keys.get(nodeid, {})}, {**base, **run.keys.get(nodeid, {})}
+            )
+            if other is not None and differs:
+                other, why = None, f"its counts key differed: {differs}"
             if other is None:
                 notes.append(
                     f"{nodeid}: counted again in a fresh process, which failed to count it "
