@@ -18,6 +18,7 @@ from pytest_burnperf.core.judging.verdict import (
     NO_BASELINE,
     REGRESSED,
     UNCHANGED,
+    Verdict,
 )
 
 
@@ -793,6 +794,17 @@ def _one_process(median: int, interpreter: float = 0.9) -> counts.Counted:
     )
 
 
+def _judged(recorded: counts.Counted, current: counts.Counted) -> Verdict:
+    """The verdict a judging run gives ``current`` against ``recorded`` (interpreted code)."""
+    return counts.judge_counts(
+        [float(v) for v in recorded.instructions],
+        [float(v) for v in current.instructions],
+        alpha_each=0.001,
+        process_spread=counts.between_processes(recorded, current),
+        interpreter=0.9,
+    )
+
+
 def test_pooled_processes_keep_every_call_and_each_processes_median() -> None:
     parts = [_one_process(1_000_000), _one_process(1_060_000), _one_process(1_030_000, 0.8)]
     got = counts.pooled(parts)
@@ -818,36 +830,18 @@ def test_a_process_whose_layout_moved_its_counts_does_not_call_a_change() -> Non
     two processes moved apart, and the reason names the processes, not the calls."""
     recorded = counts.pooled([_one_process(m) for m in (1_000_000, 1_001_000, 999_000)])
     shifted = _one_process(1_030_000)
-    one = counts.judge_counts(
-        [float(v) for v in recorded.instructions],
-        [float(v) for v in shifted.instructions],
-        alpha_each=0.001,
-        process_spread=counts.between_processes(recorded, shifted),
-        interpreter=0.9,
-    )
+    one = _judged(recorded, shifted)
     assert one.status == REGRESSED
     assert counts.needs_another_process(one, shifted)
     assert not counts.needs_another_process(one, _one_process(1_030_000, interpreter=0.01))
     both = counts.pooled([shifted, _one_process(1_000_500)])
     assert not counts.needs_another_process(one, both)  # already counted in two
-    again = counts.judge_counts(
-        [float(v) for v in recorded.instructions],
-        [float(v) for v in both.instructions],
-        alpha_each=0.001,
-        process_spread=counts.between_processes(recorded, both),
-        interpreter=0.9,
-    )
+    again = _judged(recorded, both)
     assert again.status == INCONCLUSIVE and counts.undecidable(again)
     assert again.reason.startswith("its counts moved 2.9% between the counted processes")
     # a real change shows in both processes: still called, beyond their small spread
     slower = counts.pooled([_one_process(1_100_000), _one_process(1_101_000)])
-    real = counts.judge_counts(
-        [float(v) for v in recorded.instructions],
-        [float(v) for v in slower.instructions],
-        alpha_each=0.001,
-        process_spread=counts.between_processes(recorded, slower),
-        interpreter=0.9,
-    )
+    real = _judged(recorded, slower)
     assert real.status == REGRESSED and real.change_pct == pytest.approx(10.0, abs=0.2)
 
 
@@ -855,14 +849,7 @@ def test_a_recording_whose_processes_moved_apart_widens_the_minimum_effect() -> 
     """Recorded in three processes 2% apart: a 2.5% move in the judging run's process is within
     twice that spread, and the reason says the processes set it."""
     recorded = counts.pooled([_one_process(m) for m in (1_000_000, 1_020_000, 1_010_000)])
-    cur = [1_035_000.0, 1_035_010.0]
-    v = counts.judge_counts(
-        [float(v) for v in recorded.instructions],
-        cur,
-        alpha_each=0.001,
-        process_spread=counts.between_processes(recorded),
-        interpreter=0.9,
-    )
+    v = _judged(recorded, counts.Counted(instructions=(1_035_000, 1_035_010), cycles=()))
     assert v.status == UNCHANGED and v.effect == pytest.approx(2 * 0.02, rel=0.01)
     assert "how far its counted processes moved apart" in v.reason
     assert counts.between_processes(None, _one_process(5)) == counts.PROCESS_SPREAD
