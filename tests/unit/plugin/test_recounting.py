@@ -4,6 +4,11 @@ a process that failed to count leaves (pure logic, on counted runs made by hand)
 
 from __future__ import annotations
 
+import types
+from typing import Any
+
+import pytest
+
 from pytest_burnperf.core.counting import counts_key
 from pytest_burnperf.core.counting.counts import Counted
 from pytest_burnperf.plugin.measuring.counts import recounting
@@ -54,3 +59,33 @@ def test_every_process_that_counted_it_is_pooled_and_one_that_failed_is_said() -
     assert "(its counts key differed: " in notes[2] and "CPython 3.12.0" in notes[2]
     assert notes[2].endswith("its counts rest on 1 process(es), whose memory layout may move them")
     assert len(notes) == 3
+
+
+def test_a_comparison_counts_again_in_both_environments_only_what_one_process_called_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A same-session comparison: interpreted code whose two environments' counts differ by
+    3% (one process each) is counted again; the same with native code, or counts alike, is
+    not."""
+    monkeypatch.setattr(recounting, "case_of", lambda item: types.SimpleNamespace(spec=None))
+    settings = types.SimpleNamespace(alpha=0.05, threshold=0.05, chosen_threshold=None)
+    state: Any = types.SimpleNamespace(
+        run=types.SimpleNamespace(settings_for=lambda spec: settings),
+        findings=types.SimpleNamespace(comparisons=1),
+    )
+    items: list[Any] = [types.SimpleNamespace(nodeid=n) for n in ("py", "blas", "same")]
+    reference = _run(
+        {
+            "py": _counted(100_000, 0.9),
+            "blas": _counted(9_000_000, 0.001),
+            "same": _counted(5_000, 0.9),
+        }
+    )
+    candidate = _run(
+        {
+            "py": _counted(103_000, 0.9),
+            "blas": _counted(9_270_000, 0.001),
+            "same": _counted(5_000, 0.9),
+        }
+    )
+    assert recounting.to_compare_again(state, items, reference, candidate) == ["py"]
