@@ -1538,7 +1538,9 @@ def test_counts_that_follow_the_memory_layout_are_never_called_a_change_and_real
     entry = json.loads(path.read_text())["benchmarks"]["test_lookups[numpy-cpu-f32]"]
     medians = entry["counts"]["process_medians"]
     assert len(medians) == 3 and len(entry["counts"]["instructions"]) >= 6
-    assert max(medians) > 1.01 * min(medians), "three processes, three layouts"
+    # without the layout draw one run's processes counted alike to within 0.01%; drawn, they
+    # land far apart (217-417 k), though some draws fall within 1-3% of each other
+    assert max(medians) > 1.001 * min(medians), "three processes, three layouts"
     for _ in range(2):
         same, doc = _run(project, "--perf-measure", "counts")
         same.assert_outcomes(passed=2)

@@ -356,6 +356,7 @@ def _count_sides(
         assert first is not None
         more = _count_in(session, state, args, again, devices, side, write, passes=passes, why=why)
         notes = recounting.merge(first, more, again, c.key_base())
+        first.seconds += max(m.seconds for m in more)  # side by side: the summary's time
         state.notes.extend(f"{side.label}: {p}" if side else p for p in notes)
     done = "recorded from" if state.run.mode.records else "judged by"
     state.notes.append(
