@@ -82,6 +82,9 @@ LAYOUT_SHARE = 0.05
 #: (:data:`LAYOUT_SHARE`): the baseline holds every process's calls, and the spread of their
 #: medians (:attr:`Counted.process_medians`) widens its minimum effect.
 RECORDED_PROCESSES = 3
+#: A counts verdict's ``spread_source`` where the spread between counted processes set its
+#: minimum effect (their memory layouts): past :data:`MAX_EFFECT` counts call no change at all.
+LAYOUT_SOURCE = "processes"
 #: The end of the reason of a benchmark counts cannot decide (:func:`undecidable`).
 UNDECIDED_ADVICE = "judge it by time"
 
@@ -267,7 +270,7 @@ def judge_counts(
         runs_current=1,
         alpha_each=alpha_each,
         spread=spread,
-        spread_source="counts",
+        spread_source=LAYOUT_SOURCE if by_layout else "counts",
         effect=effect,
         min_detectable=effect if threshold is None else max(effect, threshold),
         threshold=threshold,
@@ -275,7 +278,9 @@ def judge_counts(
     change = math.log(ratio)
     # a minimum effect above the threshold set is no blind spot: counts see what it asks for
     blind = effect > MAX_EFFECT and (threshold is None or effect > threshold)
-    if abs(change) <= math.log1p(effect) and blind:
+    # processes that moved apart that far are a few draws of a wider spread (a check's two
+    # processes counted 40% below a recording whose three spanned 30%): no change is called
+    if (abs(change) <= math.log1p(effect) or by_layout) and blind:
         if state >= SPREAD_FACTOR * spread:  # the call is small, not spread
             why = (
                 f"a call of {format_count(base_median)} instructions running interpreted code, "
@@ -292,12 +297,12 @@ def judge_counts(
                 f"its counts spread {100 * spread:.2g}% between calls (threads spinning under "
                 "valgrind, or allocation-dependent work)"
             )
-        return _with(
-            verdict,
-            INCONCLUSIVE,
-            f"{why}: counts cannot tell changes under {100 * effect:.2g}% apart; "
-            + UNDECIDED_ADVICE,
+        cannot = (
+            "a few processes show only part of how far it moves, so counts call no change"
+            if by_layout
+            else f"counts cannot tell changes under {100 * effect:.2g}% apart"
         )
+        return _with(verdict, INCONCLUSIVE, f"{why}: {cannot}; " + UNDECIDED_ADVICE)
     sides: tuple[tuple[int, float | None, Status], ...] = (
         (1, p_slower, REGRESSED),
         (-1, p_faster, IMPROVED),
@@ -369,14 +374,18 @@ def judge_counts(
 def undecidable(verdict: Verdict) -> bool:
     """Whether a counts verdict is left open because counts cannot tell a change of this size
     apart (its minimum effect above :data:`MAX_EFFECT`, the change within it): a call that
-    small, or whose counts spread that much."""
+    small, or whose counts spread that much; or whose counted processes moved apart that much,
+    whatever the change (:data:`LAYOUT_SOURCE`)."""
     return (
         verdict.status == INCONCLUSIVE
         and verdict.effect is not None
         and verdict.effect > MAX_EFFECT
         and verdict.ratio is not None
         and verdict.ratio > 0
-        and abs(math.log(verdict.ratio)) <= math.log1p(verdict.effect)
+        and (
+            verdict.spread_source == LAYOUT_SOURCE
+            or abs(math.log(verdict.ratio)) <= math.log1p(verdict.effect)
+        )
     )
 
 
