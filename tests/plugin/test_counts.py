@@ -1555,3 +1555,72 @@ def test_counts_that_follow_the_memory_layout_are_never_called_a_change_and_real
     (loop,) = [r for r in doc["results"] if "test_loop" in r["test"]]
     assert loop["verdict"]["status"] == REGRESSED and 7 < loop["verdict"]["change_pct"] < 13
     assert len(loop["counts"]["process_medians"]) == 2
+
+
+# pytest-benchmark tests of small interpreted calls, as a suite such as pint's writes them
+SMALL_CALLS = """
+import pytest
+
+UNITS = {name: float(i + 1) for i, name in enumerate(["m", "s", "kg", "A", "K", "mol"])}
+
+
+class Unit:
+    def __init__(self, name, scale):
+        self.name, self.scale = name, scale
+
+    def times(self, other):
+        return Unit(self.name + "*" + other.name, self.scale * other.scale)
+
+
+def parse(text):
+    out = Unit("", 1.0)
+    for _ in range(6):
+        out = Unit("", 1.0)
+        for part in text.split("*"):
+            out = out.times(Unit(part, UNITS[part]))
+    return {"name": out.name, "scale": out.scale}
+
+
+def nothing():
+    return None
+
+
+def test_nothing(benchmark):
+    benchmark(nothing)
+
+
+@pytest.mark.parametrize("text", ["m*s", "kg*m*s*A"])
+def test_parse(benchmark, text):
+    benchmark(parse, text)
+"""
+
+
+@pytest.mark.slow
+def test_the_plugins_own_instructions_around_a_small_call_are_few_and_the_same_every_call(
+    project: pytest.Pytester,
+) -> None:
+    """What a counted call holds besides the call is the plugin's own: the requests that switch
+    collection on and off, and the Python around them. They are fixed functions that allocate
+    nothing, settled before the first counted call: an empty call counts a few thousand
+    instructions (15.8 k when each request built its argument array in Python), and a small
+    call counts alike in every call of every process, within what the allocator's state moves
+    it (pint's, 50 k instructions, spread 1.8% over their first calls before), so counts judge
+    it."""
+    project.makepyfile(test_small=SMALL_CALLS)
+    recorded, doc = _run(project, "--perf-measure", "counts", "--perf-update", "test_small.py")
+    recorded.assert_outcomes(passed=3)
+    by_name = {r["name"]: r for r in doc["results"]}
+    assert max(by_name["test_nothing"]["counts"]["instructions"]) < 8000
+    for name in ("test_parse[m*s]", "test_parse[kg*m*s*A]"):
+        calls = by_name[name]["counts"]["instructions"]  # every process's
+        assert len(by_name[name]["counts"]["process_medians"]) == 3
+        # within the counts' floor (what the allocator's state moves, by design: 0.06% here)
+        assert counts.relative_spread(calls) * counts.SPREAD_FACTOR <= counts.COUNTS_FLOOR, calls
+    check, doc = _run(project, "--perf-measure", "counts", "test_small.py")
+    check.assert_outcomes(passed=3)
+    for r in doc["results"]:
+        if (
+            r["name"] != "test_nothing"
+        ):  # 4 k instructions: under what the interpreter's state moves
+            assert r["verdict"]["status"] == UNCHANGED, r["verdict"]
+            assert r["verdict"]["min_effect"] < counts.MAX_EFFECT, r["verdict"]

@@ -75,6 +75,11 @@ _X86_64 = bytes.fromhex(
     "4889d0"  # mov rax, rdx
     "c3"  # ret
 )
+#: x86-64: ``movabs rdi, <imm64>``: put before :data:`_X86_64`, a request whose argument block
+#: is built in (:meth:`Requests.fixed`): a function of no arguments.
+_MOVABS_RDI = bytes.fromhex("48bf")
+#: Bytes each fixed request takes in their shared page (10 + 28, rounded up).
+_FIXED_SIZE = 64
 
 #: x86-64: ``f(uint32_t leaf, uint32_t subleaf, uint32_t out[4])``: CPUID, its four registers
 #: stored to ``out`` (rbx saved and restored).
@@ -225,14 +230,30 @@ def command(valgrind: str, dump_dir: Path, caches: bool = False) -> list[str]:
     ]
 
 
+#: The requests without an argument, each made a function of its own (:meth:`Requests.fixed`).
+FIXED_REQUESTS = (ZERO_STATS, TOGGLE_COLLECT, START_INSTRUMENTATION, STOP_INSTRUMENTATION)
+
+
 @dataclass
 class Requests:
     """callgrind's client requests, sent from this process (under valgrind: the requests act;
-    on a real CPU: they do nothing and :meth:`running` is False)."""
+    on a real CPU: they do nothing and :meth:`running` is False).
+
+    The toggles around a counted call are inside what it counts: the return from the request
+    that switches collection on and the way into the one that switches it off. They are made
+    as small and as steady as a call from Python can be: each request without an argument is a
+    few bytes of its own with its argument block built in (:meth:`fixed`), called without
+    arguments and without releasing the GIL (``ctypes.PYFUNCTYPE``). Built per request from
+    Python (an argument array made and freed, a foreign call that drops and takes the GIL),
+    the two toggles counted 15.8 k instructions around an empty call, and their allocations
+    and the GIL's lock moved a small call's counts by up to 4% between calls and processes
+    (docs/gate.md, "The plugin's own instructions")."""
 
     dump_dir: Path
     _call: ctypes._CFuncPtr | None = None  # type: ignore[name-defined]
     _mem: mmap.mmap | None = None
+    _fixed: dict[int, Callable[[], None]] | None = None
+    _kept: tuple[object, ...] = ()
 
     def _request(self, code: int, arg: int = 0) -> int:
         if self._call is None:
@@ -240,21 +261,39 @@ class Requests:
         block = (ctypes.c_uint64 * 6)(code, arg, 0, 0, 0, 0)
         return int(self._call(ctypes.addressof(block)))
 
+    def fixed(self, code: int) -> Callable[[], None]:
+        """The request ``code`` (one of :data:`FIXED_REQUESTS`) as a function of no arguments
+        that allocates nothing: all of them are built on the first use of any, in one page."""
+        if self._fixed is None:
+            blocks = (ctypes.c_uint64 * (6 * len(FIXED_REQUESTS)))()
+            code_bytes = b""
+            for i, request in enumerate(FIXED_REQUESTS):
+                blocks[6 * i] = request
+                address = ctypes.addressof(blocks) + 6 * 8 * i
+                stub = _MOVABS_RDI + struct.pack("<Q", address) + _X86_64
+                code_bytes += stub.ljust(_FIXED_SIZE, b"\xc3")
+            first, mem = _machine_code(code_bytes, (), None, python_api=True)
+            base = ctypes.cast(first, ctypes.c_void_p).value or 0
+            kind = ctypes.PYFUNCTYPE(None)
+            self._fixed = {r: kind(base + _FIXED_SIZE * i) for i, r in enumerate(FIXED_REQUESTS)}
+            self._kept = (blocks, mem)  # the blocks and the code live as long as the requests
+        return self._fixed[code]
+
     def running(self) -> bool:
         """Whether this process runs under valgrind."""
         return self._request(RUNNING_ON_VALGRIND) != 0
 
     def start(self) -> None:
-        self._request(START_INSTRUMENTATION)
+        self.fixed(START_INSTRUMENTATION)()
 
     def stop(self) -> None:
-        self._request(STOP_INSTRUMENTATION)
+        self.fixed(STOP_INSTRUMENTATION)()
 
     def zero(self) -> None:
-        self._request(ZERO_STATS)
+        self.fixed(ZERO_STATS)()
 
     def toggle(self) -> None:
-        self._request(TOGGLE_COLLECT)
+        self.fixed(TOGGLE_COLLECT)()
 
     def dump(self, label: str) -> Path:
         """Write the counts since the last zero to a new dump file and return its path."""
@@ -296,8 +335,11 @@ def simulated_cpu() -> str:
     return " ".join(parts)
 
 
-def _machine_code(code: bytes, argtypes: tuple[Any, ...], restype: Any) -> tuple[Any, mmap.mmap]:
-    """A function made of ``code``, mapped executable (no C compiler, no extension module)."""
+def _machine_code(
+    code: bytes, argtypes: tuple[Any, ...], restype: Any, python_api: bool = False
+) -> tuple[Any, mmap.mmap]:
+    """A function made of ``code``, mapped executable (no C compiler, no extension module);
+    ``python_api``: called holding the GIL (a few instructions that never block)."""
     if unsupported_reason() is not None:
         raise CountingUnavailable(str(unsupported_reason()))
     try:
@@ -306,7 +348,8 @@ def _machine_code(code: bytes, argtypes: tuple[Any, ...], restype: Any) -> tuple
         raise CountingUnavailable(f"cannot map machine code executable here ({exc})") from None
     mem.write(code)
     address = ctypes.addressof(ctypes.c_char.from_buffer(mem))
-    return ctypes.CFUNCTYPE(restype, *argtypes)(address), mem
+    kind = ctypes.PYFUNCTYPE if python_api else ctypes.CFUNCTYPE
+    return kind(restype, *argtypes)(address), mem
 
 
 #: (leaf, subleaf, mask of eax, ebx, ecx, edx) read into the CPUID signature: what glibc,

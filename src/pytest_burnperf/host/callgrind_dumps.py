@@ -37,7 +37,7 @@ from pytest_burnperf.host.callgrind import EVENTS
 RULE = (
     "waits left out; allocator calls at a fixed cost; glibc copies with fixed tunables; "
     "small calls counted once the interpreter settled; portable kernels (no FMA); "
-    "each benchmark in a child of its own"
+    "each benchmark in a child of its own; fixed requests, settled with the calls"
 )
 #: Functions whose own instructions are a thread waiting for another, left out of the counts.
 #: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher

@@ -172,6 +172,11 @@ def test_a_small_call_settles_uninstrumented_and_is_counted_afresh() -> None:
     assert asked == [1000 + 18 * 50]  # the first warm-up call's size: the second call
     assert got.instructions == (1000, 1000)  # counted once settled: they agree
     assert done[0] == 1 + 1 + 30 + 1 + 2
+    # the settling calls are made as counted ones, requests included, with instrumentation
+    # off (the plugin's code around each call settles too) and nothing dumped
+    probe_end = counter.log.index("stop")
+    settling = counter.log[probe_end + 1 : counter.log.index("start", probe_end)]
+    assert settling == ["zero", "toggle", "toggle"] * 30
     assert counted_calls.settle_calls(10_000) == counted_calls.SETTLE_MAX_CALLS
     assert counted_calls.settle_calls(50_000) == counted_calls.SETTLE_INSTRUCTIONS // 50_000
     assert counted_calls.settle_calls(0) == 0

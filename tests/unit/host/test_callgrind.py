@@ -4,6 +4,8 @@ platforms it refuses, and the client requests on a real CPU (they must do nothin
 from __future__ import annotations
 
 import platform
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -107,6 +109,52 @@ def test_requests_do_nothing_on_a_real_cpu(tmp_path: Path) -> None:
     requests.stop()
     assert list(tmp_path.iterdir()) == []
     assert platform.machine() in ("x86_64", "AMD64")
+
+
+@pytest.mark.skipif(
+    callgrind.unsupported_reason() is not None, reason="client requests: x86-64 Linux only"
+)
+def test_the_requests_around_a_counted_call_are_fixed_functions_that_allocate_nothing(
+    tmp_path: Path,
+) -> None:
+    """The toggles around a counted call are inside its counts: each is a function of its own,
+    the same one every time, that allocates nothing (an argument array made per request moved
+    small calls' counts by up to 4%)."""
+    requests = callgrind.Requests(tmp_path)
+    stubs = {code: requests.fixed(code) for code in callgrind.FIXED_REQUESTS}
+    assert len({id(f) for f in stubs.values()}) == len(callgrind.FIXED_REQUESTS)
+    assert all(requests.fixed(code) is f for code, f in stubs.items())
+
+    def loop(f: Callable[[], object]) -> int:
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        for _ in range(100):
+            f()
+        return tracemalloc.get_traced_memory()[1] - before
+
+    # the same requests with each machine-code call swapped for a builtin that allocates
+    # nothing (``int()`` is the cached 0): what the Python around the calls takes
+    bare = callgrind.Requests(tmp_path)
+    bare._fixed = dict.fromkeys(callgrind.FIXED_REQUESTS, int)
+
+    def generic() -> None:
+        requests._request(callgrind.TOGGLE_COLLECT)
+
+    for _ in range(20):  # the interpreter settled on each loop before they are traced
+        for f in (requests.toggle, requests.zero, bare.toggle, bare.zero, generic):
+            loop(f)
+    tracemalloc.start()
+    try:
+        peaks = {f: loop(f) for f in (requests.toggle, requests.zero, bare.toggle, bare.zero)}
+        peaks = {f: loop(f) for f in peaks}
+        per_request = loop(generic)
+    finally:
+        tracemalloc.stop()
+    # nothing beyond what the Python around them takes
+    assert peaks[requests.toggle] <= peaks[bare.toggle]
+    assert peaks[requests.zero] <= peaks[bare.zero]
+    assert per_request > peaks[bare.toggle]  # the generic request's argument array
+    assert list(tmp_path.iterdir()) == []
 
 
 def _cpu(**regs: tuple[int, int, int, int]) -> dict[tuple[int, int], tuple[int, int, int, int]]:
