@@ -1522,14 +1522,15 @@ def test_lookups(perf):
 
 
 @pytest.mark.slow
-def test_counts_that_follow_the_memory_layout_are_never_called_a_change_and_real_ones_are(
+def test_lookups_that_follow_the_memory_layout_count_alike_and_real_changes_are_caught(
     project: pytest.Pytester,
 ) -> None:
     """Interpreted code is recorded in three counted processes, each with a memory layout of
-    its own (one run's processes counted alike before: 462 k instructions a call in all three,
-    666 k in another run), so the baseline holds how far the layout moves its counts: a check
-    on unchanged code calls no change. A loop 10% longer is counted in a second process before
-    it is called regressed, and still is."""
+    its own. Which of these lookups collide in the type attribute cache follows the layout
+    (302-680 k instructions a call in three processes of one recording), and each lookup
+    counts as a cache hit, so the three count alike and a check on unchanged code is
+    unchanged. A loop 10% longer is counted in a second process before it is called regressed,
+    and still is."""
     project.makepyfile(test_lookups=LOOKUPS_BENCH)
     recorded, _ = _run(project, "--perf-measure", "counts", "--perf-update")
     recorded.assert_outcomes(passed=2)
@@ -1538,14 +1539,14 @@ def test_counts_that_follow_the_memory_layout_are_never_called_a_change_and_real
     entry = json.loads(path.read_text())["benchmarks"]["test_lookups[numpy-cpu-f32]"]
     medians = entry["counts"]["process_medians"]
     assert len(medians) == 3 and len(entry["counts"]["instructions"]) >= 6
-    # without the layout draw one run's processes counted alike to within 0.01%; drawn, they
-    # land far apart (217-417 k), though some draws fall within 1-3% of each other
-    assert max(medians) > 1.001 * min(medians), "three processes, three layouts"
+    # with the cache's misses counted, three drawn layouts landed far apart (217-417 k, some
+    # draws within 1-3% of each other); left out, they count alike
+    assert max(medians) <= 1.001 * min(medians), medians
     for _ in range(2):
         same, doc = _run(project, "--perf-measure", "counts")
         same.assert_outcomes(passed=2)
         verdicts = {r["test"].split("::")[-1]: r["verdict"] for r in doc["results"]}
-        assert verdicts["test_lookups[numpy-cpu-f32]"]["status"] in (UNCHANGED, INCONCLUSIVE)
+        assert verdicts["test_lookups[numpy-cpu-f32]"]["status"] == UNCHANGED
         assert verdicts["test_loop[numpy-cpu-f32]"]["status"] == UNCHANGED
 
     (project.path / "size.txt").write_text("3300", encoding="utf-8")  # +10% more work

@@ -1,8 +1,8 @@
 """Reading callgrind's dumps: their totals, each function's own cost and entry executions, and what a
 counted call's counts are made of (what host/callgrind.py's counted processes dump).
 
-A counted call's counts are the dump's totals less two costs that depend on where and when the
-call ran, not on the code it ran:
+A counted call's counts are the dump's totals less three costs that depend on where and when
+the call ran, not on the code it ran:
 
 - **waiting** (:data:`WAIT_FUNCTIONS`): what a thread executes while it only waits for
   another; how long a wait spins depends on the host's speed and valgrind's turns;
@@ -12,13 +12,20 @@ call ran, not on the code it ran:
   the process (validation/counts_history.py: int arithmetic 1.0% apart between processes, all
   of it in ``_PyObject_Free``; a regular expression 5.6%, in glibc's ``_int_malloc``). Each
   allocator call counts a fixed cost instead: an allocation more still counts, a longer path
-  through the allocator does not.
+  through the allocator does not;
+- **the type attribute cache's misses** (:data:`TYPE_CACHE_MISS`): CPython finds a type's
+  attributes through a cache of 4,096 entries indexed by the type's version tag and the
+  address of the name's string, so which of a call's lookups collide, and walk the class's MRO
+  on every call, follows the process's memory layout (pint's ``test_base_units``: 46.9 k
+  instructions a call in two processes, 49.9 k in a third, the 3.0 k all in the miss path).
+  Each lookup counts a fixed cost, as if the cache had hit (:data:`TYPE_LOOKUP_CALLS`): a
+  lookup more still counts, a miss does not.
 
-A call's allocator calls are counted by the executions of each allocator's first instruction
+A call's allocator and lookup calls are counted by the executions of each one's first instruction
 (the dumps hold each instruction's cost), not by callgrind's call counts: those also count the
 calls made while collection was off (the plugin's own work between two counted calls).
 
-glibc's copy and fill functions (``memcpy``, ``memset``) would be a third such cost (which loop
+glibc's copy and fill functions (``memcpy``, ``memset``) would be a fourth such cost (which loop
 they take depends on the host's cache sizes and on how the buffers sit to each other); a
 counted process runs them with fixed tunables (runs/counted.GLIBC_TUNABLES), so the same copy
 takes the same loop on every host."""
@@ -37,7 +44,8 @@ from pytest_burnperf.host.callgrind import EVENTS
 RULE = (
     "waits left out; allocator calls at a fixed cost; glibc copies with fixed tunables; "
     "small calls counted once the interpreter settled; portable kernels (no FMA); "
-    "each benchmark in a child of its own; fixed requests, settled with the calls"
+    "each benchmark in a child of its own; fixed requests, settled with the calls; "
+    "type lookups as cache hits"
 )
 #: Functions whose own instructions are a thread waiting for another, left out of the counts.
 #: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher
@@ -53,6 +61,14 @@ WAIT_FUNCTIONS = frozenset(
 )
 
 
+#: The type attribute cache's miss path (CPython's ``Objects/typeobject.c``): the walk of the
+#: MRO's dictionaries and the version tag a type is given for the cache, each left out with
+#: everything it calls (a build that inlines them into ``_PyType_Lookup`` keeps its misses).
+TYPE_CACHE_MISS = frozenset({"find_name_in_mro", "assign_version_tag"})
+#: The type attribute lookup's entry point, counted at this fixed cost per call (its own hit
+#: path in CPython 3.11: 2,211 instructions over 67 calls), its own instructions left out: on
+#: a miss it also stores the new entry and lets the old one go (about 15 more a miss).
+TYPE_LOOKUP_CALLS: Mapping[str, int] = {"_PyType_Lookup": 33}
 #: The allocators' entry points, each counted at this fixed cost per call (near what a call
 #: takes on its common path, measured with CPython 3.11 and glibc 2.36) in place of the
 #: instructions it and :data:`ALLOCATOR_INSIDE` executed. ``_PyObject_*`` is CPython's
@@ -107,9 +123,13 @@ ALLOCATOR_INSIDE = frozenset(
         "pymalloc_realloc",
     }
 )
-_ALLOCATORS = frozenset(ALLOCATOR_CALLS) | frozenset(ALLOCATOR_ALIASES) | ALLOCATOR_INSIDE
-#: The functions whose entry executions a dump's reading keeps (the allocators' entry points).
-_ALLOCATOR_ENTRIES = frozenset(ALLOCATOR_CALLS) | frozenset(ALLOCATOR_ALIASES)
+#: Every function counted by its calls at a fixed cost (:data:`ALLOCATOR_CALLS`,
+#: :data:`TYPE_LOOKUP_CALLS`).
+FIXED_CALLS: Mapping[str, int] = {**ALLOCATOR_CALLS, **TYPE_LOOKUP_CALLS}
+#: The functions whose own cost is left out: the fixed-cost ones and what they run inside.
+_FIXED = frozenset(FIXED_CALLS) | frozenset(ALLOCATOR_ALIASES) | ALLOCATOR_INSIDE
+#: The functions whose entry executions a dump's reading keeps (the fixed-cost entry points).
+_FIXED_ENTRIES = frozenset(FIXED_CALLS) | frozenset(ALLOCATOR_ALIASES)
 
 
 def function_name(fn: str) -> str:
@@ -129,6 +149,16 @@ class DumpCosts:
     #: Each function's lowest instruction address with its own cost and that instruction's
     #: executions (where the dump holds each instruction: its entry, run once per call).
     entries: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: The inclusive events of the calls :data:`TYPE_CACHE_MISS`'s functions made.
+    miss_calls: list[int] = field(default_factory=list)
+
+    def type_cache_misses(self) -> dict[str, int]:
+        """The events of the type attribute cache's misses: :data:`TYPE_CACHE_MISS`'s own
+        code and all it called."""
+        got = self.own_cost(TYPE_CACHE_MISS)
+        for name, value in zip(self.events, self.miss_calls, strict=False):
+            got[name] = got.get(name, 0) + value
+        return {n: v for n, v in got.items() if v}
 
     def own_cost(self, match: frozenset[str]) -> dict[str, int]:
         """The events executed in the own code of the functions ``match`` names."""
@@ -144,21 +174,21 @@ class DumpCosts:
         instructions in this dump."""
         return {ob for (_fn, ob), values in self.own.items() if ob and values and values[0]}
 
-    def allocator_calls(self) -> int:
-        """The fixed instructions of the allocator calls made while collecting
-        (:data:`ALLOCATOR_CALLS` times the executions of each entry point's first
-        instruction)."""
+    def fixed_calls(self) -> int:
+        """The fixed instructions of the allocator and type lookup calls made while collecting
+        (:data:`FIXED_CALLS` times the executions of each entry point's first instruction)."""
         total = 0
         for fn, (_address, runs) in self.entries.items():
             name = function_name(fn)
-            total += runs * ALLOCATOR_CALLS.get(ALLOCATOR_ALIASES.get(name, name), 0)
+            total += runs * FIXED_CALLS.get(ALLOCATOR_ALIASES.get(name, name), 0)
         return total
 
 
 def costs(path: Path) -> DumpCosts:
     """Read ``path``'s own-cost lines and each function's entry executions (the inclusive cost of
-    a call, the line after ``calls=``, is not an own cost). Entries are kept for the allocators
-    only (:meth:`DumpCosts.allocator_calls` reads them). With one event (no cache simulation) a
+    a call, the line after ``calls=``, is not an own cost: it is read only for the calls the
+    type cache's miss path makes). Entries are kept for the fixed-cost functions only
+    (:meth:`DumpCosts.fixed_calls` reads them). With one event (no cache simulation) a
     cost line's last field is all that is read: the parse runs inside the counted process, under
     valgrind, twice per counted benchmark."""
     out = DumpCosts()
@@ -168,7 +198,8 @@ def costs(path: Path) -> DumpCosts:
     skip = False
     npos = 1
     single = False  # one event: Ir
-    track = False  # the current function is an allocator: its entry executions are read
+    track = False  # the current function is counted at a fixed cost: its entry executions are read
+    miss = False  # the current function is the type cache's miss path: its calls are read
     mine: list[int] | None = None  # the own costs of (fn, ob), once a line has one
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -176,6 +207,11 @@ def costs(path: Path) -> DumpCosts:
             if head.isdigit() or head in "+-*":
                 if skip:
                     skip = False
+                    if miss:  # a call's inclusive cost, made from the miss path
+                        called = [int(v) for v in line.split()[npos:]]
+                        out.miss_calls.extend([0] * (len(called) - len(out.miss_calls)))
+                        for i, v in enumerate(called):
+                            out.miss_calls[i] += v
                     continue
                 if single and not track:
                     if line.count(" ") >= npos:  # else no cost on the line: zero
@@ -199,7 +235,8 @@ def costs(path: Path) -> DumpCosts:
                             out.entries[fn] = (address, seen[1] + values[0])
             elif line.startswith("fn="):
                 fn = _name(line[3:], fns)
-                track = function_name(fn) in _ALLOCATOR_ENTRIES
+                track = function_name(fn) in _FIXED_ENTRIES
+                miss = function_name(fn) in TYPE_CACHE_MISS
                 mine = None
             elif line.startswith("cfn="):
                 _name(line[4:], fns)
@@ -219,18 +256,21 @@ def costs(path: Path) -> DumpCosts:
 
 
 def counted_events(path: Path, objects: set[str] | None = None) -> dict[str, float]:
-    """A counted call's events from its dump: the totals less the waiting functions' own cost
-    and the allocators' (their calls counted at :data:`ALLOCATOR_CALLS` instead), with
+    """A counted call's events from its dump: the totals less the waiting functions' own cost,
+    the type attribute cache's misses (:data:`TYPE_CACHE_MISS`, with all they called) and the
+    own cost of the allocators and the type lookup (their calls counted at
+    :data:`FIXED_CALLS` instead), with
     ``interpreter``, the share of the instructions executed in the interpreter itself. The
     object files that ran are added to ``objects`` where given."""
     read = costs(path)
     if objects is not None:
         objects |= read.objects()
     events: dict[str, float] = dict(read_dump(path))
-    for drop in (read.own_cost(WAIT_FUNCTIONS), read.own_cost(_ALLOCATORS)):
+    drops = (read.own_cost(WAIT_FUNCTIONS), read.type_cache_misses(), read.own_cost(_FIXED))
+    for drop in drops:
         for name, value in drop.items():
             events[name] = max(0, events.get(name, 0) - value)
-    events["Ir"] = events.get("Ir", 0) + read.allocator_calls()
+    events["Ir"] = events.get("Ir", 0) + read.fixed_calls()
     return {**events, "interpreter": _interpreter_share(read)}
 
 

@@ -181,11 +181,74 @@ def test_an_allocation_more_still_counts(tmp_path: Path) -> None:
     assert grew == callgrind_dumps.ALLOCATOR_CALLS["_PyObject_Free"]
 
 
+def _lookup_dump(misses: int, lookups: int = 20) -> str:
+    """A call of ``lookups`` attribute lookups through the type cache, ``misses`` of which
+    missed and walked the MRO (as pint's counted in one process of three), in callgrind's
+    format with two events and instruction positions: the lookup's entry instruction (run once
+    a call) and its other own lines (a few more on a miss), the miss path's own lines, its
+    calls to the dictionaries' lookup (their inclusive cost after ``calls=``) and that
+    function's own lines, which other callers share."""
+    lookup_own = (lookups + lookups * 14 + misses * 5, lookups + lookups * 4)
+    dict_own = (210 + misses * 100, 70 + misses * 30)
+    lines = [
+        "positions: instr line",
+        "events: Ir Dr",
+        "ob=(1) /lib/libpython3.11.so.1.0",
+        "fn=(1) _PyEval_EvalFrameDefault",
+        "0x100 10 4000 900",
+        "cfn=(2) _PyType_Lookup",
+        f"calls={lookups} 0x200 20",
+        f"0x104 10 {lookup_own[0] + misses * 135} {lookup_own[1] + misses * 40}",
+        "cfn=(4) _Py_dict_lookup",
+        "calls=7 0x400 40",
+        "0x108 10 210 70",
+        "fn=(2)",
+        f"0x200 20 {lookups} {lookups}",
+        f"+4 * {lookups * 14 + misses * 5} {lookups * 4}",
+    ]
+    if misses:
+        lines += [
+            "cfn=(3) find_name_in_mro",
+            f"calls={misses} 0x300 30",
+            f"0x208 21 {misses * 135} {misses * 40}",
+            "fn=(3)",
+            f"0x300 30 {misses * 35} {misses * 10}",
+            "cfn=(4)",
+            f"calls={misses * 3} 0x400 40",
+            f"+8 * {misses * 100} {misses * 30}",
+        ]
+    lines += ["fn=(4)", f"0x400 40 {dict_own[0]} {dict_own[1]}"]
+    ir = 4000 + lookup_own[0] + misses * 35 + dict_own[0]
+    dr = 900 + lookup_own[1] + misses * 10 + dict_own[1]
+    return "\n".join([*lines, f"totals: {ir} {dr}", ""])
+
+
+def test_a_lookup_counts_as_a_cache_hit_whether_the_cache_missed(tmp_path: Path) -> None:
+    """Which lookups collide in CPython's type cache follows the process's memory layout: the
+    miss path (the MRO walk, with the dictionary lookups it calls) is left out, each lookup
+    counted at a fixed cost, and the same dictionary function called from elsewhere still
+    counts."""
+    hits, misses = tmp_path / "hits", tmp_path / "misses"
+    hits.write_text(_lookup_dump(0), encoding="utf-8")
+    misses.write_text(_lookup_dump(12), encoding="utf-8")
+    assert callgrind_dumps.read_dump(misses)["Ir"] == callgrind_dumps.read_dump(hits)["Ir"] + 1680
+    read = callgrind_dumps.costs(misses)
+    assert read.type_cache_misses() == {"Ir": 12 * 135, "Dr": 12 * 40}
+    assert callgrind_dumps.costs(hits).type_cache_misses() == {}
+    got, base = (callgrind_dumps.counted_events(p) for p in (misses, hits))
+    lookup = callgrind_dumps.TYPE_LOOKUP_CALLS["_PyType_Lookup"]
+    assert got["Ir"] == base["Ir"] == 4000 + 210 + 20 * lookup  # the dictionary's from elsewhere
+    assert got["Dr"] == base["Dr"] == 900 + 70
+    more = tmp_path / "more"  # a lookup more still counts
+    more.write_text(_lookup_dump(0, lookups=21), encoding="utf-8")
+    assert callgrind_dumps.counted_events(more)["Ir"] - base["Ir"] == lookup
+
+
 def test_an_entry_is_the_lowest_address_however_the_lines_come() -> None:
     costs = callgrind_dumps.DumpCosts(events=["Ir"])
     costs.entries.update({"cfree": (0x10, 3), "__libc_malloc'2": (0x20, 2), "f": (0x30, 9)})
     fixed = callgrind_dumps.ALLOCATOR_CALLS
-    assert costs.allocator_calls() == 3 * fixed["free"] + 2 * fixed["malloc"]
+    assert costs.fixed_calls() == 3 * fixed["free"] + 2 * fixed["malloc"]
 
 
 def test_counted_processes_run_glibcs_copies_the_same_way_everywhere() -> None:
@@ -206,14 +269,18 @@ def test_counts_taken_by_the_older_rule_are_another_key() -> None:
     assert counts_key.key_difference(dict(now), now) is None
     # counts taken one benchmark after another in one process (before children): another key,
     # not a comparison (small interpreted calls moved by a few percent between the two)
-    before_children = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 2)[0]}
+    before_children = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 3)[0]}
     why = counts_key.key_difference(before_children, now)
     assert why is not None and "each benchmark in a child of its own" in why
     # counts taken with the requests built per call in Python (15.8 k instructions of their own
     # around each call, small calls' first ones 0.4-2.5% higher): another key, not a change
-    before_fixed = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 1)[0]}
+    before_fixed = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 2)[0]}
     why = counts_key.key_difference(before_fixed, now)
     assert why is not None and "fixed requests, settled with the calls" in why
+    # counts with the type cache's misses in them (6% between processes): another key
+    before_hits = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 1)[0]}
+    why = counts_key.key_difference(before_hits, now)
+    assert why is not None and "type lookups as cache hits" in why
 
 
 def test_a_one_event_dump_reads_as_the_same_dump_with_more_events(tmp_path: Path) -> None:
@@ -237,7 +304,7 @@ def test_a_one_event_dump_reads_as_the_same_dump_with_more_events(tmp_path: Path
     single.write_text("\n".join(one_lines) + "\n", encoding="utf-8")
     a, b = callgrind_dumps.counted_events(multi), callgrind_dumps.counted_events(single)
     assert b["Ir"] == a["Ir"] and b["interpreter"] == a["interpreter"]
-    assert callgrind_dumps.costs(single).allocator_calls() == (
-        callgrind_dumps.costs(multi).allocator_calls()
+    assert callgrind_dumps.costs(single).fixed_calls() == (
+        callgrind_dumps.costs(multi).fixed_calls()
     )
     assert callgrind_dumps.costs(single).objects() == callgrind_dumps.costs(multi).objects()
