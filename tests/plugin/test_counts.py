@@ -573,12 +573,12 @@ def test_notes_say_where_the_measures_disagree() -> None:
 def test_an_unchanged_within_its_own_minimum_effect_names_the_time_that_moved_more() -> None:
     """Counts +2.5% within a benchmark's 4.8% minimum effect (its interpreter state), the
     clock +8.6% beside: the reason a reader sees says both (issue 76)."""
-    base = [31_250.0] * 7  # a small interpreted call: its interpreter state sets 4.8%
-    counted = counts.judge_counts(base, [32_031.0] * 7, alpha_each=0.01, interpreter=0.9)
-    assert counted.status == UNCHANGED and counted.effect == pytest.approx(0.048)
+    base = [10_417.0] * 7  # a small interpreted call: its interpreter state sets 4.8%
+    counted = counts.judge_counts(base, [10_677.0] * 7, alpha_each=0.01, interpreter=0.9)
+    assert counted.status == UNCHANGED and counted.effect == pytest.approx(0.048, abs=1e-4)
     assert counted.reason == (
         "counts +2.50% within this benchmark's 4.8% minimum effect (the interpreter's state in "
-        "a call of 31.2 k instructions, up to 1500 more in another process)"
+        "a call of 10.4 k instructions, up to 500 more in another process)"
     )
     timed = _FakeResult(_result(UNCHANGED, 1.086))
     said = time_moved_more(counted, timed, beside=True)  # type: ignore[arg-type]
@@ -1604,9 +1604,11 @@ def test_the_plugins_own_instructions_around_a_small_call_are_few_and_the_same_e
     collection on and off, and the Python around them. They are fixed functions that allocate
     nothing, settled before the first counted call: an empty call counts a few thousand
     instructions (15.8 k when each request built its argument array in Python), and a small
-    call counts alike in every call of every process, within what the allocator's state moves
-    it (pint's, 50 k instructions, spread 1.8% over their first calls before), so counts judge
-    it."""
+    call counts alike in every call of every process (pint's, 50 k instructions, moved 200-1,600
+    over their first four calls before), but for the interpreter's own retries: a call site
+    that does not specialise (a Python class called) tries again ever more rarely, about 110
+    instructions each time, in whichever call that lands (90,129 and 90,239 a call here; one CI
+    process 90,246 and 90,356). Counts judge it."""
     project.makepyfile(test_small=SMALL_CALLS)
     recorded, doc = _run(project, "--perf-measure", "counts", "--perf-update", "test_small.py")
     recorded.assert_outcomes(passed=3)
@@ -1615,8 +1617,9 @@ def test_the_plugins_own_instructions_around_a_small_call_are_few_and_the_same_e
     for name in ("test_parse[m*s]", "test_parse[kg*m*s*A]"):
         calls = by_name[name]["counts"]["instructions"]  # every process's
         assert len(by_name[name]["counts"]["process_medians"]) == 3
-        # within the counts' floor (what the allocator's state moves, by design: 0.06% here)
-        assert counts.relative_spread(calls) * counts.SPREAD_FACTOR <= counts.COUNTS_FLOOR, calls
+        # a few specialisation retries apart at most, far under what the interpreter's state
+        # may move a call between processes (counts.INTERPRETER_STATE)
+        assert max(calls) - min(calls) <= 500 < counts.INTERPRETER_STATE, calls
     check, doc = _run(project, "--perf-measure", "counts", "test_small.py")
     check.assert_outcomes(passed=3)
     for r in doc["results"]:

@@ -219,7 +219,14 @@ def count_calls(
         blocks = measured.blocks * got_ir / measured.instructions if measured.instructions else 0
         if blocks > limit:
             raise TooSlow(None, first, int(got_ir), int(blocks))
-    settling = (settle or settle_calls)(measured.instructions)
+    # how many calls settle it follows from the first call's counted instructions (its
+    # allocator calls at their fixed cost, its type lookups as hits: read from its dump), not
+    # its raw ones: those follow the process's memory layout, and one process settling a call
+    # once more than another moved where the interpreter's specialisation retries land
+    small = measured.instructions <= SETTLE_UP_TO
+    settling = (settle or settle_calls)(
+        float(probed().get("Ir", 0)) if small else measured.instructions
+    )
     if settling:
         # a small call, still met by the interpreter's specialising: run it on, uninstrumented,
         # until the interpreter has settled, then count it
@@ -265,12 +272,16 @@ def _size(read: Callable[[Path], Mapping[str, float]]) -> Callable[[Path], CallS
 
 def settle_calls(instructions: float) -> int:
     """How many uninstrumented calls settle a benchmark whose calls count ``instructions``:
-    :data:`SETTLE_INSTRUCTIONS` worth, at most :data:`SETTLE_MAX_CALLS` and at least
-    :data:`SETTLE_MIN_CALLS`; none over :data:`SETTLE_UP_TO` (where thousands of instructions
-    are under a tenth of the counts' floor)."""
-    if instructions <= 0 or instructions > SETTLE_UP_TO:
+    :data:`SETTLE_INSTRUCTIONS` worth of calls of the power of two at or under
+    ``instructions`` (so that a call's size moving by a few instructions between processes
+    does not change the number, unless it crosses a power of two), at most
+    :data:`SETTLE_MAX_CALLS` and at least :data:`SETTLE_MIN_CALLS`; none over
+    :data:`SETTLE_UP_TO` (where thousands of instructions are under a tenth of the counts'
+    floor)."""
+    if instructions < 1 or instructions > SETTLE_UP_TO:
         return 0
-    return max(SETTLE_MIN_CALLS, min(SETTLE_MAX_CALLS, int(SETTLE_INSTRUCTIONS // instructions)))
+    size = 1 << (int(instructions).bit_length() - 1)
+    return max(SETTLE_MIN_CALLS, min(SETTLE_MAX_CALLS, SETTLE_INSTRUCTIONS // size))
 
 
 def agree(values: Sequence[float]) -> bool:

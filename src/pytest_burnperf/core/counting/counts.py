@@ -65,8 +65,13 @@ PROCESS_SPREAD = 0.0005
 #: processes then).
 INTERPRETER_FLOOR = 0.015
 #: Instructions a call running interpreted code may count more in another process, whatever its
-#: size (the interpreter's specialising state: a 60 k-instruction call counted 400 more once).
-INTERPRETER_STATE = 1500
+#: size: the interpreter's specialising state. A call site that does not specialise retries ever
+#: more rarely, about 110 instructions each time, in whichever call the retry lands (docs/gate.md,
+#: "The plugin's own instructions"). The largest moves measured between a recording and another
+#: process: 400 on a 60 k-instruction call (2026-11, before the plugin's own instructions were
+#: fixed and settled), 117 on a 90 k one, 103 on pint's calls under 30 k (2026-12-01). 1,500
+#: until then, which left every call under 30 k instructions to the clock.
+INTERPRETER_STATE = 500
 #: The interpreter's share of a benchmark's instructions from which its counts may follow the
 #: counted process's memory layout, so that one process cannot stand for every other: CPython
 #: indexes its type attribute cache by the address of the attribute name's string, so which
@@ -279,8 +284,11 @@ def judge_counts(
     # a minimum effect above the threshold set is no blind spot: counts see what it asks for
     blind = effect > MAX_EFFECT and (threshold is None or effect > threshold)
     # processes that moved apart that far are a few draws of a wider spread (a check's two
-    # processes counted 40% below a recording whose three spanned 30%): no change is called
-    if (abs(change) <= math.log1p(effect) or by_layout) and blind:
+    # processes counted 40% below a recording whose three spanned 30%): no change is called.
+    # Where the call's size, not the processes' spread, makes it blind (an 8.7 k-instruction
+    # call whose processes moved 0.1% apart), a change beyond it is still called
+    layout_blind = by_layout and SPREAD_FACTOR * spread > MAX_EFFECT
+    if (abs(change) <= math.log1p(effect) or layout_blind) and blind:
         if state >= SPREAD_FACTOR * spread:  # the call is small, not spread
             why = (
                 f"a call of {format_count(base_median)} instructions running interpreted code, "
@@ -299,7 +307,7 @@ def judge_counts(
             )
         cannot = (
             "a few processes show only part of how far it moves, so counts call no change"
-            if by_layout
+            if layout_blind
             else f"counts cannot tell changes under {100 * effect:.2g}% apart"
         )
         return _with(verdict, INCONCLUSIVE, f"{why}: {cannot}; " + UNDECIDED_ADVICE)
