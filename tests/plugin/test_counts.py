@@ -573,12 +573,12 @@ def test_notes_say_where_the_measures_disagree() -> None:
 def test_an_unchanged_within_its_own_minimum_effect_names_the_time_that_moved_more() -> None:
     """Counts +2.5% within a benchmark's 4.8% minimum effect (its interpreter state), the
     clock +8.6% beside: the reason a reader sees says both (issue 76)."""
-    base = [10_417.0] * 7  # a small interpreted call: its interpreter state sets 4.8%
-    counted = counts.judge_counts(base, [10_677.0] * 7, alpha_each=0.01, interpreter=0.9)
+    base = [16_667.0] * 7  # a small interpreted call: its interpreter state sets 4.8%
+    counted = counts.judge_counts(base, [17_084.0] * 7, alpha_each=0.01, interpreter=0.9)
     assert counted.status == UNCHANGED and counted.effect == pytest.approx(0.048, abs=1e-4)
     assert counted.reason == (
         "counts +2.50% within this benchmark's 4.8% minimum effect (the interpreter's state in "
-        "a call of 10.4 k instructions, up to 500 more in another process)"
+        "a call of 16.7 k instructions, up to 800 more in another process)"
     )
     timed = _FakeResult(_result(UNCHANGED, 1.086))
     said = time_moved_more(counted, timed, beside=True)  # type: ignore[arg-type]

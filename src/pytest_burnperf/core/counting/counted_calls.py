@@ -203,7 +203,6 @@ def count_calls(
     finally:
         counter.toggle()
         counter.stop()
-    measured = (size or _size(read))(probe)
     read_probe: list[Mapping[str, float]] = []
 
     def probed() -> Mapping[str, float]:
@@ -211,6 +210,8 @@ def count_calls(
         if not read_probe:
             read_probe.append(read(probe))
         return read_probe[0]
+
+    measured = size(probe) if size is not None else _size(probed())
 
     if limit and measured.blocks > limit:
         # its threads' waits left out, as counted: the blocks in the share of its instructions
@@ -258,16 +259,11 @@ def count_calls(
     return got, first
 
 
-def _size(read: Callable[[Path], Mapping[str, float]]) -> Callable[[Path], CallSize]:
+def _size(events: Mapping[str, float]) -> CallSize:
     """A call's size from its read events (``blocks`` where the reader gives them, else its
     instructions: a fake counter's one unit of work)."""
-
-    def size(path: Path) -> CallSize:
-        events = read(path)
-        ir = float(events.get("Ir", 0))
-        return CallSize(ir, float(events.get("blocks", ir)))
-
-    return size
+    ir = float(events.get("Ir", 0))
+    return CallSize(ir, float(events.get("blocks", ir)))
 
 
 def settle_calls(instructions: float) -> int:
