@@ -47,6 +47,16 @@ RULE = (
     "each benchmark in a child of its own; fixed requests, settled with the calls; "
     "type lookups as cache hits"
 )
+#: What :data:`RULE` adds on CPython 3.13 and later, where ``_PyType_LookupRef`` counts as a
+#: hit too (:data:`TYPE_LOOKUP_CALLS`): counts of 3.13 taken before read as another key.
+RULE_313 = "; _PyType_LookupRef as a cache hit"
+
+
+def rule(version: tuple[int, ...]) -> str:
+    """The counting rule a counted process of this Python ``version`` counts by (the key's)."""
+    return RULE + (RULE_313 if tuple(version[:2]) >= (3, 13) else "")
+
+
 #: Functions whose own instructions are a thread waiting for another, left out of the counts.
 #: OpenBLAS's threads synchronise by spinning (``sched_yield`` in a loop): its dispatcher
 #: (``exec_blas``, ``exec_blas_async_wait``), the worker loop (``blas_thread_server``) and the
@@ -65,10 +75,15 @@ WAIT_FUNCTIONS = frozenset(
 #: MRO's dictionaries and the version tag a type is given for the cache, each left out with
 #: everything it calls (a build that inlines them into ``_PyType_Lookup`` keeps its misses).
 TYPE_CACHE_MISS = frozenset({"find_name_in_mro", "assign_version_tag"})
-#: The type attribute lookup's entry point, counted at this fixed cost per call (its own hit
-#: path in CPython 3.11: 2,211 instructions over 67 calls), its own instructions left out: on
-#: a miss it also stores the new entry and lets the old one go (about 15 more a miss).
-TYPE_LOOKUP_CALLS: Mapping[str, int] = {"_PyType_Lookup": 33}
+#: The type attribute lookup's entry points, each counted at this fixed cost per call, its own
+#: instructions left out: on a miss it also stores the new entry and lets the old one go (about
+#: 15 more a miss). ``_PyType_Lookup``'s own hit path in CPython 3.11: 2,211 instructions over
+#: 67 calls. CPython 3.13 moved the lookup into ``_PyType_LookupRef`` (``_PyType_Lookup`` calls
+#: it, and most callers call it directly): its own hit path there 41 a call (248,011 more
+#: instructions over 6,000 more hits, CPython 3.13.0); with it counted as it ran, the lookups
+#: reproducer still moved 0.55% between processes (docs/validation.md). 3.11 and 3.12 have no
+#: such function, so their counts do not change with it.
+TYPE_LOOKUP_CALLS: Mapping[str, int] = {"_PyType_Lookup": 33, "_PyType_LookupRef": 41}
 #: The allocators' entry points, each counted at this fixed cost per call (near what a call
 #: takes on its common path, measured with CPython 3.11 and glibc 2.36) in place of the
 #: instructions it and :data:`ALLOCATOR_INSIDE` executed. ``_PyObject_*`` is CPython's

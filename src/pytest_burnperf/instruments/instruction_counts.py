@@ -285,7 +285,7 @@ def key(
     skip = [*versions, *([project] if project else [])]
     return {
         "calls_into": installed_files.called_distributions(objects or (), skip),
-        "counting": callgrind_dumps.RULE,
+        "counting": callgrind_dumps.rule(tuple(sys.version_info[:2])),
         "cpuid": callgrind.cpuid_signature(),
         "simulated_cpu": " ".join(filter(None, (simulated_cpu(device), compiled_for(objects)))),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
