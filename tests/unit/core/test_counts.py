@@ -870,8 +870,8 @@ def _judged(recorded: counts.Counted, current: counts.Counted) -> Verdict:
 def test_a_small_call_whose_processes_barely_moved_is_judged_beyond_its_state() -> None:
     """snecs's ``create_empty_entities`` (8.67 k instructions a call, its three recording
     processes a few instructions apart): the interpreter's state makes a change under 9.2%
-    undecidable, not one six times that. A loop planted in it (+36.5%) is regressed; unchanged,
-    it is left to the clock, and the reason says it cannot tell changes under 5.8%, not that
+    undecidable, not one four times that. A loop planted in it (+36.5%) is regressed; unchanged,
+    it is left to the clock, and the reason says it cannot tell changes under 9.2%, not that
     the processes moved."""
     recorded = counts.pooled([_one_process(m) for m in (8_662, 8_672, 8_667)])
     planted = _judged(recorded, _one_process(11_842))
