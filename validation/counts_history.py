@@ -2,10 +2,11 @@
 code before it (the "history" a recording and a later check never share), and which part of
 that is glibc's copy loops and which the allocators.
 
-Ten small pure-Python workloads (int arithmetic, objects and methods, dict building, a JSON
+Eleven small pure-Python workloads (int arithmetic, objects and methods, dict building, a JSON
 round trip, set membership of objects, string work, a sort, recursion, a regular expression,
 attribute lookups through 40 classes: CPython's type attribute cache follows the addresses of
-the names, so where its lookups collide follows the process's memory layout)
+the names, so where its lookups collide follows the process's memory layout; dictionaries keyed
+by classes, which hash by their addresses)
 are counted as a counted process counts them (core/counting/counted_calls.count_calls, the counted call's
 events from host/callgrind_dumps.counted_events), in ``--histories`` processes that each first
 allocate and keep a different number of objects and import different modules. Once with glibc's
@@ -72,6 +73,8 @@ history, out = int(sys.argv[1]), Path(sys.argv[2])
 ALLOCATORS = frozenset(sys.argv[3].split(","))
 junk = [{{"k%d" % i: [i] * (i % 5)}} for i in range(history)]
 del junk[::3]
+# blocks beyond the small-object allocator's 512 bytes, from glibc's heap, where classes live
+blocks = [bytearray(520 + (i * 7919) % 3000) for i in range(history % 97)]
 if history % 2:
     import decimal, email.parser, fractions, xml.dom.minidom  # noqa: F401
 
@@ -99,6 +102,13 @@ for depth in range(40):
     ns = {{name: depth for name in NAMES[depth * 7 : (depth + 1) * 7]}}
     BASES.append(type("Mixin%d" % depth, tuple(BASES[-1:]) or (object,), ns))
 DEEP = type("Deep", (BASES[-1],), {{}})()
+# an entity-component store: dictionaries keyed by classes, which hash by their address
+# (each class after a block of its own, so that where the three land apart differs too)
+COMPS = []
+for i in range(3):
+    blocks.append(bytearray(520 + (history * (i + 3) * 7919) % 2000))
+    COMPS.append(type("Comp%d" % i, (), {{}}))
+ENTS = [{{c: i for c in COMPS[: 1 + i % 3]}} for i in range(1000)]
 
 
 WORK = {{
@@ -112,6 +122,7 @@ WORK = {{
     "recursion": lambda: fib(16),
     "regex": lambda: re.findall(r"(\\w+)@(\\w+)\\.com", "x a@b.com y c@d.com " * 200),
     "lookups": lambda: sum(getattr(DEEP, name) for name in NAMES[:280]),
+    "class_keys": lambda: sum(COMPS[0] in e for e in ENTS) + sum(COMPS[2] in e for e in ENTS),
 }}
 requests = callgrind.Requests(out.parent)
 got = {{}}

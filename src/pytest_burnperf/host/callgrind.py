@@ -48,6 +48,17 @@ CACHE_MODEL: dict[str, tuple[int, int, int]] = {
 }
 #: The events callgrind reports with the cache simulation on, in its order.
 EVENTS = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+#: Functions each of whose contexts callgrind tells apart by up to this many callers
+#: (``--separate-callers<N>=``: ``_Py_dict_lookup'_PyDict_GetItem_KnownHash'find_name_in_mro``):
+#: the hash tables' lookups, counted at a fixed cost a call, except where the type cache's
+#: miss path made them (two calls down in CPython 3.11-3.13), which is left out whole
+#: (host/callgrind_dumps.HASH_PROBE_CALLS).
+SEPARATED_CALLERS: Mapping[str, int] = {
+    "_Py_dict_lookup": 3,
+    "find_empty_slot": 3,
+    "set_lookkey": 3,
+    "set_add_entry": 3,
+}
 #: Environment variable naming the valgrind executable (else ``valgrind`` on $PATH).
 VALGRIND_ENV = "BURNPERF_VALGRIND"
 #: The prefix of a counted process's dump files in its dump directory.
@@ -210,7 +221,8 @@ def command(valgrind: str, dump_dir: Path, caches: bool = False) -> list[str]:
     the program asks (every thread collects then; the calling thread toggles its own), threads
     scheduled first come first served, no gdbserver (nothing left in the temporary folder by a
     killed process), the caches simulated with the fixed model where
-    ``caches`` (for estimated cycles), dumps into ``dump_dir``."""
+    ``caches`` (for estimated cycles), the hash tables' lookups told apart by their callers
+    (:data:`SEPARATED_CALLERS`), dumps into ``dump_dir``."""
     return [
         valgrind,
         "--tool=callgrind",
@@ -226,6 +238,7 @@ def command(valgrind: str, dump_dir: Path, caches: bool = False) -> list[str]:
         "--dump-instr=yes",  # each instruction: a function's entry counts its calls
         "--compress-strings=no",
         "--compress-pos=no",
+        *(f"--separate-callers{depth}={name}" for name, depth in SEPARATED_CALLERS.items()),
         f"--callgrind-out-file={dump_dir / DUMP_PREFIX}.%p",
     ]
 

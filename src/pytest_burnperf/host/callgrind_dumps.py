@@ -19,7 +19,20 @@ the call ran, not on the code it ran:
   on every call, follows the process's memory layout (pint's ``test_base_units``: 46.9 k
   instructions a call in two processes, 49.9 k in a third, the 3.0 k all in the miss path).
   Each lookup counts a fixed cost, as if the cache had hit (:data:`TYPE_LOOKUP_CALLS`): a
-  lookup more still counts, a miss does not.
+  lookup more still counts, a miss does not;
+- **the probes of dictionaries and sets** (:data:`HASH_PROBE_CALLS`): a key's slot follows its
+  hash, and classes, functions and plain objects hash by their address, so which of their keys
+  collide, and probe a slot more, follows the layout too (snecs's ``has_component``, a
+  dictionary keyed by classes per entity: 0.85% apart between eight processes, most of it in
+  ``_Py_dict_lookup``; docs/data/hash-probes-snecs.json). Each lookup counts a fixed cost, as
+  if it had found its slot at the first probe: a lookup more still counts, and so does
+  comparing keys whose hashes are equal (the comparison is a call of its own); a probe more
+  does not. The same function called from the type cache's miss path is told apart by its
+  callers (:data:`SEPARATED`) and left out with the miss;
+- **the copy a reallocation makes when it moves** (:data:`REALLOC_MOVES`): glibc's ``realloc``
+  grows a block where it lies when the memory after it is free, else moves it and copies
+  (a list grown by appends: 1,334 or 188 instructions of copying a call, with the heap's
+  state). The copy is left out; the call counts its fixed cost (:data:`ALLOCATOR_CALLS`).
 
 A call's allocator and lookup calls are counted by the executions of each one's first instruction
 (the dumps hold each instruction's cost), not by callgrind's call counts: those also count the
@@ -37,7 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_burnperf.host.callgrind import EVENTS
+from pytest_burnperf.host.callgrind import EVENTS, SEPARATED_CALLERS
 
 #: How counted calls are counted, as the counts key holds it (core/counting/counts_key.py): counts
 #: taken by another rule do not compare.
@@ -45,7 +58,8 @@ RULE = (
     "waits left out; allocator calls at a fixed cost; glibc copies with fixed tunables; "
     "small calls counted once the interpreter settled; portable kernels (no FMA); "
     "each benchmark in a child of its own; fixed requests, settled with the calls; "
-    "type lookups as cache hits"
+    "type lookups as cache hits; dict and set lookups at their first probe; "
+    "realloc's moving copies left out"
 )
 #: What :data:`RULE` adds on CPython 3.13 and later, where ``_PyType_LookupRef`` counts as a
 #: hit too (:data:`TYPE_LOOKUP_CALLS`): counts of 3.13 taken before read as another key.
@@ -138,9 +152,31 @@ ALLOCATOR_INSIDE = frozenset(
         "pymalloc_realloc",
     }
 )
+#: The hash tables' probing functions (CPython's ``Objects/dictobject.c`` and
+#: ``Objects/setobject.c``, the same names in 3.11, 3.12 and 3.13), each counted at this fixed
+#: cost per call, its own instructions left out (what it calls still counts: comparing keys of
+#: equal hashes, a Python ``__eq__``). Near each one's own path without a collision, CPython
+#: 3.11.7 (a loop of 20,000 lookups of an int key under callgrind): ``_Py_dict_lookup`` 65 a
+#: hit and 51 a miss (3.12: 57 and 46; 3.13: 47 and 44), ``set_lookkey`` 45, ``set_add_entry``
+#: 46 for a key already there and 58 for a new one, ``find_empty_slot`` (a new key's slot) 16.
+#: What stays counted as it ran: the rebuilding of a table that grows (``build_indices_*``,
+#: ``set_table_resize``: their probes too, once per resize) and the lookups a deletion makes
+#: inline (``lookdict_index``).
+HASH_PROBE_CALLS: Mapping[str, int] = {
+    "_Py_dict_lookup": 60,
+    "find_empty_slot": 16,
+    "set_lookkey": 45,
+    "set_add_entry": 50,
+}
+#: The functions a counted process tells apart by their callers (host/callgrind.py): where the
+#: type cache's miss path called one, that context is the miss's, left out with it
+#: (:meth:`DumpCosts.type_cache_misses`), not a lookup at a fixed cost.
+SEPARATED = frozenset(SEPARATED_CALLERS)
+#: The functions whose calls to a copy (:func:`is_copy`) are a block moved by ``realloc``.
+REALLOC_MOVES = frozenset({"_int_realloc"})
 #: Every function counted by its calls at a fixed cost (:data:`ALLOCATOR_CALLS`,
-#: :data:`TYPE_LOOKUP_CALLS`).
-FIXED_CALLS: Mapping[str, int] = {**ALLOCATOR_CALLS, **TYPE_LOOKUP_CALLS}
+#: :data:`TYPE_LOOKUP_CALLS`, :data:`HASH_PROBE_CALLS`).
+FIXED_CALLS: Mapping[str, int] = {**ALLOCATOR_CALLS, **TYPE_LOOKUP_CALLS, **HASH_PROBE_CALLS}
 #: The functions whose own cost is left out: the fixed-cost ones and what they run inside.
 _FIXED = frozenset(FIXED_CALLS) | frozenset(ALLOCATOR_ALIASES) | ALLOCATOR_INSIDE
 #: The functions whose entry executions a dump's reading keeps (the fixed-cost entry points).
@@ -149,8 +185,22 @@ _FIXED_ENTRIES = frozenset(FIXED_CALLS) | frozenset(ALLOCATOR_ALIASES)
 
 def function_name(fn: str) -> str:
     """A dump's function name without what callgrind and compilers add: a recursion level
-    (``f'2``) and a clone suffix (``unlink_chunk.constprop.0``)."""
+    (``f'2``), the callers of a separated context (``f'g'h``) and a clone suffix
+    (``unlink_chunk.constprop.0``)."""
     return fn.split("'", 1)[0].split(".", 1)[0]
+
+
+def in_type_cache_miss(fn: str) -> bool:
+    """Whether ``fn`` is a context of a function called from the type cache's miss path: one of
+    its callers (``_Py_dict_lookup'_PyDict_GetItem_KnownHash'find_name_in_mro``) is in
+    :data:`TYPE_CACHE_MISS`."""
+    return any(function_name(part) in TYPE_CACHE_MISS for part in fn.split("'")[1:])
+
+
+def is_copy(fn: str) -> bool:
+    """Whether ``fn`` is one of glibc's copy functions (``memcpy``, ``memmove`` and the variant
+    its CPU dispatch picked: ``__memcpy_avx_unaligned_erms``)."""
+    return function_name(fn).lstrip("_").startswith(("memcpy", "memmove", "mempcpy"))
 
 
 @dataclass
@@ -166,6 +216,8 @@ class DumpCosts:
     entries: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: The inclusive events of the calls :data:`TYPE_CACHE_MISS`'s functions made.
     miss_calls: list[int] = field(default_factory=list)
+    #: The inclusive events of the copies :data:`REALLOC_MOVES`'s functions called.
+    moved_copies: list[int] = field(default_factory=list)
 
     def type_cache_misses(self) -> dict[str, int]:
         """The events of the type attribute cache's misses: :data:`TYPE_CACHE_MISS`'s own
@@ -175,11 +227,17 @@ class DumpCosts:
             got[name] = got.get(name, 0) + value
         return {n: v for n, v in got.items() if v}
 
-    def own_cost(self, match: frozenset[str]) -> dict[str, int]:
-        """The events executed in the own code of the functions ``match`` names."""
+    def moved(self) -> dict[str, int]:
+        """The events of the copies ``realloc`` made where it moved a block."""
+        return {n: v for n, v in zip(self.events, self.moved_copies, strict=False) if v}
+
+    def own_cost(self, match: frozenset[str], *, outside_miss: bool = False) -> dict[str, int]:
+        """The events executed in the own code of the functions ``match`` names (where
+        ``outside_miss``, not in their contexts called from the type cache's miss path, which
+        :meth:`type_cache_misses` holds)."""
         got = [0] * len(self.events)
         for (fn, _ob), values in self.own.items():
-            if function_name(fn) in match:
+            if function_name(fn) in match and not (outside_miss and in_type_cache_miss(fn)):
                 for i, v in enumerate(values[: len(got)]):
                     got[i] += v
         return {n: v for n, v in zip(self.events, got, strict=True) if v}
@@ -190,8 +248,9 @@ class DumpCosts:
         return {ob for (_fn, ob), values in self.own.items() if ob and values and values[0]}
 
     def fixed_calls(self) -> int:
-        """The fixed instructions of the allocator and type lookup calls made while collecting
-        (:data:`FIXED_CALLS` times the executions of each entry point's first instruction)."""
+        """The fixed instructions of the allocator, type lookup and hash table calls made while
+        collecting (:data:`FIXED_CALLS` times the executions of each entry point's first
+        instruction; not those the type cache's miss path made, which are left out with it)."""
         total = 0
         for fn, (_address, runs) in self.entries.items():
             name = function_name(fn)
@@ -202,10 +261,10 @@ class DumpCosts:
 def costs(path: Path) -> DumpCosts:
     """Read ``path``'s own-cost lines and each function's entry executions (the inclusive cost of
     a call, the line after ``calls=``, is not an own cost: it is read only for the calls the
-    type cache's miss path makes). Entries are kept for the fixed-cost functions only
-    (:meth:`DumpCosts.fixed_calls` reads them). With one event (no cache simulation) a
-    cost line's last field is all that is read: the parse runs inside the counted process, under
-    valgrind, twice per counted benchmark."""
+    type cache's miss path makes and the copies of a moving ``realloc``). Entries are kept for
+    the fixed-cost functions only (:meth:`DumpCosts.fixed_calls` reads them). With one event
+    (no cache simulation) a cost line's last field is all that is read: the parse runs inside
+    the counted process, under valgrind, twice per counted benchmark."""
     out = DumpCosts()
     fns: dict[str, str] = {}
     obs: dict[str, str] = {}
@@ -215,6 +274,8 @@ def costs(path: Path) -> DumpCosts:
     single = False  # one event: Ir
     track = False  # the current function is counted at a fixed cost: its entry executions are read
     miss = False  # the current function is the type cache's miss path: its calls are read
+    moves = False  # the current function is realloc's inside: its calls to copies are read
+    into: list[int] | None = None  # where the inclusive cost of the current call goes
     mine: list[int] | None = None  # the own costs of (fn, ob), once a line has one
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -222,11 +283,11 @@ def costs(path: Path) -> DumpCosts:
             if head.isdigit() or head in "+-*":
                 if skip:
                     skip = False
-                    if miss:  # a call's inclusive cost, made from the miss path
+                    if into is not None:  # a call's inclusive cost: the miss path's, a copy's
                         called = [int(v) for v in line.split()[npos:]]
-                        out.miss_calls.extend([0] * (len(called) - len(out.miss_calls)))
+                        into.extend([0] * (len(called) - len(into)))
                         for i, v in enumerate(called):
-                            out.miss_calls[i] += v
+                            into[i] += v
                     continue
                 if single and not track:
                     if line.count(" ") >= npos:  # else no cost on the line: zero
@@ -241,7 +302,7 @@ def costs(path: Path) -> DumpCosts:
                     mine.extend([0] * (len(values) - len(mine)))
                     for i, v in enumerate(values):
                         mine[i] += v
-                    if npos > 1 and fields[0].startswith("0x"):
+                    if track and npos > 1 and fields[0].startswith("0x"):
                         address = int(fields[0], 16)
                         seen = out.entries.get(fn)
                         if seen is None or address < seen[0]:
@@ -250,11 +311,18 @@ def costs(path: Path) -> DumpCosts:
                             out.entries[fn] = (address, seen[1] + values[0])
             elif line.startswith("fn="):
                 fn = _name(line[3:], fns)
-                track = function_name(fn) in _FIXED_ENTRIES
-                miss = function_name(fn) in TYPE_CACHE_MISS
+                name = function_name(fn)
+                track = name in _FIXED_ENTRIES and not (
+                    name in SEPARATED and in_type_cache_miss(fn)
+                )
+                miss = name in TYPE_CACHE_MISS
+                moves = name in REALLOC_MOVES
+                into = out.miss_calls if miss else None
                 mine = None
             elif line.startswith("cfn="):
-                _name(line[4:], fns)
+                callee = _name(line[4:], fns)
+                copy = moves and is_copy(callee)
+                into = out.miss_calls if miss else (out.moved_copies if copy else None)
             elif line.startswith("ob="):
                 ob = _name(line[3:], obs)
                 mine = None
@@ -272,16 +340,21 @@ def costs(path: Path) -> DumpCosts:
 
 def counted_events(path: Path, objects: set[str] | None = None) -> dict[str, float]:
     """A counted call's events from its dump: the totals less the waiting functions' own cost,
-    the type attribute cache's misses (:data:`TYPE_CACHE_MISS`, with all they called) and the
-    own cost of the allocators and the type lookup (their calls counted at
-    :data:`FIXED_CALLS` instead), with
+    the type attribute cache's misses (:data:`TYPE_CACHE_MISS`, with all they called), the
+    copies of a moving ``realloc`` and the own cost of the allocators, the type lookup and the
+    hash tables' probing (their calls counted at :data:`FIXED_CALLS` instead), with
     ``interpreter``, the share of the instructions executed in the interpreter itself. The
     object files that ran are added to ``objects`` where given."""
     read = costs(path)
     if objects is not None:
         objects |= read.objects()
     events: dict[str, float] = dict(read_dump(path))
-    drops = (read.own_cost(WAIT_FUNCTIONS), read.type_cache_misses(), read.own_cost(_FIXED))
+    drops = (
+        read.own_cost(WAIT_FUNCTIONS),
+        read.type_cache_misses(),
+        read.moved(),
+        read.own_cost(_FIXED, outside_miss=True),
+    )
     for drop in drops:
         for name, value in drop.items():
             events[name] = max(0, events.get(name, 0) - value)

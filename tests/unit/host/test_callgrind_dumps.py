@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_burnperf.core.counting import counts_key
-from pytest_burnperf.host import callgrind_dumps
+from pytest_burnperf.host import callgrind, callgrind_dumps
 from pytest_burnperf.runs import counted
 
 DUMP = """# callgrind format
@@ -185,11 +185,15 @@ def _lookup_dump(misses: int, lookups: int = 20, entry: str = "_PyType_Lookup") 
     """A call of ``lookups`` attribute lookups through the type cache, ``misses`` of which
     missed and walked the MRO (as pint's counted in one process of three), in callgrind's
     format with two events and instruction positions: the lookup's entry instruction (run once
-    a call) and its other own lines (a few more on a miss), the miss path's own lines, its
-    calls to the dictionaries' lookup (their inclusive cost after ``calls=``) and that
-    function's own lines, which other callers share."""
+    a call) and its other own lines (a few more on a miss), the miss path's own lines and its
+    calls to the dictionaries' lookup (their inclusive cost after ``calls=``), which the
+    interpreter also calls elsewhere: that function is told apart by its callers
+    (``--separate-callers``), its entry instruction run once a call in each context."""
     lookup_own = (lookups + lookups * 14 + misses * 5, lookups + lookups * 4)
-    dict_own = (210 + misses * 100, 70 + misses * 30)
+    dict_in_miss = (misses * 3 * 40, misses * 3 * 12)  # 3 dictionaries a walk, 40 each
+    get_in_miss = (misses * 3 * 10, misses * 3)  # the function between the walk and the lookup
+    dict_else = (7 * 30, 7 * 10)
+    miss_here = misses * 35
     lines = [
         "positions: instr line",
         "events: Ir Dr",
@@ -198,53 +202,175 @@ def _lookup_dump(misses: int, lookups: int = 20, entry: str = "_PyType_Lookup") 
         "0x100 10 4000 900",
         f"cfn=(2) {entry}",
         f"calls={lookups} 0x200 20",
-        f"0x104 10 {lookup_own[0] + misses * 135} {lookup_own[1] + misses * 40}",
-        "cfn=(4) _Py_dict_lookup",
+        f"0x104 10 {lookup_own[0] + misses * 35 + get_in_miss[0] + dict_in_miss[0]} "
+        f"{lookup_own[1] + misses * 10 + get_in_miss[1] + dict_in_miss[1]}",
+        "cfn=(4) _Py_dict_lookup'_PyEval_EvalFrameDefault",
         "calls=7 0x400 40",
-        "0x108 10 210 70",
+        f"0x108 10 {dict_else[0]} {dict_else[1]}",
         "fn=(2)",
         f"0x200 20 {lookups} {lookups}",
         f"+4 * {lookups * 14 + misses * 5} {lookups * 4}",
+        "fn=(4)",
+        "0x400 40 7 7",
+        f"+2 * {dict_else[0] - 7} {dict_else[1] - 7}",
     ]
     if misses:
         lines += [
+            "fn=(2)",
             "cfn=(3) find_name_in_mro",
             f"calls={misses} 0x300 30",
-            f"0x208 21 {misses * 135} {misses * 40}",
+            f"0x208 21 {miss_here + get_in_miss[0] + dict_in_miss[0]} "
+            f"{misses * 10 + get_in_miss[1] + dict_in_miss[1]}",
             "fn=(3)",
-            f"0x300 30 {misses * 35} {misses * 10}",
-            "cfn=(4)",
+            f"0x300 30 {miss_here} {misses * 10}",
+            "cfn=(5) _PyDict_GetItem_KnownHash",
+            f"calls={misses * 3} 0x500 50",
+            f"+8 * {get_in_miss[0] + dict_in_miss[0]} {get_in_miss[1] + dict_in_miss[1]}",
+            "fn=(5)",
+            f"0x500 50 {get_in_miss[0]} {get_in_miss[1]}",
+            "cfn=(6) _Py_dict_lookup'_PyDict_GetItem_KnownHash'find_name_in_mro",
             f"calls={misses * 3} 0x400 40",
-            f"+8 * {misses * 100} {misses * 30}",
+            f"+4 * {dict_in_miss[0]} {dict_in_miss[1]}",
+            "fn=(6)",
+            f"0x400 40 {misses * 3} {misses * 3}",
+            f"+2 * {dict_in_miss[0] - misses * 3} {dict_in_miss[1] - misses * 3}",
         ]
-    lines += ["fn=(4)", f"0x400 40 {dict_own[0]} {dict_own[1]}"]
-    ir = 4000 + lookup_own[0] + misses * 35 + dict_own[0]
-    dr = 900 + lookup_own[1] + misses * 10 + dict_own[1]
+    ir = 4000 + lookup_own[0] + miss_here + get_in_miss[0] + dict_in_miss[0] + dict_else[0]
+    dr = 900 + lookup_own[1] + misses * 10 + get_in_miss[1] + dict_in_miss[1] + dict_else[1]
     return "\n".join([*lines, f"totals: {ir} {dr}", ""])
 
 
 def test_a_lookup_counts_as_a_cache_hit_whether_the_cache_missed(tmp_path: Path) -> None:
     """Which lookups collide in CPython's type cache follows the process's memory layout: the
     miss path (the MRO walk, with the dictionary lookups it calls) is left out, each lookup
-    counted at a fixed cost, and the same dictionary function called from elsewhere still
-    counts."""
+    counted at a fixed cost; the same dictionary function called from elsewhere counts its
+    own fixed cost a call, and none of the miss path's calls of it counts."""
     # CPython 3.11 and 3.12 look up through _PyType_Lookup, 3.13 mostly through _PyType_LookupRef
     for entry in ("_PyType_Lookup", "_PyType_LookupRef"):
         hits, misses = tmp_path / f"hits-{entry}", tmp_path / f"misses-{entry}"
         hits.write_text(_lookup_dump(0, entry=entry), encoding="utf-8")
         misses.write_text(_lookup_dump(12, entry=entry), encoding="utf-8")
         raw = callgrind_dumps.read_dump(misses)["Ir"]
-        assert raw == callgrind_dumps.read_dump(hits)["Ir"] + 1680
+        assert raw == callgrind_dumps.read_dump(hits)["Ir"] + 12 * (5 + 35 + 30 + 120)
         read = callgrind_dumps.costs(misses)
-        assert read.type_cache_misses() == {"Ir": 12 * 135, "Dr": 12 * 40}
+        assert read.type_cache_misses() == {"Ir": 12 * (35 + 30 + 120), "Dr": 12 * (10 + 3 + 36)}
         assert callgrind_dumps.costs(hits).type_cache_misses() == {}
         got, base = (callgrind_dumps.counted_events(p) for p in (misses, hits))
         lookup = callgrind_dumps.TYPE_LOOKUP_CALLS[entry]
-        assert got["Ir"] == base["Ir"] == 4000 + 210 + 20 * lookup  # the dictionary's elsewhere
-        assert got["Dr"] == base["Dr"] == 900 + 70
+        dict_lookup = callgrind_dumps.HASH_PROBE_CALLS["_Py_dict_lookup"]
+        assert got["Ir"] == base["Ir"] == 4000 + 20 * lookup + 7 * dict_lookup
+        assert got["Dr"] == base["Dr"] == 900  # the fixed-cost functions' accesses left out
         more = tmp_path / f"more-{entry}"  # a lookup more still counts
         more.write_text(_lookup_dump(0, lookups=21, entry=entry), encoding="utf-8")
         assert callgrind_dumps.counted_events(more)["Ir"] - base["Ir"] == lookup
+
+
+def _probe_dump(lookups: int, extra_probes: int, adds: int = 5) -> str:
+    """A call of ``lookups`` dictionary lookups and ``adds`` set additions whose keys hash by
+    their address: ``extra_probes`` of the lookups collide and probe a slot more (9
+    instructions each), and the additions find their slots at once; one-event dump."""
+    return "\n".join(
+        [
+            "positions: instr line",
+            "events: Ir",
+            "ob=(1) /lib/libpython3.11.so.1.0",
+            "fn=(1) _PyEval_EvalFrameDefault",
+            "0x100 10 3000",
+            "cfn=(2) _Py_dict_lookup'_PyEval_EvalFrameDefault",
+            f"calls={lookups} 0x400 40",
+            f"0x104 10 {lookups * 50 + extra_probes * 9}",
+            "cfn=(3) set_add_entry'set_add_impl'method_vectorcall_O",
+            f"calls={adds} 0x600 60",
+            f"0x108 10 {adds * 46}",
+            "fn=(2)",
+            f"0x400 40 {lookups}",
+            f"+2 * {lookups * 49 + extra_probes * 9}",
+            "fn=(3)",
+            f"0x600 60 {adds}",
+            f"+3 * {adds * 45}",
+            f"totals: {3000 + lookups * 50 + extra_probes * 9 + adds * 46}",
+            "",
+        ]
+    )
+
+
+def test_dict_and_set_lookups_count_at_their_first_probe(tmp_path: Path) -> None:
+    """A dictionary keyed by classes collides in one process and not in another (the keys hash
+    by address): both count alike; a lookup more still counts its fixed cost."""
+    paths = {}
+    for name, lookups, extra in (("calm", 100, 0), ("collided", 100, 37), ("more", 101, 0)):
+        paths[name] = tmp_path / name
+        paths[name].write_text(_probe_dump(lookups, extra), encoding="utf-8")
+    calm, collided, more = (callgrind_dumps.counted_events(paths[n])["Ir"] for n in paths)
+    fixed = callgrind_dumps.HASH_PROBE_CALLS
+    assert calm == collided == 3000 + 100 * fixed["_Py_dict_lookup"] + 5 * fixed["set_add_entry"]
+    assert more - calm == fixed["_Py_dict_lookup"]
+    raw = {n: callgrind_dumps.read_dump(p)["Ir"] for n, p in paths.items()}
+    assert raw["collided"] - raw["calm"] == 37 * 9
+
+
+def _realloc_dump(moved: bool, copy_elsewhere: int = 400) -> str:
+    """A call that grows a list by ``realloc`` once (in place, or moved with a copy of 1,200
+    instructions) and copies 400 instructions' worth itself; one-event dump."""
+    copy = 1200 if moved else 0
+    lines = [
+        "positions: instr line",
+        "events: Ir",
+        "ob=(1) /lib/libpython3.11.so.1.0",
+        "fn=(1) list_resize",
+        "0x100 10 2000",
+        "cfn=(2) realloc",
+        "calls=1 0x200 20",
+        f"0x104 10 {80 + copy}",
+        "cfn=(4) __memcpy_avx_unaligned_erms",
+        "calls=1 0x400 40",
+        f"0x108 10 {copy_elsewhere}",
+        "ob=(2) /lib/libc.so.6",
+        "fn=(2)",
+        "0x200 20 1",
+        "+1 * 9",
+        "cfn=(3) _int_realloc",
+        "calls=1 0x300 30",
+        f"+2 * {70 + copy}",
+        "fn=(3)",
+        "0x300 30 70",
+    ]
+    if moved:
+        lines += ["cfn=(4)", "calls=1 0x400 40", f"+5 * {copy}"]
+    lines += ["fn=(4)", f"0x400 40 {copy_elsewhere + copy}"]
+    total = 2000 + 80 + copy + copy_elsewhere
+    return "\n".join([*lines, f"totals: {total}", ""])
+
+
+def test_a_moving_realloc_counts_as_one_in_place(tmp_path: Path) -> None:
+    """glibc's realloc grows a block in place or moves and copies it, with the heap's state:
+    the copy it makes is left out, a copy the code makes itself still counts."""
+    still, moved = tmp_path / "still", tmp_path / "moved"
+    still.write_text(_realloc_dump(False), encoding="utf-8")
+    moved.write_text(_realloc_dump(True), encoding="utf-8")
+    assert callgrind_dumps.read_dump(moved)["Ir"] - callgrind_dumps.read_dump(still)["Ir"] == 1200
+    a, b = (callgrind_dumps.counted_events(p)["Ir"] for p in (still, moved))
+    assert a == b == 2000 + 400 + callgrind_dumps.ALLOCATOR_CALLS["realloc"]
+    assert callgrind_dumps.costs(moved).moved() == {"Ir": 1200}
+    bigger = tmp_path / "bigger"  # the code's own copy grew: it counts
+    bigger.write_text(_realloc_dump(True, copy_elsewhere=900), encoding="utf-8")
+    assert callgrind_dumps.counted_events(bigger)["Ir"] - b == 500
+
+
+def test_counted_processes_tell_the_hash_lookups_apart_by_their_callers() -> None:
+    cmd = callgrind.command("valgrind", Path("dumps"))
+    # every lookup at a fixed cost is told apart by its callers, and only those
+    assert set(callgrind_dumps.HASH_PROBE_CALLS) == callgrind_dumps.SEPARATED
+    for name in callgrind_dumps.HASH_PROBE_CALLS:
+        assert f"--separate-callers3={name}" in cmd
+    assert len([a for a in cmd if a.startswith("--separate-callers")]) == 4
+    assert callgrind_dumps.in_type_cache_miss(
+        "_Py_dict_lookup'_PyDict_GetItem_KnownHash'find_name_in_mro"
+    )
+    assert not callgrind_dumps.in_type_cache_miss("_Py_dict_lookup'PyDict_GetItemWithError")
+    assert not callgrind_dumps.in_type_cache_miss("find_name_in_mro")
+    assert callgrind_dumps.is_copy("__memcpy_avx_unaligned_erms")
+    assert callgrind_dumps.is_copy("memmove") and not callgrind_dumps.is_copy("memset")
 
 
 def test_an_entry_is_the_lowest_address_however_the_lines_come() -> None:
@@ -270,20 +396,27 @@ def test_counts_taken_by_the_older_rule_are_another_key() -> None:
     why = counts_key.key_difference(older, now)
     assert why is not None and "older rule" in why
     assert counts_key.key_difference(dict(now), now) is None
+
+    def older(parts: int) -> dict[str, object]:
+        """The key of counts taken before the rule's last ``parts`` parts."""
+        return {**now, "counting": callgrind_dumps.RULE.rsplit("; ", parts)[0]}
+
     # counts taken one benchmark after another in one process (before children): another key,
     # not a comparison (small interpreted calls moved by a few percent between the two)
-    before_children = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 3)[0]}
-    why = counts_key.key_difference(before_children, now)
+    why = counts_key.key_difference(older(5), now)
     assert why is not None and "each benchmark in a child of its own" in why
     # counts taken with the requests built per call in Python (15.8 k instructions of their own
     # around each call, small calls' first ones 0.4-2.5% higher): another key, not a change
-    before_fixed = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 2)[0]}
-    why = counts_key.key_difference(before_fixed, now)
+    why = counts_key.key_difference(older(4), now)
     assert why is not None and "fixed requests, settled with the calls" in why
     # counts with the type cache's misses in them (6% between processes): another key
-    before_hits = {**now, "counting": callgrind_dumps.RULE.rsplit("; ", 1)[0]}
-    why = counts_key.key_difference(before_hits, now)
+    why = counts_key.key_difference(older(3), now)
     assert why is not None and "type lookups as cache hits" in why
+    assert not older(3)["counting"].endswith("type lookups as cache hits")  # type: ignore[union-attr]
+    # counts with the hash tables' collisions and realloc's moves in them: another key
+    why = counts_key.key_difference(older(2), now)
+    assert why is not None and "dict and set lookups at their first probe" in why
+    assert older(2)["counting"].endswith("type lookups as cache hits")  # type: ignore[union-attr]
     # CPython 3.13 counts _PyType_LookupRef as a hit too: its counts taken before, another key;
     # 3.11's and 3.12's rule (and their counts: they have no such function) unchanged
     assert callgrind_dumps.rule((3, 11, 7)) == callgrind_dumps.rule((3, 12)) == callgrind_dumps.RULE
