@@ -1501,6 +1501,8 @@ def test_every_child_of_a_counted_process_gets_the_same_temporary_folder_of_its_
 # 280 attribute lookups through 40 mixins: which of them collide in CPython's type attribute
 # cache, and walk the MRO on every call, follows the counted process's memory layout.
 LOOKUPS_BENCH = """
+import random
+
 import pytest
 
 NAMES = [f"attr_{i}" for i in range(300)]
@@ -1518,6 +1520,25 @@ def lookups():
 @pytest.mark.perf(backends=["numpy"])
 def test_lookups(perf):
     perf(lookups)
+
+
+# an entity-component store: dictionaries keyed by classes, which hash by their address; each
+# class after a block of a size of this process's own, so that where they land apart differs
+COMPONENTS = []
+PADDING = []
+for i in range(3):
+    PADDING.append(bytearray(random.randrange(520, 4000)))
+    COMPONENTS.append(type(f"Component{i}", (), {}))
+ENTITIES = [{c: i for c in COMPONENTS[: 1 + i % 3]} for i in range(1000)]
+
+
+def has_component():
+    return sum(COMPONENTS[0] in e for e in ENTITIES) + sum(COMPONENTS[2] in e for e in ENTITIES)
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_class_keys(perf):
+    perf(has_component)
 """
 
 
@@ -1528,30 +1549,34 @@ def test_lookups_that_follow_the_memory_layout_count_alike_and_real_changes_are_
     """Interpreted code is recorded in three counted processes, each with a memory layout of
     its own. Which of these lookups collide in the type attribute cache follows the layout
     (302-680 k instructions a call in three processes of one recording), and each lookup
-    counts as a cache hit, so the three count alike and a check on unchanged code is
-    unchanged. A loop 10% longer is counted in a second process before it is called regressed,
-    and still is."""
+    counts as a cache hit; which keys of dictionaries keyed by classes collide follows it too,
+    and each dictionary lookup counts as if at its first probe: so the three count alike and a
+    check on unchanged code is unchanged. A loop 10% longer is counted in a second process
+    before it is called regressed, and still is."""
     project.makepyfile(test_lookups=LOOKUPS_BENCH)
     recorded, _ = _run(project, "--perf-measure", "counts", "--perf-update")
-    recorded.assert_outcomes(passed=2)
+    recorded.assert_outcomes(passed=3)
     assert "counted again in 2 more process(es) each and recorded" in recorded.stdout.str()
     (path,) = (project.path / "baselines").glob("counts-linux-*/test_lookups.json")
-    entry = json.loads(path.read_text())["benchmarks"]["test_lookups[numpy-cpu-f32]"]
-    medians = entry["counts"]["process_medians"]
-    assert len(medians) == 3 and len(entry["counts"]["instructions"]) >= 6
-    # with the cache's misses counted, three drawn layouts landed far apart (217-417 k, some
-    # draws within 1-3% of each other); left out, they count alike
-    assert max(medians) <= 1.001 * min(medians), medians
+    stored = json.loads(path.read_text())["benchmarks"]
+    for name in ("test_lookups[numpy-cpu-f32]", "test_class_keys[numpy-cpu-f32]"):
+        medians = stored[name]["counts"]["process_medians"]
+        assert len(medians) == 3 and len(stored[name]["counts"]["instructions"]) >= 6
+        # with the cache's misses counted, three drawn layouts landed far apart (217-417 k,
+        # some draws within 1-3% of each other), and the class keys' collisions 1.6% apart;
+        # each lookup at a fixed cost (the cache's, the first probe's), they count alike
+        assert max(medians) <= 1.001 * min(medians), (name, medians)
     for _ in range(2):
         same, doc = _run(project, "--perf-measure", "counts")
-        same.assert_outcomes(passed=2)
+        same.assert_outcomes(passed=3)
         verdicts = {r["test"].split("::")[-1]: r["verdict"] for r in doc["results"]}
         assert verdicts["test_lookups[numpy-cpu-f32]"]["status"] == UNCHANGED
+        assert verdicts["test_class_keys[numpy-cpu-f32]"]["status"] == UNCHANGED
         assert verdicts["test_loop[numpy-cpu-f32]"]["status"] == UNCHANGED
 
     (project.path / "size.txt").write_text("3300", encoding="utf-8")  # +10% more work
     slower, doc = _run(project, "--perf-measure", "counts")
-    slower.assert_outcomes(passed=1, failed=1)
+    slower.assert_outcomes(passed=2, failed=1)
     assert "counted again in 1 more process(es) each and judged" in slower.stdout.str()
     (loop,) = [r for r in doc["results"] if "test_loop" in r["test"]]
     assert loop["verdict"]["status"] == REGRESSED and 7 < loop["verdict"]["change_pct"] < 13
