@@ -374,7 +374,7 @@ def test_an_interpreter_setting_in_the_environment_is_never_a_regression(
     else:
         # judged as before: the counts did not move (+34% with PYTHONMALLOC=malloc before); a
         # pure-Python loop's calls can spread a few percent (inconclusive), and its counts move
-        # up to 1.5% between processes (the interpreter floor): far under the setting's effect
+        # up to 1% between processes (the interpreter floor): far under the setting's effect
         assert bench["verdict"]["status"] in (UNCHANGED, INCONCLUSIVE), bench["verdict"]
         assert abs(bench["verdict"]["change_pct"]) < 5.0, bench["verdict"]
         result.stdout.fnmatch_lines([f"*counted without {setting}={value}*"])
@@ -573,12 +573,12 @@ def test_notes_say_where_the_measures_disagree() -> None:
 def test_an_unchanged_within_its_own_minimum_effect_names_the_time_that_moved_more() -> None:
     """Counts +2.5% within a benchmark's 4.8% minimum effect (its interpreter state), the
     clock +8.6% beside: the reason a reader sees says both (issue 76)."""
-    base = [16_667.0] * 7  # a small interpreted call: its interpreter state sets 4.8%
-    counted = counts.judge_counts(base, [17_084.0] * 7, alpha_each=0.01, interpreter=0.9)
+    base = [5_208.0] * 7  # a small interpreted call: its interpreter state sets 4.8%
+    counted = counts.judge_counts(base, [5_338.0] * 7, alpha_each=0.01, interpreter=0.9)
     assert counted.status == UNCHANGED and counted.effect == pytest.approx(0.048, abs=1e-4)
     assert counted.reason == (
         "counts +2.50% within this benchmark's 4.8% minimum effect (the interpreter's state in "
-        "a call of 16.7 k instructions, up to 800 more in another process)"
+        "a call of 5.21 k instructions, up to 250 more in another process)"
     )
     timed = _FakeResult(_result(UNCHANGED, 1.086))
     said = time_moved_more(counted, timed, beside=True)  # type: ignore[arg-type]
@@ -1642,9 +1642,12 @@ def test_the_plugins_own_instructions_around_a_small_call_are_few_and_the_same_e
     for name in ("test_parse[m*s]", "test_parse[kg*m*s*A]"):
         calls = by_name[name]["counts"]["instructions"]  # every process's
         assert len(by_name[name]["counts"]["process_medians"]) == 3
-        # a few specialisation retries apart at most, far under what the interpreter's state
-        # may move a call between processes (counts.INTERPRETER_STATE)
-        assert max(calls) - min(calls) <= 500 < counts.INTERPRETER_STATE, calls
+        # a few specialisation retries apart at most, and the processes' medians (what a
+        # verdict compares) within what the interpreter's state may move a call between
+        # processes (counts.INTERPRETER_STATE)
+        assert max(calls) - min(calls) <= 500, calls
+        medians = by_name[name]["counts"]["process_medians"]
+        assert max(medians) - min(medians) <= counts.INTERPRETER_STATE, medians
     check, doc = _run(project, "--perf-measure", "counts", "test_small.py")
     check.assert_outcomes(passed=3)
     for r in doc["results"]:

@@ -105,18 +105,18 @@ def test_an_environment_with_no_counted_process_is_named_not_a_crash() -> None:
 
 
 def test_counts_that_cannot_decide_are_timed_in_the_session_with_why() -> None:
-    """A call of 8 k interpreted instructions, counted in both environments: the interpreter's
+    """A call of 4 k interpreted instructions, counted in both environments: the interpreter's
     state may move it by more than the threshold, so it is timed in the session, and the
     summary and its note say why; the compiled one beside it is judged by counts."""
     moved = ["t.py::small", "t.py::big"]
-    small = Counted(instructions=(8_077, 8_077), cycles=(), interpreter=0.85)
+    small = Counted(instructions=(4_077, 4_077), cycles=(), interpreter=0.85)
     both = {"t.py::small", "t.py::big"}
     state = _state({"main": both, "current": both}, moved, {"t.py::small": small})
     counted_in_session(state, moved)
     c = state.counting
     assert c.in_session == {"t.py::big"}
     why = c.timed_instead("t.py::small")
-    assert why is not None and why.startswith("counts +0.00%, but a call of 8.08 k instructions")
+    assert why is not None and why.startswith("counts +0.00%, but a call of 4.08 k instructions")
     (note,) = [n for n in state.notes if "judged by time in this session" in n]
     assert note.startswith("1 CPU benchmark(s) counted in main and current judged by time")
     assert not any("not counted in every environment" in n for n in state.notes)
