@@ -41,10 +41,13 @@ def test_the_counts_line_names_a_threshold_set_beside_the_minimum_effect(tmp_pat
     line = header_text(_state(tmp_path, [0.1, None, 0.1]))
     assert line.startswith("counts: instructions per call on callgrind's simulated CPU")
     assert line.endswith(
-        "minimum effect 0.5%, 2x the counts' spread, or 1% x the interpreter's share, or the "
-        "threshold set (10%) where larger"
+        "minimum effect 0.5%, 2x the counts' spread, or 1% x the interpreter's share or 250 "
+        "instructions a call of interpreted code, or the threshold set (10%) where larger"
     )
     default = header_text(_state(tmp_path, [None, None]))
-    assert default.endswith("or 1% x the interpreter's share")
+    # every term of the minimum effect is named, the interpreter's state in a call included
+    assert default.endswith(
+        "or 1% x the interpreter's share or 250 instructions a call of interpreted code"
+    )
     both = header_text(_state(tmp_path, [0.08, 0.1]))
     assert both.endswith("or the threshold set (8%/10%) where larger")

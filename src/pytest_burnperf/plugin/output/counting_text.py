@@ -100,5 +100,6 @@ def header_text(state: PerfState) -> str:
         f"counts: instructions per call on callgrind's simulated CPU (valgrind {c.version}"
         f"{cycles}) {where}; minimum effect "
         f"{100 * counts.COUNTS_FLOOR:g}%, {counts.SPREAD_FACTOR:g}x the counts' spread, or "
-        f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share{set_here}{took}"
+        f"{100 * counts.INTERPRETER_FLOOR:g}% x the interpreter's share or "
+        f"{counts.INTERPRETER_STATE} instructions a call of interpreted code{set_here}{took}"
     )
