@@ -819,6 +819,8 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
         n.startswith("counts not judged: counts ") and n.endswith("; judged by time")
         for n in alt["verdict"]["notes"]
     ), alt["verdict"]["notes"]
+    assert alt["counts_not_judged"]["key"] is None  # each side counted under its own
+    assert alt["counts_not_judged"]["min_effect"] > counts.MAX_EFFECT
     said = " ".join(spread.stdout.str().split())
     assert "1 CPU benchmark(s) counted in base and current judged by time in this" in said, said
     # the same rule under both: the session's time rounds judge it
@@ -829,6 +831,7 @@ def test_auto_against_judges_by_counts_baselines_and_compares_the_rest_in_sessio
     both.assert_outcomes(passed=1)
     (alt,) = json.loads((loop_repo / "both.json").read_text())["results"]
     assert alt["measure"] == "time" and alt["baseline"]["reference"] == "base"
+    assert alt["counts_not_judged"]["min_effect"] > counts.MAX_EFFECT
     assert any(
         n.startswith("counts not judged: counts ") and n.endswith("; judged by time")
         for n in alt["verdict"]["notes"]
@@ -1155,6 +1158,12 @@ def test_counts_that_cannot_decide_leave_the_verdict_to_the_time_baseline(
         and n.endswith("; judged by time")
         for n in notes
     ), notes
+    # what the counts measured is kept beside the time verdict: the calls, the change and the
+    # minimum effect that kept them from deciding, shown, not judged
+    seen = bench["counts_not_judged"]
+    assert len(seen["instructions"]) >= 2 and seen["key"]["python"]
+    assert seen["min_effect"] > abs(seen["change_pct"]) / 100 and "between calls" in seen["why"]
+    assert seen["median"] == statistics.median(seen["instructions"])
     said = " ".join(result.stdout.str().split())
     assert "1 counted CPU benchmark(s) judged by time against their time baselines" in said
     alone, doc = _run(pytester, "--perf-measure", "counts")
@@ -1173,6 +1182,7 @@ def test_counts_that_cannot_decide_leave_the_verdict_to_the_time_baseline(
         n.startswith("counts not judged: counts ") and n.endswith("; judged by time")
         for n in bench["verdict"]["notes"]
     ), bench["verdict"]["notes"]
+    assert bench["counts_not_judged"]["min_effect"] > counts.MAX_EFFECT
 
 
 # Fails in a counted process only (valgrind preloads its core there), once flagged.

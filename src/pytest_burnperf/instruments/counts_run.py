@@ -60,6 +60,9 @@ class Counting:
     #: judged by time instead, with why: against their time baseline (counts_judging.
     #: leave_to_the_clock), or in the session (session_counts.counted_in_session).
     undecided: dict[str, str] = field(default_factory=dict)
+    #: What counts measured of those (core/counting/counts_left_to_clock.py), kept in their
+    #: result beside the time verdict (``counts_not_judged``).
+    undecided_counts: dict[str, dict[str, object]] = field(default_factory=dict)
     #: auto in a same-session comparison: counted in every environment, judged by judge_pair.
     in_session: set[str] = field(default_factory=set)
     #: auto, a named --perf-against REF: every CPU benchmark is counted in each side.

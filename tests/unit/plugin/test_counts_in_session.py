@@ -117,6 +117,10 @@ def test_counts_that_cannot_decide_are_timed_in_the_session_with_why() -> None:
     assert c.in_session == {"t.py::big"}
     why = c.timed_instead("t.py::small")
     assert why is not None and why.startswith("counts +0.00%, but a call of 4.08 k instructions")
+    # what the counts measured is kept for its result (counts_not_judged), the same why
+    kept = c.undecided_counts["t.py::small"]
+    assert kept["instructions"] == [4_077, 4_077] and kept["why"] == why and kept["key"] is None
+    assert set(c.undecided_counts) == {"t.py::small"}
     (note,) = [n for n in state.notes if "judged by time in this session" in n]
     assert note.startswith("1 CPU benchmark(s) counted in main and current judged by time")
     assert not any("not counted in every environment" in n for n in state.notes)

@@ -79,6 +79,9 @@ class Result:
     counted: Counted | None = None
     counts_key: dict[str, object] | None = None
     time: Result | None = None
+    #: Judged by time because counts could not decide (counts.undecidable): what they measured
+    #: (core/counting/counts_left_to_clock.py), shown, not judged.
+    counts_not_judged: Mapping[str, object] | None = None
     #: --perf-profile: the profile of this run's side (``tool``, ``file``, ``summary``), the
     #: side it was compared with (``against``, ``against_summary``) and the note of what grew.
     profile: ProfileRecord | None = None
@@ -255,6 +258,8 @@ class Result:
             doc["pedantic"] = self.pedantic.as_json()
         if self.counted is not None:
             doc["counts"] = {**self.counted.as_json(), "key": self.counts_key}
+        if self.counts_not_judged is not None:
+            doc["counts_not_judged"] = dict(self.counts_not_judged)
         if self.time is not None:
             doc["time"] = self.time._as_json()
         if self.profile is not None:

@@ -142,8 +142,14 @@ class ComparePerf(PerfBase):
             # counts cannot tell a change of the threshold's size apart: the session's time
             # rounds judge it, as under auto (session_counts.counted_in_session)
             fallback = f"counts not judged: {counts.undecided_text(pair)}; judged by time"
+            counts_judging.keep_pair_left_to_clock(state, node, pair)
         if fallback is not None:
-            result = replace(result, verdict=replace(verdict, notes=(*verdict.notes, fallback)))
+            seen = state.counting.undecided_counts.get(node) if state.counting else None
+            result = replace(
+                result,
+                verdict=replace(verdict, notes=(*verdict.notes, fallback)),
+                counts_not_judged=seen,
+            )
         result = side_processes.attach(state, result)
         result = side_processes.attach_tracked(state, result, self.settings.chosen_threshold)
         verdict = result.verdict

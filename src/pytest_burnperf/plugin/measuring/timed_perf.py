@@ -302,7 +302,8 @@ class Perf(PerfBase):
         fallback = counting.fallback_note(state, node)
         if fallback is not None:  # too slow to count: the clock judges it
             verdict = replace(verdict, notes=(*verdict.notes, fallback))
-            result = replace(result, verdict=verdict)
+            seen = state.counting.undecided_counts.get(node) if state.counting else None
+            result = replace(result, verdict=verdict, counts_not_judged=seen)
         result = self._finished(result)
         verdict = result.verdict
         if state.run.mode.records:

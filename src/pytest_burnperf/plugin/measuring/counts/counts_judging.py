@@ -15,6 +15,7 @@ from pytest_burnperf.core import measures
 from pytest_burnperf.core.clocks import Sample
 from pytest_burnperf.core.counting import counted_calls, counts
 from pytest_burnperf.core.counting.counts import Counted
+from pytest_burnperf.core.counting.counts_left_to_clock import left_to_clock
 from pytest_burnperf.core.judging.verdict import (
     IMPROVED,
     INCOMPARABLE,
@@ -98,7 +99,8 @@ def judge(
     full_rounds = timed is not None and timed.verdict.ratio is not None and not beside
     if full_rounds and timed is not None and counts.undecidable(verdict):
         note = f"counts not judged: {counts.undecided_text(verdict)}; judged by time"
-        return _judged_by_time(perf, timed, note)
+        seen = left_to_clock(got, verdict, key)
+        return _judged_by_time(perf, replace(timed, counts_not_judged=seen), note)
     verdict = time_moved_more(verdict, timed, beside=beside)
     verdict = replace(
         verdict, notes=(*verdict.notes, *disagreement_notes(verdict, timed, beside=beside))
@@ -184,8 +186,10 @@ def leave_to_the_clock(
         if verdict.status == INCOMPARABLE:
             why = verdict.reason.removesuffix(instruction_counts.RECORD_AGAIN)
             c.incomparable[node] = why or "its counts baseline was counted otherwise"
-        elif counts.undecidable(verdict):
+        elif counts.undecidable(verdict) and got is not None:
             c.undecided[node] = counts.undecided_text(verdict)
+            key = {**c.key_base(), **(c.run.keys.get(node, {}) if c.run is not None else {})}
+            c.undecided_counts[node] = left_to_clock(got, verdict, key)
     moved = [item.nodeid for item in items if item.nodeid in c.incomparable]
     if moved and not same_session:  # in the session they are counted in each side first
         state.notes.append(another_key_note(state, moved, same_session=False))
@@ -363,6 +367,16 @@ def counts_pair_verdict(state: PerfState, settings: Settings, node: str) -> Verd
     if ref is None or cur is None:
         return None
     return _pair_verdict(state, settings, ref, cur)
+
+
+def keep_pair_left_to_clock(state: PerfState, node: str, pair: Verdict) -> None:
+    """Keep what the candidate's counts of ``node`` measured where their ``pair`` verdict
+    could not decide and the session's time judges instead (counts_not_judged)."""
+    plan, c = state.run.plan, state.counts()
+    cur_run = None if plan is None else c.sides.get(plan.candidate)
+    cur = None if cur_run is None else cur_run.counts.get(node)
+    if cur is not None:
+        c.undecided_counts[node] = left_to_clock(cur, pair, None)
 
 
 def _pair_verdict(state: PerfState, settings: Settings, ref: Counted, cur: Counted) -> Verdict:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import pytest
 
 from pytest_burnperf.core.counting import counts
+from pytest_burnperf.core.counting.counts_left_to_clock import left_to_clock
 from pytest_burnperf.instruments import instruction_counts
 from pytest_burnperf.plugin.measuring.counts.counts_judging import another_key_note
 from pytest_burnperf.plugin.session.perf_state import PerfState, case_of, module_and_key
@@ -68,6 +69,7 @@ def counted_in_session(
             )
             if counts.undecidable(pair):  # the status only: alpha does not move it
                 c.undecided[n] = counts.undecided_text(pair)
+                c.undecided_counts[n] = left_to_clock(cur.counts[n], pair, None)
     undecided = [n for n in both if n in c.undecided]
     both = [n for n in both if n not in c.undecided]
     c.in_session.update(both)
