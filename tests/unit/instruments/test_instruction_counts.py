@@ -97,8 +97,10 @@ def test_a_baseline_without_counts_or_of_another_key_is_incomparable_and_says_wh
 def test_torch_compiles_kernels_are_in_the_key_with_the_cpu_they_were_built_for() -> None:
     """Counts of calls that ran torch.compile's C++ kernels (an object in the counted processes'
     inductor cache) hold the CPU those were built for as a dispatch part of the key: kernels
-    built for another CPU (a baseline counted before the build was pinned, -march=native) are
-    refused with what differs, not compared; a benchmark without compiled code is unaffected."""
+    built for another CPU (-march=native) are refused with what differs, not compared; a
+    benchmark without compiled code is unaffected, and one whose calls ran no kernel when
+    recorded is compared with its calls that now run one (kornia's `grayscale_to_rgb` under
+    torch.compile: a view that became a compiled copy)."""
     env = {"TORCHINDUCTOR_CACHE_DIR": "/cache/inductor", "TORCHINDUCTOR_CPP_MARCH": "sandybridge"}
     kernel = "/cache/inductor/ab/cxyz.so"
     libs = {"/usr/lib/libc.so.6", "/venv/torch/lib/libtorch_cpu.so"}
@@ -111,16 +113,29 @@ def test_torch_compiles_kernels_are_in_the_key_with_the_cpu_they_were_built_for(
     assert compiled_for({kernel}, {}) == "" and compiled_for(None, env) == ""
 
     pinned = {**KEY, "simulated_cpu": "torch:default inductor=sandybridge"}
-    native = {**KEY, "simulated_cpu": "torch:default"}
+    native = {**KEY, "simulated_cpu": "torch:default inductor=native"}
     refused = against_baseline(_counted(5), _entry(5, native), pinned, alpha_each=0.01)
     assert refused.status == INCOMPARABLE
     # the part that differs, not both whole strings
     assert refused.reason.startswith(
-        "counts baseline recorded with simulated_cpu '(no inductor=)', this run has "
+        "counts baseline recorded with simulated_cpu 'inductor=native', this run has "
         "'inductor=sandybridge'"
     ), refused.reason
     same = against_baseline(_counted(5), _entry(5, pinned), pinned, alpha_each=0.01)
     assert same.status == UNCHANGED
+    # recorded when its calls ran no compiled kernel: the kernel's CPU decided none of those
+    # counts, so the change that made it run one is judged (here 5x the work), either way round
+    viewed = {**KEY, "simulated_cpu": "torch:default"}
+    copied = against_baseline(_counted(25), _entry(5, viewed), pinned, alpha_each=0.01)
+    assert copied.status == REGRESSED, copied.reason
+    back = against_baseline(_counted(5), _entry(5, pinned), viewed, alpha_each=0.01)
+    assert back.status == UNCHANGED
+    # a dispatch part both keys always have still refuses where it differs
+    blas = {**KEY, "simulated_cpu": "blas=Haswell inductor=sandybridge"}
+    other_blas = {**KEY, "simulated_cpu": "blas=Sandybridge"}
+    moved = against_baseline(_counted(5), _entry(5, other_blas), blas, alpha_each=0.01)
+    assert moved.status == INCOMPARABLE
+    assert "'blas=Sandybridge', this run has 'blas=Haswell'" in moved.reason, moved.reason
 
 
 class _Device:

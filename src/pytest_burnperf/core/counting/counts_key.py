@@ -163,6 +163,21 @@ def key_difference(
     return None
 
 
+#: ``simulated_cpu``'s dispatch parts that are there only where the counted calls ran what they
+#: describe, compared only where both keys name them (as the loaded libraries' ``numpy:`` and
+#: ``torch:``): ``inductor=``, the CPU torch.compile's C++ kernels were built for
+#: (instruments/instruction_counts.compiled_for). Counts whose calls ran no such kernel did not
+#: depend on that CPU, so a change that makes a call run one (a view become a compiled copy)
+#: is compared, not refused. Baselines counted before the kernels' CPU was pinned, whose part
+#: is missing though their calls ran kernels, hold an older ``counting`` rule, refused first.
+WHERE_RUN_PARTS = frozenset({"inductor="})
+
+
+def _where_both(name: str) -> bool:
+    """Whether a ``simulated_cpu`` part is compared only where both keys name it."""
+    return name.endswith(":") or name in WHERE_RUN_PARTS
+
+
 def _parts(text: str) -> dict[str, str]:
     """``simulated_cpu``'s parts by what they describe (``numpy=``, ``numpy:``, ``torch:``,
     ``blas=``: the text up to the first ``=`` or ``:``)."""
@@ -182,7 +197,7 @@ def _cpu_difference(old: str, new: str) -> str:
         name
         for name in sorted(set(a) | set(b))
         if a.get(name) != b.get(name)
-        and not (name.endswith(":") and (name not in a or name not in b))
+        and not (_where_both(name) and (name not in a or name not in b))
     ]
     was = " ".join(a.get(n, f"(no {n})") for n in apart)
     now = " ".join(b.get(n, f"(no {n})") for n in apart)
@@ -192,15 +207,16 @@ def _cpu_difference(old: str, new: str) -> str:
 def same_simulated_cpu(old: object, new: object) -> bool:
     """Whether two keys' ``simulated_cpu`` agree: the dispatch a device adds (``numpy=``,
     ``blas=``) must be the same, and the features of each library loaded in the counted process
-    (``numpy:``, ``torch:``) must be where both name it. Such a part is there only where that
-    library was loaded, and a library that was not loaded decided none of the instructions (a
-    numpy benchmark counted without torch imported runs what it ran with torch imported)."""
+    (``numpy:``, ``torch:``) and the CPU compiled kernels were built for (``inductor=``) must be
+    where both name it. Such a part is there only where that library was loaded or such a
+    kernel ran, and what was not there decided none of the instructions (a numpy benchmark
+    counted without torch imported runs what it ran with torch imported; a call that ran no
+    compiled kernel ran none built for any CPU)."""
     if not isinstance(old, str) or not isinstance(new, str):
         return old == new
     a, b = _parts(old), _parts(new)
     for name in set(a) | set(b):
-        loaded_part = name.endswith(":")
-        if loaded_part and (name not in a or name not in b):
+        if _where_both(name) and (name not in a or name not in b):
             continue
         if a.get(name) != b.get(name):
             return False
