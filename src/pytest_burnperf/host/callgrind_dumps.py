@@ -59,7 +59,7 @@ RULE = (
     "small calls counted once the interpreter settled; portable kernels (no FMA); "
     "each benchmark in a child of its own; fixed requests, settled with the calls; "
     "type lookups as cache hits; dict and set lookups at their first probe; "
-    "realloc's moving copies left out"
+    "realloc's moving copies left out; global random generators seeded for each benchmark"
 )
 #: What :data:`RULE` adds on CPython 3.13 and later, where ``_PyType_LookupRef`` counts as a
 #: hit too (:data:`TYPE_LOOKUP_CALLS`): counts of 3.13 taken before read as another key.

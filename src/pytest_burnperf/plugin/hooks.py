@@ -29,7 +29,7 @@ from pytest_burnperf.host import memory_layout
 from pytest_burnperf.host.interrupts import forget_caught_interrupt, raise_if_arrived, release
 from pytest_burnperf.plugin import collection
 from pytest_burnperf.plugin import hookspecs as hooks
-from pytest_burnperf.plugin.configuration import configure, modes
+from pytest_burnperf.plugin.configuration import configure, modes, random_start
 from pytest_burnperf.plugin.configuration.options import add_options, add_update_alias
 from pytest_burnperf.plugin.measuring.fixture import make_perf
 from pytest_burnperf.plugin.measuring.perf_base import PerfBase
@@ -64,6 +64,12 @@ def pytest_load_initial_conftests(
     result = yield
     add_update_alias(parser)
     return result
+
+
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Before any plugin is configured: under --perf, pytest-randomly's seed fixed where none
+    was given (plugin/configuration/random_start.py)."""
+    random_start.fix_randomly_seed(config)
 
 
 #: The pytest runs of this process not yet ended (a pytester run inside a test is one inside
@@ -140,6 +146,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             f"{case.entry.id} faulted earlier in this process ({bad[case.entry.id]}); a GPU "
             "fault is sticky, so its remaining benchmarks are skipped"
         )
+    if case is not None:
+        random_start.seed_benchmark(item.config)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
