@@ -311,7 +311,8 @@ def judge_counts(
         else:
             why = (
                 f"its counts spread {100 * spread:.2g}% between calls (threads spinning under "
-                "valgrind, or allocation-dependent work)"
+                "valgrind, allocation-dependent work, or work drawn afresh in each call, such "
+                "as random parameters)"
             )
         cannot = (
             "a few processes show only part of how far it moves, so counts call no change"
