@@ -333,3 +333,56 @@ def test_max_memory_is_a_hard_ceiling_named_in_the_failure_and_said_where_not_ch
     assert "test_over[numpy-cpu-f64]: max_memory not checked: --perf-memory off" in " ".join(
         off.stdout.str().split()
     )
+
+
+SWITCHING = """
+import numpy as np
+import pytest
+
+from virtual_clock import spin
+
+CALLS = []
+
+
+def switches():
+    # from its sixth call on it takes another path with a buffer of its own (as torch.compile
+    # recompiles after some calls): what a call allocates follows the calls before it
+    CALLS.append(1)
+    out = np.ones(100_000)
+    if len(CALLS) > 5:
+        other = np.ones(500_000)
+        del other
+    spin(200e-6)
+    return out
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_switches(perf):
+    perf(switches)
+"""
+
+
+def test_memory_is_tracked_on_the_first_calls_whatever_number_the_clock_needs(
+    pytester: pytest.Pytester,
+) -> None:
+    """The tracked calls are the benchmark's first, after a fixed number of untracked ones
+    (instruments/memory_tracking.CALLS_BEFORE), before the clock's: a benchmark whose calls
+    allocate more after its fifth call is tracked on the calls before that, in a run of 15
+    samples and in one of 40 alike, and judged unchanged. Tracked after the clock's calls, its
+    figures would be the other path's, and they would follow how many calls the clock made."""
+    from pytest_burnperf.instruments.memory_tracking import CALLS_BEFORE, RULE, TRACKED_CALLS
+
+    assert CALLS_BEFORE + TRACKED_CALLS <= 5  # the calls tracked come before the switch
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_switching=SWITCHING)
+    pytester.runpytest("--perf", "--update-baselines", *FAST).assert_outcomes(passed=1)
+    (path,) = Path(pytester.path, "baselines").rglob("test_switching.json")
+    (entry,) = json.loads(path.read_text())["benchmarks"].values()
+    assert _about(entry["memory"]["peak_bytes"], 800_000), entry["memory"]
+    assert entry["memory"]["key"]["rule"] == RULE
+
+    more = ("--perf-samples", "40", "--perf-max-samples", "40")
+    pytester.runpytest("--perf", "--perf-json", "r.json", *FAST, *more).assert_outcomes(passed=1)
+    (result,) = _results(pytester).values()
+    assert result["memory"]["status"] == "unchanged", result["memory"]
+    assert _about(result["memory"]["figures"]["peak_bytes"], 800_000)

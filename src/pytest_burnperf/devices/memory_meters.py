@@ -34,7 +34,7 @@ from pytest_burnperf.core.memory.call_figures import (
     Event,
     EventKind,
     MemoryCalls,
-    arena_bytes,
+    interpreter_map_sizes,
     per_call,
     sites_per_call,
     top_sites,
@@ -136,7 +136,8 @@ def track_calls_with_sites(
     (core/memory/call_figures.py) and where (bytes per allocating Python line, allocations of
     at least :data:`SITE_BYTES`). ``make_call`` makes each call ready (a pedantic round's setup)
     and gives what to run after it (its teardown); a marker mapping on both sides of each call
-    keeps those out of its figures, and Python's arenas are left out. The capture file goes to
+    keeps those out of its figures, and the interpreter's own mappings are left out (its arenas
+    and frame-stack chunks: call_figures.interpreter_map_sizes). The capture file goes to
     a temporary folder (under ``work`` where given) and is removed. :class:`TrackerBusy` where
     memray cannot track here (raised before any call ran)."""
     why = allocator_unavailable()
@@ -186,7 +187,7 @@ def track_calls_with_sites(
                 events.append(Event(kind, r.address, r.size, site))
         finally:
             reader.close()
-    skip = frozenset({arena_bytes()})
+    skip = interpreter_map_sizes()
     stretches = per_call(events, calls=2 * calls - 1, skip_maps_of=skip)
     sites = sites_per_call(events, calls=2 * calls - 1, skip_maps_of=skip)
     return stretches[::2], sites[::2]

@@ -141,20 +141,25 @@ class Beside(Protocol):
         """Whether it measures beside the judging instrument in ``situation``."""
         ...
 
+    def take(self, device: Device, make_call: MakeCall, *, threads: int | None) -> object:
+        """Before the judging instrument calls the benchmark (inside its thread and device
+        context): its first calls, made under it at the same place in every run's call
+        history; what it took, for :meth:`beside`, or a string saying why it does not measure
+        this device."""
+        ...
+
     def beside(
         self,
-        device: Device,
-        make_call: MakeCall,
+        taken: object,
         *,
         fingerprint: Mapping[str, object],
         kept: Mapping[str, object] | None,
         settings: Settings,
-        seconds_per_call: float | None,
     ) -> TrackedBeside | str:
-        """After the judging instrument measured: a few more calls made under it and judged
-        against what the baseline ``kept`` in its side's field (None: no baseline), by the
-        benchmark's ``settings`` (the user's threshold, the marker's limits, its threads);
-        or why it does not measure this device."""
+        """After the judging instrument measured: what :meth:`take` took judged against what
+        the baseline ``kept`` in its side's field (None: no baseline), by the benchmark's
+        ``settings`` (the user's threshold, the marker's limits); or why it does not measure
+        this device."""
         ...
 
     def unchecked(self, settings: Settings, why: str) -> str | None:

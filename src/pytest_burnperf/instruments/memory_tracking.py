@@ -4,22 +4,27 @@ under the allocator's tracker (devices/memory_meters.py on the CPU: memray, ever
 start, judged exactly against the baseline's (core/memory/memory_verdict.py).
 
 It measures beside the instrument that judges the benchmark's time or counts, in the process
-that judges (never in a round, counted or profiled process), after that instrument measured:
-the calls are warm. Its verdict is its own; a regression fails the test by core/judging/
-outcome's rule, what it cannot judge is said. In a same-session comparison, what is compared
-in the session is tracked in a tracking process of each environment instead
-(:meth:`MemoryTracking.record`, instruments/tracked_here.py, runs/tracked_sides.py), and the
+that judges (never in a round, counted or profiled process), and before that instrument calls
+the benchmark: :data:`CALLS_BEFORE` untracked calls, then the tracked ones. What a call
+allocates can follow how many calls ran before it (torch.compile recompiling as its inputs'
+values change, a cache that fills after some calls), and the calls the clock makes follow the
+host's speed; tracked at a fixed place in the call history, the same code allocates the same in
+every run. Its verdict is its own; a regression fails the test by core/judging/outcome's rule,
+what it cannot judge is said. In a same-session comparison, what is compared in the session is
+tracked in a tracking process of each environment instead (:meth:`MemoryTracking.record`,
+instruments/tracked_here.py, runs/tracked_sides.py), after the same untracked calls, and the
 candidate's judged against the reference's (core/memory/memory_side.between)."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from pytest_burnperf.core.memory.allocations import memory_key
+from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.core.memory.memory_side import MEMORY
 from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, located
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, kept_memory
@@ -28,12 +33,36 @@ from pytest_burnperf.core.sides.side_kind import Side
 from pytest_burnperf.devices.base import Device, MakeCall
 from pytest_burnperf.instruments.instrument import InstrumentName, Situation
 
+#: Untracked calls before the tracked ones, the benchmark's first (a compilation, a cache's
+#: first filling, outside the tracker, whose cost grows with what it sees), and what a call
+#: takes measured on them. Fixed: the tracked calls are the same calls of the benchmark's
+#: history in every run.
+CALLS_BEFORE = 2
 #: Calls tracked per benchmark: the first may still fill a cache or map an arena, the others
 #: must agree (core/memory/memory_verdict.agreed).
 TRACKED_CALLS = 3
-#: Seconds the tracked calls may take: a benchmark whose calls take longer (its median time)
-#: gets two, the first left out and the second judged.
+#: Seconds the tracked calls may take: a benchmark whose calls take longer (the faster of the
+#: untracked calls before them) gets two, the first left out and the second judged; the calls
+#: judged are the same calls of its history either way.
 BUDGET_S = 1.0
+#: The rule the calls are tracked by, in the memory key (core/memory/allocations.memory_key):
+#: a baseline tracked by another (before it: after the clock's calls, the frame stack's
+#: chunks counted) is of another key, said and not compared, until recorded again.
+RULE = (
+    f"calls tracked after {CALLS_BEFORE} untracked, before the clock's; the interpreter's "
+    "arenas and frame-stack chunks left out"
+)
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A benchmark's tracked calls (what the device's meter gave), the seconds they took with
+    the untracked calls before them, and the threads they ran with; judged by
+    :meth:`MemoryTracking.judged` once the baseline and the fingerprint are known."""
+
+    got: MemoryCalls
+    seconds: float
+    threads: int | None
 
 
 @dataclass(frozen=True)
@@ -74,31 +103,52 @@ class MemoryTracking:
             or situation.tracking_round
         )
 
-    def track(
+    def take(
         self,
         device: Device,
         make_call: MakeCall,
+        *,
+        threads: int | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> Taken | str:
+        """The benchmark's first calls on ``device`` (run with ``threads`` threads, inside its
+        thread and device context): :data:`CALLS_BEFORE` untracked, then the tracked ones; or
+        why this device's memory is not tracked. Called before any other call of the
+        benchmark's (:meth:`judged` judges what it took)."""
+        __tracebackhide__ = True  # a failing call shows the test's line
+        start = clock()
+        seconds: list[float] = []
+        for _ in range(CALLS_BEFORE):
+            call, after = make_call()
+            began = clock()
+            call()
+            device.sync()
+            seconds.append(clock() - began)
+            if after is not None:
+                after()
+        long = min(seconds, default=0.0) * TRACKED_CALLS > BUDGET_S
+        got = device.memory_per_call(make_call, 2 if long else TRACKED_CALLS)
+        if isinstance(got, str):
+            return got
+        return Taken(got, clock() - start, threads)
+
+    def judged(
+        self,
+        taken: Taken,
         *,
         fingerprint: Mapping[str, object],
         kept: Mapping[str, object] | None,
         threshold: float | None,
         ceiling: int | None = None,
-        seconds_per_call: float | None = None,
-        threads: int | None = None,
-    ) -> Tracked | str:
-        """Track a few calls on ``device`` (run with ``threads`` threads) and judge them
-        against what the baseline ``kept`` of its memory (its entry's :attr:`side` field:
-        figures, key, sites; None: no baseline) and the marker's ``ceiling``
-        (``max_memory``); or why this device's memory is not tracked."""
-        long = seconds_per_call is not None and seconds_per_call * TRACKED_CALLS > BUDGET_S
-        start = time.perf_counter()
-        got = device.memory_per_call(make_call, 2 if long else TRACKED_CALLS)
-        took = time.perf_counter() - start
-        if isinstance(got, str):
-            return got
-        calls = got.calls
+    ) -> Tracked:
+        """The calls ``taken`` judged against what the baseline ``kept`` of its memory (its
+        entry's :attr:`side` field: figures, key, sites; None: no baseline) and the marker's
+        ``ceiling`` (``max_memory``)."""
+        calls = taken.got.calls
         judged = calls[1:] or calls
-        key = memory_key(fingerprint, got.meter, interpreter_allocation(), threads)
+        key = memory_key(
+            fingerprint, taken.got.meter, interpreter_allocation(), taken.threads, RULE
+        )
         before = kept_memory(kept)
         # the first call may still fill a cache or map what later calls reuse: the others judge
         verdict = judge(
@@ -110,30 +160,27 @@ class MemoryTracking:
             ceiling=ceiling,
         )
         sites_before = None if before is None else before.sites
-        verdict = located(replace(verdict, tracked_s=took), got.sites, sites_before)
+        verdict = located(replace(verdict, tracked_s=taken.seconds), taken.got.sites, sites_before)
         return Tracked(verdict, key, max((c.peak for c in judged), default=0))
 
     def beside(
         self,
-        device: Device,
-        make_call: MakeCall,
+        taken: object,
         *,
         fingerprint: Mapping[str, object],
         kept: Mapping[str, object] | None,
         settings: Settings,
-        seconds_per_call: float | None,
     ) -> Tracked | str:
-        """:meth:`track` by the benchmark's settings: the user's threshold, the marker's
-        ``max_memory``, its threads."""
-        return self.track(
-            device,
-            make_call,
+        """What :meth:`take` took (or why it took nothing) judged by the benchmark's settings:
+        the user's threshold, the marker's ``max_memory``."""
+        if not isinstance(taken, Taken):
+            return str(taken)
+        return self.judged(
+            taken,
             fingerprint=fingerprint,
             kept=kept,
             threshold=settings.chosen_threshold,
             ceiling=settings.max_memory,
-            seconds_per_call=seconds_per_call,
-            threads=settings.threads,
         )
 
     def unchecked(self, settings: Settings, why: str) -> str | None:
@@ -141,19 +188,14 @@ class MemoryTracking:
         return None if settings.max_memory is None else f"max_memory not checked: {why}"
 
     def record(self, device: Device, make_call: MakeCall, *, threads: int | None) -> object:
-        """In a tracking process of a same-session comparison: a few calls tracked with no
-        baseline, what the parent judges (:class:`RecordedMemory`'s JSON, the key whole), or
-        why this device's memory is not tracked."""
-        tracked = self.track(
-            device,
-            make_call,
-            fingerprint=device.fingerprint(),
-            kept=None,
-            threshold=None,
-            threads=threads,
-        )
-        if isinstance(tracked, str):
-            return tracked
+        """In a tracking process of a same-session comparison: the benchmark's first calls
+        taken as in the process that judges (:meth:`take`) with no baseline, what the parent
+        judges (:class:`RecordedMemory`'s JSON, the key whole), or why this device's memory
+        is not tracked."""
+        taken = self.take(device, make_call, threads=threads)
+        if isinstance(taken, str):
+            return taken
+        tracked = self.judged(taken, fingerprint=device.fingerprint(), kept=None, threshold=None)
         v = tracked.verdict
         return RecordedMemory(
             figures=v.figures, key=tracked.key, reason=v.reason, sites=v.sites, ceiling=None

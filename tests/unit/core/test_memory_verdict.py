@@ -11,6 +11,7 @@ from pytest_burnperf.core.memory.call_figures import (
     Event,
     MarkersMissing,
     arena_bytes,
+    interpreter_map_sizes,
     per_call,
     sites_per_call,
     top_sites,
@@ -75,6 +76,26 @@ def test_arena_mappings_are_left_out_and_other_mappings_count() -> None:
     got = per_call(events, calls=1, skip_maps_of=frozenset({arena}))
     assert got == [Allocations(allocated=2 * MiB + 4096, count=1, peak=2 * MiB + 4096)]
     assert arena_bytes((3, 11)) == MiB and arena_bytes((3, 9)) == 256 << 10
+
+
+def test_the_interpreters_own_mappings_are_its_arenas_and_from_3_11_its_frame_stack_chunks() -> (
+    None
+):
+    chunks = {16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10}
+    assert interpreter_map_sizes((3, 11)) == frozenset({MiB, *chunks})
+    assert interpreter_map_sizes((3, 13)) == frozenset({MiB, *chunks})
+    assert interpreter_map_sizes((3, 10)) == frozenset({MiB})  # frames were objects then
+    assert interpreter_map_sizes((3, 9)) == frozenset({256 << 10})
+    # a chunk mapped inside a call is left out with its unmapping, as an arena is
+    events = [
+        *_marker(),
+        Event("map", 30, 16 << 10),
+        Event("alloc", 31, 8000),
+        Event("unmap", 30, 16 << 10),
+        *_marker(),
+    ]
+    got = per_call(events, calls=1, skip_maps_of=interpreter_map_sizes((3, 11)))
+    assert got == [Allocations(allocated=8000, count=1, peak=8000)]
 
 
 def test_a_stream_without_its_markers_is_refused_saying_what_it_held() -> None:

@@ -3,6 +3,7 @@ counted, the same figures call after call, a planted temporary seen."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,3 +97,40 @@ def test_an_allocation_is_named_by_the_benchmarks_own_line_escaped(tmp_path: Pat
     assert _site(frames) == 'body (bench.py:2) [y = "\\x1b[31m" # a colour in the source]'
     assert _site([("add", library, 10)]) == "add (core.py:10)"  # no text: the file is not there
     assert _site([]) == ""
+
+
+def _at_depth(depth: int, call: Callable[[], object]) -> object:
+    return call() if depth == 0 else _at_depth(depth - 1, call)
+
+
+def _depths_that_differ(until: int) -> dict[int, Allocations]:
+    """Each depth up to ``until`` (below the tracker's) at which a tracked call of the same
+    numpy product gave other figures than its buffer alone (one tracker, a call per depth)."""
+    a = np.ones(1000)
+    depths = iter(range(until))
+
+    def make_call() -> tuple[Callable[[], object], None]:
+        depth = next(depths)
+        return (lambda: _at_depth(depth, lambda: a * 2.0)), None
+
+    got = memory_meters.track_calls(make_call, until)
+    return {depth: g for depth, g in enumerate(got) if g.allocated != 8000 or g.peak != 8000}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="frame-stack chunks came with 3.11")
+def test_a_call_at_any_stack_depth_allocates_the_same_frame_stack_chunks_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Python 3.11 on maps its frame stack in chunks of 16 KiB and more: a call whose frames
+    cross a chunk's end maps one more (and unmaps it when it returns), which depends on how
+    deep the caller's stack is: pytest's, an xdist worker's, the plugin's own calls. Those
+    mappings are left out: a numpy sum tracked at each depth of 150 (a chunk holds about 130
+    of these frames) gives its buffer alone; with only Python's arenas left out, some depth
+    maps a chunk."""
+    from pytest_burnperf.core.memory.call_figures import arena_bytes
+
+    assert _depths_that_differ(150) == {}
+    monkeypatch.setattr(memory_meters, "interpreter_map_sizes", lambda: frozenset({arena_bytes()}))
+    seen = _depths_that_differ(150)
+    assert seen, "no depth crossed a frame-stack chunk's end"
+    assert all(got.allocated - 8000 in (16 << 10, 32 << 10) for got in seen.values()), seen

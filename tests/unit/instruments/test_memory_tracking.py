@@ -6,7 +6,15 @@ from __future__ import annotations
 from pytest_burnperf.core.memory.allocations import Allocations
 from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.instruments.instrument import Situation
-from pytest_burnperf.instruments.memory_tracking import MEMORY_TRACKING, Tracked
+from pytest_burnperf.instruments.memory_tracking import (
+    BUDGET_S,
+    CALLS_BEFORE,
+    MEMORY_TRACKING,
+    RULE,
+    TRACKED_CALLS,
+    Taken,
+    Tracked,
+)
 from pytest_burnperf.instruments.registry import BESIDE
 
 FINGERPRINT = {
@@ -17,15 +25,31 @@ FINGERPRINT = {
 
 
 class _Device:
-    """Gives back what a device's memory_per_call would."""
+    """Gives back what a device's memory_per_call would; keeps what was asked of it, in
+    order (``sync`` after a call, ``track 3`` for three tracked calls)."""
 
     def __init__(self, got: object) -> None:
         self.got = got
         self.asked: list[int] = []
+        self.log: list[str] = []
+
+    def sync(self) -> None:
+        self.log.append("sync")
 
     def memory_per_call(self, make_call: object, calls: int = 3) -> object:
         self.asked.append(calls)
+        self.log.append(f"track {calls}")
         return self.got
+
+
+class _Clock:
+    """A fake clock, moved on by the fake calls."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def _track(
@@ -42,10 +66,17 @@ def _track(
         if baseline is None
         else {**baseline.to_json(), "key": baseline_key or {}, "sites": baseline_sites or {}}
     )
-    given: dict[str, object] = {"threshold": None, **more}
-    return MEMORY_TRACKING.track(
+    threads = more.pop("threads", None)
+    taken = MEMORY_TRACKING.take(
         device,  # type: ignore[arg-type]
-        lambda: (lambda: None, None),
+        lambda: (lambda: device.log.append("call"), None),
+        threads=threads,  # type: ignore[arg-type]
+    )
+    if isinstance(taken, str):
+        return taken
+    given: dict[str, object] = {"threshold": None, **more}
+    return MEMORY_TRACKING.judged(
+        taken,
         fingerprint=FINGERPRINT,
         kept=kept,
         **given,  # type: ignore[arg-type]
@@ -102,16 +133,62 @@ def test_a_regression_names_where_it_grew_against_the_baselines_sites() -> None:
 
 def memory_key_of(fingerprint: dict[str, object]) -> dict[str, object]:
     from pytest_burnperf.core.memory.allocations import memory_key
+    from pytest_burnperf.instruments.memory_tracking import interpreter_allocation
 
-    return memory_key(fingerprint, "allocator (test)")
+    return memory_key(fingerprint, "allocator (test)", interpreter_allocation(), rule=RULE)
 
 
-def test_long_calls_get_two_tracked_calls_short_ones_three() -> None:
+def test_the_tracked_calls_come_after_a_fixed_number_of_untracked_calls() -> None:
+    """The first calls are made untracked (a compilation, a cache's first filling), always
+    CALLS_BEFORE of them, each synchronised, then the tracked ones: the same calls of the
+    benchmark's history in every run; the memory key says so."""
     calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
-    for seconds, asked in ((None, 3), (0.01, 3), (0.5, 2)):
+    device = _Device(MemoryCalls(calls, "allocator (test)", {}))
+    tracked = _track(device)
+    assert device.log == ["call", "sync"] * CALLS_BEFORE + [f"track {TRACKED_CALLS}"]
+    assert isinstance(tracked, Tracked) and tracked.key["rule"] == RULE
+    assert f"after {CALLS_BEFORE} untracked" in RULE
+
+
+def test_long_calls_get_two_tracked_calls_by_the_faster_untracked_call() -> None:
+    """A first call that compiles for seconds does not make a fast benchmark "long": the
+    faster of the untracked calls decides; the clock is faked."""
+    calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
+    budget_per_call = BUDGET_S / TRACKED_CALLS
+    for seconds, asked in (([30.0, 0.001], 3), ([0.01, 0.01], 3), ([budget_per_call * 2] * 2, 2)):
         device = _Device(MemoryCalls(calls, "allocator (test)", {}))
-        _track(device, seconds_per_call=seconds)
+        clock = _Clock()
+        taken = MEMORY_TRACKING.take(
+            device,  # type: ignore[arg-type]
+            _calls_lasting(clock, seconds),
+            clock=clock,
+        )
+        assert isinstance(taken, Taken), seconds
         assert device.asked == [asked], seconds
+        assert taken.seconds == sum(seconds)  # what judging memory cost, the calls before too
+
+
+def _calls_lasting(clock: _Clock, seconds: list[float]) -> object:
+    """A make_call whose calls move ``clock`` on by each of ``seconds`` in turn."""
+    durations = iter(seconds)
+
+    def make_call() -> tuple[object, None]:
+        def call() -> None:
+            clock.now += next(durations)
+
+        return call, None
+
+    return make_call
+
+
+def test_a_baseline_tracked_after_the_clocks_calls_is_of_another_key() -> None:
+    """A memory baseline recorded before this rule (tracked after the clock's calls, its key
+    without ``rule``) is said to be of another key, not compared."""
+    calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
+    old_key = {k: v for k, v in memory_key_of(FINGERPRINT).items() if k != "rule"}
+    tracked = _track(_Device(MemoryCalls(calls, "allocator (test)", {})), calls[0], old_key)
+    assert isinstance(tracked, Tracked) and tracked.verdict.status == "incomparable"
+    assert f"rule: None -> {RULE!r}" in tracked.verdict.reason
 
 
 def test_the_threads_a_benchmark_runs_with_are_in_its_memory_key() -> None:

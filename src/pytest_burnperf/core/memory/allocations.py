@@ -54,6 +54,7 @@ def memory_key(
     meter: str,
     interpreter: str = "default",
     threads: int | None = None,
+    rule: str | None = None,
 ) -> dict[str, object]:
     """What makes two benchmarks' memory figures comparable: the ``meter`` that read them, the
     Python (its objects' sizes), the platform, the device's library and its versions, the code
@@ -63,7 +64,9 @@ def memory_key(
     settings that decide what the allocator sees (``PYTHONMALLOC=malloc`` sends every small
     object to it; tracemalloc allocates beside each allocation it traces; ``-X dev``), and the
     ``threads`` the benchmark runs with (OpenBLAS and torch keep a buffer per thread: 4 threads
-    instead of 1 moved 11 of 119 shipped benchmarks' figures, docs/validation.md)."""
+    instead of 1 moved 11 of 119 shipped benchmarks' figures, docs/validation.md), and the
+    ``rule`` the calls were tracked by (which calls, what is left out: a baseline tracked by
+    an earlier rule, or before rules were kept, is of another key)."""
     dispatch = fingerprint.get("dispatch")
     return {
         "meter": meter,
@@ -77,4 +80,5 @@ def memory_key(
         "capability": fingerprint.get("capability"),
         "interpreter": interpreter,
         "threads": threads,
+        "rule": rule,
     }

@@ -7,10 +7,13 @@ What a call holds is followed by address: an allocation adds its size, its free 
 (a free of what was allocated before tracking began is unknown and left out, as the allocator
 tracker does). The peak is the most held during the call above what was held when it started.
 
-Mappings of Python's small-object arenas (:func:`arena_bytes`) are left out: which call maps a
-new arena depends on what ran before it, not on what the call does, and would move a
-pure-Python call's peak by a megabyte from one process to the next. A call's containers and
-buffers over 512 bytes come from ``malloc`` and count; its small objects do not. No pytest here.
+The interpreter's own mappings (:func:`interpreter_map_sizes`) are left out: Python's
+small-object arenas, where which call maps a new arena depends on what ran before it, not on
+what the call does (it would move a pure-Python call's peak by a megabyte from one process to
+the next), and since Python 3.11 the chunks of its frame stack, mapped where a call's frames
+cross the end of a chunk, which depends on how deep the caller's stack is (pytest's, a worker's:
+16-32 KiB more per call at some depths, none at others). A call's containers and buffers over
+512 bytes come from ``malloc`` and count; its small objects do not. No pytest here.
 """
 
 from __future__ import annotations
@@ -49,6 +52,26 @@ def arena_bytes(version: tuple[int, int] = sys.version_info[:2]) -> int:
     return 1 << 20 if version >= (3, 10) else 256 << 10
 
 
+#: The smallest chunk of Python's frame stack (3.11 on: ``DATA_STACK_CHUNK_SIZE``); a frame
+#: that does not fit doubles it.
+FRAME_CHUNK_BYTES: Final = 16 << 10
+
+
+def interpreter_map_sizes(version: tuple[int, int] = sys.version_info[:2]) -> frozenset[int]:
+    """The sizes of the anonymous mappings the interpreter makes for itself: an arena
+    (:func:`arena_bytes`), and from 3.11 a frame-stack chunk (:data:`FRAME_CHUNK_BYTES`
+    doubled up to below an arena). A benchmark's own ``mmap`` of exactly such a size is left
+    out with them: a buffer a library maps itself is rarely a power of two below 1 MiB."""
+    arena = arena_bytes(version)
+    sizes = {arena}
+    if version >= (3, 11):
+        chunk = FRAME_CHUNK_BYTES
+        while chunk < arena:
+            sizes.add(chunk)
+            chunk *= 2
+    return frozenset(sizes)
+
+
 class MarkersMissing(ValueError):
     """The stream does not hold the markers around the calls (the message says what it held)."""
 
@@ -58,8 +81,8 @@ def per_call(
 ) -> list[Allocations]:
     """The figures of what ran between each two markers of ``events``, in order: ``calls + 1``
     marker mappings (a call between each two; a caller that marks both sides of each call takes
-    every other stretch). Mappings of a size in ``skip_maps_of`` (the arenas) and their
-    unmappings are left out."""
+    every other stretch). Mappings of a size in ``skip_maps_of`` (the interpreter's:
+    :func:`interpreter_map_sizes`) and their unmappings are left out."""
     held = 0
     sizes: dict[int, int] = {}
     skipped: set[int] = set()

@@ -147,6 +147,9 @@ class PerfBase:
         #: The timed calls left their peak memory to the calls tracked beside them
         #: (:meth:`_peak_from_tracking`), which fill it in (:meth:`_with_sides`).
         self._peak_deferred = False
+        #: What each instrument beside took of the benchmark's first calls (:meth:`_take_sides`),
+        #: by its name, until :meth:`_with_sides` judges it.
+        self._taken: dict[str, object] = {}
         #: pytest-benchmark's ``extra_info`` and ``group`` (compat.py), kept in the results JSON.
         self.extra_info: dict[str, object] = {}
         self.group: str | None = None
@@ -348,8 +351,9 @@ class PerfBase:
 
     def _finished(self, result: Result) -> Result:
         """``result`` with what the instruments beside the judging one measured (memory per
-        call, instruments/registry.BESIDE) and --perf-profile's profile: the calls are warm,
-        the verdict of its time or counts made, the test not yet settled."""
+        call, instruments/registry.BESIDE: of the first calls, judged now) and --perf-profile's
+        profile: the calls are warm, the verdict of its time or counts made, the test not yet
+        settled."""
         __tracebackhide__ = True
         return self._profiled(self._with_sides(result))
 
@@ -371,11 +375,30 @@ class PerfBase:
         )
         return self._peak_deferred
 
+    def _take_sides(self) -> None:
+        """Each instrument beside that measures this benchmark here (registry.BESIDE: memory
+        per call) takes its first calls, before the judging instrument makes any: the calls it
+        tracks are then the same calls of the benchmark's history in every run, whatever
+        number of calls the clock needed on this host. Called where the judging process
+        starts calling the benchmark; :meth:`_with_sides` judges what they took."""
+        __tracebackhide__ = True
+        if self._memory_not_tracked() or self._rerun is None:
+            return
+        where = situation(self._state, self.device, self.settings, self._item.nodeid)
+        active = getattr(self.device, "active", contextlib.nullcontext)
+        for instrument in registry.BESIDE:
+            if instrument.applies(where) and instrument.name not in self._taken:
+                with self.device.threads(self.settings.threads), active():
+                    self._taken[instrument.name] = instrument.take(
+                        self.device, self._rerun, threads=self.settings.threads
+                    )
+
     def _with_sides(self, result: Result) -> Result:
         """``result`` with the verdict of each instrument beside that measures it here
-        (registry.BESIDE: memory per call): not for ``perf.pedantic`` with ``rounds`` given,
-        whose calls are exactly the rounds asked; and with its peak memory where the timed
-        calls left it to the tracked ones."""
+        (registry.BESIDE: memory per call) on what it took of the first calls
+        (:meth:`_take_sides`, taken now where nothing took them before): not for
+        ``perf.pedantic`` with ``rounds`` given, whose calls are exactly the rounds asked; and
+        with its peak memory where the timed calls left it to the tracked ones."""
         __tracebackhide__ = True
         why = self._memory_not_tracked()
         if why or self._rerun is None:
@@ -387,22 +410,19 @@ class PerfBase:
                 if why and self._state.run.memory:  # not when the user turned them off
                     gaps[instrument.side.field] = why
             return replace(result, not_measured=gaps) if gaps else result
+        self._take_sides()
         peak: int | None = None
         where = situation(self._state, self.device, self.settings, self._item.nodeid)
         base = result.baseline
-        active = getattr(self.device, "active", contextlib.nullcontext)
         for instrument in registry.BESIDE:
             if not instrument.applies(where):
                 continue
-            with self.device.threads(self.settings.threads), active():
-                tracked = instrument.beside(
-                    self.device,
-                    self._rerun,
-                    fingerprint=result.fingerprint,
-                    kept=None if base is None else base.sides.get(instrument.side.field),
-                    settings=self.settings,
-                    seconds_per_call=_seconds_per_call(result),
-                )
+            tracked = instrument.beside(
+                self._taken.pop(instrument.name),
+                fingerprint=result.fingerprint,
+                kept=None if base is None else base.sides.get(instrument.side.field),
+                settings=self.settings,
+            )
             if isinstance(tracked, str):
                 said = instrument.unchecked(self.settings, tracked)
                 if said is not None:
@@ -445,17 +465,6 @@ class PerfBase:
             self._rerun,
             repeat=self._repeat,
         )
-
-
-def _seconds_per_call(result: Result) -> float | None:
-    """The median seconds of one call of ``result``'s benchmark (counted: of the time measured
-    beside its counts), where it was timed."""
-    import statistics
-
-    timed = result.time if result.judged_by.counted else result
-    if timed is None or not timed.sample.values or timed.judged_by.counted:
-        return None
-    return statistics.median(timed.sample.values)  # seconds per call
 
 
 class SmokePerf(PerfBase):

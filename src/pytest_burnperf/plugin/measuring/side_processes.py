@@ -172,17 +172,11 @@ def track_sides(
 def track_here(
     state: PerfState, device: Any, nodeid: str, prepare: Prepare, *, threads: int
 ) -> object:
-    """In a tracking process (runs/tracked_sides.py): one call (the test's own checks see its
-    result), then each instrument beside (registry.BESIDE) measures a few; what each found, or
+    """In a tracking process (runs/tracked_sides.py): each instrument beside (registry.BESIDE)
+    measures the benchmark's first calls, as in the process that judges; what each found, or
     why it found nothing, goes to the process's file for the parent under its side's field.
-    Returns the first call's result."""
+    Then one more call, whose result it returns (the test's own checks see it)."""
     __tracebackhide__ = True
-    call, after = prepare()
-    with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
-        first = call()
-        device.sync()
-    if after is not None:
-        after()
     found: dict[str, object] = {}
     for instrument in registry.BESIDE:
         with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
@@ -190,7 +184,13 @@ def track_here(
         name = instrument.side.field
         found[name + ERROR_SUFFIX if isinstance(record, str) else name] = record
     keep_round_record(state, nodeid, found)
-    return first
+    call, after = prepare()
+    with device.threads(threads), getattr(device, "active", contextlib.nullcontext)():
+        last = call()
+        device.sync()
+    if after is not None:
+        after()
+    return last
 
 
 def attach_tracked(state: PerfState, result: Result, threshold: float | None) -> Result:

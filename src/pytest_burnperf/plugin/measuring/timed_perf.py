@@ -109,6 +109,7 @@ class Perf(PerfBase):
         if self._work is not None:  # its rates need a time: one round beside its counts
             counting.time_for_rates(self._state, self.device.kind, self._item.nodeid)
         instrument = choose(self._state, self.device, self.settings, self._item.nodeid)
+        self._take_sides()  # memory's calls first: the same calls of its history in every run
         return instrument.measure(_Calls(self, time_calls))
 
     def _measure(
