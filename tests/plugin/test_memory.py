@@ -386,3 +386,54 @@ def test_memory_is_tracked_on_the_first_calls_whatever_number_the_clock_needs(
     (result,) = _results(pytester).values()
     assert result["memory"]["status"] == "unchanged", result["memory"]
     assert _about(result["memory"]["figures"]["peak_bytes"], 800_000)
+
+
+COMPILING = """
+import itertools
+
+import pytest
+import torch
+import torch._dynamo
+
+from virtual_clock import spin
+
+torch._dynamo.config.automatic_dynamic_shapes = False
+X = torch.ones(100_000)
+STEP = itertools.count()
+
+
+@torch.compile(backend="eager", dynamic=False)
+def shifted(x, k):
+    return x + k
+
+
+def call():
+    # a new Python int each call: compiled again on each of its first calls (up to the
+    # recompile limit), as a benchmark that draws its parameters each call is
+    spin(200e-6)
+    return shifted(X, next(STEP))
+
+
+@pytest.mark.perf(backends=["torch"], dtypes=["f32"])
+def test_compiling(perf):
+    perf(call)
+"""
+
+
+@pytest.mark.slow  # TorchDynamo loaded and compiling: half a minute on a busy host
+def test_calls_that_compile_are_said_not_judged_and_not_recorded(
+    pytester: pytest.Pytester,
+) -> None:
+    """A benchmark whose tracked calls torch.compile compiles again (a new Python int each
+    call, dynamic shapes off) is said (``varies``, naming torch.compile), its memory not kept
+    with the baseline: what a compilation allocates follows the compiler's caches."""
+    pytest.importorskip("torch")
+    use_virtual_clock(pytester)
+    pytester.makepyfile(test_compiling=COMPILING)
+    pytester.runpytest("--perf", "--update-baselines", "--perf-json", "r.json", *FAST)
+    (result,) = _results(pytester).values()
+    assert result["memory"]["status"] == "varies", result["memory"]
+    assert "torch.compile compiled" in result["memory"]["reason"]
+    (path,) = Path(pytester.path, "baselines").rglob("test_compiling.json")
+    (entry,) = json.loads(path.read_text())["benchmarks"].values()
+    assert "memory" not in entry

@@ -193,18 +193,27 @@ def track_calls_with_sites(
     return stretches[::2], sites[::2]
 
 
+#: Frames of this plugin's own files: never an allocation's name.
+_OWN_PART = f"{os.sep}pytest_burnperf{os.sep}"
 #: Frames of these folders are libraries' (the installed packages, the standard library, this
 #: plugin): an allocation is named by the innermost frame outside them, the benchmark's own.
-_LIBRARY_PARTS = ("site-packages", "dist-packages", f"{os.sep}pytest_burnperf{os.sep}")
+_LIBRARY_PARTS = ("site-packages", "dist-packages", _OWN_PART)
+#: The name of an allocation made where no Python frame of the call's own was: a compiled
+#: function benchmarked directly (``perf(torch.conv2d, x, w)``). The tracker sees only the
+#: frames entered after it started, so the test's own line is not among them.
+COMPILED_CALL = "the benchmarked call (compiled code: no Python line of its own)"
 
 
 def _site(frames: list[tuple[str, str, int]]) -> str:
     """``add (bench.py:22) [t = a.copy()]``: the innermost frame of ``frames`` outside the
-    libraries (else the innermost), by its function, file name, line and the line's text (which
-    names the line where an edit above it moved its number)."""
+    libraries (else the innermost library frame that is not this plugin's, else
+    :data:`COMPILED_CALL`), by its function, file name, line and the line's text (which names
+    the line where an edit above it moved its number)."""
     import linecache
     import sysconfig
 
+    if not frames:
+        return ""
     stdlib = sysconfig.get_paths().get("stdlib", "\0")
     chosen = next(
         (
@@ -212,10 +221,10 @@ def _site(frames: list[tuple[str, str, int]]) -> str:
             for f in frames
             if not any(part in f[1] for part in _LIBRARY_PARTS) and not f[1].startswith(stdlib)
         ),
-        frames[0] if frames else None,
+        next((f for f in frames if _OWN_PART not in f[1]), None),
     )
     if chosen is None:
-        return ""
+        return COMPILED_CALL
     function, filename, line = chosen
     # a line of source is the user's text: no control character reaches a terminal from it
     text = escape(" ".join(linecache.getline(filename, line).split())[:60])

@@ -17,6 +17,7 @@ candidate's judged against the reference's (core/memory/memory_side.between)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -26,11 +27,17 @@ from typing import ClassVar
 from pytest_burnperf.core.memory.allocations import memory_key
 from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.core.memory.memory_side import MEMORY
-from pytest_burnperf.core.memory.memory_verdict import MemoryVerdict, judge, located
+from pytest_burnperf.core.memory.memory_verdict import (
+    MemoryVerdict,
+    compiled_during,
+    judge,
+    located,
+)
 from pytest_burnperf.core.memory.recorded_memory import RecordedMemory, kept_memory
 from pytest_burnperf.core.options.settings import Settings
 from pytest_burnperf.core.sides.side_kind import Side
 from pytest_burnperf.devices.base import Device, MakeCall
+from pytest_burnperf.devices.compilations import compiled_frames
 from pytest_burnperf.instruments.instrument import InstrumentName, Situation
 
 #: Untracked calls before the tracked ones, the benchmark's first (a compilation, a cache's
@@ -63,6 +70,8 @@ class Taken:
     got: MemoryCalls
     seconds: float
     threads: int | None
+    #: The frames torch.compile compiled during each tracked call (devices/compilations.py).
+    compiled: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,10 +136,20 @@ class MemoryTracking:
             if after is not None:
                 after()
         long = min(seconds, default=0.0) * TRACKED_CALLS > BUDGET_S
-        got = device.memory_per_call(make_call, 2 if long else TRACKED_CALLS)
+        marks: list[int] = []  # the compiler's count as each tracked call is made ready
+
+        def counted() -> tuple[Callable[[], object], Callable[[], object] | None]:
+            marks.append(compiled_frames())
+            return make_call()
+
+        got = device.memory_per_call(counted, 2 if long else TRACKED_CALLS)
         if isinstance(got, str):
             return got
-        return Taken(got, clock() - start, threads)
+        marks.append(compiled_frames())
+        compiled = tuple(b - a for a, b in itertools.pairwise(marks))
+        if len(compiled) != len(got.calls):  # a meter that made its calls otherwise: all of them
+            compiled = (marks[-1] - marks[0],) * len(got.calls)
+        return Taken(got, clock() - start, threads, compiled)
 
     def judged(
         self,
@@ -146,6 +165,7 @@ class MemoryTracking:
         ``ceiling`` (``max_memory``)."""
         calls = taken.got.calls
         judged = calls[1:] or calls
+        compiled = sum(taken.compiled[1:] or taken.compiled)
         key = memory_key(
             fingerprint, taken.got.meter, interpreter_allocation(), taken.threads, RULE
         )
@@ -158,6 +178,7 @@ class MemoryTracking:
             baseline_key=None if before is None else before.key,
             threshold=threshold,
             ceiling=ceiling,
+            unsettled=compiled_during(compiled),
         )
         sites_before = None if before is None else before.sites
         verdict = located(replace(verdict, tracked_s=taken.seconds), taken.got.sites, sites_before)

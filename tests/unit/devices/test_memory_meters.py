@@ -97,6 +97,13 @@ def test_an_allocation_is_named_by_the_benchmarks_own_line_escaped(tmp_path: Pat
     assert _site(frames) == 'body (bench.py:2) [y = "\\x1b[31m" # a colour in the source]'
     assert _site([("add", library, 10)]) == "add (core.py:10)"  # no text: the file is not there
     assert _site([]) == ""
+    # a compiled function benchmarked directly: only this plugin's frame calling it is seen,
+    # which is never the name; a library frame outside the plugin is
+    import os
+
+    own = os.sep.join(("", "src", "pytest_burnperf", "plugin", "measuring", "perf_base.py"))
+    assert _site([("again", own, 238)]) == memory_meters.COMPILED_CALL
+    assert _site([("again", own, 238), ("add", library, 10)]) == "add (core.py:10)"
 
 
 def _at_depth(depth: int, call: Callable[[], object]) -> object:

@@ -3,6 +3,8 @@ makes of a device's tracked calls; devices faked, no tracker started."""
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_burnperf.core.memory.allocations import Allocations
 from pytest_burnperf.core.memory.call_figures import MemoryCalls
 from pytest_burnperf.instruments.instrument import Situation
@@ -206,3 +208,43 @@ def test_the_threads_a_benchmark_runs_with_are_in_its_memory_key() -> None:
     )
     assert isinstance(four, Tracked) and four.verdict.status == "incomparable"
     assert "threads: 1 -> 4" in four.verdict.reason
+
+
+class _CallingDevice(_Device):
+    """Makes each tracked call through ``make_call``, as the device meters do, and moves the
+    fake compiler's count during the calls at ``compiling`` (0: the first tracked call)."""
+
+    def __init__(self, got: MemoryCalls, compiling: set[int], count: list[int]) -> None:
+        super().__init__(got)
+        self.compiling = compiling
+        self.count = count
+
+    def memory_per_call(self, make_call: object, calls: int = 3) -> object:
+        self.asked.append(calls)
+        for i in range(calls):
+            call, _ = make_call()  # type: ignore[operator]
+            call()
+            if i in self.compiling:
+                self.count[0] += 2
+        return self.got
+
+
+def test_calls_during_which_torch_compile_compiled_are_said_not_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a compilation allocates follows the compiler's caches: judged calls that compiled
+    are said (``varies``, with why), never compared; a compilation in the first tracked call,
+    which is left out, changes nothing."""
+    from pytest_burnperf.instruments import memory_tracking
+
+    count = [0]
+    monkeypatch.setattr(memory_tracking, "compiled_frames", lambda: count[0])
+    calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
+    got = MemoryCalls(calls, "allocator (test)", {})
+    key = memory_key_of(FINGERPRINT)
+    compiled = _track(_CallingDevice(got, {1}, count), calls[0], key)
+    assert isinstance(compiled, Tracked) and compiled.verdict.status == "varies"
+    assert compiled.verdict.figures is None and compiled.verdict.kept() is None
+    assert "torch.compile compiled 2 frame(s) during its judged calls" in compiled.verdict.reason
+    first_only = _track(_CallingDevice(got, {0}, count), calls[0], key)
+    assert isinstance(first_only, Tracked) and first_only.verdict.status == "unchanged"

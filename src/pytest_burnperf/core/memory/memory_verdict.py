@@ -6,7 +6,8 @@ the benchmark "not judged", which its time or counts verdict decides. No pytest 
 
 - The tracked calls must agree (within the minimum effect) before anything is judged: a call
   whose memory moves from call to call (a cache warming up, a pool growing) is said, not
-  judged (``varies``).
+  judged (``varies``); so are calls during which torch.compile compiled (what they allocated
+  was the compiler's work, which follows its caches).
 - ``regressed`` where the peak or the bytes allocated per call grew past the minimum effect:
   the user's threshold (``threshold``, where one is set) or :data:`DEFAULT_SHARE`, and never
   under :data:`FLOOR_BYTES`; ``improved`` where one shrank past it and neither grew; else
@@ -171,6 +172,18 @@ def key_changes(key: Mapping[str, object], baseline_key: Mapping[str, object] | 
     return "; ".join(f"{n}: {before.get(n)!r} -> {key.get(n)!r}" for n in moved)
 
 
+def compiled_during(frames: int) -> str:
+    """Why calls during which a just-in-time compiler compiled ``frames`` frames are not judged;
+    empty where it compiled none."""
+    if frames <= 0:
+        return ""
+    return (
+        f"torch.compile compiled {frames} frame(s) during its judged calls: what a compilation "
+        "allocates follows the compiler's caches, in the process and on disk; memory is judged "
+        "where calls run what is compiled"
+    )
+
+
 def judge(
     calls: Sequence[Allocations],
     baseline: Allocations | None,
@@ -179,14 +192,19 @@ def judge(
     baseline_key: Mapping[str, object] | None,
     threshold: float | None,
     ceiling: int | None = None,
+    unsettled: str = "",
 ) -> MemoryVerdict:
     """The memory verdict of the tracked ``calls`` against ``baseline`` (recorded under
     ``baseline_key``); ``threshold`` is the user's, where one is set; ``ceiling`` the marker's
-    ``max_memory``."""
-    verdict = replace(
-        _judge(calls, baseline, key=key, baseline_key=baseline_key, threshold=threshold),
-        key=dict(key),
-    )
+    ``max_memory``; ``unsettled``: why the calls are not yet what later calls will be (they
+    compiled), where they are not: said as calls that vary, never compared."""
+    if unsettled:
+        verdict = MemoryVerdict("varies", None, baseline, reason=unsettled, key=dict(key))
+    else:
+        verdict = replace(
+            _judge(calls, baseline, key=key, baseline_key=baseline_key, threshold=threshold),
+            key=dict(key),
+        )
     top = max((c.peak for c in calls), default=None)
     if ceiling is None:
         return verdict
