@@ -52,6 +52,9 @@ TRACKED_CALLS = 3
 #: untracked calls before them) gets two, the first left out and the second judged; the calls
 #: judged are the same calls of its history either way.
 BUDGET_S = 1.0
+#: Untracked calls at most, after tracked calls during which torch.compile compiled, to find a
+#: call that compiles nothing (TorchDynamo compiles a frame again at most 8 times by default).
+SETTLE_CALLS = 12
 #: The rule the calls are tracked by, in the memory key (core/memory/allocations.memory_key):
 #: a baseline tracked by another (before it: after the clock's calls, the frame stack's
 #: chunks counted) is of another key, said and not compared, until recorded again.
@@ -72,6 +75,9 @@ class Taken:
     threads: int | None
     #: The frames torch.compile compiled during each tracked call (devices/compilations.py).
     compiled: tuple[int, ...] = ()
+    #: The calls made before the tracked ones: :data:`CALLS_BEFORE`, or more where the
+    #: compiler had to settle first (then in the memory key: the same calls in every run).
+    before: int = CALLS_BEFORE
 
 
 @dataclass(frozen=True)
@@ -122,34 +128,30 @@ class MemoryTracking:
     ) -> Taken | str:
         """The benchmark's first calls on ``device`` (run with ``threads`` threads, inside its
         thread and device context): :data:`CALLS_BEFORE` untracked, then the tracked ones; or
-        why this device's memory is not tracked. Called before any other call of the
-        benchmark's (:meth:`judged` judges what it took)."""
+        why this device's memory is not tracked. Where torch.compile compiled during the judged
+        calls, untracked calls until one compiles nothing (at most :data:`SETTLE_CALLS`), then
+        the tracked ones again: what the compiler does decides how many, not the host, so they
+        are the same calls in every run. Called before any other call of the benchmark's
+        (:meth:`judged` judges what it took)."""
         __tracebackhide__ = True  # a failing call shows the test's line
         start = clock()
-        seconds: list[float] = []
-        for _ in range(CALLS_BEFORE):
-            call, after = make_call()
-            began = clock()
-            call()
-            device.sync()
-            seconds.append(clock() - began)
-            if after is not None:
-                after()
-        long = min(seconds, default=0.0) * TRACKED_CALLS > BUDGET_S
-        marks: list[int] = []  # the compiler's count as each tracked call is made ready
-
-        def counted() -> tuple[Callable[[], object], Callable[[], object] | None]:
-            marks.append(compiled_frames())
-            return make_call()
-
-        got = device.memory_per_call(counted, 2 if long else TRACKED_CALLS)
+        seconds = [_untracked(device, make_call, clock) for _ in range(CALLS_BEFORE)]
+        calls = 2 if min(seconds, default=0.0) * TRACKED_CALLS > BUDGET_S else TRACKED_CALLS
+        got = _tracked(device, make_call, calls)
         if isinstance(got, str):
             return got
-        marks.append(compiled_frames())
-        compiled = tuple(b - a for a, b in itertools.pairwise(marks))
-        if len(compiled) != len(got.calls):  # a meter that made its calls otherwise: all of them
-            compiled = (marks[-1] - marks[0],) * len(got.calls)
-        return Taken(got, clock() - start, threads, compiled)
+        before = CALLS_BEFORE
+        if sum(got[1][1:] or got[1]):  # the judged calls compiled: until the compiler settles
+            for made in range(1, SETTLE_CALLS + 1):
+                compiled = compiled_frames()
+                _untracked(device, make_call, clock)
+                if compiled_frames() == compiled:
+                    again = _tracked(device, make_call, calls)
+                    if isinstance(again, str):
+                        return again
+                    got, before = again, CALLS_BEFORE + calls + made
+                    break
+        return Taken(got[0], clock() - start, threads, got[1], before)
 
     def judged(
         self,
@@ -167,7 +169,12 @@ class MemoryTracking:
         judged = calls[1:] or calls
         compiled = sum(taken.compiled[1:] or taken.compiled)
         key = memory_key(
-            fingerprint, taken.got.meter, interpreter_allocation(), taken.threads, RULE
+            fingerprint,
+            taken.got.meter,
+            interpreter_allocation(),
+            taken.threads,
+            RULE,
+            None if taken.before == CALLS_BEFORE else taken.before,
         )
         before = kept_memory(kept)
         # the first call may still fill a cache or map what later calls reuse: the others judge
@@ -178,7 +185,7 @@ class MemoryTracking:
             baseline_key=None if before is None else before.key,
             threshold=threshold,
             ceiling=ceiling,
-            unsettled=compiled_during(compiled),
+            unsettled=compiled_during(compiled, SETTLE_CALLS),
         )
         sites_before = None if before is None else before.sites
         verdict = located(replace(verdict, tracked_s=taken.seconds), taken.got.sites, sites_before)
@@ -224,6 +231,41 @@ class MemoryTracking:
 
 
 MEMORY_TRACKING = MemoryTracking()
+
+
+def _untracked(device: Device, make_call: MakeCall, clock: Callable[[], float]) -> float:
+    """One call of the benchmark's, untracked and synchronised; the seconds it took."""
+    __tracebackhide__ = True
+    call, after = make_call()
+    began = clock()
+    call()
+    device.sync()
+    took = clock() - began
+    if after is not None:
+        after()
+    return took
+
+
+def _tracked(
+    device: Device, make_call: MakeCall, calls: int
+) -> tuple[MemoryCalls, tuple[int, ...]] | str:
+    """``calls`` calls tracked by the device's meter, and the frames torch.compile compiled
+    during each; or why the device's memory is not tracked."""
+    __tracebackhide__ = True
+    marks: list[int] = []  # the compiler's count as each tracked call is made ready
+
+    def counted() -> tuple[Callable[[], object], Callable[[], object] | None]:
+        marks.append(compiled_frames())
+        return make_call()
+
+    got = device.memory_per_call(counted, calls)
+    if isinstance(got, str):
+        return got
+    marks.append(compiled_frames())
+    compiled = tuple(b - a for a, b in itertools.pairwise(marks))
+    if len(compiled) != len(got.calls):  # a meter that made its calls otherwise: all of them
+        compiled = (marks[-1] - marks[0],) * len(got.calls)
+    return got, compiled
 
 
 def interpreter_allocation() -> str:

@@ -210,41 +210,86 @@ def test_the_threads_a_benchmark_runs_with_are_in_its_memory_key() -> None:
     assert "threads: 1 -> 4" in four.verdict.reason
 
 
-class _CallingDevice(_Device):
-    """Makes each tracked call through ``make_call``, as the device meters do, and moves the
-    fake compiler's count during the calls at ``compiling`` (0: the first tracked call)."""
+class _CompilingCalls:
+    """A benchmark's calls, numbered from 1 as they are made, and a fake compiler's count that
+    the calls numbered in ``compiling`` move on; the device below makes its tracked calls
+    through ``make_call`` as the device meters do."""
 
-    def __init__(self, got: MemoryCalls, compiling: set[int], count: list[int]) -> None:
-        super().__init__(got)
+    def __init__(self, compiling: set[int]) -> None:
         self.compiling = compiling
-        self.count = count
+        self.made = 0
+        self.count = 0
 
+    def make_call(self) -> tuple[object, None]:
+        def call() -> None:
+            self.made += 1
+            if self.made in self.compiling:
+                self.count += 2
+
+        return call, None
+
+
+class _CallingDevice(_Device):
     def memory_per_call(self, make_call: object, calls: int = 3) -> object:
         self.asked.append(calls)
-        for i in range(calls):
-            call, _ = make_call()  # type: ignore[operator]
+        for _ in range(calls):
+            call, _after = make_call()  # type: ignore[operator]
             call()
-            if i in self.compiling:
-                self.count[0] += 2
         return self.got
 
 
-def test_calls_during_which_torch_compile_compiled_are_said_not_judged(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """What a compilation allocates follows the compiler's caches: judged calls that compiled
-    are said (``varies``, with why), never compared; a compilation in the first tracked call,
-    which is left out, changes nothing."""
+def _take_compiling(
+    monkeypatch: pytest.MonkeyPatch, compiling: set[int]
+) -> tuple[Tracked, _CompilingCalls, _CallingDevice]:
     from pytest_burnperf.instruments import memory_tracking
 
-    count = [0]
-    monkeypatch.setattr(memory_tracking, "compiled_frames", lambda: count[0])
-    calls = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
-    got = MemoryCalls(calls, "allocator (test)", {})
-    key = memory_key_of(FINGERPRINT)
-    compiled = _track(_CallingDevice(got, {1}, count), calls[0], key)
-    assert isinstance(compiled, Tracked) and compiled.verdict.status == "varies"
-    assert compiled.verdict.figures is None and compiled.verdict.kept() is None
-    assert "torch.compile compiled 2 frame(s) during its judged calls" in compiled.verdict.reason
-    first_only = _track(_CallingDevice(got, {0}, count), calls[0], key)
-    assert isinstance(first_only, Tracked) and first_only.verdict.status == "unchanged"
+    calls = _CompilingCalls(compiling)
+    monkeypatch.setattr(memory_tracking, "compiled_frames", lambda: calls.count)
+    figures = [Allocations(allocated=1 << 20, count=1, peak=1 << 20)] * 3
+    device = _CallingDevice(MemoryCalls(figures, "allocator (test)", {}))
+    taken = MEMORY_TRACKING.take(device, calls.make_call)  # type: ignore[arg-type]
+    assert isinstance(taken, Taken)
+    kept = {**figures[0].to_json(), "key": memory_key_of(FINGERPRINT), "sites": {}}
+    tracked = MEMORY_TRACKING.judged(taken, fingerprint=FINGERPRINT, kept=kept, threshold=None)
+    return tracked, calls, device
+
+
+def test_a_compilation_in_the_first_tracked_call_alone_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tracked, calls, device = _take_compiling(monkeypatch, {1, 2, 3})  # 3: the left-out call
+    assert tracked.verdict.status == "unchanged" and "calls_before" not in tracked.key
+    assert calls.made == CALLS_BEFORE + TRACKED_CALLS and device.asked == [TRACKED_CALLS]
+
+
+def test_judged_calls_that_compiled_are_tracked_again_once_the_compiler_settles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch.compile compiles again on each of a benchmark's first calls (up to its recompile
+    limit): untracked calls until one compiles nothing, then the tracked ones again. How many
+    ran before them follows the compiler, not the host: the key says it where it is not the
+    rule's."""
+    # calls 1-2 untracked, 3-5 tracked (4 and 5 compile), 6-7 compile, 8 does not
+    tracked, calls, device = _take_compiling(monkeypatch, {1, 4, 5, 6, 7})
+    assert device.asked == [TRACKED_CALLS, TRACKED_CALLS]
+    assert calls.made == 8 + TRACKED_CALLS
+    assert tracked.key["calls_before"] == 8
+    # a baseline tracked by the rule's own calls is of another key, not compared
+    assert tracked.verdict.status == "incomparable" and "calls_before: None -> 8" in (
+        tracked.verdict.reason
+    )
+
+
+def test_calls_that_compile_on_and_on_are_said_not_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a compilation allocates follows the compiler's caches: judged calls that compiled,
+    also after SETTLE_CALLS more, are said (``varies``, with why), never compared or kept."""
+    from pytest_burnperf.instruments.memory_tracking import SETTLE_CALLS
+
+    tracked, calls, _ = _take_compiling(monkeypatch, set(range(1, 100)))
+    assert tracked.verdict.status == "varies" and tracked.verdict.kept() is None
+    assert "torch.compile compiled 4 frame(s) during its judged calls" in tracked.verdict.reason
+    assert f"also after up to {SETTLE_CALLS} more calls" in tracked.verdict.reason
+    assert calls.made == CALLS_BEFORE + TRACKED_CALLS + SETTLE_CALLS
+    assert "calls_before" not in tracked.key  # the calls judged were the rule's own

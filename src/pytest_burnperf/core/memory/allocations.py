@@ -55,6 +55,7 @@ def memory_key(
     interpreter: str = "default",
     threads: int | None = None,
     rule: str | None = None,
+    calls_before: int | None = None,
 ) -> dict[str, object]:
     """What makes two benchmarks' memory figures comparable: the ``meter`` that read them, the
     Python (its objects' sizes), the platform, the device's library and its versions, the code
@@ -66,9 +67,10 @@ def memory_key(
     ``threads`` the benchmark runs with (OpenBLAS and torch keep a buffer per thread: 4 threads
     instead of 1 moved 11 of 119 shipped benchmarks' figures, docs/validation.md), and the
     ``rule`` the calls were tracked by (which calls, what is left out: a baseline tracked by
-    an earlier rule, or before rules were kept, is of another key)."""
+    an earlier rule, or before rules were kept, is of another key), and where more calls than
+    the rule's ran before the tracked ones (a compiler settling first), how many."""
     dispatch = fingerprint.get("dispatch")
-    return {
+    key: dict[str, object] = {
         "meter": meter,
         "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
         "platform": f"{sys.platform}-{platform.machine()}",
@@ -82,3 +84,6 @@ def memory_key(
         "threads": threads,
         "rule": rule,
     }
+    if calls_before is not None:
+        key["calls_before"] = calls_before
+    return key

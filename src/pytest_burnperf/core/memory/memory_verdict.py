@@ -172,15 +172,17 @@ def key_changes(key: Mapping[str, object], baseline_key: Mapping[str, object] | 
     return "; ".join(f"{n}: {before.get(n)!r} -> {key.get(n)!r}" for n in moved)
 
 
-def compiled_during(frames: int) -> str:
-    """Why calls during which a just-in-time compiler compiled ``frames`` frames are not judged;
-    empty where it compiled none."""
+def compiled_during(frames: int, settle_calls: int) -> str:
+    """Why calls during which a just-in-time compiler compiled ``frames`` frames are not judged
+    (also after up to ``settle_calls`` untracked calls made for it to settle); empty where it
+    compiled none."""
     if frames <= 0:
         return ""
     return (
-        f"torch.compile compiled {frames} frame(s) during its judged calls: what a compilation "
-        "allocates follows the compiler's caches, in the process and on disk; memory is judged "
-        "where calls run what is compiled"
+        f"torch.compile compiled {frames} frame(s) during its judged calls, also after up to "
+        f"{settle_calls} more calls made for it to settle: what a compilation allocates follows "
+        "the compiler's caches, in the process and on disk; memory is judged where calls run "
+        "what is compiled"
     )
 
 
