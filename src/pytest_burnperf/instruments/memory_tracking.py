@@ -52,8 +52,9 @@ TRACKED_CALLS = 3
 #: untracked calls before them) gets two, the first left out and the second judged; the calls
 #: judged are the same calls of its history either way.
 BUDGET_S = 1.0
-#: Untracked calls at most, after tracked calls during which torch.compile compiled, to find a
-#: call that compiles nothing (TorchDynamo compiles a frame again at most 8 times by default).
+#: Untracked calls at most, after tracked calls during which torch.compile compiled, to let it
+#: settle: after each that compiles nothing the calls are tracked again, until the judged ones
+#: compile nothing (TorchDynamo compiles a frame again at most 8 times by default).
 SETTLE_CALLS = 12
 #: The rule the calls are tracked by, in the memory key (core/memory/allocations.memory_key):
 #: a baseline tracked by another (before it: after the clock's calls, the frame stack's
@@ -129,9 +130,10 @@ class MemoryTracking:
         """The benchmark's first calls on ``device`` (run with ``threads`` threads, inside its
         thread and device context): :data:`CALLS_BEFORE` untracked, then the tracked ones; or
         why this device's memory is not tracked. Where torch.compile compiled during the judged
-        calls, untracked calls until one compiles nothing (at most :data:`SETTLE_CALLS`), then
-        the tracked ones again: what the compiler does decides how many, not the host, so they
-        are the same calls in every run. Called before any other call of the benchmark's
+        calls, untracked calls until one compiles nothing, then the tracked ones again, until
+        the judged calls compile nothing (at most :data:`SETTLE_CALLS` untracked calls): what
+        the compiler does decides how many, not the host, so they are the same calls in every
+        run. Called before any other call of the benchmark's
         (:meth:`judged` judges what it took)."""
         __tracebackhide__ = True  # a failing call shows the test's line
         start = clock()
@@ -140,16 +142,19 @@ class MemoryTracking:
         got = _tracked(device, make_call, calls)
         if isinstance(got, str):
             return got
-        before = CALLS_BEFORE
-        if sum(got[1][1:] or got[1]):  # the judged calls compiled: until the compiler settles
-            for made in range(1, SETTLE_CALLS + 1):
+        before, made, left = CALLS_BEFORE, CALLS_BEFORE + calls, SETTLE_CALLS
+        while sum(got[1][1:] or got[1]) and left:  # the judged calls compiled: let it settle
+            while left:
+                left -= 1
                 compiled = compiled_frames()
                 _untracked(device, make_call, clock)
-                if compiled_frames() == compiled:
+                made += 1
+                if compiled_frames() == compiled:  # a call that compiled nothing: track again
                     again = _tracked(device, make_call, calls)
                     if isinstance(again, str):
                         return again
-                    got, before = again, CALLS_BEFORE + calls + made
+                    got, before = again, made
+                    made += calls
                     break
         return Taken(got[0], clock() - start, threads, got[1], before)
 

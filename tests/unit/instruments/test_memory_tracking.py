@@ -280,6 +280,18 @@ def test_judged_calls_that_compiled_are_tracked_again_once_the_compiler_settles(
     )
 
 
+def test_a_compiler_that_compiles_now_and_then_is_let_settle_until_the_judged_calls_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Calls that compile intermittently (a recompilation where a drawn parameter is new): a
+    call that compiles nothing is not yet enough; the tracked calls are made again until the
+    judged ones compile nothing."""
+    # 3-5 tracked (4 compiles); 6 settles; 7-9 tracked (9 compiles); 10 settles; 11-13 tracked
+    tracked, calls, device = _take_compiling(monkeypatch, {4, 7, 9})
+    assert device.asked == [TRACKED_CALLS] * 3
+    assert calls.made == 13 and tracked.key["calls_before"] == 10
+
+
 def test_calls_that_compile_on_and_on_are_said_not_judged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
