@@ -137,7 +137,9 @@ class MemoryTracking:
         (:meth:`judged` judges what it took)."""
         __tracebackhide__ = True  # a failing call shows the test's line
         start = clock()
-        seconds = [_untracked(device, make_call, clock) for _ in range(CALLS_BEFORE)]
+        seconds: list[float] = []
+        for _ in range(CALLS_BEFORE):  # no comprehension: its frame would show in a failure
+            seconds.append(_untracked(device, make_call, clock))
         calls = 2 if min(seconds, default=0.0) * TRACKED_CALLS > BUDGET_S else TRACKED_CALLS
         got = _tracked(device, make_call, calls)
         if isinstance(got, str):
