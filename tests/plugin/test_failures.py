@@ -146,3 +146,36 @@ def test_misuse_is_one_clean_line(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*test_not_callable*: perf() needs a callable, got 42"])
     assert "Traceback" not in result.stdout.str() and "plugin.py" not in result.stdout.str()
+
+
+FAILS_LATER = """
+import pytest
+
+made = []
+
+
+def third_call_fails():
+    made.append(1)
+    if len(made) == 3:
+        raise RuntimeError(f"user bug on call {len(made)}")
+
+
+@pytest.mark.perf(backends=["numpy"])
+def test_fails_on_third_call(perf):
+    perf(third_call_fails)
+"""
+
+
+def test_a_call_failing_while_memory_is_tracked_shows_the_users_frames(
+    pytester: pytest.Pytester,
+) -> None:
+    """The third call is the first the memory tracking meters (instruments/memory_tracking.py):
+    one that fails there shows the user's function and the test's line, none of the plugin's
+    frames (its tracker's included)."""
+    pytester.makepyfile(test_later=FAILS_LATER)
+    result = pytester.runpytest("--perf", *FAST)
+    result.assert_outcomes(failed=1)
+    failure = result.stdout.str().split("= FAILURES =", 1)[1].split("pytest-burnperf ==", 1)[0]
+    assert ">       perf(third_call_fails)" in failure
+    assert "RuntimeError: user bug on call 3" in failure
+    assert "pytest_burnperf" not in failure.replace("pytest_burnperf.plugin.measuring", "")

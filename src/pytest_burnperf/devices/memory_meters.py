@@ -44,6 +44,7 @@ from pytest_burnperf.core.text import escape
 
 def tracemalloc_peak(call: Callable[[], object]) -> int:
     """Peak bytes traced by ``tracemalloc`` while ``call`` runs (numpy reports its buffers)."""
+    __tracebackhide__ = True  # a call failing here shows the benchmark's frames
     started = not tracemalloc.is_tracing()
     if started:
         tracemalloc.start()
@@ -75,6 +76,7 @@ def rss_peak(call: Callable[[], object]) -> int | None:
     Resets the mark through ``/proc/self/clear_refs`` first; None where that is not possible.
     For libraries whose allocations ``tracemalloc`` does not see (torch on the CPU).
     """
+    __tracebackhide__ = True  # a call failing here shows the benchmark's frames
     try:
         fd = os.open("/proc/self/clear_refs", os.O_WRONLY)
         try:
@@ -110,6 +112,7 @@ def allocator_unavailable() -> str | None:
 
 def allocator_track(call: Callable[[], object], work: Path | None = None) -> Allocations:
     """Run ``call`` once under memray and return what it allocated (:func:`track_calls`)."""
+    __tracebackhide__ = True  # a call failing here shows the benchmark's frames
     return track_calls(lambda: (call, None), 1, work)[0]
 
 
@@ -120,6 +123,7 @@ def track_calls(
 ) -> list[Allocations]:
     """Make ``calls`` calls one after another under one memray tracker and return what each
     allocated (:func:`track_calls_with_sites`)."""
+    __tracebackhide__ = True  # a call failing here shows the benchmark's frames
     return track_calls_with_sites(make_call, calls, work)[0]
 
 
@@ -140,6 +144,7 @@ def track_calls_with_sites(
     and frame-stack chunks: call_figures.interpreter_map_sizes). The capture file goes to
     a temporary folder (under ``work`` where given) and is removed. :class:`TrackerBusy` where
     memray cannot track here (raised before any call ran)."""
+    __tracebackhide__ = True  # a call failing here shows the benchmark's frames
     why = allocator_unavailable()
     if why is not None:
         raise TrackerBusy(why)
@@ -242,6 +247,7 @@ def host_calls(
     """Each call's figures through the allocator, the meter's name and where the last call
     allocated; or why memory is not tracked here (memray missing, or another tracker running:
     pytest-memray's)."""
+    __tracebackhide__ = True  # a call failing here shows the benchmark's frames
     try:
         figures, sites = track_calls_with_sites(make_call, calls)
     except TrackerBusy as exc:
@@ -258,6 +264,7 @@ def host_peak(
 ) -> int | None:
     """The peak above its start of what ``call`` allocated on the host: through the allocator
     where memray runs, else ``fallback`` (tracemalloc_peak, rss_peak)."""
+    __tracebackhide__ = True  # a call failing here shows the benchmark's frames
     if allocator_unavailable() is not None:
         return fallback(call)
     try:

@@ -257,6 +257,7 @@ class CupyDevice(DeviceBase):
         handed out (the pool's rounded sizes, reused blocks included) and the high-water mark
         above the call's start. Allocations outside the pool (cuBLAS and cuFFT workspaces,
         another library's allocator) are not seen."""
+        __tracebackhide__ = True
         out = []
         for _ in range(calls):
             call, after = make_call()

@@ -109,6 +109,7 @@ class NumpyDevice(DeviceBase):
         return allocator_unavailable() is None  # numpy reports its buffers to tracemalloc
 
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
+        __tracebackhide__ = True
         return host_calls(make_call, calls)
 
     def fingerprint(self) -> dict[str, object]:

@@ -282,6 +282,7 @@ class TorchDevice(DeviceBase):
         return self.kind == "cpu" and allocator_unavailable() is None
 
     def memory_per_call(self, make_call: MakeCall, calls: int = 3) -> MemoryCalls | str:
+        __tracebackhide__ = True
         if self.kind == "cpu":
             return host_calls(make_call, calls)
         if self.kind not in ("cuda", "rocm"):
