@@ -477,6 +477,38 @@ def test_compare_judges_counted_results_by_the_counts_rule(
     assert "results[0].counts.key: must be an object" in capsys.readouterr().err
 
 
+def test_compare_pairs_counted_calls_by_their_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calls drawn afresh (8% apart) whose files say each call's place are judged call by call
+    (core/counting/paired_counts.py): +2% on every call is regressed; without the places the
+    same files leave it open; places that are not whole numbers are refused, named."""
+    drawn = [6_700_000 * (1 + 0.04 * ((7 * i) % 9 - 4) / 4) for i in range(7)]
+    places = [12, 13, 15, 16, 17, 18, 19]
+
+    def write(name: str, factor: float, positions: object) -> Path:
+        path = counted_file(tmp_path / name, 1.0)
+        doc = json.loads(path.read_text())
+        calls = [round(v * factor) for v in drawn]
+        result = doc["results"][0]
+        result["samples"], result["runs"] = calls, [calls]
+        result["counts"].update(instructions=calls, interpreter=0.0, positions=positions)
+        path.write_text(json.dumps(doc))
+        return path
+
+    old = write("old.json", 1.0, places)
+    assert main(["compare", str(old), str(write("same.json", 1.0, places))]) == 0
+    assert capsys.readouterr().out.startswith("unchanged      +0.00%")
+    assert main(["compare", str(old), str(write("more.json", 1.02, places))]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("regressed      +2.00%")
+    assert "every call apart from the baseline's call at the same place" in out
+    assert main(["compare", str(write("o.json", 1.0, None)), str(write("n.json", 1.02, None))]) == 0
+    assert capsys.readouterr().out.startswith("inconclusive")
+    assert main(["compare", str(old), str(write("bad.json", 1.0, [12, "x"]))]) == 2
+    assert "results[0].counts.positions[1]: must be a whole number" in capsys.readouterr().err
+
+
 def test_compare_history_judges_counted_results_by_the_counts_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,6 +22,7 @@ from pytest_burnperf.cli.arguments import (
 )
 from pytest_burnperf.core import measures
 from pytest_burnperf.core.counting import counts as counted
+from pytest_burnperf.core.counting import paired_counts
 from pytest_burnperf.core.counting.counts_key import key_difference
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.outcome import side_fails
@@ -96,13 +97,20 @@ def _counts_verdict(
         if diff:
             return not_comparable(values, base, diff, Cause.COUNTS_KEY)
     shares = [c.interpreter for c in (old_counts, new_counts) if c is not None]
-    return counted.judge_counts(
-        base,
-        values,
+    # each call against the other file's call at the same place, where both say the places
+    return paired_counts.judge_counted(
+        _counted(base, old_counts),
+        _counted(values, new_counts),
         alpha_each=args.alpha,
         interpreter=max(shares, default=0.0),
         threshold=args.threshold,
     )
+
+
+def _counted(values: list[float], record: CountsRecord | None) -> counted.Counted:
+    """One file's counted calls, with their places where the file gives one for each."""
+    places = () if record is None or len(record.positions) != len(values) else record.positions
+    return counted.Counted(tuple(round(v) for v in values), (), positions=places)
 
 
 class _Beside:

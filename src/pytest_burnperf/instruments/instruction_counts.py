@@ -25,7 +25,7 @@ from typing import Any
 
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core.clocks import gc_off
-from pytest_burnperf.core.counting import counted_calls, counts, counts_key
+from pytest_burnperf.core.counting import counted_calls, counts, counts_key, paired_counts
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.comparability import (
     RECORDED_AS_NUMPY,
@@ -415,9 +415,9 @@ def against_baseline(
         stored_key = as_array_key(stored_key, key)
     if entry is not None and (diff := counts_key.key_difference(stored_key, key)):
         return not_comparable(values, base_values or [], f"{diff}{RECORD_AGAIN}", Cause.COUNTS_KEY)
-    verdict = counts.judge_counts(
-        base_values,
-        values,
+    verdict = paired_counts.judge_counted(
+        stored if base_values else None,
+        got,
         alpha_each=alpha_each,
         process_spread=counts.between_processes(got, stored),
         interpreter=max(got.interpreter, 0.0 if stored is None else stored.interpreter),
@@ -490,9 +490,9 @@ def between(
     threshold: float | None = None,
 ) -> Verdict:
     """The verdict from two environments' counts of one benchmark (a same-session comparison)."""
-    return counts.judge_counts(
-        [float(v) for v in reference.values()],
-        [float(v) for v in current.values()],
+    return paired_counts.judge_counted(
+        reference,
+        current,
         alpha_each=alpha_each,
         process_spread=counts.between_processes(reference, current),
         interpreter=max(reference.interpreter, current.interpreter),

@@ -77,6 +77,9 @@ class CountsRecord:
 
     key: dict[str, object]
     interpreter: float
+    #: Each counted call's place among its process's calls (core/counting/paired_counts.py),
+    #: in the order of the result's samples; empty where the file does not say.
+    positions: tuple[int, ...] = ()
 
 
 def read_counts(path: Path) -> dict[str, CountsRecord]:
@@ -95,7 +98,14 @@ def read_counts(path: Path) -> dict[str, CountsRecord]:
         key = f.obj(counts.get("key"), f"results[{i}].counts.key")
         share = counts.get("interpreter", 0.0)
         interpreter = f.number(share, f"results[{i}].counts.interpreter", low=0.0, high=1.0)
-        out[str(r.get("test"))] = CountsRecord(dict(key), float(interpreter))
+        places = counts.get("positions")
+        positions = tuple(
+            f.integer(v, f"results[{i}].counts.positions[{k}]", low=1)
+            for k, v in enumerate(places if isinstance(places, list) else [])
+        )
+        if places is not None and not isinstance(places, list):
+            f.fail(f"results[{i}].counts.positions", "must be a list of places")
+        out[str(r.get("test"))] = CountsRecord(dict(key), float(interpreter), positions)
     return out
 
 

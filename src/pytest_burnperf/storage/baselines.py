@@ -196,6 +196,17 @@ def check_entry(f: Fields, key: str, entry: object) -> dict[str, object]:
                 f.fail(f"{where}.counts.process_medians", "must be a list of counts")
             for i, v in enumerate(medians):
                 f.integer(v, f"{where}.counts.process_medians[{i}]", low=1)
+        positions = counts.get("positions")  # each counted call's place among its process's
+        if positions is not None:
+            calls = counts["instructions"]
+            if (
+                not isinstance(positions, list)
+                or not isinstance(calls, list)
+                or len(positions) != len(calls)
+            ):
+                f.fail(f"{where}.counts.positions", "must be a list of one place per counted call")
+            for i, v in enumerate(positions):
+                f.integer(v, f"{where}.counts.positions[{i}]", low=1)
     for side in SIDES:  # what each verdict judged beside keeps (core/sides/side_registry.py)
         kept = f.opt_obj(e.get(side.field), f"{where}.{side.field}")
         if kept is not None:

@@ -132,8 +132,8 @@ def test_a_call_at_any_stack_depth_allocates_the_same_frame_stack_chunks_left_ou
     cross a chunk's end maps one more (and unmaps it when it returns), which depends on how
     deep the caller's stack is: pytest's, an xdist worker's, the plugin's own calls. Those
     mappings are left out: a numpy sum tracked at each depth of 400 (a chunk holds about 130
-    of these frames on 3.11, fewer or more elsewhere) gives its buffer alone; with only Python's arenas left out, some depth
-    maps a chunk."""
+    of these frames on 3.11, fewer or more elsewhere) gives its buffer alone; with only
+    Python's arenas left out, some depth maps a chunk."""
     from pytest_burnperf.core.memory.call_figures import arena_bytes
 
     assert _depths_that_differ(400) == {}

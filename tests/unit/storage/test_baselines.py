@@ -197,6 +197,29 @@ def test_the_counted_processes_medians_are_kept_and_checked(tmp_path: Path) -> N
             BaselineStore(tmp_path, "c").get("t.py", "a")
 
 
+def test_each_counted_calls_place_is_kept_and_checked(tmp_path: Path) -> None:
+    """Each counted call's place among its process's calls (core/counting/paired_counts.py) is
+    kept; a list that is not one whole number from 1 per counted call is refused, named."""
+    counted = {"timer": "counts", "samples": [120.0, 121.0], "dtype": "f64"}
+    placed = {"instructions": [120, 121], "cycles": [], "key": {}, "positions": [12, 13]}
+    s = BaselineStore(tmp_path, "c")
+    written, errors = s.save({"t.py": {"a": {**counted, "counts": placed}}}, {})
+    assert errors == [] and written
+    assert BaselineStore(tmp_path, "c").get("t.py", "a")["counts"]["positions"] == [12, 13]
+    path = tmp_path / "c" / "t.json"
+    for bad, said in (
+        ("12", "one place per counted call"),
+        ([12], "one place per counted call"),
+        ([12, 0], r"\[1\].*between 1 and"),
+        ([12, 1.5], r"\[1\].*whole number"),
+    ):
+        doc = json.loads(path.read_text())
+        doc["benchmarks"]["a"]["counts"]["positions"] = bad
+        path.write_text(json.dumps(doc))
+        with pytest.raises(BaselineError, match=rf"counts\.positions.*{said}"):
+            BaselineStore(tmp_path, "c").get("t.py", "a")
+
+
 @pytest.mark.parametrize("interrupted", [False, True])
 def test_the_lock_object_is_gone_before_the_signal_hold_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupted: bool

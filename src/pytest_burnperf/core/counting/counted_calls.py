@@ -143,9 +143,15 @@ def count_calls(
     (a thread pool's work counts); the calling thread switches its own collection on around
     each call only. Each call's counts are dumped and read with ``read``; the warm-up calls'
     dumps are dropped unread (the first window after the calls before it also holds the pool
-    threads' costs of those: a 2-thread matmul's counted 1.7x its others)."""
+    threads' costs of those: a 2-thread matmul's counted 1.7x its others). Each counted call's
+    place among all the calls this made (1: the uninstrumented first) is kept
+    (:attr:`Counted.positions`): calls at one place draw alike in every process
+    (core/counting/paired_counts.py), whatever made one process call more before counting."""
+
+    made = [0]  # calls made so far in this process: a counted call's position
 
     def once(counted: bool, index: int = 0) -> object:
+        made[0] += 1
         call, after = make_call()
         pad = allocator_pad(index)  # each call meets the allocator in another state
         if counted:
@@ -175,6 +181,8 @@ def count_calls(
             for i in range(warm_up + n):
                 k = done + i - warm_up + 1
                 once(True, max(0, k))
+                if k > done:
+                    positions.append(made[0])
                 name = f"{label} #{k}" if k > done else f"{label} warm-up {warmed + i + 1}"
                 dumps.append(counter.dump(name))
         finally:
@@ -184,6 +192,7 @@ def count_calls(
         # warm-up calls' dumps are not read (their files go with the counted process's folder)
         return [read(d) for d in dumps[warm_up:]]
 
+    positions: list[int] = []  # each counted call's, in the order counted
     t0 = clock()
     first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
     took = clock() - t0
@@ -199,6 +208,7 @@ def count_calls(
     counter.toggle()
     try:
         once(True, 0)
+        probe_at = made[0]
         probe = counter.dump(f"{label} first call")
     finally:
         counter.toggle()
@@ -241,8 +251,9 @@ def count_calls(
         # (its first run's translation is valgrind's, not the call's; what else the first run
         # did differently shows as disagreement, and then it is dropped)
         per_call = [probed(), *counted_pass(start - 1, 0, 1)]
+        positions.insert(0, probe_at)
         if not agree([e.get("Ir", 0) for e in per_call]):
-            per_call = per_call[1:]
+            per_call, positions = per_call[1:], positions[1:]
     if len(per_call) < calls and not agree([e.get("Ir", 0) for e in per_call]):
         per_call += counted_pass(calls - len(per_call), 1, len(per_call))
     cycles = tuple(estimated_cycles(e) for e in per_call if simulated(e))
@@ -255,6 +266,7 @@ def count_calls(
         cycles=cycles,
         events={k: int(v) for k, v in events.items()},
         interpreter=share,
+        positions=tuple(positions),
     )
     return got, first
 

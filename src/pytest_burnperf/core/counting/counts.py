@@ -98,6 +98,9 @@ RECORDED_PROCESSES = 3
 #: A counts verdict's ``spread_source`` where the spread between counted processes set its
 #: minimum effect (their memory layouts): past :data:`MAX_EFFECT` counts call no change at all.
 LAYOUT_SOURCE = "processes"
+#: A counts verdict's ``spread_source`` where each call was judged against the baseline's call
+#: at the same place (core/counting/paired_counts.py).
+PAIRED_SOURCE = "pairs"
 #: The end of the reason of a benchmark counts cannot decide (:func:`undecidable`).
 UNDECIDED_ADVICE = "judge it by time"
 
@@ -116,6 +119,10 @@ class Counted:
     #: Where several counted processes counted it (:func:`pooled`): each one's median
     #: instructions a call, in the order they counted; empty where one process did.
     process_medians: tuple[int, ...] = ()
+    #: Each counted call's place among the calls its process made (1: the first), in the
+    #: order of :attr:`instructions`: the same place draws the same random parameters in
+    #: every process (core/counting/paired_counts.py); empty where not known (an older record).
+    positions: tuple[int, ...] = ()
 
     def values(self, metric: str = GATING) -> tuple[int, ...]:
         return self.cycles if metric == "cycles" else self.instructions
@@ -134,6 +141,8 @@ class Counted:
         }
         if self.process_medians:
             doc["process_medians"] = list(self.process_medians)
+        if self.positions:
+            doc["positions"] = list(self.positions)
         return doc
 
     @classmethod
@@ -148,6 +157,7 @@ class Counted:
             },
             interpreter=jf.number(doc.get("interpreter")) or 0.0,
             process_medians=tuple(int(v) for v in jf.floats(doc.get("process_medians"))),
+            positions=tuple(int(v) for v in jf.floats(doc.get("positions"))),
         )
 
 
@@ -170,6 +180,9 @@ def pooled(parts: Sequence[Counted]) -> Counted:
         events=dict(order[(len(order) - 1) // 2].events),
         interpreter=max(p.interpreter for p in parts),
         process_medians=tuple(medians),
+        positions=tuple(v for p in parts for v in p.positions)
+        if all(len(p.positions) == len(p.instructions) for p in parts)
+        else (),
     )
 
 
@@ -469,6 +482,8 @@ def counts_failure(
         gate = f"{100 * verdict.threshold:g}% threshold set"
     # without a p: too few calls for the rank test, decided by every call's separation
     judged = "every call apart" if verdict.p_slower is None else f"p={verdict.p_slower:.2g}"
+    if verdict.spread_source == PAIRED_SOURCE:
+        judged = "every call apart from the baseline's call at the same place"
     what = "estimated cycles" if metric == "cycles" else "instructions"
     before, after = (f"{labels[0]} ", f"{labels[1]} ") if labels else ("", "")
     return (
