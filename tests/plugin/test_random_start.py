@@ -158,3 +158,57 @@ def test_sorts_of_random_data_count_the_same_in_every_counted_process(
     for result in doc["results"]:
         verdict = result["verdict"]
         assert verdict["status"] == UNCHANGED and abs(verdict["change_pct"]) < 0.1, result
+
+
+# A sort of data whose size and values each call draws afresh from numpy's global generator:
+# its calls spread far beyond what counts judge as a whole; ``EXTRA`` plants more work in each.
+DRAWN_EACH_CALL = """
+import numpy as np
+import pytest
+
+EXTRA = {extra}
+
+
+def sort_drawn():
+    x = np.random.rand(np.random.randint(15000, 25000))
+    np.sort(x)
+    if EXTRA:
+        np.sort(x[: len(x) // EXTRA])
+
+
+@pytest.mark.perf(backends=["numpy"], dtypes=["f64"])
+def test_drawn_each_call(perf, device, dtype):
+    perf(sort_drawn)
+"""
+
+
+@pytest.mark.slow
+def test_calls_drawing_afresh_are_judged_call_by_call_and_a_small_change_is_caught(
+    pytester: pytest.Pytester,
+) -> None:
+    """Each call draws its data's size and values (the counted calls spread over 10%, so
+    counts of the calls as a whole cannot judge them); the same place draws alike in every
+    counted process, so the check judges each call against the baseline's call at its place
+    (core/counting/paired_counts.py): unchanged code is `unchanged` at the 0.5% floor, and a
+    few percent more work in every call is `regressed`."""
+    _need_valgrind()
+    pytester.makepyfile(test_drawn=DRAWN_EACH_CALL.format(extra=0))
+    recorded, doc = _run(pytester, "--perf-measure", "counts", "--perf-update")
+    recorded.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    places, calls = bench["counts"]["positions"], bench["counts"]["instructions"]
+    assert len(places) == len(calls) and min(places) > 1
+    assert (max(calls) - min(calls)) / min(calls) > 0.1, calls  # far beyond counts' 5%
+    checked, doc = _run(pytester, "--perf-measure", "counts")
+    checked.assert_outcomes(passed=1)
+    (bench,) = doc["results"]
+    verdict = bench["verdict"]
+    assert verdict["status"] == UNCHANGED and verdict["spread_source"] == "pairs", bench
+    assert verdict["min_effect"] == pytest.approx(0.005), verdict
+    assert "against the baseline's call at the same place" in verdict["reason"]
+    pytester.makepyfile(test_drawn=DRAWN_EACH_CALL.format(extra=20))
+    planted, doc = _run(pytester, "--perf-measure", "counts")
+    planted.assert_outcomes(failed=1)
+    (bench,) = doc["results"]
+    assert bench["verdict"]["status"] == "regressed" and bench["verdict"]["change_pct"] > 1
+    planted.stdout.fnmatch_lines(["*every call apart from the baseline's call at the same place*"])
