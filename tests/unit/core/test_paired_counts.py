@@ -136,13 +136,16 @@ def test_a_threshold_set_gates_paired_counts_too() -> None:
     assert v.min_detectable == 0.05
 
 
-def test_not_every_pair_beyond_the_effect_is_inconclusive() -> None:
+def test_pairs_not_all_beyond_the_effect_leave_the_verdict_to_the_calls_as_a_whole() -> None:
     base = counted(seed=1, jitter=0.0)
     # six calls 1.25% up, one 0.75%: their median beyond the ~1% minimum effect, one call not
     bumped = [round(v * (1.0075 if i == 0 else 1.0125)) for i, v in enumerate(base.instructions)]
-    v = judge(base, Counted(tuple(bumped), (), positions=PLACES))
-    assert v.spread_source == counts.PAIRED_SOURCE and v.status == INCONCLUSIVE
-    assert "not every call" in v.reason
+    cur = Counted(tuple(bumped), (), positions=PLACES)
+    v = paired_counts.judge_paired(base, cur)
+    assert v is not None and v.spread_source == counts.PAIRED_SOURCE
+    assert v.status == INCONCLUSIVE and "not every call" in v.reason
+    # the pairs moved apart: the calls as a whole decide, as without the places
+    assert judge(base, cur).spread_source != counts.PAIRED_SOURCE
 
 
 def test_each_counted_calls_place_is_kept_and_survives_pooling_and_json() -> None:

@@ -175,7 +175,7 @@ def judge_counted(
 ) -> Verdict:
     """The counts verdict on ``current`` against ``baseline``: core/counting/counts.judge_counts
     on the calls as a whole, or, where the calls pair by place (:func:`judge_paired`) with a
-    smaller minimum effect, call by call. ``process_spread``: how far the sides' processes'
+    smaller minimum effect and the pairs decide, call by call. ``process_spread``: how far the sides' processes'
     medians moved apart (counts.between_processes)."""
     values = [float(v) for v in current.values()]
     whole = counts.judge_counts(
@@ -197,4 +197,6 @@ def judge_counted(
     )
     if by_call is None or by_call.effect is None or by_call.effect >= whole.effect:
         return whole
+    if by_call.status == INCONCLUSIVE:
+        return whole  # the pairs moved apart: the calls as a whole decide (or leave it to time)
     return replace(by_call, alpha_each=alpha_each)
