@@ -37,6 +37,7 @@ from pytest_burnperf.core.options.run_options import count_text
 from pytest_burnperf.core.records.stored_baseline import StoredBaseline
 from pytest_burnperf.core.text import format_count, format_time
 from pytest_burnperf.devices.base import Device
+from pytest_burnperf.devices.compilations import compiled_frames
 from pytest_burnperf.host import callgrind, callgrind_dumps, installed_files
 from pytest_burnperf.instruments.instrument import (
     InstrumentName,
@@ -233,9 +234,8 @@ def count(
         and totals (no parse of its functions; the dump stays for ``read``)."""
         total = float(callgrind_dumps.read_dump(path)["Ir"])
         blocks = callgrind_dumps.executed_blocks(path)
-        return counted_calls.CallSize(
-            total, float(blocks) if blocks is not None else total / FEWEST_PER_BLOCK
-        )
+        per_block = float(blocks) if blocks is not None else total / FEWEST_PER_BLOCK
+        return counted_calls.CallSize(total, per_block)
 
     def synced() -> tuple[Any, Any]:
         call, after = make_call()
@@ -258,6 +258,7 @@ def count(
                 limit=limit or None,
                 guard_s=counted_calls.COUNT_GUARD_S if limit else None,
                 size=size,
+                compiled=compiled_frames,
             )
         except counted_calls.TooSlow as exc:
             return {"timed_instead": too_slow_text(exc, limit or 0)}, exc.result
@@ -478,8 +479,7 @@ def as_array_key(stored: Mapping[str, object], current: Mapping[str, object]) ->
     return {**stored, "libraries": held, "calls_into": called, "simulated_cpu": simulated}
 
 
-#: The dispatch parts numpy's CPU device put into a key's ``simulated_cpu``.
-_DISPATCH = ("numpy=", "blas=")
+_DISPATCH = ("numpy=", "blas=")  # what numpy's CPU device puts into a key's ``simulated_cpu``
 
 
 def between(

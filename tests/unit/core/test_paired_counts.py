@@ -152,12 +152,15 @@ def test_each_counted_calls_place_is_kept_and_survives_pooling_and_json() -> Non
     """The places count every call the process made (1: the uninstrumented first call), so a
     process that made one more before counting shows it."""
 
-    def run(ticks: list[float]) -> Counted:
+    def run(ticks: list[float], compiles: bool = False) -> Counted:
         counter = FakeCounter()
+        frames = [0]
         costs = iter([7_000, 7_000] + [5_000, 6_000] * 20)  # warm-ups, then calls apart
 
         def make_call() -> tuple[Any, Any]:
             def call() -> None:
+                if compiles and frames == [0]:
+                    frames[0] = 3  # the first call compiled three frames
                 if counter.collecting and counter.instrumented:
                     counter.cost += next(costs)
 
@@ -166,7 +169,7 @@ def test_each_counted_calls_place_is_kept_and_survives_pooling_and_json() -> Non
         clock = iter(ticks)
         got, _ = counted_calls.count_calls(
             make_call, counter, lambda d: d, calls=9, label="t", settle=lambda i: 0,
-            guard_s=1.0, clock=lambda: next(clock),
+            guard_s=1.0, clock=lambda: next(clock), compiled=lambda: frames[0],
         )  # fmt: skip
         return got
 
@@ -175,6 +178,11 @@ def test_each_counted_calls_place_is_kept_and_survives_pooling_and_json() -> Non
     assert got.positions == (4, 5, 7, 8, 9, 10, 11, 12, 13)
     # a slow first call gets a second one uninstrumented: every place one later
     assert run([0.0, 1.5, 0.0, 0.1]).positions == tuple(p + 1 for p in got.positions)
+    # a first call that compiled gets its second one whatever it took (a warm compiler cache
+    # or a cold one): every process makes the same calls before counting
+    later = tuple(p + 1 for p in got.positions)
+    assert run([0.0, 0.1, 0.0, 0.1], compiles=True).positions == later
+    assert run([0.0, 1.5, 0.0, 0.1], compiles=True).positions == later
     assert Counted.from_json(got.as_json()) == got
     pooled = counts.pooled([got, got])
     assert pooled.positions == got.positions * 2

@@ -126,6 +126,7 @@ def count_calls(
     clock: Callable[[], float] = time.monotonic,
     settle: Callable[[float], int] | None = None,
     size: Callable[[Path], CallSize] | None = None,
+    compiled: Callable[[], int] = lambda: 0,
 ) -> tuple[Counted, object]:
     """Count ``first_calls`` calls, and where their instructions do not agree (:func:`agree`)
     more, up to ``calls`` in all (after one more warm-up call). Returns their counts and the
@@ -133,9 +134,14 @@ def count_calls(
     (``size``: its instructions and basic blocks, default from ``read``) decides: over ``limit``
     basic blocks the benchmark is not counted (:class:`TooSlow`; so too where the first
     uninstrumented call took over ``guard_s``, and the next one too: the first may import; one
-    over ten times the guard is not run again). A small call then runs ``settle(instructions)``
-    times uninstrumented (default :func:`settle_calls`; each as a counted call is made, its
-    requests included) and one instrumented warm-up call before
+    over ten times the guard is not run again). A first call during which a just-in-time
+    compiler compiled (``compiled``: its count of compiled frames, devices/compilations.py) is
+    followed by a second uninstrumented call whatever either took, so that every process makes
+    the same calls before the counted ones (a compilation's time follows the compiler's cache:
+    a kornia recording's first process, compiling cold, made the guard's second call and its
+    others did not, so each of its calls drew what the others' next call drew). A small call
+    then runs ``settle(instructions)`` times uninstrumented (default :func:`settle_calls`; each
+    as a counted call is made, its requests included) and one instrumented warm-up call before
     it is counted; with the caches simulated, ``warm`` instrumented calls in all come first; a
     large call without them is counted from its first instrumented call, which is kept where
     the next agrees with it. ``make_call()`` gives each call and what runs after it (a pedantic
@@ -193,11 +199,15 @@ def count_calls(
         return [read(d) for d in dumps[warm_up:]]
 
     positions: list[int] = []  # each counted call's, in the order counted
+    frames = compiled()
     t0 = clock()
     first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
     took = clock() - t0
-    if guard_s is not None and guard_s < took <= 10 * guard_s:
-        t0 = clock()  # the first call may have imported or built caches: the next one decides
+    compiling = compiled() != frames
+    if (guard_s is not None and guard_s < took <= 10 * guard_s) or (
+        compiling and (guard_s is None or took <= 10 * guard_s)
+    ):
+        t0 = clock()  # the first call may have imported, built caches or compiled: the next decides
         once(False)
         took = clock() - t0
     if guard_s is not None and took > guard_s:
