@@ -152,15 +152,16 @@ def test_each_counted_calls_place_is_kept_and_survives_pooling_and_json() -> Non
     """The places count every call the process made (1: the uninstrumented first call), so a
     process that made one more before counting shows it."""
 
-    def run(ticks: list[float], compiles: bool = False) -> Counted:
+    def run(ticks: list[float], compiles: int = 0) -> Counted:
         counter = FakeCounter()
-        frames = [0]
+        frames, made = [0], [0]
         costs = iter([7_000, 7_000] + [5_000, 6_000] * 20)  # warm-ups, then calls apart
 
         def make_call() -> tuple[Any, Any]:
             def call() -> None:
-                if compiles and frames == [0]:
-                    frames[0] = 3  # the first call compiled three frames
+                made[0] += 1
+                if made[0] <= compiles:
+                    frames[0] += 3  # this call compiled three frames
                 if counter.collecting and counter.instrumented:
                     counter.cost += next(costs)
 
@@ -178,11 +179,16 @@ def test_each_counted_calls_place_is_kept_and_survives_pooling_and_json() -> Non
     assert got.positions == (4, 5, 7, 8, 9, 10, 11, 12, 13)
     # a slow first call gets a second one uninstrumented: every place one later
     assert run([0.0, 1.5, 0.0, 0.1]).positions == tuple(p + 1 for p in got.positions)
-    # a first call that compiled gets its second one whatever it took (a warm compiler cache
-    # or a cold one): every process makes the same calls before counting
+    # a first call that compiled gets a second one whatever it took (a warm compiler cache or
+    # a cold one), and more while each compiles again: every process makes the same calls
     later = tuple(p + 1 for p in got.positions)
-    assert run([0.0, 0.1, 0.0, 0.1], compiles=True).positions == later
-    assert run([0.0, 1.5, 0.0, 0.1], compiles=True).positions == later
+    assert run([0.0, 0.1, 0.0, 0.1], compiles=1).positions == later
+    assert run([0.0, 1.5, 0.0, 0.1], compiles=1).positions == later
+    thrice = run([0.0, 0.1] * 4, compiles=3)  # calls 2 and 3 recompiled, call 4 did not
+    assert thrice.positions == tuple(p + 3 for p in got.positions)
+    # a compiler that never settles: at most COMPILE_SETTLE_CALLS more
+    endless = run([0.0, 0.1] * 20, compiles=100).positions
+    assert endless == tuple(p + counted_calls.COMPILE_SETTLE_CALLS for p in got.positions)
     assert Counted.from_json(got.as_json()) == got
     pooled = counts.pooled([got, got])
     assert pooled.positions == got.positions * 2

@@ -50,6 +50,10 @@ SETTLE_UP_TO = 20_000_000
 #: guard far over what a call under the count limit takes there (the slowest code measured,
 #: numpy's ``exp`` loop, 48 ns a basic block: 150 M in 7 s): the basic blocks decide.
 COUNT_GUARD_S = 20.0
+#: Uninstrumented calls at most after a first call during which a just-in-time compiler
+#: compiled, while each compiles again (devices/compilations.py): the calls before the counted
+#: ones are then the compiler's to decide, the same in every process, not its cache's speed.
+COMPILE_SETTLE_CALLS = 12
 
 
 class TooSlow(Exception):
@@ -136,8 +140,9 @@ def count_calls(
     uninstrumented call took over ``guard_s``, and the next one too: the first may import; one
     over ten times the guard is not run again). A first call during which a just-in-time
     compiler compiled (``compiled``: its count of compiled frames, devices/compilations.py) is
-    followed by a second uninstrumented call whatever either took, so that every process makes
-    the same calls before the counted ones (a compilation's time follows the compiler's cache:
+    followed by uninstrumented calls whatever they took, until one compiles nothing (at most
+    :data:`COMPILE_SETTLE_CALLS`), so that every process makes the same calls before the counted
+    ones (a compilation's time follows the compiler's cache:
     a kornia recording's first process, compiling cold, made the guard's second call and its
     others did not, so each of its calls drew what the others' next call drew). A small call
     then runs ``settle(instructions)`` times uninstrumented (default :func:`settle_calls`; each
@@ -204,12 +209,17 @@ def count_calls(
     first = once(False)  # lazy initialisation at near-native speed, nothing instrumented yet
     took = clock() - t0
     compiling = compiled() != frames
-    if (guard_s is not None and guard_s < took <= 10 * guard_s) or (
-        compiling and (guard_s is None or took <= 10 * guard_s)
-    ):
-        t0 = clock()  # the first call may have imported, built caches or compiled: the next decides
-        once(False)
-        took = clock() - t0
+    far_over = guard_s is not None and took > 10 * guard_s  # not run again
+    if not far_over and (compiling or (guard_s is not None and took > guard_s)):
+        # the first call may have imported, built caches or compiled: the next one decides, and
+        # calls follow while each compiles (a recompilation for the shapes a call drew)
+        for _ in range(COMPILE_SETTLE_CALLS):
+            frames = compiled()
+            t0 = clock()
+            once(False)
+            took = clock() - t0
+            if compiled() == frames or (guard_s is not None and took > guard_s):
+                break
     if guard_s is not None and took > guard_s:
         raise TooSlow(took, first)
     start = max(1, min(first_calls, calls))
