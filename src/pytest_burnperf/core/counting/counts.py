@@ -98,9 +98,7 @@ RECORDED_PROCESSES = 3
 #: A counts verdict's ``spread_source`` where the spread between counted processes set its
 #: minimum effect (their memory layouts): past :data:`MAX_EFFECT` counts call no change at all.
 LAYOUT_SOURCE = "processes"
-#: A counts verdict's ``spread_source`` where each call was judged against the baseline's call
-#: at the same place (core/counting/paired_counts.py).
-PAIRED_SOURCE = "pairs"
+PAIRED_SOURCE = "pairs"  # a verdict's ``spread_source`` judged call by call (paired_counts.py)
 #: The end of the reason of a benchmark counts cannot decide (:func:`undecidable`).
 UNDECIDED_ADVICE = "judge it by time"
 
@@ -223,6 +221,12 @@ def relative_spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / mid if mid > 0 else 0.0
 
 
+def minimum_effect(floor: float, spread: float, interpreter: float, base_median: float) -> float:
+    """The smallest change a counts verdict calls one (:func:`judge_counts` names the terms)."""
+    state = INTERPRETER_STATE / base_median if interpreter else 0.0
+    return max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter, state)
+
+
 def judge_counts(
     baseline: Sequence[float] | None,
     current: Sequence[float],
@@ -270,7 +274,7 @@ def judge_counts(
     ratio = cur_median / base_median
     spread = max(relative_spread(base), relative_spread(cur), process_spread)
     state = INTERPRETER_STATE / base_median if interpreter else 0.0
-    effect = max(floor, SPREAD_FACTOR * spread, INTERPRETER_FLOOR * interpreter, state)
+    effect = minimum_effect(floor, spread, interpreter, base_median)
     # the spread is the processes' where they moved apart at least half as far as any calls
     by_layout = process_spread > PROCESS_SPREAD and 2 * process_spread >= spread
     # Too few calls for the rank test to reach alpha (core/counting/counted_calls stops early only where the

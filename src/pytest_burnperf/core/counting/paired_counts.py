@@ -101,10 +101,7 @@ def judge_paired(
     between = same_place_spread(baseline, current)
     spread = max(relative_spread(ratios), process_spread if between is None else between)
     spread = max(spread, counts.PROCESS_SPREAD)
-    state = counts.INTERPRETER_STATE / base_median if interpreter else 0.0
-    effect = max(
-        floor, counts.SPREAD_FACTOR * spread, counts.INTERPRETER_FLOOR * interpreter, state
-    )
+    effect = counts.minimum_effect(floor, spread, interpreter, base_median)
     if effect > counts.MAX_EFFECT:
         return None  # paired, the calls still cannot tell a change apart
     low, high = min(ratios), max(ratios)
