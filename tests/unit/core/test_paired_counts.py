@@ -186,6 +186,10 @@ def test_each_counted_calls_place_is_kept_and_survives_pooling_and_json() -> Non
     assert run([0.0, 1.5, 0.0, 0.1], compiles=1).positions == later
     thrice = run([0.0, 0.1] * 4, compiles=3)  # calls 2 and 3 recompiled, call 4 did not
     assert thrice.positions == tuple(p + 3 for p in got.positions)
+    # a recompilation over the guard (a cold compiler cache) is the compiler's time: the guard
+    # judges the first call that compiled nothing
+    slow = run([0.0, 1.5, 0.0, 1.5, 0.0, 1.5, 0.0, 0.1], compiles=3)
+    assert slow.positions == thrice.positions
     # a compiler that never settles: at most COMPILE_SETTLE_CALLS more
     endless = run([0.0, 0.1] * 20, compiles=100).positions
     assert endless == tuple(p + counted_calls.COMPILE_SETTLE_CALLS for p in got.positions)

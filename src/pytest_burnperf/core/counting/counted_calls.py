@@ -141,10 +141,11 @@ def count_calls(
     over ten times the guard is not run again). A first call during which a just-in-time
     compiler compiled (``compiled``: its count of compiled frames, devices/compilations.py) is
     followed by uninstrumented calls whatever they took, until one compiles nothing (at most
-    :data:`COMPILE_SETTLE_CALLS`), so that every process makes the same calls before the counted
-    ones (a compilation's time follows the compiler's cache:
-    a kornia recording's first process, compiling cold, made the guard's second call and its
-    others did not, so each of its calls drew what the others' next call drew). A small call
+    :data:`COMPILE_SETTLE_CALLS`; the guard judges that one's time, and stops a compilation over
+    ten times it), so that every process makes the same calls before the counted ones (a
+    compilation's time follows the compiler's cache: a kornia recording's first process,
+    compiling cold, made the guard's second call and its others did not, so each of its calls
+    drew what the others' next call drew). A small call
     then runs ``settle(instructions)`` times uninstrumented (default :func:`settle_calls`; each
     as a counted call is made, its requests included) and one instrumented warm-up call before
     it is counted; with the caches simulated, ``warm`` instrumented calls in all come first; a
@@ -218,8 +219,10 @@ def count_calls(
             t0 = clock()
             once(False)
             took = clock() - t0
-            if compiled() == frames or (guard_s is not None and took > guard_s):
-                break
+            if compiled() == frames:
+                break  # it compiled nothing: its time is the call's own, which the guard judges
+            if guard_s is not None and took > 10 * guard_s:
+                break  # a compilation that long is not waited on
     if guard_s is not None and took > guard_s:
         raise TooSlow(took, first)
     start = max(1, min(first_calls, calls))
