@@ -486,13 +486,13 @@ def counts_failure(
         gate = f"{100 * verdict.threshold:g}% threshold set"
     # without a p: too few calls for the rank test, decided by every call's separation
     judged = "every call apart" if verdict.p_slower is None else f"p={verdict.p_slower:.2g}"
-    if verdict.spread_source == PAIRED_SOURCE:
-        judged = "every call apart from the baseline's call at the same place"
+    change = f"{100 * (verdict.ratio - 1):+.2f}%"
+    if verdict.spread_source == PAIRED_SOURCE:  # the median of the calls' own changes
+        change += " the median call against the baseline's call at the same place"
     what = "estimated cycles" if metric == "cycles" else "instructions"
     before, after = (f"{labels[0]} ", f"{labels[1]} ") if labels else ("", "")
     return (
         f"{test_id}: {what} per call {before}{format_count(verdict.baseline_median)} -> "
-        f"{after}{format_count(verdict.current_median)} ({100 * (verdict.ratio - 1):+.2f}%, "
-        f"{judged}, "
+        f"{after}{format_count(verdict.current_median)} ({change}, {judged}, "
         f"n={verdict.n_baseline}/{verdict.n_current} counted calls) exceeds the {gate}"
     )
