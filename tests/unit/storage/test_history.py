@@ -509,6 +509,43 @@ def test_counted_results_are_judged_against_the_stored_counts_of_their_key(url: 
     )
 
 
+def test_counted_calls_drawn_afresh_are_judged_against_the_stored_call_at_their_place(
+    url: str,
+) -> None:
+    """Calls that draw their work afresh (8% apart) and say each call's place are judged call by
+    call against the stored runs' calls at the same place (core/counting/paired_counts.py): +2%
+    on every call is regressed; the same runs stored without places leave it open; a place
+    that is not a whole number from 1 stores nothing."""
+    drawn = [6_700_000 * (1 + 0.04 * ((7 * i) % 9 - 4) / 4) for i in range(7)]
+    places = [12, 13, 15, 16, 17, 18, 19]
+    test = "t.py::test_a[numpy-cpu-f32]"
+
+    def drawing(i: int, factor: float, positions: object) -> dict[str, Any]:
+        d = counted_doc(i)
+        calls = [round(v * factor) for v in drawn]
+        d["results"][0].update(runs=[calls], samples=calls)
+        d["results"][0]["counts"].update(instructions=calls, interpreter=0.0)
+        if positions is not None:
+            d["results"][0]["counts"]["positions"] = positions
+        return d
+
+    def status(pts: list[dict[str, object]], d: dict[str, Any]) -> tuple[str, str | None]:
+        judged = {t: v for t, v, _ in against_history(d, pts, alpha=0.01, threshold=0.05)}
+        return judged[test].status, judged[test].spread_source
+
+    with Store(url) as s:
+        for i in range(2):
+            s.record(drawing(i, 1.0, places))
+        paired = s.points(last=20, with_runs=True)
+    assert status(paired, drawing(10, 1.0, places)) == ("unchanged", "pairs")
+    assert status(paired, drawing(11, 1.02, places)) == ("regressed", "pairs")
+    # no places on this side: the calls as a whole, 8% apart, cannot tell 2%
+    assert status(paired, drawing(12, 1.02, None))[0] == "inconclusive"
+    bad = r"results\[0\]\.counts\.positions: must be a list"
+    with Store(url) as s, pytest.raises(StoreError, match=bad):
+        s.record(drawing(13, 1.0, [12, 0]))
+
+
 def test_each_result_keeps_its_measure_and_a_version_2_store_learns_it(url: str) -> None:
     """A stored result says what its median is (seconds or instructions); a version-2 store
     (no measure column) learns it from the counts records its counted results kept."""

@@ -11,6 +11,7 @@ from typing import Any
 from pytest_burnperf import json_fields as jf
 from pytest_burnperf.core import measures
 from pytest_burnperf.core.counting import counts as counted
+from pytest_burnperf.core.counting import paired_counts
 from pytest_burnperf.core.counting.counts_key import key_difference
 from pytest_burnperf.core.judging.abstention import Cause
 from pytest_burnperf.core.judging.verdict import Policy, Verdict, judge, not_comparable
@@ -214,16 +215,32 @@ def _counted_against(
         if not runs:
             return counted.judge_counts(None, values, alpha_each=alpha_each), 0
         return not_comparable(values, [], other, Cause.COUNTS_KEY), 0
-    base = [float(v) for p in same for run in jf.rounds(p.get("runs")) for v in run]
     shares = [jf.number(jf.mapping(p.get("counts")).get("interpreter")) or 0.0 for p in same]
-    verdict = counted.judge_counts(
+    # each call against the stored runs' calls at the same place, where every side says them
+    stored = [_counted([v for run in jf.rounds(p.get("runs")) for v in run], p) for p in same]
+    base = counted.Counted(
+        tuple(v for c in stored for v in c.instructions),
+        (),
+        positions=tuple(v for c in stored for v in c.positions)
+        if all(c.positions for c in stored)
+        else (),
+    )
+    verdict = paired_counts.judge_counted(
         base,
-        values,
+        _counted(values, r),
         alpha_each=alpha_each,
         interpreter=max([share, *shares]),
         threshold=threshold,
     )
     return verdict, len(same)
+
+
+def _counted(values: Sequence[float], r: Mapping[str, object]) -> counted.Counted:
+    """One result's counted calls, with their places where its counts record gives one for
+    each (a run stored before places were kept gives none)."""
+    places = [int(v) for v in jf.floats(jf.mapping(r.get("counts")).get("positions"))]
+    whole = tuple(round(v) for v in values)
+    return counted.Counted(whole, (), positions=tuple(places) if len(places) == len(whole) else ())
 
 
 def recorded_before(

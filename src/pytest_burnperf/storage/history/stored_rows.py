@@ -102,8 +102,9 @@ def _measure(r: Mapping[str, object], where: str) -> measures.Judged:
 
 
 def _counts(r: Mapping[str, object], where: str) -> dict[str, object] | None:
-    """A counted result's counts record (its key and interpreter share), None for a timed one
-    or one without a record; RowError where it is not one."""
+    """A counted result's counts record (its key, interpreter share and, where the result says
+    them, its counted calls' places), None for a timed one or one without a record; RowError
+    where it is not one."""
     counts = r.get("counts")
     if not measures.of_field(r.get("timer")).counted or counts is None:
         return None
@@ -115,7 +116,17 @@ def _counts(r: Mapping[str, object], where: str) -> dict[str, object] | None:
         or not isinstance(share, (int, float))
     ):
         raise RowError(f"{where}: must hold a key (an object) and an interpreter share (a number)")
-    return {"key": dict(key), "interpreter": float(share)}
+    record: dict[str, object] = {"key": dict(key), "interpreter": float(share)}
+    places = jf.mapping(counts).get(
+        "positions"
+    )  # each counted call's place among its process's calls
+    if places is not None:
+        if not isinstance(places, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in places
+        ):
+            raise RowError(f"{where}.positions: must be a list of whole numbers from 1")
+        record["positions"] = list(places)
+    return record
 
 
 def _sides(r: Mapping[str, object], i: int) -> dict[str, object]:
