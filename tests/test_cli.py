@@ -510,6 +510,40 @@ def test_compare_pairs_counted_calls_by_their_place(
     assert "results[0].counts.positions[1]: must be a whole number" in capsys.readouterr().err
 
 
+def test_compare_history_pairs_the_stored_calls_by_their_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calls drawn afresh (8% apart), stored with their places by import-results: a run with
+    +2% on every call fails compare-history call by call, its line saying so."""
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("ruptures")
+    store = ["--store", str(tmp_path / "h.sqlite")]
+    drawn = [6_700_000 * (1 + 0.04 * ((7 * i) % 9 - 4) / 4) for i in range(7)]
+
+    def run(name: str, factor: float) -> Path:
+        path = counted_file(tmp_path / name, 1.0)
+        doc = json.loads(path.read_text())
+        doc["machine"] = {"hardware_class": "x86-64-v3-f23m49"}
+        doc["created"] = f"2026-12-02T10:00:{len(name):02d}+00:00"
+        calls = [round(v * factor) for v in drawn]
+        result = doc["results"][0]
+        result["samples"], result["runs"] = calls, [calls]
+        places = [12, 13, 15, 16, 17, 18, 19]
+        result["counts"].update(instructions=calls, interpreter=0.0, positions=places)
+        path.write_text(json.dumps(doc))
+        return path
+
+    for name in ("a.json", "bb.json"):
+        assert main(["import-results", *store, str(run(name, 1.0))]) == 0
+    capsys.readouterr()
+    assert main(["compare-history", *store, str(run("now.json", 1.0))]) == 0
+    assert capsys.readouterr().out.startswith("unchanged      +0.00%")
+    assert main(["compare-history", *store, str(run("more.json", 1.02))]) == 1
+    said = " ".join(capsys.readouterr().out.split())
+    assert said.startswith("regressed +2.00%"), said
+    assert "(+2.00% the median call against the baseline's call at the same place, every" in said
+
+
 def test_compare_history_judges_counted_results_by_the_counts_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
