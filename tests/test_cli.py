@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -510,6 +511,15 @@ def test_compare_pairs_counted_calls_by_their_place(
     assert "results[0].counts.positions[1]: must be a whole number" in capsys.readouterr().err
 
 
+def stored_run(path: Path, day: str) -> dict[str, Any]:
+    """The results file at ``path`` as a run of one hardware class, created on ``day`` at a
+    second set by the file's name (so each run of a test is another run)."""
+    doc: dict[str, Any] = json.loads(path.read_text())
+    doc["machine"] = {"hardware_class": "x86-64-v3-f23m49"}
+    doc["created"] = f"{day}T10:00:{len(path.name):02d}+00:00"
+    return doc
+
+
 def test_compare_history_pairs_the_stored_calls_by_their_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -522,9 +532,7 @@ def test_compare_history_pairs_the_stored_calls_by_their_place(
 
     def run(name: str, factor: float) -> Path:
         path = counted_file(tmp_path / name, 1.0)
-        doc = json.loads(path.read_text())
-        doc["machine"] = {"hardware_class": "x86-64-v3-f23m49"}
-        doc["created"] = f"2026-12-02T10:00:{len(name):02d}+00:00"
+        doc = stored_run(path, "2026-12-02")
         calls = [round(v * factor) for v in drawn]
         result = doc["results"][0]
         result["samples"], result["runs"] = calls, [calls]
@@ -553,10 +561,7 @@ def test_compare_history_judges_counted_results_by_the_counts_rule(
 
     def run(name: str, factor: float) -> Path:
         path = counted_file(tmp_path / name, factor)
-        doc = json.loads(path.read_text())
-        doc["machine"] = {"hardware_class": "x86-64-v3-f23m49"}
-        doc["created"] = f"2026-11-29T10:00:{len(name):02d}+00:00"
-        path.write_text(json.dumps(doc))
+        path.write_text(json.dumps(stored_run(path, "2026-11-29")))
         return path
 
     for name in ("a.json", "bb.json"):
