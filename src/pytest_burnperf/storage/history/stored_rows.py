@@ -117,9 +117,8 @@ def _counts(r: Mapping[str, object], where: str) -> dict[str, object] | None:
     ):
         raise RowError(f"{where}: must hold a key (an object) and an interpreter share (a number)")
     record: dict[str, object] = {"key": dict(key), "interpreter": float(share)}
-    places = jf.mapping(counts).get(
-        "positions"
-    )  # each counted call's place among its process's calls
+    # each counted call's place among its process's calls (compare-history pairs by them)
+    places = jf.mapping(counts).get("positions")
     if places is not None:
         if not isinstance(places, list) or not all(
             isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in places
