@@ -112,16 +112,23 @@ def _at_depth(depth: int, call: Callable[[], object]) -> object:
 
 def _depths_that_differ(until: int) -> dict[int, Allocations]:
     """Each depth up to ``until`` (below the tracker's) at which a tracked call of the same
-    numpy product gave other figures than its buffer alone (one tracker, a call per depth)."""
+    numpy product gave other figures than its buffer alone, the same in two sweeps (one
+    tracker a sweep, a call per depth): what another thread maps during one call (an
+    xdist worker's I/O thread) is not the depth's."""
     a = np.ones(1000)
-    depths = iter(range(until))
 
-    def make_call() -> tuple[Callable[[], object], None]:
-        depth = next(depths)
-        return (lambda: _at_depth(depth, lambda: a * 2.0)), None
+    def sweep() -> dict[int, Allocations]:
+        depths = iter(range(until))
 
-    got = memory_meters.track_calls(make_call, until)
-    return {depth: g for depth, g in enumerate(got) if g.allocated != 8000 or g.peak != 8000}
+        def make_call() -> tuple[Callable[[], object], None]:
+            depth = next(depths)
+            return (lambda: _at_depth(depth, lambda: a * 2.0)), None
+
+        got = memory_meters.track_calls(make_call, until)
+        return {d: g for d, g in enumerate(got) if g.allocated != 8000 or g.peak != 8000}
+
+    first, second = sweep(), sweep()
+    return {d: g for d, g in first.items() if second.get(d) == g}
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="frame-stack chunks came with 3.11")
