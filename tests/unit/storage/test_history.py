@@ -541,6 +541,8 @@ def test_counted_calls_drawn_afresh_are_judged_against_the_stored_call_at_their_
     assert status(paired, drawing(11, 1.02, places)) == ("regressed", "pairs")
     # no places on this side: the calls as a whole, 8% apart, cannot tell 2%
     assert status(paired, drawing(12, 1.02, None))[0] == "inconclusive"
+    # places that are not places (a fraction, a file made by hand): not paired by them
+    assert status(paired, drawing(14, 1.02, [12.5, 13, 15, 16, 17, 18, 19]))[0] == "inconclusive"
     bad = r"results\[0\]\.counts\.positions: must be a list"
     with Store(url) as s, pytest.raises(StoreError, match=bad):
         s.record(drawing(13, 1.0, [12, 0]))

@@ -236,11 +236,16 @@ def _counted_against(
 
 
 def _counted(values: Sequence[float], r: Mapping[str, object]) -> counted.Counted:
-    """One result's counted calls, with their places where its counts record gives one for
-    each (a run stored before places were kept gives none)."""
-    places = [int(v) for v in jf.floats(jf.mapping(r.get("counts")).get("positions"))]
+    """One result's counted calls, with their places where its counts record gives a whole
+    number from 1 for each (a run stored before places were kept gives none; anything else is
+    not read as places, so the calls are judged as a whole)."""
+    given = jf.mapping(r.get("counts")).get("positions")
+    places = given if isinstance(given, list) else []
     whole = tuple(round(v) for v in values)
-    return counted.Counted(whole, (), positions=tuple(places) if len(places) == len(whole) else ())
+    usable = len(places) == len(whole) and all(
+        isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in places
+    )
+    return counted.Counted(whole, (), positions=tuple(places) if usable else ())
 
 
 def recorded_before(
